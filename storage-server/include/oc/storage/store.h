@@ -1,0 +1,127 @@
+#pragma once
+// Store owns buckets and objects. The gateway sees only this interface; OpenLocalStore()
+// (open.h) backs it with RocksDB in process, ConnectRemoteStore() with the storage RPC to
+// one or more oc-storage-server daemons. Both behave identically, and tests run both.
+//
+// Visibility and durability: an object appears only whole, when its writer commits; an
+// overwrite replaces it atomically; a reader sees one version from open to close even if
+// the object is overwritten or deleted meanwhile. Commit returns only once the object is
+// on stable storage.
+//
+// Thread safety: every Store method may be called concurrently from any thread. A writer
+// or reader object is used by one thread at a time.
+//
+// Errors common to every method: kNotFound/kBucket when the bucket does not exist,
+// kInvalidArgument/kKey (field "key") for a key over kMaxKeyBytes or empty, kIOError or
+// kCorruption from the engine, kUnavailable from a remote store that cannot be reached.
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "oc/common/result.h"
+#include "oc/common/status.h"
+#include "oc/storage/types.h"
+
+namespace oc::storage {
+
+// Streams the bytes of a new object (or part). Nothing is visible until Commit succeeds;
+// destroying a writer without Commit discards what was appended.
+class ObjectWriter {
+ public:
+  virtual ~ObjectWriter() = default;
+  // Appends bytes. The store keeps only a bounded amount in memory (one extent batch),
+  // whatever the object's size.
+  virtual Status Append(ByteSpan data) = 0;
+  // Makes the object visible and durable; returns its metadata (size, ETag, mtime).
+  // kInvalidArgument/kEntity if expected_size was set and not met; kInvalidArgument/kDigest
+  // if content_md5 was set and differs. After Commit (either outcome) the writer is spent.
+  virtual Result<ObjectMeta> Commit() = 0;
+};
+
+// Reads a resolved byte range of one version of an object.
+class ObjectReader {
+ public:
+  virtual ~ObjectReader() = default;
+  virtual const ObjectMeta& meta() const = 0;
+  // The resolved range: offset and length within the object, clamped to its size.
+  virtual uint64_t offset() const = 0;
+  virtual uint64_t length() const = 0;
+  // Copies the next bytes of the range into `out`; returns how many (0 at the end).
+  virtual Result<uint64_t> Read(MutableByteSpan out) = 0;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // --- Buckets ---
+  // kAlreadyExists/kBucket if it exists (whoever owns it); kInvalidArgument/kBucket for a
+  // name that is not a valid S3 bucket name.
+  virtual Status CreateBucket(std::string_view bucket, std::string_view owner) = 0;
+  // kFailedPrecondition/kBucket if it still holds objects or multipart uploads.
+  virtual Status DeleteBucket(std::string_view bucket) = 0;
+  virtual Result<BucketInfo> HeadBucket(std::string_view bucket) = 0;
+  // Every bucket, sorted by name.
+  virtual Result<std::vector<BucketInfo>> ListBuckets() = 0;
+
+  // --- Objects ---
+  // Starts writing `key`; the bucket must exist now (and again at Commit).
+  virtual Result<std::unique_ptr<ObjectWriter>> Put(const ObjectKey& key,
+                                                    const PutOptions& options) = 0;
+  // Opens `range` of `key`. kNotFound/kKey if absent; kOutOfRange/kRange if the range starts
+  // at or past the end of a non-empty object (a suffix range never does). A range running
+  // past the end is clamped. Any range of an empty object reads zero bytes.
+  virtual Result<std::unique_ptr<ObjectReader>> Get(const ObjectKey& key, ByteRange range) = 0;
+  virtual Result<ObjectMeta> Head(const ObjectKey& key) = 0;
+  // kNotFound/kKey if absent (S3 callers treat that as success).
+  virtual Status Delete(const ObjectKey& key) = 0;
+  // Copies src to dst (which may be the same key). Metadata is src's unless `replace` is
+  // given (S3's x-amz-metadata-directive: REPLACE). Returns dst's new metadata.
+  virtual Result<ObjectMeta> Copy(const ObjectKey& src, const ObjectKey& dst,
+                                  const std::optional<PutOptions>& replace) = 0;
+  // Keys of `bucket` in byte order, after options.start_after, grouped by delimiter.
+  virtual Result<ListResult> List(std::string_view bucket, const ListOptions& options) = 0;
+
+  // --- Multipart uploads ---
+  // Returns a new upload id. The options (metadata) apply to the completed object.
+  virtual Result<std::string> CreateMultipartUpload(const ObjectKey& key,
+                                                    const PutOptions& options) = 0;
+  // Writes part `part_number` (1..kMaxPartNumber) of the upload; a part written again
+  // replaces the earlier one. kNotFound/kUpload if no such upload for this key;
+  // kInvalidArgument/kPart (field "partNumber") if out of range.
+  virtual Result<std::unique_ptr<ObjectWriter>> UploadPart(const ObjectKey& key,
+                                                           std::string_view upload_id,
+                                                           uint32_t part_number,
+                                                           const PutOptions& options) = 0;
+  // Assembles the listed parts into the object, atomically. kNotFound/kUpload if no such
+  // upload; kInvalidArgument/kPart ("InvalidPart") if a part is missing or its ETag
+  // differs; kFailedPrecondition/kPart ("InvalidPartOrder") if numbers do not ascend;
+  // kOutOfRange/kPart ("EntityTooSmall") if a part other than the last is under
+  // kMinPartBytes. The parts' bytes are not copied.
+  virtual Result<ObjectMeta> CompleteMultipartUpload(const ObjectKey& key,
+                                                     std::string_view upload_id,
+                                                     std::span<const CompletedPart> parts) = 0;
+  // Discards the upload and its parts. kNotFound/kUpload if no such upload.
+  virtual Status AbortMultipartUpload(const ObjectKey& key, std::string_view upload_id) = 0;
+  // Parts with numbers above `part_number_marker`, ascending, at most max_parts.
+  virtual Result<ListPartsResult> ListParts(const ObjectKey& key, std::string_view upload_id,
+                                            uint32_t part_number_marker,
+                                            uint32_t max_parts) = 0;
+  virtual Result<ListUploadsResult> ListMultipartUploads(std::string_view bucket,
+                                                         const ListUploadsOptions& options) = 0;
+
+  // --- KV-cache layer reads ---
+  // Reads every slice into its dest, in parallel and batched where the engine allows.
+  // Returns one SliceStatus per slice, in order; a missing object is not an error.
+  virtual Result<std::vector<SliceStatus>> ReadSlices(std::string_view bucket,
+                                                      std::span<const SliceRead> slices) = 0;
+
+  // --- Operations ---
+  // kOk when the engine (or every remote server) answers; engine figures for /stats.
+  virtual Result<StoreStats> Stats() = 0;
+};
+
+}  // namespace oc::storage

@@ -1,0 +1,172 @@
+#pragma once
+// Value types of the object store: keys, ranges, bucket and object metadata, listing
+// and multipart results. Plain structs, no behaviour; shared by the store, its RPC and the
+// gateway. Thread safety: values.
+
+#include <cstdint>
+#include <array>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "oc/common/bytes.h"
+#include "oc/descriptor/layout.h"
+
+namespace oc::storage {
+
+// S3 limits the key to 1024 bytes of UTF-8; longer keys are refused before any I/O.
+inline constexpr uint64_t kMaxKeyBytes = 1024;
+// S3 part numbers are 1..10000.
+inline constexpr uint32_t kMaxPartNumber = 10000;
+// S3's minimum size of every part but the last.
+inline constexpr uint64_t kMinPartBytes = 5ull << 20;
+
+struct ObjectKey {
+  std::string bucket;
+  std::string name;
+};
+
+// A byte range of an object. Resolved against the object's size by the store:
+//  - {offset, length}: bytes [offset, offset + length), clamped at the end;
+//  - length == kToEnd: from offset to the end;
+//  - suffix == true: the last `length` bytes (HTTP "bytes=-N").
+struct ByteRange {
+  static constexpr uint64_t kToEnd = ~0ull;
+  uint64_t offset = 0;
+  uint64_t length = kToEnd;
+  bool suffix = false;
+
+  static ByteRange All() { return {}; }
+  static ByteRange Suffix(uint64_t n) { return {0, n, true}; }
+  bool IsAll() const { return !suffix && offset == 0 && length == kToEnd; }
+};
+
+struct BucketInfo {
+  std::string name;
+  std::string owner;  // access key id of the user that created it
+  int64_t created_unix_ms = 0;
+};
+
+// The shape of a KV chunk object, stored with it when it is written with its layout known
+// (DESIGN.md, data model); the extent size then equals one contiguous layer range, so a
+// layer slice is one or two record reads.
+struct ChunkShape {
+  descriptor::StoredLayout layout = descriptor::StoredLayout::kL2TD;
+  uint32_t num_layers = 0;    // L
+  uint64_t layer_bytes = 0;   // S: bytes of one layer of this chunk (K and V together)
+};
+
+// What HEAD returns; also what a write commits.
+struct ObjectMeta {
+  uint64_t size = 0;
+  // S3's ETag without quotes: lowercase hex MD5 for a single PUT, "<hex>-<parts>" for a
+  // completed multipart upload (MD5 of the concatenated binary part MD5s).
+  std::string etag;
+  std::string content_type;
+  // x-amz-meta-* pairs; names lowercase and without the prefix, in the order stored.
+  std::vector<std::pair<std::string, std::string>> user_meta;
+  // Other stored representation headers, names lowercase: cache-control,
+  // content-disposition, content-encoding, content-language, expires.
+  std::vector<std::pair<std::string, std::string>> headers;
+  int64_t mtime_unix_ms = 0;
+  uint32_t parts_count = 0;  // 0 for a single PUT, N for a completed multipart upload
+  std::optional<ChunkShape> chunk;
+};
+
+// What a caller supplies when writing an object (or a part: only the digest and size
+// fields apply to parts).
+struct PutOptions {
+  std::string content_type;  // Default: "" (the gateway answers binary/octet-stream)
+  std::vector<std::pair<std::string, std::string>> user_meta;
+  std::vector<std::pair<std::string, std::string>> headers;
+  // Bytes per extent record; 0 picks StoreOptions::default_extent_bytes, or the chunk's
+  // contiguous layer range when `chunk` is set (S for kL2TD, S/2 for k2LTD).
+  uint64_t extent_bytes = 0;
+  std::optional<ChunkShape> chunk;
+  // When set, Commit fails with kInvalidArgument/kEntity if the appended byte count differs
+  // (a truncated or overlong body never becomes visible).
+  std::optional<uint64_t> expected_size;
+  // When set (Content-MD5), Commit fails with kInvalidArgument/kDigest on mismatch.
+  std::optional<std::array<std::byte, 16>> content_md5;
+};
+
+struct ListOptions {
+  std::string prefix;
+  std::string delimiter;    // empty: no grouping
+  std::string start_after;  // exclusive; the larger of S3's marker/start-after/token
+  uint32_t max_keys = 1000;
+};
+
+struct ListEntry {
+  std::string name;
+  ObjectMeta meta;
+};
+
+struct ListResult {
+  std::vector<ListEntry> objects;
+  std::vector<std::string> common_prefixes;
+  bool truncated = false;
+  // The last key or common prefix returned; pass as start_after to continue.
+  std::string next_start_after;
+};
+
+struct CompletedPart {
+  uint32_t part_number = 0;
+  std::string etag;  // unquoted
+};
+
+struct PartInfo {
+  uint32_t part_number = 0;
+  uint64_t size = 0;
+  std::string etag;  // unquoted hex MD5
+  int64_t mtime_unix_ms = 0;
+};
+
+struct ListPartsResult {
+  std::vector<PartInfo> parts;
+  bool truncated = false;
+  uint32_t next_part_number_marker = 0;
+};
+
+struct UploadInfo {
+  std::string key;
+  std::string upload_id;
+  int64_t initiated_unix_ms = 0;
+};
+
+struct ListUploadsOptions {
+  std::string prefix;
+  std::string delimiter;
+  std::string key_marker;
+  std::string upload_id_marker;
+  uint32_t max_uploads = 1000;
+};
+
+struct ListUploadsResult {
+  std::vector<UploadInfo> uploads;
+  std::vector<std::string> common_prefixes;
+  bool truncated = false;
+  std::string next_key_marker;
+  std::string next_upload_id_marker;
+};
+
+// One slice of a layer read: `dest.size()` bytes of object `name` from `offset`.
+struct SliceRead {
+  std::string name;
+  uint64_t offset = 0;
+  MutableByteSpan dest;
+};
+
+enum class SliceStatus : uint8_t {
+  kOk = 0,      // dest filled
+  kMissing,     // no such object
+  kShort,       // the object ends before offset + dest.size(); dest is not filled
+};
+
+// Engine figures for /stats and /metrics; names are stable snake_case.
+struct StoreStats {
+  std::vector<std::pair<std::string, uint64_t>> figures;
+};
+
+}  // namespace oc::storage
