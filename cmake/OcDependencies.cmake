@@ -5,19 +5,17 @@ find_package(fmt REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 
-if(NOT OC_FUZZ)
-  find_package(Boost 1.74 REQUIRED COMPONENTS program_options)
-  find_package(OpenSSL REQUIRED)
-  find_package(tomlplusplus REQUIRED)
-  pkg_check_modules(UCX REQUIRED IMPORTED_TARGET ucx)
-  # RocksDB's own CMake package drags in every compression library's CMake config; the
-  # shared library already links them, so a plain library lookup is enough.
-  find_library(ROCKSDB_LIBRARY rocksdb REQUIRED)
-  find_path(ROCKSDB_INCLUDE_DIR rocksdb/db.h REQUIRED)
-  add_library(oc_rocksdb INTERFACE)
-  target_link_libraries(oc_rocksdb INTERFACE ${ROCKSDB_LIBRARY})
-  target_include_directories(oc_rocksdb SYSTEM INTERFACE ${ROCKSDB_INCLUDE_DIR})
-endif()
+find_package(Boost 1.74 REQUIRED COMPONENTS program_options)
+find_package(OpenSSL REQUIRED)
+find_package(tomlplusplus REQUIRED)
+pkg_check_modules(UCX REQUIRED IMPORTED_TARGET ucx)
+# RocksDB's own CMake package drags in every compression library's CMake config; the
+# shared library already links them, so a plain library lookup is enough.
+find_library(ROCKSDB_LIBRARY rocksdb REQUIRED)
+find_path(ROCKSDB_INCLUDE_DIR rocksdb/db.h REQUIRED)
+add_library(oc_rocksdb INTERFACE)
+target_link_libraries(oc_rocksdb INTERFACE ${ROCKSDB_LIBRARY})
+target_include_directories(oc_rocksdb SYSTEM INTERFACE ${ROCKSDB_INCLUDE_DIR})
 
 if(OC_BUILD_TESTS AND NOT OC_FUZZ)
   find_package(GTest REQUIRED)
