@@ -1,0 +1,220 @@
+#include "oc/common/config.h"
+
+#include <fstream>
+#include <sstream>
+
+#include <fmt/core.h>
+#include <toml++/toml.h>
+
+#include "oc/common/units.h"
+
+namespace oc {
+
+struct Config::Rep {
+  toml::table table;
+  mutable std::set<std::string, std::less<>> known;
+};
+
+Config::Config() : rep_(std::make_unique<Rep>()) {}
+Config::~Config() = default;
+Config::Config(Config&&) noexcept = default;
+Config& Config::operator=(Config&&) noexcept = default;
+
+Config Config::Empty() { return Config(); }
+
+Result<Config> Config::Parse(std::string_view text, std::string_view source_name) {
+  // Debian's toml++ is built with exceptions: a parse error throws. This runs once at
+  // startup, off the data path, so the exception is caught right here.
+  Config config;
+  try {
+    config.rep_->table = toml::parse(text, source_name);
+  } catch (const toml::parse_error& err) {
+    return Status::InvalidArgument(
+        std::string(source_name),
+        fmt::format("TOML error at line {} column {}: {}", err.source().begin.line,
+                    err.source().begin.column, err.description()));
+  }
+  return config;
+}
+
+Result<Config> Config::LoadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Status::IOError(fmt::format("cannot read config file {}", path));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return Parse(text.str(), path);
+}
+
+namespace {
+
+// Walks a dotted key; nullptr when absent.
+const toml::node* Find(const toml::table& table, std::string_view key) {
+  return table.at_path(key).node();
+}
+
+Status WrongType(std::string_view key, std::string_view want) {
+  return Status::InvalidArgument(std::string(key), fmt::format("must be {}", want));
+}
+
+void Collect(const toml::table& table, const std::string& prefix, std::vector<std::string>* out) {
+  for (const auto& [name, node] : table) {
+    std::string key = prefix.empty() ? std::string(name.str())
+                                     : prefix + "." + std::string(name.str());
+    if (const toml::table* sub = node.as_table()) {
+      Collect(*sub, key, out);
+    } else {
+      out->push_back(std::move(key));
+    }
+  }
+}
+
+}  // namespace
+
+bool Config::Has(std::string_view key) const {
+  rep_->known.emplace(key);
+  return Find(rep_->table, key) != nullptr;
+}
+
+Status Config::Read(std::string_view key, std::string* out) const {
+  rep_->known.emplace(key);
+  const toml::node* node = Find(rep_->table, key);
+  if (node == nullptr) {
+    return Status::Ok();
+  }
+  const auto* v = node->as_string();
+  if (v == nullptr) {
+    return WrongType(key, "a string");
+  }
+  *out = v->get();
+  return Status::Ok();
+}
+
+Status Config::Read(std::string_view key, bool* out) const {
+  rep_->known.emplace(key);
+  const toml::node* node = Find(rep_->table, key);
+  if (node == nullptr) {
+    return Status::Ok();
+  }
+  const auto* v = node->as_boolean();
+  if (v == nullptr) {
+    return WrongType(key, "true or false");
+  }
+  *out = v->get();
+  return Status::Ok();
+}
+
+Status Config::Read(std::string_view key, uint64_t* out) const {
+  rep_->known.emplace(key);
+  const toml::node* node = Find(rep_->table, key);
+  if (node == nullptr) {
+    return Status::Ok();
+  }
+  const auto* v = node->as_integer();
+  if (v == nullptr || v->get() < 0) {
+    return WrongType(key, "a non-negative integer");
+  }
+  *out = static_cast<uint64_t>(v->get());
+  return Status::Ok();
+}
+
+Status Config::Read(std::string_view key, uint32_t* out) const {
+  uint64_t wide = *out;
+  OC_RETURN_IF_ERROR(Read(key, &wide));
+  if (wide > UINT32_MAX) {
+    return WrongType(key, "an integer below 2^32");
+  }
+  *out = static_cast<uint32_t>(wide);
+  return Status::Ok();
+}
+
+Status Config::Read(std::string_view key, double* out) const {
+  rep_->known.emplace(key);
+  const toml::node* node = Find(rep_->table, key);
+  if (node == nullptr) {
+    return Status::Ok();
+  }
+  if (const auto* f = node->as_floating_point()) {
+    *out = f->get();
+  } else if (const auto* i = node->as_integer()) {
+    *out = static_cast<double>(i->get());
+  } else {
+    return WrongType(key, "a number");
+  }
+  return Status::Ok();
+}
+
+Status Config::Read(std::string_view key, std::vector<std::string>* out) const {
+  rep_->known.emplace(key);
+  const toml::node* node = Find(rep_->table, key);
+  if (node == nullptr) {
+    return Status::Ok();
+  }
+  const toml::array* arr = node->as_array();
+  if (arr == nullptr) {
+    return WrongType(key, "an array of strings");
+  }
+  std::vector<std::string> values;
+  for (const toml::node& item : *arr) {
+    const auto* s = item.as_string();
+    if (s == nullptr) {
+      return WrongType(key, "an array of strings");
+    }
+    values.push_back(s->get());
+  }
+  *out = std::move(values);
+  return Status::Ok();
+}
+
+Status Config::ReadSize(std::string_view key, uint64_t* out) const {
+  rep_->known.emplace(key);
+  const toml::node* node = Find(rep_->table, key);
+  if (node == nullptr) {
+    return Status::Ok();
+  }
+  if (node->is_integer()) {
+    return Read(key, out);
+  }
+  const auto* s = node->as_string();
+  if (s == nullptr) {
+    return WrongType(key, "a size such as \"64MiB\"");
+  }
+  OC_ASSIGN_OR_RETURN(*out, ParseSize(s->get(), key));
+  return Status::Ok();
+}
+
+Status Config::ReadDuration(std::string_view key, std::chrono::milliseconds* out) const {
+  std::chrono::microseconds us = *out;
+  OC_RETURN_IF_ERROR(ReadDuration(key, &us));
+  *out = std::chrono::duration_cast<std::chrono::milliseconds>(us);
+  return Status::Ok();
+}
+
+Status Config::ReadDuration(std::string_view key, std::chrono::microseconds* out) const {
+  rep_->known.emplace(key);
+  const toml::node* node = Find(rep_->table, key);
+  if (node == nullptr) {
+    return Status::Ok();
+  }
+  const auto* s = node->as_string();
+  if (s == nullptr) {
+    return WrongType(key, "a duration such as \"30s\"");
+  }
+  OC_ASSIGN_OR_RETURN(std::chrono::nanoseconds ns, ParseDuration(s->get(), key));
+  *out = std::chrono::duration_cast<std::chrono::microseconds>(ns);
+  return Status::Ok();
+}
+
+Status Config::CheckNoUnknownKeys() const {
+  std::vector<std::string> keys;
+  Collect(rep_->table, "", &keys);
+  for (const std::string& key : keys) {
+    if (rep_->known.find(key) == rep_->known.end()) {
+      return Status::InvalidArgument(key, "unknown configuration key");
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace oc
