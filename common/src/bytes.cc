@@ -19,14 +19,35 @@ int HexValue(char c) {
 }  // namespace
 
 std::string HexEncode(ByteSpan bytes) {
+  std::string out;
+  AppendHex(bytes, out);
+  return out;
+}
+
+void AppendHex(ByteSpan bytes, std::string& out) {
   static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out(bytes.size() * 2, '\0');
+  const size_t start = out.size();
+  out.resize(start + bytes.size() * 2);
   for (size_t i = 0; i < bytes.size(); ++i) {
     const auto b = static_cast<uint8_t>(bytes[i]);
-    out[2 * i] = kDigits[b >> 4];
-    out[2 * i + 1] = kDigits[b & 0xf];
+    out[start + 2 * i] = kDigits[b >> 4];
+    out[start + 2 * i + 1] = kDigits[b & 0xf];
   }
-  return out;
+}
+
+bool HexDecodeTo(std::string_view hex, MutableByteSpan out) {
+  if (hex.size() != out.size() * 2) {
+    return false;
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    const int hi = HexValue(hex[2 * i]);
+    const int lo = HexValue(hex[2 * i + 1]);
+    if (hi < 0 || lo < 0) {
+      return false;
+    }
+    out[i] = static_cast<std::byte>((hi << 4) | lo);
+  }
+  return true;
 }
 
 std::optional<std::vector<std::byte>> HexDecode(std::string_view hex) {

@@ -15,6 +15,19 @@ TEST(Hex, RoundTripsAndRejectsBadInput) {
   EXPECT_FALSE(HexDecode("zz").has_value());
 }
 
+TEST(Hex, AppendsAndDecodesIntoFixedBuffers) {
+  const std::string text("\x00\x01\xab\xff", 4);
+  std::string out = "key/";
+  AppendHex(AsBytes(text), out);
+  EXPECT_EQ(out, "key/0001abff");
+  std::byte buf[4];
+  ASSERT_TRUE(HexDecodeTo("0001ABff", buf));
+  EXPECT_EQ(AsText(buf), text);
+  EXPECT_FALSE(HexDecodeTo("0001abf", buf));    // short
+  EXPECT_FALSE(HexDecodeTo("0001abff00", buf));  // long
+  EXPECT_FALSE(HexDecodeTo("0001abfg", buf));   // not hex
+}
+
 TEST(Endian, BigEndianSortsNumerically) {
   std::byte a[8];
   std::byte b[8];

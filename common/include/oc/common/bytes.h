@@ -29,6 +29,11 @@ inline std::string_view AsText(ByteSpan b) {
 std::string HexEncode(ByteSpan bytes);
 // Decodes hex (either case); nullopt on odd length or a non-hex character.
 std::optional<std::vector<std::byte>> HexDecode(std::string_view hex);
+// Appends the lowercase hex of `bytes` to `out` (no temporary string).
+void AppendHex(ByteSpan bytes, std::string& out);
+// Decodes exactly 2 * out.size() hex characters (either case) into `out`, allocating
+// nothing; false (and `out` unspecified) on a length mismatch or a non-hex character.
+bool HexDecodeTo(std::string_view hex, MutableByteSpan out);
 
 inline void PutBigEndian64(uint64_t v, std::byte* out) {
   for (int i = 7; i >= 0; --i) {
