@@ -1,0 +1,93 @@
+#pragma once
+// AwsChunkedDecoder: incremental decoder for S3 streaming uploads signed with
+// STREAMING-AWS4-HMAC-SHA256-PAYLOAD (Content-Encoding: aws-chunked). Source of truth: AWS S3
+// API reference, "Signature Calculations for the Authorization Header: Transferring Payload
+// in Multiple Chunks (Chunked Upload) (AWS Signature Version 4)". The body is a sequence of
+//   hex(size) ";chunk-signature=" sig(64 hex) CRLF  data(size bytes)  CRLF
+// ending with a chunk of size 0 (its data empty, still followed by CRLF). Each chunk's
+// signature is HMAC(signing key, "AWS4-HMAC-SHA256-PAYLOAD\n" date "\n" scope "\n"
+// previous signature "\n" hex(sha256("")) "\n" hex(sha256(data))), the first "previous" being
+// the seed signature of the Authorization header.
+//
+// Memory: no body buffering. Payload bytes are handed back as views into the caller's input
+// as they arrive, hashed on the way, and the chunk's signature is checked when its last byte
+// has been seen. So bytes of a chunk are returned BEFORE that chunk is verified: the caller
+// may stream them into an ObjectWriter but must Commit only after Finish() returns OK (an
+// uncommitted writer discards everything). Only the chunk header line is copied (bounded by
+// kMaxAwsChunkHeaderBytes).
+//
+// ERRORS (map in the gateway's ToS3Error):
+//   SignatureDoesNotMatch  403  kUnauthenticated   kSignature  "chunk-signature"
+//   IncompleteBody         400  kInvalidArgument   kEntity     "x-amz-decoded-content-length"
+//     (body ended early, or the decoded length differs from x-amz-decoded-content-length)
+//   InvalidRequest         400  kInvalidArgument   kEntity     "aws-chunked"
+//     (malformed framing: bad hex size, missing ";chunk-signature=", bad CRLF, a chunk size
+//      over kMaxAwsChunkBytes, a header over kMaxAwsChunkHeaderBytes, bytes after the end)
+// After an error, every further call returns the same error.
+//
+// Thread safety: one decoder per request, used by one thread at a time.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "auth/crypto.h"
+#include "auth/sigv4.h"
+#include "oc/common/bytes.h"
+#include "oc/common/result.h"
+#include "oc/common/status.h"
+
+namespace oc::gateway::auth {
+
+// Longest chunk header line accepted, CRLF included: 16 hex digits + ";chunk-signature=" +
+// 64 hex = 97 bytes, with room to spare. Longer lines are rejected before more is buffered.
+inline constexpr size_t kMaxAwsChunkHeaderBytes = 256;
+// Largest chunk size accepted (clients use 8 KiB..1 MiB; AWS SDKs at most a few MiB).
+// Larger declared sizes are rejected before any byte of the chunk is accepted.
+inline constexpr uint64_t kMaxAwsChunkBytes = uint64_t{16} << 20;
+
+class AwsChunkedDecoder {
+ public:
+  // `signer` from AuthResult::streaming; `decoded_content_length` from
+  // AuthResult::decoded_content_length (x-amz-decoded-content-length).
+  AwsChunkedDecoder(StreamingSigner signer, uint64_t decoded_content_length);
+
+  struct Step {
+    size_t consumed = 0;  // bytes of the input used; > 0 whenever the input was not empty
+    ByteSpan payload;     // decoded bytes: a sub-span of the input (may be empty)
+  };
+  // Consumes a prefix of `input` and returns the payload bytes found in it. Call again with
+  // the rest of the input until it is used up, then with the next piece of the body.
+  // Errors as listed above.
+  Result<Step> Next(ByteSpan input);
+
+  // Call when the body has ended (Content-Length reached or connection closed). OK only if the
+  // final chunk was received and verified and the decoded length matched.
+  Status Finish() const;
+
+  // True once the final chunk and its CRLF were consumed and verified.
+  bool done() const { return state_ == State::kDone; }
+  uint64_t decoded_bytes() const { return decoded_; }
+
+ private:
+  enum class State { kHeader, kData, kDataCrlf, kDone, kFailed };
+
+  Status Fail(Status status);
+  Status ParseHeader();   // header_ holds one line without CRLF
+  Status VerifyChunk();   // at the end of a chunk's data
+
+  StreamingSigner signer_;
+  uint64_t expected_total_;
+  uint64_t decoded_ = 0;
+  State state_ = State::kHeader;
+  std::string header_;             // the header line so far
+  uint64_t chunk_size_ = 0;        // of the current chunk
+  uint64_t chunk_remaining_ = 0;   // data bytes still to come
+  size_t crlf_seen_ = 0;           // bytes of the CRLF after the data seen so far
+  std::string chunk_signature_;    // claimed signature of the current chunk
+  std::string previous_signature_; // the chain
+  Sha256 chunk_hash_;
+  Status error_;
+};
+
+}  // namespace oc::gateway::auth

@@ -1,0 +1,181 @@
+#pragma once
+// AWS Signature Version 4 verification for the S3 gateway, as pure functions over a view of
+// the request as received (no Beast types: the gateway adapts its request into RequestView).
+// Covers the Authorization header (payload hash, UNSIGNED-PAYLOAD, or
+// STREAMING-AWS4-HMAC-SHA256-PAYLOAD) and presigned URLs (X-Amz-* query parameters).
+// Source of truth: AWS "Signature Version 4 signing process" and the S3 API reference
+// "Authenticating Requests (AWS Signature Version 4)"; each step below names its part.
+//
+// Region: a request must be signed for AuthOptions::region (Default "us-east-1") and the
+// service "s3"; an empty region accepts whatever region the client signed with.
+// Timestamps: x-amz-date (header auth) or X-Amz-Date (presigned) in ISO 8601 basic form
+// ("20130524T000000Z"); the Date header is not used. Header-signed requests must be within
+// AuthOptions::max_skew (Default 15 minutes) of the server clock either way; presigned URLs
+// are valid from X-Amz-Date - max_skew to X-Amz-Date + X-Amz-Expires (<= 604800 s).
+//
+// ERRORS (the gateway's ToS3Error maps them; no other Status comes out of this module):
+//   S3 error code                      HTTP  Code               Subject     field
+//   SignatureDoesNotMatch               403  kUnauthenticated   kSignature  "" / "X-Amz-Signature"
+//   InvalidAccessKeyId                  403  kUnauthenticated   kAccessKey  ""
+//   RequestTimeTooSkewed                403  kOutOfRange        kSignature  "x-amz-date"
+//   AccessDenied (expired or not yet    403  kPermissionDenied  kSignature  "X-Amz-Expires" /
+//     valid presigned URL; missing or                                       "X-Amz-Date" /
+//     unparsable x-amz-date header)                                         "x-amz-date"
+//   AuthorizationHeaderMalformed        400  kInvalidArgument   kSignature  "Authorization"
+//   AuthorizationQueryParametersError   400  kInvalidArgument   kSignature  "X-Amz-<Param>"
+//     (rule: kInvalidArgument+kSignature is AuthorizationHeaderMalformed when field is
+//      "Authorization", else AuthorizationQueryParametersError)
+//   InvalidRequest ("Please use          400  kUnimplemented     kSignature  "Authorization" /
+//     AWS4-HMAC-SHA256": SigV2 or other                                      "X-Amz-Algorithm"
+//     algorithm)
+//   InvalidArgument (bad                 400  kInvalidArgument   kNone       "x-amz-content-sha256"
+//     x-amz-content-sha256 value, bad or                                     /"x-amz-decoded-
+//     missing x-amz-decoded-content-                                          content-length"
+//     length, both header and query                                          /"Authorization"
+//     auth present)
+//   XAmzContentSHA256Mismatch           400  kInvalidArgument   kDigest     "x-amz-content-sha256"
+//     (CheckPayloadSha256, at body end; the gateway's own Content-MD5 BadDigest should use
+//      another field, e.g. "Content-MD5")
+// aws_chunked.h lists the errors of the chunk decoder.
+//
+// Thread safety: Authenticator::Authenticate may be called concurrently from any thread.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "auth/credentials.h"
+#include "auth/crypto.h"
+#include "oc/common/result.h"
+#include "oc/common/status.h"
+
+namespace oc::gateway::auth {
+
+// The request as received, views into the gateway's buffers; valid for one call.
+struct RequestView {
+  std::string_view method;  // "GET"
+  std::string_view target;  // raw request-target: path ["?" query], still percent-encoded
+  // Every header as received: names in any case, values untrimmed, repeats allowed.
+  std::vector<std::pair<std::string_view, std::string_view>> headers;
+};
+
+// What x-amz-content-sha256 (or a presigned URL) says about the body.
+enum class PayloadMode {
+  kSigned,           // a hex SHA-256: the gateway hashes the body and calls CheckPayloadSha256
+  kUnsigned,         // UNSIGNED-PAYLOAD, presigned URLs, and anonymous requests
+  kStreamingSigned,  // STREAMING-AWS4-HMAC-SHA256-PAYLOAD: decode with AwsChunkedDecoder
+};
+
+// What the aws-chunked decoder needs to verify the chunk signature chain.
+struct StreamingSigner {
+  Sha256Digest signing_key{};  // kSigning of the request's scope
+  std::string amz_date;        // "20130524T000000Z", the request's x-amz-date
+  std::string scope;           // "20130524/us-east-1/s3/aws4_request"
+  std::string seed_signature;  // the Authorization header's signature, lowercase hex
+};
+
+struct AuthResult {
+  // The authenticated user (owned by the Credentials), or nullptr for an anonymous request:
+  // no Authorization header and no X-Amz-Algorithm query parameter.
+  const User* user = nullptr;
+  PayloadMode payload = PayloadMode::kUnsigned;
+  bool presigned = false;
+  std::string payload_sha256;  // lowercase hex, when payload == kSigned
+  // When payload == kStreamingSigned: the chain seed and x-amz-decoded-content-length.
+  StreamingSigner streaming;
+  uint64_t decoded_content_length = 0;
+};
+
+struct AuthOptions {
+  // The region clients must sign for; empty accepts any region. Default: "us-east-1"
+  std::string region = "us-east-1";
+  // Largest accepted distance between a request's timestamp and the server clock.
+  // Default: 15 minutes (S3's RequestTimeTooSkewed window)
+  std::chrono::seconds max_skew = std::chrono::minutes(15);
+};
+
+// Longest presigned URL lifetime S3 accepts (7 days).
+inline constexpr int64_t kMaxPresignedExpiresSeconds = 604800;
+// Largest Authorization header / query credential accepted before parsing.
+inline constexpr size_t kMaxAuthorizationBytes = 8192;
+
+// Verifies requests against a Credentials set. Derived signing keys are cached per
+// (secret, date, region) in a small per-thread cache (no lock on the request path), so a
+// key costs four HMACs once a day per I/O thread.
+class Authenticator {
+ public:
+  // REQUIRES: `creds` outlives this object.
+  Authenticator(const Credentials& creds, AuthOptions options);
+
+  // Authenticates `req` at server time `now`. Returns the user (nullptr if anonymous) and how
+  // the body must be checked; errors as listed at the top of this file.
+  Result<AuthResult> Authenticate(const RequestView& req,
+                                  std::chrono::system_clock::time_point now) const;
+
+  const AuthOptions& options() const { return options_; }
+
+ private:
+  const Credentials& creds_;
+  const AuthOptions options_;
+};
+
+// XAmzContentSHA256Mismatch check at body end: OK when `auth.payload` is not kSigned or
+// `actual` (SHA-256 of the body received) equals auth.payload_sha256; else kInvalidArgument /
+// kDigest / "x-amz-content-sha256".
+Status CheckPayloadSha256(const AuthResult& auth, const Sha256Digest& actual);
+
+// ---- The SigV4 steps, exposed for tests and for the aws-chunked decoder. ----
+
+// Credential "<access key>/<yyyymmdd>/<region>/<service>/aws4_request".
+struct CredentialScope {
+  std::string access_key;
+  std::string date;
+  std::string region;
+  std::string service;
+  std::string Scope() const;  // "<date>/<region>/<service>/aws4_request"
+};
+// kInvalidArgument / kSignature / `field` on a malformed credential.
+Result<CredentialScope> ParseCredential(std::string_view credential, std::string_view field);
+
+// "AWS4-HMAC-SHA256 Credential=..., SignedHeaders=a;b, Signature=hex" (any order, optional
+// spaces after the commas). kUnimplemented / kSignature for another algorithm;
+// kInvalidArgument / kSignature / "Authorization" when malformed.
+struct AuthorizationHeader {
+  CredentialScope credential;
+  std::vector<std::string> signed_headers;  // lowercase, as listed (must be sorted, unique)
+  std::string signature;                    // 64 lowercase hex chars
+};
+Result<AuthorizationHeader> ParseAuthorization(std::string_view value);
+
+// Task 1 pieces. CanonicalUri: the path as received with every byte outside the unreserved
+// set and '/' percent-encoded once (existing %XX escapes are normalised to uppercase, not
+// encoded again: S3 does not double-encode). CanonicalQuery: pairs decoded, re-encoded with
+// UriEncode, sorted by name then value, joined with '&'; `skip_signature` drops
+// X-Amz-Signature (presigned). Both return nullopt-like errors on malformed escapes.
+Result<std::string> CanonicalUri(std::string_view raw_path);
+Result<std::string> CanonicalQuery(std::string_view raw_query, bool skip_signature);
+// The canonical headers block for `signed_headers` (lowercase names): each
+// "name:value\n", value trimmed, inner runs of spaces folded to one, repeats joined with ','.
+// kInvalidArgument / kSignature / `field` when a signed header is absent (except that a
+// missing "host" is an error too: it must always be signed).
+Result<std::string> CanonicalHeaders(const RequestView& req,
+                                     const std::vector<std::string>& signed_headers,
+                                     std::string_view field);
+std::string CanonicalRequest(std::string_view method, std::string_view canonical_uri,
+                             std::string_view canonical_query, std::string_view canonical_headers,
+                             const std::vector<std::string>& signed_headers,
+                             std::string_view payload_hash);
+// Task 2: "AWS4-HMAC-SHA256\n<amz date>\n<scope>\n<hex sha256(canonical request)>".
+std::string StringToSign(std::string_view amz_date, std::string_view scope,
+                         std::string_view canonical_request);
+// Task 3 (uncached; Authenticator caches it): kSigning = HMAC(HMAC(HMAC(HMAC("AWS4" + secret, date), region), service),
+// "aws4_request").
+Sha256Digest DeriveSigningKey(std::string_view secret, std::string_view date,
+                              std::string_view region, std::string_view service);
+// Task 4: lowercase hex HMAC(signing key, string to sign).
+std::string SignatureHex(const Sha256Digest& signing_key, std::string_view string_to_sign);
+
+}  // namespace oc::gateway::auth
