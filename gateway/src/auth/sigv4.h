@@ -149,6 +149,9 @@ struct AuthorizationHeader {
   std::string signature;                    // 64 lowercase hex chars
 };
 Result<AuthorizationHeader> ParseAuthorization(std::string_view value);
+// "host;range;x-amz-date": lowercase names separated by ';', which must include "host".
+// kInvalidArgument / kSignature / `field` otherwise.
+Result<std::vector<std::string>> ParseSignedHeaders(std::string_view list, std::string_view field);
 
 // Task 1 pieces. CanonicalUri: the path as received with every byte outside the unreserved
 // set and '/' percent-encoded once (existing %XX escapes are normalised to uppercase, not

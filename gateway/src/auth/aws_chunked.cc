@@ -1,0 +1,202 @@
+#include "auth/aws_chunked.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace oc::gateway::auth {
+namespace {
+
+constexpr std::string_view kSignaturePrefix = ";chunk-signature=";
+constexpr size_t kSignatureHexChars = 64;
+constexpr size_t kMaxSizeHexDigits = 16;
+
+Status Framing(std::string message) {
+  return Status(Code::kInvalidArgument, Subject::kEntity, "aws-chunked", std::move(message));
+}
+
+Status LengthMismatch(std::string message) {
+  return Status(Code::kInvalidArgument, Subject::kEntity, "x-amz-decoded-content-length",
+                std::move(message));
+}
+
+int HexDigit(char c) {
+  if (c >= '0' && c <= '9') {
+    return c - '0';
+  }
+  if (c >= 'a' && c <= 'f') {
+    return c - 'a' + 10;
+  }
+  if (c >= 'A' && c <= 'F') {
+    return c - 'A' + 10;
+  }
+  return -1;
+}
+
+}  // namespace
+
+AwsChunkedDecoder::AwsChunkedDecoder(StreamingSigner signer, uint64_t decoded_content_length)
+    : signer_(std::move(signer)),
+      expected_total_(decoded_content_length),
+      previous_signature_(signer_.seed_signature) {
+  header_.reserve(kMaxAwsChunkHeaderBytes);
+}
+
+Status AwsChunkedDecoder::Fail(Status status) {
+  state_ = State::kFailed;
+  error_ = status;
+  return status;
+}
+
+Status AwsChunkedDecoder::ParseHeader() {
+  // header_: hex(size) ";chunk-signature=" 64 lowercase hex, CRLF already removed.
+  const std::string_view line = header_;
+  const size_t semi = line.find(';');
+  const std::string_view hex = line.substr(0, semi);
+  if (hex.empty() || hex.size() > kMaxSizeHexDigits) {
+    return Framing("chunk size must be 1..16 hex digits");
+  }
+  uint64_t size = 0;
+  for (char c : hex) {
+    const int d = HexDigit(c);
+    if (d < 0) {
+      return Framing("chunk size is not hex");
+    }
+    size = (size << 4) | static_cast<uint64_t>(d);
+    if (size > kMaxAwsChunkBytes) {  // checked per digit, so the shift cannot overflow
+      return Framing("chunk size over the limit of " + std::to_string(kMaxAwsChunkBytes));
+    }
+  }
+  if (semi == std::string_view::npos) {
+    return Framing("chunk header without ;chunk-signature=");
+  }
+  const std::string_view ext = line.substr(semi);
+  if (!ext.starts_with(kSignaturePrefix) ||
+      ext.size() != kSignaturePrefix.size() + kSignatureHexChars) {
+    return Framing("chunk header must be <hex size>;chunk-signature=<64 hex>");
+  }
+  const std::string_view sig = ext.substr(kSignaturePrefix.size());
+  if (!std::all_of(sig.begin(), sig.end(),
+                   [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); })) {
+    return Framing("chunk signature must be lowercase hex");
+  }
+  if (size > expected_total_ - decoded_) {
+    return LengthMismatch("chunks carry more bytes than x-amz-decoded-content-length");
+  }
+  if (size == 0 && decoded_ != expected_total_) {
+    return LengthMismatch("final chunk before x-amz-decoded-content-length bytes were sent");
+  }
+  chunk_size_ = size;
+  chunk_remaining_ = size;
+  chunk_signature_.assign(sig);
+  chunk_hash_.Reset();
+  return Status::Ok();
+}
+
+Status AwsChunkedDecoder::VerifyChunk() {
+  std::string sts;
+  sts.reserve(200 + signer_.scope.size());
+  sts.append("AWS4-HMAC-SHA256-PAYLOAD\n");
+  sts.append(signer_.amz_date).push_back('\n');
+  sts.append(signer_.scope).push_back('\n');
+  sts.append(previous_signature_).push_back('\n');
+  sts.append(kEmptySha256Hex).push_back('\n');
+  sts.append(DigestHex(chunk_hash_.Finish()));
+  if (!ConstantTimeEquals(SignatureHex(signer_.signing_key, sts), chunk_signature_)) {
+    return Status(Code::kUnauthenticated, Subject::kSignature, "chunk-signature",
+                  "chunk signature does not match at decoded offset " +
+                      std::to_string(decoded_ - chunk_size_));
+  }
+  previous_signature_ = chunk_signature_;
+  return Status::Ok();
+}
+
+Result<AwsChunkedDecoder::Step> AwsChunkedDecoder::Next(ByteSpan input) {
+  Step step;
+  if (state_ == State::kFailed) {
+    return error_;
+  }
+  if (input.empty()) {
+    return step;
+  }
+  const auto* text = reinterpret_cast<const char*>(input.data());
+  switch (state_) {
+    case State::kHeader: {
+      const std::string_view in(text, input.size());
+      const size_t nl = in.find('\n');
+      const size_t take = nl == std::string_view::npos ? in.size() : nl + 1;
+      if (header_.size() + take > kMaxAwsChunkHeaderBytes) {
+        return Fail(Framing("chunk header line too long"));
+      }
+      header_.append(in.substr(0, take));
+      step.consumed = take;
+      if (nl == std::string_view::npos) {
+        return step;
+      }
+      if (header_.size() < 2 || header_[header_.size() - 2] != '\r') {
+        return Fail(Framing("chunk header must end with CRLF"));
+      }
+      header_.resize(header_.size() - 2);
+      if (Status s = ParseHeader(); !s.ok()) {
+        return Fail(std::move(s));
+      }
+      header_.clear();
+      state_ = State::kData;
+      if (chunk_remaining_ == 0) {  // the final chunk: no data, verify now
+        if (Status s = VerifyChunk(); !s.ok()) {
+          return Fail(std::move(s));
+        }
+        crlf_seen_ = 0;
+        state_ = State::kDataCrlf;
+      }
+      return step;
+    }
+    case State::kData: {
+      const size_t take =
+          static_cast<size_t>(std::min<uint64_t>(chunk_remaining_, input.size()));
+      step.payload = input.first(take);
+      step.consumed = take;
+      chunk_hash_.Update(step.payload);
+      chunk_remaining_ -= take;
+      decoded_ += take;
+      if (chunk_remaining_ == 0) {
+        if (Status s = VerifyChunk(); !s.ok()) {
+          return Fail(std::move(s));
+        }
+        crlf_seen_ = 0;
+        state_ = State::kDataCrlf;
+      }
+      return step;
+    }
+    case State::kDataCrlf: {
+      while (step.consumed < input.size() && crlf_seen_ < 2) {
+        const char want = crlf_seen_ == 0 ? '\r' : '\n';
+        if (text[step.consumed] != want) {
+          return Fail(Framing("chunk data must be followed by CRLF"));
+        }
+        ++crlf_seen_;
+        ++step.consumed;
+      }
+      if (crlf_seen_ == 2) {
+        state_ = chunk_size_ == 0 ? State::kDone : State::kHeader;
+      }
+      return step;
+    }
+    case State::kDone:
+      return Fail(Framing("bytes after the final chunk"));
+    case State::kFailed:
+      break;
+  }
+  return error_;
+}
+
+Status AwsChunkedDecoder::Finish() const {
+  if (state_ == State::kDone) {
+    return Status::Ok();
+  }
+  if (state_ == State::kFailed) {
+    return error_;
+  }
+  return LengthMismatch("body ended before the final aws-chunked chunk");
+}
+
+}  // namespace oc::gateway::auth
