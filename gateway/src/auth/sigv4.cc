@@ -383,6 +383,13 @@ Result<AuthResult> Authenticator::Authenticate(const RequestView& req,
   if (presigned) {
     return AuthenticatePresigned(req, target, creds_, options_, now);
   }
+  // A SigV2 presigned URL (what boto3's generate_presigned_url makes unless configured for
+  // s3v4) is refused as unsupported rather than served as an anonymous request.
+  if (std::any_of(target.query.begin(), target.query.end(),
+                  [](const auto& kv) { return kv.first == "AWSAccessKeyId"; })) {
+    return Status(Code::kUnimplemented, Subject::kSignature, "AWSAccessKeyId",
+                  "Signature Version 2 is not supported; sign with AWS4-HMAC-SHA256 (s3v4)");
+  }
   return AuthResult{};  // anonymous
 }
 

@@ -26,8 +26,8 @@
 //     (rule: kInvalidArgument+kSignature is AuthorizationHeaderMalformed when field is
 //      "Authorization", else AuthorizationQueryParametersError)
 //   InvalidRequest ("Please use          400  kUnimplemented     kSignature  "Authorization" /
-//     AWS4-HMAC-SHA256": SigV2 or other                                      "X-Amz-Algorithm"
-//     algorithm)
+//     AWS4-HMAC-SHA256": SigV2 header or                                     "X-Amz-Algorithm" /
+//     presigned URL, other algorithm)                                        "AWSAccessKeyId"
 //   InvalidArgument (bad                 400  kInvalidArgument   kNone       "x-amz-content-sha256"
 //     x-amz-content-sha256 value, bad or                                     /"x-amz-decoded-
 //     missing x-amz-decoded-content-                                          content-length"
