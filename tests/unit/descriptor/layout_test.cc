@@ -50,7 +50,8 @@ TEST(Layout, EveryByteOfAChunkIsCopiedExactlyOnce) {
     ASSERT_TRUE(g.has_value());
     std::vector<int> hits(g->chunk_bytes(), 0);
     for (uint32_t l = 0; l < 5; ++l) {
-      for (const SliceCopy& c : g->Source(l).view()) {
+      const LayerSource source = g->Source(l);
+      for (const SliceCopy& c : source.view()) {
         for (uint64_t b = 0; b < c.length; ++b) {
           ++hits[c.source_offset + b];
         }

@@ -55,7 +55,9 @@ struct LayerSource {
   std::array<SliceCopy, 2> copies{};
   uint32_t count = 0;
 
-  std::span<const SliceCopy> view() const { return {copies.data(), count}; }
+  // The copies in use. Views this object: not callable on a temporary.
+  std::span<const SliceCopy> view() const& { return {copies.data(), count}; }
+  std::span<const SliceCopy> view() const&& = delete;
 };
 
 // N chunks of L layers of S bytes in a given stored layout: every offset of the descriptor
