@@ -129,6 +129,7 @@ std::string_view OpName(Op op) {
     case Op::kDelete: return "Delete";
     case Op::kCopy: return "Copy";
     case Op::kList: return "List";
+    case Op::kHeadMany: return "HeadMany";
     case Op::kCreateUpload: return "CreateMultipartUpload";
     case Op::kUploadPartBegin: return "UploadPart";
     case Op::kCompleteUpload: return "CompleteMultipartUpload";
@@ -628,6 +629,34 @@ bool Decode(WireReader& r, std::vector<SliceRequest>* v) {
                       [](WireReader& rr, SliceRequest* s) { return Decode(rr, s); });
 }
 
+bool Decode(WireReader& r, std::vector<std::string>* v) { return DecodeStrings(r, v); }
+
+void Encode(WireWriter& w, const std::optional<ObjectMeta>& v) {
+  w.U8(v.has_value() ? 1 : 0);
+  if (v.has_value()) {
+    Encode(w, *v);
+  }
+}
+
+bool Decode(WireReader& r, std::vector<std::optional<ObjectMeta>>* v) {
+  return DecodeVector(r, v, 1, [](WireReader& rr, std::optional<ObjectMeta>* m) {
+    bool present = false;
+    if (!rr.Bool(&present)) {
+      return false;
+    }
+    if (!present) {
+      m->reset();
+      return true;
+    }
+    ObjectMeta meta;
+    if (!Decode(rr, &meta)) {
+      return false;
+    }
+    *m = std::move(meta);
+    return true;
+  });
+}
+
 Status ValidateBody(Op op, uint16_t flags, ByteSpan body) {
   const bool reply = (flags & kFlagReply) != 0;
   std::string s1;
@@ -687,6 +716,11 @@ Status ValidateBody(Op op, uint16_t flags, ByteSpan body) {
       ListResult list;
       ListOptions options;
       return reply ? DecodeBody(body, &list) : DecodeBody(body, &s1, &options);
+    }
+    case Op::kHeadMany: {
+      std::vector<std::string> names;
+      std::vector<std::optional<ObjectMeta>> metas;
+      return reply ? DecodeBody(body, &metas) : DecodeBody(body, &s1, &names);
     }
     case Op::kCreateUpload: {
       PutOptions options;

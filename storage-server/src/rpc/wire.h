@@ -49,6 +49,9 @@ inline constexpr uint64_t kMaxFrameBodyBytes = 64ull << 20;
 // Object bytes travel in data frames of at most this size, so neither side holds more
 // than one such piece of a streamed object.
 inline constexpr uint64_t kStreamChunkBytes = 1ull << 20;
+// Largest request body a client sends (everything but data frames): servers accept at
+// least this much whatever their configuration, so a valid call is never refused for size.
+inline constexpr uint64_t kMaxRequestBodyBytes = 1ull << 20;
 // Longest shared secret accepted in a handshake.
 inline constexpr uint64_t kMaxSecretBytes = 4096;
 
@@ -73,6 +76,7 @@ enum class Op : uint8_t {
   kDelete = 26,          // key                          / (empty)
   kCopy = 27,            // src, dst, optional<PutOptions> / ObjectMeta
   kList = 28,            // bucket, ListOptions          / ListResult
+  kHeadMany = 29,        // bucket, vector<string>       / vector<optional<ObjectMeta>>
   kCreateUpload = 30,    // key, PutOptions              / upload id
   kUploadPartBegin = 31, // key, upload id, part, PutOptions / (empty); then as kPutBegin
   kCompleteUpload = 32,  // key, upload id, vector<CompletedPart> / ObjectMeta
@@ -226,6 +230,9 @@ bool Decode(WireReader& r, StoreStats* v);
 bool Decode(WireReader& r, std::vector<BucketInfo>* v);
 bool Decode(WireReader& r, std::vector<CompletedPart>* v);
 bool Decode(WireReader& r, std::vector<SliceRequest>* v);
+bool Decode(WireReader& r, std::vector<std::string>* v);
+void Encode(WireWriter& w, const std::optional<ObjectMeta>& v);
+bool Decode(WireReader& r, std::vector<std::optional<ObjectMeta>>* v);
 
 // Builds one frame: header, then the fields in order, with the body length patched in.
 template <typename... Fields>

@@ -1,0 +1,682 @@
+// RemoteStore: the Store interface over the storage RPC (ConnectRemoteStore in open.h).
+//
+// Endpoints: each bucket lives on one server, chosen by XXH3-64 (seed 0) of its name modulo
+// the number of endpoints, so every gateway with the same endpoint list agrees without
+// coordination (changing the list moves buckets: it is a deployment decision). ListBuckets
+// and Stats ask every server and merge.
+//
+// Connections: each call takes a connection from its endpoint's idle pool (checked alive
+// first) or opens one (connect + Hello), uses it alone, and gives it back if the call ended
+// cleanly; at most max_idle_connections wait per endpoint. A streamed writer or reader owns
+// its connection until it ends; a reader dropped before its last byte closes the connection
+// rather than draining an unknown amount.
+//
+// Failures: a broken connection is dropped and the call fails with kUnavailable. A call
+// that only reads (and opening a writer, which creates nothing) is retried once on a fresh
+// connection when it failed on a pooled one, since a server may have closed that idle
+// connection meanwhile; mutations are never retried, because the server may have applied
+// them before the connection broke.
+
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <random>
+
+#include <fmt/core.h>
+#include <xxhash.h>
+
+#include "oc/common/log.h"
+#include "oc/common/thread_annotations.h"
+#include "oc/storage/open.h"
+#include "rpc/client_conn.h"
+#include "rpc/wire.h"
+
+namespace oc::storage {
+
+Status RemoteStoreOptions::Validate() const {
+  if (endpoints.empty()) {
+    return Status::InvalidArgument("endpoints", "at least one storage server is required");
+  }
+  for (const std::string& e : endpoints) {
+    OC_ASSIGN_OR_RETURN(rpc::HostPort hp, rpc::ParseHostPort(e, "endpoints"));
+    if (hp.port == 0) {
+      return Status::InvalidArgument("endpoints", fmt::format("'{}' has port 0", e));
+    }
+  }
+  if (secret.empty()) {
+    return Status::InvalidArgument("secret", "the RPC shared secret (OC_RPC_SECRET) is required");
+  }
+  if (secret.size() > rpc::kMaxSecretBytes) {
+    return Status::InvalidArgument("secret",
+                                   fmt::format("longer than {} bytes", rpc::kMaxSecretBytes));
+  }
+  return Status::Ok();
+}
+
+namespace rpc {
+namespace {
+
+const Logger kLog{"remote_store"};
+
+constexpr std::chrono::milliseconds kConnectTimeout{5'000};
+// Generous: a call includes the server's store work (a synced commit, a large batch).
+constexpr std::chrono::milliseconds kIoTimeout{120'000};
+
+Status MalformedReply(Op op, const Status& decode) {
+  return Status::Internal(
+      fmt::format("malformed {} reply from storage server: {}", OpName(op), decode.ToString()));
+}
+
+// One storage server and its idle connections.
+class Endpoint {
+ public:
+  Endpoint(HostPort address, std::string secret, uint32_t max_idle)
+      : address_(std::move(address)), secret_(std::move(secret)), max_idle_(max_idle) {}
+
+  const HostPort& address() const { return address_; }
+
+  // A connection for one call; `reused` tells whether it came from the pool.
+  Result<std::unique_ptr<ClientConn>> Acquire(uint64_t request_id, bool* reused) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      while (!idle_.empty()) {
+        std::unique_ptr<ClientConn> c = std::move(idle_.back());
+        idle_.pop_back();
+        if (c->LooksAlive()) {
+          *reused = true;
+          return c;
+        }
+      }
+    }
+    *reused = false;
+    OC_ASSIGN_OR_RETURN(std::unique_ptr<ClientConn> c,
+                        ClientConn::Connect(address_, kConnectTimeout));
+    c->set_io_timeout(kIoTimeout);
+    OC_RETURN_IF_ERROR(c->Handshake(secret_, request_id));
+    return c;
+  }
+
+  // Takes a connection back after a call; broken ones and those above the cap are closed.
+  void Release(std::unique_ptr<ClientConn> c) {
+    if (c == nullptr || !c->healthy()) {
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (idle_.size() < max_idle_) {
+      idle_.push_back(std::move(c));
+    }
+  }
+
+ private:
+  const HostPort address_;
+  const std::string secret_;
+  const uint32_t max_idle_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<ClientConn>> idle_ OC_GUARDED_BY(mu_);
+};
+
+// A connection checked out for one call; returned to its endpoint on destruction when
+// the call left it in a clean state, closed otherwise.
+class Lease {
+ public:
+  Lease() = default;
+  Lease(Endpoint* endpoint, std::unique_ptr<ClientConn> conn)
+      : endpoint_(endpoint), conn_(std::move(conn)) {}
+  Lease(Lease&&) = default;
+  Lease& operator=(Lease&& other) {
+    Return();
+    endpoint_ = other.endpoint_;
+    conn_ = std::move(other.conn_);
+    clean_ = other.clean_;
+    return *this;
+  }
+  ~Lease() { Return(); }
+
+  ClientConn* operator->() { return conn_.get(); }
+  ClientConn& conn() { return *conn_; }
+  explicit operator bool() const { return conn_ != nullptr; }
+  // The call completed and the stream is at a frame boundary: reusable.
+  void MarkClean() { clean_ = true; }
+  void MarkDirty() { clean_ = false; }
+  void Return() {
+    if (conn_ != nullptr && endpoint_ != nullptr && clean_) {
+      endpoint_->Release(std::move(conn_));
+    }
+    conn_.reset();
+    clean_ = false;
+  }
+
+ private:
+  Endpoint* endpoint_ = nullptr;
+  std::unique_ptr<ClientConn> conn_;
+  bool clean_ = false;
+};
+
+enum class Retry { kNo, kIfPooled };
+
+// Reads the reply frame of call `rid`: the body of a frame (op, reply) or the error an
+// error frame carries. Anything else breaks the connection.
+Result<std::vector<std::byte>> ReadReply(ClientConn& conn, Op op, uint64_t rid) {
+  FrameHeader h;
+  std::vector<std::byte> body;
+  OC_RETURN_IF_ERROR(conn.ReadFrame(&h, &body));
+  if (h.request_id != rid || (h.flags & kFlagReply) == 0 || (h.op != op && h.op != Op::kError)) {
+    conn.MarkBroken();
+    return Status::Internal(fmt::format(
+        "storage server {} answered {} req={:016x} to {} req={:016x}", conn.peer(),
+        OpName(h.op), h.request_id, OpName(op), rid));
+  }
+  if (h.op == Op::kError) {
+    Status st;
+    if (Status d = DecodeBody(body, &st); !d.ok()) {
+      conn.MarkBroken();
+      return MalformedReply(op, d);
+    }
+    return st;
+  }
+  return body;
+}
+
+class RemoteWriter final : public ObjectWriter {
+ public:
+  RemoteWriter(Lease lease, uint64_t rid) : lease_(std::move(lease)), rid_(rid) {}
+  ~RemoteWriter() override {
+    if (lease_ && !spent_ && lease_->healthy()) {
+      // Tell the server to discard what it has; it sends no reply, so the connection is
+      // back at a frame boundary and reusable.
+      if (lease_->WriteFrame(Op::kAbort, rid_, {}).ok()) {
+        lease_.MarkClean();
+      }
+    }
+  }
+
+  Status Append(ByteSpan data) override {
+    if (spent_ || !lease_) {
+      return Status::FailedPrecondition(Subject::kNone, "writer already committed or failed");
+    }
+    while (!data.empty()) {
+      const ByteSpan piece = data.first(std::min<size_t>(data.size(), kStreamChunkBytes));
+      if (Status st = lease_->WriteFrame(Op::kData, rid_, piece); !st.ok()) {
+        spent_ = true;
+        return st;
+      }
+      data = data.subspan(piece.size());
+    }
+    return Status::Ok();
+  }
+
+  Result<ObjectMeta> Commit() override {
+    if (spent_ || !lease_) {
+      return Status::FailedPrecondition(Subject::kNone, "writer already committed or failed");
+    }
+    spent_ = true;
+    OC_RETURN_IF_ERROR(lease_->WriteFrame(Op::kCommit, rid_, {}));
+    Result<std::vector<std::byte>> body = ReadReply(lease_.conn(), Op::kCommit, rid_);
+    if (lease_->healthy()) {
+      lease_.MarkClean();  // a meta or an error reply: either way the call is over
+    }
+    if (!body.has_value()) {
+      return std::move(body).error();
+    }
+    ObjectMeta meta;
+    if (Status d = DecodeBody(*body, &meta); !d.ok()) {
+      lease_.MarkDirty();
+      return MalformedReply(Op::kCommit, d);
+    }
+    return meta;
+  }
+
+ private:
+  Lease lease_;
+  const uint64_t rid_;
+  bool spent_ = false;
+};
+
+class RemoteReader final : public ObjectReader {
+ public:
+  RemoteReader(Lease lease, uint64_t rid, GetReply reply)
+      : lease_(std::move(lease)), rid_(rid), reply_(std::move(reply)),
+        remaining_(reply_.length) {
+    if (remaining_ == 0) {
+      lease_.MarkClean();
+      lease_.Return();
+    }
+  }
+
+  const ObjectMeta& meta() const override { return reply_.meta; }
+  uint64_t offset() const override { return reply_.offset; }
+  uint64_t length() const override { return reply_.length; }
+
+  Result<uint64_t> Read(MutableByteSpan out) override {
+    if (remaining_ == 0 || out.empty()) {
+      return uint64_t{0};
+    }
+    if (!lease_) {
+      return Status::Unavailable("storage connection of this reader was lost");
+    }
+    if (frame_left_ == 0) {
+      OC_RETURN_IF_ERROR(NextFrame());
+    }
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(out.size(), frame_left_));
+    if (Status st = lease_->ReadExact(out.first(n)); !st.ok()) {
+      lease_.Return();
+      return st;
+    }
+    frame_left_ -= n;
+    remaining_ -= n;
+    if (remaining_ == 0) {
+      lease_.MarkClean();
+      lease_.Return();
+    }
+    return uint64_t{n};
+  }
+
+ private:
+  // Reads the next data frame's header (its bytes are then read straight into the
+  // caller's buffers), or the error that ended the stream.
+  Status NextFrame() {
+    Result<FrameHeader> h = lease_->ReadHeader(kMaxFrameBodyBytes);
+    if (!h.has_value()) {
+      lease_.Return();
+      return h.error();
+    }
+    if (h->request_id == rid_ && h->op == Op::kError) {
+      std::vector<std::byte> body(h->body_length);
+      OC_RETURN_IF_ERROR(lease_->ReadExact(body));
+      Status st;
+      if (Status d = DecodeBody(body, &st); !d.ok()) {
+        lease_.Return();
+        return MalformedReply(Op::kGet, d);
+      }
+      remaining_ = 0;  // the server ended the stream; the connection is at a boundary
+      lease_.MarkClean();
+      lease_.Return();
+      return st;
+    }
+    if (h->request_id != rid_ || h->op != Op::kData || h->body_length == 0 ||
+        h->body_length > remaining_ || h->body_length > kStreamChunkBytes) {
+      lease_->MarkBroken();
+      lease_.Return();
+      return Status::Internal("storage server sent an unexpected frame in a Get stream");
+    }
+    frame_left_ = h->body_length;
+    return Status::Ok();
+  }
+
+  Lease lease_;
+  const uint64_t rid_;
+  const GetReply reply_;
+  uint64_t remaining_;
+  uint64_t frame_left_ = 0;
+};
+
+class RemoteStore final : public Store {
+ public:
+  explicit RemoteStore(const RemoteStoreOptions& options) {
+    std::random_device rd;
+    next_rid_ = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+    for (const std::string& e : options.endpoints) {
+      HostPort hp = *ParseHostPort(e, "endpoints");  // checked by Validate()
+      endpoints_.push_back(
+          std::make_unique<Endpoint>(std::move(hp), options.secret, options.max_idle_connections));
+    }
+  }
+
+  // --- Buckets ---
+  Status CreateBucket(std::string_view bucket, std::string_view owner) override {
+    return CallStatus(For(bucket), Op::kCreateBucket, Retry::kNo, bucket, owner);
+  }
+  Status DeleteBucket(std::string_view bucket) override {
+    return CallStatus(For(bucket), Op::kDeleteBucket, Retry::kNo, bucket);
+  }
+  Result<BucketInfo> HeadBucket(std::string_view bucket) override {
+    return CallValue<BucketInfo>(For(bucket), Op::kHeadBucket, Retry::kIfPooled, bucket);
+  }
+  Result<std::vector<BucketInfo>> ListBuckets() override {
+    std::vector<BucketInfo> all;
+    for (const auto& ep : endpoints_) {
+      OC_ASSIGN_OR_RETURN(std::vector<BucketInfo> some,
+                          CallValue<std::vector<BucketInfo>>(*ep, Op::kListBuckets,
+                                                             Retry::kIfPooled));
+      std::move(some.begin(), some.end(), std::back_inserter(all));
+    }
+    std::sort(all.begin(), all.end(),
+              [](const BucketInfo& a, const BucketInfo& b) { return a.name < b.name; });
+    return all;
+  }
+
+  // --- Objects ---
+  Result<std::unique_ptr<ObjectWriter>> Put(const ObjectKey& key,
+                                            const PutOptions& options) override {
+    return OpenWriter(For(key.bucket), Op::kPutBegin, key, options);
+  }
+
+  Result<std::unique_ptr<ObjectReader>> Get(const ObjectKey& key, ByteRange range) override {
+    const uint64_t rid = NextRid();
+    OC_ASSIGN_OR_RETURN(auto call, Call(For(key.bucket), Op::kGet, Retry::kIfPooled, rid, key,
+                                        range));
+    GetReply reply;
+    if (Status d = DecodeBody(call.body, &reply); !d.ok()) {
+      return MalformedReply(Op::kGet, d);
+    }
+    call.lease.MarkDirty();  // data frames follow: the reader owns the stream now
+    return std::unique_ptr<ObjectReader>(
+        new RemoteReader(std::move(call.lease), rid, std::move(reply)));
+  }
+
+  Result<ObjectMeta> Head(const ObjectKey& key) override {
+    return CallValue<ObjectMeta>(For(key.bucket), Op::kHead, Retry::kIfPooled, key);
+  }
+
+  Result<std::vector<std::optional<ObjectMeta>>> HeadMany(
+      std::string_view bucket, std::span<const std::string> names) override {
+    OC_ASSIGN_OR_RETURN(auto metas, CallValue<std::vector<std::optional<ObjectMeta>>>(
+                                        For(bucket), Op::kHeadMany, Retry::kIfPooled, bucket,
+                                        names));
+    if (metas.size() != names.size()) {
+      return Status::Internal("storage server answered HeadMany with a wrong count");
+    }
+    return metas;
+  }
+
+  Status Delete(const ObjectKey& key) override {
+    return CallStatus(For(key.bucket), Op::kDelete, Retry::kNo, key);
+  }
+
+  Result<ObjectMeta> Copy(const ObjectKey& src, const ObjectKey& dst,
+                          const std::optional<PutOptions>& replace) override {
+    Endpoint& from = For(src.bucket);
+    Endpoint& to = For(dst.bucket);
+    if (&from == &to) {
+      return CallValue<ObjectMeta>(from, Op::kCopy, Retry::kNo, src, dst, replace);
+    }
+    return CopyAcross(src, dst, replace);
+  }
+
+  Result<ListResult> List(std::string_view bucket, const ListOptions& options) override {
+    return CallValue<ListResult>(For(bucket), Op::kList, Retry::kIfPooled, bucket, options);
+  }
+
+  // --- Multipart ---
+  Result<std::string> CreateMultipartUpload(const ObjectKey& key,
+                                            const PutOptions& options) override {
+    return CallValue<std::string>(For(key.bucket), Op::kCreateUpload, Retry::kNo, key, options);
+  }
+  Result<std::unique_ptr<ObjectWriter>> UploadPart(const ObjectKey& key,
+                                                   std::string_view upload_id,
+                                                   uint32_t part_number,
+                                                   const PutOptions& options) override {
+    return OpenWriter(For(key.bucket), Op::kUploadPartBegin, key, upload_id, part_number,
+                      options);
+  }
+  Result<ObjectMeta> CompleteMultipartUpload(const ObjectKey& key, std::string_view upload_id,
+                                             std::span<const CompletedPart> parts) override {
+    return CallValue<ObjectMeta>(For(key.bucket), Op::kCompleteUpload, Retry::kNo, key,
+                                 upload_id, parts);
+  }
+  Status AbortMultipartUpload(const ObjectKey& key, std::string_view upload_id) override {
+    return CallStatus(For(key.bucket), Op::kAbortUpload, Retry::kNo, key, upload_id);
+  }
+  Result<ListPartsResult> ListParts(const ObjectKey& key, std::string_view upload_id,
+                                    uint32_t part_number_marker, uint32_t max_parts) override {
+    return CallValue<ListPartsResult>(For(key.bucket), Op::kListParts, Retry::kIfPooled, key,
+                                      upload_id, part_number_marker, max_parts);
+  }
+  Result<ListUploadsResult> ListMultipartUploads(std::string_view bucket,
+                                                 const ListUploadsOptions& options) override {
+    return CallValue<ListUploadsResult>(For(bucket), Op::kListUploads, Retry::kIfPooled, bucket,
+                                        options);
+  }
+
+  // --- Slices ---
+  Result<std::vector<SliceStatus>> ReadSlices(std::string_view bucket,
+                                              std::span<const SliceRead> slices) override;
+
+  // --- Operations ---
+  Result<StoreStats> Stats() override {
+    // Figures of every server, summed by name.
+    std::map<std::string, uint64_t> sums;
+    for (const auto& ep : endpoints_) {
+      OC_ASSIGN_OR_RETURN(StoreStats s, CallValue<StoreStats>(*ep, Op::kStats, Retry::kIfPooled));
+      for (auto& [name, value] : s.figures) {
+        sums[name] += value;
+      }
+    }
+    StoreStats out;
+    out.figures.assign(sums.begin(), sums.end());
+    out.figures.emplace_back("remote_endpoints", endpoints_.size());
+    return out;
+  }
+
+ private:
+  struct CallResult {
+    Lease lease;
+    std::vector<std::byte> body;
+  };
+
+  Endpoint& For(std::string_view bucket) {
+    const uint64_t h = XXH3_64bits(bucket.data(), bucket.size());
+    return *endpoints_[h % endpoints_.size()];
+  }
+
+  uint64_t NextRid() { return next_rid_.fetch_add(1, std::memory_order_relaxed); }
+
+  // Sends the request frame (op, rid, fields) and reads its reply; on success the lease is
+  // still held so streamed calls can go on using it.
+  template <typename... Fields>
+  Result<CallResult> Call(Endpoint& ep, Op op, Retry retry, uint64_t rid,
+                          const Fields&... fields) {
+    std::vector<std::byte> frame;
+    EncodeFrame(&frame, op, 0, rid, fields...);
+    if (frame.size() - kHeaderBytes > kMaxRequestBodyBytes) {
+      return Status::InvalidArgument(
+          "request", fmt::format("{} request of {} bytes exceeds the RPC limit of {}",
+                                 OpName(op), frame.size() - kHeaderBytes, kMaxRequestBodyBytes));
+    }
+    for (int attempt = 0;; ++attempt) {
+      bool reused = false;
+      OC_ASSIGN_OR_RETURN(std::unique_ptr<ClientConn> conn, ep.Acquire(rid, &reused));
+      Lease lease(&ep, std::move(conn));
+      Status sent = lease->WriteAll(frame);
+      Result<std::vector<std::byte>> body =
+          sent.ok() ? ReadReply(lease.conn(), op, rid) : Result<std::vector<std::byte>>(sent);
+      if (body.has_value()) {
+        return CallResult{std::move(lease), std::move(*body)};
+      }
+      if (lease->healthy()) {
+        lease.MarkClean();  // the server answered with an error: the call is over
+        return std::move(body).error();
+      }
+      if (retry == Retry::kIfPooled && reused && attempt == 0) {
+        kLog.Info("retrying on a fresh connection req={:016x} op={} error={}", rid, OpName(op),
+                  body.error().ToString());
+        continue;
+      }
+      kLog.Warn("call failed req={:016x} op={} error={}", rid, OpName(op),
+                body.error().ToString());
+      return std::move(body).error();
+    }
+  }
+
+  template <typename... Fields>
+  Status CallStatus(Endpoint& ep, Op op, Retry retry, const Fields&... fields) {
+    OC_ASSIGN_OR_RETURN(CallResult r, Call(ep, op, retry, NextRid(), fields...));
+    r.lease.MarkClean();
+    if (Status d = DecodeBody(r.body); !d.ok()) {
+      return MalformedReply(op, d);
+    }
+    return Status::Ok();
+  }
+
+  template <typename T, typename... Fields>
+  Result<T> CallValue(Endpoint& ep, Op op, Retry retry, const Fields&... fields) {
+    OC_ASSIGN_OR_RETURN(CallResult r, Call(ep, op, retry, NextRid(), fields...));
+    r.lease.MarkClean();
+    T value{};
+    if (Status d = DecodeBody(r.body, &value); !d.ok()) {
+      return MalformedReply(op, d);
+    }
+    return value;
+  }
+
+  template <typename... Fields>
+  Result<std::unique_ptr<ObjectWriter>> OpenWriter(Endpoint& ep, Op op, const Fields&... fields) {
+    const uint64_t rid = NextRid();
+    // Opening creates nothing on the server, so it may be retried like a read.
+    OC_ASSIGN_OR_RETURN(CallResult r, Call(ep, op, Retry::kIfPooled, rid, fields...));
+    if (Status d = DecodeBody(r.body); !d.ok()) {
+      return MalformedReply(op, d);
+    }
+    return std::unique_ptr<ObjectWriter>(new RemoteWriter(std::move(r.lease), rid));
+  }
+
+  Result<ObjectMeta> CopyAcross(const ObjectKey& src, const ObjectKey& dst,
+                                const std::optional<PutOptions>& replace);
+
+  std::vector<std::unique_ptr<Endpoint>> endpoints_;
+  std::atomic<uint64_t> next_rid_{0};
+};
+
+Result<std::vector<SliceStatus>> RemoteStore::ReadSlices(std::string_view bucket,
+                                                         std::span<const SliceRead> slices) {
+  std::vector<SliceRequest> requests;
+  requests.reserve(slices.size());
+  for (const SliceRead& s : slices) {
+    requests.push_back(SliceRequest{s.name, s.offset, s.dest.size()});
+  }
+  const uint64_t rid = NextRid();
+  Endpoint& ep = For(bucket);
+  std::vector<std::byte> frame;
+  EncodeFrame(&frame, Op::kReadSlices, 0, rid, bucket, requests);
+  if (frame.size() - kHeaderBytes > kMaxRequestBodyBytes) {
+    return Status::InvalidArgument("slices", "too many slices for one RPC request");
+  }
+  for (int attempt = 0;; ++attempt) {
+    bool reused = false;
+    OC_ASSIGN_OR_RETURN(std::unique_ptr<ClientConn> conn, ep.Acquire(rid, &reused));
+    Lease lease(&ep, std::move(conn));
+    std::vector<SliceStatus> statuses;
+    statuses.reserve(slices.size());
+    // Each slice arrives as one kSliceData frame, in order; its bytes are read straight
+    // into the caller's buffer. The call ends with a kReadSlices reply carrying the count.
+    Status st = lease->WriteAll(frame);
+    while (st.ok()) {
+      Result<FrameHeader> h = lease->ReadHeader(kMaxFrameBodyBytes);
+      if (!h.has_value()) {
+        st = h.error();
+        break;
+      }
+      if (h->request_id != rid || (h->flags & kFlagReply) == 0) {
+        lease->MarkBroken();
+        st = Status::Internal("storage server answered another call in ReadSlices");
+        break;
+      }
+      if (h->op == Op::kSliceData) {
+        std::array<std::byte, 5> prefix;
+        if (h->body_length < prefix.size()) {
+          lease->MarkBroken();
+          st = Status::Internal("short slice frame");
+          break;
+        }
+        if (st = lease->ReadExact(prefix); !st.ok()) {
+          break;
+        }
+        const uint32_t index = GetLittleEndian32(prefix.data());
+        const uint8_t code = static_cast<uint8_t>(prefix[4]);
+        const uint64_t data_bytes = h->body_length - prefix.size();
+        const bool ok = code == static_cast<uint8_t>(SliceStatus::kOk);
+        if (index != statuses.size() || index >= slices.size() ||
+            code > static_cast<uint8_t>(SliceStatus::kShort) ||
+            data_bytes != (ok ? slices[index].dest.size() : 0)) {
+          lease->MarkBroken();
+          st = Status::Internal("storage server sent a slice frame that does not match");
+          break;
+        }
+        if (ok) {
+          if (st = lease->ReadExact(slices[index].dest); !st.ok()) {
+            break;
+          }
+        }
+        statuses.push_back(static_cast<SliceStatus>(code));
+        continue;
+      }
+      // The end of the call: the count, or an error.
+      std::vector<std::byte> body(h->body_length);
+      if (h->op != Op::kReadSlices && h->op != Op::kError) {
+        lease->MarkBroken();
+        st = Status::Internal("storage server sent an unexpected frame in ReadSlices");
+        break;
+      }
+      if (h->body_length > kMaxRequestBodyBytes) {
+        lease->MarkBroken();
+        st = Status::Internal("oversized end frame in ReadSlices");
+        break;
+      }
+      if (st = lease->ReadExact(body); !st.ok()) {
+        break;
+      }
+      lease.MarkClean();
+      if (h->op == Op::kError) {
+        Status remote;
+        if (Status d = DecodeBody(body, &remote); !d.ok()) {
+          lease.MarkDirty();
+          return MalformedReply(Op::kReadSlices, d);
+        }
+        return remote;
+      }
+      uint32_t count = 0;
+      if (Status d = DecodeBody(body, &count); !d.ok() || count != slices.size() ||
+                                               statuses.size() != slices.size()) {
+        lease.MarkDirty();
+        return Status::Internal("storage server ended ReadSlices with a wrong count");
+      }
+      return statuses;
+    }
+    // st is the failure. Retry only a call that delivered nothing yet on a pooled connection.
+    if (reused && attempt == 0 && statuses.empty() && !lease->healthy()) {
+      continue;
+    }
+    kLog.Warn("call failed req={:016x} op=ReadSlices error={}", rid, st.ToString());
+    return st;
+  }
+}
+
+Result<ObjectMeta> RemoteStore::CopyAcross(const ObjectKey& src, const ObjectKey& dst,
+                                           const std::optional<PutOptions>& replace) {
+  // The buckets live on different servers: stream src through this process into dst, one
+  // piece at a time. The reader pins one version of src, as a server-side copy would.
+  OC_ASSIGN_OR_RETURN(std::unique_ptr<ObjectReader> reader, Get(src, ByteRange::All()));
+  PutOptions options;
+  if (replace.has_value()) {
+    options = *replace;
+  } else {
+    const ObjectMeta& m = reader->meta();
+    options.content_type = m.content_type;
+    options.user_meta = m.user_meta;
+    options.headers = m.headers;
+    options.chunk = m.chunk;
+  }
+  options.expected_size = reader->length();
+  options.content_md5.reset();
+  OC_ASSIGN_OR_RETURN(std::unique_ptr<ObjectWriter> writer, Put(dst, options));
+  std::vector<std::byte> buffer(std::min<uint64_t>(kStreamChunkBytes, reader->length()));
+  for (;;) {
+    OC_ASSIGN_OR_RETURN(uint64_t n, reader->Read(buffer));
+    if (n == 0) {
+      break;
+    }
+    OC_RETURN_IF_ERROR(writer->Append(ByteSpan(buffer.data(), n)));
+  }
+  return writer->Commit();
+}
+
+}  // namespace
+}  // namespace rpc
+
+Result<std::unique_ptr<Store>> ConnectRemoteStore(const RemoteStoreOptions& options) {
+  OC_RETURN_IF_ERROR(options.Validate());
+  return std::unique_ptr<Store>(new rpc::RemoteStore(options));
+}
+
+}  // namespace oc::storage
