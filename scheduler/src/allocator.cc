@@ -1,0 +1,155 @@
+#include "oc/sched/allocator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+#include <fmt/core.h>
+
+#include "oc/common/check.h"
+
+namespace oc::sched {
+namespace {
+
+bool FiniteNonNegative(double v) { return std::isfinite(v) && v >= 0.0; }
+
+std::vector<double> EqualSplit(size_t n, double cap) {
+  return std::vector<double>(n, cap / static_cast<double>(n));
+}
+
+// r_i = cap * w_i / sum w; the equal split when every weight is 0 (nobody
+// stands out).
+std::vector<double> Proportional(const std::vector<double>& weights, double cap) {
+  double sum = 0.0;
+  for (double w : weights) {
+    sum += w;
+  }
+  if (!(sum > 0.0)) {
+    return EqualSplit(weights.size(), cap);
+  }
+  std::vector<double> rates(weights.size());
+  for (size_t i = 0; i < weights.size(); ++i) {
+    // w_i <= sum, so the share is in [0, 1] and the rate never exceeds the cap.
+    rates[i] = cap * std::min(1.0, weights[i] / sum);
+  }
+  return rates;
+}
+
+}  // namespace
+
+std::vector<double> WaterFill(std::span<const double> layer_bytes, std::span<const double> targets,
+                              double cap_bytes_per_sec) {
+  OC_CHECK(layer_bytes.size() == targets.size());
+  const size_t n = targets.size();
+  std::vector<double> rates(n, 0.0);
+  if (n == 0 || !(cap_bytes_per_sec > 0.0)) {
+    return rates;
+  }
+  double target_sum = 0.0;
+  for (double t : targets) {
+    target_sum += t;
+  }
+  if (target_sum <= cap_bytes_per_sec) {
+    std::copy(targets.begin(), targets.end(), rates.begin());
+    return rates;
+  }
+
+  // Contention. Unconstrained optimum: r_i = mu * sqrt(s_i) with mu = 1/sqrt(λ)
+  // (KKT: s_i / r_i^2 = λ). Request i is capped at t_i once mu >= b_i = t_i /
+  // sqrt(s_i). Requests with s_i == 0 or t_i == 0 keep rate 0 and take no part.
+  struct Item {
+    size_t index;
+    double root;        // sqrt(s_i)
+    double breakpoint;  // t_i / sqrt(s_i)
+  };
+  std::vector<Item> items;
+  items.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (layer_bytes[i] > 0.0 && targets[i] > 0.0) {
+      const double root = std::sqrt(layer_bytes[i]);
+      items.push_back({i, root, targets[i] / root});
+    }
+  }
+  std::sort(items.begin(), items.end(), [](const Item& a, const Item& b) {
+    return a.breakpoint < b.breakpoint || (a.breakpoint == b.breakpoint && a.index < b.index);
+  });
+  // Suffix sums of sqrt(s) so no running subtraction drifts below zero.
+  const size_t m = items.size();
+  std::vector<double> suffix_root(m + 1, 0.0);
+  for (size_t k = m; k-- > 0;) {
+    suffix_root[k] = suffix_root[k + 1] + items[k].root;
+  }
+  // Walk breakpoints in increasing order: cap the first k items while the level
+  // mu that spends the rest of the cap on the others reaches the next
+  // breakpoint.
+  double capped_sum = 0.0;
+  size_t k = 0;
+  double mu = 0.0;
+  for (; k < m; ++k) {
+    mu = std::max(0.0, (cap_bytes_per_sec - capped_sum) / suffix_root[k]);
+    if (mu < items[k].breakpoint) {
+      break;
+    }
+    capped_sum += targets[items[k].index];
+  }
+  for (size_t j = 0; j < m; ++j) {
+    const size_t i = items[j].index;
+    rates[i] = j < k ? targets[i] : std::min(targets[i], mu * items[j].root);
+  }
+  return rates;
+}
+
+Result<std::vector<double>> Allocate(Policy policy, std::span<const Demand> demands,
+                                     double cap_bytes_per_sec, double margin_bytes_per_sec) {
+  if (!FiniteNonNegative(cap_bytes_per_sec)) {
+    return Status::InvalidArgument("cap", "must be finite and >= 0");
+  }
+  if (!FiniteNonNegative(margin_bytes_per_sec)) {
+    return Status::InvalidArgument("margin", "must be finite and >= 0");
+  }
+  for (size_t i = 0; i < demands.size(); ++i) {
+    if (!FiniteNonNegative(demands[i].compute_us)) {
+      return Status::InvalidArgument("compute_us",
+                                     fmt::format("request {}: must be finite and >= 0", i));
+    }
+  }
+  const size_t n = demands.size();
+  if (n == 0) {
+    return std::vector<double>();
+  }
+  const double cap = cap_bytes_per_sec;
+  switch (policy) {
+    case Policy::kEqual:
+      return EqualSplit(n, cap);
+    case Policy::kKvProp: {
+      std::vector<double> w(n);
+      for (size_t i = 0; i < n; ++i) {
+        w[i] = static_cast<double>(demands[i].total_bytes);
+      }
+      return Proportional(w, cap);
+    }
+    case Policy::kBwProp: {
+      std::vector<double> w(n);
+      for (size_t i = 0; i < n; ++i) {
+        w[i] = TargetRate(demands[i], cap,
+                          0.0);  // min(r*_i, B): finite even for c_i = 0
+      }
+      return Proportional(w, cap);
+    }
+    case Policy::kStallOpt:
+    case Policy::kCalStallOpt: {
+      const double margin = policy == Policy::kStallOpt ? 0.0 : margin_bytes_per_sec;
+      std::vector<double> s(n);
+      std::vector<double> t(n);
+      for (size_t i = 0; i < n; ++i) {
+        s[i] = static_cast<double>(demands[i].layer_bytes);
+        t[i] = TargetRate(demands[i], cap, margin);
+      }
+      return WaterFill(s, t, cap);
+    }
+  }
+  return Status::InvalidArgument("policy", "unknown policy value");
+}
+
+}  // namespace oc::sched

@@ -1,0 +1,323 @@
+#include "oc/sched/allocator.h"
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "oc/sched/policy.h"
+
+namespace oc::sched {
+namespace {
+
+// A demand whose zero-stall rate is `r_star` bytes/s: c = s / r* seconds, in
+// µs.
+Demand D(uint64_t s, double r_star, uint64_t total) {
+  return Demand{s, static_cast<double>(s) / r_star * 1e6, total};
+}
+
+std::vector<double> MustAllocate(Policy p, const std::vector<Demand>& d, double cap,
+                                 double margin) {
+  Result<std::vector<double>> r = Allocate(p, d, cap, margin);
+  EXPECT_TRUE(r.has_value()) << r.status();
+  return r.has_value() ? *r : std::vector<double>(d.size(), -1.0);
+}
+
+void ExpectRates(const std::vector<double>& got, const std::vector<double>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_NEAR(got[i], want[i], 1e-9 * std::max(1.0, want[i])) << "request " << i;
+  }
+}
+
+TEST(Policy, NamesRoundTrip) {
+  for (Policy p : kAllPolicies) {
+    Result<Policy> back = ParsePolicy(PolicyName(p));
+    ASSERT_TRUE(back.has_value());
+    EXPECT_EQ(*back, p);
+  }
+  EXPECT_FALSE(ParsePolicy("stallopt").has_value());
+  EXPECT_FALSE(ParsePolicy("").has_value());
+}
+
+TEST(Policy, ZeroStallRateAndTarget) {
+  EXPECT_DOUBLE_EQ(ZeroStallRate({1000, 500, 0}), 2e6);  // 1000 B per 500 µs
+  EXPECT_TRUE(std::isinf(ZeroStallRate({1000, 0, 0})));
+  EXPECT_EQ(ZeroStallRate({0, 0, 0}), 0.0);
+  EXPECT_DOUBLE_EQ(TargetRate({1000, 500, 0}, 1e9, 1e5), 2.1e6);
+  EXPECT_DOUBLE_EQ(TargetRate({1000, 500, 0}, 1e6, 0), 1e6);  // capped at B
+  EXPECT_DOUBLE_EQ(TargetRate({1000, 0, 0}, 1e6, 0), 1e6);    // c = 0 absorbs B
+  EXPECT_EQ(TargetRate({0, 500, 0}, 1e6, 1e5), 0.0);          // nothing to send
+  EXPECT_EQ(TargetRate({1000, 500, 0}, 0, 1e5), 0.0);         // B = 0
+}
+
+TEST(Policy, GbpsConversion) {
+  EXPECT_DOUBLE_EQ(GbpsToBytesPerSec(8), 1e9);
+  EXPECT_DOUBLE_EQ(BytesPerSecToGbps(12.5e9), 100);
+}
+
+// Three requests under B = 100 bytes/s, worked by hand:
+//   R1 s=100 r*=10  W=1000   sqrt(s)=10
+//   R2 s=400 r*=200 W=2000   sqrt(s)=20  (target capped at B = 100)
+//   R3 s=900 r*=60  W=7000   sqrt(s)=30
+// stall-opt: targets 10, 100, 60 (sum 170 > 100); breakpoints t/sqrt(s) = 1,
+// 5, 2.
+//   mu = 100/60 = 1.67 >= 1: cap R1 at 10; mu = 90/50 = 1.8 < 2: stop.
+//   R3 = 1.8*30 = 54, R2 = 1.8*20 = 36.
+// cal-stall-opt, δ = 5: targets 15, 100, 65; breakpoints 1.5, 5, 2.17.
+//   mu = 1.67 >= 1.5: cap R1 at 15; mu = 85/50 = 1.7 < 2.17: R3 = 51, R2 = 34.
+// bw-prop: weights min(r*, B) = 10, 100, 60: 100 * (10, 100, 60) / 170.
+TEST(Allocate, HandComputedThreeRequests) {
+  const std::vector<Demand> d = {D(100, 10, 1000), D(400, 200, 2000), D(900, 60, 7000)};
+  struct Row {
+    Policy policy;
+    std::vector<double> want;
+  };
+  const std::vector<Row> rows = {
+      {Policy::kEqual, {100.0 / 3, 100.0 / 3, 100.0 / 3}},
+      {Policy::kKvProp, {10, 20, 70}},
+      {Policy::kBwProp, {1000.0 / 170, 10000.0 / 170, 6000.0 / 170}},
+      {Policy::kStallOpt, {10, 36, 54}},
+      {Policy::kCalStallOpt, {15, 34, 51}},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(std::string(PolicyName(row.policy)));
+    ExpectRates(MustAllocate(row.policy, d, /*cap=*/100, /*margin=*/5), row.want);
+  }
+}
+
+// When the targets fit under B, every request gets its target (B = 1000: R2's
+// target is its full r* = 200), and the baselines still split all of B by their
+// definitions.
+TEST(Allocate, TargetsThatFitAreGrantedExactly) {
+  const std::vector<Demand> d = {D(100, 10, 1000), D(400, 200, 2000), D(900, 60, 7000)};
+  ExpectRates(MustAllocate(Policy::kStallOpt, d, 1000, 5), {10, 200, 60});
+  ExpectRates(MustAllocate(Policy::kCalStallOpt, d, 1000, 5), {15, 205, 65});
+  ExpectRates(MustAllocate(Policy::kEqual, d, 1000, 5), {1000.0 / 3, 1000.0 / 3, 1000.0 / 3});
+  ExpectRates(MustAllocate(Policy::kBwProp, d, 1000, 5),
+              {1000 * 10.0 / 270, 1000 * 200.0 / 270, 1000 * 60.0 / 270});
+}
+
+// c = 0: r* is unbounded, the target is B. R1 s=100 c=0 (t=100, bp 10), R2
+// s=400 r*=20 (bp 1): mu = 100/30 >= 1 caps R2 at 20, then R1 = 80.
+TEST(Allocate, ZeroComputeWindowTargetsTheCap) {
+  const std::vector<Demand> d = {Demand{100, 0, 500}, D(400, 20, 500)};
+  ExpectRates(MustAllocate(Policy::kStallOpt, d, 100, 0), {80, 20});
+  ExpectRates(MustAllocate(Policy::kBwProp, d, 100, 0), {100 * 100.0 / 120, 100 * 20.0 / 120});
+  // Alone, it takes the whole cap under every policy.
+  for (Policy p : kAllPolicies) {
+    SCOPED_TRACE(std::string(PolicyName(p)));
+    ExpectRates(MustAllocate(p, {Demand{100, 0, 500}}, 100, 5), {100});
+  }
+}
+
+TEST(Allocate, OneRequest) {
+  const std::vector<Demand> d = {D(1000, 10, 4000)};
+  ExpectRates(MustAllocate(Policy::kEqual, d, 100, 5), {100});
+  ExpectRates(MustAllocate(Policy::kKvProp, d, 100, 5), {100});
+  ExpectRates(MustAllocate(Policy::kBwProp, d, 100, 5), {100});
+  ExpectRates(MustAllocate(Policy::kStallOpt, d, 100, 5), {10});
+  ExpectRates(MustAllocate(Policy::kCalStallOpt, d, 100, 5), {15});
+}
+
+TEST(Allocate, DegenerateInputs) {
+  const std::vector<Demand> d = {D(100, 10, 1000), Demand{0, 50, 0}, Demand{400, 0, 0}};
+  for (Policy p : kAllPolicies) {
+    SCOPED_TRACE(std::string(PolicyName(p)));
+    // B = 0: nobody moves.
+    ExpectRates(MustAllocate(p, d, 0, 5), {0, 0, 0});
+    // No requests: no rates.
+    EXPECT_TRUE(MustAllocate(p, {}, 100, 5).empty());
+    // Every weight zero: no NaN, finite rates.
+    for (double r : MustAllocate(p, {Demand{0, 0, 0}, Demand{0, 10, 0}}, 100, 5)) {
+      EXPECT_TRUE(std::isfinite(r));
+      EXPECT_GE(r, 0.0);
+    }
+  }
+  // s = 0 has nothing to send: 0 under water-filling even with a margin.
+  EXPECT_EQ(MustAllocate(Policy::kCalStallOpt, d, 100, 5)[1], 0.0);
+  // kv-prop with every W = 0 falls back to the equal split.
+  ExpectRates(MustAllocate(Policy::kKvProp, {Demand{1, 1, 0}, Demand{1, 1, 0}}, 100, 0), {50, 50});
+}
+
+TEST(Allocate, RejectsInvalidNumbers) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  struct Row {
+    std::string name;
+    std::vector<Demand> demands;
+    double cap, margin;
+  };
+  const std::vector<Row> rows = {
+      {"negative cap", {D(1, 1, 1)}, -1, 0},
+      {"nan cap", {D(1, 1, 1)}, nan, 0},
+      {"infinite cap", {D(1, 1, 1)}, inf, 0},
+      {"negative margin", {D(1, 1, 1)}, 1, -1},
+      {"nan compute", {Demand{1, nan, 1}}, 1, 0},
+      {"negative compute", {Demand{1, -5, 1}}, 1, 0},
+      {"infinite compute", {Demand{1, inf, 1}}, 1, 0},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    for (Policy p : kAllPolicies) {
+      Result<std::vector<double>> r = Allocate(p, row.demands, row.cap, row.margin);
+      ASSERT_FALSE(r.has_value());
+      EXPECT_EQ(r.error().code(), Code::kInvalidArgument);
+    }
+  }
+}
+
+struct Instance {
+  std::vector<Demand> demands;
+  double cap;
+  double margin;
+};
+
+// Random layerwise workloads: s from 64 KiB to 1 GiB (log-uniform), c from 100
+// µs to 1 s with one request in ten at c = 0, and B from 5% to 150% of the sum
+// of targets.
+Instance RandomInstance(std::mt19937_64& rng, size_t n) {
+  std::uniform_real_distribution<double> log_s(std::log(64e3), std::log(1e9));
+  std::uniform_real_distribution<double> log_c(std::log(100.0), std::log(1e6));
+  std::uniform_real_distribution<double> unit(0, 1);
+  Instance inst;
+  for (size_t i = 0; i < n; ++i) {
+    Demand d;
+    d.layer_bytes = static_cast<uint64_t>(std::exp(log_s(rng)));
+    d.compute_us = unit(rng) < 0.1 ? 0.0 : std::exp(log_c(rng));
+    d.total_bytes = d.layer_bytes * 32;
+    inst.demands.push_back(d);
+  }
+  double finite_sum = 0;
+  for (const Demand& d : inst.demands) {
+    const double r = ZeroStallRate(d);
+    finite_sum += std::isfinite(r) ? r : 0;
+  }
+  inst.margin = unit(rng) * finite_sum / static_cast<double>(n);
+  inst.cap = std::max(1.0, (0.05 + 1.45 * unit(rng)) * (finite_sum + inst.margin * n));
+  return inst;
+}
+
+// Checks feasibility and the KKT conditions of  min sum s/r  s.t. sum r = B, r
+// <= t: every request below its target has the same marginal value s/r^2 = λ,
+// and no request at its target could gain from more (s/t^2 >= λ).
+void CheckWaterFilling(const Instance& inst, Policy policy, const std::vector<double>& r) {
+  const double margin = policy == Policy::kCalStallOpt ? inst.margin : 0.0;
+  const size_t n = inst.demands.size();
+  ASSERT_EQ(r.size(), n);
+  double sum = 0, target_sum = 0;
+  double lambda = -1;
+  for (size_t i = 0; i < n; ++i) {
+    const double t = TargetRate(inst.demands[i], inst.cap, margin);
+    ASSERT_TRUE(std::isfinite(r[i])) << i;
+    ASSERT_GE(r[i], 0.0) << i;
+    ASSERT_LE(r[i], t) << i;
+    sum += r[i];
+    target_sum += t;
+  }
+  ASSERT_LE(sum, inst.cap * (1 + 1e-12));
+  if (target_sum <= inst.cap) {
+    for (size_t i = 0; i < n; ++i) {
+      EXPECT_EQ(r[i], TargetRate(inst.demands[i], inst.cap, margin)) << i;
+    }
+    return;
+  }
+  EXPECT_NEAR(sum, inst.cap, inst.cap * 1e-9);  // the whole cap is used
+  for (size_t i = 0; i < n; ++i) {
+    const double s = static_cast<double>(inst.demands[i].layer_bytes);
+    const double t = TargetRate(inst.demands[i], inst.cap, margin);
+    if (r[i] < t * (1 - 1e-9)) {
+      const double mv = s / (r[i] * r[i]);
+      if (lambda < 0) {
+        lambda = mv;
+      }
+      EXPECT_NEAR(mv, lambda, lambda * 1e-9) << "uncapped request " << i;
+    }
+  }
+  if (lambda < 0) {
+    return;  // everyone at target (cannot happen when the targets exceed B)
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const double s = static_cast<double>(inst.demands[i].layer_bytes);
+    const double t = TargetRate(inst.demands[i], inst.cap, margin);
+    if (r[i] >= t * (1 - 1e-9)) {
+      EXPECT_GE(s / (t * t), lambda * (1 - 1e-9)) << "capped request " << i << " could gain";
+    }
+  }
+}
+
+TEST(Allocate, WaterFillingSatisfiesKktOnRandomInstances) {
+  std::mt19937_64 rng(20261122);
+  for (int trial = 0; trial < 300; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    const Instance inst = RandomInstance(rng, 1 + trial % 60);
+    for (Policy p : {Policy::kStallOpt, Policy::kCalStallOpt}) {
+      CheckWaterFilling(inst, p, MustAllocate(p, inst.demands, inst.cap, inst.margin));
+    }
+  }
+}
+
+TEST(Allocate, TenThousandRequests) {
+  std::mt19937_64 rng(7);
+  const Instance inst = RandomInstance(rng, 10'000);
+  for (Policy p : kAllPolicies) {
+    SCOPED_TRACE(std::string(PolicyName(p)));
+    const std::vector<double> r = MustAllocate(p, inst.demands, inst.cap, inst.margin);
+    ASSERT_EQ(r.size(), inst.demands.size());
+    double sum = 0;
+    for (double x : r) {
+      ASSERT_TRUE(std::isfinite(x));
+      ASSERT_GE(x, 0.0);
+      sum += x;
+    }
+    EXPECT_LE(sum, inst.cap * (1 + 1e-12));
+    if (p == Policy::kStallOpt || p == Policy::kCalStallOpt) {
+      CheckWaterFilling(inst, p, r);
+    }
+  }
+}
+
+// The water-filling optimum is no worse than any baseline on the objective sum
+// s/r.
+TEST(Allocate, StallOptMinimisesTheObjective) {
+  std::mt19937_64 rng(99);
+  for (int trial = 0; trial < 50; ++trial) {
+    Instance inst = RandomInstance(rng, 2 + trial % 20);
+    auto objective = [&](const std::vector<double>& r, const std::vector<double>& t) {
+      double total = 0;
+      for (size_t i = 0; i < r.size(); ++i) {
+        // A rate above target does not reduce stall below zero: count min(r,
+        // t).
+        total += static_cast<double>(inst.demands[i].layer_bytes) / std::min(r[i], t[i]);
+      }
+      return total;
+    };
+    std::vector<double> t;
+    for (const Demand& d : inst.demands) {
+      t.push_back(TargetRate(d, inst.cap, 0));
+    }
+    const double best = objective(MustAllocate(Policy::kStallOpt, inst.demands, inst.cap, 0), t);
+    for (Policy p : {Policy::kEqual, Policy::kKvProp, Policy::kBwProp}) {
+      EXPECT_LE(best, objective(MustAllocate(p, inst.demands, inst.cap, 0), t) * (1 + 1e-9))
+          << PolicyName(p) << " trial " << trial;
+    }
+  }
+}
+
+TEST(WaterFill, ExplicitTargets) {
+  // Equal s: the cap splits evenly until a target binds.
+  EXPECT_EQ(WaterFill(std::vector<double>{4, 4}, std::vector<double>{10, 10}, 10),
+            (std::vector<double>{5, 5}));
+  EXPECT_EQ(WaterFill(std::vector<double>{4, 4}, std::vector<double>{2, 10}, 10),
+            (std::vector<double>{2, 8}));
+  // Zero target or zero bytes take nothing under contention.
+  EXPECT_EQ(WaterFill(std::vector<double>{4, 0, 4}, std::vector<double>{0, 5, 20}, 10),
+            (std::vector<double>{0, 0, 10}));
+  EXPECT_TRUE(WaterFill(std::vector<double>{}, std::vector<double>{}, 10).empty());
+}
+
+}  // namespace
+}  // namespace oc::sched

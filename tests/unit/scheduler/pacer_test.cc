@@ -1,0 +1,289 @@
+#include "oc/sched/pacer.h"
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "oc/sched/allocator.h"
+
+namespace oc::sched {
+namespace {
+
+using std::chrono::nanoseconds;
+// Products of bytes/s and nanoseconds exceed 64 bits.
+__extension__ typedef unsigned __int128 U128;
+
+struct Sent {
+  Time at;
+  Dispatch d;
+};
+
+// Drives the pacer like a delivery thread on a fake clock: take what Next()
+// offers, jump to the time it names when told to wait, stop when idle or after
+// `limit` dispatches.
+std::vector<Sent> Drain(Pacer& pacer, Time start, size_t limit = SIZE_MAX) {
+  std::vector<Sent> out;
+  Time now = start;
+  while (out.size() < limit) {
+    NextStep step = pacer.Next(now);
+    if (step.kind == NextStep::Kind::kIdle) {
+      break;
+    }
+    if (step.kind == NextStep::Kind::kWait) {
+      EXPECT_GT(step.wait_until, now);
+      now = step.wait_until;
+      continue;
+    }
+    out.push_back({now, step.dispatch});
+  }
+  return out;
+}
+
+// Over every window [t_i, t_j] between two dispatch instants (the extremal
+// windows), the bytes dispatched stay within rate * window + one payload.
+// Integer arithmetic: exact. `rate` must be a whole number of bytes per second.
+void ExpectWindowBound(const std::vector<Sent>& sent, uint64_t rate, uint64_t max_payload,
+                       const std::string& what) {
+  for (size_t i = 0; i < sent.size(); ++i) {
+    U128 bytes = 0;
+    for (size_t j = i; j < sent.size(); ++j) {
+      bytes += sent[j].d.bytes;
+      const U128 window_ns = static_cast<uint64_t>((sent[j].at - sent[i].at).count());
+      const U128 allowed = rate * window_ns + U128{max_payload} * 1'000'000'000;
+      if (bytes * 1'000'000'000 > allowed) {
+        ADD_FAILURE() << what << ": " << static_cast<uint64_t>(bytes) << " bytes in "
+                      << static_cast<uint64_t>(window_ns) << " ns from dispatch " << i << " to "
+                      << j;
+        return;
+      }
+    }
+  }
+}
+
+TEST(Pacer, OptionsValidate) {
+  EXPECT_TRUE(PacerOptions{}.Validate().ok());
+  EXPECT_FALSE((PacerOptions{-1, 1}).Validate().ok());
+  EXPECT_FALSE((PacerOptions{1e9, 0}).Validate().ok());
+}
+
+TEST(Pacer, SpacesOneFlowAtItsRate) {
+  Pacer pacer(PacerOptions{1e9, 1 << 20});
+  ASSERT_TRUE(pacer.AddRequest(1, 1e6).ok());  // 1 MB/s: 1000 bytes every 1 ms
+  for (uint32_t l = 0; l < 3; ++l) {
+    ASSERT_TRUE(pacer.Enqueue(1, l, 1000).ok());
+  }
+  NextStep s = pacer.Next(Time{0});
+  ASSERT_EQ(s.kind, NextStep::Kind::kDispatch);
+  EXPECT_EQ(s.dispatch.layer, 0u);
+  s = pacer.Next(Time{0});
+  ASSERT_EQ(s.kind, NextStep::Kind::kWait);
+  EXPECT_EQ(s.wait_until, Time{1'000'000});
+  EXPECT_EQ(pacer.Next(Time{999'999}).kind, NextStep::Kind::kWait);
+  s = pacer.Next(Time{1'000'000});
+  ASSERT_EQ(s.kind, NextStep::Kind::kDispatch);
+  EXPECT_EQ(s.dispatch.layer, 1u);
+  // Idle time does not bank credit beyond one payload: after a long pause one
+  // payload goes at once, the next is spaced again.
+  s = pacer.Next(Time{50'000'000});
+  ASSERT_EQ(s.kind, NextStep::Kind::kDispatch);
+  EXPECT_EQ(pacer.Next(Time{50'000'000}).kind, NextStep::Kind::kIdle);
+  EXPECT_EQ(pacer.DeliveredBytes(1), 3000u);
+}
+
+TEST(Pacer, CapBindsEvenWhenRatesOvercommit) {
+  // Rates sum to 4x the cap: only the cap's bucket holds the total down.
+  constexpr uint64_t kCap = 1'000'000'000;
+  Pacer pacer(PacerOptions{static_cast<double>(kCap), 1 << 20});
+  for (uint64_t r = 1; r <= 4; ++r) {
+    ASSERT_TRUE(pacer.AddRequest(r, static_cast<double>(kCap)).ok());
+    for (uint32_t l = 0; l < 50; ++l) {
+      ASSERT_TRUE(pacer.Enqueue(r, l, 1 << 20).ok());
+    }
+  }
+  std::vector<Sent> sent = Drain(pacer, Time{0});
+  ASSERT_EQ(sent.size(), 200u);
+  ExpectWindowBound(sent, kCap, 1 << 20, "total");
+}
+
+// Many requests with random payload sizes at water-filled rates, layers
+// enqueued over time: the total stays within B * window + one payload, each
+// request within its rate * window + one of its payloads, and every request's
+// layers leave in order.
+TEST(Pacer, HoldsTheCapAndEachRateOverEveryWindow) {
+  constexpr uint64_t kCap = 10'000'000'000;  // 80 Gbps
+  std::mt19937_64 rng(42);
+  std::uniform_int_distribution<uint64_t> payload(256 << 10, 2 << 20);
+  std::uniform_real_distribution<double> compute_us(500, 20'000);
+  constexpr size_t kRequests = 24;
+  constexpr uint32_t kLayers = 32;
+  std::vector<Demand> demands(kRequests);
+  std::vector<std::vector<uint64_t>> sizes(kRequests);
+  for (size_t i = 0; i < kRequests; ++i) {
+    for (uint32_t l = 0; l < kLayers; ++l) {
+      sizes[i].push_back(payload(rng));
+    }
+    demands[i] = {sizes[i][0], compute_us(rng), sizes[i][0] * kLayers};
+  }
+  Result<std::vector<double>> rates =
+      Allocate(Policy::kCalStallOpt, demands, static_cast<double>(kCap), 6.25e8);
+  ASSERT_TRUE(rates.has_value());
+
+  Pacer pacer(PacerOptions{static_cast<double>(kCap), 1 << 20});
+  for (size_t i = 0; i < kRequests; ++i) {
+    // Whole bytes per second, so the per-request bound is exact in integers.
+    (*rates)[i] = std::floor((*rates)[i]);
+    ASSERT_TRUE(pacer.AddRequest(i, (*rates)[i]).ok());
+  }
+  // Layers arrive from "storage" in rounds: every 100 µs each request gets its
+  // next layer.
+  std::vector<Sent> sent;
+  Time now{0};
+  for (uint32_t l = 0; l < kLayers; ++l) {
+    for (size_t i = 0; i < kRequests; ++i) {
+      ASSERT_TRUE(pacer.Enqueue(i, l, sizes[i][l]).ok());
+    }
+    const Time until = now + nanoseconds(100'000);
+    while (now < until) {
+      NextStep step = pacer.Next(now);
+      if (step.kind == NextStep::Kind::kDispatch) {
+        sent.push_back({now, step.dispatch});
+        continue;
+      }
+      now = step.kind == NextStep::Kind::kWait ? std::min(step.wait_until, until) : until;
+    }
+  }
+  std::vector<Sent> rest = Drain(pacer, now);
+  sent.insert(sent.end(), rest.begin(), rest.end());
+  ASSERT_EQ(sent.size(), kRequests * kLayers);
+
+  ExpectWindowBound(sent, kCap, 2 << 20, "total");
+  for (size_t i = 0; i < kRequests; ++i) {
+    std::vector<Sent> mine;
+    std::copy_if(sent.begin(), sent.end(), std::back_inserter(mine),
+                 [&](const Sent& s) { return s.d.request == i; });
+    ASSERT_EQ(mine.size(), kLayers);
+    for (uint32_t l = 0; l < kLayers; ++l) {
+      EXPECT_EQ(mine[l].d.layer, l) << "request " << i << " reordered";
+      EXPECT_EQ(mine[l].d.bytes, sizes[i][l]);
+    }
+    ExpectWindowBound(mine, static_cast<uint64_t>((*rates)[i]),
+                      *std::max_element(sizes[i].begin(), sizes[i].end()),
+                      "request " + std::to_string(i));
+    uint64_t total = 0;
+    for (uint64_t b : sizes[i]) {
+      total += b;
+    }
+    EXPECT_EQ(pacer.DeliveredBytes(i), total);
+  }
+}
+
+TEST(Pacer, TwoEqualFlowsInterleaveAndShareTheCap) {
+  constexpr uint64_t kCap = 2'000'000;
+  Pacer pacer(PacerOptions{static_cast<double>(kCap), 1000});
+  ASSERT_TRUE(pacer.AddRequest(7, kCap / 2).ok());
+  ASSERT_TRUE(pacer.AddRequest(9, kCap / 2).ok());
+  for (uint32_t l = 0; l < 10; ++l) {
+    ASSERT_TRUE(pacer.Enqueue(7, l, 1000).ok());
+    ASSERT_TRUE(pacer.Enqueue(9, l, 1000).ok());
+  }
+  std::vector<Sent> sent = Drain(pacer, Time{0});
+  ASSERT_EQ(sent.size(), 20u);
+  for (size_t k = 0; k < sent.size(); ++k) {
+    EXPECT_EQ(sent[k].d.request, k % 2 == 0 ? 7u : 9u) << k;
+    // 1000 bytes at 2 MB/s: one payload every 500 µs, no gaps.
+    EXPECT_EQ(sent[k].at, Time{static_cast<int64_t>(k) * 500'000}) << k;
+  }
+}
+
+// When only the cap binds (flow rates far above it), deficit round robin shares
+// the cap in proportion to the flows' rates: 3:1 here, to within one payload.
+TEST(Pacer, DeficitRoundRobinWeightsByRate) {
+  // Quanta 3000 and 1000 bytes; the flows' own buckets run 10x faster than the
+  // cap.
+  Pacer pacer(PacerOptions{1e6, 100});
+  ASSERT_TRUE(pacer.AddRequest(1, 3e7).ok());
+  ASSERT_TRUE(pacer.AddRequest(2, 1e7).ok());
+  std::mt19937_64 rng(5);
+  std::uniform_int_distribution<uint64_t> size(500, 3000);
+  for (uint32_t l = 0; l < 2000; ++l) {
+    ASSERT_TRUE(pacer.Enqueue(1, l, size(rng)).ok());
+    ASSERT_TRUE(pacer.Enqueue(2, l, size(rng)).ok());
+  }
+  std::vector<Sent> sent = Drain(pacer, Time{0}, 1000);
+  uint64_t bytes[3] = {0, 0, 0};
+  for (const Sent& s : sent) {
+    bytes[s.d.request] += s.d.bytes;
+  }
+  const double ratio = static_cast<double>(bytes[1]) / static_cast<double>(bytes[2]);
+  EXPECT_NEAR(ratio, 3.0, 0.05) << bytes[1] << " vs " << bytes[2];
+}
+
+TEST(Pacer, RemovedFlowReleasesItsShareAndDropsItsQueue) {
+  constexpr uint64_t kCap = 1'000'000;
+  Pacer pacer(PacerOptions{static_cast<double>(kCap), 1000});
+  ASSERT_TRUE(pacer.AddRequest(1, kCap).ok());
+  ASSERT_TRUE(pacer.AddRequest(2, kCap).ok());
+  for (uint32_t l = 0; l < 10; ++l) {
+    ASSERT_TRUE(pacer.Enqueue(1, l, 1000).ok());
+    ASSERT_TRUE(pacer.Enqueue(2, l, 1000).ok());
+  }
+  std::vector<Sent> first = Drain(pacer, Time{0}, 4);
+  ASSERT_EQ(first.size(), 4u);
+  pacer.Remove(1);  // cancelled mid-stream
+  EXPECT_FALSE(pacer.Has(1));
+  EXPECT_EQ(pacer.QueuedPayloads(1), 0u);
+  std::vector<Sent> rest = Drain(pacer, first.back().at);
+  for (const Sent& s : rest) {
+    EXPECT_EQ(s.d.request, 2u);
+  }
+  EXPECT_EQ(pacer.DeliveredBytes(2), 10'000u);
+  // Flow 2 now has the whole cap: after the cancel its payloads leave 1 ms
+  // apart.
+  for (size_t k = 1; k < rest.size(); ++k) {
+    EXPECT_EQ(rest[k].at - rest[k - 1].at, nanoseconds(1'000'000));
+  }
+  pacer.Remove(1);  // idempotent
+  pacer.Remove(42);
+}
+
+TEST(Pacer, ParkedFlowWaitsForARate) {
+  Pacer pacer(PacerOptions{1e6, 1000});
+  ASSERT_TRUE(pacer.AddRequest(1, 0).ok());
+  ASSERT_TRUE(pacer.Enqueue(1, 0, 100).ok());
+  EXPECT_EQ(pacer.Next(Time{0}).kind, NextStep::Kind::kIdle);
+  EXPECT_TRUE(pacer.HasQueued());
+  ASSERT_TRUE(pacer.SetRate(1, 1e5).ok());
+  NextStep s = pacer.Next(Time{5});
+  ASSERT_EQ(s.kind, NextStep::Kind::kDispatch);
+  EXPECT_EQ(s.dispatch.request, 1u);
+}
+
+TEST(Pacer, ZeroCapSendsNothing) {
+  Pacer pacer(PacerOptions{0, 1000});
+  ASSERT_TRUE(pacer.AddRequest(1, 1e6).ok());
+  ASSERT_TRUE(pacer.Enqueue(1, 0, 100).ok());
+  EXPECT_EQ(pacer.Next(Time{1'000'000'000}).kind, NextStep::Kind::kIdle);
+}
+
+TEST(Pacer, RejectsBadCalls) {
+  Pacer pacer(PacerOptions{1e6, 1000});
+  ASSERT_TRUE(pacer.AddRequest(1, 1e3).ok());
+  EXPECT_EQ(pacer.AddRequest(1, 1e3).code(), Code::kAlreadyExists);
+  EXPECT_EQ(pacer.AddRequest(2, -1).code(), Code::kInvalidArgument);
+  EXPECT_EQ(pacer.SetRate(3, 1).code(), Code::kNotFound);
+  EXPECT_EQ(pacer.Enqueue(3, 0, 1).code(), Code::kNotFound);
+  EXPECT_EQ(pacer.Enqueue(1, 0, 0).code(), Code::kInvalidArgument);
+  ASSERT_TRUE(pacer.Enqueue(1, 5, 10).ok());
+  EXPECT_EQ(pacer.Enqueue(1, 5, 10).code(),
+            Code::kInvalidArgument);  // repeated layer
+  EXPECT_EQ(pacer.Enqueue(1, 4, 10).code(),
+            Code::kInvalidArgument);          // earlier layer
+  EXPECT_TRUE(pacer.Enqueue(1, 9, 10).ok());  // gaps are fine
+}
+
+}  // namespace
+}  // namespace oc::sched
