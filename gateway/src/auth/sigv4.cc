@@ -20,6 +20,9 @@ constexpr std::string_view kStreamingPayload = "STREAMING-AWS4-HMAC-SHA256-PAYLO
 constexpr size_t kMaxCachedSigningKeys = 256;
 
 using Clock = std::chrono::system_clock;
+// Request times in whole seconds: a 4-digit year converts without overflow (nanosecond
+// time points end in 2262), and SigV4 timestamps have second resolution anyway.
+using Seconds = std::chrono::sys_seconds;
 
 Status Malformed(std::string_view field, std::string message) {
   return Status(Code::kInvalidArgument, Subject::kSignature, std::string(field),
@@ -66,7 +69,7 @@ int Digits(std::string_view s, size_t pos, size_t n) {
 }
 
 // "20130524T000000Z" (ISO 8601 basic, UTC) to a time point; nullopt if malformed.
-std::optional<Clock::time_point> ParseAmzDate(std::string_view s) {
+std::optional<Seconds> ParseAmzDate(std::string_view s) {
   if (s.size() != 16 || s[8] != 'T' || s[15] != 'Z') {
     return std::nullopt;
   }
@@ -189,14 +192,14 @@ Result<std::string_view> QueryParam(const ParsedTarget& target, std::string_view
 Result<AuthResult> AuthenticateHeader(const RequestView& req, std::string_view raw_path,
                                       std::string_view raw_query, std::string_view authorization,
                                       const Credentials& creds, const AuthOptions& options,
-                                      Clock::time_point now) {
+                                      Seconds now) {
   OC_ASSIGN_OR_RETURN(AuthorizationHeader auth, ParseAuthorization(authorization));
 
   const HeaderLookup date_header = FindHeader(req, "x-amz-date");
   if (date_header.count != 1) {
     return AccessDenied("x-amz-date", "AWS authentication requires one valid x-amz-date header");
   }
-  const std::optional<Clock::time_point> when = ParseAmzDate(date_header.value);
+  const std::optional<Seconds> when = ParseAmzDate(date_header.value);
   if (!when) {
     return AccessDenied("x-amz-date", "x-amz-date must be yyyymmddThhmmssZ");
   }
@@ -258,7 +261,7 @@ Result<AuthResult> AuthenticateHeader(const RequestView& req, std::string_view r
 
 Result<AuthResult> AuthenticatePresigned(const RequestView& req, const ParsedTarget& target,
                                          const Credentials& creds, const AuthOptions& options,
-                                         Clock::time_point now) {
+                                         Seconds now) {
   OC_ASSIGN_OR_RETURN(std::string_view algorithm, QueryParam(target, "X-Amz-Algorithm"));
   if (algorithm != kAlgorithm) {
     return Status(Code::kUnimplemented, Subject::kSignature, "X-Amz-Algorithm",
@@ -275,7 +278,7 @@ Result<AuthResult> AuthenticatePresigned(const RequestView& req, const ParsedTar
   }
   OC_ASSIGN_OR_RETURN(CredentialScope credential,
                       ParseCredential(credential_text, "X-Amz-Credential"));
-  const std::optional<Clock::time_point> when = ParseAmzDate(amz_date);
+  const std::optional<Seconds> when = ParseAmzDate(amz_date);
   if (!when) {
     return Malformed("X-Amz-Date", "X-Amz-Date must be yyyymmddThhmmssZ");
   }
@@ -378,10 +381,11 @@ Result<AuthResult> Authenticator::Authenticate(const RequestView& req,
   }
   if (authorization.count == 1) {
     return AuthenticateHeader(req, target.raw_path, target.raw_query, authorization.value, creds_,
-                              options_, now);
+                              options_, std::chrono::floor<std::chrono::seconds>(now));
   }
   if (presigned) {
-    return AuthenticatePresigned(req, target, creds_, options_, now);
+    return AuthenticatePresigned(req, target, creds_, options_,
+                                 std::chrono::floor<std::chrono::seconds>(now));
   }
   // A SigV2 presigned URL (what boto3's generate_presigned_url makes unless configured for
   // s3v4) is refused as unsupported rather than served as an anonymous request.
