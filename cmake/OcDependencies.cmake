@@ -8,6 +8,8 @@ pkg_check_modules(XXHASH REQUIRED IMPORTED_TARGET libxxhash)
 find_package(Boost 1.74 REQUIRED COMPONENTS program_options)
 find_package(OpenSSL REQUIRED)
 find_package(tomlplusplus REQUIRED)
+# JSON for the `oc` CLI's request files and output (header-only).
+find_package(nlohmann_json 3 REQUIRED)
 pkg_check_modules(UCX REQUIRED IMPORTED_TARGET ucx)
 # RocksDB's own CMake package drags in every compression library's CMake config; the
 # shared library already links them, so a plain library lookup is enough.
