@@ -198,6 +198,9 @@ int HexDigit(char c) {
   return -1;
 }
 
+// Visible ASCII other than ',' and '%' stands for itself in a percent-encoded value.
+bool IsRawEncoded(unsigned char b) { return b >= 0x21 && b <= 0x7e && b != ',' && b != '%'; }
+
 // Names the value in an error: "name 7" for the eighth explicit name, else "value".
 std::string What(std::optional<uint64_t> index) {
   return index.has_value() ? fmt::format("name {}", *index) : std::string("value");
@@ -215,25 +218,33 @@ Result<std::string> PercentDecode(Field f, std::string_view encoded, uint64_t ma
   }
   std::string out;
   out.reserve(encoded.size());
-  for (size_t i = 0; i < encoded.size(); ++i) {
+  size_t i = 0;
+  while (i < encoded.size()) {
+    // A run of bytes that stand for themselves is copied at once: names are mostly raw.
+    size_t run = i;
+    while (run < encoded.size() && IsRawEncoded(static_cast<unsigned char>(encoded[run]))) {
+      ++run;
+    }
+    out.append(encoded.data() + i, run - i);
+    i = run;
+    if (i == encoded.size()) {
+      break;
+    }
     const auto b = static_cast<unsigned char>(encoded[i]);
-    if (b == '%') {
-      const int hi = i + 2 < encoded.size() ? HexDigit(encoded[i + 1]) : -1;
-      const int lo = i + 2 < encoded.size() ? HexDigit(encoded[i + 2]) : -1;
-      if (hi < 0 || lo < 0) {
-        return Invalid(Name(f), fmt::format("{}: '%' at offset {} is not followed by two hex "
-                                            "digits",
-                                            What(index), i));
-      }
-      out.push_back(static_cast<char>((hi << 4) | lo));
-      i += 2;
-    } else if (b >= 0x21 && b <= 0x7e && b != ',') {
-      out.push_back(static_cast<char>(b));
-    } else {
+    if (b != '%') {
       return Invalid(Name(f), fmt::format("{}: byte 0x{:02x} at offset {} must be "
                                           "percent-encoded",
                                           What(index), b, i));
     }
+    const int hi = i + 2 < encoded.size() ? HexDigit(encoded[i + 1]) : -1;
+    const int lo = i + 2 < encoded.size() ? HexDigit(encoded[i + 2]) : -1;
+    if (hi < 0 || lo < 0) {
+      return Invalid(Name(f), fmt::format("{}: '%' at offset {} is not followed by two hex "
+                                          "digits",
+                                          What(index), i));
+    }
+    out.push_back(static_cast<char>((hi << 4) | lo));
+    i += 3;
   }
   if (out.size() > max_bytes) {
     return Invalid(Name(f), fmt::format("{} is {} bytes, longer than {}", What(index),
