@@ -16,6 +16,7 @@
 // kCorruption from the engine, kUnavailable from a remote store that cannot be reached.
 
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -76,6 +77,11 @@ class Store {
   // past the end is clamped. Any range of an empty object reads zero bytes.
   virtual Result<std::unique_ptr<ObjectReader>> Get(const ObjectKey& key, ByteRange range) = 0;
   virtual Result<ObjectMeta> Head(const ObjectKey& key) = 0;
+  // The batch existence query (DESIGN.md, missing chunks): one answer per name, in order,
+  // nullopt for an absent object, all read from one consistent view of the store. Names
+  // that are not valid keys are answered nullopt. kNotFound/kBucket if the bucket is absent.
+  virtual Result<std::vector<std::optional<ObjectMeta>>> HeadMany(
+      std::string_view bucket, std::span<const std::string> names) = 0;
   // kNotFound/kKey if absent (S3 callers treat that as success).
   virtual Status Delete(const ObjectKey& key) = 0;
   // Copies src to dst (which may be the same key). Metadata is src's unless `replace` is

@@ -1,0 +1,55 @@
+#pragma once
+// Reading object bytes out of extent records: locating the extent that holds an offset,
+// fetching it pinned (no copy out of RocksDB's block or blob cache), checking its length
+// and, for segments written with kSegmentExtentHash, its XXH3-64, and copying the wanted
+// bytes into the caller's buffer: one copy per byte. Thread-safe (no shared state).
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include <rocksdb/db.h>
+
+#include "meta_codec.h"
+#include "oc/common/bytes.h"
+#include "oc/common/status.h"
+
+namespace oc::storage {
+
+// Where byte `offset` of an object lies: segment index, extent index, offset in extent.
+struct ExtentPos {
+  size_t segment = 0;
+  uint64_t extent = 0;
+  uint64_t within = 0;
+};
+// REQUIRES: offset < sum of segment sizes.
+ExtentPos LocateExtent(std::span<const Segment> segments, uint64_t offset);
+
+// Bytes of extent `index` of `segment` (without the hash trailer).
+uint64_t ExtentDataBytes(const Segment& segment, uint64_t index);
+
+// Fetches extent `index` of `segment` into *pinned. kCorruption if it is absent or its
+// length is not what the segment says.
+Status FetchExtent(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
+                   const rocksdb::ReadOptions& ro, const Segment& segment, uint64_t index,
+                   rocksdb::PinnableSlice* pinned);
+
+// Checks a fetched value's hash trailer when the segment has one. kCorruption on mismatch.
+Status VerifyExtent(const Segment& segment, const rocksdb::Slice& stored);
+
+// Copies dest.size() bytes from offset `within` of a fetched extent into dest, verifying
+// the hash trailer when the segment has one (fused with the copy when the whole extent is
+// copied). REQUIRES: within + dest.size() <= ExtentDataBytes.
+Status CopyFromExtent(const Segment& segment, const rocksdb::Slice& stored, uint64_t within,
+                      MutableByteSpan dest);
+
+// Reads dest.size() bytes of the object made of `segments` from `offset` into dest.
+// REQUIRES: offset + dest.size() <= object size.
+Status ReadObjectRange(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
+                       const rocksdb::ReadOptions& ro, std::span<const Segment> segments,
+                       uint64_t offset, MutableByteSpan dest);
+
+// XXH3-64 of `data`, the hash trailer's value.
+uint64_t ExtentHash(ByteSpan data);
+
+}  // namespace oc::storage

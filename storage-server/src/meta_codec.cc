@@ -1,0 +1,269 @@
+#include "meta_codec.h"
+
+#include <cstring>
+
+#include "oc/common/bytes.h"
+
+namespace oc::storage {
+namespace {
+
+constexpr uint8_t kFormatVersion = 1;
+// No record holds more entries than this; a larger count is corruption, refused before
+// anything is reserved.
+constexpr uint32_t kMaxRecordEntries = 1u << 20;
+
+class Encoder {
+ public:
+  void U8(uint8_t v) { out_.push_back(static_cast<char>(v)); }
+  void U32(uint32_t v) {
+    std::byte b[4];
+    PutLittleEndian32(v, b);
+    out_.append(reinterpret_cast<const char*>(b), 4);
+  }
+  void U64(uint64_t v) {
+    std::byte b[8];
+    PutLittleEndian64(v, b);
+    out_.append(reinterpret_cast<const char*>(b), 8);
+  }
+  void I64(int64_t v) { U64(static_cast<uint64_t>(v)); }
+  void Str(std::string_view s) {
+    U32(static_cast<uint32_t>(s.size()));
+    out_.append(s);
+  }
+  void Pairs(const std::vector<std::pair<std::string, std::string>>& pairs) {
+    U32(static_cast<uint32_t>(pairs.size()));
+    for (const auto& [k, v] : pairs) {
+      Str(k);
+      Str(v);
+    }
+  }
+  void Chunk(const std::optional<ChunkShape>& chunk) {
+    U8(chunk.has_value() ? 1 : 0);
+    if (chunk.has_value()) {
+      U8(static_cast<uint8_t>(chunk->layout));
+      U32(chunk->num_layers);
+      U64(chunk->layer_bytes);
+    }
+  }
+  void Seg(const Segment& s) {
+    U64(s.data_id);
+    U64(s.size);
+    U64(s.extent_bytes);
+    U8(s.flags);
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  std::string out_;
+};
+
+class Decoder {
+ public:
+  explicit Decoder(std::string_view in) : in_(in) {}
+  bool U8(uint8_t* v) {
+    if (in_.size() < 1) {
+      return false;
+    }
+    *v = static_cast<uint8_t>(in_[0]);
+    in_.remove_prefix(1);
+    return true;
+  }
+  bool U32(uint32_t* v) {
+    if (in_.size() < 4) {
+      return false;
+    }
+    *v = GetLittleEndian32(reinterpret_cast<const std::byte*>(in_.data()));
+    in_.remove_prefix(4);
+    return true;
+  }
+  bool U64(uint64_t* v) {
+    if (in_.size() < 8) {
+      return false;
+    }
+    *v = GetLittleEndian64(reinterpret_cast<const std::byte*>(in_.data()));
+    in_.remove_prefix(8);
+    return true;
+  }
+  bool I64(int64_t* v) {
+    uint64_t u = 0;
+    if (!U64(&u)) {
+      return false;
+    }
+    *v = static_cast<int64_t>(u);
+    return true;
+  }
+  bool Str(std::string* s) {
+    uint32_t n = 0;
+    if (!U32(&n) || in_.size() < n) {
+      return false;
+    }
+    s->assign(in_.substr(0, n));
+    in_.remove_prefix(n);
+    return true;
+  }
+  bool Count(uint32_t* n) { return U32(n) && *n <= kMaxRecordEntries && *n <= in_.size(); }
+  bool Pairs(std::vector<std::pair<std::string, std::string>>* pairs) {
+    uint32_t n = 0;
+    if (!Count(&n)) {
+      return false;
+    }
+    pairs->resize(n);
+    for (auto& [k, v] : *pairs) {
+      if (!Str(&k) || !Str(&v)) {
+        return false;
+      }
+    }
+    return true;
+  }
+  bool Chunk(std::optional<ChunkShape>* chunk) {
+    uint8_t present = 0;
+    if (!U8(&present) || present > 1) {
+      return false;
+    }
+    if (present == 0) {
+      chunk->reset();
+      return true;
+    }
+    ChunkShape c;
+    uint8_t layout = 0;
+    if (!U8(&layout) || !U32(&c.num_layers) || !U64(&c.layer_bytes)) {
+      return false;
+    }
+    if (layout != static_cast<uint8_t>(descriptor::StoredLayout::kL2TD) &&
+        layout != static_cast<uint8_t>(descriptor::StoredLayout::k2LTD)) {
+      return false;
+    }
+    c.layout = static_cast<descriptor::StoredLayout>(layout);
+    *chunk = c;
+    return true;
+  }
+  bool Seg(Segment* s) {
+    return U64(&s->data_id) && U64(&s->size) && U64(&s->extent_bytes) && U8(&s->flags) &&
+           s->extent_bytes > 0;
+  }
+  bool Version() {
+    uint8_t v = 0;
+    return U8(&v) && v == kFormatVersion;
+  }
+  bool Done() const { return in_.empty(); }
+
+ private:
+  std::string_view in_;
+};
+
+Status Corrupt(std::string_view what) {
+  return Status::Corruption(std::string("malformed ") + std::string(what) + " record");
+}
+
+}  // namespace
+
+std::string EncodeObjectRecord(const ObjectRecord& r) {
+  Encoder e;
+  e.U8(kFormatVersion);
+  e.U64(r.meta.size);
+  e.Str(r.meta.etag);
+  e.Str(r.meta.content_type);
+  e.Pairs(r.meta.user_meta);
+  e.Pairs(r.meta.headers);
+  e.I64(r.meta.mtime_unix_ms);
+  e.U32(r.meta.parts_count);
+  e.Chunk(r.meta.chunk);
+  e.U32(static_cast<uint32_t>(r.segments.size()));
+  for (const Segment& s : r.segments) {
+    e.Seg(s);
+  }
+  return e.Take();
+}
+
+Result<ObjectRecord> DecodeObjectRecord(std::string_view bytes) {
+  Decoder d(bytes);
+  ObjectRecord r;
+  uint32_t n = 0;
+  if (!d.Version() || !d.U64(&r.meta.size) || !d.Str(&r.meta.etag) ||
+      !d.Str(&r.meta.content_type) || !d.Pairs(&r.meta.user_meta) ||
+      !d.Pairs(&r.meta.headers) || !d.I64(&r.meta.mtime_unix_ms) ||
+      !d.U32(&r.meta.parts_count) || !d.Chunk(&r.meta.chunk) || !d.Count(&n)) {
+    return Corrupt("object");
+  }
+  r.segments.resize(n);
+  uint64_t total = 0;
+  for (Segment& s : r.segments) {
+    if (!d.Seg(&s)) {
+      return Corrupt("object");
+    }
+    total += s.size;
+  }
+  if (!d.Done() || total != r.meta.size) {
+    return Corrupt("object");
+  }
+  return r;
+}
+
+std::string EncodeBucketRecord(const BucketRecord& r) {
+  Encoder e;
+  e.U8(kFormatVersion);
+  e.Str(r.owner);
+  e.I64(r.created_unix_ms);
+  return e.Take();
+}
+
+Result<BucketRecord> DecodeBucketRecord(std::string_view bytes) {
+  Decoder d(bytes);
+  BucketRecord r;
+  if (!d.Version() || !d.Str(&r.owner) || !d.I64(&r.created_unix_ms) || !d.Done()) {
+    return Corrupt("bucket");
+  }
+  return r;
+}
+
+std::string EncodeUploadRecord(const UploadRecord& r) {
+  Encoder e;
+  e.U8(kFormatVersion);
+  e.Str(r.content_type);
+  e.Pairs(r.user_meta);
+  e.Pairs(r.headers);
+  e.U64(r.extent_bytes);
+  e.Chunk(r.chunk);
+  e.I64(r.initiated_unix_ms);
+  return e.Take();
+}
+
+Result<UploadRecord> DecodeUploadRecord(std::string_view bytes) {
+  Decoder d(bytes);
+  UploadRecord r;
+  if (!d.Version() || !d.Str(&r.content_type) || !d.Pairs(&r.user_meta) ||
+      !d.Pairs(&r.headers) || !d.U64(&r.extent_bytes) || !d.Chunk(&r.chunk) ||
+      !d.I64(&r.initiated_unix_ms) || !d.Done()) {
+    return Corrupt("upload");
+  }
+  return r;
+}
+
+std::string EncodePartRecord(const PartRecord& r) {
+  Encoder e;
+  e.U8(kFormatVersion);
+  e.Seg(r.segment);
+  std::string out = e.Take();
+  out.append(reinterpret_cast<const char*>(r.md5.data()), r.md5.size());
+  Encoder tail;
+  tail.I64(r.mtime_unix_ms);
+  out += tail.Take();
+  return out;
+}
+
+Result<PartRecord> DecodePartRecord(std::string_view bytes) {
+  Decoder d(bytes);
+  PartRecord r;
+  constexpr size_t kHead = 1 + 8 + 8 + 8 + 1;
+  if (bytes.size() != kHead + 16 + 8 || !d.Version() || !d.Seg(&r.segment)) {
+    return Corrupt("part");
+  }
+  std::memcpy(r.md5.data(), bytes.data() + kHead, 16);
+  Decoder tail(bytes.substr(kHead + 16));
+  if (!tail.I64(&r.mtime_unix_ms) || !tail.Done()) {
+    return Corrupt("part");
+  }
+  return r;
+}
+
+}  // namespace oc::storage

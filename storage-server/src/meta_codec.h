@@ -1,0 +1,70 @@
+#pragma once
+// The records the store keeps beside extents, and their binary encoding (little-endian
+// fixed-width integers, u32-length-prefixed strings, a leading format version byte).
+// Decoding checks every length against the record's size and returns kCorruption on
+// anything malformed. Pure functions, thread-safe.
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "oc/common/result.h"
+#include "oc/storage/types.h"
+
+namespace oc::storage {
+
+// Segment flag: every extent value ends with an 8-byte little-endian XXH3-64 of the bytes
+// before it (extents written under ExtentLayout::kBlobFiles, whose RocksDB checksum
+// verification is off on reads).
+inline constexpr uint8_t kSegmentExtentHash = 1;
+inline constexpr size_t kExtentHashBytes = 8;
+
+// A run of bytes stored as extents under one data id: extent i holds bytes
+// [i*extent_bytes, min(size, (i+1)*extent_bytes)) of the segment.
+struct Segment {
+  uint64_t data_id = 0;
+  uint64_t size = 0;
+  uint64_t extent_bytes = 0;
+  uint8_t flags = 0;
+};
+
+// The value of an object's metadata record: what HEAD returns plus where the bytes are.
+// A single PUT has one segment; a completed multipart upload has one per part, in order.
+struct ObjectRecord {
+  ObjectMeta meta;
+  std::vector<Segment> segments;
+};
+
+struct BucketRecord {
+  std::string owner;
+  int64_t created_unix_ms = 0;
+};
+
+// An in-progress multipart upload: the options its completed object will carry.
+struct UploadRecord {
+  std::string content_type;
+  std::vector<std::pair<std::string, std::string>> user_meta;
+  std::vector<std::pair<std::string, std::string>> headers;
+  uint64_t extent_bytes = 0;
+  std::optional<ChunkShape> chunk;
+  int64_t initiated_unix_ms = 0;
+};
+
+struct PartRecord {
+  Segment segment;
+  std::array<std::byte, 16> md5{};
+  int64_t mtime_unix_ms = 0;
+};
+
+std::string EncodeObjectRecord(const ObjectRecord& record);
+Result<ObjectRecord> DecodeObjectRecord(std::string_view bytes);
+std::string EncodeBucketRecord(const BucketRecord& record);
+Result<BucketRecord> DecodeBucketRecord(std::string_view bytes);
+std::string EncodeUploadRecord(const UploadRecord& record);
+Result<UploadRecord> DecodeUploadRecord(std::string_view bytes);
+std::string EncodePartRecord(const PartRecord& record);
+Result<PartRecord> DecodePartRecord(std::string_view bytes);
+
+}  // namespace oc::storage

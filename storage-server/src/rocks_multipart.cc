@@ -1,0 +1,268 @@
+// Multipart uploads: an upload record per upload, a part record per part (each part's
+// bytes under its own data id), and completion that writes an object record whose
+// segments are the listed parts' data ids, so no byte is copied (S3 CompleteMultipartUpload).
+
+#include <chrono>
+#include <random>
+
+#include <rocksdb/snapshot.h>
+
+#include "md5.h"
+#include "names.h"
+#include "rocks_store.h"
+#include "store_keys.h"
+
+namespace oc::storage {
+namespace {
+
+// Upload ids: 16 bytes as 32 lowercase hex characters; the first 8 are the creation time
+// in nanoseconds (big-endian), so one key's uploads list in the order they were started.
+constexpr size_t kUploadIdChars = 32;
+
+bool IsUploadId(std::string_view id) {
+  if (id.size() != kUploadIdChars) {
+    return false;
+  }
+  for (char c : id) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::string NewUploadId() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::byte raw[16];
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  PutBigEndian64(static_cast<uint64_t>(std::chrono::nanoseconds(now).count()), raw);
+  PutBigEndian64(rng(), raw + 8);
+  return HexEncode(ByteSpan(raw, sizeof(raw)));
+}
+
+Status NoSuchUpload(std::string_view upload_id) {
+  return Status::NotFound(Subject::kUpload, std::string(upload_id));
+}
+
+// An ETag as a client sends it back: quotes stripped, hex lowercased.
+std::string NormalizeEtag(std::string_view etag) {
+  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') {
+    etag = etag.substr(1, etag.size() - 2);
+  }
+  std::string out(etag);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'F') {
+      c = static_cast<char>(c - 'A' + 'a');
+    }
+  }
+  return out;
+}
+
+Status PartError(Code code, std::string message) {
+  return Status(code, Subject::kPart, "Part", std::move(message));
+}
+
+}  // namespace
+
+Result<UploadRecord> RocksStore::GetUpload(const rocksdb::ReadOptions& ro, const ObjectKey& key,
+                                           std::string_view upload_id) {
+  if (!IsUploadId(upload_id)) {
+    return NoSuchUpload(upload_id);
+  }
+  rocksdb::PinnableSlice value;
+  rocksdb::Status s = db_->Get(ro, uploads_cf_, UploadDbKey(key.bucket, key.name, upload_id),
+                               &value);
+  if (s.IsNotFound()) {
+    return NoSuchUpload(upload_id);
+  }
+  OC_RETURN_IF_ERROR(FromRocks(s));
+  return DecodeUploadRecord(value.ToStringView());
+}
+
+Result<std::vector<std::pair<uint32_t, PartRecord>>> RocksStore::GetParts(
+    const rocksdb::ReadOptions& ro, std::string_view upload_id) {
+  std::vector<std::pair<uint32_t, PartRecord>> parts;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, parts_cf_));
+  for (it->Seek(PartDbKey(upload_id, 0)); it->Valid() && it->key().starts_with(upload_id);
+       it->Next()) {
+    if (it->key().size() != upload_id.size() + 4) {
+      return Status::Corruption("malformed part key");
+    }
+    const uint32_t number =
+        GetBigEndian32(reinterpret_cast<const std::byte*>(it->key().data() + upload_id.size()));
+    OC_ASSIGN_OR_RETURN(PartRecord part, DecodePartRecord(it->value().ToStringView()));
+    parts.emplace_back(number, part);
+  }
+  OC_RETURN_IF_ERROR(FromRocks(it->status()));
+  return parts;
+}
+
+Result<std::string> RocksStore::CreateMultipartUpload(const ObjectKey& key,
+                                                      const PutOptions& options) {
+  OC_RETURN_IF_ERROR(ValidateObjectKey(key.name));
+  UploadRecord record;
+  record.content_type = options.content_type;
+  record.user_meta = options.user_meta;
+  record.headers = options.headers;
+  record.chunk = options.chunk;
+  record.initiated_unix_ms = NowUnixMs();
+  OC_ASSIGN_OR_RETURN(record.extent_bytes,
+                      ChooseExtentBytes(options, options_.default_extent_bytes));
+  const std::string upload_id = NewUploadId();
+  std::shared_lock bucket_lock(bucket_mu_);
+  OC_RETURN_IF_ERROR(CheckBucket(key.bucket, meta_read_));
+  OC_RETURN_IF_ERROR(FromRocks(db_->Put(synced_, uploads_cf_,
+                                        UploadDbKey(key.bucket, key.name, upload_id),
+                                        EncodeUploadRecord(record))));
+  return upload_id;
+}
+
+Result<std::unique_ptr<ObjectWriter>> RocksStore::UploadPart(const ObjectKey& key,
+                                                             std::string_view upload_id,
+                                                             uint32_t part_number,
+                                                             const PutOptions& options) {
+  OC_RETURN_IF_ERROR(ValidateObjectKey(key.name));
+  if (part_number < 1 || part_number > kMaxPartNumber) {
+    return Status(Code::kInvalidArgument, Subject::kPart, "partNumber",
+                  "part number must be 1.." + std::to_string(kMaxPartNumber));
+  }
+  OC_RETURN_IF_ERROR(CheckBucket(key.bucket, meta_read_));
+  OC_ASSIGN_OR_RETURN(UploadRecord upload, GetUpload(meta_read_, key, upload_id));
+  PutOptions part_options;
+  part_options.expected_size = options.expected_size;
+  part_options.content_md5 = options.content_md5;
+  part_options.extent_bytes = upload.extent_bytes;
+  return NewWriter(WriteTarget{key, std::string(upload_id), part_number, part_options},
+                   upload.extent_bytes);
+}
+
+Result<ObjectMeta> RocksStore::CompleteMultipartUpload(const ObjectKey& key,
+                                                       std::string_view upload_id,
+                                                       std::span<const CompletedPart> parts) {
+  OC_RETURN_IF_ERROR(ValidateObjectKey(key.name));
+  const std::string object_key = ObjectDbKey(key.bucket, key.name);
+  std::shared_lock bucket_lock(bucket_mu_);
+  std::lock_guard key_lock(KeyMutex(object_key));
+  OC_RETURN_IF_ERROR(CheckBucket(key.bucket, meta_read_));
+  OC_ASSIGN_OR_RETURN(UploadRecord upload, GetUpload(meta_read_, key, upload_id));
+  if (parts.empty()) {
+    return PartError(Code::kInvalidArgument, "the part list is empty");
+  }
+  for (size_t i = 1; i < parts.size(); ++i) {
+    if (parts[i].part_number <= parts[i - 1].part_number) {
+      return PartError(Code::kFailedPrecondition, "part numbers must ascend");
+    }
+  }
+  OC_ASSIGN_OR_RETURN(auto stored, GetParts(meta_read_, upload_id));
+  ObjectRecord record;
+  std::string md5s;  // concatenated binary part MD5s
+  std::vector<bool> used(stored.size(), false);
+  size_t s = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const CompletedPart& want = parts[i];
+    while (s < stored.size() && stored[s].first < want.part_number) {
+      ++s;
+    }
+    if (s == stored.size() || stored[s].first != want.part_number) {
+      return PartError(Code::kInvalidArgument,
+                       "part " + std::to_string(want.part_number) + " was not uploaded");
+    }
+    const PartRecord& part = stored[s].second;
+    if (NormalizeEtag(want.etag) != HexEncode(part.md5)) {
+      return PartError(Code::kInvalidArgument,
+                       "part " + std::to_string(want.part_number) + " has a different ETag");
+    }
+    if (i + 1 < parts.size() && part.segment.size < kMinPartBytes) {
+      return PartError(Code::kOutOfRange,
+                       "part " + std::to_string(want.part_number) + " is under the minimum size");
+    }
+    used[s] = true;
+    record.segments.push_back(part.segment);
+    record.meta.size += part.segment.size;
+    md5s.append(reinterpret_cast<const char*>(part.md5.data()), part.md5.size());
+  }
+  record.meta.etag = HexEncode(Md5::Of(AsBytes(md5s))) + "-" + std::to_string(parts.size());
+  record.meta.content_type = upload.content_type;
+  record.meta.user_meta = upload.user_meta;
+  record.meta.headers = upload.headers;
+  record.meta.chunk = upload.chunk;
+  record.meta.parts_count = static_cast<uint32_t>(parts.size());
+  record.meta.mtime_unix_ms = NowUnixMs();
+
+  OC_ASSIGN_OR_RETURN(std::optional<ObjectRecord> old, GetRecord(object_key, meta_read_));
+  rocksdb::WriteBatch batch;
+  OC_RETURN_IF_ERROR(FromRocks(batch.Put(objects_cf_, object_key, EncodeObjectRecord(record))));
+  OC_RETURN_IF_ERROR(
+      FromRocks(batch.Delete(uploads_cf_, UploadDbKey(key.bucket, key.name, upload_id))));
+  uint64_t freed = 0;
+  for (size_t i = 0; i < stored.size(); ++i) {
+    OC_RETURN_IF_ERROR(FromRocks(batch.Delete(parts_cf_, PartDbKey(upload_id, stored[i].first))));
+    if (!used[i]) {
+      freed += DeleteSegments({stored[i].second.segment}, &batch);
+    }
+  }
+  if (old.has_value()) {
+    freed += DeleteSegments(old->segments, &batch);
+  }
+  OC_RETURN_IF_ERROR(FromRocks(db_->Write(synced_, &batch)));
+  NoteFreed(freed);
+  return std::move(record.meta);
+}
+
+Status RocksStore::AbortMultipartUpload(const ObjectKey& key, std::string_view upload_id) {
+  OC_RETURN_IF_ERROR(ValidateObjectKey(key.name));
+  const std::string object_key = ObjectDbKey(key.bucket, key.name);
+  std::shared_lock bucket_lock(bucket_mu_);
+  std::lock_guard key_lock(KeyMutex(object_key));
+  OC_RETURN_IF_ERROR(CheckBucket(key.bucket, meta_read_));
+  OC_ASSIGN_OR_RETURN(UploadRecord upload, GetUpload(meta_read_, key, upload_id));
+  (void)upload;
+  OC_ASSIGN_OR_RETURN(auto stored, GetParts(meta_read_, upload_id));
+  rocksdb::WriteBatch batch;
+  OC_RETURN_IF_ERROR(
+      FromRocks(batch.Delete(uploads_cf_, UploadDbKey(key.bucket, key.name, upload_id))));
+  uint64_t freed = 0;
+  for (const auto& [number, part] : stored) {
+    OC_RETURN_IF_ERROR(FromRocks(batch.Delete(parts_cf_, PartDbKey(upload_id, number))));
+    freed += DeleteSegments({part.segment}, &batch);
+  }
+  OC_RETURN_IF_ERROR(FromRocks(db_->Write(synced_, &batch)));
+  NoteFreed(freed);
+  return Status::Ok();
+}
+
+Result<ListPartsResult> RocksStore::ListParts(const ObjectKey& key, std::string_view upload_id,
+                                              uint32_t part_number_marker, uint32_t max_parts) {
+  OC_RETURN_IF_ERROR(ValidateObjectKey(key.name));
+  rocksdb::ManagedSnapshot snapshot(db_.get());
+  rocksdb::ReadOptions ro = meta_read_;
+  ro.snapshot = snapshot.snapshot();
+  OC_RETURN_IF_ERROR(CheckBucket(key.bucket, ro));
+  OC_ASSIGN_OR_RETURN(UploadRecord upload, GetUpload(ro, key, upload_id));
+  (void)upload;
+  ListPartsResult result;
+  if (part_number_marker >= kMaxPartNumber || max_parts == 0) {
+    return result;
+  }
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, parts_cf_));
+  for (it->Seek(PartDbKey(upload_id, part_number_marker + 1));
+       it->Valid() && it->key().starts_with(upload_id); it->Next()) {
+    if (result.parts.size() == max_parts) {
+      result.truncated = true;
+      break;
+    }
+    if (it->key().size() != upload_id.size() + 4) {
+      return Status::Corruption("malformed part key");
+    }
+    const uint32_t number =
+        GetBigEndian32(reinterpret_cast<const std::byte*>(it->key().data() + upload_id.size()));
+    OC_ASSIGN_OR_RETURN(PartRecord part, DecodePartRecord(it->value().ToStringView()));
+    result.parts.push_back(PartInfo{number, part.segment.size, HexEncode(part.md5),
+                                    part.mtime_unix_ms});
+    result.next_part_number_marker = number;
+  }
+  OC_RETURN_IF_ERROR(FromRocks(it->status()));
+  return result;
+}
+
+}  // namespace oc::storage

@@ -1,0 +1,217 @@
+// ReadSlices: the KV-cache layer read (DESIGN.md, delivery). Every slice is copied once,
+// from the pinned RocksDB block/blob (PinnableSlice) straight into the caller's buffer.
+// Three strategies (SliceReadMode), compared by bench/storage_bench.cc: one Get per extent
+// on the calling thread, batched MultiGet, or one Get per extent with the slices spread
+// over the read pool (the calling thread works too).
+
+#include <atomic>
+
+#include <rocksdb/snapshot.h>
+
+#include "extent_io.h"
+#include "extent_key.h"
+#include "names.h"
+#include "rocks_store.h"
+#include "store_keys.h"
+
+namespace oc::storage {
+namespace {
+
+// Keys per MultiGet call: enough to batch the lookups, few enough to keep the pinned
+// values (and their cache handles) bounded.
+constexpr size_t kMultiGetBatch = 32;
+
+bool IsShort(uint64_t size, uint64_t offset, uint64_t length) {
+  return offset > size || length > size - offset;
+}
+
+}  // namespace
+
+Status RocksStore::ReadSlice(const rocksdb::ReadOptions& meta_ro,
+                             const rocksdb::ReadOptions& extent_ro, std::string_view bucket,
+                             const SliceRead& slice, SliceStatus* out) {
+  if (!ValidateObjectKey(slice.name).ok()) {
+    *out = SliceStatus::kMissing;
+    return Status::Ok();
+  }
+  OC_ASSIGN_OR_RETURN(std::optional<ObjectRecord> record,
+                      GetRecord(ObjectDbKey(bucket, slice.name), meta_ro));
+  if (!record.has_value()) {
+    *out = SliceStatus::kMissing;
+    return Status::Ok();
+  }
+  if (IsShort(record->meta.size, slice.offset, slice.dest.size())) {
+    *out = SliceStatus::kShort;
+    return Status::Ok();
+  }
+  OC_RETURN_IF_ERROR(ReadObjectRange(db_.get(), extents_cf_, extent_ro, record->segments,
+                                     slice.offset, slice.dest));
+  *out = SliceStatus::kOk;
+  return Status::Ok();
+}
+
+Status RocksStore::ReadSlicesMultiGet(const rocksdb::ReadOptions& meta_ro,
+                                      const rocksdb::ReadOptions& extent_ro,
+                                      std::string_view bucket, std::span<const SliceRead> slices,
+                                      std::vector<SliceStatus>* out) {
+  // Phase 1: every slice's metadata in one MultiGet.
+  std::vector<std::string> keys;
+  std::vector<size_t> key_slice;
+  for (size_t i = 0; i < slices.size(); ++i) {
+    if (ValidateObjectKey(slices[i].name).ok()) {
+      keys.push_back(ObjectDbKey(bucket, slices[i].name));
+      key_slice.push_back(i);
+    } else {
+      (*out)[i] = SliceStatus::kMissing;
+    }
+  }
+  std::vector<rocksdb::Slice> key_slices(keys.begin(), keys.end());
+  std::vector<rocksdb::PinnableSlice> values(keys.size());
+  std::vector<rocksdb::Status> statuses(keys.size());
+  if (!keys.empty()) {
+    db_->MultiGet(meta_ro, objects_cf_, keys.size(), key_slices.data(), values.data(),
+                  statuses.data());
+  }
+  std::vector<ObjectRecord> records(slices.size());
+  for (size_t k = 0; k < keys.size(); ++k) {
+    const size_t i = key_slice[k];
+    if (statuses[k].IsNotFound()) {
+      (*out)[i] = SliceStatus::kMissing;
+      continue;
+    }
+    OC_RETURN_IF_ERROR(FromRocks(statuses[k]));
+    OC_ASSIGN_OR_RETURN(records[i], DecodeObjectRecord(values[k].ToStringView()));
+    (*out)[i] = IsShort(records[i].meta.size, slices[i].offset, slices[i].dest.size())
+                    ? SliceStatus::kShort
+                    : SliceStatus::kOk;
+  }
+  values.clear();
+
+  // Phase 2: every extent the slices cover, in MultiGet batches.
+  struct Piece {
+    const Segment* segment;
+    uint64_t extent;
+    uint64_t within;
+    MutableByteSpan dest;
+  };
+  std::vector<Piece> pieces;
+  for (size_t i = 0; i < slices.size(); ++i) {
+    if ((*out)[i] != SliceStatus::kOk || slices[i].dest.empty()) {
+      continue;
+    }
+    const std::vector<Segment>& segments = records[i].segments;
+    ExtentPos pos = LocateExtent(segments, slices[i].offset);
+    uint64_t done = 0;
+    while (done < slices[i].dest.size()) {
+      const Segment& seg = segments[pos.segment];
+      if (pos.extent * seg.extent_bytes >= seg.size) {
+        ++pos.segment;
+        pos.extent = 0;
+        pos.within = 0;
+        continue;
+      }
+      const uint64_t n = std::min<uint64_t>(ExtentDataBytes(seg, pos.extent) - pos.within,
+                                            slices[i].dest.size() - done);
+      pieces.push_back(Piece{&seg, pos.extent, pos.within, slices[i].dest.subspan(done, n)});
+      done += n;
+      ++pos.extent;
+      pos.within = 0;
+    }
+  }
+  std::array<ExtentKey, kMultiGetBatch> extent_keys;
+  std::array<rocksdb::Slice, kMultiGetBatch> extent_slices;
+  std::array<rocksdb::PinnableSlice, kMultiGetBatch> extent_values;
+  std::array<rocksdb::Status, kMultiGetBatch> extent_statuses;
+  for (size_t start = 0; start < pieces.size(); start += kMultiGetBatch) {
+    const size_t n = std::min(kMultiGetBatch, pieces.size() - start);
+    for (size_t j = 0; j < n; ++j) {
+      const Piece& p = pieces[start + j];
+      extent_keys[j] = EncodeExtentKey(p.segment->data_id, p.extent);
+      extent_slices[j] = rocksdb::Slice(extent_keys[j].data(), extent_keys[j].size());
+      extent_values[j].Reset();
+    }
+    db_->MultiGet(extent_ro, extents_cf_, n, extent_slices.data(), extent_values.data(),
+                  extent_statuses.data(), /*sorted_input=*/false);
+    for (size_t j = 0; j < n; ++j) {
+      const Piece& p = pieces[start + j];
+      if (extent_statuses[j].IsNotFound()) {
+        return Status::Corruption("extent record missing");
+      }
+      OC_RETURN_IF_ERROR(FromRocks(extent_statuses[j]));
+      const uint64_t want = ExtentDataBytes(*p.segment, p.extent) +
+                            ((p.segment->flags & kSegmentExtentHash) != 0 ? kExtentHashBytes : 0);
+      if (extent_values[j].size() != want) {
+        return Status::Corruption("extent record has the wrong length");
+      }
+      OC_RETURN_IF_ERROR(CopyFromExtent(*p.segment, extent_values[j], p.within, p.dest));
+      extent_values[j].Reset();
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<SliceStatus>> RocksStore::ReadSlices(std::string_view bucket,
+                                                        std::span<const SliceRead> slices) {
+  rocksdb::ManagedSnapshot snapshot(db_.get());
+  rocksdb::ReadOptions meta_ro = meta_read_;
+  meta_ro.snapshot = snapshot.snapshot();
+  rocksdb::ReadOptions extent_ro = extent_read_;
+  extent_ro.snapshot = snapshot.snapshot();
+  OC_RETURN_IF_ERROR(CheckBucket(bucket, meta_ro));
+  std::vector<SliceStatus> out(slices.size(), SliceStatus::kMissing);
+
+  SliceReadMode mode = options_.slice_read_mode;
+  if (mode == SliceReadMode::kAuto) {
+    mode = (pool_ != nullptr && slices.size() > 1) ? SliceReadMode::kParallelGet
+                                                   : SliceReadMode::kSerialGet;
+  }
+  if (mode == SliceReadMode::kParallelGet && (pool_ == nullptr || slices.size() < 2)) {
+    mode = SliceReadMode::kSerialGet;
+  }
+  switch (mode) {
+    case SliceReadMode::kMultiGet:
+      OC_RETURN_IF_ERROR(ReadSlicesMultiGet(meta_ro, extent_ro, bucket, slices, &out));
+      break;
+    case SliceReadMode::kParallelGet: {
+      // Slices are handed out one at a time from a shared counter, so a slow slice does
+      // not hold up a whole stripe.
+      std::atomic<size_t> next{0};
+      std::mutex error_mu;
+      Status first_error;
+      auto work = [&] {
+        for (size_t i = next.fetch_add(1); i < slices.size(); i = next.fetch_add(1)) {
+          Status s = ReadSlice(meta_ro, extent_ro, bucket, slices[i], &out[i]);
+          if (!s.ok()) {
+            std::lock_guard lock(error_mu);
+            if (first_error.ok()) {
+              first_error = std::move(s);
+            }
+            next.store(slices.size());
+          }
+        }
+      };
+      const uint32_t helpers =
+          static_cast<uint32_t>(std::min<size_t>(pool_->size(), slices.size() - 1));
+      CountDown done(helpers);
+      for (uint32_t h = 0; h < helpers; ++h) {
+        pool_->Submit([&] {
+          work();
+          done.Done();
+        });
+      }
+      work();
+      done.Wait();
+      OC_RETURN_IF_ERROR(first_error);
+      break;
+    }
+    case SliceReadMode::kAuto:
+    case SliceReadMode::kSerialGet:
+      for (size_t i = 0; i < slices.size(); ++i) {
+        OC_RETURN_IF_ERROR(ReadSlice(meta_ro, extent_ro, bucket, slices[i], &out[i]));
+      }
+      break;
+  }
+  return out;
+}
+
+}  // namespace oc::storage
