@@ -189,8 +189,8 @@ Result<std::string_view> QueryParam(const ParsedTarget& target, std::string_view
   return std::string_view(*found);
 }
 
-Result<AuthResult> AuthenticateHeader(const RequestView& req, std::string_view raw_path,
-                                      std::string_view raw_query, std::string_view authorization,
+Result<AuthResult> AuthenticateHeader(const RequestView& req, const ParsedTarget& target,
+                                      std::string_view authorization,
                                       const Credentials& creds, const AuthOptions& options,
                                       Seconds now) {
   OC_ASSIGN_OR_RETURN(AuthorizationHeader auth, ParseAuthorization(authorization));
@@ -239,8 +239,9 @@ Result<AuthResult> AuthenticateHeader(const RequestView& req, std::string_view r
     }
   }
 
-  OC_ASSIGN_OR_RETURN(std::string uri, CanonicalUri(raw_path));
-  OC_ASSIGN_OR_RETURN(std::string query, CanonicalQuery(raw_query, /*skip_signature=*/false));
+  // S3 signs the path encoded once: re-encode what ParseTarget decoded.
+  const std::string uri = UriEncode(target.path, /*encode_slash=*/false);
+  const std::string query = CanonicalQuery(target.query, /*skip_signature=*/false);
   OC_ASSIGN_OR_RETURN(std::string headers,
                       CanonicalHeaders(req, auth.signed_headers, "Authorization"));
   const std::string canonical =
@@ -332,9 +333,8 @@ Result<AuthResult> AuthenticatePresigned(const RequestView& req, const ParsedTar
                                    "presigned URLs cannot sign a streaming payload");
   }
 
-  OC_ASSIGN_OR_RETURN(std::string uri, CanonicalUri(target.raw_path));
-  OC_ASSIGN_OR_RETURN(std::string query,
-                      CanonicalQuery(target.raw_query, /*skip_signature=*/true));
+  const std::string uri = UriEncode(target.path, /*encode_slash=*/false);
+  const std::string query = CanonicalQuery(target.query, /*skip_signature=*/true);
   OC_ASSIGN_OR_RETURN(std::string headers,
                       CanonicalHeaders(req, signed_headers, "X-Amz-SignedHeaders"));
   const std::string canonical =
@@ -380,8 +380,8 @@ Result<AuthResult> Authenticator::Authenticate(const RequestView& req,
     return Malformed("Authorization", "repeated Authorization header");
   }
   if (authorization.count == 1) {
-    return AuthenticateHeader(req, target.raw_path, target.raw_query, authorization.value, creds_,
-                              options_, std::chrono::floor<std::chrono::seconds>(now));
+    return AuthenticateHeader(req, target, authorization.value, creds_, options_,
+                              std::chrono::floor<std::chrono::seconds>(now));
   }
   if (presigned) {
     return AuthenticatePresigned(req, target, creds_, options_,

@@ -160,6 +160,9 @@ Result<std::vector<std::string>> ParseSignedHeaders(std::string_view list, std::
 // X-Amz-Signature (presigned). Both return nullopt-like errors on malformed escapes.
 Result<std::string> CanonicalUri(std::string_view raw_path);
 Result<std::string> CanonicalQuery(std::string_view raw_query, bool skip_signature);
+// The same from query pairs already decoded (ParsedTarget::query).
+std::string CanonicalQuery(const std::vector<std::pair<std::string, std::string>>& decoded,
+                           bool skip_signature);
 // The canonical headers block for `signed_headers` (lowercase names): each
 // "name:value\n", value trimmed, inner runs of spaces folded to one, repeats joined with ','.
 // kInvalidArgument / kSignature / `field` when a signed header is absent (except that a

@@ -196,26 +196,19 @@ Result<std::string> CanonicalUri(std::string_view raw_path) {
 }
 
 Result<std::string> CanonicalQuery(std::string_view raw_query, bool skip_signature) {
+  OC_ASSIGN_OR_RETURN(ParsedTarget parsed, ParseTarget("/?" + std::string(raw_query)));
+  return CanonicalQuery(parsed.query, skip_signature);
+}
+
+std::string CanonicalQuery(const std::vector<std::pair<std::string, std::string>>& decoded,
+                           bool skip_signature) {
   std::vector<std::pair<std::string, std::string>> pairs;
-  std::string_view rest = raw_query;
-  while (!rest.empty()) {
-    const size_t amp = rest.find('&');
-    const std::string_view pair = rest.substr(0, amp);
-    rest = amp == std::string_view::npos ? std::string_view() : rest.substr(amp + 1);
-    if (pair.empty()) {
+  pairs.reserve(decoded.size());
+  for (const auto& [name, value] : decoded) {
+    if (skip_signature && name == "X-Amz-Signature") {
       continue;
     }
-    const size_t eq = pair.find('=');
-    std::optional<std::string> name = PercentDecode(pair.substr(0, eq));
-    std::optional<std::string> value =
-        PercentDecode(eq == std::string_view::npos ? std::string_view() : pair.substr(eq + 1));
-    if (!name || !value) {
-      return Status::InvalidArgument("request-target", "malformed percent-encoding in query");
-    }
-    if (skip_signature && *name == "X-Amz-Signature") {
-      continue;
-    }
-    pairs.emplace_back(UriEncode(*name, true), UriEncode(*value, true));
+    pairs.emplace_back(UriEncode(name, true), UriEncode(value, true));
   }
   std::sort(pairs.begin(), pairs.end());
   std::string out;
@@ -244,18 +237,15 @@ Result<std::string> CanonicalHeaders(const RequestView& req,
       }
       found = true;
       // Trim, and fold each run of spaces or tabs inside the value into one space.
-      const std::string_view v = Trim(hvalue);
-      bool in_space = false;
-      for (char c : v) {
-        if (IsSpace(c)) {
-          in_space = true;
-          continue;
+      std::string_view v = Trim(hvalue);
+      while (!v.empty()) {
+        const size_t space = v.find_first_of(" \t");
+        out.append(v.substr(0, space));
+        if (space == std::string_view::npos) {
+          break;
         }
-        if (in_space) {
-          out.push_back(' ');
-          in_space = false;
-        }
-        out.push_back(c);
+        out.push_back(' ');
+        v = Trim(v.substr(space));
       }
     }
     if (!found) {

@@ -28,15 +28,25 @@ int HexValue(char c) {
 std::string UriEncode(std::string_view in, bool encode_slash) {
   std::string out;
   out.reserve(in.size() + in.size() / 4);
-  for (char ch : in) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (IsUnreserved(c) || (c == '/' && !encode_slash)) {
-      out.push_back(ch);
-    } else {
-      out.push_back('%');
-      out.push_back(kUpperHex[c >> 4]);
-      out.push_back(kUpperHex[c & 0xf]);
+  size_t i = 0;
+  while (i < in.size()) {
+    // Copy the longest run that needs no encoding in one append.
+    size_t run = i;
+    while (run < in.size()) {
+      const auto c = static_cast<unsigned char>(in[run]);
+      if (!IsUnreserved(c) && !(c == '/' && !encode_slash)) {
+        break;
+      }
+      ++run;
     }
+    out.append(in.data() + i, run - i);
+    if (run == in.size()) {
+      break;
+    }
+    const auto c = static_cast<unsigned char>(in[run]);
+    const char escaped[3] = {'%', kUpperHex[c >> 4], kUpperHex[c & 0xf]};
+    out.append(escaped, 3);
+    i = run + 1;
   }
   return out;
 }
@@ -44,21 +54,24 @@ std::string UriEncode(std::string_view in, bool encode_slash) {
 std::optional<std::string> PercentDecode(std::string_view in) {
   std::string out;
   out.reserve(in.size());
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (in[i] != '%') {
-      out.push_back(in[i]);
-      continue;
+  size_t i = 0;
+  while (i < in.size()) {
+    const size_t pct = in.find('%', i);
+    if (pct == std::string_view::npos) {
+      out.append(in.data() + i, in.size() - i);
+      break;
     }
-    if (i + 2 >= in.size()) {  // needs two more characters
+    out.append(in.data() + i, pct - i);
+    if (pct + 2 >= in.size()) {  // needs two more characters
       return std::nullopt;
     }
-    const int hi = HexValue(in[i + 1]);
-    const int lo = HexValue(in[i + 2]);
+    const int hi = HexValue(in[pct + 1]);
+    const int lo = HexValue(in[pct + 2]);
     if (hi < 0 || lo < 0) {
       return std::nullopt;
     }
     out.push_back(static_cast<char>((hi << 4) | lo));
-    i += 2;
+    i = pct + 3;
   }
   return out;
 }
