@@ -55,12 +55,13 @@ Status Invalid(std::string_view field, std::string message) {
 
 char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) {
+// `input` equals `lower` (a lowercase constant) ignoring the case of `input`.
+bool EqualsIgnoreCase(std::string_view input, std::string_view lower) {
+  if (input.size() != lower.size()) {
     return false;
   }
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (Lower(a[i]) != Lower(b[i])) {
+  for (size_t i = 0; i < input.size(); ++i) {
+    if (Lower(input[i]) != lower[i]) {
       return false;
     }
   }
