@@ -40,8 +40,8 @@ Descriptor Make(int64_t n, int64_t form) {
   } else {
     oc::descriptor::ExplicitKeys keys;
     for (const auto& h : hashes) {
-      keys.names.push_back(
-          oc::descriptor::ChunkObjectName("meta-llama/Llama-3.1-8B@1@0@", h) + "@bfloat16");
+      keys.names.push_back(oc::descriptor::ChunkObjectName("meta-llama/Llama-3.1-8B@1@0@", h) +
+                           "@bfloat16");
     }
     d.keys = std::move(keys);
   }

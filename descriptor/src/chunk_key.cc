@@ -46,8 +46,7 @@ void UpdateTokens(XXH3_state_t* state, std::span<const uint32_t> tokens) {
   }
 }
 
-ChunkHash Next(XXH3_state_t* state, const ChunkHash& previous,
-               std::span<const uint32_t> tokens) {
+ChunkHash Next(XXH3_state_t* state, const ChunkHash& previous, std::span<const uint32_t> tokens) {
   OC_CHECK(XXH3_128bits_reset(state) == XXH_OK);
   OC_CHECK(XXH3_128bits_update(state, previous.data(), previous.size()) == XXH_OK);
   UpdateTokens(state, tokens);
@@ -93,8 +92,7 @@ ChunkHash NextChunkHash(const ChunkHash& previous, std::span<const uint32_t> tok
   return Next(state.get(), previous, tokens);
 }
 
-Result<std::vector<ChunkHash>> ChunkHashes(std::span<const uint32_t> tokens,
-                                           uint32_t chunk_tokens,
+Result<std::vector<ChunkHash>> ChunkHashes(std::span<const uint32_t> tokens, uint32_t chunk_tokens,
                                            std::string_view namespace_string) {
   if (chunk_tokens == 0) {
     return Status::InvalidArgument("chunk_tokens", "must be at least 1");

@@ -33,9 +33,9 @@ enum class Field : uint8_t {
 };
 
 constexpr std::array<std::string_view, static_cast<size_t>(Field::kCount)> kFieldNames = {
-    "x-oc-version",       "x-oc-key-prefix",     "x-oc-chunk-hashes",  "x-oc-chunk-names",
-    "x-oc-num-layers",    "x-oc-chunk-tokens",   "x-oc-layer-bytes",   "x-oc-layout",
-    "x-oc-delivery",      "x-oc-target-worker",  "x-oc-target-rkey",   "x-oc-target-address",
+    "x-oc-version",       "x-oc-key-prefix",        "x-oc-chunk-hashes", "x-oc-chunk-names",
+    "x-oc-num-layers",    "x-oc-chunk-tokens",      "x-oc-layer-bytes",  "x-oc-layout",
+    "x-oc-delivery",      "x-oc-target-worker",     "x-oc-target-rkey",  "x-oc-target-address",
     "x-oc-target-length", "x-oc-compute-window-us", "x-oc-request-id",
 };
 
@@ -248,16 +248,16 @@ Result<std::string> PercentDecode(Field f, std::string_view encoded, uint64_t ma
     i += 3;
   }
   if (out.size() > max_bytes) {
-    return Invalid(Name(f), fmt::format("{} is {} bytes, longer than {}", What(index),
-                                        out.size(), max_bytes));
+    return Invalid(
+        Name(f), fmt::format("{} is {} bytes, longer than {}", What(index), out.size(), max_bytes));
   }
   return out;
 }
 
 Result<std::vector<std::byte>> ParseHexBlob(Field f, std::string_view value, uint64_t max_bytes) {
   if (value.empty() || value.size() % 2 != 0 || value.size() / 2 > max_bytes) {
-    return Invalid(Name(f), fmt::format("expected 2..{} hex characters, an even number",
-                                        2 * max_bytes));
+    return Invalid(Name(f),
+                   fmt::format("expected 2..{} hex characters, an even number", 2 * max_bytes));
   }
   std::vector<std::byte> out(value.size() / 2);
   if (!HexDecodeTo(value, out)) {
@@ -286,8 +286,8 @@ Result<Delivery> ParseDelivery(std::string_view value) {
 
 Status CheckRequestId(Field f, std::string_view value) {
   if (value.empty() || value.size() > kMaxRequestIdBytes) {
-    return Invalid(Name(f), fmt::format("must be 1..{} visible ASCII characters",
-                                        kMaxRequestIdBytes));
+    return Invalid(Name(f),
+                   fmt::format("must be 1..{} visible ASCII characters", kMaxRequestIdBytes));
   }
   for (const char c : value) {
     const auto b = static_cast<unsigned char>(c);
@@ -391,9 +391,9 @@ Result<ChunkKeys> DecodeKeys(ForEach&& for_each, const Scan& scan, const Limits&
         return Status::Ok();
       }
       return ForEachItem(value, [&](std::string_view item) -> Status {
-        OC_ASSIGN_OR_RETURN(std::string decoded,
-                            PercentDecode(Field::kChunkNames, item, limits.max_key_bytes,
-                                          keys.names.size()));
+        OC_ASSIGN_OR_RETURN(
+            std::string decoded,
+            PercentDecode(Field::kChunkNames, item, limits.max_key_bytes, keys.names.size()));
         keys.names.push_back(std::move(decoded));
         return Status::Ok();
       });
@@ -407,12 +407,11 @@ Result<ChunkKeys> DecodeKeys(ForEach&& for_each, const Scan& scan, const Limits&
   if (const auto& prefix = scan.Get(Field::kKeyPrefix)) {
     // Percent-decoding never needs more room than the encoded text, which the header or body
     // limit already bounds; the decoded length is checked against the key limit.
-    OC_ASSIGN_OR_RETURN(keys.prefix,
-                        PercentDecode(Field::kKeyPrefix, *prefix,
-                                      limits.max_key_bytes > kChunkHashHexChars
-                                          ? limits.max_key_bytes - kChunkHashHexChars
-                                          : 0,
-                                      std::nullopt));
+    OC_ASSIGN_OR_RETURN(keys.prefix, PercentDecode(Field::kKeyPrefix, *prefix,
+                                                   limits.max_key_bytes > kChunkHashHexChars
+                                                       ? limits.max_key_bytes - kChunkHashHexChars
+                                                       : 0,
+                                                   std::nullopt));
   }
   keys.hashes.reserve(scan.hash_count);  // counted and bounded by ScanFields
   OC_RETURN_IF_ERROR(for_each([&](std::string_view name, std::string_view value) {
@@ -448,9 +447,9 @@ Result<std::optional<DataPlaneTarget>> DecodeTarget(const Scan& scan, const Limi
     }
   }
   DataPlaneTarget t;
-  OC_ASSIGN_OR_RETURN(t.worker_address, ParseHexBlob(Field::kTargetWorker,
-                                                     *scan.Get(Field::kTargetWorker),
-                                                     limits.max_target_blob_bytes));
+  OC_ASSIGN_OR_RETURN(t.worker_address,
+                      ParseHexBlob(Field::kTargetWorker, *scan.Get(Field::kTargetWorker),
+                                   limits.max_target_blob_bytes));
   OC_ASSIGN_OR_RETURN(t.rkey, ParseHexBlob(Field::kTargetRkey, *scan.Get(Field::kTargetRkey),
                                            limits.max_target_blob_bytes));
   OC_ASSIGN_OR_RETURN(t.address,
@@ -507,9 +506,9 @@ Result<Descriptor> Decode(ForEach&& for_each, const Limits& limits) {
 // decoder accepts raw, chosen so LMCache-style names ("org/model@1@0@<hex>@bfloat16") stay
 // readable.
 bool EncodesRaw(unsigned char b) {
-  return (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (b >= '0' && b <= '9') ||
-         b == '-' || b == '.' || b == '_' || b == '~' || b == '/' || b == '@' || b == ':' ||
-         b == '=' || b == '+';
+  return (b >= 'a' && b <= 'z') || (b >= 'A' && b <= 'Z') || (b >= '0' && b <= '9') || b == '-' ||
+         b == '.' || b == '_' || b == '~' || b == '/' || b == '@' || b == ':' || b == '=' ||
+         b == '+';
 }
 
 void AppendPercentEncoded(std::string_view raw, std::string& out) {
@@ -638,18 +637,19 @@ Result<Descriptor> DecodeHeaders(std::span<const HeaderField> headers, const Lim
 
 Result<Descriptor> DecodeBody(std::string_view body, const Limits& limits) {
   if (body.size() > limits.max_body_bytes) {
-    return Invalid(kBodyField, fmt::format("{} bytes; the limit is {}", body.size(),
-                                           limits.max_body_bytes));
+    return Invalid(kBodyField,
+                   fmt::format("{} bytes; the limit is {}", body.size(), limits.max_body_bytes));
   }
-  return Decode(
-      [body](auto&& fn) { return ForEachBodyLine(body, std::forward<decltype(fn)>(fn)); },
-      limits);
+  return Decode([body](auto&& fn) { return ForEachBodyLine(body, std::forward<decltype(fn)>(fn)); },
+                limits);
 }
 
 std::string_view ServeModeName(ServeMode mode) {
   switch (mode) {
-    case ServeMode::kChunkwise: return "chunkwise";
-    case ServeMode::kLayerwise: return "layerwise";
+    case ServeMode::kChunkwise:
+      return "chunkwise";
+    case ServeMode::kLayerwise:
+      return "layerwise";
   }
   return "unknown";
 }
@@ -722,9 +722,8 @@ Result<ResponseSummary> DecodeResponse(std::span<const HeaderField> headers) {
     OC_RETURN_IF_ERROR(CheckRequestId(Field::kRequestId, *request_id));
     s.request_id = std::string(*request_id);
   }
-  const std::array<std::tuple<std::string_view, std::optional<std::string_view>*,
-                              std::optional<uint64_t>*>,
-                   3>
+  const std::array<
+      std::tuple<std::string_view, std::optional<std::string_view>*, std::optional<uint64_t>*>, 3>
       timings = {{{kGatewayUs, &gateway, &s.gateway_us},
                   {kStorageUs, &storage, &s.storage_us},
                   {kTransferUs, &transfer, &s.transfer_us}}};

@@ -16,16 +16,20 @@ Status Invalid(std::string_view field, std::string message) {
 
 std::string_view StoredLayoutName(StoredLayout layout) {
   switch (layout) {
-    case StoredLayout::kL2TD: return "kv_l2td";
-    case StoredLayout::k2LTD: return "kv_2ltd";
+    case StoredLayout::kL2TD:
+      return "kv_l2td";
+    case StoredLayout::k2LTD:
+      return "kv_2ltd";
   }
   return "unknown";
 }
 
 std::string_view DeliveryName(Delivery delivery) {
   switch (delivery) {
-    case Delivery::kLayerMajor: return "layer-major";
-    case Delivery::kChunkMajor: return "chunk-major";
+    case Delivery::kLayerMajor:
+      return "layer-major";
+    case Delivery::kChunkMajor:
+      return "chunk-major";
   }
   return "unknown";
 }
@@ -87,13 +91,11 @@ LayerSource ChunkGeometry::Source(uint32_t layer) const {
   return out;
 }
 
-uint64_t ChunkGeometry::DestinationOffset(Delivery delivery, uint32_t layer,
-                                          uint64_t chunk) const {
+uint64_t ChunkGeometry::DestinationOffset(Delivery delivery, uint32_t layer, uint64_t chunk) const {
   OC_CHECK(layer < num_layers_ && chunk < num_chunks_ && IsKnownDelivery(delivery));
   // (l·N + j) < L·N and (j·L + l) < N·L, so neither the index nor index·S can overflow.
-  const uint64_t index = delivery == Delivery::kLayerMajor
-                             ? uint64_t{layer} * num_chunks_ + chunk
-                             : chunk * num_layers_ + layer;
+  const uint64_t index = delivery == Delivery::kLayerMajor ? uint64_t{layer} * num_chunks_ + chunk
+                                                           : chunk * num_layers_ + layer;
   return index * layer_bytes_;
 }
 
@@ -103,8 +105,7 @@ Result<uint64_t> KvBytesPerTokenPerLayer(const KvShape& shape) {
   }
   // 2 · n_kv · d_head · dtype: three 32-bit factors and a 2 fit in 64 bits only if checked.
   uint64_t bytes = 0;
-  if (__builtin_mul_overflow(uint64_t{2} * shape.num_kv_heads, uint64_t{shape.head_dim},
-                             &bytes) ||
+  if (__builtin_mul_overflow(uint64_t{2} * shape.num_kv_heads, uint64_t{shape.head_dim}, &bytes) ||
       __builtin_mul_overflow(bytes, uint64_t{shape.dtype_bytes}, &bytes)) {
     return Invalid("", "KV bytes per token overflow 64 bits");
   }

@@ -48,9 +48,9 @@ Status CheckTarget(const DataPlaneTarget& t, const Limits& limits, uint64_t payl
                    fmt::format("address {} + length {} overflows 64 bits", t.address, t.length));
   }
   if (t.length < payload) {
-    return Invalid("x-oc-target-length",
-                   fmt::format("{} bytes cannot hold chunks x layers x layer bytes = {}",
-                               t.length, payload));
+    return Invalid(
+        "x-oc-target-length",
+        fmt::format("{} bytes cannot hold chunks x layers x layer bytes = {}", t.length, payload));
   }
   return Status::Ok();
 }
@@ -76,16 +76,16 @@ Status Validate(const Descriptor& d, const Limits& limits) {
   OC_RETURN_IF_ERROR(CheckRange("x-oc-chunk-tokens", d.chunk_tokens, limits.max_chunk_tokens));
   OC_RETURN_IF_ERROR(CheckRange("x-oc-layer-bytes", d.layer_bytes, limits.max_layer_bytes));
   if (!IsKnownLayout(d.layout)) {
-    return Invalid("x-oc-layout", fmt::format("unknown stored layout {}",
-                                              static_cast<int>(d.layout)));
+    return Invalid("x-oc-layout",
+                   fmt::format("unknown stored layout {}", static_cast<int>(d.layout)));
   }
   if (d.layout == StoredLayout::k2LTD && d.layer_bytes % 2 != 0) {
     return Invalid("x-oc-layer-bytes",
                    fmt::format("{} is odd; kv_2ltd needs equal K and V halves", d.layer_bytes));
   }
   if (!IsKnownDelivery(d.delivery)) {
-    return Invalid("x-oc-delivery", fmt::format("unknown delivery order {}",
-                                                static_cast<int>(d.delivery)));
+    return Invalid("x-oc-delivery",
+                   fmt::format("unknown delivery order {}", static_cast<int>(d.delivery)));
   }
   OC_ASSIGN_OR_RETURN(const uint64_t payload,
                       PayloadBytes(d.num_chunks(), d.num_layers, d.layer_bytes));
@@ -98,12 +98,12 @@ Status Validate(const Descriptor& d, const Limits& limits) {
     OC_RETURN_IF_ERROR(CheckTarget(*d.target, limits, payload));
   }
   if (d.compute_window_us.has_value()) {
-    OC_RETURN_IF_ERROR(CheckRange("x-oc-compute-window-us", *d.compute_window_us,
-                                  limits.max_compute_window_us));
+    OC_RETURN_IF_ERROR(
+        CheckRange("x-oc-compute-window-us", *d.compute_window_us, limits.max_compute_window_us));
   }
   if (d.request_id.size() > kMaxRequestIdBytes) {
-    return Invalid("x-oc-request-id", fmt::format("{} bytes; the limit is {}",
-                                                  d.request_id.size(), kMaxRequestIdBytes));
+    return Invalid("x-oc-request-id", fmt::format("{} bytes; the limit is {}", d.request_id.size(),
+                                                  kMaxRequestIdBytes));
   }
   for (const char c : d.request_id) {
     if (c < 0x21 || c > 0x7e) {

@@ -64,8 +64,8 @@ void Check(const oc::Result<Descriptor>& decoded, const oc::descriptor::Limits& 
       oc::descriptor::DecodeBody(oc::descriptor::EncodeBody(d), roomy);
   Require(from_body.has_value() && *from_body == d);
   // Every slice of the validated request lands inside the payload.
-  const oc::Result<oc::descriptor::ChunkGeometry> g = oc::descriptor::ChunkGeometry::Make(
-      d.layout, d.num_chunks(), d.num_layers, d.layer_bytes);
+  const oc::Result<oc::descriptor::ChunkGeometry> g =
+      oc::descriptor::ChunkGeometry::Make(d.layout, d.num_chunks(), d.num_layers, d.layer_bytes);
   Require(g.has_value());
   const uint32_t last_layer = d.num_layers - 1;
   const uint64_t last_chunk = d.num_chunks() - 1;

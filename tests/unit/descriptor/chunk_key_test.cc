@@ -48,8 +48,8 @@ TEST(ChunkKey, TrailingPartialChunkGetsNoKey) {
     uint32_t tokens, g;
     size_t keys;
   };
-  for (const Row& row : {Row{0, 4, 0}, Row{3, 4, 0}, Row{4, 4, 1}, Row{7, 4, 1}, Row{8, 4, 2},
-                         Row{100, 1, 100}}) {
+  for (const Row& row :
+       {Row{0, 4, 0}, Row{3, 4, 0}, Row{4, 4, 1}, Row{7, 4, 1}, Row{8, 4, 2}, Row{100, 1, 100}}) {
     SCOPED_TRACE(row.tokens);
     Result<std::vector<ChunkHash>> r = ChunkHashes(vectors::Iota(row.tokens), row.g, "ns");
     ASSERT_TRUE(r.has_value());
@@ -62,18 +62,17 @@ TEST(ChunkKey, NamespaceStringFormatAndChecks) {
   Result<std::string> s = NamespaceString({"meta-llama/Llama-3.1-8B", "bfloat16", 0, 1});
   ASSERT_TRUE(s.has_value()) << s.error();
   EXPECT_EQ(*s, "oc-kv-v1;model=meta-llama/Llama-3.1-8B;dtype=bfloat16;tp=0/1");
-  EXPECT_EQ(*NamespaceString({"m;x", "fp8_e4m3", 3, 4}), "oc-kv-v1;model=m;x;dtype=fp8_e4m3;tp=3/4");
+  EXPECT_EQ(*NamespaceString({"m;x", "fp8_e4m3", 3, 4}),
+            "oc-kv-v1;model=m;x;dtype=fp8_e4m3;tp=3/4");
   struct Row {
     KeyNamespace ns;
     std::string_view field;
   };
-  for (const Row& row : {Row{{"", "bfloat16", 0, 1}, "model_id"},
-                         Row{{"m\n", "bfloat16", 0, 1}, "model_id"},
-                         Row{{"m", "", 0, 1}, "dtype"},
-                         Row{{"m", "BF16", 0, 1}, "dtype"},
-                         Row{{"m", "bf16;tp=1", 0, 1}, "dtype"},
-                         Row{{"m", "bf16", 0, 0}, "tp_rank"},
-                         Row{{"m", "bf16", 2, 2}, "tp_rank"}}) {
+  for (const Row& row :
+       {Row{{"", "bfloat16", 0, 1}, "model_id"}, Row{{"m\n", "bfloat16", 0, 1}, "model_id"},
+        Row{{"m", "", 0, 1}, "dtype"}, Row{{"m", "BF16", 0, 1}, "dtype"},
+        Row{{"m", "bf16;tp=1", 0, 1}, "dtype"}, Row{{"m", "bf16", 0, 0}, "tp_rank"},
+        Row{{"m", "bf16", 2, 2}, "tp_rank"}}) {
     SCOPED_TRACE(row.ns.model_id + "/" + row.ns.dtype);
     Result<std::string> r = NamespaceString(row.ns);
     ASSERT_FALSE(r.has_value());

@@ -16,7 +16,7 @@ struct ChunkKeyVector {
   std::string_view namespace_string;
   std::vector<uint32_t> tokens;
   uint32_t chunk_tokens;
-  std::string_view namespace_hash;            // H_{-1}, hex
+  std::string_view namespace_hash;             // H_{-1}, hex
   std::vector<std::string_view> chunk_hashes;  // H_0.., hex; floor(tokens / G) of them
 };
 
@@ -56,8 +56,7 @@ inline std::vector<ChunkKeyVector> ChunkKeyVectors() {
        "e1721246af0fb4b922398b8ea43cfe93",
        {"b1c872fa0164a5c2d91a424835dec36a", "af9df182d27025cf48e744834736f8cc",
         "0729b5c8bcc995b578d2afbbdc84a3e4"}},
-      {"", {1, 2, 3}, 3, "99aa06d3014798d86001c324468d497f",
-       {"4f04c277ca3650f088ad89b8862e06c1"}},
+      {"", {1, 2, 3}, 3, "99aa06d3014798d86001c324468d497f", {"4f04c277ca3650f088ad89b8862e06c1"}},
   };
 }
 

@@ -34,8 +34,7 @@ inline Descriptor Explicit(uint64_t n) {
   Descriptor d = Compact(0);
   ExplicitKeys keys;
   for (uint64_t i = 0; i < n; ++i) {
-    keys.names.push_back(ChunkObjectName("meta-llama/Llama-3.1-8B@1@0@", HashOf(i)) +
-                         "@bfloat16");
+    keys.names.push_back(ChunkObjectName("meta-llama/Llama-3.1-8B@1@0@", HashOf(i)) + "@bfloat16");
   }
   d.keys = std::move(keys);
   return d;

@@ -32,8 +32,8 @@ TEST(Layout, TwoLtdLayerIsKThenVHalves) {
     uint32_t layer;
     uint64_t k_source, v_source;
   };
-  for (const Row& row : {Row{0, 0, 2000}, Row{1, 500, 2500}, Row{2, 1000, 3000},
-                         Row{3, 1500, 3500}}) {
+  for (const Row& row :
+       {Row{0, 0, 2000}, Row{1, 500, 2500}, Row{2, 1000, 3000}, Row{3, 1500, 3500}}) {
     SCOPED_TRACE(row.layer);
     const LayerSource s = g->Source(row.layer);
     ASSERT_EQ(s.count, 2u);
@@ -75,10 +75,8 @@ TEST(Layout, DestinationOffsetsLayerMajorAndChunkMajor) {
   for (const Row& row : {Row{0, 0, 0, 0}, Row{0, 1, 100, 200}, Row{0, 2, 200, 400},
                          Row{1, 0, 300, 100}, Row{1, 1, 400, 300}, Row{1, 2, 500, 500}}) {
     SCOPED_TRACE(testing::Message() << "layer " << row.layer << " chunk " << row.chunk);
-    EXPECT_EQ(g->DestinationOffset(Delivery::kLayerMajor, row.layer, row.chunk),
-              row.layer_major);
-    EXPECT_EQ(g->DestinationOffset(Delivery::kChunkMajor, row.layer, row.chunk),
-              row.chunk_major);
+    EXPECT_EQ(g->DestinationOffset(Delivery::kLayerMajor, row.layer, row.chunk), row.layer_major);
+    EXPECT_EQ(g->DestinationOffset(Delivery::kChunkMajor, row.layer, row.chunk), row.chunk_major);
   }
 }
 

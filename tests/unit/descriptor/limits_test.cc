@@ -40,14 +40,16 @@ TEST(Validate, EveryFailureNamesItsField) {
   const std::vector<Row> rows = {
       {"no hashes", [](Descriptor& d) { std::get<CompactKeys>(d.keys).hashes.clear(); },
        "x-oc-chunk-hashes"},
-      {"too many hashes",
-       [](Descriptor& d) { std::get<CompactKeys>(d.keys).hashes.resize(65537); },
+      {"too many hashes", [](Descriptor& d) { std::get<CompactKeys>(d.keys).hashes.resize(65537); },
        "x-oc-chunk-hashes"},
       {"no names", [](Descriptor& d) { d.keys = ExplicitKeys{}; }, "x-oc-chunk-names"},
       {"too many names",
        [](Descriptor& d) { d.keys = ExplicitKeys{std::vector<std::string>(65537, "k")}; },
        "x-oc-chunk-names"},
-      {"empty name", [](Descriptor& d) { d.keys = ExplicitKeys{{"a", ""}}; },
+      {"empty name",
+       [](Descriptor& d) {
+         d.keys = ExplicitKeys{{"a", ""}};
+       },
        "x-oc-chunk-names"},
       {"long name", [](Descriptor& d) { d.keys = ExplicitKeys{{std::string(1025, 'n')}}; },
        "x-oc-chunk-names"},
@@ -84,8 +86,7 @@ TEST(Validate, EveryFailureNamesItsField) {
        "x-oc-target-worker"},
       {"empty rkey", [](Descriptor& d) { d.target->rkey.clear(); }, "x-oc-target-rkey"},
       {"long rkey", [](Descriptor& d) { d.target->rkey.resize(8193); }, "x-oc-target-rkey"},
-      {"target wraps",
-       [](Descriptor& d) { d.target->address = kMax64 - d.target->length + 1; },
+      {"target wraps", [](Descriptor& d) { d.target->address = kMax64 - d.target->length + 1; },
        "x-oc-target-address"},
       {"target too short", [](Descriptor& d) { d.target->length -= 1; }, "x-oc-target-length"},
       {"zero window", [](Descriptor& d) { d.compute_window_us = 0; }, "x-oc-compute-window-us"},
@@ -93,8 +94,7 @@ TEST(Validate, EveryFailureNamesItsField) {
        "x-oc-compute-window-us"},
       {"long request id", [](Descriptor& d) { d.request_id = std::string(129, 'r'); },
        "x-oc-request-id"},
-      {"request id with newline", [](Descriptor& d) { d.request_id = "a\nb"; },
-       "x-oc-request-id"},
+      {"request id with newline", [](Descriptor& d) { d.request_id = "a\nb"; }, "x-oc-request-id"},
       {"request id with high byte", [](Descriptor& d) { d.request_id = "\xc3\xbc"; },
        "x-oc-request-id"},
   };
@@ -153,8 +153,8 @@ TEST(Validate, ProductNear2To64) {
   // A target whose length equals the 2^64 - 2^32 payload, at address 2^32 - 1: ends exactly
   // at 2^64 - 1, fits; one byte higher wraps.
   d.layer_bytes = (1ull << 32) - 1;
-  d.target = DataPlaneTarget{{std::byte{1}}, {std::byte{2}}, (1ull << 32) - 1,
-                             kMax64 - (1ull << 32) + 1};
+  d.target =
+      DataPlaneTarget{{std::byte{1}}, {std::byte{2}}, (1ull << 32) - 1, kMax64 - (1ull << 32) + 1};
   EXPECT_TRUE(Validate(d, open).ok()) << Validate(d, open);
   d.target->address += 1;
   EXPECT_EQ(Validate(d, open).field(), "x-oc-target-address");

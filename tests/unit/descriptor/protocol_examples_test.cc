@@ -16,8 +16,8 @@ namespace {
 // Assembles the payload of `d` from stored chunk objects, using only layout.h: what the
 // storage server does, in miniature.
 std::string Assemble(const Descriptor& d, const std::vector<std::string>& objects) {
-  Result<ChunkGeometry> g = ChunkGeometry::Make(d.layout, d.num_chunks(), d.num_layers,
-                                                d.layer_bytes);
+  Result<ChunkGeometry> g =
+      ChunkGeometry::Make(d.layout, d.num_chunks(), d.num_layers, d.layer_bytes);
   EXPECT_TRUE(g.has_value());
   std::string payload(g->total_bytes(), '?');
   for (uint32_t l = 0; l < d.num_layers; ++l) {

@@ -57,8 +57,7 @@ ChunkHash NextChunkHash(const ChunkHash& previous, std::span<const uint32_t> tok
 // NamespaceHash(namespace_string): floor(tokens.size() / G) hashes. A trailing partial
 // chunk gets no hash: its KV bytes are not a complete chunk object, so it is recomputed
 // (or kept elsewhere) rather than stored. kInvalidArgument if chunk_tokens is 0.
-Result<std::vector<ChunkHash>> ChunkHashes(std::span<const uint32_t> tokens,
-                                           uint32_t chunk_tokens,
+Result<std::vector<ChunkHash>> ChunkHashes(std::span<const uint32_t> tokens, uint32_t chunk_tokens,
                                            std::string_view namespace_string);
 
 // "<prefix><32 lowercase hex of hash>".

@@ -71,12 +71,12 @@ std::string_view ServeModeName(ServeMode mode);
 // What the server answers beside (or instead of) the payload: response headers
 // x-oc-version, x-oc-matched-chunks, x-oc-mode, x-oc-request-id and the optional timings.
 struct ResponseSummary {
-  uint64_t matched_chunks = 0;             // M: chunks 0..M-1 were present and delivered
+  uint64_t matched_chunks = 0;  // M: chunks 0..M-1 were present and delivered
   ServeMode mode = ServeMode::kChunkwise;
   std::string request_id;
-  std::optional<uint64_t> gateway_us;      // time spent in the gateway
-  std::optional<uint64_t> storage_us;      // reading and assembling in the storage server
-  std::optional<uint64_t> transfer_us;     // data-plane writes (or streaming the body)
+  std::optional<uint64_t> gateway_us;   // time spent in the gateway
+  std::optional<uint64_t> storage_us;   // reading and assembling in the storage server
+  std::optional<uint64_t> transfer_us;  // data-plane writes (or streaming the body)
 
   bool operator==(const ResponseSummary&) const = default;
 };

@@ -28,8 +28,8 @@ namespace oc::descriptor {
 inline constexpr uint32_t kProtocolVersion = 1;
 
 struct CompactKeys {
-  std::string prefix;              // any bytes; prefix + 32 hex chars is one S3 key
-  std::vector<ChunkHash> hashes;   // H_0..H_{N-1}
+  std::string prefix;             // any bytes; prefix + 32 hex chars is one S3 key
+  std::vector<ChunkHash> hashes;  // H_0..H_{N-1}
 
   bool operator==(const CompactKeys&) const = default;
 };
@@ -54,15 +54,15 @@ struct DataPlaneTarget {
 };
 
 struct Descriptor {
-  ChunkKeys keys;                                   // the N chunks, in prefix order
-  uint32_t num_layers = 0;                          // L
-  uint32_t chunk_tokens = 0;                        // G, tokens per chunk
-  uint64_t layer_bytes = 0;                         // S, bytes of one layer of one chunk
-  StoredLayout layout = StoredLayout::kL2TD;        // how each chunk object is ordered
-  Delivery delivery = Delivery::kLayerMajor;        // how the payload is laid out
-  std::optional<DataPlaneTarget> target;            // none: the HTTP body carries it
-  std::optional<uint64_t> compute_window_us;        // c, per-layer compute time (scheduler)
-  std::string request_id;                           // tracing; empty: the gateway assigns one
+  ChunkKeys keys;                             // the N chunks, in prefix order
+  uint32_t num_layers = 0;                    // L
+  uint32_t chunk_tokens = 0;                  // G, tokens per chunk
+  uint64_t layer_bytes = 0;                   // S, bytes of one layer of one chunk
+  StoredLayout layout = StoredLayout::kL2TD;  // how each chunk object is ordered
+  Delivery delivery = Delivery::kLayerMajor;  // how the payload is laid out
+  std::optional<DataPlaneTarget> target;      // none: the HTTP body carries it
+  std::optional<uint64_t> compute_window_us;  // c, per-layer compute time (scheduler)
+  std::string request_id;                     // tracing; empty: the gateway assigns one
 
   // N, the number of chunk keys of either form.
   uint64_t num_chunks() const;

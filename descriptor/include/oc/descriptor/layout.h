@@ -67,8 +67,8 @@ class ChunkGeometry {
   // kInvalidArgument/kDescriptor when N, L or S is zero, S is odd under k2LTD, the layout is
   // unknown, or N·L·S overflows 64 bits; the field names the header at fault (none for N,
   // which comes from the key list). Validate() (limits.h) reports all of these first.
-  static Result<ChunkGeometry> Make(StoredLayout layout, uint64_t num_chunks,
-                                    uint32_t num_layers, uint64_t layer_bytes);
+  static Result<ChunkGeometry> Make(StoredLayout layout, uint64_t num_chunks, uint32_t num_layers,
+                                    uint64_t layer_bytes);
 
   StoredLayout layout() const { return layout_; }
   uint64_t num_chunks() const { return num_chunks_; }
