@@ -103,16 +103,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string chunk_data(sizes[i], fill);
     const std::string sts = "AWS4-HMAC-SHA256-PAYLOAD\n" + Signer().amz_date + "\n" +
                             Signer().scope + "\n" + previous + "\n" +
-                            std::string(auth::kEmptySha256Hex) + "\n" +
-                            auth::Sha256Hex(chunk_data);
+                            std::string(auth::kEmptySha256Hex) + "\n" + auth::Sha256Hex(chunk_data);
     previous = auth::SignatureHex(Signer().signing_key, sts);
     body += Chunk(sizes[i], previous, fill);
     expected += chunk_data;
   }
   bool corrupted = false;
   if (rest.size() >= 3) {
-    const size_t pos = (static_cast<uint8_t>(rest[0]) << 8 | static_cast<uint8_t>(rest[1])) %
-                       (body.size() + 1);
+    const size_t pos =
+        (static_cast<uint8_t>(rest[0]) << 8 | static_cast<uint8_t>(rest[1])) % (body.size() + 1);
     if (pos == body.size()) {
       body.pop_back();  // truncation
       corrupted = true;

@@ -64,8 +64,9 @@ Request Split(std::string_view in) {
   while (!in.empty()) {
     const std::string_view line = next_line();
     const size_t colon = line.find(':');
-    r.headers.emplace_back(std::string(line.substr(0, colon)),
-                           colon == std::string_view::npos ? "" : std::string(line.substr(colon + 1)));
+    r.headers.emplace_back(
+        std::string(line.substr(0, colon)),
+        colon == std::string_view::npos ? "" : std::string(line.substr(colon + 1)));
   }
   return r;
 }
@@ -119,12 +120,12 @@ bool Resign(Request* r) {
   if (!uri.has_value() || !query.has_value() || !headers.has_value()) {
     return false;
   }
-  const std::string canonical = auth::CanonicalRequest(
-      r->method, *uri, *query, *headers, parsed->signed_headers, payload);
-  const std::string sig = auth::SignatureHex(
-      auth::DeriveSigningKey(user->secret_key, parsed->credential.date,
-                             parsed->credential.region, "s3"),
-      auth::StringToSign(date, parsed->credential.Scope(), canonical));
+  const std::string canonical =
+      auth::CanonicalRequest(r->method, *uri, *query, *headers, parsed->signed_headers, payload);
+  const std::string sig =
+      auth::SignatureHex(auth::DeriveSigningKey(user->secret_key, parsed->credential.date,
+                                                parsed->credential.region, "s3"),
+                         auth::StringToSign(date, parsed->credential.Scope(), canonical));
   std::string signed_list;
   for (const std::string& h : parsed->signed_headers) {
     signed_list += (signed_list.empty() ? "" : ";") + h;

@@ -151,8 +151,7 @@ Result<AwsChunkedDecoder::Step> AwsChunkedDecoder::Next(ByteSpan input) {
       return step;
     }
     case State::kData: {
-      const size_t take =
-          static_cast<size_t>(std::min<uint64_t>(chunk_remaining_, input.size()));
+      const size_t take = static_cast<size_t>(std::min<uint64_t>(chunk_remaining_, input.size()));
       step.payload = input.first(take);
       step.consumed = take;
       chunk_hash_.Update(step.payload);

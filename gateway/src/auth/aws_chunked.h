@@ -73,19 +73,19 @@ class AwsChunkedDecoder {
   enum class State { kHeader, kData, kDataCrlf, kDone, kFailed };
 
   Status Fail(Status status);
-  Status ParseHeader();   // header_ holds one line without CRLF
-  Status VerifyChunk();   // at the end of a chunk's data
+  Status ParseHeader();  // header_ holds one line without CRLF
+  Status VerifyChunk();  // at the end of a chunk's data
 
   StreamingSigner signer_;
   uint64_t expected_total_;
   uint64_t decoded_ = 0;
   State state_ = State::kHeader;
-  std::string header_;             // the header line so far
-  uint64_t chunk_size_ = 0;        // of the current chunk
-  uint64_t chunk_remaining_ = 0;   // data bytes still to come
-  size_t crlf_seen_ = 0;           // bytes of the CRLF after the data seen so far
-  std::string chunk_signature_;    // claimed signature of the current chunk
-  std::string previous_signature_; // the chain
+  std::string header_;              // the header line so far
+  uint64_t chunk_size_ = 0;         // of the current chunk
+  uint64_t chunk_remaining_ = 0;    // data bytes still to come
+  size_t crlf_seen_ = 0;            // bytes of the CRLF after the data seen so far
+  std::string chunk_signature_;     // claimed signature of the current chunk
+  std::string previous_signature_;  // the chain
   Sha256 chunk_hash_;
   Status error_;
 };

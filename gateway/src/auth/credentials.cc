@@ -28,8 +28,8 @@ constexpr size_t kGeneratedAccessKey = 20;
 constexpr size_t kGeneratedSecretKey = 40;
 
 bool IsAccessKeyChar(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-         c == '-' || c == '_' || c == '.';
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
+         c == '_' || c == '.';
 }
 bool IsPrintable(char c) { return c > ' ' && c < 0x7f; }
 
@@ -70,8 +70,8 @@ std::string RandomString(std::string_view alphabet, size_t n) {
 Status ReadString(const toml::table& t, std::string_view key, std::string* out) {
   const toml::node* node = t.get(key);
   if (node == nullptr || !node->is_string()) {
-    return Status::InvalidArgument("user", "every [[user]] needs a string '" + std::string(key) +
-                                               "'");
+    return Status::InvalidArgument("user",
+                                   "every [[user]] needs a string '" + std::string(key) + "'");
   }
   *out = node->as_string()->get();
   return Status::Ok();
@@ -87,8 +87,8 @@ Result<Credentials> Credentials::FromUsers(std::vector<User> users) {
         return Status::InvalidArgument("user", "duplicate user name '" + users[i].name + "'");
       }
       if (users[j].access_key == users[i].access_key) {
-        return Status::InvalidArgument("user", "duplicate access_key for user '" +
-                                                   users[i].name + "'");
+        return Status::InvalidArgument("user",
+                                       "duplicate access_key for user '" + users[i].name + "'");
       }
     }
   }
@@ -113,9 +113,9 @@ Result<Credentials> Credentials::LoadFile(const std::string& path) {
   try {
     root = toml::parse(text.str(), path);
   } catch (const toml::parse_error& err) {
-    return Status::InvalidArgument(
-        path, "TOML error at line " + std::to_string(err.source().begin.line) + ": " +
-                  std::string(err.description()));
+    return Status::InvalidArgument(path, "TOML error at line " +
+                                             std::to_string(err.source().begin.line) + ": " +
+                                             std::string(err.description()));
   }
   std::vector<User> users;
   for (const auto& [key, node] : root) {
@@ -142,8 +142,7 @@ Result<Credentials> Credentials::LoadFile(const std::string& path) {
       for (const auto& [k, v] : t) {
         const std::string_view name = k.str();
         if (name != "name" && name != "access_key" && name != "secret_key" && name != "admin") {
-          return Status::InvalidArgument(std::string(name),
-                                         "unknown key in [[user]] of " + path);
+          return Status::InvalidArgument(std::string(name), "unknown key in [[user]] of " + path);
         }
       }
       users.push_back(std::move(u));
@@ -194,8 +193,8 @@ Status Credentials::SaveFile(const std::string& path) const {
 User Credentials::Generate(std::string name) {
   User u;
   u.name = std::move(name);
-  u.access_key = "OC" + RandomString("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
-                                     kGeneratedAccessKey - 2);
+  u.access_key =
+      "OC" + RandomString("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789", kGeneratedAccessKey - 2);
   u.secret_key = RandomString("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
                               kGeneratedSecretKey);
   return u;

@@ -131,8 +131,8 @@ Status CheckScope(const CredentialScope& scope, std::string_view amz_date,
     return Malformed(field, "credential date is not the date of the request timestamp");
   }
   if (!options.region.empty() && scope.region != options.region) {
-    return Malformed(field, "the region '" + scope.region + "' is wrong; expecting '" +
-                                options.region + "'");
+    return Malformed(
+        field, "the region '" + scope.region + "' is wrong; expecting '" + options.region + "'");
   }
   if (scope.service != kService) {
     return Malformed(field, "the service must be 's3'");
@@ -190,9 +190,8 @@ Result<std::string_view> QueryParam(const ParsedTarget& target, std::string_view
 }
 
 Result<AuthResult> AuthenticateHeader(const RequestView& req, const ParsedTarget& target,
-                                      std::string_view authorization,
-                                      const Credentials& creds, const AuthOptions& options,
-                                      Seconds now) {
+                                      std::string_view authorization, const Credentials& creds,
+                                      const AuthOptions& options, Seconds now) {
   OC_ASSIGN_OR_RETURN(AuthorizationHeader auth, ParseAuthorization(authorization));
 
   const HeaderLookup date_header = FindHeader(req, "x-amz-date");
@@ -254,8 +253,8 @@ Result<AuthResult> AuthenticateHeader(const RequestView& req, const ParsedTarget
     return SignatureMismatch("", sts);
   }
   if (result.payload == PayloadMode::kStreamingSigned) {
-    result.streaming = StreamingSigner{key, std::string(date_header.value), scope,
-                                       std::move(auth.signature)};
+    result.streaming =
+        StreamingSigner{key, std::string(date_header.value), scope, std::move(auth.signature)};
   }
   return result;
 }
@@ -370,9 +369,8 @@ Result<AuthResult> Authenticator::Authenticate(const RequestView& req,
                                                Clock::time_point now) const {
   OC_ASSIGN_OR_RETURN(ParsedTarget target, ParseTarget(req.target));
   const HeaderLookup authorization = FindHeader(req, "authorization");
-  const bool presigned =
-      std::any_of(target.query.begin(), target.query.end(),
-                  [](const auto& kv) { return kv.first == "X-Amz-Algorithm"; });
+  const bool presigned = std::any_of(target.query.begin(), target.query.end(),
+                                     [](const auto& kv) { return kv.first == "X-Amz-Algorithm"; });
   if (authorization.count > 0 && presigned) {
     return Status::InvalidArgument("Authorization", "only one auth mechanism allowed");
   }

@@ -177,8 +177,8 @@ std::string CanonicalRequest(std::string_view method, std::string_view canonical
 // Task 2: "AWS4-HMAC-SHA256\n<amz date>\n<scope>\n<hex sha256(canonical request)>".
 std::string StringToSign(std::string_view amz_date, std::string_view scope,
                          std::string_view canonical_request);
-// Task 3 (uncached; Authenticator caches it): kSigning = HMAC(HMAC(HMAC(HMAC("AWS4" + secret, date), region), service),
-// "aws4_request").
+// Task 3 (uncached; Authenticator caches it): kSigning = HMAC(HMAC(HMAC(HMAC("AWS4" + secret,
+// date), region), service), "aws4_request").
 Sha256Digest DeriveSigningKey(std::string_view secret, std::string_view date,
                               std::string_view region, std::string_view service);
 // Task 4: lowercase hex HMAC(signing key, string to sign).

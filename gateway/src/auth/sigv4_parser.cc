@@ -158,8 +158,7 @@ Result<AuthorizationHeader> ParseAuthorization(std::string_view value) {
   return out;
 }
 
-Result<std::vector<std::string>> ParseSignedHeaders(std::string_view list,
-                                                    std::string_view field) {
+Result<std::vector<std::string>> ParseSignedHeaders(std::string_view list, std::string_view field) {
   std::vector<std::string> out;
   std::string_view rest = list;
   for (;;) {

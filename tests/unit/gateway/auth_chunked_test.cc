@@ -92,8 +92,7 @@ std::string SignedBody(const StreamingSigner& s, const std::vector<uint64_t>& si
   for (uint64_t size : all) {
     const std::string data(size, fill);
     const std::string sts = "AWS4-HMAC-SHA256-PAYLOAD\n" + s.amz_date + "\n" + s.scope + "\n" +
-                            previous + "\n" + std::string(kEmptySha256Hex) + "\n" +
-                            Sha256Hex(data);
+                            previous + "\n" + std::string(kEmptySha256Hex) + "\n" + Sha256Hex(data);
     previous = SignatureHex(s.signing_key, sts);
     body += ChunkBytes(size, previous, fill);
   }
@@ -177,8 +176,14 @@ TEST(AwsChunked, TamperedDataOrReorderedChunksFail) {
 TEST(AwsChunked, TruncatedBodiesNeverFinish) {
   const std::string body = AwsBody();
   const size_t first_header = body.find("\r\n") + 2;
-  std::vector<size_t> cuts = {0, 1, first_header - 1, first_header, first_header + 65536,
-                              first_header + 65537, body.size() - 2, body.size() - 1};
+  std::vector<size_t> cuts = {0,
+                              1,
+                              first_header - 1,
+                              first_header,
+                              first_header + 65536,
+                              first_header + 65537,
+                              body.size() - 2,
+                              body.size() - 1};
   for (size_t cut = 3; cut < body.size(); cut += 997) {
     cuts.push_back(cut);
   }
@@ -246,9 +251,9 @@ TEST(AwsChunked, ChunkLimitIsCheckedBeforeAnyDataIsAccepted) {
   AwsChunkedDecoder decoder(s, kMaxAwsChunkBytes + 1);
   char hex[32];
   std::snprintf(hex, sizeof(hex), "%llx", static_cast<unsigned long long>(kMaxAwsChunkBytes + 1));
-  const std::string header =
-      std::string(hex) + ";chunk-signature=" + std::string(testing::kAwsChunkSignatures[0]) +
-      "\r\n";
+  const std::string header = std::string(hex) +
+                             ";chunk-signature=" + std::string(testing::kAwsChunkSignatures[0]) +
+                             "\r\n";
   Result<AwsChunkedDecoder::Step> step = decoder.Next(AsBytes(header));
   ASSERT_FALSE(step.has_value());
   EXPECT_EQ(step.error().field(), "aws-chunked");

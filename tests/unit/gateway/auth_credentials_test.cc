@@ -25,9 +25,8 @@ TEST(Credentials, GeneratedKeysHaveAwsShapesAndDiffer) {
   EXPECT_EQ(a.name, "a");
   ASSERT_EQ(a.access_key.size(), 20u);
   EXPECT_TRUE(a.access_key.starts_with("OC"));
-  EXPECT_TRUE(std::all_of(a.access_key.begin(), a.access_key.end(), [](char c) {
-    return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-  }));
+  EXPECT_TRUE(std::all_of(a.access_key.begin(), a.access_key.end(),
+                          [](char c) { return (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }));
   ASSERT_EQ(a.secret_key.size(), 40u);
   EXPECT_TRUE(std::all_of(a.secret_key.begin(), a.secret_key.end(),
                           [](char c) { return std::isalnum(static_cast<unsigned char>(c)); }));

@@ -24,9 +24,9 @@ OwnedRequest FromVector(const testing::HeaderVector& v) {
   for (const auto& [n, val] : v.headers) {
     r.headers.emplace_back(std::string(n), std::string(val));
   }
-  r.headers.emplace_back("Authorization",
-                         testing::AuthorizationValue(testing::kAwsAccessKey, "20130524",
-                                                     "us-east-1", v.signed_headers, v.signature));
+  r.headers.emplace_back(
+      "Authorization", testing::AuthorizationValue(testing::kAwsAccessKey, "20130524", "us-east-1",
+                                                   v.signed_headers, v.signature));
   return r;
 }
 
@@ -82,8 +82,7 @@ TEST_F(SigV4Test, PutExampleBodyMatchesItsSignedHashAndAnotherBodyDoesNot) {
   const OwnedRequest req = FromVector(testing::AwsHeaderVectors()[1]);
   Result<AuthResult> r = auth_.Authenticate(req.View(), AwsTime());
   ASSERT_TRUE(r.has_value()) << r.error();
-  EXPECT_EQ(r->payload_sha256,
-            "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072");
+  EXPECT_EQ(r->payload_sha256, "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072");
   EXPECT_TRUE(CheckPayloadSha256(*r, Sha256Of(testing::kAwsPutBody)).ok());
   Status bad = CheckPayloadSha256(*r, Sha256Of("Welcome to Amazon S3!"));
   EXPECT_EQ(bad.code(), Code::kInvalidArgument);
@@ -206,10 +205,10 @@ TEST_F(SigV4Test, DateProblemsAreAccessDenied) {
     std::string_view what;
     std::string_view date;  // empty: header removed
   };
-  for (const Row& row : {Row{"missing", ""}, Row{"no Z", "20130524T000000"},
-                         Row{"month 13", "20131324T000000Z"}, Row{"Feb 30", "20130230T000000Z"},
-                         Row{"hour 24", "20130524T240000Z"}, Row{"letters", "2013052aT000000Z"},
-                         Row{"RFC 1123", "Fri, 24 May 2013 00:00:00 GMT"}}) {
+  for (const Row& row :
+       {Row{"missing", ""}, Row{"no Z", "20130524T000000"}, Row{"month 13", "20131324T000000Z"},
+        Row{"Feb 30", "20130230T000000Z"}, Row{"hour 24", "20130524T240000Z"},
+        Row{"letters", "2013052aT000000Z"}, Row{"RFC 1123", "Fri, 24 May 2013 00:00:00 GMT"}}) {
     SCOPED_TRACE(row.what);
     OwnedRequest req = FromVector(testing::AwsHeaderVectors()[0]);
     if (row.date.empty()) {
@@ -228,8 +227,8 @@ TEST_F(SigV4Test, FarDatesAreSkewedNotOverflowed) {
     SCOPED_TRACE(date);
     OwnedRequest req{"GET", "/b/k", {{"Host", "localhost"}}};
     testing::SignInPlace(&req, date);
-    ExpectStatus(auth_.Authenticate(req.View(), AwsTime()), Code::kOutOfRange,
-                 Subject::kSignature, "x-amz-date");
+    ExpectStatus(auth_.Authenticate(req.View(), AwsTime()), Code::kOutOfRange, Subject::kSignature,
+                 "x-amz-date");
   }
 }
 
@@ -263,8 +262,8 @@ TEST_F(SigV4Test, MalformedAuthorizationHeaders) {
       {"host not signed", "AWS4-HMAC-SHA256 " + cred + ", SignedHeaders=range;x-amz-date, " + sig},
       {"empty signed header", "AWS4-HMAC-SHA256 " + cred + ", SignedHeaders=host;;range, " + sig},
       {"uppercase signed header", "AWS4-HMAC-SHA256 " + cred + ", SignedHeaders=Host, " + sig},
-      {"signed header absent", "AWS4-HMAC-SHA256 " + cred +
-                                   ", SignedHeaders=host;range;x-amz-date;x-amz-meta-a, " + sig},
+      {"signed header absent",
+       "AWS4-HMAC-SHA256 " + cred + ", SignedHeaders=host;range;x-amz-date;x-amz-meta-a, " + sig},
       {"4-part credential",
        "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3, " + sh + ", " +
            sig},
@@ -275,8 +274,8 @@ TEST_F(SigV4Test, MalformedAuthorizationHeaders) {
        "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/20130524/us-east-1/s3/aws5_request, " +
            sh + ", " + sig},
       {"bad credential date",
-       "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/2013052/us-east-1/s3/aws4_request, " +
-           sh + ", " + sig},
+       "AWS4-HMAC-SHA256 Credential=AKIAIOSFODNN7EXAMPLE/2013052/us-east-1/s3/aws4_request, " + sh +
+           ", " + sig},
       {"empty access key",
        "AWS4-HMAC-SHA256 Credential=/20130524/us-east-1/s3/aws4_request, " + sh + ", " + sig},
       {"wrong service",
@@ -361,12 +360,12 @@ TEST_F(SigV4Test, MissingPayloadHashHeaderMeansAnEmptyBody) {
   req.Remove("x-amz-content-sha256");
   // Re-sign without the header: the client signed the empty-body hash.
   req.Remove("Authorization");
-  const std::string sig = testing::SignHeaderRequest(req, "host;x-amz-date", testing::kEmptyHash,
-                                                     testing::kAwsDate, testing::kAwsSecretKey,
-                                                     "us-east-1");
-  req.headers.emplace_back("Authorization",
-                           testing::AuthorizationValue(testing::kAwsAccessKey, "20130524",
-                                                       "us-east-1", "host;x-amz-date", sig));
+  const std::string sig =
+      testing::SignHeaderRequest(req, "host;x-amz-date", testing::kEmptyHash, testing::kAwsDate,
+                                 testing::kAwsSecretKey, "us-east-1");
+  req.headers.emplace_back(
+      "Authorization", testing::AuthorizationValue(testing::kAwsAccessKey, "20130524", "us-east-1",
+                                                   "host;x-amz-date", sig));
   Result<AuthResult> r = auth_.Authenticate(req.View(), AwsTime());
   ASSERT_TRUE(r.has_value()) << r.error();
   EXPECT_EQ(r->payload, PayloadMode::kSigned);
@@ -383,15 +382,16 @@ TEST_F(SigV4Test, StreamingNeedsOneDecimalDecodedLength) {
       req.Set("x-amz-decoded-content-length", std::string(value));
     }
     testing::SignInPlace(&req, "20130524T000000Z");
-    ExpectStatus(auth_.Authenticate(req.View(), AwsTime()), Code::kInvalidArgument,
-                 Subject::kNone, "x-amz-decoded-content-length");
+    ExpectStatus(auth_.Authenticate(req.View(), AwsTime()), Code::kInvalidArgument, Subject::kNone,
+                 "x-amz-decoded-content-length");
   }
 }
 
 // ---- Presigned URLs ----
 
 OwnedRequest AwsPresigned() {
-  return OwnedRequest{"GET", std::string(testing::kAwsPresignedTarget),
+  return OwnedRequest{"GET",
+                      std::string(testing::kAwsPresignedTarget),
                       {{"Host", std::string(testing::kAwsPresignedHost)}}};
 }
 
@@ -481,8 +481,7 @@ TEST_F(SigV4Test, PresignedParameterErrors) {
        Code::kInvalidArgument, "X-Amz-Credential"},
       {"X-Amz-Credential", "AKIAIOSFODNN7EXAMPLE", Code::kInvalidArgument, "X-Amz-Credential"},
       {"X-Amz-SignedHeaders", "range", Code::kInvalidArgument, "X-Amz-SignedHeaders"},
-      {"X-Amz-SignedHeaders", "host%3Bx-amz-meta-a", Code::kInvalidArgument,
-       "X-Amz-SignedHeaders"},
+      {"X-Amz-SignedHeaders", "host%3Bx-amz-meta-a", Code::kInvalidArgument, "X-Amz-SignedHeaders"},
       {"X-Amz-Signature", "AEEED9BBCCD4D02EE5C0109B86D86835F995330DA4C265957D157751F604D404",
        Code::kInvalidArgument, "X-Amz-Signature"},
       {"X-Amz-Credential", "NOSUCHKEY%2F20130524%2Fus-east-1%2Fs3%2Faws4_request",
@@ -516,9 +515,9 @@ TEST_F(SigV4Test, PresignedExpiryOfAWeekIsAccepted) {
   const std::string canonical =
       CanonicalRequest("GET", "/b/k", CanonicalQuery(query_base, false).value(),
                        "host:localhost:9000\n", {"host"}, "UNSIGNED-PAYLOAD");
-  const std::string sig = SignatureHex(
-      DeriveSigningKey(testing::kAwsSecretKey, "20130524", "us-east-1", "s3"),
-      StringToSign(testing::kAwsDate, testing::kAwsScope, canonical));
+  const std::string sig =
+      SignatureHex(DeriveSigningKey(testing::kAwsSecretKey, "20130524", "us-east-1", "s3"),
+                   StringToSign(testing::kAwsDate, testing::kAwsScope, canonical));
   req.target += "&X-Amz-Signature=" + sig;
   EXPECT_TRUE(auth_.Authenticate(req.View(), AwsTime() + 604800s).has_value());
   ExpectStatus(auth_.Authenticate(req.View(), AwsTime() + 604801s), Code::kPermissionDenied,
@@ -532,13 +531,12 @@ TEST(SigV4Steps, CanonicalUriEncodesOnceAndNormalisesEscapes) {
     std::string_view raw;
     std::string_view canonical;
   };
-  for (const Row& row : {Row{"", "/"}, Row{"/", "/"}, Row{"/test.txt", "/test.txt"},
-                         Row{"/test%24file.text", "/test%24file.text"},
-                         Row{"/test$file.text", "/test%24file.text"},
-                         Row{"/a%7eb", "/a~b"}, Row{"/a%7Eb", "/a~b"},
-                         Row{"/%e2%82%ac", "/%E2%82%AC"}, Row{"/a+b", "/a%2Bb"},
-                         Row{"/a%20b/c", "/a%20b/c"}, Row{"/a%2Fb", "/a/b"},
-                         Row{"/a//b/./../c", "/a//b/./../c"}, Row{"/%25", "/%25"}}) {
+  for (const Row& row :
+       {Row{"", "/"}, Row{"/", "/"}, Row{"/test.txt", "/test.txt"},
+        Row{"/test%24file.text", "/test%24file.text"}, Row{"/test$file.text", "/test%24file.text"},
+        Row{"/a%7eb", "/a~b"}, Row{"/a%7Eb", "/a~b"}, Row{"/%e2%82%ac", "/%E2%82%AC"},
+        Row{"/a+b", "/a%2Bb"}, Row{"/a%20b/c", "/a%20b/c"}, Row{"/a%2Fb", "/a/b"},
+        Row{"/a//b/./../c", "/a//b/./../c"}, Row{"/%25", "/%25"}}) {
     SCOPED_TRACE(row.raw);
     Result<std::string> c = CanonicalUri(row.raw);
     ASSERT_TRUE(c.has_value()) << c.error();
@@ -556,16 +554,14 @@ TEST(SigV4Steps, CanonicalQuerySortsByNameThenValueWithRfc3986Encoding) {
     bool skip_signature;
     std::string_view canonical;
   };
-  for (const Row& row : {Row{"", false, ""}, Row{"max-keys=2&prefix=J", false,
-                                                 "max-keys=2&prefix=J"},
-                         Row{"prefix=J&max-keys=2", false, "max-keys=2&prefix=J"},
-                         Row{"lifecycle", false, "lifecycle="},
-                         Row{"a=2&a=1&A=3", false, "A=3&a=1&a=2"},
-                         Row{"a=x%2fy", false, "a=x%2Fy"}, Row{"a=x/y", false, "a=x%2Fy"},
-                         Row{"a=b+c", false, "a=b%2Bc"}, Row{"a=%7e", false, "a=~"},
-                         Row{"&&a=1&", false, "a=1"}, Row{"a=b=c", false, "a=b%3Dc"},
-                         Row{"X-Amz-Signature=abc&b=1", true, "b=1"},
-                         Row{"X-Amz-Signature=abc&b=1", false, "X-Amz-Signature=abc&b=1"}}) {
+  for (const Row& row :
+       {Row{"", false, ""}, Row{"max-keys=2&prefix=J", false, "max-keys=2&prefix=J"},
+        Row{"prefix=J&max-keys=2", false, "max-keys=2&prefix=J"},
+        Row{"lifecycle", false, "lifecycle="}, Row{"a=2&a=1&A=3", false, "A=3&a=1&a=2"},
+        Row{"a=x%2fy", false, "a=x%2Fy"}, Row{"a=x/y", false, "a=x%2Fy"},
+        Row{"a=b+c", false, "a=b%2Bc"}, Row{"a=%7e", false, "a=~"}, Row{"&&a=1&", false, "a=1"},
+        Row{"a=b=c", false, "a=b%3Dc"}, Row{"X-Amz-Signature=abc&b=1", true, "b=1"},
+        Row{"X-Amz-Signature=abc&b=1", false, "X-Amz-Signature=abc&b=1"}}) {
     SCOPED_TRACE(row.raw);
     Result<std::string> c = CanonicalQuery(row.raw, row.skip_signature);
     ASSERT_TRUE(c.has_value()) << c.error();
@@ -593,7 +589,8 @@ TEST(SigV4Steps, ParseAuthorizationAcceptsSpacingVariants) {
   for (std::string_view value :
        {"AWS4-HMAC-SHA256 Credential=AK/20130524/us-east-1/s3/aws4_request,SignedHeaders=host,"
         "Signature=0000000000000000000000000000000000000000000000000000000000000000",
-        "AWS4-HMAC-SHA256 Signature=0000000000000000000000000000000000000000000000000000000000000000"
+        "AWS4-HMAC-SHA256 "
+        "Signature=0000000000000000000000000000000000000000000000000000000000000000"
         ",  SignedHeaders=host ,Credential=AK/20130524/us-east-1/s3/aws4_request  "}) {
     SCOPED_TRACE(value);
     Result<AuthorizationHeader> a = ParseAuthorization(value);

@@ -88,9 +88,9 @@ inline std::string SignHeaderRequest(const OwnedRequest& req, std::string_view s
 inline std::string AuthorizationValue(std::string_view access_key, std::string_view date,
                                       std::string_view region, std::string_view signed_headers,
                                       std::string_view signature) {
-  return "AWS4-HMAC-SHA256 Credential=" + std::string(access_key) + "/" + std::string(date) +
-         "/" + std::string(region) + "/s3/aws4_request, SignedHeaders=" +
-         std::string(signed_headers) + ", Signature=" + std::string(signature);
+  return "AWS4-HMAC-SHA256 Credential=" + std::string(access_key) + "/" + std::string(date) + "/" +
+         std::string(region) + "/s3/aws4_request, SignedHeaders=" + std::string(signed_headers) +
+         ", Signature=" + std::string(signature);
 }
 
 // Signs `req` in place for header auth: sets x-amz-date, x-amz-content-sha256 (if absent) and
@@ -129,9 +129,8 @@ inline void SignInPlace(OwnedRequest* req, std::string_view amz_date,
   }
   const std::string sig =
       SignHeaderRequest(*req, signed_headers, payload_hash, amz_date, secret, region);
-  req->headers.emplace_back(
-      "Authorization",
-      AuthorizationValue(access_key, amz_date.substr(0, 8), region, signed_headers, sig));
+  req->headers.emplace_back("Authorization", AuthorizationValue(access_key, amz_date.substr(0, 8),
+                                                                region, signed_headers, sig));
 }
 
 }  // namespace oc::gateway::auth::testing

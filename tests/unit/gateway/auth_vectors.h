@@ -35,7 +35,7 @@ inline constexpr std::string_view kEmptyHash =
 struct HeaderVector {
   std::string_view name;
   std::string_view method;
-  std::string_view target;  // as sent on the wire
+  std::string_view target;                                             // as sent on the wire
   std::vector<std::pair<std::string_view, std::string_view>> headers;  // without Authorization
   std::string_view signed_headers;
   std::string_view canonical_request;  // empty when the page does not print it
