@@ -269,6 +269,76 @@ TEST(Pacer, ZeroCapSendsNothing) {
   EXPECT_EQ(pacer.Next(Time{1'000'000'000}).kind, NextStep::Kind::kIdle);
 }
 
+TEST(Pacer, NewRateAppliesFromTheNextPayload) {
+  Pacer pacer(PacerOptions{1e9, 1 << 20});
+  ASSERT_TRUE(pacer.AddRequest(1, 1e6).ok());
+  for (uint32_t l = 0; l < 3; ++l) {
+    ASSERT_TRUE(pacer.Enqueue(1, l, 1000).ok());
+  }
+  ASSERT_EQ(pacer.Next(Time{0}).kind, NextStep::Kind::kDispatch);  // next at 1 ms
+  ASSERT_TRUE(pacer.SetRate(1, 4e6).ok());
+  NextStep s = pacer.Next(Time{0});
+  ASSERT_EQ(s.kind, NextStep::Kind::kWait);
+  EXPECT_EQ(s.wait_until, Time{1'000'000});  // spacing earned at the old rate stands
+  ASSERT_EQ(pacer.Next(Time{1'000'000}).kind, NextStep::Kind::kDispatch);
+  s = pacer.Next(Time{1'000'000});
+  ASSERT_EQ(s.kind, NextStep::Kind::kWait);
+  EXPECT_EQ(s.wait_until, Time{1'250'000});  // 1000 bytes at 4 MB/s
+}
+
+// Random interleavings of every operation (admit, enqueue, rate changes, removal, time
+// passing) never let the total exceed B * window + one payload, nor reorder a flow.
+TEST(Pacer, RandomOperationsNeverBreakTheCap) {
+  constexpr uint64_t kCap = 3'000'000'000;
+  constexpr uint64_t kMaxPayload = 4 << 20;
+  std::mt19937_64 rng(2026);
+  for (int trial = 0; trial < 20; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    Pacer pacer(PacerOptions{static_cast<double>(kCap), 1 + rng() % (2 << 20)});
+    std::map<uint64_t, uint32_t> next_layer;
+    std::map<uint64_t, int64_t> last_sent;
+    std::vector<Sent> sent;
+    Time now{0};
+    uint64_t next_id = 0;
+    for (int op = 0; op < 3000; ++op) {
+      const int kind = static_cast<int>(rng() % 10);
+      if (kind == 0 || next_layer.empty()) {
+        const uint64_t id = next_id++;
+        // Rates from 0 (parked) to twice the cap: the cap's bucket must hold regardless.
+        ASSERT_TRUE(pacer.AddRequest(id, static_cast<double>(rng() % (2 * kCap))).ok());
+        next_layer[id] = 0;
+      } else {
+        auto it = next_layer.begin();
+        std::advance(it, static_cast<long>(rng() % next_layer.size()));
+        const uint64_t id = it->first;
+        if (kind <= 4) {
+          ASSERT_TRUE(pacer.Enqueue(id, it->second, 1 + rng() % kMaxPayload).ok());
+          it->second += 1 + static_cast<uint32_t>(rng() % 3);
+        } else if (kind == 5) {
+          ASSERT_TRUE(pacer.SetRate(id, static_cast<double>(rng() % (2 * kCap))).ok());
+        } else if (kind == 6) {
+          pacer.Remove(id);
+          next_layer.erase(it);
+        } else {
+          NextStep step = pacer.Next(now);
+          if (step.kind == NextStep::Kind::kDispatch) {
+            const Dispatch& d = step.dispatch;
+            EXPECT_GT(static_cast<int64_t>(d.layer),
+                      last_sent.count(d.request) ? last_sent[d.request] : -1);
+            last_sent[d.request] = d.layer;
+            sent.push_back({now, d});
+          } else if (step.kind == NextStep::Kind::kWait) {
+            EXPECT_GT(step.wait_until, now);
+            now = kind == 9 ? step.wait_until : now + nanoseconds(rng() % 2'000'000);
+          }
+        }
+      }
+    }
+    ASSERT_GT(sent.size(), 200u);
+    ExpectWindowBound(sent, kCap, kMaxPayload, "total");
+  }
+}
+
 TEST(Pacer, RejectsBadCalls) {
   Pacer pacer(PacerOptions{1e6, 1000});
   ASSERT_TRUE(pacer.AddRequest(1, 1e3).ok());
