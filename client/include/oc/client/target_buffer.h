@@ -1,0 +1,106 @@
+#pragma once
+// The client's end of the data plane (DESIGN.md, "Data plane"): memory the storage server
+// writes layers into, and the notifications that say a layer has landed.
+//
+// DataPlane owns the client's UCX context, one worker and its progress thread. From it:
+//  - TargetBuffer: memory (allocated here, or the caller's, wrapped) mapped for remote
+//    access. Target() gives exactly the descriptor's data-plane target fields: worker
+//    address, packed rkey, buffer address and length.
+//  - Delivery: the notifications of one request. The server sends "layer l ready" after
+//    the bytes of layer l are in the buffer, then "done" or an error. WaitLayer(l) and Wait()
+//    block with a timeout; a per-layer callback is the push form.
+// A request is recognised by its target address (the descriptor's x-oc-target-address, the
+// start of the range the server writes into): call Expect() with it before sending the
+// descriptor, and give concurrent requests disjoint ranges.
+// No UCX type appears here; the implementation is client/src/ucx_receiver.cc.
+//
+// Thread safety: DataPlane and Delivery methods may be called from any thread. Callbacks run
+// on the data plane's progress thread and must not block. A DataPlane must outlive its
+// buffers and deliveries; a TargetBuffer must not be destroyed while a server writes into it.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "oc/common/bytes.h"
+#include "oc/common/result.h"
+#include "oc/common/status.h"
+#include "oc/descriptor/descriptor.h"
+
+namespace oc::client {
+
+struct DataPlaneOptions {
+  // UCX transports, as UCX_TLS spells them ("tcp", "shm,cma"...); empty: UCX's own
+  // configuration (the UCX_TLS environment variable, else all the machine has).
+  // Default: ""
+  std::string transports;
+  // UCX keepalive interval on this side's endpoints ("" = UCX's default).
+  // Default: ""
+  std::string keepalive_interval;
+};
+
+// Called once per layer-ready notification, in arrival order, on the progress thread.
+using LayerCallback = std::function<void(uint32_t layer)>;
+
+class TargetBuffer {
+ public:
+  virtual ~TargetBuffer() = default;
+
+  // The whole buffer; its bytes are valid until the TargetBuffer is destroyed.
+  virtual MutableByteSpan bytes() const = 0;
+  uint64_t address() const { return reinterpret_cast<uint64_t>(bytes().data()); }
+  uint64_t length() const { return bytes().size(); }
+  // The packed remote key of the mapping (opaque bytes).
+  virtual ByteSpan rkey() const = 0;
+  // The owning data plane's worker address (opaque bytes).
+  virtual ByteSpan worker_address() const = 0;
+
+  // The descriptor's target for bytes [offset, offset + length) of this buffer.
+  // kOutOfRange if that range is not inside the buffer or is empty.
+  Result<descriptor::DataPlaneTarget> Target(uint64_t offset, uint64_t length) const;
+  // The descriptor's target for the whole buffer.
+  descriptor::DataPlaneTarget Target() const;
+};
+
+class Delivery {
+ public:
+  virtual ~Delivery() = default;  // stops listening for this request
+
+  // Waits until layer `layer` has landed. OK once it has; the request's error if the
+  // server reported one first; kOutOfRange if the server finished without sending it (a
+  // partial hit) or `layer` >= the number of layers expected; kUnavailable on timeout.
+  virtual Status WaitLayer(uint32_t layer, std::chrono::milliseconds timeout) = 0;
+  // Waits for the end of the request: OK on "done"; the server's error (its code and
+  // message) on an error; kCorruption if a notification broke the protocol; kUnavailable
+  // on timeout.
+  virtual Status Wait(std::chrono::milliseconds timeout) = 0;
+  // Layers notified so far.
+  virtual uint32_t layers_ready() const = 0;
+};
+
+class DataPlane {
+ public:
+  // Creates the UCX context and worker and starts the progress thread. UCX failures are
+  // translated to Status (kUnimplemented if UCX lacks multi-thread support).
+  static Result<std::unique_ptr<DataPlane>> Open(const DataPlaneOptions& options);
+  virtual ~DataPlane() = default;
+
+  // This worker's address, the descriptor's x-oc-target-worker.
+  virtual ByteSpan worker_address() const = 0;
+
+  // Allocates `length` bytes (page-aligned, zeroed) and maps them. kInvalidArgument if
+  // length is 0; kResourceExhausted if the memory cannot be had.
+  virtual Result<std::unique_ptr<TargetBuffer>> Allocate(uint64_t length) = 0;
+  // Maps caller memory, which must outlive the returned buffer. kInvalidArgument if empty.
+  virtual Result<std::unique_ptr<TargetBuffer>> Wrap(MutableByteSpan memory) = 0;
+
+  // Starts listening for the notifications of the request whose target starts at
+  // `target_address` and holds `num_layers` layers; `on_layer` (optional) runs per layer.
+  // kAlreadyExists if a live Delivery has that address; kInvalidArgument if num_layers is 0.
+  virtual Result<std::unique_ptr<Delivery>> Expect(uint64_t target_address, uint32_t num_layers,
+                                                   LayerCallback on_layer = {}) = 0;
+};
+
+}  // namespace oc::client

@@ -1,0 +1,272 @@
+#include "ucx_receiver.h"
+
+#include <sys/mman.h>
+
+#include <condition_variable>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "oc/common/log.h"
+
+namespace oc::client {
+namespace {
+
+const Logger kLog{"client.data_plane"};
+
+class UcxTargetBuffer final : public TargetBuffer {
+ public:
+  UcxTargetBuffer(MutableByteSpan bytes, bool owned, ByteSpan worker_address)
+      : bytes_(bytes), owned_(owned), worker_address_(worker_address) {}
+  ~UcxTargetBuffer() override {
+    mapping_.reset();  // unmap from UCX before the memory goes
+    if (owned_) {
+      ::munmap(bytes_.data(), bytes_.size());
+    }
+  }
+  MutableByteSpan bytes() const override { return bytes_; }
+  ByteSpan rkey() const override { return mapping_->rkey(); }
+  ByteSpan worker_address() const override { return worker_address_; }
+
+  std::unique_ptr<data_plane::MappedMemory> mapping_;
+
+ private:
+  MutableByteSpan bytes_;
+  bool owned_;
+  ByteSpan worker_address_;
+};
+
+}  // namespace
+
+// What the progress thread and the waiters share for one request.
+struct DeliveryState {
+  DeliveryState(uint32_t layers, LayerCallback cb)
+      : num_layers(layers), on_layer(std::move(cb)), ready(layers, false) {}
+
+  const uint32_t num_layers;
+  const LayerCallback on_layer;
+
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  std::vector<bool> ready;   // guarded by mu
+  uint32_t ready_count = 0;  // guarded by mu
+  bool finished = false;     // guarded by mu: done or error received
+  Status final;              // guarded by mu: OK for done, else the error
+};
+
+namespace {
+
+class UcxDelivery final : public Delivery {
+ public:
+  UcxDelivery(UcxReceiver& owner, uint64_t key, std::shared_ptr<DeliveryState> state)
+      : owner_(owner), key_(key), state_(std::move(state)) {}
+  ~UcxDelivery() override { owner_.Forget(key_, state_.get()); }
+
+  Status WaitLayer(uint32_t layer, std::chrono::milliseconds timeout) override {
+    DeliveryState& s = *state_;
+    if (layer >= s.num_layers) {
+      return Status::OutOfRange(fmt::format("layer {} of {}", layer, s.num_layers));
+    }
+    std::unique_lock<std::mutex> lock(s.mu);
+    if (!s.cv.wait_for(lock, timeout, [&] { return s.ready[layer] || s.finished; })) {
+      return Status::Unavailable(fmt::format("timed out waiting for layer {}", layer));
+    }
+    if (s.ready[layer]) {
+      return Status::Ok();
+    }
+    if (!s.final.ok()) {
+      return s.final;
+    }
+    return Status::OutOfRange(fmt::format("request finished without layer {}", layer));
+  }
+
+  Status Wait(std::chrono::milliseconds timeout) override {
+    DeliveryState& s = *state_;
+    std::unique_lock<std::mutex> lock(s.mu);
+    if (!s.cv.wait_for(lock, timeout, [&] { return s.finished; })) {
+      return Status::Unavailable("timed out waiting for the request to finish");
+    }
+    return s.final;
+  }
+
+  uint32_t layers_ready() const override {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    return state_->ready_count;
+  }
+
+ private:
+  UcxReceiver& owner_;
+  const uint64_t key_;
+  const std::shared_ptr<DeliveryState> state_;
+};
+
+}  // namespace
+
+Result<descriptor::DataPlaneTarget> TargetBuffer::Target(uint64_t offset, uint64_t length) const {
+  if (length == 0 || offset > this->length() || length > this->length() - offset) {
+    return Status::OutOfRange(
+        fmt::format("target [{}, +{}) outside the {}-byte buffer", offset, length, this->length()));
+  }
+  descriptor::DataPlaneTarget t;
+  const ByteSpan worker = worker_address();
+  const ByteSpan key = rkey();
+  t.worker_address.assign(worker.begin(), worker.end());
+  t.rkey.assign(key.begin(), key.end());
+  t.address = address() + offset;
+  t.length = length;
+  return t;
+}
+
+descriptor::DataPlaneTarget TargetBuffer::Target() const { return *Target(0, length()); }
+
+Result<std::unique_ptr<DataPlane>> DataPlane::Open(const DataPlaneOptions& options) {
+  OC_ASSIGN_OR_RETURN(std::unique_ptr<UcxReceiver> r, UcxReceiver::Create(options));
+  return std::unique_ptr<DataPlane>(std::move(r));
+}
+
+Result<std::unique_ptr<UcxReceiver>> UcxReceiver::Create(const DataPlaneOptions& options) {
+  std::unique_ptr<UcxReceiver> r(new UcxReceiver());
+  data_plane::WorkerOptions wopts;
+  wopts.transports = options.transports;
+  wopts.keepalive_interval = options.keepalive_interval;
+  OC_ASSIGN_OR_RETURN(r->worker_, data_plane::UcxWorker::Create(wopts));
+  ucp_am_handler_param_t param{};
+  param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+                     UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+  param.id = data_plane::kAmId;
+  param.flags = UCP_AM_FLAG_WHOLE_MSG;
+  param.cb = &UcxReceiver::OnMessage;
+  param.arg = r.get();
+  OC_RETURN_IF_ERROR(data_plane::FromUcs(
+      ucp_worker_set_am_recv_handler(r->worker_->worker(), &param), "set_am_recv_handler"));
+  r->worker_->Start();
+  return r;
+}
+
+UcxReceiver::~UcxReceiver() {
+  worker_.reset();  // stops the progress thread before the map goes
+}
+
+Result<std::unique_ptr<TargetBuffer>> UcxReceiver::Allocate(uint64_t length) {
+  if (length == 0) {
+    return Status::InvalidArgument("length", "target buffer of 0 bytes");
+  }
+  void* mem = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) {
+    return Status::ResourceExhausted("length", fmt::format("cannot allocate {} bytes", length));
+  }
+  auto buffer = std::make_unique<UcxTargetBuffer>(
+      MutableByteSpan(static_cast<std::byte*>(mem), length), /*owned=*/true, worker_->address());
+  OC_ASSIGN_OR_RETURN(buffer->mapping_,
+                      data_plane::MappedMemory::Map(worker_->context(), mem, length));
+  return std::unique_ptr<TargetBuffer>(std::move(buffer));
+}
+
+Result<std::unique_ptr<TargetBuffer>> UcxReceiver::Wrap(MutableByteSpan memory) {
+  if (memory.empty()) {
+    return Status::InvalidArgument("memory", "target buffer of 0 bytes");
+  }
+  auto buffer = std::make_unique<UcxTargetBuffer>(memory, /*owned=*/false, worker_->address());
+  OC_ASSIGN_OR_RETURN(buffer->mapping_, data_plane::MappedMemory::Map(
+                                            worker_->context(), memory.data(), memory.size()));
+  return std::unique_ptr<TargetBuffer>(std::move(buffer));
+}
+
+Result<std::unique_ptr<Delivery>> UcxReceiver::Expect(uint64_t target_address, uint32_t num_layers,
+                                                      LayerCallback on_layer) {
+  if (num_layers == 0) {
+    return Status::InvalidArgument("num_layers", "must be positive");
+  }
+  auto state = std::make_shared<DeliveryState>(num_layers, std::move(on_layer));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!deliveries_.emplace(target_address, state).second) {
+      return Status::AlreadyExists(Subject::kNone,
+                                   fmt::format("a request already targets {:#x}", target_address));
+    }
+  }
+  return std::unique_ptr<Delivery>(new UcxDelivery(*this, target_address, std::move(state)));
+}
+
+void UcxReceiver::Forget(uint64_t key, const DeliveryState* state) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = deliveries_.find(key);
+  if (it != deliveries_.end() && it->second.get() == state) {
+    deliveries_.erase(it);
+  }
+}
+
+ucs_status_t UcxReceiver::OnMessage(void* arg, const void* header, size_t header_length, void* data,
+                                    size_t length, const ucp_am_recv_param_t* param) {
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0) {
+    // Notifications are always eager (the sender forces it); a rendezvous one is not ours.
+    kLog.Warn("dropped a rendezvous data-plane message bytes={}", length);
+    return UCS_OK;
+  }
+  static_cast<UcxReceiver*>(arg)->Handle(
+      ByteSpan(static_cast<const std::byte*>(header), header_length),
+      ByteSpan(static_cast<const std::byte*>(data), length));
+  return UCS_OK;  // the data is not kept
+}
+
+void UcxReceiver::Handle(ByteSpan header, ByteSpan data) {
+  Result<data_plane::Notification> decoded = data_plane::DecodeNotification(header);
+  if (!decoded.has_value()) {
+    kLog.Warn("dropped a data-plane message: {}", decoded.error().ToString());
+    return;
+  }
+  const data_plane::Notification& n = *decoded;
+  std::shared_ptr<DeliveryState> state;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = deliveries_.find(n.request_key);
+    if (it == deliveries_.end()) {
+      kLog.Debug("dropped a notification for no request key={:#x}", n.request_key);
+      return;
+    }
+    state = it->second;
+  }
+  DeliveryState& s = *state;
+  bool call_back = false;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.finished) {
+      return;  // nothing may follow done or error
+    }
+    switch (n.kind) {
+      case data_plane::MessageKind::kLayerReady:
+        if (n.layer >= s.num_layers || s.ready[n.layer]) {
+          s.finished = true;
+          s.final = Status::Corruption(fmt::format("unexpected layer-ready for layer {}", n.layer));
+        } else {
+          s.ready[n.layer] = true;
+          ++s.ready_count;
+          call_back = static_cast<bool>(s.on_layer);
+        }
+        break;
+      case data_plane::MessageKind::kDone:
+        s.finished = true;
+        if (n.layer != s.ready_count) {
+          s.final = Status::Corruption(
+              fmt::format("done after {} layers, {} received", n.layer, s.ready_count));
+        }
+        break;
+      case data_plane::MessageKind::kError:
+        s.finished = true;
+        if (data.size() != n.message_bytes) {
+          s.final = Status::Corruption("error notification with a bad message length");
+        } else {
+          s.final = Status(n.code, Subject::kNone, "", std::string(AsText(data)));
+        }
+        break;
+    }
+  }
+  // The callback runs before waiters wake, so a caller that waits for the layer after
+  // registering a callback sees the callback's effects.
+  if (call_back) {
+    s.on_layer(n.layer);
+  }
+  s.cv.notify_all();
+}
+
+}  // namespace oc::client

@@ -1,0 +1,47 @@
+#pragma once
+// UcxReceiver: the UCX implementation of oc::client::DataPlane (target_buffer.h). It owns a
+// UcxWorker (ucp context + MULTI-thread worker + progress thread, shared code with the
+// server in storage-server/src/data_plane/ucx_core.h), maps target buffers, and routes the
+// data-plane active messages (wire format in ucx_core.h, docs/protocol.md "Data plane") to
+// the Delivery registered for their request key.
+// Thread safety: as DataPlane.
+
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "oc/client/target_buffer.h"
+#include "oc/common/thread_annotations.h"
+#include "ucx_core.h"
+
+namespace oc::client {
+
+struct DeliveryState;
+
+class UcxReceiver final : public DataPlane {
+ public:
+  static Result<std::unique_ptr<UcxReceiver>> Create(const DataPlaneOptions& options);
+  ~UcxReceiver() override;
+
+  ByteSpan worker_address() const override { return worker_->address(); }
+  Result<std::unique_ptr<TargetBuffer>> Allocate(uint64_t length) override;
+  Result<std::unique_ptr<TargetBuffer>> Wrap(MutableByteSpan memory) override;
+  Result<std::unique_ptr<Delivery>> Expect(uint64_t target_address, uint32_t num_layers,
+                                           LayerCallback on_layer) override;
+
+  // Drops the registration of `key` if it is still `state` (Delivery's destructor).
+  void Forget(uint64_t key, const DeliveryState* state);
+
+ private:
+  UcxReceiver() = default;
+  // Active-message handler (progress thread).
+  static ucs_status_t OnMessage(void* arg, const void* header, size_t header_length, void* data,
+                                size_t length, const ucp_am_recv_param_t* param);
+  void Handle(ByteSpan header, ByteSpan data);
+
+  std::unique_ptr<data_plane::UcxWorker> worker_;
+  std::mutex mu_;
+  std::unordered_map<uint64_t, std::shared_ptr<DeliveryState>> deliveries_ OC_GUARDED_BY(mu_);
+};
+
+}  // namespace oc::client

@@ -1,0 +1,81 @@
+#pragma once
+// StagingPool: a fixed set of equal staging buffers carved from one allocation that is
+// registered with UCX once (ucp_mem_map) and reused for every put and get (DESIGN.md,
+// "Delivery": staging memory is bounded and registered once). Buffers are lent as
+// StagingBuffer handles and come back when the handle is dropped or when the transfer that
+// took them completes.
+// Thread safety: every method may be called from any thread.
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "oc/common/result.h"
+#include "oc/common/thread_annotations.h"
+#include "oc/storage/layer_sink.h"
+#include "ucx_core.h"
+
+namespace oc::storage {
+
+class StagingPool final : public StagingBuffer::Owner {
+ public:
+  // Allocates count x buffer_bytes and maps it. kInvalidArgument if count or buffer_bytes
+  // is 0 or the product overflows; kResourceExhausted if the memory cannot be had.
+  static Result<std::unique_ptr<StagingPool>> Create(ucp_context_h context, uint32_t count,
+                                                     uint64_t buffer_bytes);
+  ~StagingPool();
+  StagingPool(const StagingPool&) = delete;
+  StagingPool& operator=(const StagingPool&) = delete;
+
+  // Lends a free buffer, waiting up to `timeout`; kUnavailable if none came back in time.
+  Result<StagingBuffer> Acquire(std::chrono::milliseconds timeout);
+  void Release(uint32_t slot) noexcept override;
+
+  // Replaces the memory of lent slot `slot` with a freshly allocated and registered buffer
+  // and makes the slot free again. For a buffer that a stuck UCX operation may still read
+  // (its peer vanished without UCX noticing): the old memory is never unmapped or reused, so
+  // whatever UCX does with it later cannot touch another request's bytes. Bounded by the
+  // buffers in flight to that peer; logged. kResourceExhausted if memory cannot be had (the
+  // slot then stays out of service).
+  Status Retire(uint32_t slot);
+
+  // True if `buffer` is one of this pool's (same slot, same bytes).
+  bool Owns(const StagingBuffer& buffer) const;
+  uint64_t buffer_bytes() const { return buffer_bytes_; }
+  uint32_t count() const { return count_; }
+  uint32_t free_count() const;
+  // The registration covering `slot`'s memory (for UCP_OP_ATTR_FIELD_MEMH).
+  ucp_mem_h memh(uint32_t slot) const;
+  uint64_t retired() const;
+
+ private:
+  struct Slot {
+    std::byte* data = nullptr;
+    ucp_mem_h memh = nullptr;
+  };
+  StagingPool(ucp_context_h context, uint32_t count, uint64_t buffer_bytes)
+      : context_(context), count_(count), buffer_bytes_(buffer_bytes) {}
+
+  const ucp_context_h context_;
+  const uint32_t count_;
+  const uint64_t buffer_bytes_;
+  std::byte* base_ = nullptr;  // mmap'ed count_ * buffer_bytes_
+  std::unique_ptr<data_plane::MappedMemory> mapping_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<uint32_t> free_ OC_GUARDED_BY(mu_);
+  std::vector<Slot> slots_ OC_GUARDED_BY(mu_);
+  // Replacement memory of retired slots, unmapped at destruction; the memory they replaced
+  // is leaked on purpose (see Retire).
+  std::vector<std::unique_ptr<data_plane::MappedMemory>> replacements_ OC_GUARDED_BY(mu_);
+  std::vector<std::byte*> replacement_memory_ OC_GUARDED_BY(mu_);
+  uint64_t retired_ OC_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace oc::storage

@@ -1,0 +1,403 @@
+#pragma once
+// The UCX seam shared by both ends of the data plane (DESIGN.md, "Data plane"): the one
+// translation of ucs_status_t into oc::Status, the data-plane notification wire format
+// (docs/protocol.md, "Data plane"), and UcxWorker, a ucp context with one worker driven by a
+// dedicated progress thread. The storage server (ucx_layer_sink.cc) and the client library
+// (client/src/ucx_receiver.cc) both include this header; it is header-only so that a binary
+// linking both (the tests) holds one copy of each symbol. Nothing here is public API.
+//
+// Threading model: the worker is created with UCS_THREAD_MODE_MULTI, so any thread may post
+// operations (ucp_put_nbx, ucp_am_send_nbx, ...) directly; UCX serialises them with its worker
+// lock. One progress thread owned by UcxWorker calls ucp_worker_progress and, when idle, sleeps
+// on the worker's event fd (ucp_worker_arm + poll, bounded by kIdlePollMs so a missed wakeup
+// costs at most that). Every completion callback and active-message handler therefore runs on
+// the progress thread; they must not block. A thread that posts an operation which needs
+// progress to complete calls Wake() so the progress thread stops sleeping.
+// Thread safety: every UcxWorker method may be called from any thread.
+
+#include <poll.h>
+#include <ucp/api/ucp.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "oc/common/bytes.h"
+#include "oc/common/result.h"
+#include "oc/common/status.h"
+
+namespace oc::data_plane {
+
+// ---------------------------------------------------------------------------------------
+// Status translation: the only place a ucs_status_t becomes an oc::Status.
+
+inline Status FromUcs(ucs_status_t status, std::string_view what) {
+  if (status == UCS_OK || status == UCS_INPROGRESS) {
+    return Status::Ok();
+  }
+  std::string message = fmt::format("{}: {}", what, ucs_status_string(status));
+  switch (status) {
+    case UCS_ERR_INVALID_PARAM:
+    case UCS_ERR_INVALID_ADDR:
+    case UCS_ERR_UNREACHABLE:
+      return Status::InvalidArgument("", std::move(message));
+    case UCS_ERR_NO_MEMORY:
+    case UCS_ERR_NO_RESOURCE:
+    case UCS_ERR_EXCEEDS_LIMIT:
+    case UCS_ERR_OUT_OF_RANGE:
+      return Status::ResourceExhausted("", std::move(message));
+    case UCS_ERR_CANCELED:
+      return Status::Cancelled(std::move(message));
+    case UCS_ERR_TIMED_OUT:
+    case UCS_ERR_ENDPOINT_TIMEOUT:
+    case UCS_ERR_CONNECTION_RESET:
+    case UCS_ERR_REJECTED:
+    case UCS_ERR_BUSY:
+      return Status::Unavailable(std::move(message));
+    case UCS_ERR_UNSUPPORTED:
+    case UCS_ERR_NOT_IMPLEMENTED:
+      return Status::Unimplemented(std::move(message));
+    case UCS_ERR_IO_ERROR:
+    case UCS_ERR_MESSAGE_TRUNCATED:
+      return Status::IOError(std::move(message));
+    default:
+      return Status::IOError(std::move(message));
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Notification wire format (docs/protocol.md, "Data plane"). One active message per event,
+// id kAmId, carrying a fixed 24-byte header as the AM header and, for an error, the message
+// text as the AM data. All integers little-endian.
+//
+//   offset size field
+//   0      4    magic "OCDP" (0x4F,0x43,0x44,0x50 on the wire)
+//   4      1    version (kWireVersion)
+//   5      1    kind: 1 layer-ready, 2 done, 3 error
+//   6      1    status code (oc::Code) for error; 0 otherwise
+//   7      1    reserved, 0
+//   8      8    request key: the target address the descriptor named (x-oc-target-address)
+//   16     4    layer index (layer-ready); layers notified (done); 0 (error)
+//   20     4    bytes of the error message in the AM data (error); 0 otherwise
+
+// Active message id of every data-plane notification.
+inline constexpr unsigned kAmId = 0x0C;
+inline constexpr uint32_t kWireVersion = 1;
+inline constexpr size_t kHeaderBytes = 24;
+// Error text longer than this is cut by the sender and refused by the receiver, so a
+// notification always fits an eager active message.
+inline constexpr uint32_t kMaxErrorMessageBytes = 1024;
+inline constexpr std::array<std::byte, 4> kMagic = {std::byte{'O'}, std::byte{'C'}, std::byte{'D'},
+                                                    std::byte{'P'}};
+
+enum class MessageKind : uint8_t { kLayerReady = 1, kDone = 2, kError = 3 };
+
+struct Notification {
+  MessageKind kind = MessageKind::kLayerReady;
+  Code code = Code::kOk;     // kError only; never kOk for an error
+  uint64_t request_key = 0;  // the target address
+  uint32_t layer = 0;        // layer index, or layers notified for kDone
+  uint32_t message_bytes = 0;
+};
+
+inline std::array<std::byte, kHeaderBytes> EncodeNotification(const Notification& n) {
+  std::array<std::byte, kHeaderBytes> out{};
+  std::memcpy(out.data(), kMagic.data(), kMagic.size());
+  out[4] = static_cast<std::byte>(kWireVersion);
+  out[5] = static_cast<std::byte>(n.kind);
+  out[6] = static_cast<std::byte>(n.code);
+  out[7] = std::byte{0};
+  PutLittleEndian64(n.request_key, out.data() + 8);
+  PutLittleEndian32(n.layer, out.data() + 16);
+  PutLittleEndian32(n.message_bytes, out.data() + 20);
+  return out;
+}
+
+// Decodes a header received from the wire; kCorruption on any field out of its range.
+inline Result<Notification> DecodeNotification(ByteSpan header) {
+  if (header.size() != kHeaderBytes) {
+    return Status::Corruption(fmt::format("data-plane header of {} bytes", header.size()));
+  }
+  if (std::memcmp(header.data(), kMagic.data(), kMagic.size()) != 0) {
+    return Status::Corruption("data-plane header: bad magic");
+  }
+  if (static_cast<uint8_t>(header[4]) != kWireVersion) {
+    return Status::Corruption("data-plane header: unknown version");
+  }
+  Notification n;
+  const auto kind = static_cast<uint8_t>(header[5]);
+  if (kind < static_cast<uint8_t>(MessageKind::kLayerReady) ||
+      kind > static_cast<uint8_t>(MessageKind::kError)) {
+    return Status::Corruption("data-plane header: unknown kind");
+  }
+  n.kind = static_cast<MessageKind>(kind);
+  const auto code = static_cast<uint8_t>(header[6]);
+  if (code > static_cast<uint8_t>(Code::kInternal) ||
+      (n.kind == MessageKind::kError) != (code != 0)) {
+    return Status::Corruption("data-plane header: bad status code");
+  }
+  n.code = static_cast<Code>(code);
+  n.request_key = GetLittleEndian64(header.data() + 8);
+  n.layer = GetLittleEndian32(header.data() + 16);
+  n.message_bytes = GetLittleEndian32(header.data() + 20);
+  if (n.message_bytes > kMaxErrorMessageBytes ||
+      (n.kind != MessageKind::kError && n.message_bytes != 0)) {
+    return Status::Corruption("data-plane header: bad message length");
+  }
+  return n;
+}
+
+// ---------------------------------------------------------------------------------------
+// Completion of one non-blocking operation that a thread waits for with a timeout. The
+// callback and the waiter each hold a reference, so a waiter that gives up (timeout) never
+// leaves the callback writing into freed memory.
+
+class OpWaiter {
+ public:
+  static OpWaiter* New() { return new OpWaiter(); }
+
+  // Completion callback for ucp_request_param_t (user_data = the OpWaiter).
+  static void OnComplete(void* request, ucs_status_t status, void* user_data) {
+    auto* self = static_cast<OpWaiter*>(user_data);
+    {
+      std::lock_guard<std::mutex> lock(self->mu_);
+      self->status_ = status;
+      self->done_ = true;
+    }
+    self->cv_.notify_all();
+    ucp_request_free(request);
+    self->Unref();
+  }
+
+  // Takes the outcome of ucp_*_nbx: an immediate completion drops the callback's reference.
+  void Posted(ucs_status_ptr_t sp) {
+    if (!UCS_PTR_IS_PTR(sp)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      status_ = UCS_PTR_STATUS(sp);
+      done_ = true;
+      Unref();
+    }
+  }
+
+  // Waits for completion up to `timeout`; UCS_ERR_TIMED_OUT if it did not come. Drops the
+  // waiter's reference: the object must not be used afterwards.
+  ucs_status_t WaitAndRelease(std::chrono::milliseconds timeout) {
+    ucs_status_t result = UCS_ERR_TIMED_OUT;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (cv_.wait_for(lock, timeout, [&] { return done_; })) {
+        result = status_;
+      }
+    }
+    Unref();
+    return result;
+  }
+
+ private:
+  OpWaiter() = default;
+  void Unref() {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      delete this;
+    }
+  }
+
+  std::atomic<int> refs_{2};  // the waiter and the callback
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;             // guarded by mu_
+  ucs_status_t status_ = UCS_OK;  // guarded by mu_
+};
+
+// ---------------------------------------------------------------------------------------
+// UcxWorker: ucp context (RMA + AM + wakeup) with one MULTI-thread worker and its progress
+// thread.
+
+struct WorkerOptions {
+  // UCX transports, as UCX_TLS spells them ("tcp", "shm,cma"...); empty leaves UCX's own
+  // configuration (the UCX_TLS environment variable, else every transport the machine has).
+  // Default: ""
+  std::string transports;
+  // Interval of UCX's keepalive on endpoints with peer error handling: how soon a silently
+  // vanished peer is noticed; empty keeps UCX's default.
+  // Default: ""
+  std::string keepalive_interval;
+};
+
+class UcxWorker {
+ public:
+  // Creates the context and worker and starts the progress thread. kUnimplemented if UCX
+  // cannot give a multi-threaded worker; any other UCX failure translated by FromUcs.
+  static Result<std::unique_ptr<UcxWorker>> Create(const WorkerOptions& options) {
+    std::unique_ptr<UcxWorker> w(new UcxWorker());
+    ucp_config_t* config = nullptr;
+    OC_RETURN_IF_ERROR(FromUcs(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read"));
+    Status s;
+    if (!options.transports.empty()) {
+      s = FromUcs(ucp_config_modify(config, "TLS", options.transports.c_str()),
+                  "ucp_config_modify TLS");
+    }
+    if (s.ok() && !options.keepalive_interval.empty()) {
+      s = FromUcs(
+          ucp_config_modify(config, "KEEPALIVE_INTERVAL", options.keepalive_interval.c_str()),
+          "ucp_config_modify KEEPALIVE_INTERVAL");
+    }
+    if (s.ok()) {
+      ucp_params_t params{};
+      params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+      params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
+      params.mt_workers_shared = 0;
+      s = FromUcs(ucp_init(&params, config, &w->context_), "ucp_init");
+    }
+    ucp_config_release(config);
+    OC_RETURN_IF_ERROR(s);
+
+    ucp_worker_params_t wparams{};
+    wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wparams.thread_mode = UCS_THREAD_MODE_MULTI;
+    OC_RETURN_IF_ERROR(
+        FromUcs(ucp_worker_create(w->context_, &wparams, &w->worker_), "ucp_worker_create"));
+    ucp_worker_attr_t attr{};
+    attr.field_mask = UCP_WORKER_ATTR_FIELD_THREAD_MODE;
+    OC_RETURN_IF_ERROR(FromUcs(ucp_worker_query(w->worker_, &attr), "ucp_worker_query"));
+    if (attr.thread_mode != UCS_THREAD_MODE_MULTI) {
+      return Status::Unimplemented("UCX built without multi-thread support");
+    }
+    OC_RETURN_IF_ERROR(FromUcs(ucp_worker_get_efd(w->worker_, &w->efd_), "ucp_worker_get_efd"));
+
+    ucp_address_t* address = nullptr;
+    size_t address_bytes = 0;
+    OC_RETURN_IF_ERROR(FromUcs(ucp_worker_get_address(w->worker_, &address, &address_bytes),
+                               "ucp_worker_get_address"));
+    const auto* first = reinterpret_cast<const std::byte*>(address);
+    w->address_.assign(first, first + address_bytes);
+    ucp_worker_release_address(w->worker_, address);
+    return w;
+  }
+
+  // Starts the progress thread. Separate from Create so that owners can register their
+  // active-message handlers first. REQUIRES: called once.
+  void Start() {
+    thread_ = std::thread([this] { ProgressLoop(); });
+  }
+
+  // Stops the progress thread: once this returns no callback or handler runs any more, so
+  // owners call it before tearing down what callbacks touch. Idempotent.
+  void Stop() {
+    stop_.store(true, std::memory_order_release);
+    if (thread_.joinable()) {
+      Wake();
+      thread_.join();
+    }
+  }
+
+  // Stops the progress thread and destroys the worker; UCX completes every request still
+  // pending (their callbacks run here, on the calling thread, with an error status). The
+  // context stays, so memory mapped with it can still be unmapped. Idempotent.
+  void DestroyWorker() {
+    Stop();
+    if (worker_ != nullptr) {
+      ucp_worker_destroy(std::exchange(worker_, nullptr));
+    }
+  }
+
+  ~UcxWorker() {
+    DestroyWorker();
+    if (context_ != nullptr) {
+      ucp_cleanup(context_);
+    }
+  }
+  UcxWorker(const UcxWorker&) = delete;
+  UcxWorker& operator=(const UcxWorker&) = delete;
+
+  ucp_context_h context() const { return context_; }
+  ucp_worker_h worker() const { return worker_; }
+  // This worker's address, what a peer passes to ucp_ep_create.
+  ByteSpan address() const { return address_; }
+
+  // Makes the progress thread look at the worker now (after posting an operation that
+  // needs progress to complete).
+  void Wake() { (void)ucp_worker_signal(worker_); }
+
+ private:
+  // Upper bound on one idle sleep of the progress thread; only matters if a wakeup is lost.
+  static constexpr int kIdlePollMs = 50;
+
+  UcxWorker() = default;
+
+  void ProgressLoop() {
+    while (!stop_.load(std::memory_order_acquire)) {
+      if (ucp_worker_progress(worker_) != 0) {
+        continue;
+      }
+      const ucs_status_t armed = ucp_worker_arm(worker_);
+      if (armed == UCS_ERR_BUSY) {
+        continue;  // events arrived meanwhile
+      }
+      if (armed != UCS_OK) {
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+        continue;
+      }
+      pollfd pfd{efd_, POLLIN, 0};
+      (void)::poll(&pfd, 1, kIdlePollMs);
+    }
+  }
+
+  ucp_context_h context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  int efd_ = -1;
+  std::vector<std::byte> address_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+// Maps [data, data + length) for RMA; unmapped on destruction. The packed rkey is what a
+// peer needs to reach it.
+class MappedMemory {
+ public:
+  static Result<std::unique_ptr<MappedMemory>> Map(ucp_context_h context, void* data,
+                                                   uint64_t length) {
+    std::unique_ptr<MappedMemory> m(new MappedMemory(context));
+    ucp_mem_map_params_t params{};
+    params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH;
+    params.address = data;
+    params.length = length;
+    OC_RETURN_IF_ERROR(FromUcs(ucp_mem_map(context, &params, &m->memh_), "ucp_mem_map"));
+    void* rkey = nullptr;
+    size_t rkey_bytes = 0;
+    OC_RETURN_IF_ERROR(
+        FromUcs(ucp_rkey_pack(context, m->memh_, &rkey, &rkey_bytes), "ucp_rkey_pack"));
+    const auto* first = static_cast<const std::byte*>(rkey);
+    m->rkey_.assign(first, first + rkey_bytes);
+    ucp_rkey_buffer_release(rkey);
+    return m;
+  }
+  ~MappedMemory() {
+    if (memh_ != nullptr) {
+      (void)ucp_mem_unmap(context_, memh_);
+    }
+  }
+  MappedMemory(const MappedMemory&) = delete;
+  MappedMemory& operator=(const MappedMemory&) = delete;
+
+  ucp_mem_h memh() const { return memh_; }
+  ByteSpan rkey() const { return rkey_; }
+
+ private:
+  explicit MappedMemory(ucp_context_h context) : context_(context) {}
+  ucp_context_h context_;
+  ucp_mem_h memh_ = nullptr;
+  std::vector<std::byte> rkey_;
+};
+
+}  // namespace oc::data_plane

@@ -1,0 +1,105 @@
+#pragma once
+// UcxDataPlane: the storage server's end of the UCX data plane (DESIGN.md, "Data plane").
+// It owns one UcxWorker (ucp context + worker + progress thread), the EndpointCache and the
+// registered StagingPool, and hands out one UcxLayerSink per descriptor request with a
+// data-plane target. For a descriptor PUT it pulls bytes out of the client's registered
+// buffer with ReadRemote().
+// Thread safety: every method may be called from any thread. The data plane must outlive
+// every sink it opened.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "endpoint_cache.h"
+#include "oc/common/result.h"
+#include "oc/descriptor/descriptor.h"
+#include "oc/storage/layer_sink.h"
+#include "staging_pool.h"
+#include "ucx_core.h"
+
+namespace oc::storage {
+
+// How a layer-ready notification is ordered after the layer's puts (docs/decisions.md,
+// "Data plane: ordering layer-ready after the bytes").
+enum class LayerOrdering {
+  kFlush,  // ucp_ep_flush_nbx, then the active message from the flush completion
+  kFence,  // ucp_worker_fence, then the active message at once
+};
+
+struct DataPlaneOptions {
+  // UCX transports (UCX_TLS syntax); empty: UCX's own configuration.
+  // Default: ""
+  std::string transports;
+  // Endpoints kept to client workers; the least recently used is closed beyond this.
+  // Default: 256
+  uint64_t max_endpoints = 256;
+  // Registered staging buffers shared by all requests: bounds staging memory.
+  // Default: 8
+  uint32_t staging_buffers = 8;
+  // Bytes of one staging buffer: the largest single put.
+  // Default: 4 MiB
+  uint64_t staging_buffer_bytes = 4ull << 20;
+  // Longest wait for a staging buffer, for a read, or for a request's writes at Finish().
+  // Default: 30 s
+  std::chrono::milliseconds op_timeout{30'000};
+  // Default: kFlush
+  LayerOrdering ordering = LayerOrdering::kFlush;
+  // How a vanished client is noticed (EndpointCache::PeerFailure; docs/decisions.md). kUcx
+  // uses UCX's peer error handling, which UCX 1.13 cannot do over shared memory; kTimeout
+  // keeps shared memory/CMA usable and fails an endpoint whose writes error or stall past
+  // op_timeout.
+  // Default: kTimeout
+  EndpointCache::PeerFailure peer_failure = EndpointCache::PeerFailure::kTimeout;
+  // UCX keepalive interval for noticing vanished clients under kUcx ("" = UCX's default).
+  // Default: ""
+  std::string keepalive_interval;
+
+  // kInvalidArgument naming the field: zero counts or sizes, staging buffers outside
+  // 4 KiB..1 GiB, more than 1024 buffers, or a zero timeout.
+  Status Validate() const;
+};
+
+class UcxDataPlane {
+ public:
+  static Result<std::unique_ptr<UcxDataPlane>> Create(const DataPlaneOptions& options);
+  ~UcxDataPlane();
+  UcxDataPlane(const UcxDataPlane&) = delete;
+  UcxDataPlane& operator=(const UcxDataPlane&) = delete;
+
+  // A sink writing into `target` for one request. Checks the target before any I/O:
+  // kInvalidArgument naming x-oc-target-worker / x-oc-target-rkey / x-oc-target-address if
+  // the worker address or rkey is empty, oversized or refused by UCX, or address + length
+  // overflows; kUnavailable if the endpoint to that worker has failed.
+  Result<std::unique_ptr<LayerSink>> OpenSink(const descriptor::DataPlaneTarget& target);
+
+  // A registered staging buffer for ReadRemote(); kUnavailable if none is free in time.
+  Result<StagingBuffer> AcquireStaging();
+  // Reads `length` bytes at `src_offset` of the client's buffer `source` into the first
+  // bytes of `into` (ucp_get_nbx), waiting for completion. kOutOfRange if the range is not
+  // inside the source or does not fit `into` (nothing is read); kInvalidArgument as for
+  // OpenSink; kUnavailable on timeout or a failed endpoint.
+  Status ReadRemote(const descriptor::DataPlaneTarget& source, uint64_t src_offset,
+                    const StagingBuffer& into, uint64_t length);
+
+  // This server's worker address (tests, logs).
+  ByteSpan worker_address() const { return worker_->address(); }
+  EndpointCache& endpoints() { return *endpoints_; }
+  StagingPool& staging() { return *pool_; }
+  const DataPlaneOptions& options() const { return options_; }
+  data_plane::UcxWorker& worker() { return *worker_; }
+
+ private:
+  explicit UcxDataPlane(const DataPlaneOptions& options) : options_(options) {}
+  struct Remote;  // endpoint + unpacked rkey of one target
+  Result<Remote> Connect(const descriptor::DataPlaneTarget& target);
+
+  const DataPlaneOptions options_;
+  // Destruction order matters: endpoints, then pool, then worker (declared first).
+  std::unique_ptr<data_plane::UcxWorker> worker_;
+  std::unique_ptr<StagingPool> pool_;
+  std::unique_ptr<EndpointCache> endpoints_;
+};
+
+}  // namespace oc::storage

@@ -1,0 +1,399 @@
+#include "ucx_layer_sink.h"
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "oc/common/check.h"
+#include "oc/common/log.h"
+#include "ucx_data_plane.h"
+
+namespace oc::storage {
+namespace {
+
+const Logger kLog{"data_plane"};
+
+}  // namespace
+
+// One notification on its way: waits for its flush (kFlush), then is sent as an active
+// message; the header and text live here until the send completes.
+struct NotifyOp {
+  UcxLayerSink::State* state = nullptr;
+  std::array<std::byte, data_plane::kHeaderBytes> header{};
+  std::string message;
+  bool ready = false;  // the bytes before it are complete (guarded by State::mu)
+};
+
+struct PutOp {
+  UcxLayerSink::State* state = nullptr;
+  uint32_t slot = 0;
+  bool abandoned = false;  // guarded by State::mu: its slot was retired (AbandonPuts)
+};
+
+struct UcxLayerSink::State {
+  State(UcxDataPlane& p, std::shared_ptr<Endpoint> ep, ucp_rkey_h rk,
+        const descriptor::DataPlaneTarget& target)
+      : plane(p),
+        endpoint(std::move(ep)),
+        rkey(rk),
+        address(target.address),
+        length(target.length) {}
+  ~State() {
+    for (NotifyOp* op : pending) {
+      delete op;
+    }
+    ucp_rkey_destroy(rkey);
+  }
+
+  void Ref() { refs.fetch_add(1, std::memory_order_relaxed); }
+  void Unref() {
+    if (refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      delete this;
+    }
+  }
+
+  // Records the first transfer error; returns it.
+  Status Fail(Status s) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (error.ok()) {
+      error = std::move(s);
+    }
+    return error;
+  }
+  Status CurrentError() {
+    if (endpoint->failed()) {
+      return Fail(Status::Unavailable("data-plane endpoint to the client failed"));
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    return error;
+  }
+  // The endpoint is unusable: drop it from the cache; `close_now` also force-closes it so
+  // operations stuck on it complete as cancelled (never from a UCX callback).
+  void FailEndpoint(const Status& why, bool close_now) {
+    (void)Fail(why);
+    plane.endpoints().Fail(*endpoint, why.ToString(), close_now);
+    if (close_now && plane.options().peer_failure == EndpointCache::PeerFailure::kTimeout) {
+      AbandonPuts();
+    }
+  }
+  // Without UCX peer error handling a force-closed endpoint's stuck puts never complete, and
+  // UCX may still read their buffers: retire those buffers (the pool replaces them) so the
+  // pool does not shrink and no other request's bytes can go out through them.
+  void AbandonPuts() {
+    std::vector<uint32_t> slots;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      for (PutOp* op : puts) {
+        op->abandoned = true;
+        slots.push_back(op->slot);
+      }
+    }
+    for (uint32_t slot : slots) {
+      Status s = plane.staging().Retire(slot);
+      kLog.Warn("retired staging buffer slot={} of a stuck write: {}", slot,
+                s.ok() ? "replaced" : s.ToString());
+    }
+  }
+  // One operation completed (callback or immediate).
+  void OpDone(ucs_status_t status, std::string_view what) {
+    if (status != UCS_OK) {
+      FailEndpoint(data_plane::FromUcs(status, what), /*close_now=*/false);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      --in_flight;
+    }
+    cv.notify_all();
+  }
+
+  static void OnPutDone(void* request, ucs_status_t status, void* user_data) {
+    auto* op = static_cast<PutOp*>(user_data);
+    op->state->FinishPut(op, status);
+    ucp_request_free(request);
+  }
+  void FinishPut(PutOp* op, ucs_status_t status) {
+    bool abandoned = false;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      abandoned = op->abandoned;
+      puts.erase(op);
+    }
+    if (!abandoned) {
+      plane.staging().Release(op->slot);
+    }
+    delete op;
+    OpDone(status, "ucp_put_nbx");
+    Unref();
+  }
+
+  static void OnFlushed(void* request, ucs_status_t status, void* user_data) {
+    auto* op = static_cast<NotifyOp*>(user_data);
+    op->state->Flushed(op, status);
+    ucp_request_free(request);
+  }
+  void Flushed(NotifyOp* op, ucs_status_t status) {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      op->ready = true;
+    }
+    OpDone(status, "ucp_ep_flush_nbx");
+    Drain();
+    Unref();
+  }
+
+  static void OnSent(void* request, ucs_status_t status, void* user_data) {
+    auto* op = static_cast<NotifyOp*>(user_data);
+    op->state->Sent(op, status);
+    ucp_request_free(request);
+  }
+  void Sent(NotifyOp* op, ucs_status_t status) {
+    delete op;
+    OpDone(status, "ucp_am_send_nbx");
+    Unref();
+  }
+
+  // Sends every ready message at the head of the queue, in order. One sender at a time:
+  // a thread that finds another sending leaves, and the sender re-checks the queue under
+  // mu before it stops, so no ready message is left behind.
+  void Drain() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (sending) {
+        return;
+      }
+      sending = true;
+    }
+    for (;;) {
+      NotifyOp* op = nullptr;
+      bool skip = false;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (pending.empty() || !pending.front()->ready) {
+          sending = false;
+          cv.notify_all();
+          return;
+        }
+        op = pending.front();
+        pending.pop_front();
+        // After a transfer error only the error message goes out; nothing goes to a failed
+        // endpoint.
+        skip = (!error.ok() && static_cast<data_plane::MessageKind>(op->header[5]) !=
+                                   data_plane::MessageKind::kError) ||
+               endpoint->failed();
+        if (!skip) {
+          ++in_flight;
+        }
+      }
+      if (skip) {
+        delete op;
+        continue;
+      }
+      Ref();
+      ucp_request_param_t param{};
+      param.op_attr_mask =
+          UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_FLAGS;
+      param.cb.send = &State::OnSent;
+      param.user_data = op;
+      param.flags = UCP_AM_SEND_FLAG_EAGER;
+      ucs_status_ptr_t sp = endpoint->Post([&](ucp_ep_h ep) {
+        return ucp_am_send_nbx(ep, data_plane::kAmId, op->header.data(), op->header.size(),
+                               op->message.data(), op->message.size(), &param);
+      });
+      if (UCS_PTR_IS_PTR(sp)) {
+        plane.worker().Wake();
+      } else {
+        Sent(op, UCS_PTR_STATUS(sp));
+      }
+    }
+  }
+
+  // Queues a notification behind the bytes written so far (flush or fence) and drains.
+  Status Enqueue(const data_plane::Notification& n, std::string message) {
+    auto* op = new NotifyOp();
+    op->state = this;
+    op->header = data_plane::EncodeNotification(n);
+    op->message = std::move(message);
+    const bool fence = plane.options().ordering == LayerOrdering::kFence;
+    if (fence) {
+      const ucs_status_t st = ucp_worker_fence(plane.worker().worker());
+      if (st != UCS_OK) {
+        delete op;
+        return Fail(data_plane::FromUcs(st, "ucp_worker_fence"));
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      op->ready = fence;
+      pending.push_back(op);
+      if (!fence) {
+        ++in_flight;  // the flush
+      }
+    }
+    if (!fence) {
+      Ref();
+      ucp_request_param_t param{};
+      param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+      param.cb.send = &State::OnFlushed;
+      param.user_data = op;
+      ucs_status_ptr_t sp =
+          endpoint->Post([&](ucp_ep_h ep) { return ucp_ep_flush_nbx(ep, &param); });
+      if (UCS_PTR_IS_PTR(sp)) {
+        plane.worker().Wake();
+        return Status::Ok();
+      }
+      Flushed(op, UCS_PTR_STATUS(sp));
+      return CurrentError();
+    }
+    Drain();
+    return CurrentError();
+  }
+
+  UcxDataPlane& plane;
+  const std::shared_ptr<Endpoint> endpoint;
+  const ucp_rkey_h rkey;
+  const uint64_t address;
+  const uint64_t length;
+  std::atomic<int> refs{1};  // the sink, plus one per operation in flight
+
+  std::mutex mu;
+  std::condition_variable cv;
+  uint64_t in_flight = 0;           // guarded by mu: puts, flushes and sends posted
+  std::unordered_set<PutOp*> puts;  // guarded by mu: puts posted, not completed
+  Status error;                     // guarded by mu: the first transfer error
+  std::deque<NotifyOp*> pending;    // guarded by mu: notifications not sent yet, in order
+  bool sending = false;             // guarded by mu: a thread is in Drain()'s send loop
+  uint32_t layers_notified = 0;     // caller thread only
+};
+
+UcxLayerSink::UcxLayerSink(UcxDataPlane& plane, std::shared_ptr<Endpoint> endpoint, ucp_rkey_h rkey,
+                           const descriptor::DataPlaneTarget& target)
+    : state_(new State(plane, std::move(endpoint), rkey, target)) {}
+
+UcxLayerSink::~UcxLayerSink() {
+  if (!finished_) {
+    (void)Finish(Status::Cancelled("request abandoned by the server"));
+  }
+  state_->Unref();
+}
+
+uint64_t UcxLayerSink::buffer_bytes() const { return state_->plane.staging().buffer_bytes(); }
+
+Result<StagingBuffer> UcxLayerSink::AcquireBuffer() {
+  State& s = *state_;
+  OC_RETURN_IF_ERROR(s.CurrentError());
+  Result<StagingBuffer> buffer = s.plane.staging().Acquire(s.plane.options().op_timeout);
+  if (!buffer.has_value()) {
+    bool stuck = false;
+    {
+      std::lock_guard<std::mutex> lock(s.mu);
+      stuck = s.in_flight > 0;
+    }
+    if (stuck) {
+      // Our own writes did not complete within the timeout: the client is gone or hung.
+      s.FailEndpoint(Status::Unavailable("data-plane writes did not complete in time"),
+                     /*close_now=*/true);
+      return s.CurrentError();
+    }
+  }
+  return buffer;
+}
+
+Status UcxLayerSink::Write(uint64_t dest_offset, StagingBuffer buffer, uint64_t length) {
+  OC_CHECK(!finished_);
+  State& s = *state_;
+  if (!s.plane.staging().Owns(buffer)) {
+    return Status::InvalidArgument("", "staging buffer not lent by this data plane");
+  }
+  if (length == 0 || length > buffer.bytes().size()) {
+    return Status::InvalidArgument(
+        "", fmt::format("write of {} bytes from a {}-byte buffer", length, buffer.bytes().size()));
+  }
+  // Nothing outside the target is ever written: checked before anything is posted.
+  if (dest_offset > s.length || length > s.length - dest_offset) {
+    return Status::OutOfRange(
+        fmt::format("write [{}, +{}) outside the {}-byte target", dest_offset, length, s.length));
+  }
+  OC_RETURN_IF_ERROR(s.CurrentError());
+
+  auto* op = new PutOp{&s, buffer.slot()};
+  const void* data = buffer.bytes().data();
+  (void)buffer.Detach();  // returned by FinishPut
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    ++s.in_flight;
+    s.puts.insert(op);
+  }
+  s.Ref();
+  ucp_request_param_t param{};
+  param.op_attr_mask =
+      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMH;
+  param.cb.send = &State::OnPutDone;
+  param.user_data = op;
+  param.memh = s.plane.staging().memh(op->slot);
+  ucs_status_ptr_t sp = s.endpoint->Post([&](ucp_ep_h ep) {
+    return ucp_put_nbx(ep, data, length, s.address + dest_offset, s.rkey, &param);
+  });
+  if (UCS_PTR_IS_PTR(sp)) {
+    s.plane.worker().Wake();
+    return Status::Ok();
+  }
+  s.FinishPut(op, UCS_PTR_STATUS(sp));
+  return s.CurrentError();
+}
+
+Status UcxLayerSink::LayerReady(uint32_t layer) {
+  OC_CHECK(!finished_);
+  OC_RETURN_IF_ERROR(state_->CurrentError());
+  data_plane::Notification n;
+  n.kind = data_plane::MessageKind::kLayerReady;
+  n.request_key = state_->address;
+  n.layer = layer;
+  ++state_->layers_notified;
+  return state_->Enqueue(n, "");
+}
+
+Status UcxLayerSink::Finish(const Status& final) {
+  OC_CHECK(!finished_);
+  finished_ = true;
+  State& s = *state_;
+  Status error = s.CurrentError();
+  if (error.ok() && !final.ok()) {
+    error = final;
+  }
+  if (!s.endpoint->failed()) {
+    data_plane::Notification n;
+    n.request_key = s.address;
+    std::string message;
+    if (error.ok()) {
+      n.kind = data_plane::MessageKind::kDone;
+      n.layer = s.layers_notified;
+    } else {
+      n.kind = data_plane::MessageKind::kError;
+      n.code = error.code();
+      message = std::string(error.message().substr(0, data_plane::kMaxErrorMessageBytes));
+      n.message_bytes = static_cast<uint32_t>(message.size());
+    }
+    (void)s.Enqueue(n, std::move(message));
+  }
+  std::unique_lock<std::mutex> lock(s.mu);
+  const bool drained = s.cv.wait_for(lock, s.plane.options().op_timeout, [&] {
+    return (s.in_flight == 0 && s.pending.empty() && !s.sending) || s.endpoint->failed();
+  });
+  lock.unlock();
+  if (!drained) {
+    kLog.Warn("request writes still in flight after the timeout; closing the endpoint");
+    s.FailEndpoint(Status::Unavailable("data-plane writes did not complete in time"),
+                   /*close_now=*/true);
+  }
+  if (!error.ok()) {
+    return error;  // the error the client was told about (or would have been)
+  }
+  return s.CurrentError();
+}
+
+}  // namespace oc::storage

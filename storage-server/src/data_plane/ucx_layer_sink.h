@@ -1,0 +1,50 @@
+#pragma once
+// UcxLayerSink: the LayerSink that writes a request's payload into the client's registered
+// buffer with ucp_put_nbx and tells it about each layer with an active message ordered after
+// the layer's bytes (DESIGN.md, "Data plane"; wire format in ucx_core.h and docs/protocol.md).
+//
+// Every Write() is checked against the target's length before anything is posted. The
+// notification path is one ordered queue: LayerReady() and Finish() enqueue a message, make
+// it wait for the bytes before it (ucp_ep_flush_nbx in LayerOrdering::kFlush,
+// ucp_worker_fence in kFence) and whichever thread sees the queue head ready sends it, one
+// sender at a time, so messages leave in call order.
+// Operations in flight keep the sink's state (endpoint, unpacked rkey) alive by reference, so
+// a sink destroyed after a timeout never leaves a callback pointing at freed memory.
+// Thread safety: as LayerSink; completions run on the UcxWorker's progress thread.
+
+#include <memory>
+
+#include "endpoint_cache.h"
+#include "oc/descriptor/descriptor.h"
+#include "oc/storage/layer_sink.h"
+#include "ucx_core.h"
+
+namespace oc::storage {
+
+class UcxDataPlane;
+
+class UcxLayerSink final : public LayerSink {
+ public:
+  // Takes ownership of `rkey` (unpacked for `endpoint`). REQUIRES: the target was checked
+  // by UcxDataPlane::OpenSink; `plane` outlives the sink.
+  UcxLayerSink(UcxDataPlane& plane, std::shared_ptr<Endpoint> endpoint, ucp_rkey_h rkey,
+               const descriptor::DataPlaneTarget& target);
+  // Finishes with kCancelled if Finish() was not called.
+  ~UcxLayerSink() override;
+  UcxLayerSink(const UcxLayerSink&) = delete;
+  UcxLayerSink& operator=(const UcxLayerSink&) = delete;
+
+  uint64_t buffer_bytes() const override;
+  Result<StagingBuffer> AcquireBuffer() override;
+  Status Write(uint64_t dest_offset, StagingBuffer buffer, uint64_t length) override;
+  Status LayerReady(uint32_t layer) override;
+  Status Finish(const Status& final) override;
+
+  struct State;  // implementation detail (ucx_layer_sink.cc); public for its callbacks
+
+ private:
+  State* state_;  // reference-counted with the operations in flight
+  bool finished_ = false;
+};
+
+}  // namespace oc::storage

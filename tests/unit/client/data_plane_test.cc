@@ -1,0 +1,614 @@
+// The UCX data plane end to end, real UCX, no mocks: the server's UcxDataPlane / UcxLayerSink
+// (storage-server/src/data_plane) writing into a client DataPlane's TargetBuffer
+// (client/src/ucx_receiver.cc). In one process (two ucp contexts and workers) over shared
+// memory and over TCP loopback, and across processes with the data_plane_peer helper.
+// Every wait is bounded (kWait), so a broken transfer fails the test instead of hanging it.
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "oc/client/target_buffer.h"
+#include "oc/common/bytes.h"
+#include "oc/storage/layer_sink.h"
+#include "oc/testutil/testutil.h"
+#include "ucx_core.h"
+#include "ucx_data_plane.h"
+
+namespace oc {
+namespace {
+
+using client::DataPlane;
+using client::DataPlaneOptions;
+using client::Delivery;
+using client::TargetBuffer;
+using descriptor::DataPlaneTarget;
+using storage::LayerOrdering;
+using storage::LayerSink;
+using storage::StagingBuffer;
+using storage::UcxDataPlane;
+using testutil::PatternBytes;
+
+constexpr std::chrono::milliseconds kWait{20'000};
+
+// The transports both ends are restricted to, so each row is deterministic whatever the
+// environment sets: UCX's "shm" alias (posix/sysv shared memory for messages, CMA for puts)
+// and "tcp".
+struct Transport {
+  const char* name;
+  const char* tls;
+};
+constexpr Transport kTransports[] = {{"shm", "shm"}, {"tcp", "tcp"}};
+
+struct Ends {
+  std::unique_ptr<UcxDataPlane> server;
+  std::unique_ptr<DataPlane> client;
+};
+
+storage::DataPlaneOptions ServerOptions(const Transport& t, LayerOrdering ordering,
+                                        uint64_t staging_bytes = 64 << 10) {
+  storage::DataPlaneOptions o;
+  o.transports = t.tls;
+  o.ordering = ordering;
+  o.staging_buffers = 4;
+  o.staging_buffer_bytes = staging_bytes;
+  o.op_timeout = kWait;
+  return o;
+}
+
+Ends MakeEnds(const Transport& t, LayerOrdering ordering) {
+  Ends e;
+  auto server = UcxDataPlane::Create(ServerOptions(t, ordering));
+  EXPECT_TRUE(server.has_value()) << server.error();
+  if (server.has_value()) {
+    e.server = std::move(*server);
+  }
+  DataPlaneOptions copts;
+  copts.transports = t.tls;
+  auto client = DataPlane::Open(copts);
+  EXPECT_TRUE(client.has_value()) << client.error();
+  if (client.has_value()) {
+    e.client = std::move(*client);
+  }
+  return e;
+}
+
+// Writes `bytes` at `offset` of the target, one staging buffer at a time.
+Status WriteBytes(LayerSink& sink, uint64_t offset, ByteSpan bytes) {
+  while (!bytes.empty()) {
+    OC_ASSIGN_OR_RETURN(StagingBuffer buffer, sink.AcquireBuffer());
+    const uint64_t n = std::min<uint64_t>(bytes.size(), buffer.bytes().size());
+    std::memcpy(buffer.bytes().data(), bytes.data(), n);
+    OC_RETURN_IF_ERROR(sink.Write(offset, std::move(buffer), n));
+    offset += n;
+    bytes = bytes.subspan(n);
+  }
+  return Status::Ok();
+}
+
+bool AllZero(ByteSpan bytes) {
+  return std::all_of(bytes.begin(), bytes.end(), [](std::byte b) { return b == std::byte{0}; });
+}
+
+const char* OrderingName(LayerOrdering o) { return o == LayerOrdering::kFlush ? "flush" : "fence"; }
+
+// --------------------------------------------------------------------------------------
+// In one process.
+
+TEST(DataPlane, LayersLandByteExactInOrderAndBeforeTheirNotification) {
+  constexpr uint32_t kLayers = 6;
+  constexpr uint64_t kLayerBytes = 150'001;  // odd, and more than two staging buffers
+  for (const Transport& t : kTransports) {
+    for (LayerOrdering ordering : {LayerOrdering::kFlush, LayerOrdering::kFence}) {
+      SCOPED_TRACE(std::string(t.name) + "/" + OrderingName(ordering));
+      Ends e = MakeEnds(t, ordering);
+      ASSERT_TRUE(e.server && e.client);
+      auto buffer = e.client->Allocate(kLayers * kLayerBytes);
+      ASSERT_TRUE(buffer.has_value()) << buffer.error();
+      TargetBuffer& target = **buffer;
+
+      // The callback checks the layer's bytes when its notification arrives: a layer-ready
+      // that overtook its bytes shows up as a mismatch.
+      std::mutex mu;
+      std::vector<uint32_t> order;
+      std::vector<uint32_t> early;  // layers whose bytes were not all there yet
+      auto on_layer = [&](uint32_t l) {
+        const std::vector<std::byte> want = PatternBytes(l, kLayerBytes);
+        const bool landed =
+            std::memcmp(target.bytes().data() + l * kLayerBytes, want.data(), kLayerBytes) == 0;
+        std::lock_guard<std::mutex> lock(mu);
+        order.push_back(l);
+        if (!landed) {
+          early.push_back(l);
+        }
+      };
+      auto delivery = e.client->Expect(target.address(), kLayers, on_layer);
+      ASSERT_TRUE(delivery.has_value()) << delivery.error();
+
+      auto sink = e.server->OpenSink(target.Target());
+      ASSERT_TRUE(sink.has_value()) << sink.error();
+      for (uint32_t l = 0; l < kLayers; ++l) {
+        const std::vector<std::byte> bytes = PatternBytes(l, kLayerBytes);
+        ASSERT_TRUE(WriteBytes(**sink, l * kLayerBytes, bytes).ok());
+        ASSERT_TRUE((*sink)->LayerReady(l).ok());
+      }
+      EXPECT_TRUE((*sink)->Finish(Status::Ok()).ok());
+
+      ASSERT_TRUE((*delivery)->Wait(kWait).ok());
+      for (uint32_t l = 0; l < kLayers; ++l) {
+        EXPECT_TRUE((*delivery)->WaitLayer(l, kWait).ok()) << l;
+      }
+      EXPECT_EQ((*delivery)->layers_ready(), kLayers);
+      std::lock_guard<std::mutex> lock(mu);
+      EXPECT_EQ(order, (std::vector<uint32_t>{0, 1, 2, 3, 4, 5}));
+      EXPECT_TRUE(early.empty()) << "layer " << early.front() << " notified before its bytes";
+      for (uint32_t l = 0; l < kLayers; ++l) {
+        const std::vector<std::byte> want = PatternBytes(l, kLayerBytes);
+        EXPECT_EQ(std::memcmp(target.bytes().data() + l * kLayerBytes, want.data(), kLayerBytes), 0)
+            << "layer " << l;
+      }
+      EXPECT_EQ(e.server->staging().free_count(), e.server->staging().count());
+    }
+  }
+}
+
+TEST(DataPlane, WritesOutsideTheTargetAreRefusedBeforeAnyPut) {
+  constexpr uint64_t kGuard = 4096;
+  constexpr uint64_t kTargetBytes = 1000;
+  for (const Transport& t : kTransports) {
+    SCOPED_TRACE(t.name);
+    Ends e = MakeEnds(t, LayerOrdering::kFlush);
+    ASSERT_TRUE(e.server && e.client);
+    // The target is a window in the middle of a mapped buffer: guard bytes either side
+    // are reachable through the rkey, so only the sink's check keeps them untouched.
+    auto buffer = e.client->Allocate(kGuard + kTargetBytes + kGuard);
+    ASSERT_TRUE(buffer.has_value()) << buffer.error();
+    auto target = (*buffer)->Target(kGuard, kTargetBytes);
+    ASSERT_TRUE(target.has_value());
+    auto sink = e.server->OpenSink(*target);
+    ASSERT_TRUE(sink.has_value()) << sink.error();
+
+    struct Row {
+      const char* what;
+      uint64_t offset;
+      uint64_t length;
+    };
+    for (const Row& row :
+         {Row{"tail past the end", 900, 101}, Row{"at the end", 1000, 1},
+          Row{"offset past the end", 5000, 10}, Row{"offset + length wraps", ~0ull - 4, 10}}) {
+      SCOPED_TRACE(row.what);
+      auto staging = (*sink)->AcquireBuffer();
+      ASSERT_TRUE(staging.has_value());
+      std::memset(staging->bytes().data(), 0xAB, staging->bytes().size());
+      Status s = (*sink)->Write(row.offset, std::move(*staging), row.length);
+      EXPECT_EQ(s.code(), Code::kOutOfRange) << s;
+    }
+    // A write of more bytes than the buffer holds is refused too.
+    {
+      auto staging = (*sink)->AcquireBuffer();
+      ASSERT_TRUE(staging.has_value());
+      const uint64_t too_many = staging->bytes().size() + 1;
+      EXPECT_EQ((*sink)->Write(0, std::move(*staging), too_many).code(), Code::kInvalidArgument);
+    }
+    // Refused writes gave their buffers back, and the request still completes.
+    EXPECT_EQ(e.server->staging().free_count(), e.server->staging().count());
+    auto delivery = e.client->Expect(target->address, 1);
+    ASSERT_TRUE(delivery.has_value());
+    const std::vector<std::byte> last = PatternBytes(7, 100);
+    ASSERT_TRUE(WriteBytes(**sink, kTargetBytes - 100, last).ok());
+    ASSERT_TRUE((*sink)->LayerReady(0).ok());
+    ASSERT_TRUE((*sink)->Finish(Status::Ok()).ok());
+    ASSERT_TRUE((*delivery)->Wait(kWait).ok());
+
+    const ByteSpan all = (*buffer)->bytes();
+    EXPECT_TRUE(AllZero(all.subspan(0, kGuard))) << "bytes before the target were written";
+    EXPECT_TRUE(AllZero(all.subspan(kGuard + kTargetBytes))) << "bytes after it were written";
+    EXPECT_TRUE(AllZero(all.subspan(kGuard, kTargetBytes - 100)));
+    EXPECT_EQ(std::memcmp(all.data() + kGuard + kTargetBytes - 100, last.data(), 100), 0);
+  }
+}
+
+TEST(DataPlane, ServerErrorReachesTheClientWithItsCodeAndMessage) {
+  for (const Transport& t : kTransports) {
+    SCOPED_TRACE(t.name);
+    Ends e = MakeEnds(t, LayerOrdering::kFlush);
+    ASSERT_TRUE(e.server && e.client);
+    auto buffer = e.client->Allocate(2 * 4096);
+    ASSERT_TRUE(buffer.has_value());
+    auto delivery = e.client->Expect((*buffer)->address(), 2);
+    ASSERT_TRUE(delivery.has_value());
+    auto sink = e.server->OpenSink((*buffer)->Target());
+    ASSERT_TRUE(sink.has_value()) << sink.error();
+    ASSERT_TRUE(WriteBytes(**sink, 0, PatternBytes(0, 4096)).ok());
+    ASSERT_TRUE((*sink)->LayerReady(0).ok());
+    const Status failure = Status::NotFound(Subject::kKey, "chunk 3 is missing");
+    EXPECT_EQ((*sink)->Finish(failure).code(), Code::kNotFound);
+
+    EXPECT_TRUE((*delivery)->WaitLayer(0, kWait).ok());
+    Status layer1 = (*delivery)->WaitLayer(1, kWait);
+    EXPECT_EQ(layer1.code(), Code::kNotFound) << layer1;
+    Status all = (*delivery)->Wait(kWait);
+    EXPECT_EQ(all.code(), Code::kNotFound);
+    EXPECT_EQ(all.message(), "chunk 3 is missing");
+  }
+}
+
+TEST(DataPlane, FinishWithFewerLayersLeavesTheRestOutOfRange) {
+  const Transport& t = kTransports[0];
+  Ends e = MakeEnds(t, LayerOrdering::kFlush);
+  ASSERT_TRUE(e.server && e.client);
+  auto buffer = e.client->Allocate(3 * 4096);
+  ASSERT_TRUE(buffer.has_value());
+  auto delivery = e.client->Expect((*buffer)->address(), 3);
+  ASSERT_TRUE(delivery.has_value());
+  auto sink = e.server->OpenSink((*buffer)->Target());
+  ASSERT_TRUE(sink.has_value());
+  ASSERT_TRUE(WriteBytes(**sink, 0, PatternBytes(0, 4096)).ok());
+  ASSERT_TRUE((*sink)->LayerReady(0).ok());
+  ASSERT_TRUE((*sink)->Finish(Status::Ok()).ok());
+  EXPECT_TRUE((*delivery)->Wait(kWait).ok());
+  EXPECT_TRUE((*delivery)->WaitLayer(0, kWait).ok());
+  EXPECT_EQ((*delivery)->WaitLayer(2, kWait).code(), Code::kOutOfRange);
+  EXPECT_EQ((*delivery)->WaitLayer(3, kWait).code(), Code::kOutOfRange);
+}
+
+TEST(DataPlane, BadTargetsGiveCleanErrorsBeforeAnyWrite) {
+  for (const Transport& t : kTransports) {
+    SCOPED_TRACE(t.name);
+    Ends e = MakeEnds(t, LayerOrdering::kFlush);
+    ASSERT_TRUE(e.server && e.client);
+    auto buffer = e.client->Allocate(4096);
+    ASSERT_TRUE(buffer.has_value());
+    const DataPlaneTarget good = (*buffer)->Target();
+
+    struct Row {
+      const char* what;
+      DataPlaneTarget target;
+      const char* field;
+    };
+    std::vector<Row> rows;
+    rows.push_back({"empty worker address", good, "x-oc-target-worker"});
+    rows.back().target.worker_address.clear();
+    rows.push_back({"oversized worker address", good, "x-oc-target-worker"});
+    rows.back().target.worker_address.resize(64 << 10);
+    rows.push_back({"empty rkey", good, "x-oc-target-rkey"});
+    rows.back().target.rkey.clear();
+    rows.push_back({"oversized rkey", good, "x-oc-target-rkey"});
+    rows.back().target.rkey.resize(64 << 10);
+    rows.push_back({"address + length overflows", good, "x-oc-target-address"});
+    rows.back().target.address = ~0ull - 10;
+    rows.push_back({"zero length", good, "x-oc-target-address"});
+    rows.back().target.length = 0;
+    for (const Row& row : rows) {
+      SCOPED_TRACE(row.what);
+      auto sink = e.server->OpenSink(row.target);
+      ASSERT_FALSE(sink.has_value());
+      EXPECT_EQ(sink.error().code(), Code::kInvalidArgument) << sink.error();
+      EXPECT_EQ(sink.error().field(), row.field);
+    }
+    EXPECT_TRUE(AllZero((*buffer)->bytes()));
+  }
+}
+
+TEST(DataPlane, MalformedRkeysAreRefusedBeforeUcxParsesThem) {
+  for (const Transport& t : kTransports) {
+    SCOPED_TRACE(t.name);
+    Ends e = MakeEnds(t, LayerOrdering::kFlush);
+    ASSERT_TRUE(e.server && e.client);
+    auto buffer = e.client->Allocate(4096);
+    ASSERT_TRUE(buffer.has_value());
+    const DataPlaneTarget good = (*buffer)->Target();
+    struct Row {
+      const char* what;
+      std::vector<std::byte> rkey;
+    };
+    std::vector<Row> rows = {
+        {"one byte", {std::byte{0x04}}},
+        {"memory-domain map only", std::vector<std::byte>(8, std::byte{0})},
+        {"cut before its last entry", {good.rkey.begin(), good.rkey.end() - 1}},
+        {"map naming 64 domains", std::vector<std::byte>(good.rkey.size(), std::byte{0xff})},
+    };
+    for (const Row& row : rows) {
+      SCOPED_TRACE(row.what);
+      DataPlaneTarget bad = good;
+      bad.rkey = row.rkey;
+      auto sink = e.server->OpenSink(bad);
+      ASSERT_FALSE(sink.has_value());
+      EXPECT_EQ(sink.error().code(), Code::kInvalidArgument) << sink.error();
+      EXPECT_EQ(sink.error().field(), "x-oc-target-rkey");
+    }
+    EXPECT_TRUE(AllZero((*buffer)->bytes()));
+    EXPECT_TRUE(e.server->OpenSink(good).has_value());  // the real key still works
+  }
+}
+
+TEST(DataPlane, WorkerThatIsGoneGivesAnErrorNotAHang) {
+  for (const Transport& t : kTransports) {
+    SCOPED_TRACE(t.name);
+    Ends e = MakeEnds(t, LayerOrdering::kFlush);
+    ASSERT_TRUE(e.server && e.client);
+    // A well-formed target of a client that has shut down: its worker and memory are gone.
+    DataPlaneTarget stale;
+    {
+      DataPlaneOptions copts;
+      copts.transports = t.tls;
+      auto gone = DataPlane::Open(copts);
+      ASSERT_TRUE(gone.has_value());
+      auto buffer = (*gone)->Allocate(64 << 10);
+      ASSERT_TRUE(buffer.has_value());
+      stale = (*buffer)->Target();
+    }
+    auto sink = e.server->OpenSink(stale);
+    if (!sink.has_value()) {
+      EXPECT_NE(sink.error().code(), Code::kOk);
+      continue;  // refused at connect: a clean error
+    }
+    // Accepted at connect (UCX connects lazily): the transfer must fail, not hang.
+    Status s = WriteBytes(**sink, 0, PatternBytes(1, 64 << 10));
+    if (s.ok()) {
+      s = (*sink)->LayerReady(0);
+    }
+    Status finished = (*sink)->Finish(Status::Ok());
+    EXPECT_FALSE(s.ok() && finished.ok()) << "a transfer to a vanished client succeeded";
+  }
+}
+
+TEST(DataPlane, ReadRemotePullsTheClientsBytes) {
+  for (const Transport& t : kTransports) {
+    SCOPED_TRACE(t.name);
+    Ends e = MakeEnds(t, LayerOrdering::kFlush);
+    ASSERT_TRUE(e.server && e.client);
+    constexpr uint64_t kBytes = 50'000;
+    auto buffer = e.client->Allocate(kBytes);
+    ASSERT_TRUE(buffer.has_value());
+    const std::vector<std::byte> source = PatternBytes(42, kBytes);
+    std::memcpy((*buffer)->bytes().data(), source.data(), kBytes);
+
+    auto staging = e.server->AcquireStaging();
+    ASSERT_TRUE(staging.has_value());
+    ASSERT_TRUE(e.server->ReadRemote((*buffer)->Target(), 1000, *staging, 40'000).ok());
+    EXPECT_EQ(std::memcmp(staging->bytes().data(), source.data() + 1000, 40'000), 0);
+
+    EXPECT_EQ(e.server->ReadRemote((*buffer)->Target(), 20'000, *staging, 40'000).code(),
+              Code::kOutOfRange);
+    EXPECT_EQ(e.server->ReadRemote((*buffer)->Target(), 0, *staging, 0).code(), Code::kOutOfRange);
+  }
+}
+
+TEST(DataPlane, ExpectRefusesADuplicateRequestKey) {
+  DataPlaneOptions copts;
+  copts.transports = "shm,tcp";
+  auto client = DataPlane::Open(copts);
+  ASSERT_TRUE(client.has_value());
+  auto first = (*client)->Expect(0x1000, 4);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ((*client)->Expect(0x1000, 4).error().code(), Code::kAlreadyExists);
+  EXPECT_EQ((*client)->Expect(0x2000, 0).error().code(), Code::kInvalidArgument);
+  first->reset();
+  EXPECT_TRUE((*client)->Expect(0x1000, 4).has_value());
+}
+
+TEST(DataPlane, EndpointCacheIsBoundedAndReusesEndpoints) {
+  storage::DataPlaneOptions o = ServerOptions(kTransports[0], LayerOrdering::kFlush);
+  o.max_endpoints = 2;
+  auto server = UcxDataPlane::Create(o);
+  ASSERT_TRUE(server.has_value());
+  std::vector<std::unique_ptr<DataPlane>> clients;
+  for (int i = 0; i < 3; ++i) {
+    DataPlaneOptions copts;
+    copts.transports = "shm,tcp";
+    auto c = DataPlane::Open(copts);
+    ASSERT_TRUE(c.has_value());
+    clients.push_back(std::move(*c));
+  }
+  auto a1 = (*server)->endpoints().Get(clients[0]->worker_address());
+  ASSERT_TRUE(a1.has_value());
+  auto a2 = (*server)->endpoints().Get(clients[0]->worker_address());
+  ASSERT_TRUE(a2.has_value());
+  EXPECT_EQ(a1->get(), a2->get());
+  EXPECT_EQ((*server)->endpoints().size(), 1u);
+  ASSERT_TRUE((*server)->endpoints().Get(clients[1]->worker_address()).has_value());
+  ASSERT_TRUE((*server)->endpoints().Get(clients[2]->worker_address()).has_value());
+  EXPECT_EQ((*server)->endpoints().size(), 2u);
+  // clients[0] was least recently used: evicted, so asking again makes a new endpoint.
+  auto a3 = (*server)->endpoints().Get(clients[0]->worker_address());
+  ASSERT_TRUE(a3.has_value());
+  EXPECT_NE(a1->get(), a3->get());
+}
+
+// --------------------------------------------------------------------------------------
+// Wire format.
+
+TEST(DataPlaneWire, NotificationsRoundTrip) {
+  using data_plane::MessageKind;
+  using data_plane::Notification;
+  struct Row {
+    const char* what;
+    Notification n;
+  };
+  for (const Row& row :
+       {Row{"layer-ready", {MessageKind::kLayerReady, Code::kOk, 0x7f00'1234'5678ull, 31, 0}},
+        Row{"done", {MessageKind::kDone, Code::kOk, 1, 32, 0}},
+        Row{"error", {MessageKind::kError, Code::kNotFound, ~0ull, 0, 17}}}) {
+    SCOPED_TRACE(row.what);
+    const auto bytes = data_plane::EncodeNotification(row.n);
+    auto back = data_plane::DecodeNotification(bytes);
+    ASSERT_TRUE(back.has_value()) << back.error();
+    EXPECT_EQ(back->kind, row.n.kind);
+    EXPECT_EQ(back->code, row.n.code);
+    EXPECT_EQ(back->request_key, row.n.request_key);
+    EXPECT_EQ(back->layer, row.n.layer);
+    EXPECT_EQ(back->message_bytes, row.n.message_bytes);
+  }
+}
+
+TEST(DataPlaneWire, KnownAnswerMatchesTheProtocolDocument) {
+  // docs/protocol.md, "Data plane": layer-ready for layer 3 of the request at 0x10.
+  data_plane::Notification n;
+  n.kind = data_plane::MessageKind::kLayerReady;
+  n.request_key = 0x10;
+  n.layer = 3;
+  EXPECT_EQ(HexEncode(data_plane::EncodeNotification(n)),
+            "4f434450"
+            "01"
+            "01"
+            "00"
+            "00"
+            "1000000000000000"
+            "03000000"
+            "00000000");
+}
+
+TEST(DataPlaneWire, MalformedHeadersAreRejected) {
+  data_plane::Notification n;
+  n.kind = data_plane::MessageKind::kError;
+  n.code = Code::kInternal;
+  n.message_bytes = 5;
+  const auto good = data_plane::EncodeNotification(n);
+  ASSERT_TRUE(data_plane::DecodeNotification(good).has_value());
+  struct Row {
+    const char* what;
+    size_t index;
+    uint8_t value;
+  };
+  for (const Row& row : {Row{"magic", 0, 'X'}, Row{"version", 4, 2}, Row{"kind 0", 5, 0},
+                         Row{"kind 4", 5, 4}, Row{"code past the enum", 6, 200},
+                         Row{"error without a code", 6, 0}, Row{"message too long", 21, 0x10}}) {
+    SCOPED_TRACE(row.what);
+    auto bad = good;
+    bad[row.index] = static_cast<std::byte>(row.value);
+    auto r = data_plane::DecodeNotification(bad);
+    ASSERT_FALSE(r.has_value());
+    EXPECT_EQ(r.error().code(), Code::kCorruption);
+  }
+  EXPECT_FALSE(data_plane::DecodeNotification(ByteSpan(good).subspan(1)).has_value());
+  n.kind = data_plane::MessageKind::kDone;
+  n.code = Code::kOk;
+  n.message_bytes = 3;  // only errors carry text
+  EXPECT_FALSE(data_plane::DecodeNotification(data_plane::EncodeNotification(n)).has_value());
+}
+
+// --------------------------------------------------------------------------------------
+// Across processes.
+
+// Waits until `path` exists; false after kWait.
+bool WaitForFile(const std::filesystem::path& path) {
+  const auto deadline = std::chrono::steady_clock::now() + kWait;
+  while (!std::filesystem::exists(path)) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      return false;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+DataPlaneTarget ReadTarget(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::string worker, rkey;
+  DataPlaneTarget t;
+  in >> worker >> rkey >> t.address >> t.length;
+  t.worker_address = *HexDecode(worker);
+  t.rkey = *HexDecode(rkey);
+  return t;
+}
+
+std::string ReadText(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(DataPlane, ClientThatDiesMidTransferIsDroppedAndTheNextClientIsServed) {
+  constexpr uint32_t kLayers = 16;
+  constexpr uint64_t kLayerBytes = 256 << 10;
+  using PeerFailure = storage::EndpointCache::PeerFailure;
+  struct Row {
+    Transport transport;
+    PeerFailure peer_failure;
+  };
+  for (const Row& row :
+       {Row{kTransports[0], PeerFailure::kTimeout}, Row{kTransports[1], PeerFailure::kTimeout},
+        Row{kTransports[1], PeerFailure::kUcx}}) {
+    const Transport& t = row.transport;
+    SCOPED_TRACE(std::string(t.name) +
+                 (row.peer_failure == PeerFailure::kUcx ? "/ucx-peer" : "/timeout"));
+    storage::DataPlaneOptions options = ServerOptions(t, LayerOrdering::kFlush);
+    options.peer_failure = row.peer_failure;
+    options.keepalive_interval = "200ms";
+    options.op_timeout = std::chrono::milliseconds(2000);  // how long a stalled write may take
+    auto server = UcxDataPlane::Create(options);
+    ASSERT_TRUE(server.has_value()) << server.error();
+    const std::vector<std::string> args = {std::to_string(kLayers), std::to_string(kLayerBytes)};
+
+    // 1. A client that is killed after layer 0 has landed.
+    {
+      testutil::TempDir dir;
+      testutil::ChildProcess peer(OC_DATA_PLANE_PEER,
+                                  {dir.path().string(), t.tls, args[0], args[1], "die"});
+      ASSERT_TRUE(WaitForFile(dir.path() / "target")) << ReadText(dir.path() / "failed");
+      const DataPlaneTarget target = ReadTarget(dir.path() / "target");
+      auto sink = (*server)->OpenSink(target);
+      ASSERT_TRUE(sink.has_value()) << sink.error();
+      ASSERT_TRUE(WriteBytes(**sink, 0, PatternBytes(0, kLayerBytes)).ok());
+      ASSERT_TRUE((*sink)->LayerReady(0).ok());
+      ASSERT_TRUE(WaitForFile(dir.path() / "layer0")) << ReadText(dir.path() / "failed");
+      peer.Stop(SIGKILL);
+
+      // Keep writing into the dead client until the data plane notices (a failed put, flush
+      // or keepalive); every step is bounded by the sink's timeout.
+      Status s;
+      const auto deadline = std::chrono::steady_clock::now() + kWait;
+      for (uint32_t l = 1; s.ok() && std::chrono::steady_clock::now() < deadline; ++l) {
+        s = WriteBytes(**sink, (l % kLayers) * kLayerBytes, PatternBytes(l, kLayerBytes));
+        if (s.ok()) {
+          s = (*sink)->LayerReady(l % kLayers);
+        }
+      }
+      EXPECT_FALSE(s.ok()) << "writes into a dead client kept succeeding";
+      EXPECT_FALSE((*sink)->Finish(Status::Ok()).ok());
+      // The endpoint was dropped from the cache.
+      EXPECT_GE((*server)->endpoints().failures(), 1u);
+      EXPECT_EQ((*server)->endpoints().size(), 0u);
+    }
+    // Every staging buffer comes back (the stuck puts complete as cancelled).
+    const auto deadline = std::chrono::steady_clock::now() + kWait;
+    while ((*server)->staging().free_count() != (*server)->staging().count() &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    EXPECT_EQ((*server)->staging().free_count(), (*server)->staging().count());
+
+    // 2. A new client is served in full.
+    {
+      testutil::TempDir dir;
+      testutil::ChildProcess peer(OC_DATA_PLANE_PEER,
+                                  {dir.path().string(), t.tls, args[0], args[1], "verify"});
+      ASSERT_TRUE(WaitForFile(dir.path() / "target")) << ReadText(dir.path() / "failed");
+      auto sink = (*server)->OpenSink(ReadTarget(dir.path() / "target"));
+      ASSERT_TRUE(sink.has_value()) << sink.error();
+      for (uint32_t l = 0; l < kLayers; ++l) {
+        ASSERT_TRUE(WriteBytes(**sink, l * kLayerBytes, PatternBytes(l, kLayerBytes)).ok());
+        ASSERT_TRUE((*sink)->LayerReady(l).ok());
+      }
+      EXPECT_TRUE((*sink)->Finish(Status::Ok()).ok());
+      EXPECT_TRUE(WaitForFile(dir.path() / "ok")) << ReadText(dir.path() / "failed");
+      peer.Stop(SIGTERM);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace oc
