@@ -41,6 +41,18 @@ Result<RequestSpec> SpecFromDescriptor(const descriptor::Descriptor& d, uint64_t
   return spec;
 }
 
+std::string_view ComputeSourceName(ComputeSource source) {
+  switch (source) {
+    case ComputeSource::kDescriptor:
+      return "descriptor";
+    case ComputeSource::kTable:
+      return "table";
+    case ComputeSource::kUnknown:
+      return "unknown";
+  }
+  return "unknown";
+}
+
 Grant::Grant(Grant&& other) noexcept
     : scheduler_(std::exchange(other.scheduler_, nullptr)), id_(other.id_) {}
 

@@ -152,8 +152,7 @@ TEST(Scheduler, EpochsHoldRatesUntilTheBoundary) {
     EXPECT_EQ(st["c"].rate_bytes_per_sec, 0.0);
   }
   clock.Set(Time{1'000} + milliseconds(10));
-  step = sched->Next();  // the boundary: b and c split B equally (same s, same
-                         // target)
+  step = sched->Next();  // the boundary: b and c split B equally (same s, same target)
   ASSERT_EQ(step.kind, NextStep::Kind::kDispatch);
   EXPECT_EQ(step.dispatch.request, c->id());
   SchedulerStats stats = sched->Stats();
@@ -244,6 +243,8 @@ TEST(Scheduler, EstimatesAMissingComputeWindowFromTheTable) {
   ASSERT_TRUE(u.has_value());
   st = ByName(sched->Stats());
   EXPECT_EQ(st["unknown"].compute_source, ComputeSource::kUnknown);
+  EXPECT_EQ(ComputeSourceName(st["unknown"].compute_source), "unknown");
+  EXPECT_EQ(ComputeSourceName(st["est"].compute_source), "table");
   EXPECT_DOUBLE_EQ(st["unknown"].target_bytes_per_sec,
                    1e9);  // may absorb the cap
 }

@@ -31,6 +31,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "oc/common/result.h"
@@ -73,9 +74,10 @@ Result<RequestSpec> SpecFromDescriptor(const descriptor::Descriptor& d, uint64_t
 enum class ComputeSource {
   kDescriptor,  // RequestSpec::compute_us
   kTable,       // EstimateComputeUs
-  kUnknown,     // no estimate: treated as 0, i.e. the request may absorb the whole
-                // cap
+  kUnknown,     // no estimate: treated as 0, i.e. the request may absorb the whole cap
 };
+// "descriptor", "table", "unknown" (for /stats).
+std::string_view ComputeSourceName(ComputeSource source);
 
 // One active request as /stats shows it. Rates in bytes per second.
 struct RequestStats {

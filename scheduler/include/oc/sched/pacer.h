@@ -85,10 +85,8 @@ struct Dispatch {
 struct NextStep {
   enum class Kind {
     kDispatch,  // send `dispatch` now
-    kWait,      // nothing may leave before `wait_until`; ask again then (or on
-                // Enqueue)
-    kIdle,      // nothing can leave until something changes (Enqueue, a rate, a
-                // release)
+    kWait,      // nothing may leave before `wait_until`; ask again then (or on Enqueue)
+    kIdle,      // nothing can leave until something changes (Enqueue, a rate, a release)
   };
   Kind kind = Kind::kIdle;
   Dispatch dispatch;

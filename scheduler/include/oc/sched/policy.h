@@ -25,8 +25,7 @@ enum class Policy {
   kKvProp,       // r_i = B * W_i / sum W      (proportional to matched bytes)
   kBwProp,       // r_i = B * r*_i / sum r*    (proportional to zero-stall rate)
   kStallOpt,     // water-filling, targets r*_i (margin 0)
-  kCalStallOpt,  // water-filling, targets r*_i + margin (the paper's calibrated
-                 // stall-opt)
+  kCalStallOpt,  // water-filling, targets r*_i + margin (the paper's calibrated stall-opt)
 };
 
 // Every policy, in the order `oc schedule --policy all` prints them.
