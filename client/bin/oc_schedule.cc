@@ -3,7 +3,10 @@
 // DESIGN.md: Scheduler).
 //
 //   oc schedule --policy P --cap-gbps B [--margin-gbps D] REQUESTS.json
+//   oc schedule --config conf/scheduler.toml [--policy P ...] REQUESTS.json
 //
+// --config reads policy, cap_gbps and margin_gbps from the file's [scheduler] table (other
+// tables are ignored); flags override it (precedence default < file < flag).
 // REQUESTS.json (or - for stdin): [{"id": "a", "layer_bytes": s, "compute_us":
 // c}, ...] with s in bytes (a non-negative integer), c in microseconds (a
 // non-negative number; 0 = no compute window, the request can absorb the whole
@@ -28,6 +31,7 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
+#include "oc/common/config.h"
 #include "oc/common/result.h"
 #include "oc/sched/allocator.h"
 #include "oc/sched/options.h"
@@ -46,11 +50,11 @@ constexpr std::streamoff kMaxInputBytes = 64 << 20;
 constexpr double kRateResolutionGbps = 1e-6;
 
 constexpr std::string_view kUsage =
-    "usage: oc schedule --policy P --cap-gbps B [--margin-gbps D] "
+    "usage: oc schedule [--config FILE] --policy P --cap-gbps B [--margin-gbps D] "
     "REQUESTS.json\n"
     "  P: equal | kv-prop | bw-prop | stall-opt | cal-stall-opt | all\n"
-    "  B: the shared cap, Gbps (10^9 bit/s); D: cal-stall-opt's margin, Gbps "
-    "(default 5)\n"
+    "  B: the shared cap, Gbps (10^9 bit/s); D: cal-stall-opt's margin, Gbps (default 5)\n"
+    "  FILE: a config whose [scheduler] table supplies P, B and D unless flags are given\n"
     "  REQUESTS.json (- for stdin): "
     "[{\"id\": \"a\", \"layer_bytes\": 1048576, \"compute_us\": 8800}, ...]\n";
 
@@ -60,6 +64,10 @@ struct Flags {
   double cap_gbps = -1;
   double margin_gbps = sched::SchedulerOptions{}.margin_gbps;
   std::string input;
+  std::string config;
+  bool have_policy = false;
+  bool have_cap = false;
+  bool have_margin = false;
 };
 
 struct Request {
@@ -81,7 +89,6 @@ oc::Result<double> ParseGbps(std::string_view flag, std::string_view text) {
 
 oc::Result<Flags> ParseFlags(int argc, char** argv) {
   Flags f;
-  bool have_policy = false;
   for (int i = 1; i < argc; ++i) {
     std::string_view arg = argv[i];
     std::string_view value;
@@ -108,7 +115,7 @@ oc::Result<Flags> ParseFlags(int argc, char** argv) {
     } else if (name == "--help") {
       return oc::Status::InvalidArgument("help", "");
     } else if (name == "--policy") {
-      have_policy = true;
+      f.have_policy = true;
       if (value == "all") {
         f.all = true;
         f.policies.assign(sched::kAllPolicies.begin(), sched::kAllPolicies.end());
@@ -119,22 +126,50 @@ oc::Result<Flags> ParseFlags(int argc, char** argv) {
       }
     } else if (name == "--cap-gbps") {
       OC_ASSIGN_OR_RETURN(f.cap_gbps, ParseGbps(name, value));
+      f.have_cap = true;
     } else if (name == "--margin-gbps") {
       OC_ASSIGN_OR_RETURN(f.margin_gbps, ParseGbps(name, value));
+      f.have_margin = true;
+    } else if (name == "--config") {
+      f.config = std::string(value);
     } else {
       return oc::Status::InvalidArgument(std::string(name), fmt::format("unknown flag {}", name));
     }
   }
-  if (!have_policy) {
-    return oc::Status::InvalidArgument("--policy", "--policy is required");
+  if (f.config.empty() && !f.have_policy) {
+    return oc::Status::InvalidArgument("--policy", "--policy (or --config) is required");
   }
-  if (f.cap_gbps < 0) {
-    return oc::Status::InvalidArgument("--cap-gbps", "--cap-gbps is required");
+  if (f.config.empty() && !f.have_cap) {
+    return oc::Status::InvalidArgument("--cap-gbps", "--cap-gbps (or --config) is required");
   }
   if (f.input.empty()) {
     return oc::Status::InvalidArgument("input", "REQUESTS.json is required (- for stdin)");
   }
   return f;
+}
+
+// Fills what the flags left unset from the config's [scheduler] table.
+oc::Status ApplyConfigFile(Flags* f) {
+  if (f->config.empty()) {
+    return oc::Status::Ok();
+  }
+  OC_ASSIGN_OR_RETURN(oc::Config config, oc::Config::LoadFile(f->config));
+  sched::SchedulerOptions options;
+  oc::Status s = sched::ApplyConfig(config, &options);
+  if (!s.ok()) {
+    return oc::Status::InvalidArgument(
+        "config", fmt::format("{}: {}: {}", f->config, s.field(), s.message()));
+  }
+  if (!f->have_policy) {
+    f->policies = {options.policy};
+  }
+  if (!f->have_cap) {
+    f->cap_gbps = options.cap_gbps;
+  }
+  if (!f->have_margin) {
+    f->margin_gbps = options.margin_gbps;
+  }
+  return oc::Status::Ok();
 }
 
 oc::Result<std::string> ReadInput(const std::string& path) {
@@ -282,6 +317,9 @@ int RunScheduleCommand(int argc, char** argv) {
     }
     std::cerr << "oc schedule: " << flags.error().message() << " (oc schedule --help)\n";
     return 2;
+  }
+  if (oc::Status s = ApplyConfigFile(&*flags); !s.ok()) {
+    return Fail(1, s);
   }
   oc::Result<std::string> text = ReadInput(flags->input);
   if (!text.has_value()) {

@@ -85,6 +85,30 @@ with tempfile.TemporaryDirectory() as tmp:
     code, out, _ = run(["--policy", "kv-prop", "--cap-gbps", "10", "-"], stdin="[]")
     check(code == 0 and json.loads(out)["rates_gbps"] == {}, f"empty list: {out!r}")
 
+    # --config: the [scheduler] table supplies policy, cap and margin; flags override it.
+    conf = os.path.join(tmp, "server.toml")
+    with open(conf, "w") as f:
+        f.write('[gateway]\nlisten = "x"\n[scheduler]\npolicy = "cal-stall-opt"\n'
+                'cap_gbps = 100\nmargin_gbps = 5\n')
+    code, out, err = run(["--config", conf, path])
+    check(code == 0, f"--config exits 0 ({code}, {err!r})")
+    if code == 0:
+        obj = json.loads(out)
+        check(obj["policy"] == "cal-stall-opt" and obj["cap_gbps"] == 100, f"--config: {obj}")
+        check(list(obj["rates_gbps"].values()) == [15, 34, 51], f"--config rates: {obj}")
+    code, out, err = run(["--config", conf, "--policy", "stall-opt", path])
+    check(code == 0 and list(json.loads(out)["rates_gbps"].values()) == [10, 36, 54],
+          f"--config + --policy: {out!r} {err!r}")
+    shipped = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "conf",
+                           "scheduler.toml")
+    code, out, err = run(["--config", shipped, path])
+    check(code == 0 and json.loads(out)["policy"] == "cal-stall-opt", f"shipped conf: {err!r}")
+    bad_conf = os.path.join(tmp, "bad.toml")
+    with open(bad_conf, "w") as f:
+        f.write('[scheduler]\npolicy = "fastest"\n')
+    code, out, err = run(["--config", bad_conf, path])
+    check(code == 1 and out == "" and err.count("\n") == 1, f"bad config: {code} {err!r}")
+
     # Malformed input: non-zero exit, nothing on stdout, exactly one line on stderr.
     bad_inputs = {
         "not json": "[{",
