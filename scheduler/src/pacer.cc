@@ -195,14 +195,8 @@ NextStep Pacer::Next(Time now) {
   // - 1) * m + pos_j overall. The smallest v_j wins; every flow visited before
   // it is credited the quanta of its visits, exactly as the round-by-round loop
   // would.
-  struct Candidate {
-    size_t index;
-    double pos;  // 1..m, its place in a round
-    double quantum;
-    double visit;
-  };
-  std::vector<Candidate> cands;
-  cands.reserve(ring_.size());
+  std::vector<Candidate>& cands = candidates_;
+  cands.clear();
   const size_t n = ring_.size();
   const size_t first = fresh_ ? 0 : cursor_ + 1;
   for (size_t step = 0; step < n; ++step) {

@@ -144,6 +144,15 @@ class Pacer {
     std::deque<Payload> queue;
   };
 
+  // A flow Next() may pick: its ring index, its place in a round (1..m), its DRR quantum
+  // and the number of the visit on which it could send.
+  struct Candidate {
+    size_t index;
+    double pos;
+    double quantum;
+    double visit;
+  };
+
   bool Eligible(const Flow& f, Time now) const { return f.rate > 0 && f.ready <= now; }
   void RemoveFromRing(size_t index);
   NextStep Send(size_t ring_index, Time now);
@@ -162,6 +171,8 @@ class Pacer {
   bool in_visit_ = false;
   // The cap's bucket: nothing leaves before this time.
   Time global_ready_{0};
+  // Scratch for Next(), kept to avoid an allocation per call.
+  std::vector<Candidate> candidates_;
 };
 
 }  // namespace oc::sched
