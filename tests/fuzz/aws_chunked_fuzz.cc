@@ -1,6 +1,7 @@
 // libFuzzer target for AwsChunkedDecoder. The first byte picks a mode:
-//  even: the rest is a raw aws-chunked body, fed in pseudo-random pieces; must not crash and
-//        must never emit more than x-amz-decoded-content-length bytes.
+//  even: the rest is a raw aws-chunked body, fed in pseudo-random pieces to the signed
+//        decoder (bit 1 clear) or the unsigned-trailer decoder with a CRC32 trailer (bit 1
+//        set); must not crash and must never emit more than x-amz-decoded-content-length bytes.
 //  odd:  the rest describes chunk sizes and one optional corruption; the harness builds a
 //        correctly signed body, corrupts it (or not), and feeds it in pseudo-random pieces.
 //        An uncorrupted body must decode to exactly its payload; a corrupted one must not.
@@ -37,8 +38,15 @@ struct Prng {
 };
 
 // Feeds `body` in pieces; returns OK and the payload, or the first error.
-oc::Status Feed(std::string_view body, uint64_t declared, uint64_t seed, std::string* payload) {
-  auth::AwsChunkedDecoder decoder(Signer(), declared);
+oc::Status Feed(std::string_view body, uint64_t declared, uint64_t seed, std::string* payload,
+                bool trailer = false) {
+  auth::AuthResult result;
+  result.payload =
+      trailer ? auth::PayloadMode::kStreamingUnsignedTrailer : auth::PayloadMode::kStreamingSigned;
+  result.streaming = Signer();
+  result.decoded_content_length = declared;
+  result.trailer = "x-amz-checksum-crc32";
+  auth::AwsChunkedDecoder decoder(result);
   Prng prng{seed};
   while (!body.empty()) {
     const size_t piece = 1 + prng.Next() % (prng.Next() % 2 ? 7 : 70000);
@@ -79,9 +87,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view rest(reinterpret_cast<const char*>(data + 3), size - 3);
   if ((mode & 1) == 0) {
     // Declared length: small values or the AWS example's, picked by the mode byte.
-    const uint64_t declared = (mode >> 1) % 4 == 0 ? 66560 : (mode >> 1) * 97;
+    const uint64_t declared = (mode >> 2) % 4 == 0 ? 66560 : (mode >> 2) * 97;
     std::string payload;
-    (void)Feed(rest, declared, seed, &payload);
+    (void)Feed(rest, declared, seed, &payload, (mode & 2) != 0);
     return 0;
   }
   // Structured: pairs of bytes give chunk sizes (< 4096 each, up to 8 chunks); then an

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "oc/common/check.h"
+
 namespace oc::gateway::auth {
 namespace {
 
@@ -32,6 +34,16 @@ int HexDigit(char c) {
   return -1;
 }
 
+std::string_view TrimSpaces(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
 }  // namespace
 
 AwsChunkedDecoder::AwsChunkedDecoder(StreamingSigner signer, uint64_t decoded_content_length)
@@ -41,14 +53,41 @@ AwsChunkedDecoder::AwsChunkedDecoder(StreamingSigner signer, uint64_t decoded_co
   header_.reserve(kMaxAwsChunkHeaderBytes);
 }
 
+AwsChunkedDecoder::AwsChunkedDecoder(const AuthResult& auth)
+    : AwsChunkedDecoder(auth.streaming, auth.decoded_content_length) {
+  OC_CHECK(IsAwsChunked(auth.payload));
+  if (auth.payload == PayloadMode::kStreamingUnsignedTrailer) {
+    const std::optional<ChecksumAlgorithm> algorithm = ChecksumFromHeaderName(auth.trailer);
+    OC_CHECK(algorithm.has_value());  // Authenticate validated x-amz-trailer
+    checksum_.emplace(*algorithm);
+  }
+}
+
 Status AwsChunkedDecoder::Fail(Status status) {
   state_ = State::kFailed;
   error_ = status;
   return status;
 }
 
+Result<size_t> AwsChunkedDecoder::ReadLine(std::string_view in, bool* complete) {
+  const size_t nl = in.find('\n');
+  const size_t take = nl == std::string_view::npos ? in.size() : nl + 1;
+  if (header_.size() + take > kMaxAwsChunkHeaderBytes) {
+    return Framing("chunk header or trailer line too long");
+  }
+  header_.append(in.substr(0, take));
+  *complete = nl != std::string_view::npos;
+  if (*complete) {
+    if (header_.size() < 2 || header_[header_.size() - 2] != '\r') {
+      return Framing("chunk header and trailer lines must end with CRLF");
+    }
+    header_.resize(header_.size() - 2);
+  }
+  return take;
+}
+
 Status AwsChunkedDecoder::ParseHeader() {
-  // header_: hex(size) ";chunk-signature=" 64 lowercase hex, CRLF already removed.
+  // Signed: hex(size) ";chunk-signature=" 64 lowercase hex. Unsigned: hex(size) alone.
   const std::string_view line = header_;
   const size_t semi = line.find(';');
   const std::string_view hex = line.substr(0, semi);
@@ -66,18 +105,25 @@ Status AwsChunkedDecoder::ParseHeader() {
       return Framing("chunk size over the limit of " + std::to_string(kMaxAwsChunkBytes));
     }
   }
-  if (semi == std::string_view::npos) {
-    return Framing("chunk header without ;chunk-signature=");
-  }
-  const std::string_view ext = line.substr(semi);
-  if (!ext.starts_with(kSignaturePrefix) ||
-      ext.size() != kSignaturePrefix.size() + kSignatureHexChars) {
-    return Framing("chunk header must be <hex size>;chunk-signature=<64 hex>");
-  }
-  const std::string_view sig = ext.substr(kSignaturePrefix.size());
-  if (!std::all_of(sig.begin(), sig.end(),
-                   [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); })) {
-    return Framing("chunk signature must be lowercase hex");
+  if (checksum_) {
+    if (semi != std::string_view::npos) {
+      return Framing("unsigned chunks carry no extension");
+    }
+  } else {
+    if (semi == std::string_view::npos) {
+      return Framing("chunk header without ;chunk-signature=");
+    }
+    const std::string_view ext = line.substr(semi);
+    if (!ext.starts_with(kSignaturePrefix) ||
+        ext.size() != kSignaturePrefix.size() + kSignatureHexChars) {
+      return Framing("chunk header must be <hex size>;chunk-signature=<64 hex>");
+    }
+    const std::string_view sig = ext.substr(kSignaturePrefix.size());
+    if (!std::all_of(sig.begin(), sig.end(),
+                     [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); })) {
+      return Framing("chunk signature must be lowercase hex");
+    }
+    chunk_signature_.assign(sig);
   }
   if (size > expected_total_ - decoded_) {
     return LengthMismatch("chunks carry more bytes than x-amz-decoded-content-length");
@@ -87,7 +133,6 @@ Status AwsChunkedDecoder::ParseHeader() {
   }
   chunk_size_ = size;
   chunk_remaining_ = size;
-  chunk_signature_.assign(sig);
   chunk_hash_.Reset();
   return Status::Ok();
 }
@@ -110,6 +155,41 @@ Status AwsChunkedDecoder::VerifyChunk() {
   return Status::Ok();
 }
 
+Status AwsChunkedDecoder::EndOfData() {
+  if (!checksum_) {
+    OC_RETURN_IF_ERROR(VerifyChunk());
+  } else if (chunk_size_ == 0) {
+    state_ = State::kTrailer;  // unsigned: "0" CRLF is followed by the trailer section
+    return Status::Ok();
+  }
+  crlf_seen_ = 0;
+  state_ = State::kDataCrlf;
+  return Status::Ok();
+}
+
+Status AwsChunkedDecoder::ParseTrailer() {
+  const std::string_view line = header_;
+  const size_t colon = line.find(':');
+  if (colon == std::string_view::npos) {
+    return Framing("trailer line without ':'");
+  }
+  const std::string_view name = line.substr(0, colon);
+  const std::optional<ChecksumAlgorithm> algorithm = ChecksumFromHeaderName(name);
+  if (!algorithm || *algorithm != checksum_->algorithm()) {
+    return Framing("unexpected trailer; x-amz-trailer named another");
+  }
+  if (trailer_seen_) {
+    return Framing("repeated trailer");
+  }
+  trailer_seen_ = true;
+  if (TrimSpaces(line.substr(colon + 1)) != checksum_->FinishBase64()) {
+    return Status(Code::kInvalidArgument, Subject::kDigest,
+                  std::string(ChecksumHeaderName(*algorithm)),
+                  "the trailer checksum does not match the payload");
+  }
+  return Status::Ok();
+}
+
 Result<AwsChunkedDecoder::Step> AwsChunkedDecoder::Next(ByteSpan input) {
   Step step;
   if (state_ == State::kFailed) {
@@ -118,58 +198,52 @@ Result<AwsChunkedDecoder::Step> AwsChunkedDecoder::Next(ByteSpan input) {
   if (input.empty()) {
     return step;
   }
-  const auto* text = reinterpret_cast<const char*>(input.data());
+  const std::string_view in(reinterpret_cast<const char*>(input.data()), input.size());
   switch (state_) {
     case State::kHeader: {
-      const std::string_view in(text, input.size());
-      const size_t nl = in.find('\n');
-      const size_t take = nl == std::string_view::npos ? in.size() : nl + 1;
-      if (header_.size() + take > kMaxAwsChunkHeaderBytes) {
-        return Fail(Framing("chunk header line too long"));
+      bool complete = false;
+      Result<size_t> took = ReadLine(in, &complete);
+      if (!took.has_value()) {
+        return Fail(took.error());
       }
-      header_.append(in.substr(0, take));
-      step.consumed = take;
-      if (nl == std::string_view::npos) {
+      step.consumed = *took;
+      if (!complete) {
         return step;
       }
-      if (header_.size() < 2 || header_[header_.size() - 2] != '\r') {
-        return Fail(Framing("chunk header must end with CRLF"));
-      }
-      header_.resize(header_.size() - 2);
       if (Status s = ParseHeader(); !s.ok()) {
         return Fail(std::move(s));
       }
       header_.clear();
       state_ = State::kData;
-      if (chunk_remaining_ == 0) {  // the final chunk: no data, verify now
-        if (Status s = VerifyChunk(); !s.ok()) {
+      if (chunk_remaining_ == 0) {  // the final chunk: no data
+        if (Status s = EndOfData(); !s.ok()) {
           return Fail(std::move(s));
         }
-        crlf_seen_ = 0;
-        state_ = State::kDataCrlf;
       }
       return step;
     }
     case State::kData: {
-      const size_t take = static_cast<size_t>(std::min<uint64_t>(chunk_remaining_, input.size()));
+      const size_t take = static_cast<size_t>(std::min<uint64_t>(chunk_remaining_, in.size()));
       step.payload = input.first(take);
       step.consumed = take;
-      chunk_hash_.Update(step.payload);
+      if (checksum_) {
+        checksum_->Update(step.payload);
+      } else {
+        chunk_hash_.Update(step.payload);
+      }
       chunk_remaining_ -= take;
       decoded_ += take;
       if (chunk_remaining_ == 0) {
-        if (Status s = VerifyChunk(); !s.ok()) {
+        if (Status s = EndOfData(); !s.ok()) {
           return Fail(std::move(s));
         }
-        crlf_seen_ = 0;
-        state_ = State::kDataCrlf;
       }
       return step;
     }
     case State::kDataCrlf: {
-      while (step.consumed < input.size() && crlf_seen_ < 2) {
+      while (step.consumed < in.size() && crlf_seen_ < 2) {
         const char want = crlf_seen_ == 0 ? '\r' : '\n';
-        if (text[step.consumed] != want) {
+        if (in[step.consumed] != want) {
           return Fail(Framing("chunk data must be followed by CRLF"));
         }
         ++crlf_seen_;
@@ -178,6 +252,31 @@ Result<AwsChunkedDecoder::Step> AwsChunkedDecoder::Next(ByteSpan input) {
       if (crlf_seen_ == 2) {
         state_ = chunk_size_ == 0 ? State::kDone : State::kHeader;
       }
+      return step;
+    }
+    case State::kTrailer: {
+      bool complete = false;
+      Result<size_t> took = ReadLine(in, &complete);
+      if (!took.has_value()) {
+        return Fail(took.error());
+      }
+      step.consumed = *took;
+      if (!complete) {
+        return step;
+      }
+      if (header_.empty()) {  // the empty line ends the trailer section
+        if (!trailer_seen_) {
+          return Fail(Status(Code::kInvalidArgument, Subject::kDigest,
+                             std::string(ChecksumHeaderName(checksum_->algorithm())),
+                             "the trailer named by x-amz-trailer was not sent"));
+        }
+        state_ = State::kDone;
+        return step;
+      }
+      if (Status s = ParseTrailer(); !s.ok()) {
+        return Fail(std::move(s));
+      }
+      header_.clear();
       return step;
     }
     case State::kDone:

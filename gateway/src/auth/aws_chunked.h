@@ -9,6 +9,12 @@
 // previous signature "\n" hex(sha256("")) "\n" hex(sha256(data))), the first "previous" being
 // the seed signature of the Authorization header.
 //
+// STREAMING-UNSIGNED-PAYLOAD-TRAILER (boto3 >= 1.36 and other SDKs over HTTPS) uses the same
+// framing without signatures, "hex(size) CRLF data CRLF", and after the final "0" CRLF a
+// trailer section of "name:value" CRLF lines ended by an empty line; the one trailer named by
+// x-amz-trailer (an x-amz-checksum-*) is checked against the payload. Source: AWS S3 API
+// reference, "Signature calculations for trailing headers (chunked uploads)".
+//
 // Memory: no body buffering. Payload bytes are handed back as views into the caller's input
 // as they arrive, hashed on the way, and the chunk's signature is checked when its last byte
 // has been seen. So bytes of a chunk are returned BEFORE that chunk is verified: the caller
@@ -18,19 +24,24 @@
 //
 // ERRORS (map in the gateway's ToS3Error):
 //   SignatureDoesNotMatch  403  kUnauthenticated   kSignature  "chunk-signature"
+//   BadDigest              400  kInvalidArgument   kDigest     "x-amz-checksum-<algorithm>"
+//     (unsigned-trailer mode: the trailer checksum differs from the payload's, or is missing)
 //   IncompleteBody         400  kInvalidArgument   kEntity     "x-amz-decoded-content-length"
 //     (body ended early, or the decoded length differs from x-amz-decoded-content-length)
 //   InvalidRequest         400  kInvalidArgument   kEntity     "aws-chunked"
 //     (malformed framing: bad hex size, missing ";chunk-signature=", bad CRLF, a chunk size
-//      over kMaxAwsChunkBytes, a header over kMaxAwsChunkHeaderBytes, bytes after the end)
+//      over kMaxAwsChunkBytes, a header over kMaxAwsChunkHeaderBytes, bytes after the end,
+//      an unexpected or repeated trailer)
 // After an error, every further call returns the same error.
 //
 // Thread safety: one decoder per request, used by one thread at a time.
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
+#include "auth/checksum.h"
 #include "auth/crypto.h"
 #include "auth/sigv4.h"
 #include "oc/common/bytes.h"
@@ -51,6 +62,9 @@ class AwsChunkedDecoder {
   // `signer` from AuthResult::streaming; `decoded_content_length` from
   // AuthResult::decoded_content_length (x-amz-decoded-content-length).
   AwsChunkedDecoder(StreamingSigner signer, uint64_t decoded_content_length);
+  // For either streaming mode of an AuthResult: kStreamingSigned or
+  // kStreamingUnsignedTrailer. REQUIRES: auth.payload is one of those (IsAwsChunked).
+  explicit AwsChunkedDecoder(const AuthResult& auth);
 
   struct Step {
     size_t consumed = 0;  // bytes of the input used; > 0 whenever the input was not empty
@@ -70,11 +84,16 @@ class AwsChunkedDecoder {
   uint64_t decoded_bytes() const { return decoded_; }
 
  private:
-  enum class State { kHeader, kData, kDataCrlf, kDone, kFailed };
+  enum class State { kHeader, kData, kDataCrlf, kTrailer, kDone, kFailed };
 
   Status Fail(Status status);
-  Status ParseHeader();  // header_ holds one line without CRLF
-  Status VerifyChunk();  // at the end of a chunk's data
+  Status ParseHeader();   // header_ holds one line without CRLF
+  Status VerifyChunk();   // at the end of a chunk's data
+  Status EndOfData();     // after a chunk's data (signed) or the final header (unsigned)
+  Status ParseTrailer();  // header_ holds one trailer line without CRLF
+  // Appends `in` to header_ up to and including the first '\n'; sets *complete when the line
+  // ended (CRLF removed). Returns the bytes taken, or a framing error.
+  Result<size_t> ReadLine(std::string_view in, bool* complete);
 
   StreamingSigner signer_;
   uint64_t expected_total_;
@@ -87,6 +106,9 @@ class AwsChunkedDecoder {
   std::string chunk_signature_;     // claimed signature of the current chunk
   std::string previous_signature_;  // the chain
   Sha256 chunk_hash_;
+  // Set in unsigned-trailer mode: the payload checksum the trailer must carry.
+  std::optional<Checksum> checksum_;
+  bool trailer_seen_ = false;
   Status error_;
 };
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "auth/checksum.h"
 #include "auth/uri.h"
 
 namespace oc::gateway::auth {
@@ -15,6 +16,7 @@ constexpr std::string_view kAlgorithm = "AWS4-HMAC-SHA256";
 constexpr std::string_view kService = "s3";
 constexpr std::string_view kUnsignedPayload = "UNSIGNED-PAYLOAD";
 constexpr std::string_view kStreamingPayload = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD";
+constexpr std::string_view kUnsignedTrailerPayload = "STREAMING-UNSIGNED-PAYLOAD-TRAILER";
 // Signing keys cached per I/O thread; a handful of users sign with one date at a time, so the
 // cache is simply dropped when it reaches this size.
 constexpr size_t kMaxCachedSigningKeys = 256;
@@ -32,6 +34,16 @@ Status Malformed(std::string_view field, std::string message) {
 Status AccessDenied(std::string_view field, std::string message) {
   return Status(Code::kPermissionDenied, Subject::kSignature, std::string(field),
                 std::move(message));
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
+    s.remove_suffix(1);
+  }
+  return s;
 }
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
@@ -92,7 +104,7 @@ std::optional<Seconds> ParseAmzDate(std::string_view s) {
 }
 
 // Classifies an x-amz-content-sha256 value (header, or query for presigned URLs).
-Status ClassifyPayload(std::string_view value, AuthResult* out) {
+Status ClassifyPayload(std::string_view value, const AuthOptions& options, AuthResult* out) {
   constexpr std::string_view kField = "x-amz-content-sha256";
   if (value == kUnsignedPayload) {
     out->payload = PayloadMode::kUnsigned;
@@ -102,9 +114,13 @@ Status ClassifyPayload(std::string_view value, AuthResult* out) {
     out->payload = PayloadMode::kStreamingSigned;
     return Status::Ok();
   }
+  if (value == kUnsignedTrailerPayload && options.accept_unsigned_trailer) {
+    out->payload = PayloadMode::kStreamingUnsignedTrailer;
+    return Status::Ok();
+  }
   if (value.starts_with("STREAMING-")) {
     return Status(Code::kUnimplemented, Subject::kNone, std::string(kField),
-                  "only STREAMING-AWS4-HMAC-SHA256-PAYLOAD streaming is supported");
+                  "streaming mode not supported: " + std::string(value));
   }
   if (value.size() != 2 * kSha256Bytes) {
     return Status::InvalidArgument(std::string(kField),
@@ -222,8 +238,8 @@ Result<AuthResult> AuthenticateHeader(const RequestView& req, const ParsedTarget
   // for a body-less request is the empty hash; the body check at the end enforces it.
   const std::string_view payload_hash =
       content_sha.count == 1 ? content_sha.value : kEmptySha256Hex;
-  OC_RETURN_IF_ERROR(ClassifyPayload(payload_hash, &result));
-  if (result.payload == PayloadMode::kStreamingSigned) {
+  OC_RETURN_IF_ERROR(ClassifyPayload(payload_hash, options, &result));
+  if (IsAwsChunked(result.payload)) {
     const HeaderLookup decoded = FindHeader(req, "x-amz-decoded-content-length");
     const std::string_view v = decoded.value;
     if (decoded.count != 1 || v.empty() || v.size() > 19 ||
@@ -236,6 +252,18 @@ Result<AuthResult> AuthenticateHeader(const RequestView& req, const ParsedTarget
     for (char c : v) {
       result.decoded_content_length = result.decoded_content_length * 10 + uint64_t(c - '0');
     }
+  }
+  if (result.payload == PayloadMode::kStreamingUnsignedTrailer) {
+    // One checksum trailer, named up front so the decoder knows what to compute.
+    const HeaderLookup trailer = FindHeader(req, "x-amz-trailer");
+    const std::optional<ChecksumAlgorithm> algorithm =
+        trailer.count == 1 ? ChecksumFromHeaderName(Trim(trailer.value)) : std::nullopt;
+    if (!algorithm) {
+      return Status::InvalidArgument("x-amz-trailer",
+                                     "unsigned streaming uploads need one x-amz-trailer naming "
+                                     "an x-amz-checksum-* header");
+    }
+    result.trailer = std::string(ChecksumHeaderName(*algorithm));
   }
 
   // S3 signs the path encoded once: re-encode what ParseTarget decoded.
@@ -326,8 +354,8 @@ Result<AuthResult> AuthenticatePresigned(const RequestView& req, const ParsedTar
       payload_hash = v;
     }
   }
-  OC_RETURN_IF_ERROR(ClassifyPayload(payload_hash, &result));
-  if (result.payload == PayloadMode::kStreamingSigned) {
+  OC_RETURN_IF_ERROR(ClassifyPayload(payload_hash, options, &result));
+  if (IsAwsChunked(result.payload)) {
     return Status::InvalidArgument("X-Amz-Content-Sha256",
                                    "presigned URLs cannot sign a streaming payload");
   }

@@ -32,7 +32,10 @@
 //     x-amz-content-sha256 value, bad or                                     /"x-amz-decoded-
 //     missing x-amz-decoded-content-                                          content-length"
 //     length, both header and query                                          /"Authorization"
-//     auth present)
+//     auth present, missing or unknown                                       /"x-amz-trailer"
+//     x-amz-trailer)
+//   NotImplemented (trailer modes not    501  kUnimplemented     kNone       "x-amz-content-sha256"
+//     accepted)
 //   XAmzContentSHA256Mismatch           400  kInvalidArgument   kDigest     "x-amz-content-sha256"
 //     (CheckPayloadSha256, at body end; the gateway's own Content-MD5 BadDigest should use
 //      another field, e.g. "Content-MD5")
@@ -67,7 +70,15 @@ enum class PayloadMode {
   kSigned,           // a hex SHA-256: the gateway hashes the body and calls CheckPayloadSha256
   kUnsigned,         // UNSIGNED-PAYLOAD, presigned URLs, and anonymous requests
   kStreamingSigned,  // STREAMING-AWS4-HMAC-SHA256-PAYLOAD: decode with AwsChunkedDecoder
+  // STREAMING-UNSIGNED-PAYLOAD-TRAILER: decode with AwsChunkedDecoder, which checks the
+  // x-amz-checksum-* trailer. Only when AuthOptions::accept_unsigned_trailer is set.
+  kStreamingUnsignedTrailer,
 };
+
+// True for the modes whose body is aws-chunked (decode with AwsChunkedDecoder(AuthResult)).
+inline bool IsAwsChunked(PayloadMode mode) {
+  return mode == PayloadMode::kStreamingSigned || mode == PayloadMode::kStreamingUnsignedTrailer;
+}
 
 // What the aws-chunked decoder needs to verify the chunk signature chain.
 struct StreamingSigner {
@@ -84,9 +95,11 @@ struct AuthResult {
   PayloadMode payload = PayloadMode::kUnsigned;
   bool presigned = false;
   std::string payload_sha256;  // lowercase hex, when payload == kSigned
-  // When payload == kStreamingSigned: the chain seed and x-amz-decoded-content-length.
+  // When IsAwsChunked(payload): x-amz-decoded-content-length; when kStreamingSigned, the
+  // chain seed; when kStreamingUnsignedTrailer, the checksum header named by x-amz-trailer.
   StreamingSigner streaming;
   uint64_t decoded_content_length = 0;
+  std::string trailer;  // e.g. "x-amz-checksum-crc32" (lowercase)
 };
 
 struct AuthOptions {
@@ -95,6 +108,10 @@ struct AuthOptions {
   // Largest accepted distance between a request's timestamp and the server clock.
   // Default: 15 minutes (S3's RequestTimeTooSkewed window)
   std::chrono::seconds max_skew = std::chrono::minutes(15);
+  // Accept STREAMING-UNSIGNED-PAYLOAD-TRAILER (else NotImplemented). The caller must then
+  // decode such bodies with AwsChunkedDecoder(AuthResult) (see IsAwsChunked), never store
+  // them raw. Default: false
+  bool accept_unsigned_trailer = false;
 };
 
 // Longest presigned URL lifetime S3 accepts (7 days).

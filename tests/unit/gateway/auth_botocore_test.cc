@@ -6,6 +6,7 @@
 #include <chrono>
 #include <string>
 
+#include "auth/aws_chunked.h"
 #include "auth/crypto.h"
 #include "auth/sigv4.h"
 #include "auth_botocore_vectors.h"
@@ -37,13 +38,25 @@ std::string_view SigningDate(const testing::BotocoreVector& v) {
   return "";
 }
 
+bool IsTrailerUpload(const testing::BotocoreVector& v) {
+  for (const auto& [n, val] : v.headers) {
+    if (n == "X-Amz-Content-SHA256" && val == "STREAMING-UNSIGNED-PAYLOAD-TRAILER") {
+      return true;
+    }
+  }
+  return false;
+}
+
 RequestView ViewOf(const testing::BotocoreVector& v) {
   return RequestView{v.method, v.target, v.headers};
 }
 
 TEST(Botocore, SignedRequestsAuthenticateAndBodiesMatch) {
   const Credentials creds = testing::AwsCredentials();
-  const Authenticator auth(creds, AuthOptions{});
+  AuthOptions options;
+  options.accept_unsigned_trailer = true;
+  const Authenticator auth(creds, options);
+  int streamed = 0;
   const std::vector<testing::BotocoreVector> vectors = testing::BotocoreVectors();
   ASSERT_GE(vectors.size(), 12u);
   for (const testing::BotocoreVector& v : vectors) {
@@ -60,15 +73,50 @@ TEST(Botocore, SignedRequestsAuthenticateAndBodiesMatch) {
     if (r->payload == PayloadMode::kSigned) {
       EXPECT_TRUE(CheckPayloadSha256(*r, Sha256Of(v.body)).ok());
       EXPECT_FALSE(CheckPayloadSha256(*r, Sha256Of(std::string(v.body) + "x")).ok());
+    } else if (IsAwsChunked(r->payload)) {
+      // The TLS uploads: aws-chunked with an x-amz-checksum-* trailer, fed byte by byte.
+      EXPECT_EQ(r->payload, PayloadMode::kStreamingUnsignedTrailer);
+      AwsChunkedDecoder decoder(*r);
+      std::string payload;
+      for (size_t i = 0; i < v.body.size(); ++i) {
+        Result<AwsChunkedDecoder::Step> step = decoder.Next(AsBytes(v.body.substr(i, 1)));
+        ASSERT_TRUE(step.has_value()) << step.error();
+        payload.append(AsText(step->payload));
+      }
+      EXPECT_TRUE(decoder.Finish().ok()) << decoder.Finish();
+      EXPECT_EQ(payload.size(), r->decoded_content_length);
+      EXPECT_TRUE(payload.starts_with("hello world"));
+      ++streamed;
     } else {
       EXPECT_EQ(r->payload, PayloadMode::kUnsigned);
     }
   }
+  EXPECT_GE(streamed, 3);
+}
+
+TEST(Botocore, TrailerUploadsAreNotImplementedUnlessAccepted) {
+  const Credentials creds = testing::AwsCredentials();
+  const Authenticator auth(creds, AuthOptions{});
+  int seen = 0;
+  for (const testing::BotocoreVector& v : testing::BotocoreVectors()) {
+    if (v.sigv2 || !IsTrailerUpload(v)) {
+      continue;
+    }
+    SCOPED_TRACE(v.name);
+    ++seen;
+    Result<AuthResult> r = auth.Authenticate(ViewOf(v), ParseDate(SigningDate(v)));
+    ASSERT_FALSE(r.has_value());
+    EXPECT_EQ(r.error().code(), Code::kUnimplemented) << r.error();
+    EXPECT_EQ(r.error().field(), "x-amz-content-sha256");
+  }
+  EXPECT_GE(seen, 3);
 }
 
 TEST(Botocore, EditedRequestsAreRejected) {
   const Credentials creds = testing::AwsCredentials();
-  const Authenticator auth(creds, AuthOptions{});
+  AuthOptions options;
+  options.accept_unsigned_trailer = true;
+  const Authenticator auth(creds, options);
   for (const testing::BotocoreVector& v : testing::BotocoreVectors()) {
     SCOPED_TRACE(v.name);
     if (v.sigv2) {

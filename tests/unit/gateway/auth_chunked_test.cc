@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <string>
 
+#include "auth/checksum.h"
 #include "auth/sigv4.h"
 #include "auth_test_util.h"
 #include "auth_vectors.h"
@@ -295,6 +296,170 @@ TEST(AwsChunked, EmptyObjectIsOnlyTheFinalChunk) {
   EXPECT_TRUE(d.payload.empty());
   AwsChunkedDecoder fresh(s, 0);
   EXPECT_FALSE(fresh.Finish().ok());  // nothing received at all
+}
+
+// ---- STREAMING-UNSIGNED-PAYLOAD-TRAILER ----
+
+// Check values: CRC RevEng catalogue ("123456789": CRC-32 0xCBF43926, CRC-32C 0xE3069283,
+// CRC-64/NVME 0xAE8B14860A799888), FIPS 180 ("abc"), rendered as S3 does (base64 of the
+// big-endian digest).
+TEST(Checksum, KnownAnswers) {
+  struct Row {
+    ChecksumAlgorithm algorithm;
+    std::string_view input;
+    std::string_view base64;
+  };
+  const Row rows[] = {
+      {ChecksumAlgorithm::kCrc32, "123456789", "y/Q5Jg=="},
+      {ChecksumAlgorithm::kCrc32c, "123456789", "4waSgw=="},
+      {ChecksumAlgorithm::kCrc64Nvme, "123456789", "rosUhgp5mIg="},
+      {ChecksumAlgorithm::kSha1, "abc", "qZk+NkcGgWq6PiVxeFDCbJzQ2J0="},
+      {ChecksumAlgorithm::kSha256, "abc", "ungWv48Bz+pBQUDeXa4iI7ADYaOWF3qctBD/YfIAFa0="},
+      {ChecksumAlgorithm::kCrc32, "", "AAAAAA=="},
+      {ChecksumAlgorithm::kCrc32, "hello world", "DUoRhQ=="},  // botocore's trailer value
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(std::string(ChecksumHeaderName(row.algorithm)) + " " + std::string(row.input));
+    Checksum whole(row.algorithm);
+    whole.Update(AsBytes(row.input));
+    EXPECT_EQ(whole.FinishBase64(), row.base64);
+    Checksum pieces(row.algorithm);
+    for (char c : row.input) {
+      pieces.Update(AsBytes(std::string_view(&c, 1)));
+    }
+    EXPECT_EQ(pieces.FinishBase64(), row.base64);
+  }
+}
+
+TEST(Checksum, HeaderNames) {
+  EXPECT_EQ(ChecksumFromHeaderName("X-Amz-Checksum-CRC32C"), ChecksumAlgorithm::kCrc32c);
+  EXPECT_EQ(ChecksumFromHeaderName("x-amz-checksum-crc64nvme"), ChecksumAlgorithm::kCrc64Nvme);
+  EXPECT_FALSE(ChecksumFromHeaderName("x-amz-checksum-md5").has_value());
+  EXPECT_FALSE(ChecksumFromHeaderName("x-amz-checksum-crc32 ").has_value());
+  EXPECT_EQ(ChecksumHeaderName(ChecksumAlgorithm::kSha256), "x-amz-checksum-sha256");
+}
+
+AuthResult TrailerAuth(uint64_t decoded, std::string trailer = "x-amz-checksum-crc32") {
+  AuthResult a;
+  a.payload = PayloadMode::kStreamingUnsignedTrailer;
+  a.decoded_content_length = decoded;
+  a.trailer = std::move(trailer);
+  return a;
+}
+
+Decoded DecodeTrailer(const AuthResult& auth, std::string_view body, size_t piece) {
+  AwsChunkedDecoder decoder(auth);
+  Decoded out;
+  while (!body.empty()) {
+    ByteSpan in = AsBytes(body.substr(0, std::min(piece, body.size())));
+    body.remove_prefix(in.size());
+    while (!in.empty()) {
+      Result<AwsChunkedDecoder::Step> step = decoder.Next(in);
+      if (!step.has_value()) {
+        out.status = step.error();
+        return out;
+      }
+      out.payload.append(AsText(step->payload));
+      in = in.subspan(step->consumed);
+    }
+  }
+  out.status = decoder.Finish();
+  return out;
+}
+
+// As botocore 1.43 sends "hello world" over HTTPS.
+constexpr std::string_view kTrailerBody =
+    "b\r\nhello world\r\n0\r\nx-amz-checksum-crc32:DUoRhQ==\r\n\r\n";
+
+TEST(AwsChunkedTrailer, DecodesAndChecksTheTrailer) {
+  for (size_t piece : {size_t{1}, size_t{5}, kTrailerBody.size()}) {
+    SCOPED_TRACE(piece);
+    Decoded d = DecodeTrailer(TrailerAuth(11), kTrailerBody, piece);
+    EXPECT_TRUE(d.status.ok()) << d.status;
+    EXPECT_EQ(d.payload, "hello world");
+  }
+  // Several chunks, trailer name in another case, spaces around the value.
+  Decoded multi =
+      DecodeTrailer(TrailerAuth(11),
+                    "5\r\nhello\r\n6\r\n world\r\n0\r\nX-Amz-Checksum-Crc32: DUoRhQ== \r\n\r\n", 3);
+  EXPECT_TRUE(multi.status.ok()) << multi.status;
+  EXPECT_EQ(multi.payload, "hello world");
+  // An empty object.
+  Decoded empty = DecodeTrailer(TrailerAuth(0), "0\r\nx-amz-checksum-crc32:AAAAAA==\r\n\r\n", 1);
+  EXPECT_TRUE(empty.status.ok()) << empty.status;
+}
+
+TEST(AwsChunkedTrailer, Errors) {
+  struct Row {
+    std::string what;
+    std::string body;
+    Subject subject;
+    std::string_view field;
+  };
+  const Row rows[] = {
+      {"wrong checksum", "b\r\nhello world\r\n0\r\nx-amz-checksum-crc32:AAAAAA==\r\n\r\n",
+       Subject::kDigest, "x-amz-checksum-crc32"},
+      {"changed data", "b\r\nhello World\r\n0\r\nx-amz-checksum-crc32:DUoRhQ==\r\n\r\n",
+       Subject::kDigest, "x-amz-checksum-crc32"},
+      {"no trailer", "b\r\nhello world\r\n0\r\n\r\n", Subject::kDigest, "x-amz-checksum-crc32"},
+      {"other trailer", "b\r\nhello world\r\n0\r\nx-amz-checksum-sha1:DUoRhQ==\r\n\r\n",
+       Subject::kEntity, "aws-chunked"},
+      {"repeated trailer",
+       "b\r\nhello world\r\n0\r\nx-amz-checksum-crc32:DUoRhQ==\r\nx-amz-checksum-crc32:DUoRhQ==\r\n"
+       "\r\n",
+       Subject::kEntity, "aws-chunked"},
+      {"trailer without colon", "b\r\nhello world\r\n0\r\nx-amz-checksum-crc32\r\n\r\n",
+       Subject::kEntity, "aws-chunked"},
+      {"signature extension", "b;chunk-signature=" + std::string(64, 'a') + "\r\nhello world\r\n",
+       Subject::kEntity, "aws-chunked"},
+      {"bare LF in trailer", "b\r\nhello world\r\n0\r\nx-amz-checksum-crc32:DUoRhQ==\n\r\n",
+       Subject::kEntity, "aws-chunked"},
+      {"long trailer line", "b\r\nhello world\r\n0\r\n" + std::string(300, 'x'), Subject::kEntity,
+       "aws-chunked"},
+      {"bytes after the end", std::string(kTrailerBody) + "x", Subject::kEntity, "aws-chunked"},
+      {"too long", "c\r\nhello world!\r\n0\r\n\r\n", Subject::kEntity,
+       "x-amz-decoded-content-length"},
+      {"truncated", std::string(kTrailerBody.substr(0, kTrailerBody.size() - 2)), Subject::kEntity,
+       "x-amz-decoded-content-length"},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.what);
+    Decoded d = DecodeTrailer(TrailerAuth(11), row.body, 4);
+    EXPECT_EQ(d.status.code(), Code::kInvalidArgument) << d.status;
+    EXPECT_EQ(d.status.subject(), row.subject) << d.status;
+    EXPECT_EQ(d.status.field(), row.field) << d.status;
+  }
+}
+
+TEST(AwsChunkedTrailer, AuthenticateNeedsOneKnownTrailerHeader) {
+  const Credentials creds = testing::AwsCredentials();
+  AuthOptions options;
+  options.accept_unsigned_trailer = true;
+  const Authenticator auth(creds, options);
+  for (std::string_view trailer : {"", "x-amz-checksum-md5", "x-amz-checksum-crc32,x"}) {
+    SCOPED_TRACE(trailer);
+    testing::OwnedRequest req{"PUT", "/b/k", {{"Host", "localhost"}}};
+    req.Set("x-amz-content-sha256", "STREAMING-UNSIGNED-PAYLOAD-TRAILER");
+    req.Set("x-amz-decoded-content-length", "11");
+    if (!trailer.empty()) {
+      req.Set("x-amz-trailer", std::string(trailer));
+    }
+    testing::SignInPlace(&req, "20130524T000000Z");
+    Result<AuthResult> r = auth.Authenticate(req.View(), AwsTime());
+    ASSERT_FALSE(r.has_value());
+    EXPECT_EQ(r.error().code(), Code::kInvalidArgument) << r.error();
+    EXPECT_EQ(r.error().field(), "x-amz-trailer");
+  }
+  testing::OwnedRequest ok{"PUT", "/b/k", {{"Host", "localhost"}}};
+  ok.Set("x-amz-content-sha256", "STREAMING-UNSIGNED-PAYLOAD-TRAILER");
+  ok.Set("x-amz-decoded-content-length", "11");
+  ok.Set("x-amz-trailer", "x-amz-checksum-CRC32C");
+  testing::SignInPlace(&ok, "20130524T000000Z");
+  Result<AuthResult> r = auth.Authenticate(ok.View(), AwsTime());
+  ASSERT_TRUE(r.has_value()) << r.error();
+  EXPECT_EQ(r->payload, PayloadMode::kStreamingUnsignedTrailer);
+  EXPECT_EQ(r->trailer, "x-amz-checksum-crc32c");
+  EXPECT_EQ(r->decoded_content_length, 11u);
 }
 
 }  // namespace
