@@ -1,5 +1,5 @@
-// Scheduler benchmarks (issue 6): the cost of deciding rates and dispatch order, which the
-// storage server pays once per epoch (Allocate) and once per layer payload (Pacer::Next).
+// Scheduler benchmarks (issue 6): the cost of deciding rates and dispatch order, which the storage
+// server pays once per epoch (Allocate) and once per layer payload (Pacer::Next).
 //
 //   BM_Allocate/<policy>/<n>   Allocate() for n = 10, 100, 10,000 random layerwise requests
 //                              under each policy (0 equal, 1 kv-prop, 2 bw-prop, 3 stall-opt,
@@ -8,8 +8,8 @@
 //   BM_PacerNext/<n>           Pacer::Next() with n backlogged flows at water-filled rates,
 //                              the fake clock jumping to each wait; items/s = payloads/s.
 //
-// Compare policies at the same n in one run: stall-opt's sort makes it O(n log n) against
-// the baselines' O(n). Run: scheduler_bench --benchmark_format=json
+// Compare policies at the same n in one run: stall-opt's sort makes it O(n log n) against the
+// baselines' O(n). Run: scheduler_bench --benchmark_format=json
 
 #include <cmath>
 #include <random>

@@ -1,29 +1,26 @@
-// `oc schedule`: what would the scheduler do? Reads a JSON array of layerwise
-// requests and prints the rate each policy gives them under a cap (issue 6;
-// DESIGN.md: Scheduler).
+// `oc schedule`: what would the scheduler do? Reads a JSON array of layerwise requests and prints
+// the rate each policy gives them under a cap (issue 6; DESIGN.md: Scheduler).
 //
 //   oc schedule --policy P --cap-gbps B [--margin-gbps D] REQUESTS.json
 //   oc schedule --config conf/scheduler.toml [--policy P ...] REQUESTS.json
 //
-// --config reads policy, cap_gbps and margin_gbps from the file's [scheduler] table (other
-// tables are ignored); flags override it (precedence default < file < flag).
-// REQUESTS.json (or - for stdin): [{"id": "a", "layer_bytes": s, "compute_us":
-// c}, ...] with s in bytes (a non-negative integer), c in microseconds (a
-// non-negative number; 0 = no compute window, the request can absorb the whole
-// cap) and an optional "total_bytes" (W, kv-prop's weight; default layer_bytes,
-// i.e. all requests have the same layer count). Output: {"policy": P,
-// "cap_gbps": B, "rates_gbps": {"a": r, ...}} in input order, rates in Gbps
-// (10^9 bit/s) rounded to 1e-6; with --policy all, an array of one such object
-// per policy. Errors print one line on stderr: exit 2 for bad flags, 1 for bad
-// input.
+// --config reads policy, cap_gbps and margin_gbps from the file's [scheduler] table (other tables
+// are ignored); flags override it (precedence default < file < flag).
+//
+// REQUESTS.json (or - for stdin): [{"id": "a", "layer_bytes": s, "compute_us": c}, ...] with s in
+// bytes (a non-negative integer), c in microseconds (a non-negative number; 0 = no compute window,
+// the request can absorb the whole cap) and an optional "total_bytes" (W, kv-prop's weight;
+// default layer_bytes, i.e. all requests have the same layer count).
+// Output: {"policy": P, "cap_gbps": B, "rates_gbps": {"a": r, ...}} in input order, rates in Gbps
+// (10^9 bit/s) rounded to 1e-6; with --policy all, an array of one such object per policy. Errors
+// print one line on stderr: exit 2 for bad flags, 1 for bad input.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <iterator>
 #include <set>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,11 +39,9 @@ namespace {
 namespace sched = oc::sched;
 using Json = nlohmann::ordered_json;
 
-// Input files above this are refused before reading: a request list is a few
-// KiB.
+// Input files above this are refused before reading: a request list is a few KiB.
 constexpr std::streamoff kMaxInputBytes = 64 << 20;
-// Output rates are rounded to this many Gbps (1 kbit/s) so hand-computed
-// figures print cleanly.
+// Output rates are rounded to this many Gbps (1 kbit/s) so hand-computed figures print cleanly.
 constexpr double kRateResolutionGbps = 1e-6;
 
 constexpr std::string_view kUsage =

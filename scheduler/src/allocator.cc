@@ -18,8 +18,7 @@ std::vector<double> EqualSplit(size_t n, double cap) {
   return std::vector<double>(n, cap / static_cast<double>(n));
 }
 
-// r_i = cap * w_i / sum w; the equal split when every weight is 0 (nobody
-// stands out).
+// r_i = cap * w_i / sum w; the equal split when every weight is 0 (nobody stands out).
 std::vector<double> Proportional(const std::vector<double>& weights, double cap) {
   double sum = 0.0;
   for (double w : weights) {
@@ -56,8 +55,8 @@ std::vector<double> WaterFill(std::span<const double> layer_bytes, std::span<con
   }
 
   // Contention. Unconstrained optimum: r_i = mu * sqrt(s_i) with mu = 1/sqrt(λ)
-  // (KKT: s_i / r_i^2 = λ). Request i is capped at t_i once mu >= b_i = t_i /
-  // sqrt(s_i). Requests with s_i == 0 or t_i == 0 keep rate 0 and take no part.
+  // (KKT: s_i / r_i^2 = λ). Request i is capped at t_i once mu >= b_i = t_i / sqrt(s_i).
+  // Requests with s_i == 0 or t_i == 0 keep rate 0 and take no part.
   struct Item {
     size_t index;
     double root;        // sqrt(s_i)
@@ -80,9 +79,8 @@ std::vector<double> WaterFill(std::span<const double> layer_bytes, std::span<con
   for (size_t k = m; k-- > 0;) {
     suffix_root[k] = suffix_root[k + 1] + items[k].root;
   }
-  // Walk breakpoints in increasing order: cap the first k items while the level
-  // mu that spends the rest of the cap on the others reaches the next
-  // breakpoint.
+  // Walk breakpoints in increasing order: cap the first k items while the level mu that spends the
+  // rest of the cap on the others reaches the next breakpoint.
   double capped_sum = 0.0;
   size_t k = 0;
   double mu = 0.0;

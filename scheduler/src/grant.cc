@@ -138,8 +138,8 @@ Result<Grant> Scheduler::Admit(const RequestSpec& spec) {
   } else if (now >= epoch_end_) {
     MaybeAdvanceEpoch(now);  // the new epoch's allocation includes the arrival
   } else {
-    // Mid-epoch: the arrival takes what nobody holds, up to its target.
-    // Baselines have no target, so the arrival may take all the headroom.
+    // Mid-epoch: the arrival takes what nobody holds, up to its target. Baselines have no target,
+    // so the arrival may take all the headroom.
     double held = 0.0;
     for (const auto& [other_id, other] : entries_) {
       if (other_id != id) {

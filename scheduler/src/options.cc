@@ -40,8 +40,7 @@ Status BadRow(std::string_view text, std::string_view why) {
                                             text, why));
 }
 
-// Linear interpolation of (x, y) points sorted by x at `x`, clamped to the end
-// values.
+// Linear interpolation of (x, y) points sorted by x at `x`, clamped to the end values.
 double Interpolate(const std::vector<std::pair<double, double>>& pts, double x) {
   if (x <= pts.front().first) {
     return pts.front().second;
@@ -60,9 +59,9 @@ double Interpolate(const std::vector<std::pair<double, double>>& pts, double x) 
 }  // namespace
 
 std::vector<ComputeTableRow> DefaultComputeTable() {
-  // ObjectCache paper, Table A8: Llama 3.1 8B on an A100 80GB, 32 layers; the
-  // per-layer column (total prefill compute / 32), in µs. Keep
-  // conf/scheduler.toml in step (a unit test compares them).
+  // ObjectCache paper, Table A8: Llama 3.1 8B on an A100 80GB, 32 layers; the per-layer column
+  // (total prefill compute / 32), in µs. Keep conf/scheduler.toml in step (a unit test compares
+  // them).
   const std::string model = "Llama-3.1-8B";
   return {
       {model, 4096, 0.500, 5790},    {model, 4096, 0.875, 1980},   {model, 16384, 0.500, 29870},

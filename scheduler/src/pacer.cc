@@ -12,12 +12,12 @@
 namespace oc::sched {
 namespace {
 
-// Longest spacing one payload can impose (~31 years): keeps Time arithmetic far
-// from overflow when a rate is tiny.
+// Longest spacing one payload can impose (~31 years): keeps Time arithmetic far from overflow when
+// a rate is tiny.
 constexpr int64_t kMaxSpacingNs = 1'000'000'000'000'000'000;
 
-// Time for `bytes` at `rate` bytes/s, rounded UP to whole nanoseconds so the
-// buckets never admit more than their rate. REQUIRES: rate > 0.
+// Time for `bytes` at `rate` bytes/s, rounded UP to whole nanoseconds so the buckets never admit
+// more than their rate. REQUIRES: rate > 0.
 Time Spacing(uint64_t bytes, double rate) {
   const double ns = std::ceil(static_cast<double>(bytes) * 1e9 / rate);
   if (!(ns < static_cast<double>(kMaxSpacingNs))) {
@@ -109,8 +109,8 @@ void Pacer::RemoveFromRing(size_t index) {
   if (index < cursor_) {
     --cursor_;
   } else if (index == cursor_) {
-    // The flow visited last is gone; the next visit starts at the one that
-    // followed it, which now sits at `index`.
+    // The flow visited last is gone; the next visit starts at the one that followed it, which now
+    // sits at `index`.
     in_visit_ = false;
     cursor_ = (index == 0 ? ring_.size() : index) - 1;
   }
@@ -178,8 +178,7 @@ NextStep Pacer::Next(Time now) {
     return wait;
   }
 
-  // The flow in its visit keeps sending while its deficit covers its head
-  // payload.
+  // The flow in its visit keeps sending while its deficit covers its head payload.
   if (in_visit_ && cursor_ < ring_.size()) {
     const Flow& f = *ring_[cursor_];
     if (Eligible(f, now) && f.deficit >= static_cast<double>(f.queue.front().bytes)) {
@@ -229,8 +228,7 @@ NextStep Pacer::Next(Time now) {
     }
   }
   Flow& winner = *ring_[cands[best].index];
-  // Rounding must not leave the winner a hair short of the payload it was
-  // chosen for.
+  // Rounding must not leave the winner a hair short of the payload it was chosen for.
   winner.deficit = std::max(winner.deficit, static_cast<double>(winner.queue.front().bytes));
   cursor_ = cands[best].index;
   in_visit_ = true;

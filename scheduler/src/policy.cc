@@ -43,8 +43,7 @@ double ZeroStallRate(const Demand& demand) {
   if (demand.compute_us <= 0.0) {
     return std::numeric_limits<double>::infinity();
   }
-  // bytes / µs -> bytes / s. A tiny window overflows to +inf, which TargetRate
-  // caps.
+  // bytes / µs -> bytes / s. A tiny window overflows to +inf, which TargetRate caps.
   return static_cast<double>(demand.layer_bytes) * 1e6 / demand.compute_us;
 }
 

@@ -13,8 +13,7 @@
 namespace oc::sched {
 namespace {
 
-// A demand whose zero-stall rate is `r_star` bytes/s: c = s / r* seconds, in
-// µs.
+// A demand whose zero-stall rate is `r_star` bytes/s: c = s / r* seconds, in µs.
 Demand D(uint64_t s, double r_star, uint64_t total) {
   return Demand{s, static_cast<double>(s) / r_star * 1e6, total};
 }
@@ -63,8 +62,7 @@ TEST(Policy, GbpsConversion) {
 //   R1 s=100 r*=10  W=1000   sqrt(s)=10
 //   R2 s=400 r*=200 W=2000   sqrt(s)=20  (target capped at B = 100)
 //   R3 s=900 r*=60  W=7000   sqrt(s)=30
-// stall-opt: targets 10, 100, 60 (sum 170 > 100); breakpoints t/sqrt(s) = 1,
-// 5, 2.
+// stall-opt: targets 10, 100, 60 (sum 170 > 100); breakpoints t/sqrt(s) = 1, 5, 2.
 //   mu = 100/60 = 1.67 >= 1: cap R1 at 10; mu = 90/50 = 1.8 < 2: stop.
 //   R3 = 1.8*30 = 54, R2 = 1.8*20 = 36.
 // cal-stall-opt, δ = 5: targets 15, 100, 65; breakpoints 1.5, 5, 2.17.
@@ -89,9 +87,8 @@ TEST(Allocate, HandComputedThreeRequests) {
   }
 }
 
-// When the targets fit under B, every request gets its target (B = 1000: R2's
-// target is its full r* = 200), and the baselines still split all of B by their
-// definitions.
+// When the targets fit under B, every request gets its target (B = 1000: R2's target is its
+// full r* = 200), and the baselines still split all of B by their definitions.
 TEST(Allocate, TargetsThatFitAreGrantedExactly) {
   const std::vector<Demand> d = {D(100, 10, 1000), D(400, 200, 2000), D(900, 60, 7000)};
   ExpectRates(MustAllocate(Policy::kStallOpt, d, 1000, 5), {10, 200, 60});
@@ -101,8 +98,8 @@ TEST(Allocate, TargetsThatFitAreGrantedExactly) {
               {1000 * 10.0 / 270, 1000 * 200.0 / 270, 1000 * 60.0 / 270});
 }
 
-// c = 0: r* is unbounded, the target is B. R1 s=100 c=0 (t=100, bp 10), R2
-// s=400 r*=20 (bp 1): mu = 100/30 >= 1 caps R2 at 20, then R1 = 80.
+// c = 0: r* is unbounded, the target is B. R1 s=100 c=0 (t=100, bp 10), R2 s=400 r*=20 (bp 1):
+// mu = 100/30 >= 1 caps R2 at 20, then R1 = 80.
 TEST(Allocate, ZeroComputeWindowTargetsTheCap) {
   const std::vector<Demand> d = {Demand{100, 0, 500}, D(400, 20, 500)};
   ExpectRates(MustAllocate(Policy::kStallOpt, d, 100, 0), {80, 20});
@@ -176,9 +173,8 @@ struct Instance {
   double margin;
 };
 
-// Random layerwise workloads: s from 64 KiB to 1 GiB (log-uniform), c from 100
-// µs to 1 s with one request in ten at c = 0, and B from 5% to 150% of the sum
-// of targets.
+// Random layerwise workloads: s from 64 KiB to 1 GiB (log-uniform), c from 100 µs to 1 s with one
+// request in ten at c = 0, and B from 5% to 150% of the sum of targets.
 Instance RandomInstance(std::mt19937_64& rng, size_t n) {
   std::uniform_real_distribution<double> log_s(std::log(64e3), std::log(1e9));
   std::uniform_real_distribution<double> log_c(std::log(100.0), std::log(1e6));
@@ -280,8 +276,7 @@ TEST(Allocate, TenThousandRequests) {
   }
 }
 
-// The water-filling optimum is no worse than any baseline on the objective sum
-// s/r.
+// The water-filling optimum is no worse than any baseline on the objective sum s/r.
 TEST(Allocate, StallOptMinimisesTheObjective) {
   std::mt19937_64 rng(99);
   for (int trial = 0; trial < 50; ++trial) {
@@ -289,8 +284,7 @@ TEST(Allocate, StallOptMinimisesTheObjective) {
     auto objective = [&](const std::vector<double>& r, const std::vector<double>& t) {
       double total = 0;
       for (size_t i = 0; i < r.size(); ++i) {
-        // A rate above target does not reduce stall below zero: count min(r,
-        // t).
+        // A rate above target does not reduce stall below zero: count min(r, t).
         total += static_cast<double>(inst.demands[i].layer_bytes) / std::min(r[i], t[i]);
       }
       return total;

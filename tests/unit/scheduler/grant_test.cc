@@ -94,9 +94,8 @@ TEST(Scheduler, OnlyLayerwiseRequestsEnter) {
   EXPECT_EQ(sched->Admit(bad).error().code(), Code::kInvalidArgument);
 }
 
-// Work-conserving: departures hand their share to the others at once.
-// B = 1e9 bytes/s; r* = 8e8 each; equal s, so under stall-opt each gets B/2
-// while both run.
+// Work-conserving: departures hand their share to the others at once. B = 1e9 bytes/s; r* = 8e8
+// each; equal s, so under stall-opt each gets B/2 while both run.
 TEST(Scheduler, WorkConservingReassignsAtOnce) {
   ManualClock clock;
   auto sched = Make(Options(Policy::kStallOpt, true), clock);
@@ -117,8 +116,8 @@ TEST(Scheduler, WorkConservingReassignsAtOnce) {
   EXPECT_EQ(st["a"].epoch, 3u);  // three allocations: a, a+b, a again
 }
 
-// Epochs: a departure's share stays held until the boundary; an arrival with no
-// headroom waits (rate 0) for the boundary, then gets its policy rate.
+// Epochs: a departure's share stays held until the boundary; an arrival with no headroom waits
+// (rate 0) for the boundary, then gets its policy rate.
 TEST(Scheduler, EpochsHoldRatesUntilTheBoundary) {
   ManualClock clock(Time{1'000});
   auto sched = Make(Options(Policy::kStallOpt, false), clock);
@@ -138,8 +137,7 @@ TEST(Scheduler, EpochsHoldRatesUntilTheBoundary) {
   EXPECT_EQ(ByName(sched->Stats())["c"].rate_bytes_per_sec,
             0.0);  // nothing free
   ASSERT_TRUE(c->Enqueue(0, 1000).ok());
-  // c's payload is parked: the delivery thread is told to come back at the
-  // boundary.
+  // c's payload is parked: the delivery thread is told to come back at the boundary.
   NextStep step = sched->Next();
   ASSERT_EQ(step.kind, NextStep::Kind::kWait);
   EXPECT_EQ(step.wait_until, Time{1'000} + milliseconds(10));
@@ -249,9 +247,9 @@ TEST(Scheduler, EstimatesAMissingComputeWindowFromTheTable) {
                    1e9);  // may absorb the cap
 }
 
-// End to end: requests admitted and released over time on a fake clock, layers
-// enqueued as they are "read"; over every window the delivered bytes stay
-// within B*window plus one payload, and each request's layers arrive in order.
+// End to end: requests admitted and released over time on a fake clock, layers enqueued as they are
+// "read"; over every window the delivered bytes stay within B*window plus one payload, and each
+// request's layers arrive in order.
 TEST(Scheduler, DeliveryHoldsTheCapAcrossEpochs) {
   for (bool wc : {false, true}) {
     SCOPED_TRACE(wc ? "work-conserving" : "epochs");

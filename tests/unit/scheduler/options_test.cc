@@ -45,11 +45,9 @@ TEST(ComputeTable, InterpolatesAndClamps) {
     double us;
   };
   const std::vector<Row> rows = {
-      // Between hit rates at one context: 4096 at 68.75% hits is halfway
-      // 0.5..0.875.
+      // Between hit rates at one context: 4096 at 68.75% hits is halfway 0.5..0.875.
       {"hit midpoint", 4096, 2816, (5790 + 1980) / 2.0},
-      // Between contexts at one hit rate: 8192 is a third of the way
-      // 4096..16384.
+      // Between contexts at one hit rate: 8192 is a third of the way 4096..16384.
       {"context third", 8192, 4096, 5790 + (29870 - 5790) / 3.0},
       // Both: 24576 (halfway 16K..32K) at 68.75% hits.
       {"bilinear", 24576, 16896, ((29870 + 8800) / 2.0 + (80910 + 23850) / 2.0) / 2.0},
@@ -188,8 +186,8 @@ TEST(SchedulerOptions, UnknownKeyIsCaught) {
   EXPECT_FALSE(config->CheckNoUnknownKeys().ok());
 }
 
-// conf/scheduler.toml lists every key with its default: applying it changes
-// nothing and leaves no key unread.
+// conf/scheduler.toml lists every key with its default: applying it changes nothing and leaves no
+// key unread.
 TEST(SchedulerOptions, ShippedConfMatchesTheDefaults) {
   Result<Config> config = Config::LoadFile(OC_SCHEDULER_CONF);
   ASSERT_TRUE(config.has_value()) << config.status();

@@ -22,9 +22,8 @@ struct Sent {
   Dispatch d;
 };
 
-// Drives the pacer like a delivery thread on a fake clock: take what Next()
-// offers, jump to the time it names when told to wait, stop when idle or after
-// `limit` dispatches.
+// Drives the pacer like a delivery thread on a fake clock: take what Next() offers, jump to the
+// time it names when told to wait, stop when idle or after `limit` dispatches.
 std::vector<Sent> Drain(Pacer& pacer, Time start, size_t limit = SIZE_MAX) {
   std::vector<Sent> out;
   Time now = start;
@@ -43,9 +42,9 @@ std::vector<Sent> Drain(Pacer& pacer, Time start, size_t limit = SIZE_MAX) {
   return out;
 }
 
-// Over every window [t_i, t_j] between two dispatch instants (the extremal
-// windows), the bytes dispatched stay within rate * window + one payload.
-// Integer arithmetic: exact. `rate` must be a whole number of bytes per second.
+// Over every window [t_i, t_j] between two dispatch instants (the extremal windows), the bytes
+// dispatched stay within rate * window + one payload. Integer arithmetic: exact. `rate` must be a
+// whole number of bytes per second.
 void ExpectWindowBound(const std::vector<Sent>& sent, uint64_t rate, uint64_t max_payload,
                        const std::string& what) {
   for (size_t i = 0; i < sent.size(); ++i) {
@@ -86,8 +85,8 @@ TEST(Pacer, SpacesOneFlowAtItsRate) {
   s = pacer.Next(Time{1'000'000});
   ASSERT_EQ(s.kind, NextStep::Kind::kDispatch);
   EXPECT_EQ(s.dispatch.layer, 1u);
-  // Idle time does not bank credit beyond one payload: after a long pause one
-  // payload goes at once, the next is spaced again.
+  // Idle time does not bank credit beyond one payload: after a long pause one payload goes at once,
+  // the next is spaced again.
   s = pacer.Next(Time{50'000'000});
   ASSERT_EQ(s.kind, NextStep::Kind::kDispatch);
   EXPECT_EQ(pacer.Next(Time{50'000'000}).kind, NextStep::Kind::kIdle);
@@ -109,10 +108,9 @@ TEST(Pacer, CapBindsEvenWhenRatesOvercommit) {
   ExpectWindowBound(sent, kCap, 1 << 20, "total");
 }
 
-// Many requests with random payload sizes at water-filled rates, layers
-// enqueued over time: the total stays within B * window + one payload, each
-// request within its rate * window + one of its payloads, and every request's
-// layers leave in order.
+// Many requests with random payload sizes at water-filled rates, layers enqueued over time: the
+// total stays within B * window + one payload, each request within its rate * window + one of its
+// payloads, and every request's layers leave in order.
 TEST(Pacer, HoldsTheCapAndEachRateOverEveryWindow) {
   constexpr uint64_t kCap = 10'000'000'000;  // 80 Gbps
   std::mt19937_64 rng(42);
@@ -138,8 +136,7 @@ TEST(Pacer, HoldsTheCapAndEachRateOverEveryWindow) {
     (*rates)[i] = std::floor((*rates)[i]);
     ASSERT_TRUE(pacer.AddRequest(i, (*rates)[i]).ok());
   }
-  // Layers arrive from "storage" in rounds: every 100 µs each request gets its
-  // next layer.
+  // Layers arrive from "storage" in rounds: every 100 µs each request gets its next layer.
   std::vector<Sent> sent;
   Time now{0};
   for (uint32_t l = 0; l < kLayers; ++l) {
@@ -199,11 +196,10 @@ TEST(Pacer, TwoEqualFlowsInterleaveAndShareTheCap) {
   }
 }
 
-// When only the cap binds (flow rates far above it), deficit round robin shares
-// the cap in proportion to the flows' rates: 3:1 here, to within one payload.
+// When only the cap binds (flow rates far above it), deficit round robin shares the cap in
+// proportion to the flows' rates: 3:1 here, to within one payload.
 TEST(Pacer, DeficitRoundRobinWeightsByRate) {
-  // Quanta 3000 and 1000 bytes; the flows' own buckets run 10x faster than the
-  // cap.
+  // Quanta 3000 and 1000 bytes; the flows' own buckets run 10x faster than the cap.
   Pacer pacer(PacerOptions{1e6, 100});
   ASSERT_TRUE(pacer.AddRequest(1, 3e7).ok());
   ASSERT_TRUE(pacer.AddRequest(2, 1e7).ok());
@@ -241,8 +237,7 @@ TEST(Pacer, RemovedFlowReleasesItsShareAndDropsItsQueue) {
     EXPECT_EQ(s.d.request, 2u);
   }
   EXPECT_EQ(pacer.DeliveredBytes(2), 10'000u);
-  // Flow 2 now has the whole cap: after the cancel its payloads leave 1 ms
-  // apart.
+  // Flow 2 now has the whole cap: after the cancel its payloads leave 1 ms apart.
   for (size_t k = 1; k < rest.size(); ++k) {
     EXPECT_EQ(rest[k].at - rest[k - 1].at, nanoseconds(1'000'000));
   }
@@ -286,8 +281,8 @@ TEST(Pacer, NewRateAppliesFromTheNextPayload) {
   EXPECT_EQ(s.wait_until, Time{1'250'000});  // 1000 bytes at 4 MB/s
 }
 
-// Random interleavings of every operation (admit, enqueue, rate changes, removal, time
-// passing) never let the total exceed B * window + one payload, nor reorder a flow.
+// Random interleavings of every operation (admit, enqueue, rate changes, removal, time passing)
+// never let the total exceed B * window + one payload, nor reorder a flow.
 TEST(Pacer, RandomOperationsNeverBreakTheCap) {
   constexpr uint64_t kCap = 3'000'000'000;
   constexpr uint64_t kMaxPayload = 4 << 20;

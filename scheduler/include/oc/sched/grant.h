@@ -1,29 +1,24 @@
 #pragma once
-// Admission of layerwise requests into the shared cap (DESIGN.md: Scheduler;
-// issue 6).
+// Admission of layerwise requests into the shared cap (DESIGN.md: Scheduler; issue 6).
 //
-// The storage server decides per request with IsLayerwise(W, Θ) (policy.h);
-// only layerwise requests are admitted. Scheduler::Admit() returns a Grant: an
-// RAII token that owns the request's share and gives it back in its destructor,
-// so an error path cannot leak bandwidth (rgw's Completer). Through the Grant
-// the server enqueues the request's layer payloads; delivery threads call
+// The storage server decides per request with IsLayerwise(W, Θ) (policy.h); only layerwise requests
+// are admitted. Scheduler::Admit() returns a Grant: an RAII token that owns the request's share and
+// gives it back in its destructor, so an error path cannot leak bandwidth (rgw's Completer).
+// Through the Grant the server enqueues the request's layer payloads; delivery threads call
 // Scheduler::Next() to learn which payload to send next.
 //
 // Two ways to hand out rates, chosen by SchedulerOptions::work_conserving:
-// - epochs (default): at each epoch boundary every active request's rate is
-// recomputed by
-//   the policy and then held for the epoch. A request that leaves keeps its
-//   share counted until the next boundary; a request that arrives mid-epoch
-//   gets min(its target, the cap not held by anyone) at once (the whole
-//   headroom under baselines, which have no target), and rate 0 - it waits for
-//   the next boundary - when nothing is free.
-// - work-conserving: every arrival and departure recomputes all rates at once.
-// The epoch
-//   number then counts these reallocations.
+// - epochs (default): at each epoch boundary every active request's rate is recomputed by the
+//   policy and then held for the epoch. A request that leaves keeps its share counted until the
+//   next boundary; a request that arrives mid-epoch gets min(its target, the cap not held by
+//   anyone) at once (the whole headroom under baselines, which have no target), and rate 0 - it
+//   waits for the next boundary - when nothing is free.
+// - work-conserving: every arrival and departure recomputes all rates at once. The epoch number
+//   then counts these reallocations.
 // Epoch boundaries are noticed lazily, by any call that reads the clock.
 //
-// Thread safety: every Scheduler method may be called concurrently (one mutex).
-// A Grant is used by one thread at a time and must not outlive its Scheduler.
+// Thread safety: every Scheduler method may be called concurrently (one mutex). A Grant is used by
+// one thread at a time and must not outlive its Scheduler.
 
 #include <cstdint>
 #include <map>
@@ -55,19 +50,17 @@ struct RequestSpec {
   uint64_t total_bytes = 0;
   // c_i from the descriptor, µs; absent: estimated from the compute table.
   std::optional<double> compute_us;
-  // For the estimate: the model (empty: SchedulerOptions::default_model), the
-  // context length (0: unknown, taken as cached_tokens) and the matched tokens
-  // N * G.
+  // For the estimate: the model (empty: SchedulerOptions::default_model), the context length (0:
+  // unknown, taken as cached_tokens) and the matched tokens N * G.
   std::string model;
   uint64_t context_tokens = 0;
   uint64_t cached_tokens = 0;
 };
 
-// The spec of a descriptor request of which the first `matched_chunks` chunks
-// were found: s = matched * S, W = matched * L * S, c from the descriptor,
-// cached tokens = matched * G, name = request id. kInvalidArgument if
-// matched_chunks is 0 or more than the descriptor names, or if a product
-// overflows 64 bits.
+// The spec of a descriptor request of which the first `matched_chunks` chunks were found: s =
+// matched * S, W = matched * L * S, c from the descriptor, cached tokens = matched * G, name =
+// request id. kInvalidArgument if matched_chunks is 0 or more than the descriptor names, or if a
+// product overflows 64 bits.
 Result<RequestSpec> SpecFromDescriptor(const descriptor::Descriptor& d, uint64_t matched_chunks);
 
 // Where a request's compute window came from.
@@ -117,12 +110,11 @@ class Grant {
   // The scheduler's id for the request (the id in Dispatch and RequestStats).
   uint64_t id() const { return id_; }
 
-  // Queues layer `layer` (bytes of one assembled payload) for pacing.
-  // kFailedPrecondition if the Grant is not valid; otherwise as Pacer::Enqueue
-  // (layers in increasing order, bytes > 0).
+  // Queues layer `layer` (bytes of one assembled payload) for pacing. kFailedPrecondition if the
+  // Grant is not valid; otherwise as Pacer::Enqueue (layers in increasing order, bytes > 0).
   Status Enqueue(uint32_t layer, uint64_t bytes);
-  // Gives the share back now and drops queued payloads (completion, cancel or
-  // failure). Idempotent; the destructor calls it.
+  // Gives the share back now and drops queued payloads (completion, cancel or failure). Idempotent;
+  // the destructor calls it.
   void Release();
 
  private:
@@ -135,8 +127,7 @@ class Grant {
 
 class Scheduler {
  public:
-  // kInvalidArgument if options.Validate() fails. `clock` must outlive the
-  // Scheduler.
+  // kInvalidArgument if options.Validate() fails. `clock` must outlive the Scheduler.
   static Result<std::unique_ptr<Scheduler>> Create(const SchedulerOptions& options,
                                                    const Clock& clock);
   Scheduler(const Scheduler&) = delete;
@@ -147,14 +138,13 @@ class Scheduler {
     return sched::IsLayerwise(total_bytes, options_.layerwise_threshold_bytes);
   }
 
-  // Admits a layerwise request and assigns its rate (see the header comment).
-  // kFailedPrecondition if total_bytes < Θ (chunkwise requests run outside);
-  // kInvalidArgument if layer_bytes == 0 or compute_us is negative or not
-  // finite.
+  // Admits a layerwise request and assigns its rate (see the header comment). kFailedPrecondition
+  // if total_bytes < Θ (chunkwise requests run outside); kInvalidArgument if layer_bytes == 0 or
+  // compute_us is negative or not finite.
   Result<Grant> Admit(const RequestSpec& spec) OC_EXCLUDES(mu_);
 
-  // The next payload a delivery thread should send, or when to ask again: kWait
-  // also covers the next epoch boundary when payloads wait on a rate of 0.
+  // The next payload a delivery thread should send, or when to ask again: kWait also covers the
+  // next epoch boundary when payloads wait on a rate of 0.
   NextStep Next() OC_EXCLUDES(mu_);
 
   // A snapshot for /stats.

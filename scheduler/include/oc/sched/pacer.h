@@ -1,23 +1,21 @@
 #pragma once
-// The pacer: turns per-request rates into a dispatch order for layer payloads
-// (DESIGN.md: Scheduler; issue 6, "The pacer").
+// The pacer: turns per-request rates into a dispatch order for layer payloads (DESIGN.md:
+// Scheduler; issue 6, "The pacer").
 //
-// Each request is a flow with a FIFO of layer payloads and a token bucket at
-// its assigned rate, one payload deep (in its equivalent "ready time" form:
-// after a payload of p bytes leaves at time t, the flow may send again at
-// max(ready, t) + p / rate). A second bucket at the cap B spans every flow, so
-// over ANY window [a, b] the bytes dispatched are at most B * (b - a) + one
-// payload: the k-th payload in the window leaves no earlier than a + (bytes of
-// the previous k-1) / B. Among flows whose buckets allow a payload, weighted
-// deficit round robin (quantum proportional to the flow's rate) picks the next
-// one, in closed form so one call costs O(flows) however small a quantum is. A
-// flow's payloads leave in the order enqueued, and layers must be enqueued in
+// Each request is a flow with a FIFO of layer payloads and a token bucket at its assigned rate, one
+// payload deep (in its equivalent "ready time" form: after a payload of p bytes leaves at time t,
+// the flow may send again at max(ready, t) + p / rate). A second bucket at the cap B spans every
+// flow, so over ANY window [a, b] the bytes dispatched are at most B * (b - a) + one payload: the
+// k-th payload in the window leaves no earlier than a + (bytes of the previous k-1) / B. Among
+// flows whose buckets allow a payload, weighted deficit round robin (quantum proportional to the
+// flow's rate) picks the next one, in closed form so one call costs O(flows) however small a
+// quantum is. A flow's payloads leave in the order enqueued, and layers must be enqueued in
 // increasing order.
 //
-// Time is injected: every call takes `now` (a Time read from a Clock), so tests
-// drive the pacer with a ManualClock and check bytes, never wall-clock time.
-// Thread safety: Pacer is not synchronised; the Scheduler (grant.h) serialises
-// access. Clock implementations below are thread-safe.
+// Time is injected: every call takes `now` (a Time read from a Clock), so tests drive the pacer
+// with a ManualClock and check bytes, never wall-clock time. Thread safety: Pacer is not
+// synchronised; the Scheduler (grant.h) serialises access. Clock implementations below are
+// thread-safe.
 
 #include <atomic>
 #include <chrono>
@@ -35,8 +33,7 @@ namespace oc::sched {
 // Nanoseconds since an arbitrary origin (a steady clock's epoch).
 using Time = std::chrono::nanoseconds;
 
-// The time source. The storage server uses SteadyClock; tests and the emulator
-// ManualClock.
+// The time source. The storage server uses SteadyClock; tests and the emulator ManualClock.
 class Clock {
  public:
   virtual ~Clock() = default;
@@ -65,9 +62,9 @@ struct PacerOptions {
   // B: the cap over all flows, bytes per second. 0 dispatches nothing.
   // Default: 100 Gbps (12.5e9 bytes/s)
   double cap_bytes_per_sec = GbpsToBytesPerSec(100);
-  // Deficit added per round robin visit to a flow running at the full cap; a
-  // flow at rate r gets quantum * r / B. Only the ratios matter for the order;
-  // this sets the granularity. Default: 1 MiB
+  // Deficit added per round robin visit to a flow running at the full cap; a flow at rate r gets
+  // quantum * r / B. Only the ratios matter for the order; this sets the granularity.
+  // Default: 1 MiB
   uint64_t quantum_bytes = uint64_t{1} << 20;
 
   // kInvalidArgument if the cap is negative or not finite, or the quantum is 0.
@@ -100,23 +97,21 @@ class Pacer {
   Pacer(const Pacer&) = delete;
   Pacer& operator=(const Pacer&) = delete;
 
-  // Adds a flow for `request` at `rate` bytes/s (0 parks it: it queues but
-  // never sends). kAlreadyExists if the request is present; kInvalidArgument if
-  // the rate is negative or not finite.
+  // Adds a flow for `request` at `rate` bytes/s (0 parks it: it queues but never sends).
+  // kAlreadyExists if the request is present; kInvalidArgument if the rate is negative or not
+  // finite.
   Status AddRequest(uint64_t request, double rate);
-  // Changes a flow's rate; spacing already earned at the old rate stands.
-  // kNotFound if absent; kInvalidArgument as for AddRequest.
+  // Changes a flow's rate; spacing already earned at the old rate stands. kNotFound if absent;
+  // kInvalidArgument as for AddRequest.
   Status SetRate(uint64_t request, double rate);
-  // Queues one layer payload. kNotFound if the request is absent;
-  // kInvalidArgument if bytes == 0 or `layer` is not greater than the request's
-  // previous layer.
+  // Queues one layer payload. kNotFound if the request is absent; kInvalidArgument if bytes == 0 or
+  // `layer` is not greater than the request's previous layer.
   Status Enqueue(uint64_t request, uint32_t layer, uint64_t bytes);
-  // Drops the flow and its queued payloads (cancel, failure or completion).
-  // No-op if absent.
+  // Drops the flow and its queued payloads (cancel, failure or completion). No-op if absent.
   void Remove(uint64_t request);
 
-  // The next payload to send at `now`, or how long to wait. A kDispatch result
-  // is committed: its bytes count as delivered and against both buckets.
+  // The next payload to send at `now`, or how long to wait. A kDispatch result is committed: its
+  // bytes count as delivered and against both buckets.
   NextStep Next(Time now);
 
   bool Has(uint64_t request) const { return flows_.count(request) != 0; }
@@ -144,8 +139,8 @@ class Pacer {
     std::deque<Payload> queue;
   };
 
-  // A flow Next() may pick: its ring index, its place in a round (1..m), its DRR quantum
-  // and the number of the visit on which it could send.
+  // A flow Next() may pick: its ring index, its place in a round (1..m), its DRR quantum and the
+  // number of the visit on which it could send.
   struct Candidate {
     size_t index;
     double pos;
@@ -161,13 +156,12 @@ class Pacer {
   std::unordered_map<uint64_t, std::unique_ptr<Flow>> flows_;
   // Backlogged flows (non-empty queue) in round-robin order.
   std::vector<Flow*> ring_;
-  // Index in ring_ of the flow visited last; the next visit starts after it, or
-  // at index 0 while `fresh_` (no visit since the ring was last empty).
+  // Index in ring_ of the flow visited last; the next visit starts after it, or at index 0 while
+  // `fresh_` (no visit since the ring was last empty).
   size_t cursor_ = 0;
   bool fresh_ = true;
-  // True while the flow at cursor_ is still within its visit (it got its
-  // quantum and has not yet run short of deficit): DRR lets it send again
-  // without a new quantum.
+  // True while the flow at cursor_ is still within its visit (it got its quantum and has not yet
+  // run short of deficit): DRR lets it send again without a new quantum.
   bool in_visit_ = false;
   // The cap's bucket: nothing leaves before this time.
   Time global_ready_{0};
