@@ -6,6 +6,8 @@
 
 // oc_schedule.cc: what would the scheduler do (issue 6). argv[0] is "schedule".
 int RunScheduleCommand(int argc, char** argv);
+// oc_kv.cc: keys, put-chunks, get-layers, probe (issue 5). argv[0] is the command.
+int RunKvCommand(int argc, char** argv);
 
 namespace {
 
@@ -14,6 +16,10 @@ constexpr std::string_view kUsage =
     "commands:\n"
     "  schedule   rates each bandwidth policy gives a set of layerwise "
     "requests\n"
+    "  keys       chunk keys (object names) of a token file\n"
+    "  put-chunks store N chunks in one descriptor PUT\n"
+    "  get-layers descriptor GET into a buffer (UCX) or from the body (HTTP)\n"
+    "  probe      how many leading chunks are present, and their sizes\n"
     "run 'oc <command> --help' for a command's flags\n";
 
 }  // namespace
@@ -26,6 +32,10 @@ int main(int argc, char** argv) {
   const std::string_view command = argv[1];
   if (command == "schedule") {
     return RunScheduleCommand(argc - 1, argv + 1);
+  }
+  if (command == "keys" || command == "put-chunks" || command == "get-layers" ||
+      command == "probe") {
+    return RunKvCommand(argc - 1, argv + 1);
   }
   if (command == "help" || command == "--help" || command == "-h") {
     std::cout << kUsage;

@@ -1,0 +1,439 @@
+// The KV-cache subcommands of `oc` (issue 5), each a thin layer over liboc_client:
+//
+//   oc keys       --tokens FILE [--binary] --chunk-tokens G [namespace flags] [--prefix P]
+//   oc put-chunks KEYS SHAPE --bucket B --data FILE [--via http|ucx]
+//   oc get-layers KEYS SHAPE --bucket B [--out FILE] [--via ucx|http]
+//   oc probe      KEYS SHAPE --bucket B
+//
+// Token file: whitespace-separated decimal uint32 tokens; with --binary, raw little-endian
+// uint32 (4 bytes per token). Namespace flags (docs/protocol.md, chunk keys): --model ID
+// (default "model"), --dtype D (default "bfloat16"), --tp RANK/SIZE (default 0/1).
+// KEYS, one of: --tokens FILE (+ --chunk-tokens, namespace flags, --prefix: compact keys
+// computed as `oc keys` prints them), --hashes H0,H1,... with --prefix (compact), or
+// --names FILE (explicit keys, one object name per line).
+// SHAPE: --layers L --layer-bytes S [--chunk-tokens G] [--layout kv_l2td|kv_2ltd]
+// [--delivery layer-major|chunk-major] [--request-id ID] [--compute-window-us C].
+// Connection: --endpoint URL --access-key K --secret-key S --region R, or the environment
+// (OC_ENDPOINT; AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, else OC_ACCESS_KEY/OC_SECRET_KEY).
+//
+// Output on stdout: `keys` one object name per line; `get-layers` one line per layer,
+// "layer <l> <microseconds since the request started>", then one summary line
+// "matched=<M> mode=<m> request_id=<id> bytes=<M·L·S> total_us=<t> gbps=<GB/s> gateway_us=..
+// storage_us=.. transfer_us=.."; `put-chunks` "chunks=<N> bytes=<n> request_id=<id>";
+// `probe` "matched=<M>" then one line per chunk: its size, or "-" when absent. Progress goes to
+// stderr. Exit 0 on success, 1 on a request error (the S3 error printed), 2 on bad flags.
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "oc/client/client.h"
+#include "oc/common/bytes.h"
+#include "oc/common/units.h"
+#include "oc/descriptor/chunk_key.h"
+#include "oc/descriptor/descriptor.h"
+
+namespace {
+
+namespace client = oc::client;
+namespace descriptor = oc::descriptor;
+using Clock = std::chrono::steady_clock;
+
+struct Flags {
+  std::map<std::string, std::string> values;
+  std::map<std::string, bool> switches;
+  const std::string* Get(const std::string& name) const {
+    auto it = values.find(name);
+    return it == values.end() ? nullptr : &it->second;
+  }
+  std::string Or(const std::string& name, std::string fallback) const {
+    const std::string* v = Get(name);
+    return v != nullptr ? *v : std::move(fallback);
+  }
+};
+
+constexpr std::string_view kSwitches[] = {"binary", "quiet"};
+
+oc::Result<Flags> ParseFlags(int argc, char** argv) {
+  Flags f;
+  for (int i = 1; i < argc; ++i) {
+    std::string_view arg = argv[i];
+    if (!arg.starts_with("--")) {
+      return oc::Status::InvalidArgument(std::string(arg), "unexpected argument");
+    }
+    std::string name(arg.substr(2));
+    if (const size_t eq = name.find('='); eq != std::string::npos) {
+      f.values[name.substr(0, eq)] = name.substr(eq + 1);
+      continue;
+    }
+    bool is_switch = false;
+    for (std::string_view s : kSwitches) {
+      is_switch = is_switch || s == name;
+    }
+    if (is_switch) {
+      f.switches[name] = true;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      return oc::Status::InvalidArgument(name, "needs a value");
+    }
+    f.values[name] = argv[++i];
+  }
+  return f;
+}
+
+oc::Result<std::string> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return oc::Status::NotFound(oc::Subject::kNone, "cannot open " + path);
+  }
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+oc::Result<std::vector<uint32_t>> ReadTokens(const std::string& path, bool binary) {
+  OC_ASSIGN_OR_RETURN(std::string data, ReadFile(path));
+  std::vector<uint32_t> tokens;
+  if (binary) {
+    if (data.size() % 4 != 0) {
+      return oc::Status::InvalidArgument("tokens", "binary token file size is not a multiple of 4");
+    }
+    tokens.reserve(data.size() / 4);
+    for (size_t i = 0; i < data.size(); i += 4) {
+      tokens.push_back(oc::GetLittleEndian32(reinterpret_cast<const std::byte*>(data.data() + i)));
+    }
+    return tokens;
+  }
+  std::istringstream in(data);
+  std::string word;
+  while (in >> word) {
+    OC_ASSIGN_OR_RETURN(uint64_t v, oc::ParseUint64(word, "tokens"));
+    if (v > UINT32_MAX) {
+      return oc::Status::InvalidArgument("tokens", "token " + word + " exceeds 32 bits");
+    }
+    tokens.push_back(static_cast<uint32_t>(v));
+  }
+  return tokens;
+}
+
+oc::Result<uint64_t> Number(const Flags& f, const std::string& name, uint64_t fallback,
+                            bool required) {
+  const std::string* v = f.Get(name);
+  if (v == nullptr) {
+    if (required) {
+      return oc::Status::InvalidArgument("--" + name, "is required");
+    }
+    return fallback;
+  }
+  return oc::ParseSize(*v, "--" + name);
+}
+
+oc::Result<std::vector<descriptor::ChunkHash>> HashesFromTokens(const Flags& f) {
+  OC_ASSIGN_OR_RETURN(std::vector<uint32_t> tokens,
+                      ReadTokens(*f.Get("tokens"), f.switches.count("binary") > 0));
+  OC_ASSIGN_OR_RETURN(uint64_t g, Number(f, "chunk-tokens", 0, true));
+  descriptor::KeyNamespace ns;
+  ns.model_id = f.Or("model", "model");
+  ns.dtype = f.Or("dtype", "bfloat16");
+  const std::string tp = f.Or("tp", "0/1");
+  const size_t slash = tp.find('/');
+  if (slash == std::string::npos) {
+    return oc::Status::InvalidArgument("--tp", "must be RANK/SIZE");
+  }
+  OC_ASSIGN_OR_RETURN(uint64_t rank, oc::ParseUint64(tp.substr(0, slash), "--tp"));
+  OC_ASSIGN_OR_RETURN(uint64_t size, oc::ParseUint64(tp.substr(slash + 1), "--tp"));
+  ns.tp_rank = static_cast<uint32_t>(rank);
+  ns.tp_size = static_cast<uint32_t>(size);
+  OC_ASSIGN_OR_RETURN(std::string ns_string, descriptor::NamespaceString(ns));
+  return descriptor::ChunkHashes(tokens, static_cast<uint32_t>(g), ns_string);
+}
+
+oc::Result<descriptor::Descriptor> BuildDescriptor(const Flags& f) {
+  descriptor::Descriptor d;
+  const std::string prefix = f.Or("prefix", "");
+  if (f.Get("tokens") != nullptr) {
+    OC_ASSIGN_OR_RETURN(std::vector<descriptor::ChunkHash> hashes, HashesFromTokens(f));
+    d.keys = descriptor::CompactKeys{prefix, std::move(hashes)};
+  } else if (const std::string* list = f.Get("hashes")) {
+    descriptor::CompactKeys keys{prefix, {}};
+    std::string_view rest = *list;
+    while (!rest.empty()) {
+      const size_t comma = rest.find(',');
+      std::string_view hex = rest.substr(0, comma);
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+      descriptor::ChunkHash h;
+      if (hex.size() != 32 || !oc::HexDecodeTo(hex, oc::MutableByteSpan(h))) {
+        return oc::Status::InvalidArgument("--hashes", "each hash is 32 hex digits");
+      }
+      keys.hashes.push_back(h);
+    }
+    d.keys = std::move(keys);
+  } else if (const std::string* path = f.Get("names")) {
+    OC_ASSIGN_OR_RETURN(std::string text, ReadFile(*path));
+    descriptor::ExplicitKeys keys;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (!line.empty() && line.back() == '\r') {
+        line.pop_back();
+      }
+      if (!line.empty()) {
+        keys.names.push_back(line);
+      }
+    }
+    d.keys = std::move(keys);
+  } else {
+    return oc::Status::InvalidArgument("--tokens", "give --tokens, --hashes or --names");
+  }
+  OC_ASSIGN_OR_RETURN(uint64_t layers, Number(f, "layers", 0, true));
+  OC_ASSIGN_OR_RETURN(d.layer_bytes, Number(f, "layer-bytes", 0, true));
+  OC_ASSIGN_OR_RETURN(uint64_t g, Number(f, "chunk-tokens", 16, false));
+  if (layers > UINT32_MAX || g > UINT32_MAX) {
+    return oc::Status::InvalidArgument("--layers", "out of range");
+  }
+  d.num_layers = static_cast<uint32_t>(layers);
+  d.chunk_tokens = static_cast<uint32_t>(g);
+  const std::string layout = f.Or("layout", "kv_l2td");
+  if (layout == "kv_l2td") {
+    d.layout = descriptor::StoredLayout::kL2TD;
+  } else if (layout == "kv_2ltd") {
+    d.layout = descriptor::StoredLayout::k2LTD;
+  } else {
+    return oc::Status::InvalidArgument("--layout", "kv_l2td or kv_2ltd");
+  }
+  const std::string delivery = f.Or("delivery", "layer-major");
+  if (delivery == "layer-major") {
+    d.delivery = descriptor::Delivery::kLayerMajor;
+  } else if (delivery == "chunk-major") {
+    d.delivery = descriptor::Delivery::kChunkMajor;
+  } else {
+    return oc::Status::InvalidArgument("--delivery", "layer-major or chunk-major");
+  }
+  d.request_id = f.Or("request-id", "");
+  if (f.Get("compute-window-us") != nullptr) {
+    OC_ASSIGN_OR_RETURN(uint64_t c, Number(f, "compute-window-us", 0, true));
+    d.compute_window_us = c;
+  }
+  return d;
+}
+
+oc::Result<std::unique_ptr<client::Client>> OpenClient(const Flags& f) {
+  client::ClientOptions options;
+  client::ApplyEnvironment(&options);
+  options.endpoint = f.Or("endpoint", options.endpoint);
+  options.access_key = f.Or("access-key", options.access_key);
+  options.secret_key = f.Or("secret-key", options.secret_key);
+  options.region = f.Or("region", options.region);
+  if (const std::string* t = f.Get("timeout")) {
+    OC_ASSIGN_OR_RETURN(std::chrono::nanoseconds ns, oc::ParseDuration(*t, "--timeout"));
+    options.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(ns);
+  }
+  options.data_plane.transports = f.Or("ucx-transports", "");
+  return client::Client::Open(options);
+}
+
+int Fail(const oc::Status& s, int code) {
+  std::cerr << "oc: " << s.ToString() << "\n";
+  return code;
+}
+
+int RunKeys(const Flags& f) {
+  if (f.Get("tokens") == nullptr) {
+    return Fail(oc::Status::InvalidArgument("--tokens", "is required"), 2);
+  }
+  oc::Result<std::vector<descriptor::ChunkHash>> hashes = HashesFromTokens(f);
+  if (!hashes.has_value()) {
+    return Fail(hashes.error(), 2);
+  }
+  const std::string prefix = f.Or("prefix", "");
+  for (const descriptor::ChunkHash& h : *hashes) {
+    std::cout << descriptor::ChunkObjectName(prefix, h) << "\n";
+  }
+  return 0;
+}
+
+int RunPutChunks(const Flags& f, client::Client& c, const descriptor::Descriptor& d,
+                 const std::string& bucket) {
+  const std::string* path = f.Get("data");
+  if (path == nullptr) {
+    return Fail(oc::Status::InvalidArgument("--data", "is required"), 2);
+  }
+  oc::Result<std::string> data = ReadFile(*path);
+  if (!data.has_value()) {
+    return Fail(data.error(), 2);
+  }
+  const std::string via = f.Or("via", "http");
+  oc::Result<client::PutChunksResult> r = oc::Status::Internal("unset");
+  if (via == "http") {
+    r = c.PutChunks(bucket, d, oc::AsBytes(*data));
+  } else if (via == "ucx") {
+    oc::Result<client::DataPlane*> plane = c.data_plane();
+    if (!plane.has_value()) {
+      return Fail(plane.error(), 1);
+    }
+    auto buffer = (*plane)->Allocate(std::max<uint64_t>(data->size(), 1));
+    if (!buffer.has_value()) {
+      return Fail(buffer.error(), 1);
+    }
+    std::memcpy((*buffer)->bytes().data(), data->data(), data->size());
+    r = c.PutChunks(bucket, d, **buffer);
+  } else {
+    return Fail(oc::Status::InvalidArgument("--via", "http or ucx"), 2);
+  }
+  if (!r.has_value()) {
+    return Fail(r.error(), 1);
+  }
+  std::cout << fmt::format("chunks={} bytes={} request_id={}\n", r->chunks, r->bytes,
+                           r->request_id);
+  return 0;
+}
+
+int RunGetLayers(const Flags& f, client::Client& c, const descriptor::Descriptor& d,
+                 const std::string& bucket) {
+  const uint64_t total = d.num_chunks() * d.num_layers * d.layer_bytes;
+  const std::string via = f.Or("via", "ucx");
+  const bool quiet = f.switches.count("quiet") > 0;
+  std::mutex mu;
+  std::vector<std::pair<uint32_t, int64_t>> arrivals;  // guarded by mu
+  const Clock::time_point start = Clock::now();
+  auto on_layer = [&](uint32_t layer) {
+    const int64_t us =
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
+    std::lock_guard lock(mu);
+    arrivals.emplace_back(layer, us);
+  };
+  std::unique_ptr<client::TargetBuffer> target;
+  std::vector<std::byte> heap;
+  oc::MutableByteSpan out;
+  oc::Result<client::LayerHandle> h = oc::Status::Internal("unset");
+  if (via == "ucx") {
+    oc::Result<client::DataPlane*> plane = c.data_plane();
+    if (!plane.has_value()) {
+      return Fail(plane.error(), 1);
+    }
+    // --target-bytes (tests): a buffer of another size than the payload, to see the server
+    // refuse a target that is too small.
+    oc::Result<uint64_t> size = Number(f, "buffer-bytes", total, false);
+    if (!size.has_value()) {
+      return Fail(size.error(), 2);
+    }
+    auto buffer = (*plane)->Allocate(std::max<uint64_t>(*size, 1));
+    if (!buffer.has_value()) {
+      return Fail(buffer.error(), 1);
+    }
+    target = std::move(*buffer);
+    out = target->bytes();
+    h = c.GetLayers(bucket, d, *target, on_layer);
+  } else if (via == "http") {
+    heap.resize(total);
+    out = oc::MutableByteSpan(heap);
+    h = c.GetLayersHttp(bucket, d, out, on_layer);
+  } else {
+    return Fail(oc::Status::InvalidArgument("--via", "ucx or http"), 2);
+  }
+  if (!h.has_value()) {
+    return Fail(h.error(), 1);
+  }
+  // Progress on stderr for long requests: layers as they land.
+  uint32_t shown = 0;
+  for (uint32_t l = 0; l < d.num_layers; ++l) {
+    oc::Status s = h->WaitLayer(l);
+    if (!s.ok()) {
+      break;  // partial hit or error: Wait() tells which
+    }
+    if (!quiet && total >= (64u << 20) && l + 1 - shown >= std::max<uint32_t>(1, d.num_layers / 8)) {
+      std::cerr << fmt::format("oc: {}/{} layers\n", l + 1, d.num_layers);
+      shown = l + 1;
+    }
+  }
+  oc::Result<client::LayersResult> r = h->Wait();
+  const int64_t total_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - start).count();
+  {
+    std::lock_guard lock(mu);
+    for (const auto& [layer, us] : arrivals) {
+      std::cout << fmt::format("layer {} {}\n", layer, us);
+    }
+  }
+  if (!r.has_value()) {
+    std::cout.flush();
+    return Fail(r.error(), 1);
+  }
+  const uint64_t bytes = r->summary.matched_chunks * d.num_layers * d.layer_bytes;
+  if (const std::string* path = f.Get("out")) {
+    std::ofstream file(*path, std::ios::binary | std::ios::trunc);
+    file.write(reinterpret_cast<const char*>(out.data()), static_cast<std::streamsize>(total));
+    if (!file) {
+      return Fail(oc::Status::IOError("cannot write " + *path), 1);
+    }
+  }
+  std::cout << fmt::format(
+      "matched={} mode={} request_id={} bytes={} total_us={} gbps={:.3f} gateway_us={} "
+      "storage_us={} transfer_us={} rate_gbps={}\n",
+      r->summary.matched_chunks, descriptor::ServeModeName(r->summary.mode),
+      r->summary.request_id, bytes, total_us,
+      total_us > 0 ? static_cast<double>(bytes) / static_cast<double>(total_us) / 1e3 : 0.0,
+      r->summary.gateway_us.value_or(0), r->summary.storage_us.value_or(0),
+      r->summary.transfer_us.value_or(0), r->assigned_rate_gbps);
+  return 0;
+}
+
+int RunProbe(client::Client& c, const descriptor::Descriptor& d, const std::string& bucket) {
+  oc::Result<client::ProbeResult> r = c.ProbeChunks(bucket, d);
+  if (!r.has_value()) {
+    return Fail(r.error(), 1);
+  }
+  std::cout << "matched=" << r->matched << "\n";
+  for (const auto& size : r->sizes) {
+    std::cout << (size ? std::to_string(*size) : std::string("-")) << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+// argv[0] is the subcommand name: keys, put-chunks, get-layers or probe.
+int RunKvCommand(int argc, char** argv) {
+  const std::string_view command = argv[0];
+  oc::Result<Flags> flags = ParseFlags(argc, argv);
+  if (!flags.has_value()) {
+    return Fail(flags.error(), 2);
+  }
+  const Flags& f = *flags;
+  if (command == "keys") {
+    return RunKeys(f);
+  }
+  const std::string* bucket = f.Get("bucket");
+  if (bucket == nullptr) {
+    return Fail(oc::Status::InvalidArgument("--bucket", "is required"), 2);
+  }
+  oc::Result<descriptor::Descriptor> d = BuildDescriptor(f);
+  if (!d.has_value()) {
+    return Fail(d.error(), 2);
+  }
+  oc::Result<std::unique_ptr<client::Client>> c = OpenClient(f);
+  if (!c.has_value()) {
+    return Fail(c.error(), 2);
+  }
+  if (command == "put-chunks") {
+    return RunPutChunks(f, **c, *d, *bucket);
+  }
+  if (command == "get-layers") {
+    return RunGetLayers(f, **c, *d, *bucket);
+  }
+  if (command == "probe") {
+    return RunProbe(**c, *d, *bucket);
+  }
+  std::cerr << "oc: unknown command\n";
+  return 2;
+}

@@ -1,0 +1,145 @@
+#pragma once
+// liboc_client: what a serving node needs to use ObjectCache as its KV-cache tier
+// (DESIGN.md: roles, "The descriptor", "Delivery"; docs/protocol.md is the wire contract).
+//
+//   auto client = Client::Open(options);            // endpoint, SigV4 credentials
+//   client->PutChunks("kv", desc, chunk_major_bytes);  // N chunks in one descriptor PUT
+//   auto probe = client->ProbeChunks("kv", desc);   // leading present chunks, one round trip
+//   auto buffer = (*client->data_plane())->Allocate(n * l * s);
+//   auto h = client->GetLayers("kv", desc, **buffer);  // descriptor GET into the buffer (UCX)
+//   h->WaitLayer(0);  ...  h->Wait();                // per-layer notifications, then the end
+//
+// GetLayersHttp is the fallback without a data plane: the same layer-major bytes stream in
+// the response body and land in caller memory at the same offsets, with the same per-layer
+// notifications. Every request is signed with SigV4 (oc_gateway_auth's canonicalisation and
+// signing key, docs/decisions.md "client signs with the gateway's SigV4 code") over a pool
+// of keep-alive HTTP/1.1 connections.
+//
+// Errors: a gateway error answer becomes a Status whose code follows the HTTP status and
+// S3 error code (400 -> kInvalidArgument, 403 -> kPermissionDenied or kUnauthenticated,
+// 404 -> kNotFound with Subject kBucket or kKey, 409 -> kAlreadyExists or
+// kFailedPrecondition, 416 -> kOutOfRange, 501 -> kUnimplemented, 503 -> kUnavailable,
+// other 5xx -> kInternal), whose field is the S3 ArgumentName (the x-oc-* header at fault),
+// and whose message reads "<S3 code> (HTTP <status>): <message>". Transport failures are
+// kUnavailable (connection refused or reset) or kIOError (timeouts).
+//
+// Thread safety: every Client method may be called concurrently. A LayerHandle is used by
+// one thread at a time; callbacks run on the data plane's progress thread (UCX) or the
+// request's own thread (HTTP) and must not block.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "oc/client/options.h"
+#include "oc/client/target_buffer.h"
+#include "oc/common/bytes.h"
+#include "oc/common/result.h"
+#include "oc/common/status.h"
+#include "oc/descriptor/codec.h"
+#include "oc/descriptor/descriptor.h"
+
+namespace oc::client {
+
+// The gateway's answer to a descriptor GET or POST.
+struct LayersResult {
+  descriptor::ResponseSummary summary;  // matched chunks, mode, request id, timings
+  double assigned_rate_gbps = 0;        // x-oc-assigned-rate-gbps; 0 when not paced
+  uint64_t payload_bytes = 0;           // M·L·S
+};
+
+struct ProbeResult {
+  uint64_t matched = 0;                       // chunks 0..matched-1 are present
+  std::vector<std::optional<uint64_t>> sizes;  // per chunk, nullopt when absent
+};
+
+struct PutChunksResult {
+  uint64_t chunks = 0;
+  uint64_t bytes = 0;
+  std::string request_id;
+};
+
+// One descriptor GET in flight. Destroying it waits for the request to end.
+class LayerHandle {
+ public:
+  struct State;
+  explicit LayerHandle(std::unique_ptr<State> state);
+  LayerHandle(LayerHandle&&) noexcept;
+  LayerHandle& operator=(LayerHandle&&) noexcept;
+  ~LayerHandle();
+
+  // Blocks until layer `layer` is in the buffer: OK; the request's error if it failed first;
+  // kOutOfRange if the request ended without that layer (a partial hit that matched no
+  // chunk delivers no layer) or layer >= L; kUnavailable on timeout (default: the client's).
+  Status WaitLayer(uint32_t layer);
+  Status WaitLayer(uint32_t layer, std::chrono::milliseconds timeout);
+  // Blocks until the request ended (every layer delivered and the HTTP answer read).
+  Result<LayersResult> Wait();
+  // Layers delivered so far.
+  uint32_t layers_ready() const;
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+// The Status a gateway error answer maps to (see the file comment). `body` is the S3 XML
+// error body (may be empty, as for HEAD).
+Status StatusFromS3Response(unsigned http_status, std::string_view body);
+
+class Client {
+ public:
+  // kInvalidArgument if options.Validate() fails. Connects lazily.
+  static Result<std::unique_ptr<Client>> Open(const ClientOptions& options);
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  const ClientOptions& options() const;
+
+  // The UCX data plane, opened on first use; owned by the client. UCX errors as
+  // DataPlane::Open.
+  Result<DataPlane*> data_plane();
+
+  // --- Plain S3 (chunk objects written one by one, tools and benchmarks) ---
+  Status CreateBucket(std::string_view bucket);
+  Status PutObject(std::string_view bucket, std::string_view key, ByteSpan data);
+  // Reads the object (or bytes [offset, offset + length) with a Range GET when length > 0)
+  // into `out`; returns the bytes read. kOutOfRange if `out` is too small.
+  Result<uint64_t> GetObject(std::string_view bucket, std::string_view key, MutableByteSpan out,
+                             uint64_t offset = 0, uint64_t length = 0);
+
+  // --- Descriptor requests (docs/protocol.md) ---
+  // Stores the N chunks of `d` in one PUT /{bucket}?objectcache; `chunks` is the N chunk
+  // objects back to back, chunk-major, each in d.layout. d.target and d.delivery are not
+  // sent. kInvalidArgument/kDescriptor if chunks.size() != N·L·S.
+  Result<PutChunksResult> PutChunks(std::string_view bucket, const descriptor::Descriptor& d,
+                                    ByteSpan chunks);
+  // The same, the server pulling bytes [offset, offset + N·L·S) of `source` over UCX.
+  Result<PutChunksResult> PutChunks(std::string_view bucket, descriptor::Descriptor d,
+                                    const TargetBuffer& source, uint64_t offset = 0);
+  // The batch existence query: how many leading chunks of `d` are present, and each size.
+  Result<ProbeResult> ProbeChunks(std::string_view bucket, const descriptor::Descriptor& d);
+  // Descriptor GET into `buffer` over UCX: d.target is set to bytes [offset, offset + N·L·S)
+  // of it. `on_layer` runs once per layer as it lands. POST is used when the headers would
+  // exceed the descriptor header limit. REQUIRES: `buffer` outlives the handle.
+  Result<LayerHandle> GetLayers(std::string_view bucket, descriptor::Descriptor d,
+                                const TargetBuffer& buffer, LayerCallback on_layer = {},
+                                uint64_t offset = 0);
+  // Descriptor GET without a target: the body streams into `out` (at least N·L·S bytes) at
+  // the same offsets a data-plane target would get (slices of unmatched chunks untouched),
+  // layer by layer with the same notifications. REQUIRES: `out` outlives the handle.
+  Result<LayerHandle> GetLayersHttp(std::string_view bucket, descriptor::Descriptor d,
+                                    MutableByteSpan out, LayerCallback on_layer = {});
+
+  struct Impl;
+
+ private:
+  explicit Client(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace oc::client

@@ -1,0 +1,49 @@
+#pragma once
+// ClientOptions: where liboc_client finds the gateway, whose credentials it signs with, and
+// how its data plane is set up. Plain fields; FromEnvironment() fills the usual variables.
+// Thread safety: a value type.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "oc/client/target_buffer.h"
+#include "oc/common/result.h"
+#include "oc/common/status.h"
+
+namespace oc::client {
+
+struct ClientOptions {
+  // The gateway, "http://host:port" (https is not supported). Environment: OC_ENDPOINT.
+  // Default: "http://127.0.0.1:9000"
+  std::string endpoint = "http://127.0.0.1:9000";
+  // SigV4 credentials; both empty sends anonymous requests. Environment: AWS_ACCESS_KEY_ID /
+  // AWS_SECRET_ACCESS_KEY, else OC_ACCESS_KEY / OC_SECRET_KEY.
+  // Default: "" (anonymous)
+  std::string access_key;
+  std::string secret_key;
+  // Region requests are signed for (the gateway's auth.region). Environment: AWS_REGION.
+  // Default: "us-east-1"
+  std::string region = "us-east-1";
+  // Bound on every socket read or write, and on each wait for a data-plane notification.
+  // Default: 60 s
+  std::chrono::milliseconds timeout{60'000};
+  // Hash request bodies into x-amz-content-sha256; false sends UNSIGNED-PAYLOAD (the body is
+  // then protected by TCP only, as with presigned URLs) and saves a SHA-256 pass per byte.
+  // Default: false
+  bool sign_payload = false;
+  // Idle keep-alive connections kept for reuse.
+  // Default: 8
+  uint32_t max_idle_connections = 8;
+  // The data plane opened on first use (a descriptor request with a target).
+  DataPlaneOptions data_plane;
+
+  // kInvalidArgument naming the field: an endpoint that is not http://host[:port], only one
+  // of the two keys, a zero timeout.
+  Status Validate() const;
+};
+
+// Overrides `options` from the environment variables named above (those that are set).
+void ApplyEnvironment(ClientOptions* options);
+
+}  // namespace oc::client

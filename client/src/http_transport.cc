@@ -1,0 +1,212 @@
+#include "http_transport.h"
+
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include <algorithm>
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http/buffer_body.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <cctype>
+
+#include "fmt/format.h"
+
+namespace oc::client {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+using tcp = asio::ip::tcp;
+
+// Largest response header block accepted from the gateway.
+constexpr uint32_t kMaxResponseHeaderBytes = 64 << 10;
+
+Status FromAsio(const beast::error_code& ec, std::string_view what) {
+  if (ec == asio::error::eof || ec == asio::error::connection_reset ||
+      ec == asio::error::broken_pipe || ec == http::error::end_of_stream ||
+      ec == asio::error::connection_refused) {
+    return Status::Unavailable(fmt::format("{}: {}", what, ec.message()));
+  }
+  if (ec == asio::error::would_block || ec == asio::error::try_again ||
+      ec == asio::error::timed_out) {
+    return Status::IOError(fmt::format("{}: timed out", what));
+  }
+  return Status::IOError(fmt::format("{}: {}", what, ec.message()));
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+class BeastConnection final : public HttpConnection {
+ public:
+  explicit BeastConnection(asio::io_context& io) : socket_(io) {}
+
+  Status Open(const std::string& host, const std::string& port,
+              std::chrono::milliseconds timeout) {
+    beast::error_code ec;
+    tcp::resolver resolver(socket_.get_executor());
+    const auto endpoints = resolver.resolve(host, port, ec);
+    if (ec) {
+      return Status::Unavailable(fmt::format("resolve {}:{}: {}", host, port, ec.message()));
+    }
+    asio::connect(socket_, endpoints, ec);
+    if (ec) {
+      return Status::Unavailable(fmt::format("connect {}:{}: {}", host, port, ec.message()));
+    }
+    socket_.set_option(tcp::no_delay(true), ec);
+    timeval tv{};
+    tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
+    tv.tv_usec = static_cast<suseconds_t>((timeout.count() % 1000) * 1000);
+    const int fd = socket_.native_handle();
+    if (::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0 ||
+        ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0) {
+      return Status::IOError("setsockopt timeouts failed");
+    }
+    return Status::Ok();
+  }
+
+  Result<HttpResponseHead> Send(const HttpRequest& request) override {
+    reusable_ = false;
+    beast::error_code ec;
+    http::request<http::buffer_body> req;
+    req.method_string(boost::beast::string_view(request.method.data(), request.method.size()));
+    req.target(boost::beast::string_view(request.target.data(), request.target.size()));
+    req.version(11);
+    for (const auto& [name, value] : request.headers) {
+      req.insert(boost::beast::string_view(name.data(), name.size()),
+                 boost::beast::string_view(value.data(), value.size()));
+    }
+    req.body().data = const_cast<std::byte*>(request.body.data());  // Beast's type is void*
+    req.body().size = request.body.size();
+    req.body().more = false;
+    http::write(socket_, req, ec);
+    if (ec) {
+      return FromAsio(ec, "send request");
+    }
+    parser_.emplace();
+    parser_->header_limit(kMaxResponseHeaderBytes);
+    parser_->body_limit(boost::none);
+    if (request.method == "HEAD") {
+      parser_->skip(true);
+    }
+    http::read_header(socket_, buffer_, *parser_, ec);
+    if (ec) {
+      return FromAsio(ec, "read response header");
+    }
+    HttpResponseHead head;
+    const auto& msg = parser_->get();
+    head.status = msg.result_int();
+    for (const auto& field : msg) {
+      const auto name = field.name_string();
+      const auto value = field.value();
+      head.headers.emplace_back(Lower(std::string_view(name.data(), name.size())),
+                                std::string(value.data(), value.size()));
+    }
+    if (parser_->content_length()) {
+      head.content_length = *parser_->content_length();
+    }
+    head.keep_alive = msg.keep_alive();
+    keep_alive_ = head.keep_alive;
+    if (parser_->is_done()) {
+      reusable_ = keep_alive_;
+    }
+    return head;
+  }
+
+  Result<uint64_t> ReadBody(MutableByteSpan out) override {
+    if (!parser_ || parser_->is_done()) {
+      reusable_ = parser_ && keep_alive_;
+      return uint64_t{0};
+    }
+    auto& body = parser_->get().body();
+    body.data = out.data();
+    body.size = out.size();
+    beast::error_code ec;
+    http::read(socket_, buffer_, *parser_, ec);
+    if (ec == http::error::need_buffer) {
+      ec = {};
+    }
+    if (ec) {
+      return FromAsio(ec, "read response body");
+    }
+    const uint64_t n = out.size() - body.size;
+    if (parser_->is_done()) {
+      reusable_ = keep_alive_;
+    }
+    return n;
+  }
+
+  bool reusable() const override { return reusable_; }
+
+ private:
+  tcp::socket socket_;
+  beast::flat_buffer buffer_;
+  std::optional<http::response_parser<http::buffer_body>> parser_;
+  bool keep_alive_ = false;
+  bool reusable_ = false;
+};
+
+// Each connection owns its io_context: synchronous use needs no running loop.
+class OwningConnection final : public HttpConnection {
+ public:
+  OwningConnection() : conn_(io_) {}
+  Status Open(const std::string& host, const std::string& port,
+              std::chrono::milliseconds timeout) {
+    return conn_.Open(host, port, timeout);
+  }
+  Result<HttpResponseHead> Send(const HttpRequest& request) override {
+    return conn_.Send(request);
+  }
+  Result<uint64_t> ReadBody(MutableByteSpan out) override { return conn_.ReadBody(out); }
+  bool reusable() const override { return conn_.reusable(); }
+
+ private:
+  asio::io_context io_{1};
+  BeastConnection conn_;
+};
+
+}  // namespace
+
+const std::string* HttpResponseHead::Find(std::string_view name) const {
+  for (const auto& [n, v] : headers) {
+    if (n == name) {
+      return &v;
+    }
+  }
+  return nullptr;
+}
+
+Result<std::string> HttpConnection::ReadBodyString(uint64_t limit) {
+  std::string out;
+  char piece[64 << 10];
+  for (;;) {
+    OC_ASSIGN_OR_RETURN(uint64_t n,
+                        ReadBody(MutableByteSpan(reinterpret_cast<std::byte*>(piece), sizeof(piece))));
+    if (n == 0) {
+      return out;
+    }
+    if (out.size() + n > limit) {
+      return Status::ResourceExhausted("body", fmt::format("response body over {} bytes", limit));
+    }
+    out.append(piece, n);
+  }
+}
+
+Result<std::unique_ptr<HttpConnection>> HttpConnection::Connect(
+    const std::string& host, const std::string& port, std::chrono::milliseconds timeout) {
+  auto conn = std::make_unique<OwningConnection>();
+  OC_RETURN_IF_ERROR(conn->Open(host, port, timeout));
+  return std::unique_ptr<HttpConnection>(std::move(conn));
+}
+
+}  // namespace oc::client
