@@ -16,10 +16,14 @@ const Logger kLog{"client.data_plane"};
 
 class UcxTargetBuffer final : public TargetBuffer {
  public:
-  UcxTargetBuffer(MutableByteSpan bytes, bool owned, ByteSpan worker_address)
-      : bytes_(bytes), owned_(owned), worker_address_(worker_address) {}
+  UcxTargetBuffer(data_plane::UcxWorker& worker, MutableByteSpan bytes, bool owned)
+      : worker_(worker), bytes_(bytes), owned_(owned), worker_address_(worker.address()) {}
   ~UcxTargetBuffer() override {
-    mapping_.reset();  // unmap from UCX before the memory goes
+    // Unmap from UCX, on the worker's thread, before the memory goes.
+    worker_.Call([this] {
+      mapping_.reset();
+      return 0;
+    });
     if (owned_) {
       ::munmap(bytes_.data(), bytes_.size());
     }
@@ -31,6 +35,7 @@ class UcxTargetBuffer final : public TargetBuffer {
   std::unique_ptr<data_plane::MappedMemory> mapping_;
 
  private:
+  data_plane::UcxWorker& worker_;
   MutableByteSpan bytes_;
   bool owned_;
   ByteSpan worker_address_;
@@ -156,9 +161,10 @@ Result<std::unique_ptr<TargetBuffer>> UcxReceiver::Allocate(uint64_t length) {
     return Status::ResourceExhausted("length", fmt::format("cannot allocate {} bytes", length));
   }
   auto buffer = std::make_unique<UcxTargetBuffer>(
-      MutableByteSpan(static_cast<std::byte*>(mem), length), /*owned=*/true, worker_->address());
-  OC_ASSIGN_OR_RETURN(buffer->mapping_,
-                      data_plane::MappedMemory::Map(worker_->context(), mem, length));
+      *worker_, MutableByteSpan(static_cast<std::byte*>(mem), length), /*owned=*/true);
+  OC_ASSIGN_OR_RETURN(buffer->mapping_, worker_->Call([&] {
+    return data_plane::MappedMemory::Map(worker_->context(), mem, length);
+  }));
   return std::unique_ptr<TargetBuffer>(std::move(buffer));
 }
 
@@ -166,9 +172,10 @@ Result<std::unique_ptr<TargetBuffer>> UcxReceiver::Wrap(MutableByteSpan memory) 
   if (memory.empty()) {
     return Status::InvalidArgument("memory", "target buffer of 0 bytes");
   }
-  auto buffer = std::make_unique<UcxTargetBuffer>(memory, /*owned=*/false, worker_->address());
-  OC_ASSIGN_OR_RETURN(buffer->mapping_, data_plane::MappedMemory::Map(
-                                            worker_->context(), memory.data(), memory.size()));
+  auto buffer = std::make_unique<UcxTargetBuffer>(*worker_, memory, /*owned=*/false);
+  OC_ASSIGN_OR_RETURN(buffer->mapping_, worker_->Call([&] {
+    return data_plane::MappedMemory::Map(worker_->context(), memory.data(), memory.size());
+  }));
   return std::unique_ptr<TargetBuffer>(std::move(buffer));
 }
 

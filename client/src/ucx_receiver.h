@@ -1,7 +1,7 @@
 #pragma once
 // UcxReceiver: the UCX implementation of oc::client::DataPlane (target_buffer.h). It owns a
-// UcxWorker (ucp context + MULTI-thread worker + progress thread, shared code with the
-// server in storage-server/src/data_plane/ucx_core.h), maps target buffers, and routes the
+// UcxWorker (ucp context + worker owned by its progress thread, shared code with the server
+// in storage-server/src/data_plane/ucx_core.h), maps target buffers, and routes the
 // data-plane active messages (wire format in ucx_core.h, docs/protocol.md "Data plane") to
 // the Delivery registered for their request key.
 // Thread safety: as DataPlane.

@@ -1,7 +1,5 @@
 #include "endpoint_cache.h"
 
-#include <thread>
-
 #include "oc/common/check.h"
 #include "oc/common/log.h"
 
@@ -22,20 +20,23 @@ void Endpoint::Close() {
     return;
   }
   // Non-blocking close: a healthy endpoint flushes first, a failed one is released at once
-  // and its outstanding requests complete as cancelled. The close request (if any) is freed
-  // now and completes on the progress thread.
-  ucp_request_param_t param{};
-  param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-  param.flags = failed() ? UCP_EP_CLOSE_FLAG_FORCE : 0;
-  ucs_status_ptr_t sp = ucp_ep_close_nbx(ep_, &param);
-  if (UCS_PTR_IS_PTR(sp)) {
-    ucp_request_free(sp);
-  }
-  cache_->worker_.Wake();
+  // (with peer error handling its outstanding requests complete as cancelled). The close
+  // request (if any) is freed at once and completes on the progress thread.
+  const ucp_ep_h ep = ep_;
+  const bool force = failed();
+  cache_->worker_.Submit([ep, force] {
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+    param.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    ucs_status_ptr_t sp = ucp_ep_close_nbx(ep, &param);
+    if (UCS_PTR_IS_PTR(sp)) {
+      ucp_request_free(sp);
+    }
+  });
 }
 
-EndpointCache::EndpointCache(data_plane::UcxWorker& worker, uint64_t capacity, PeerFailure mode)
-    : worker_(worker), capacity_(capacity), mode_(mode) {
+EndpointCache::EndpointCache(data_plane::UcxWorker& worker, uint64_t capacity)
+    : worker_(worker), capacity_(capacity) {
   OC_CHECK(capacity > 0);
 }
 
@@ -83,34 +84,40 @@ Result<std::shared_ptr<Endpoint>> EndpointCache::Get(ByteSpan worker_address) {
   }
   doomed.clear();
 
-  // Create outside mu_: UCX's error handler runs under the worker lock and takes mu_, so
-  // holding mu_ across a UCX call could deadlock.
+  // Create without holding mu_: Call waits for the owning thread, whose error handler takes
+  // mu_.
   std::shared_ptr<Endpoint> endpoint(new Endpoint(this, key));
   ucp_ep_params_t params{};
   params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                       UCP_EP_PARAM_FIELD_ERR_HANDLER;
   params.address = reinterpret_cast<const ucp_address_t*>(worker_address.data());
-  params.err_mode =
-      mode_ == PeerFailure::kUcx ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
   params.err_handler.cb = &EndpointCache::OnEndpointError;
   params.err_handler.arg = this;
-  ucp_ep_h ep = nullptr;
-  const ucs_status_t st = ucp_ep_create(worker_.worker(), &params, &ep);
+  // Created and registered on the owning thread, where the error handler also runs, so no
+  // error can arrive for an endpoint the cache does not know yet.
+  const ucs_status_t st = worker_.Call([&] {
+    ucp_ep_h ep = nullptr;
+    params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    ucs_status_t created = ucp_ep_create(worker_.worker(), &params, &ep);
+    if (created == UCS_ERR_UNREACHABLE) {
+      // No transport to this peer can report peer failure (UCX 1.13 shared memory).
+      params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+      created = ucp_ep_create(worker_.worker(), &params, &ep);
+      endpoint->peer_error_handling_ = false;
+    }
+    if (created == UCS_OK) {
+      std::lock_guard<std::mutex> lock(mu_);
+      endpoint->ep_ = ep;
+      by_ep_[ep] = endpoint.get();
+    }
+    return created;
+  });
   if (st != UCS_OK) {
     Status s = data_plane::FromUcs(st, "ucp_ep_create");
     return Status::InvalidArgument("x-oc-target-worker", std::string(s.message()));
   }
-  worker_.Wake();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    endpoint->ep_ = ep;
-    by_ep_[ep] = endpoint.get();
-    if (orphan_errors_.erase(ep) != 0) {
-      // UCX reported the error before we registered the endpoint.
-      endpoint->failed_.store(true, std::memory_order_release);
-      failures_.fetch_add(1, std::memory_order_relaxed);
-      return Status::Unavailable("endpoint to the client failed while connecting");
-    }
     auto it = by_key_.find(key);
     if (it != by_key_.end()) {
       // Another request created one meanwhile: keep ours for this request only.
@@ -136,8 +143,7 @@ void EndpointCache::OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status)
   std::lock_guard<std::mutex> lock(self->mu_);
   auto found = self->by_ep_.find(ep);
   if (found == self->by_ep_.end()) {
-    self->orphan_errors_.insert(ep);  // created but not registered yet: Get() sees it
-    return;
+    return;  // closed and forgotten already
   }
   Endpoint* endpoint = found->second;
   if (!endpoint->failed_.exchange(true, std::memory_order_acq_rel)) {
@@ -164,10 +170,6 @@ void EndpointCache::Fail(Endpoint& endpoint, std::string_view reason, bool close
     }
   }
   if (close_now) {
-    // failed_ is set, so no new Post() starts; wait out those already inside UCX.
-    while (endpoint.active_.load(std::memory_order_seq_cst) != 0) {
-      std::this_thread::yield();
-    }
     endpoint.Close();
   }
   doomed.clear();

@@ -4,13 +4,16 @@
 // an endpoint per client worker). Bounded: the least recently used endpoint is dropped when
 // a new one would exceed the capacity. An endpoint that fails is marked failed and dropped
 // from the cache at once, so the next request from that worker address gets a fresh one.
-// Failure is found two ways (docs/decisions.md, "Data plane: noticing a vanished client"):
-//  - PeerFailure::kUcx: endpoints use UCP_ERR_HANDLING_MODE_PEER and UCX's keepalive; UCX
-//    calls the error handler. UCX 1.13 cannot do this over shared memory (posix/sysv lack
-//    peer-failure support), so it then picks TCP even on one host.
-//  - PeerFailure::kTimeout: UCP_ERR_HANDLING_MODE_NONE, so shared memory and CMA are usable;
-//    an operation that errors or does not complete within the sink's timeout fails the
-//    endpoint (Fail()), which force-closes it so its stuck requests complete as cancelled.
+// Failure is found two ways, chosen per endpoint (docs/decisions.md, "Data plane: noticing a
+// vanished client"):
+//  - UCX peer error handling (UCP_ERR_HANDLING_MODE_PEER + keepalive), tried first: UCX calls
+//    the error handler and completes the endpoint's requests with an error. Used whenever the
+//    transports allow it (TCP, verbs).
+//  - Without it (UCP_ERR_HANDLING_MODE_NONE), when UCX refuses peer error handling for the
+//    transports in use: UCX 1.13's shared-memory transports (posix, sysv) cannot do it. An
+//    operation that errors or stalls past the sink's timeout then fails the endpoint
+//    (Fail()), which force-closes it; the stuck requests never complete, so the sink retires
+//    their staging buffers.
 // Requests hold their endpoint by shared_ptr: an endpoint dropped while a request still uses
 // it is closed when the request lets go.
 // Thread safety: every method may be called from any thread. The cache must outlive every
@@ -23,7 +26,6 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "oc/common/result.h"
@@ -40,21 +42,22 @@ class Endpoint {
   Endpoint(const Endpoint&) = delete;
   Endpoint& operator=(const Endpoint&) = delete;
 
+  // True if UCX watches the peer (UCP_ERR_HANDLING_MODE_PEER): its requests then complete,
+  // with an error, when it fails or is force-closed.
+  bool peer_error_handling() const { return peer_error_handling_; }
   // True once the endpoint failed (UCX error or timeout); it then carries no more traffic.
   bool failed() const { return failed_.load(std::memory_order_seq_cst); }
 
   // Posts one operation: returns post(ep), or an error status pointer without calling it if
-  // the endpoint has failed. Never overlaps the force-close of a failed endpoint.
+  // the endpoint has failed or is closed. REQUIRES: on the worker's owning thread (inside
+  // UcxWorker::Submit/Call or a callback), where the close also runs, so the two never
+  // overlap.
   template <typename F>
   ucs_status_ptr_t Post(F&& post) {
-    active_.fetch_add(1, std::memory_order_seq_cst);
-    if (failed()) {
-      active_.fetch_sub(1, std::memory_order_seq_cst);
+    if (failed() || closed_.load(std::memory_order_acquire)) {
       return UCS_STATUS_PTR(UCS_ERR_CONNECTION_RESET);
     }
-    ucs_status_ptr_t sp = post(ep_);
-    active_.fetch_sub(1, std::memory_order_seq_cst);
-    return sp;
+    return post(ep_);
   }
 
  private:
@@ -66,20 +69,15 @@ class Endpoint {
   void Close();            // once; force if failed. REQUIRES: no Post() can start a new operation
 
   ucp_ep_h ep_ = nullptr;
+  bool peer_error_handling_ = true;  // likewise
   std::atomic<bool> failed_{false};
-  std::atomic<int> active_{0};  // Post() calls in progress
   std::atomic<bool> closed_{false};
 };
 
 class EndpointCache {
  public:
-  enum class PeerFailure {
-    kUcx,      // UCP_ERR_HANDLING_MODE_PEER + keepalive
-    kTimeout,  // UCP_ERR_HANDLING_MODE_NONE; failure by error or timeout (Fail)
-  };
-
   // REQUIRES: capacity > 0; `worker` outlives the cache.
-  EndpointCache(data_plane::UcxWorker& worker, uint64_t capacity, PeerFailure mode);
+  EndpointCache(data_plane::UcxWorker& worker, uint64_t capacity);
   ~EndpointCache();
   EndpointCache(const EndpointCache&) = delete;
   EndpointCache& operator=(const EndpointCache&) = delete;
@@ -99,6 +97,8 @@ class EndpointCache {
   // their UCX close, since destroying the worker releases them.
   void Shutdown();
 
+  bool shut_down() const { return shut_down_.load(); }
+
   // Endpoints currently cached (healthy, not yet evicted).
   uint64_t size() const;
   // Endpoints dropped after a UCX error since the cache was created.
@@ -116,7 +116,6 @@ class EndpointCache {
 
   data_plane::UcxWorker& worker_;
   const uint64_t capacity_;
-  const PeerFailure mode_;
   std::atomic<bool> shut_down_{false};
   std::atomic<uint64_t> failures_{0};
 
@@ -129,8 +128,6 @@ class EndpointCache {
   // Endpoints dropped inside the error handler; destroyed later outside UCX callbacks,
   // because closing an endpoint from its own error callback is not allowed.
   std::vector<std::shared_ptr<Endpoint>> graveyard_ OC_GUARDED_BY(mu_);
-  // Handles UCX reported an error on between ucp_ep_create and their registration.
-  std::unordered_set<ucp_ep_h> orphan_errors_ OC_GUARDED_BY(mu_);
 };
 
 }  // namespace oc::storage

@@ -8,21 +8,23 @@
 
 namespace oc::storage {
 
-Result<std::unique_ptr<StagingPool>> StagingPool::Create(ucp_context_h context, uint32_t count,
-                                                         uint64_t buffer_bytes) {
+Result<std::unique_ptr<StagingPool>> StagingPool::Create(data_plane::UcxWorker& worker,
+                                                         uint32_t count, uint64_t buffer_bytes) {
   uint64_t total = 0;
   if (count == 0 || buffer_bytes == 0 ||
       __builtin_mul_overflow(uint64_t{count}, buffer_bytes, &total)) {
     return Status::InvalidArgument("staging_buffers", "count and bytes must be positive");
   }
-  std::unique_ptr<StagingPool> pool(new StagingPool(context, count, buffer_bytes));
+  std::unique_ptr<StagingPool> pool(new StagingPool(worker, count, buffer_bytes));
   void* mem = ::mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) {
     return Status::ResourceExhausted("staging_buffers",
                                      fmt::format("cannot allocate {} staging bytes", total));
   }
   pool->base_ = static_cast<std::byte*>(mem);
-  OC_ASSIGN_OR_RETURN(pool->mapping_, data_plane::MappedMemory::Map(context, mem, total));
+  OC_ASSIGN_OR_RETURN(pool->mapping_, worker.Call([&] {
+    return data_plane::MappedMemory::Map(worker.context(), mem, total);
+  }));
   std::lock_guard<std::mutex> lock(pool->mu_);
   pool->free_.reserve(count);
   pool->slots_.resize(count);
@@ -34,6 +36,8 @@ Result<std::unique_ptr<StagingPool>> StagingPool::Create(ucp_context_h context, 
   return pool;
 }
 
+// Runs at teardown, after the owner stopped the worker's progress thread, so unmapping here
+// is on the owning thread.
 StagingPool::~StagingPool() {
   std::lock_guard<std::mutex> lock(mu_);
   replacements_.clear();
@@ -72,8 +76,8 @@ Status StagingPool::Retire(uint32_t slot) {
   if (mem == MAP_FAILED) {
     return Status::ResourceExhausted("staging_buffers", "cannot replace a retired buffer");
   }
-  Result<std::unique_ptr<data_plane::MappedMemory>> mapping =
-      data_plane::MappedMemory::Map(context_, mem, buffer_bytes_);
+  Result<std::unique_ptr<data_plane::MappedMemory>> mapping = worker_.Call(
+      [&] { return data_plane::MappedMemory::Map(worker_.context(), mem, buffer_bytes_); });
   if (!mapping.has_value()) {
     ::munmap(mem, buffer_bytes_);
     return mapping.error();

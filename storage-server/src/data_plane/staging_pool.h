@@ -26,7 +26,8 @@ class StagingPool final : public StagingBuffer::Owner {
  public:
   // Allocates count x buffer_bytes and maps it. kInvalidArgument if count or buffer_bytes
   // is 0 or the product overflows; kResourceExhausted if the memory cannot be had.
-  static Result<std::unique_ptr<StagingPool>> Create(ucp_context_h context, uint32_t count,
+  // REQUIRES: `worker` outlives the pool.
+  static Result<std::unique_ptr<StagingPool>> Create(data_plane::UcxWorker& worker, uint32_t count,
                                                      uint64_t buffer_bytes);
   ~StagingPool();
   StagingPool(const StagingPool&) = delete;
@@ -58,10 +59,10 @@ class StagingPool final : public StagingBuffer::Owner {
     std::byte* data = nullptr;
     ucp_mem_h memh = nullptr;
   };
-  StagingPool(ucp_context_h context, uint32_t count, uint64_t buffer_bytes)
-      : context_(context), count_(count), buffer_bytes_(buffer_bytes) {}
+  StagingPool(data_plane::UcxWorker& worker, uint32_t count, uint64_t buffer_bytes)
+      : worker_(worker), count_(count), buffer_bytes_(buffer_bytes) {}
 
-  const ucp_context_h context_;
+  data_plane::UcxWorker& worker_;
   const uint32_t count_;
   const uint64_t buffer_bytes_;
   std::byte* base_ = nullptr;  // mmap'ed count_ * buffer_bytes_

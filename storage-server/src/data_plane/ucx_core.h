@@ -6,13 +6,14 @@
 // (client/src/ucx_receiver.cc) both include this header; it is header-only so that a binary
 // linking both (the tests) holds one copy of each symbol. Nothing here is public API.
 //
-// Threading model: the worker is created with UCS_THREAD_MODE_MULTI, so any thread may post
-// operations (ucp_put_nbx, ucp_am_send_nbx, ...) directly; UCX serialises them with its worker
-// lock. One progress thread owned by UcxWorker calls ucp_worker_progress and, when idle, sleeps
-// on the worker's event fd (ucp_worker_arm + poll, bounded by kIdlePollMs so a missed wakeup
-// costs at most that). Every completion callback and active-message handler therefore runs on
-// the progress thread; they must not block. A thread that posts an operation which needs
-// progress to complete calls Wake() so the progress thread stops sleeping.
+// Threading model: one thread owns the worker. UcxWorker runs a progress thread that is the
+// only caller of the worker (UCS_THREAD_MODE_SINGLE): it calls ucp_worker_progress, runs tasks
+// other threads hand it with Submit()/Call() (posting puts, creating and closing endpoints,
+// mapping memory), and when idle sleeps on the worker's event fd (ucp_worker_arm + poll,
+// bounded by kIdlePollMs so a lost wakeup costs at most that). Every completion callback and
+// active-message handler therefore runs on that thread too; none may block. Rejected: a
+// UCS_THREAD_MODE_MULTI worker posted to from any thread: UCX 1.13 crashed inside its TCP
+// progress in about one test run in seven that way (docs/decisions.md).
 // Thread safety: every UcxWorker method may be called from any thread.
 
 #include <poll.h>
@@ -24,10 +25,14 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -220,8 +225,7 @@ class OpWaiter {
 };
 
 // ---------------------------------------------------------------------------------------
-// UcxWorker: ucp context (RMA + AM + wakeup) with one MULTI-thread worker and its progress
-// thread.
+// UcxWorker: ucp context (RMA + AM + wakeup) with one worker owned by its progress thread.
 
 struct WorkerOptions {
   // UCX transports, as UCX_TLS spells them ("tcp", "shm,cma"...); empty leaves UCX's own
@@ -264,15 +268,9 @@ class UcxWorker {
 
     ucp_worker_params_t wparams{};
     wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-    wparams.thread_mode = UCS_THREAD_MODE_MULTI;
+    wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
     OC_RETURN_IF_ERROR(
         FromUcs(ucp_worker_create(w->context_, &wparams, &w->worker_), "ucp_worker_create"));
-    ucp_worker_attr_t attr{};
-    attr.field_mask = UCP_WORKER_ATTR_FIELD_THREAD_MODE;
-    OC_RETURN_IF_ERROR(FromUcs(ucp_worker_query(w->worker_, &attr), "ucp_worker_query"));
-    if (attr.thread_mode != UCS_THREAD_MODE_MULTI) {
-      return Status::Unimplemented("UCX built without multi-thread support");
-    }
     OC_RETURN_IF_ERROR(FromUcs(ucp_worker_get_efd(w->worker_, &w->efd_), "ucp_worker_get_efd"));
 
     ucp_address_t* address = nullptr;
@@ -285,20 +283,67 @@ class UcxWorker {
     return w;
   }
 
-  // Starts the progress thread. Separate from Create so that owners can register their
-  // active-message handlers first. REQUIRES: called once.
+  // Starts the progress thread. Until then (and after Stop) the creating thread owns the
+  // worker and Submit/Call run tasks inline. Separate from Create so that owners can register
+  // active-message handlers and map memory first. REQUIRES: called once.
   void Start() {
+    running_.store(true, std::memory_order_release);
     thread_ = std::thread([this] { ProgressLoop(); });
   }
 
-  // Stops the progress thread: once this returns no callback or handler runs any more, so
-  // owners call it before tearing down what callbacks touch. Idempotent.
+  // Stops the progress thread, then runs any tasks still queued, on the calling thread, which
+  // owns the worker from then on: no callback or handler runs any more except inside calls it
+  // makes. Owners call it before tearing down what callbacks touch. Idempotent.
   void Stop() {
     stop_.store(true, std::memory_order_release);
     if (thread_.joinable()) {
       Wake();
       thread_.join();
     }
+    running_.store(false, std::memory_order_release);
+    progress_thread_.store(std::thread::id(), std::memory_order_release);
+    RunTasks();
+  }
+
+  // Runs `task` on the thread that owns the worker, after every task submitted before it:
+  // queued for the progress thread (which is woken), or run now if the caller is that thread
+  // or the thread is not running.
+  void Submit(std::function<void()> task) {
+    if (!running_.load(std::memory_order_acquire) || OnProgressThread()) {
+      task();
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lock(tasks_mu_);
+      tasks_.push_back(std::move(task));
+    }
+    Wake();
+  }
+
+  // Runs `f` on the owning thread as Submit does and waits for its result (f must return a
+  // value). Never call it while holding a lock that a callback or task may take.
+  template <typename F>
+  auto Call(F&& f) -> std::invoke_result_t<F> {
+    using R = std::invoke_result_t<F>;
+    if (!running_.load(std::memory_order_acquire) || OnProgressThread()) {
+      return f();
+    }
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<R> result;
+    Submit([&] {
+      R r = f();
+      std::lock_guard<std::mutex> lock(mu);
+      result.emplace(std::move(r));
+      cv.notify_all();
+    });
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return result.has_value(); });
+    return std::move(*result);
+  }
+
+  bool OnProgressThread() const {
+    return std::this_thread::get_id() == progress_thread_.load(std::memory_order_acquire);
   }
 
   // Stops the progress thread and destroys the worker; UCX completes every request still
@@ -321,12 +366,13 @@ class UcxWorker {
   UcxWorker& operator=(const UcxWorker&) = delete;
 
   ucp_context_h context() const { return context_; }
+  // REQUIRES: used on the owning thread (inside Submit/Call, a callback, or after Stop).
   ucp_worker_h worker() const { return worker_; }
   // This worker's address, what a peer passes to ucp_ep_create.
   ByteSpan address() const { return address_; }
 
-  // Makes the progress thread look at the worker now (after posting an operation that
-  // needs progress to complete).
+  // Makes the progress thread look at its worker and task queue now (ucp_worker_signal is
+  // the one worker call UCX allows from any thread).
   void Wake() { (void)ucp_worker_signal(worker_); }
 
  private:
@@ -335,9 +381,24 @@ class UcxWorker {
 
   UcxWorker() = default;
 
+  // Runs the queued tasks; true if there were any.
+  bool RunTasks() {
+    std::deque<std::function<void()>> tasks;
+    {
+      std::lock_guard<std::mutex> lock(tasks_mu_);
+      tasks.swap(tasks_);
+    }
+    for (auto& task : tasks) {
+      task();
+    }
+    return !tasks.empty();
+  }
+
   void ProgressLoop() {
+    progress_thread_.store(std::this_thread::get_id(), std::memory_order_release);
     while (!stop_.load(std::memory_order_acquire)) {
-      if (ucp_worker_progress(worker_) != 0) {
+      const bool ran = RunTasks();
+      if (ucp_worker_progress(worker_) != 0 || ran) {
         continue;
       }
       const ucs_status_t armed = ucp_worker_arm(worker_);
@@ -347,6 +408,14 @@ class UcxWorker {
       if (armed != UCS_OK) {
         std::this_thread::sleep_for(std::chrono::microseconds(100));
         continue;
+      }
+      {
+        // A task queued before arm may have had its wakeup consumed by it; one queued after
+        // signals the fd again.
+        std::lock_guard<std::mutex> lock(tasks_mu_);
+        if (!tasks_.empty()) {
+          continue;
+        }
       }
       pollfd pfd{efd_, POLLIN, 0};
       (void)::poll(&pfd, 1, kIdlePollMs);
@@ -358,11 +427,15 @@ class UcxWorker {
   int efd_ = -1;
   std::vector<std::byte> address_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> running_{false};
+  std::atomic<std::thread::id> progress_thread_{};
   std::thread thread_;
+  std::mutex tasks_mu_;
+  std::deque<std::function<void()>> tasks_;  // guarded by tasks_mu_
 };
 
 // Maps [data, data + length) for RMA; unmapped on destruction. The packed rkey is what a
-// peer needs to reach it.
+// peer needs to reach it. Create and destroy it on the worker's owning thread (UcxWorker::Call).
 class MappedMemory {
  public:
   static Result<std::unique_ptr<MappedMemory>> Map(ucp_context_h context, void* data,

@@ -78,12 +78,10 @@ Result<std::unique_ptr<UcxDataPlane>> UcxDataPlane::Create(const DataPlaneOption
   wopts.transports = options.transports;
   wopts.keepalive_interval = options.keepalive_interval;
   OC_ASSIGN_OR_RETURN(plane->worker_, data_plane::UcxWorker::Create(wopts));
+  OC_ASSIGN_OR_RETURN(plane->pool_, StagingPool::Create(*plane->worker_, options.staging_buffers,
+                                                        options.staging_buffer_bytes));
+  plane->endpoints_ = std::make_unique<EndpointCache>(*plane->worker_, options.max_endpoints);
   plane->worker_->Start();
-  OC_ASSIGN_OR_RETURN(plane->pool_,
-                      StagingPool::Create(plane->worker_->context(), options.staging_buffers,
-                                          options.staging_buffer_bytes));
-  plane->endpoints_ =
-      std::make_unique<EndpointCache>(*plane->worker_, options.max_endpoints, options.peer_failure);
   kLog.Info("data plane up transports={} staging_buffers={} staging_buffer_bytes={} ordering={}",
             options.transports.empty() ? "ucx-default" : options.transports,
             options.staging_buffers, options.staging_buffer_bytes,
@@ -132,10 +130,13 @@ Result<UcxDataPlane::Remote> UcxDataPlane::Connect(const descriptor::DataPlaneTa
   }
   std::vector<std::byte> padded(target.rkey.size() + kRkeyPadding);
   std::memcpy(padded.data(), target.rkey.data(), target.rkey.size());
-  ucs_status_t st = UCS_OK;
-  (void)remote.endpoint->Post([&](ucp_ep_h ep) {
-    st = ucp_ep_rkey_unpack(ep, padded.data(), &remote.rkey);
-    return UCS_STATUS_PTR(UCS_OK);
+  const ucs_status_t st = worker_->Call([&] {
+    ucs_status_t unpacked = UCS_ERR_CONNECTION_RESET;
+    (void)remote.endpoint->Post([&](ucp_ep_h ep) {
+      unpacked = ucp_ep_rkey_unpack(ep, padded.data(), &remote.rkey);
+      return UCS_STATUS_PTR(UCS_OK);
+    });
+    return unpacked;
   });
   if (remote.endpoint->failed()) {
     return Status::Unavailable("data-plane endpoint to the client failed");
@@ -174,12 +175,14 @@ Status UcxDataPlane::ReadRemote(const descriptor::DataPlaneTarget& source, uint6
   param.cb.send = &data_plane::OpWaiter::OnComplete;
   param.user_data = waiter;
   param.memh = pool_->memh(into.slot());
-  ucs_status_ptr_t sp = remote.endpoint->Post([&](ucp_ep_h ep) {
-    return ucp_get_nbx(ep, into.bytes().data(), length, source.address + src_offset, remote.rkey,
-                       &param);
+  // Everything by value: after a timeout this function returns while the task may not have
+  // run yet.
+  worker_->Submit([endpoint = remote.endpoint, rkey = remote.rkey, dst = into.bytes().data(),
+                   length, src = source.address + src_offset, waiter, param] {
+    ucs_status_ptr_t sp = endpoint->Post(
+        [&](ucp_ep_h ep) { return ucp_get_nbx(ep, dst, length, src, rkey, &param); });
+    waiter->Posted(sp);
   });
-  waiter->Posted(sp);
-  worker_->Wake();
   // A get is complete locally only when the bytes have arrived (no flush needed).
   const ucs_status_t st = waiter->WaitAndRelease(options_.op_timeout);
   if (st == UCS_ERR_TIMED_OUT) {
@@ -188,7 +191,8 @@ Status UcxDataPlane::ReadRemote(const descriptor::DataPlaneTarget& source, uint6
     endpoints_->Fail(*remote.endpoint, "remote read timed out", /*close_now=*/true);
     return Status::Unavailable("data-plane read did not complete in time");
   }
-  ucp_rkey_destroy(remote.rkey);
+  const ucp_rkey_h key = remote.rkey;
+  worker_->Submit([key] { ucp_rkey_destroy(key); });
   if (st != UCS_OK) {
     endpoints_->Fail(*remote.endpoint, ucs_status_string(st), /*close_now=*/false);
   }

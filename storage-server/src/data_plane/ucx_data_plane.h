@@ -46,13 +46,8 @@ struct DataPlaneOptions {
   std::chrono::milliseconds op_timeout{30'000};
   // Default: kFlush
   LayerOrdering ordering = LayerOrdering::kFlush;
-  // How a vanished client is noticed (EndpointCache::PeerFailure; docs/decisions.md). kUcx
-  // uses UCX's peer error handling, which UCX 1.13 cannot do over shared memory; kTimeout
-  // keeps shared memory/CMA usable and fails an endpoint whose writes error or stall past
-  // op_timeout.
-  // Default: kTimeout
-  EndpointCache::PeerFailure peer_failure = EndpointCache::PeerFailure::kTimeout;
-  // UCX keepalive interval for noticing vanished clients under kUcx ("" = UCX's default).
+  // UCX keepalive interval for noticing vanished clients on endpoints with peer error
+  // handling ("" = UCX's default).
   // Default: ""
   std::string keepalive_interval;
 

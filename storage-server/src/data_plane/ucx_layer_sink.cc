@@ -47,7 +47,10 @@ struct UcxLayerSink::State {
     for (NotifyOp* op : pending) {
       delete op;
     }
-    ucp_rkey_destroy(rkey);
+    if (!plane.endpoints().shut_down()) {  // else destroying the worker released it
+      const ucp_rkey_h key = rkey;
+      plane.worker().Submit([key] { ucp_rkey_destroy(key); });
+    }
   }
 
   void Ref() { refs.fetch_add(1, std::memory_order_relaxed); }
@@ -77,7 +80,7 @@ struct UcxLayerSink::State {
   void FailEndpoint(const Status& why, bool close_now) {
     (void)Fail(why);
     plane.endpoints().Fail(*endpoint, why.ToString(), close_now);
-    if (close_now && plane.options().peer_failure == EndpointCache::PeerFailure::kTimeout) {
+    if (close_now && !endpoint->peer_error_handling()) {
       AbandonPuts();
     }
   }
@@ -157,9 +160,8 @@ struct UcxLayerSink::State {
     Unref();
   }
 
-  // Sends every ready message at the head of the queue, in order. One sender at a time:
-  // a thread that finds another sending leaves, and the sender re-checks the queue under
-  // mu before it stops, so no ready message is left behind.
+  // Sends every ready message at the head of the queue, in order. Runs on the owning thread
+  // only; `sending` keeps a completion that fires inside a send from re-entering.
   void Drain() {
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -204,52 +206,43 @@ struct UcxLayerSink::State {
         return ucp_am_send_nbx(ep, data_plane::kAmId, op->header.data(), op->header.size(),
                                op->message.data(), op->message.size(), &param);
       });
-      if (UCS_PTR_IS_PTR(sp)) {
-        plane.worker().Wake();
-      } else {
+      if (!UCS_PTR_IS_PTR(sp)) {
         Sent(op, UCS_PTR_STATUS(sp));
       }
     }
   }
 
-  // Queues a notification behind the bytes written so far (flush or fence) and drains.
+  // Queues a notification behind the bytes written so far and drains. The queue entry is
+  // made here, in call order; the ordering step runs on the owning thread after every put
+  // submitted before it: ucp_worker_fence (kFence), or ucp_ep_flush_nbx whose completion
+  // marks the entry ready (kFlush).
   Status Enqueue(const data_plane::Notification& n, std::string message) {
     auto* op = new NotifyOp();
     op->state = this;
     op->header = data_plane::EncodeNotification(n);
     op->message = std::move(message);
-    const bool fence = plane.options().ordering == LayerOrdering::kFence;
-    if (fence) {
-      const ucs_status_t st = ucp_worker_fence(plane.worker().worker());
-      if (st != UCS_OK) {
-        delete op;
-        return Fail(data_plane::FromUcs(st, "ucp_worker_fence"));
-      }
-    }
     {
       std::lock_guard<std::mutex> lock(mu);
-      op->ready = fence;
       pending.push_back(op);
-      if (!fence) {
-        ++in_flight;  // the flush
-      }
+      ++in_flight;  // the ordering step
     }
-    if (!fence) {
-      Ref();
+    Ref();
+    plane.worker().Submit([this, op] {
+      if (plane.options().ordering == LayerOrdering::kFence) {
+        const ucs_status_t st = ucp_worker_fence(plane.worker().worker());
+        Flushed(op, st);
+        return;
+      }
       ucp_request_param_t param{};
       param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
       param.cb.send = &State::OnFlushed;
       param.user_data = op;
       ucs_status_ptr_t sp =
           endpoint->Post([&](ucp_ep_h ep) { return ucp_ep_flush_nbx(ep, &param); });
-      if (UCS_PTR_IS_PTR(sp)) {
-        plane.worker().Wake();
-        return Status::Ok();
+      if (!UCS_PTR_IS_PTR(sp)) {
+        Flushed(op, UCS_PTR_STATUS(sp));
       }
-      Flushed(op, UCS_PTR_STATUS(sp));
-      return CurrentError();
-    }
-    Drain();
+    });
     return CurrentError();
   }
 
@@ -329,20 +322,20 @@ Status UcxLayerSink::Write(uint64_t dest_offset, StagingBuffer buffer, uint64_t 
     s.puts.insert(op);
   }
   s.Ref();
-  ucp_request_param_t param{};
-  param.op_attr_mask =
-      UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMH;
-  param.cb.send = &State::OnPutDone;
-  param.user_data = op;
-  param.memh = s.plane.staging().memh(op->slot);
-  ucs_status_ptr_t sp = s.endpoint->Post([&](ucp_ep_h ep) {
-    return ucp_put_nbx(ep, data, length, s.address + dest_offset, s.rkey, &param);
+  const uint64_t remote = s.address + dest_offset;
+  s.plane.worker().Submit([&s, op, data, length, remote] {
+    ucp_request_param_t param{};
+    param.op_attr_mask =
+        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMH;
+    param.cb.send = &State::OnPutDone;
+    param.user_data = op;
+    param.memh = s.plane.staging().memh(op->slot);
+    ucs_status_ptr_t sp = s.endpoint->Post(
+        [&](ucp_ep_h ep) { return ucp_put_nbx(ep, data, length, remote, s.rkey, &param); });
+    if (!UCS_PTR_IS_PTR(sp)) {
+      s.FinishPut(op, UCS_PTR_STATUS(sp));
+    }
   });
-  if (UCS_PTR_IS_PTR(sp)) {
-    s.plane.worker().Wake();
-    return Status::Ok();
-  }
-  s.FinishPut(op, UCS_PTR_STATUS(sp));
   return s.CurrentError();
 }
 

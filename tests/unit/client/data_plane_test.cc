@@ -534,19 +534,10 @@ std::string ReadText(const std::filesystem::path& path) {
 TEST(DataPlane, ClientThatDiesMidTransferIsDroppedAndTheNextClientIsServed) {
   constexpr uint32_t kLayers = 16;
   constexpr uint64_t kLayerBytes = 256 << 10;
-  using PeerFailure = storage::EndpointCache::PeerFailure;
-  struct Row {
-    Transport transport;
-    PeerFailure peer_failure;
-  };
-  for (const Row& row :
-       {Row{kTransports[0], PeerFailure::kTimeout}, Row{kTransports[1], PeerFailure::kTimeout},
-        Row{kTransports[1], PeerFailure::kUcx}}) {
-    const Transport& t = row.transport;
-    SCOPED_TRACE(std::string(t.name) +
-                 (row.peer_failure == PeerFailure::kUcx ? "/ucx-peer" : "/timeout"));
+  for (const Transport& t : kTransports) {
+    // shm: no UCX peer error handling, so the stalled writes time out; tcp: UCX's keepalive.
+    SCOPED_TRACE(t.name);
     storage::DataPlaneOptions options = ServerOptions(t, LayerOrdering::kFlush);
-    options.peer_failure = row.peer_failure;
     options.keepalive_interval = "200ms";
     options.op_timeout = std::chrono::milliseconds(2000);  // how long a stalled write may take
     auto server = UcxDataPlane::Create(options);
