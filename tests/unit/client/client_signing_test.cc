@@ -275,14 +275,11 @@ TEST(ClientErrors, S3AnswersBecomeTypedStatus) {
 }
 
 TEST(ClientErrors, RefusedConnectionIsUnavailable) {
-  Recorder rec;  // a port that was free; connect after the recorder is gone
-  std::string endpoint = rec.endpoint();
   ClientOptions options;
   {
+    // A listener used once and closed: its port then refuses connections.
     Recorder other;
-    endpoint = other.endpoint();
-    // Use the listener once so its thread ends, then close it with `other`.
-    options.endpoint = endpoint;
+    options.endpoint = other.endpoint();
     Result<std::unique_ptr<Client>> c = Client::Open(options);
     ASSERT_TRUE(c.has_value());
     ASSERT_TRUE((*c)->CreateBucket("kv").ok());
