@@ -4,14 +4,14 @@ auth_botocore_test.cc feeds to our Authenticator. Each request is captured at th
 botocore would send it (the before-send event), so path encoding, query order, header
 choice and payload hashing are exactly the client's. Nothing is sent on the network.
 
-Usage (from this directory), with each Python whose botocore should be covered:
-  BOTO_DISABLE_CRT=true /usr/bin/python3 auth_botocore_vectors.py > /tmp/a.inc
-  BOTO_DISABLE_CRT=true python3 auth_botocore_vectors.py >> /tmp/a.inc
-  then wrap as auth_botocore_vectors.h does (header/footer printed with --header/--footer).
+Usage (from this directory), covering Debian's botocore and the image's:
+  (cat auth_botocore_vectors.h.in
+   BOTO_DISABLE_CRT=true /usr/bin/python3 auth_botocore_vectors.py
+   BOTO_DISABLE_CRT=true python3 auth_botocore_vectors.py
+   printf '  };\n}\n\n}  // namespace oc::gateway::auth::testing\n') > auth_botocore_vectors.h
 """
 import io
 import os
-import sys
 import urllib.parse
 
 os.environ.setdefault("BOTO_DISABLE_CRT", "true")
@@ -75,10 +75,6 @@ def emit(name, method, url, headers, body, presigned, sigv2=False):
 
 
 def main():
-    if "--header" in sys.argv:
-        print(open(os.path.join(os.path.dirname(__file__), "auth_botocore_vectors.h.in")).read(),
-              end="")
-        return
     s3 = boto3.client(
         "s3", endpoint_url=ENDPOINT, aws_access_key_id=ACCESS, aws_secret_access_key=SECRET,
         region_name="us-east-1",

@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "auth/crypto.h"
 #include "auth_test_util.h"
@@ -35,6 +38,12 @@ void ExpectStatus(const Result<AuthResult>& r, Code code, Subject subject, std::
   EXPECT_EQ(r.error().code(), code) << r.error();
   EXPECT_EQ(r.error().subject(), subject) << r.error();
   EXPECT_EQ(r.error().field(), field) << r.error();
+}
+
+OwnedRequest AwsPresignedRequest() {
+  return OwnedRequest{"GET",
+                      std::string(testing::kAwsPresignedTarget),
+                      {{"Host", std::string(testing::kAwsPresignedHost)}}};
 }
 
 class SigV4Test : public ::testing::Test {
@@ -186,6 +195,39 @@ TEST_F(SigV4Test, SigningKeysOfDifferentUsersDoNotMix) {
     testing::SignInPlace(&c, "20130524T000000Z", "OTHERKEY0000000000000", testing::kAwsSecretKey);
     EXPECT_FALSE(auth_.Authenticate(c.View(), AwsTime()).has_value());
   }
+}
+
+TEST_F(SigV4Test, ConcurrentCallersShareOneAuthenticator) {
+  // Each thread has its own signing-key cache; results must not depend on interleaving.
+  OwnedRequest a{"GET", "/b/k", {{"Host", "localhost"}}};
+  testing::SignInPlace(&a, "20130524T000000Z");
+  OwnedRequest b{"GET", "/b/k", {{"Host", "localhost"}}};
+  testing::SignInPlace(&b, "20130524T000000Z", "OTHERKEY0000000000000",
+                       "othersecret0000000000000000000000000000");
+  OwnedRequest bad{"GET", "/b/k", {{"Host", "localhost"}}};
+  testing::SignInPlace(&bad, "20130524T000000Z", "OTHERKEY0000000000000", testing::kAwsSecretKey);
+  const OwnedRequest presigned = AwsPresignedRequest();
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 300; ++i) {
+        Result<AuthResult> ra = auth_.Authenticate(a.View(), AwsTime());
+        Result<AuthResult> rb = auth_.Authenticate(b.View(), AwsTime());
+        Result<AuthResult> rp = auth_.Authenticate(presigned.View(), AwsTime());
+        const bool ok = ra.has_value() && ra->user->name == "example" && rb.has_value() &&
+                        rb->user->name == "other" && rp.has_value() &&
+                        !auth_.Authenticate(bad.View(), AwsTime()).has_value();
+        if (!ok) {
+          wrong.fetch_add(1);
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) {
+    t.join();
+  }
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 TEST_F(SigV4Test, RegionMustBeTheConfiguredOneUnlessEmpty) {
