@@ -1,0 +1,344 @@
+// The descriptor requests of docs/protocol.md (issue 5): GET/POST /{bucket}?objectcache
+// (layers into a data-plane target, or streamed in the body), the same with &probe (the
+// batch existence query), and PUT /{bucket}?objectcache (N chunks in one request, from the
+// body or pulled over UCX). Like every handler they run on the Store pool after the session
+// authenticated the request; access is checked exactly as for GetObject (reads) and PutObject
+// (the PUT). The descriptor is decoded and validated before any Store call: a bad one is a 400
+// naming the x-oc-* field.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "fmt/format.h"
+#include "handlers.h"
+#include "http_layer_sink.h"
+#include "oc/descriptor/codec.h"
+#include "oc/descriptor/limits.h"
+
+namespace oc::gateway {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace descriptor = oc::descriptor;
+
+// Staging of one body-delivered descriptor GET: kBodyBuffers x kBodyBufferBytes.
+constexpr uint32_t kBodyBuffers = 4;
+constexpr uint64_t kBodyBufferBytes = 1ull << 20;
+// Longest wait of either side of a body pipe (the assembler for the socket, or back).
+constexpr std::chrono::milliseconds kPipeTimeout{60'000};
+
+uint64_t Micros(Clock::time_point since) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - since).count());
+}
+
+bool IsDescriptorHeader(std::string_view name) {
+  return name.size() >= 5 && EqualsIgnoreCase(name.substr(0, 5), "x-oc-");
+}
+
+// The descriptor of a GET (headers) or POST (body; then no x-oc-* header may be present).
+Result<descriptor::Descriptor> DecodeDescriptor(const Request& req) {
+  const descriptor::Limits limits;
+  Result<descriptor::Descriptor> d = Status::Internal("unset");
+  if (req.method == "POST") {
+    for (const auto& [name, value] : req.headers) {
+      if (IsDescriptorHeader(name)) {
+        return Status(Code::kInvalidArgument, Subject::kDescriptor, std::string(name),
+                      "a POST carries the descriptor in its body only");
+      }
+    }
+    d = descriptor::DecodeBody(req.body, limits);
+  } else {
+    std::vector<descriptor::HeaderField> fields;
+    fields.reserve(req.headers.size());
+    for (const auto& [name, value] : req.headers) {
+      fields.push_back({name, value});
+    }
+    d = descriptor::DecodeHeaders(fields, limits);
+  }
+  if (!d.has_value()) {
+    return d.error();
+  }
+  OC_RETURN_IF_ERROR(descriptor::Validate(*d, limits));
+  if (d->request_id.empty()) {
+    d->request_id = req.request_id;
+  }
+  return d;
+}
+
+void AddSummary(const descriptor::ResponseSummary& summary, Response* res) {
+  for (auto& [name, value] : descriptor::EncodeResponse(summary)) {
+    res->AddHeader(std::move(name), std::move(value));
+  }
+}
+
+Response Probe(HandlerEnv& env, Request& req, const descriptor::Descriptor& d) {
+  Result<storage::KvProbeResult> r = env.store->ProbeChunks(req.route.bucket, d);
+  if (!r.has_value()) {
+    return Response::FromStatus(r.error(), &req);
+  }
+  Response res;
+  res.content_type = "text/plain";
+  res.AddHeader("x-oc-version", "1");
+  res.AddHeader("x-oc-matched-chunks", std::to_string(r->matched));
+  res.AddHeader("x-oc-request-id", d.request_id);
+  res.body.reserve(r->sizes.size() * 8);
+  for (const std::optional<uint64_t>& size : r->sizes) {
+    res.body += size ? std::to_string(*size) : std::string("-");
+    res.body.push_back('\n');
+  }
+  return res;
+}
+
+// A descriptor GET with a data-plane target: the Store writes the client's memory; the answer
+// carries only headers, sent once the transfer ended.
+Response GetIntoTarget(HandlerEnv& env, Request& req, const descriptor::Descriptor& d,
+                       Clock::time_point start) {
+  Result<storage::KvGetReport> r = env.store->GetLayers(req.route.bucket, d, nullptr, {});
+  if (!r.has_value()) {
+    return Response::FromStatus(r.error(), &req);
+  }
+  descriptor::ResponseSummary s;
+  s.matched_chunks = r->plan.matched;
+  s.mode = r->plan.mode;
+  s.request_id = d.request_id;
+  s.storage_us = r->timings.read_us;
+  s.transfer_us = r->timings.transfer_us;
+  const uint64_t total = Micros(start);
+  s.gateway_us = total > r->timings.total_us ? total - r->timings.total_us : 0;
+  Response res;
+  AddSummary(s, &res);
+  res.AddHeader("x-oc-assigned-rate-gbps", fmt::format("{}", r->assigned_rate_gbps));
+  return res;
+}
+
+// A descriptor GET without a target: GetLayers runs on its own thread into an HttpLayerSink
+// whose body reader the session streams. The handler waits only for the plan (or an error
+// before any byte), so the status line and headers (matched chunks, mode, Content-Length)
+// go out before the payload. Storage and transfer timings are not known when the headers are
+// sent; only x-oc-gateway-us is.
+Response GetIntoBody(HandlerEnv& env, Request& req, const descriptor::Descriptor& d,
+                     Clock::time_point start) {
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<storage::KvPlan> plan;  // guarded by mu
+    bool ended = false;                   // guarded by mu
+    Status error;                         // guarded by mu
+  };
+  auto shared = std::make_shared<Shared>();
+  auto sink = std::make_shared<HttpLayerSink>(kBodyBuffers, kBodyBufferBytes, kPipeTimeout);
+  storage::Store* store = env.store;
+  std::string bucket = req.route.bucket;
+  std::thread([shared, sink, store, bucket = std::move(bucket), d]() {
+    Result<storage::KvGetReport> r =
+        store->GetLayers(bucket, d, sink.get(), [&](const storage::KvPlan& plan) {
+          std::lock_guard lock(shared->mu);
+          shared->plan = plan;
+          shared->cv.notify_all();
+          return Status::Ok();
+        });
+    std::lock_guard lock(shared->mu);
+    shared->ended = true;
+    if (!r.has_value()) {
+      shared->error = r.error();
+    }
+    shared->cv.notify_all();
+  }).detach();
+  // The thread owns the sink (shared) and the store outlives every request (the server
+  // drains requests before destroying it). The body reader keeps the pipe alive.
+
+  std::unique_lock lock(shared->mu);
+  shared->cv.wait(lock, [&] { return shared->plan.has_value() || shared->ended; });
+  if (!shared->plan.has_value()) {
+    return Response::FromStatus(shared->error, &req);
+  }
+  const storage::KvPlan plan = *shared->plan;
+  lock.unlock();
+  descriptor::ResponseSummary s;
+  s.matched_chunks = plan.matched;
+  s.mode = plan.mode;
+  s.request_id = d.request_id;
+  s.gateway_us = Micros(start);
+  Response res;
+  AddSummary(s, &res);
+  res.content_type = "application/octet-stream";
+  res.reader = sink->Body(plan.payload_bytes);
+  res.stream_length = plan.payload_bytes;
+  return res;
+}
+
+}  // namespace
+
+Response HandleGetObjectCache(HandlerEnv& env, Request& req) {
+  const Clock::time_point start = Clock::now();
+  if (std::optional<Response> denied = env.access->Check(req, S3Op::kGetObject,
+                                                         req.route.bucket)) {
+    return std::move(*denied);
+  }
+  Result<descriptor::Descriptor> d = DecodeDescriptor(req);
+  if (!d.has_value()) {
+    return Response::FromStatus(d.error(), &req);
+  }
+  if (req.Query("probe")) {
+    return Probe(env, req, *d);
+  }
+  if (d->target) {
+    return GetIntoTarget(env, req, *d, start);
+  }
+  return GetIntoBody(env, req, *d, start);
+}
+
+// ---------------------------------------------------------------------------------------
+// PUT /{bucket}?objectcache: the session streams the body into the ObjectWriter returned
+// here; it feeds a bounded pipe that Store::PutChunks, on its own thread, reads as its
+// ChunkSource. Commit() closes the pipe and waits for PutChunks.
+
+namespace {
+
+class ChunkPipeWriter final : public storage::ObjectWriter, public storage::ChunkSource {
+ public:
+  ChunkPipeWriter(storage::Store* store, std::string bucket, descriptor::Descriptor d) {
+    thread_ = std::thread([this, store, bucket = std::move(bucket), d = std::move(d)] {
+      Result<storage::KvPutReport> r =
+          store->PutChunks(bucket, d, d.target ? nullptr : static_cast<ChunkSource*>(this));
+      std::lock_guard lock(mu_);
+      done_ = true;
+      result_ = r.has_value() ? Status::Ok() : r.error();
+      cv_.notify_all();
+    });
+  }
+  ~ChunkPipeWriter() override {
+    {
+      std::lock_guard lock(mu_);
+      closed_ = true;
+      aborted_ = !committed_;
+      cv_.notify_all();
+    }
+    thread_.join();
+  }
+
+  // ObjectWriter (session side).
+  Status Append(ByteSpan data) override {
+    std::unique_lock lock(mu_);
+    while (!data.empty()) {
+      if (!cv_.wait_for(lock, kPipeTimeout,
+                        [&] { return done_ || queued_ < kMaxQueuedBytes; })) {
+        return Status::Unavailable("storage did not take the chunk bytes in time");
+      }
+      if (done_) {
+        return result_.ok() ? Status(Code::kInvalidArgument, Subject::kEntity, "Content-Length",
+                                     "body longer than the chunks")
+                            : result_;
+      }
+      const uint64_t n = std::min<uint64_t>(data.size(), kMaxQueuedBytes - queued_);
+      queue_.emplace_back(reinterpret_cast<const char*>(data.data()), n);
+      queued_ += n;
+      received_ += n;
+      data = data.subspan(n);
+      cv_.notify_all();
+    }
+    return Status::Ok();
+  }
+  Result<storage::ObjectMeta> Commit() override {
+    std::unique_lock lock(mu_);
+    committed_ = true;
+    closed_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return done_; });
+    if (!result_.ok()) {
+      return result_;
+    }
+    storage::ObjectMeta meta;
+    meta.size = received_;
+    return meta;
+  }
+
+  // ChunkSource (PutChunks side).
+  Result<uint64_t> Read(MutableByteSpan out) override {
+    std::unique_lock lock(mu_);
+    if (!cv_.wait_for(lock, kPipeTimeout, [&] { return !queue_.empty() || closed_; })) {
+      return Status::Unavailable("request body stalled");
+    }
+    if (queue_.empty()) {
+      if (aborted_) {
+        return Status::Cancelled("the request body was abandoned");
+      }
+      return uint64_t{0};
+    }
+    std::string& front = queue_.front();
+    const uint64_t n = std::min<uint64_t>(out.size(), front.size() - front_pos_);
+    std::memcpy(out.data(), front.data() + front_pos_, n);
+    front_pos_ += n;
+    if (front_pos_ == front.size()) {
+      queued_ -= front.size();
+      queue_.pop_front();
+      front_pos_ = 0;
+      cv_.notify_all();
+    }
+    return n;
+  }
+
+ private:
+  // Body bytes buffered between the socket and PutChunks.
+  static constexpr uint64_t kMaxQueuedBytes = 4ull << 20;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::string> queue_;  // guarded by mu_
+  uint64_t front_pos_ = 0;         // guarded by mu_
+  uint64_t queued_ = 0;            // guarded by mu_
+  uint64_t received_ = 0;          // guarded by mu_
+  bool closed_ = false;            // guarded by mu_
+  bool committed_ = false;         // guarded by mu_
+  bool aborted_ = false;           // guarded by mu_
+  bool done_ = false;              // guarded by mu_
+  Status result_;                  // guarded by mu_
+  std::thread thread_;
+};
+
+}  // namespace
+
+UploadStart OpenPutObjectCache(HandlerEnv& env, Request& req, uint64_t body_bytes) {
+  UploadStart start;
+  if (std::optional<Response> denied = env.access->Check(req, S3Op::kPutObject,
+                                                         req.route.bucket)) {
+    start.error = std::move(*denied);
+    return start;
+  }
+  Result<descriptor::Descriptor> d = DecodeDescriptor(req);
+  if (!d.has_value()) {
+    start.error = Response::FromStatus(d.error(), &req);
+    return start;
+  }
+  const uint64_t total = d->num_chunks() * d->num_layers * d->layer_bytes;
+  const uint64_t expected = d->target ? 0 : total;
+  if (body_bytes != expected) {
+    start.error = Response::FromStatus(
+        Status(Code::kInvalidArgument, Subject::kEntity, "Content-Length",
+               fmt::format("body of {} bytes; {} chunks of {} layers x {} bytes need {}",
+                           body_bytes, d->num_chunks(), d->num_layers, d->layer_bytes, expected)),
+        &req);
+    return start;
+  }
+  req.request_id = d->request_id;
+  start.writer = std::make_unique<ChunkPipeWriter>(env.store, req.route.bucket, std::move(*d));
+  return start;
+}
+
+Response FinishPutObjectCache(HandlerEnv& /*env*/, Request& req,
+                              Result<storage::ObjectMeta> committed) {
+  if (!committed.has_value()) {
+    return Response::FromStatus(committed.error(), &req);
+  }
+  Response res;
+  res.AddHeader("x-oc-version", "1");
+  res.AddHeader("x-oc-request-id", req.request_id);
+  return res;
+}
+
+}  // namespace oc::gateway

@@ -1,0 +1,165 @@
+#include "http_layer_sink.h"
+
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <mutex>
+
+#include "fmt/format.h"
+
+namespace oc::gateway {
+
+struct HttpLayerSink::Pipe {
+  Pipe(uint32_t buffers, uint64_t buffer_bytes, std::chrono::milliseconds t)
+      : pool(buffers, buffer_bytes), timeout(t) {}
+
+  struct Piece {
+    uint32_t slot;
+    std::byte* data;
+    uint64_t length;
+  };
+
+  storage::HeapBufferPool pool;
+  const std::chrono::milliseconds timeout;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<Piece> queue;     // guarded by mu
+  uint64_t written = 0;        // bytes handed to Write(); guarded by mu
+  bool finished = false;       // guarded by mu
+  Status final;                // guarded by mu
+  bool reader_gone = false;    // guarded by mu
+
+  void ReaderGone() {
+    std::deque<Piece> drop;
+    {
+      std::lock_guard lock(mu);
+      reader_gone = true;
+      drop.swap(queue);
+      cv.notify_all();
+    }
+    for (const Piece& p : drop) {
+      pool.Release(p.slot);
+    }
+  }
+};
+
+namespace {
+
+class BodyReader final : public storage::ObjectReader {
+ public:
+  BodyReader(std::shared_ptr<HttpLayerSink::Pipe> pipe, uint64_t length)
+      : pipe_(std::move(pipe)) {
+    meta_.size = length;
+  }
+  ~BodyReader() override { pipe_->ReaderGone(); }
+
+  const storage::ObjectMeta& meta() const override { return meta_; }
+  uint64_t offset() const override { return 0; }
+  uint64_t length() const override { return meta_.size; }
+
+  Result<uint64_t> Read(MutableByteSpan out) override {
+    HttpLayerSink::Pipe& p = *pipe_;
+    std::unique_lock lock(p.mu);
+    if (!p.cv.wait_for(lock, p.timeout, [&] { return !p.queue.empty() || p.finished; })) {
+      return Status::Unavailable("descriptor body: no bytes from storage within the timeout");
+    }
+    if (p.queue.empty()) {
+      if (!p.final.ok()) {
+        return p.final;
+      }
+      return uint64_t{0};
+    }
+    HttpLayerSink::Pipe::Piece& front = p.queue.front();
+    const uint64_t n = std::min<uint64_t>(out.size(), front.length - consumed_);
+    std::memcpy(out.data(), front.data + consumed_, n);
+    consumed_ += n;
+    if (consumed_ == front.length) {
+      const uint32_t slot = front.slot;
+      p.queue.pop_front();
+      consumed_ = 0;
+      lock.unlock();
+      p.pool.Release(slot);
+    }
+    return n;
+  }
+
+ private:
+  std::shared_ptr<HttpLayerSink::Pipe> pipe_;
+  storage::ObjectMeta meta_;
+  uint64_t consumed_ = 0;  // of the queue's front piece
+};
+
+}  // namespace
+
+HttpLayerSink::HttpLayerSink(uint32_t buffers, uint64_t buffer_bytes,
+                             std::chrono::milliseconds timeout)
+    : pipe_(std::make_shared<Pipe>(buffers, buffer_bytes, timeout)) {}
+
+HttpLayerSink::~HttpLayerSink() {
+  std::lock_guard lock(pipe_->mu);
+  if (!pipe_->finished) {
+    pipe_->finished = true;
+    pipe_->final = Status::Cancelled("descriptor body: the request ended without Finish");
+    pipe_->cv.notify_all();
+  }
+}
+
+uint64_t HttpLayerSink::buffer_bytes() const { return pipe_->pool.buffer_bytes(); }
+
+Result<storage::StagingBuffer> HttpLayerSink::AcquireBuffer() {
+  {
+    std::lock_guard lock(pipe_->mu);
+    if (pipe_->reader_gone) {
+      return Status::Cancelled("the client went away");
+    }
+  }
+  return pipe_->pool.Acquire(pipe_->timeout);
+}
+
+Status HttpLayerSink::Write(uint64_t dest_offset, storage::StagingBuffer buffer,
+                            uint64_t length) {
+  if (!pipe_->pool.Owns(buffer) || length > buffer.bytes().size()) {
+    return Status::InvalidArgument("buffer", "not a buffer of this sink, or length exceeds it");
+  }
+  std::lock_guard lock(pipe_->mu);
+  if (pipe_->reader_gone) {
+    return Status::Cancelled("the client went away");
+  }
+  if (dest_offset != pipe_->written) {
+    return Status::InvalidArgument(
+        "dest_offset", fmt::format("body write at {} after {} bytes", dest_offset, pipe_->written));
+  }
+  if (length == 0) {
+    return Status::Ok();  // the buffer goes back when `buffer` is destroyed
+  }
+  std::byte* data = buffer.bytes().data();
+  const uint32_t slot = buffer.Detach();
+  pipe_->queue.push_back({slot, data, length});
+  pipe_->written += length;
+  pipe_->cv.notify_all();
+  return Status::Ok();
+}
+
+Status HttpLayerSink::LayerReady(uint32_t /*layer*/) {
+  // The body has no per-layer message: layer l is complete when the client has read its
+  // bytes (their offsets follow from the descriptor). Only report a vanished reader.
+  std::lock_guard lock(pipe_->mu);
+  return pipe_->reader_gone ? Status::Cancelled("the client went away") : Status::Ok();
+}
+
+Status HttpLayerSink::Finish(const Status& final) {
+  std::lock_guard lock(pipe_->mu);
+  pipe_->finished = true;
+  pipe_->final = final;
+  pipe_->cv.notify_all();
+  if (pipe_->reader_gone && final.ok()) {
+    return Status::Cancelled("the client went away");
+  }
+  return final;
+}
+
+std::unique_ptr<storage::ObjectReader> HttpLayerSink::Body(uint64_t length) {
+  return std::make_unique<BodyReader>(pipe_, length);
+}
+
+}  // namespace oc::gateway
