@@ -397,8 +397,12 @@ Result<AuthResult> Authenticator::Authenticate(const RequestView& req,
                                                Clock::time_point now) const {
   OC_ASSIGN_OR_RETURN(ParsedTarget target, ParseTarget(req.target));
   const HeaderLookup authorization = FindHeader(req, "authorization");
-  const bool presigned = std::any_of(target.query.begin(), target.query.end(),
-                                     [](const auto& kv) { return kv.first == "X-Amz-Algorithm"; });
+  // Any of the SigV4 query parameters makes it a presigned request, so a URL missing one of
+  // them is an AuthorizationQueryParametersError, never an anonymous request.
+  const bool presigned = std::any_of(target.query.begin(), target.query.end(), [](const auto& kv) {
+    return kv.first == "X-Amz-Algorithm" || kv.first == "X-Amz-Credential" ||
+           kv.first == "X-Amz-Signature";
+  });
   if (authorization.count > 0 && presigned) {
     return Status::InvalidArgument("Authorization", "only one auth mechanism allowed");
   }

@@ -540,6 +540,16 @@ TEST_F(SigV4Test, PresignedParameterErrors) {
   }
 }
 
+TEST_F(SigV4Test, PartialPresignedUrlIsNotAnonymous) {
+  OwnedRequest req = AwsPresigned();
+  req.target = ReplaceParam(req.target, "X-Amz-Algorithm", "");
+  ExpectStatus(auth_.Authenticate(req.View(), AwsTime()), Code::kInvalidArgument,
+               Subject::kSignature, "X-Amz-Algorithm");
+  OwnedRequest only_signature{"GET", "/b/k?X-Amz-Signature=00", {{"Host", "h"}}};
+  ExpectStatus(auth_.Authenticate(only_signature.View(), AwsTime()), Code::kInvalidArgument,
+               Subject::kSignature, "X-Amz-Algorithm");
+}
+
 TEST_F(SigV4Test, RepeatedPresignedParameterIsAnError) {
   OwnedRequest req = AwsPresigned();
   req.target += "&X-Amz-Expires=10";
