@@ -175,11 +175,8 @@ Response GetIntoBody(HandlerEnv& env, Request& req, const descriptor::Descriptor
 }  // namespace
 
 Response HandleGetObjectCache(HandlerEnv& env, Request& req) {
+  // Access was checked by Dispatch (kGetObjectCache reads, like GetObject).
   const Clock::time_point start = Clock::now();
-  if (std::optional<Response> denied = env.access->Check(req, S3Op::kGetObject,
-                                                         req.route.bucket)) {
-    return std::move(*denied);
-  }
   Result<descriptor::Descriptor> d = DecodeDescriptor(req);
   if (!d.has_value()) {
     return Response::FromStatus(d.error(), &req);

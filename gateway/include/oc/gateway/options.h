@@ -1,0 +1,101 @@
+#pragma once
+// GatewayOptions: every setting of the S3 gateway (the [gateway] table of conf/*.toml).
+// Plain fields with their defaults; Validate() checks them once at startup; ApplyConfig
+// reads the [gateway] table over them (precedence: default < file < flag, the binary applying
+// flags last). Thread safety: a value type, read-only once the server starts.
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "oc/common/config.h"
+#include "oc/common/status.h"
+
+namespace oc::gateway {
+
+struct GatewayOptions {
+  // Address and port to listen on ("host:port"; port 0 picks a free one, for tests).
+  // Default: "127.0.0.1:9000"
+  std::string listen = "127.0.0.1:9000";
+  // Threads running network I/O, one io_context each.
+  // Default: 2
+  uint32_t io_threads = 2;
+  // Threads that run Store calls, so an I/O thread never blocks on the disk or the RPC.
+  // Durable PUTs wait in fsync here: more threads let more PUTs share one WAL sync.
+  // Default: 16
+  uint32_t store_threads = 16;
+  // Open connections beyond this are accepted and closed at once.
+  // Default: 1024
+  uint32_t max_connections = 1024;
+  // Largest request header block; larger gets 400 RequestHeaderSectionTooLarge and a close.
+  // Default: 16 KiB
+  uint64_t max_header_bytes = 16 << 10;
+  // Largest object (or part) body; larger gets 400 EntityTooLarge before any byte is read.
+  // Default: 5 GiB (S3's single-PUT limit)
+  uint64_t max_object_bytes = 5ull << 30;
+  // Largest XML request body (DeleteObjects, CompleteMultipartUpload, CreateBucket).
+  // Default: 2 MiB
+  uint64_t max_xml_body_bytes = 2 << 20;
+  // Bytes moved per step between the socket and the Store, each way; also the per-connection
+  // buffer size.
+  // Default: 256 KiB
+  uint64_t stream_piece_bytes = 256 << 10;
+  // After an error with body bytes unread, at most this many are read and discarded to keep
+  // the connection; beyond it the connection is closed after the response.
+  // Default: 1 MiB
+  uint64_t max_drain_bytes = 1 << 20;
+  // How long a keep-alive connection may wait for the next request, and the whole header
+  // block may take to arrive (a trickling client cannot hold a connection).
+  // Default: 60s
+  std::chrono::milliseconds idle_timeout = std::chrono::seconds(60);
+  // Limit for each body read or response write step (stream_piece_bytes or less): a body
+  // must arrive at stream_piece_bytes per read_timeout at least.
+  // Default: 30s
+  std::chrono::milliseconds read_timeout = std::chrono::seconds(30);
+  // Region reported by GetBucketLocation and required in signatures ("" accepts any).
+  // Default: "us-east-1"
+  std::string region = "us-east-1";
+  // Virtual-host-style addressing: "<bucket>.<domain>"; empty means path style only.
+  // Default: ""
+  std::string virtual_host_domain;
+  // The credentials file (auth/credentials.h format). `objectcache serve` defaults it to
+  // <data dir>/credentials.toml and creates it on first start.
+  // Default: ""
+  std::string credentials_file;
+  // Buckets anonymous requests may read (GetObject, HeadObject, ListObjects, HeadBucket).
+  // Default: []
+  std::vector<std::string> public_read_buckets;
+  // Extra access: "user=bucket" gives that user (by name) full access to that bucket.
+  // Admin users (credentials file) may touch every bucket.
+  // Default: []
+  std::vector<std::string> grants;
+  // TLS: both set enables HTTPS on `listen` (PEM files).
+  // Default: "" (plain HTTP)
+  std::string tls_cert_file;
+  // Default: ""
+  std::string tls_key_file;
+  // Log one access line per request (op, status, bytes, us, request id) at info level.
+  // Default: true
+  bool access_log = true;
+
+  Status Validate() const;
+};
+
+// Reads the [gateway] table of `config` over `options`. kInvalidArgument naming the key on a
+// wrong type or bad value.
+Status ApplyConfig(const Config& config, GatewayOptions* options);
+
+}  // namespace oc::gateway
+
+namespace oc::gateway {
+
+// The options as one JSON object, for /stats and the startup log (no secrets: the
+// credentials file is named, never read out).
+std::string ToJson(const GatewayOptions& options);
+
+// Splits "host:port" ("[v6]:port" too). kInvalidArgument naming `field` when malformed.
+Status SplitHostPort(std::string_view text, std::string_view field, std::string* host,
+                     uint16_t* port);
+
+}  // namespace oc::gateway

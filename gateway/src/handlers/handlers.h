@@ -1,0 +1,86 @@
+#pragma once
+// The S3 operation handlers, one function per operation named after it (STYLE 3.2), in files
+// by concern: bucket_handlers.cc, object_handlers.cc, multipart_handlers.cc,
+// admin_handlers.cc. They run on the Store pool, take the routed and authenticated Request,
+// check access, call the Store, and return a Response (errors included). They never touch
+// the network: the session reads bodies and writes responses.
+// Thread safety: handlers share only the HandlerEnv, whose members are thread-safe.
+
+#include <memory>
+#include <string>
+
+#include "access.h"
+#include "metrics.h"
+#include "oc/gateway/options.h"
+#include "oc/storage/store.h"
+#include "request.h"
+
+namespace oc::gateway {
+
+struct HandlerEnv {
+  storage::Store* store = nullptr;
+  const GatewayOptions* options = nullptr;
+  Access* access = nullptr;
+  Metrics* metrics = nullptr;
+  std::string effective_config_json;  // for /stats, secrets omitted
+};
+
+// Runs the handler of every BodyPolicy::kNone / kXml operation (req.route.op), access check
+// included.
+Response Dispatch(HandlerEnv& env, Request& req);
+
+// PutObject and UploadPart stream their body: Open* checks access and the headers and opens
+// the Store writer; the session appends the body; Finish* renders the reply after Commit.
+struct UploadStart {
+  std::unique_ptr<storage::ObjectWriter> writer;  // null: `error` is the response
+  Response error;
+};
+UploadStart OpenUpload(HandlerEnv& env, Request& req, uint64_t body_bytes);
+Response FinishUpload(HandlerEnv& env, Request& req, Result<storage::ObjectMeta> committed);
+
+// Bucket operations.
+Response HandleListBuckets(HandlerEnv& env, Request& req);
+Response HandleCreateBucket(HandlerEnv& env, Request& req);
+Response HandleDeleteBucket(HandlerEnv& env, Request& req);
+Response HandleHeadBucket(HandlerEnv& env, Request& req);
+Response HandleGetBucketLocation(HandlerEnv& env, Request& req);
+Response HandleGetBucketAcl(HandlerEnv& env, Request& req);
+Response HandleGetBucketVersioning(HandlerEnv& env, Request& req);
+Response HandleListObjects(HandlerEnv& env, Request& req);
+Response HandleListObjectsV2(HandlerEnv& env, Request& req);
+// Object operations.
+Response HandleGetObject(HandlerEnv& env, Request& req);
+Response HandleHeadObject(HandlerEnv& env, Request& req);
+Response HandleDeleteObject(HandlerEnv& env, Request& req);
+Response HandleDeleteObjects(HandlerEnv& env, Request& req);
+Response HandleCopyObject(HandlerEnv& env, Request& req);
+Response HandleGetObjectAcl(HandlerEnv& env, Request& req);
+// Descriptor requests (objectcache_handlers.cc, docs/protocol.md). The PUT streams like
+// PutObject: OpenUpload/FinishUpload hand kPutObjectCache to these.
+Response HandleGetObjectCache(HandlerEnv& env, Request& req);
+UploadStart OpenPutObjectCache(HandlerEnv& env, Request& req, uint64_t body_bytes);
+Response FinishPutObjectCache(HandlerEnv& env, Request& req,
+                              Result<storage::ObjectMeta> committed);
+// Multipart operations.
+Response HandleCreateMultipartUpload(HandlerEnv& env, Request& req);
+Response HandleCompleteMultipartUpload(HandlerEnv& env, Request& req);
+Response HandleAbortMultipartUpload(HandlerEnv& env, Request& req);
+Response HandleListParts(HandlerEnv& env, Request& req);
+Response HandleListMultipartUploads(HandlerEnv& env, Request& req);
+// Operations endpoints.
+Response HandleReadyz(HandlerEnv& env, Request& req);
+Response HandleStats(HandlerEnv& env, Request& req);
+Response HandleMetrics(HandlerEnv& env, Request& req);
+
+// Shared helpers (handler_util.cc).
+// PutOptions from Content-Type, x-amz-meta-*, Cache-Control, Content-Disposition,
+// Content-Encoding (aws-chunked removed), Content-Language, Expires.
+storage::PutOptions PutOptionsFromHeaders(const Request& req);
+// Adds ETag, Last-Modified, Content-Type, x-amz-meta-* and stored headers of `meta`.
+void AddObjectHeaders(const storage::ObjectMeta& meta, Response* res);
+// Owner element value: the bucket owner's access key.
+void AppendOwner(class XmlWriter& xml, std::string_view id);
+// AccessControlPolicy granting FULL_CONTROL to `owner` only (GetBucketAcl, GetObjectAcl).
+Response OwnerOnlyAcl(std::string_view owner);
+
+}  // namespace oc::gateway

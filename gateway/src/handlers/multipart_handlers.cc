@@ -1,0 +1,165 @@
+// Multipart uploads: CreateMultipartUpload, CompleteMultipartUpload, AbortMultipartUpload,
+// ListParts, ListMultipartUploads (UploadPart streams: object_handlers.cc OpenUpload).
+#include <charconv>
+
+#include "handlers/handlers.h"
+#include "s3/s3_headers.h"
+#include "s3/s3_xml.h"
+
+namespace oc::gateway {
+namespace {
+
+storage::ObjectKey KeyOf(const Request& req) { return {req.route.bucket, req.route.key}; }
+
+Result<uint32_t> ParseBounded(const Request& req, std::string_view param, uint32_t fallback,
+                              uint32_t max) {
+  std::optional<std::string_view> v = req.Query(param);
+  if (!v) {
+    return fallback;
+  }
+  uint64_t n = 0;
+  auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+  if (v->empty() || ec != std::errc() || p != v->data() + v->size()) {
+    return Status::InvalidArgument(std::string(param), "must be a non-negative integer");
+  }
+  return static_cast<uint32_t>(std::min<uint64_t>(n, max));
+}
+
+}  // namespace
+
+Response HandleCreateMultipartUpload(HandlerEnv& env, Request& req) {
+  Result<std::string> upload = env.store->CreateMultipartUpload(KeyOf(req),
+                                                                PutOptionsFromHeaders(req));
+  if (!upload.has_value()) {
+    return Response::FromStatus(upload.error(), &req);
+  }
+  XmlWriter xml;
+  xml.OpenRoot("InitiateMultipartUploadResult");
+  xml.Element("Bucket", req.route.bucket);
+  xml.Element("Key", req.route.key);
+  xml.Element("UploadId", *upload);
+  xml.Close("InitiateMultipartUploadResult");
+  return Response::Xml(std::move(xml).Finish());
+}
+
+Response HandleCompleteMultipartUpload(HandlerEnv& env, Request& req) {
+  Result<std::vector<XmlPart>> parsed = ParseCompleteMultipartUpload(req.body);
+  if (!parsed.has_value()) {
+    return Response::FromStatus(parsed.error(), &req);
+  }
+  std::vector<storage::CompletedPart> parts;
+  parts.reserve(parsed->size());
+  for (XmlPart& p : *parsed) {
+    parts.push_back({p.part_number, std::move(p.etag)});
+  }
+  Result<storage::ObjectMeta> meta = env.store->CompleteMultipartUpload(
+      KeyOf(req), req.Query("uploadId").value_or(""), parts);
+  if (!meta.has_value()) {
+    return Response::FromStatus(meta.error(), &req);
+  }
+  XmlWriter xml;
+  xml.OpenRoot("CompleteMultipartUploadResult");
+  xml.Element("Location", "/" + req.route.bucket + "/" + req.route.key);
+  xml.Element("Bucket", req.route.bucket);
+  xml.Element("Key", req.route.key);
+  xml.Element("ETag", QuoteEtag(meta->etag));
+  xml.Close("CompleteMultipartUploadResult");
+  return Response::Xml(std::move(xml).Finish());
+}
+
+Response HandleAbortMultipartUpload(HandlerEnv& env, Request& req) {
+  Status s = env.store->AbortMultipartUpload(KeyOf(req), req.Query("uploadId").value_or(""));
+  if (!s.ok()) {
+    return Response::FromStatus(s, &req);
+  }
+  Response res;
+  res.status = 204;
+  return res;
+}
+
+Response HandleListParts(HandlerEnv& env, Request& req) {
+  Result<uint32_t> marker = ParseBounded(req, "part-number-marker", 0, storage::kMaxPartNumber);
+  if (!marker.has_value()) {
+    return Response::FromStatus(marker.error(), &req);
+  }
+  Result<uint32_t> max_parts = ParseBounded(req, "max-parts", 1000, 1000);
+  if (!max_parts.has_value()) {
+    return Response::FromStatus(max_parts.error(), &req);
+  }
+  const std::string upload_id(req.Query("uploadId").value_or(""));
+  Result<storage::ListPartsResult> parts =
+      env.store->ListParts(KeyOf(req), upload_id, *marker, *max_parts);
+  if (!parts.has_value()) {
+    return Response::FromStatus(parts.error(), &req);
+  }
+  XmlWriter xml;
+  xml.OpenRoot("ListPartsResult");
+  xml.Element("Bucket", req.route.bucket);
+  xml.Element("Key", req.route.key);
+  xml.Element("UploadId", upload_id);
+  xml.Element("PartNumberMarker", uint64_t{*marker});
+  xml.Element("NextPartNumberMarker", uint64_t{parts->next_part_number_marker});
+  xml.Element("MaxParts", uint64_t{*max_parts});
+  xml.Flag("IsTruncated", parts->truncated);
+  for (const storage::PartInfo& p : parts->parts) {
+    xml.Open("Part");
+    xml.Element("PartNumber", uint64_t{p.part_number});
+    xml.Element("LastModified", FormatIso8601(p.mtime_unix_ms));
+    xml.Element("ETag", QuoteEtag(p.etag));
+    xml.Element("Size", p.size);
+    xml.Close("Part");
+  }
+  xml.Element("StorageClass", "STANDARD");
+  xml.Close("ListPartsResult");
+  return Response::Xml(std::move(xml).Finish());
+}
+
+Response HandleListMultipartUploads(HandlerEnv& env, Request& req) {
+  Result<uint32_t> max_uploads = ParseBounded(req, "max-uploads", 1000, 1000);
+  if (!max_uploads.has_value()) {
+    return Response::FromStatus(max_uploads.error(), &req);
+  }
+  storage::ListUploadsOptions options;
+  options.prefix = std::string(req.Query("prefix").value_or(""));
+  options.delimiter = std::string(req.Query("delimiter").value_or(""));
+  options.key_marker = std::string(req.Query("key-marker").value_or(""));
+  options.upload_id_marker = std::string(req.Query("upload-id-marker").value_or(""));
+  options.max_uploads = *max_uploads;
+  Result<storage::ListUploadsResult> uploads =
+      env.store->ListMultipartUploads(req.route.bucket, options);
+  if (!uploads.has_value()) {
+    return Response::FromStatus(uploads.error(), &req);
+  }
+  XmlWriter xml;
+  xml.OpenRoot("ListMultipartUploadsResult");
+  xml.Element("Bucket", req.route.bucket);
+  xml.Element("KeyMarker", options.key_marker);
+  xml.Element("UploadIdMarker", options.upload_id_marker);
+  xml.Element("NextKeyMarker", uploads->next_key_marker);
+  xml.Element("NextUploadIdMarker", uploads->next_upload_id_marker);
+  if (!options.prefix.empty()) {
+    xml.Element("Prefix", options.prefix);
+  }
+  if (!options.delimiter.empty()) {
+    xml.Element("Delimiter", options.delimiter);
+  }
+  xml.Element("MaxUploads", uint64_t{*max_uploads});
+  xml.Flag("IsTruncated", uploads->truncated);
+  for (const storage::UploadInfo& u : uploads->uploads) {
+    xml.Open("Upload");
+    xml.Element("Key", u.key);
+    xml.Element("UploadId", u.upload_id);
+    xml.Element("Initiated", FormatIso8601(u.initiated_unix_ms));
+    xml.Element("StorageClass", "STANDARD");
+    xml.Close("Upload");
+  }
+  for (const std::string& prefix : uploads->common_prefixes) {
+    xml.Open("CommonPrefixes");
+    xml.Element("Prefix", prefix);
+    xml.Close("CommonPrefixes");
+  }
+  xml.Close("ListMultipartUploadsResult");
+  return Response::Xml(std::move(xml).Finish());
+}
+
+}  // namespace oc::gateway

@@ -1,0 +1,402 @@
+// Object operations: GetObject, HeadObject, DeleteObject, DeleteObjects, CopyObject,
+// GetObjectAcl, and the streamed PutObject/UploadPart (OpenUpload/FinishUpload).
+#include <openssl/evp.h>
+
+#include <charconv>
+#include <cstring>
+
+#include "auth/uri.h"
+#include "handlers/handlers.h"
+#include "s3/http_range.h"
+#include "s3/s3_headers.h"
+#include "s3/s3_xml.h"
+
+namespace oc::gateway {
+namespace {
+
+// GetObject query parameters that override response headers (S3: "Overriding response
+// header values"); refused for anonymous requests as S3 does.
+constexpr std::pair<std::string_view, std::string_view> kResponseOverrides[] = {
+    {"response-content-type", "Content-Type"},
+    {"response-content-language", "Content-Language"},
+    {"response-expires", "Expires"},
+    {"response-cache-control", "Cache-Control"},
+    {"response-content-disposition", "Content-Disposition"},
+    {"response-content-encoding", "Content-Encoding"},
+};
+
+storage::ObjectKey KeyOf(const Request& req) { return {req.route.bucket, req.route.key}; }
+
+Conditions ConditionsOf(const Request& req, std::string_view prefix) {
+  auto header = [&](std::string_view name) {
+    std::string full(prefix);
+    full.append(name);
+    return req.Header(full);
+  };
+  Conditions c;
+  c.if_match = header("if-match");
+  c.if_none_match = header("if-none-match");
+  c.if_modified_since = header("if-modified-since");
+  c.if_unmodified_since = header("if-unmodified-since");
+  return c;
+}
+
+// 304 carries the validators and no body; 412 is an ordinary error.
+std::optional<Response> ApplyConditions(const Request& req, const storage::ObjectMeta& meta) {
+  switch (EvaluateConditions(ConditionsOf(req, ""), meta.etag, meta.mtime_unix_ms)) {
+    case ConditionOutcome::kProceed:
+      return std::nullopt;
+    case ConditionOutcome::kNotModified: {
+      Response res;
+      res.status = 304;
+      res.AddHeader("ETag", QuoteEtag(meta.etag));
+      res.AddHeader("Last-Modified", FormatHttpDate(meta.mtime_unix_ms));
+      return res;
+    }
+    case ConditionOutcome::kPreconditionFailed:
+      return Response::Error(S3Error::kPreconditionFailed);
+  }
+  return std::nullopt;
+}
+
+Response Unsatisfiable(uint64_t size) {
+  Response res = Response::Error(S3Error::kInvalidRange);
+  res.AddHeader("Content-Range", "bytes */" + std::to_string(size));
+  return res;
+}
+
+void ApplyOverrides(const Request& req, Response* res) {
+  for (const auto& [param, header] : kResponseOverrides) {
+    std::optional<std::string_view> v = req.Query(param);
+    if (!v) {
+      continue;
+    }
+    if (header == "Content-Type") {
+      res->content_type = std::string(*v);
+      continue;
+    }
+    bool replaced = false;
+    for (auto& [name, value] : res->headers) {
+      if (EqualsIgnoreCase(name, header)) {
+        value = std::string(*v);
+        replaced = true;
+      }
+    }
+    if (!replaced) {
+      res->AddHeader(std::string(header), std::string(*v));
+    }
+  }
+}
+
+std::optional<Response> CheckReadRequest(const Request& req) {
+  if (req.Query("partNumber")) {
+    return Response::Error(S3Error::kNotImplemented, "partNumber",
+                           std::string(*req.Query("partNumber")));
+  }
+  if (req.user == nullptr) {
+    for (const auto& [param, header] : kResponseOverrides) {
+      if (req.Query(param)) {
+        return Response::Error(
+            S3Error::kInvalidRequest, std::string(param), "",
+            "Request specific response headers cannot be used for anonymous GET requests.");
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+// GetObject and HeadObject: conditions first (RFC 7232 6), then the range (RFC 7233).
+Response ServeObject(HandlerEnv& env, Request& req, bool head) {
+  if (std::optional<Response> bad = CheckReadRequest(req)) {
+    return std::move(*bad);
+  }
+  std::optional<HttpRange> range;
+  if (std::optional<std::string_view> h = req.Header("range")) {
+    range = ParseRangeHeader(*h);
+  }
+  const storage::ObjectKey key = KeyOf(req);
+  Response res;
+  ResolvedRange resolved;
+  storage::ObjectMeta meta;
+  if (head || range) {
+    Result<storage::ObjectMeta> m = env.store->Head(key);
+    if (!m.has_value()) {
+      return Response::FromStatus(m.error(), &req);
+    }
+    meta = std::move(*m);
+    if (std::optional<Response> c = ApplyConditions(req, meta)) {
+      return std::move(*c);
+    }
+    if (range) {
+      resolved = ResolveRange(*range, meta.size);
+      if (!resolved.satisfiable) {
+        return Unsatisfiable(meta.size);
+      }
+    }
+  }
+  if (!head) {
+    storage::ByteRange br = storage::ByteRange::All();
+    if (range) {
+      br = {resolved.offset, resolved.length, false};
+    }
+    Result<std::unique_ptr<storage::ObjectReader>> reader = env.store->Get(key, br);
+    if (!reader.has_value()) {
+      if (reader.error().code() == Code::kOutOfRange) {
+        return Unsatisfiable(0);  // the object shrank since the HEAD above
+      }
+      return Response::FromStatus(reader.error(), &req);
+    }
+    res.reader = std::move(*reader);
+    meta = res.reader->meta();
+    if (!range) {
+      if (std::optional<Response> c = ApplyConditions(req, meta)) {
+        return std::move(*c);
+      }
+    } else {
+      resolved.offset = res.reader->offset();
+      resolved.length = res.reader->length();
+    }
+    res.stream_length = res.reader->length();
+  } else {
+    res.stream_length = range ? resolved.length : meta.size;
+  }
+  res.status = range ? 206 : 200;
+  AddObjectHeaders(meta, &res);
+  res.AddHeader("Accept-Ranges", "bytes");
+  if (range) {
+    res.AddHeader("Content-Range",
+                  "bytes " + std::to_string(resolved.offset) + "-" +
+                      std::to_string(resolved.offset + resolved.length - 1) + "/" +
+                      std::to_string(meta.size));
+  }
+  ApplyOverrides(req, &res);
+  return res;
+}
+
+// MD5 of `data` (Content-MD5 of DeleteObjects bodies).
+std::string Md5(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  EVP_Digest(data.data(), data.size(), digest, &size, EVP_md5(), nullptr);
+  return std::string(reinterpret_cast<const char*>(digest), size);
+}
+
+// Content-MD5: base64 of 16 bytes, else InvalidDigest.
+Result<std::optional<std::array<std::byte, 16>>> ParseContentMd5(const Request& req) {
+  std::optional<std::string_view> h = req.Header("content-md5");
+  if (!h) {
+    return std::optional<std::array<std::byte, 16>>();
+  }
+  std::optional<std::string> raw = Base64Decode(*h);
+  if (!raw || raw->size() != 16) {
+    return Status::InvalidArgument("Content-MD5", "not the base64 of 16 bytes");
+  }
+  std::array<std::byte, 16> out;
+  std::memcpy(out.data(), raw->data(), 16);
+  return std::optional<std::array<std::byte, 16>>(out);
+}
+
+Result<uint32_t> ParsePartNumber(const Request& req) {
+  std::string_view v = req.Query("partNumber").value_or("");
+  uint32_t n = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (v.empty() || ec != std::errc() || p != v.data() + v.size() || n < 1 ||
+      n > storage::kMaxPartNumber) {
+    return Status::InvalidArgument("partNumber",
+                                   "Part number must be an integer between 1 and 10000");
+  }
+  return n;
+}
+
+}  // namespace
+
+Response HandleGetObject(HandlerEnv& env, Request& req) { return ServeObject(env, req, false); }
+
+Response HandleHeadObject(HandlerEnv& env, Request& req) { return ServeObject(env, req, true); }
+
+Response HandleDeleteObject(HandlerEnv& env, Request& req) {
+  Status s = env.store->Delete(KeyOf(req));
+  if (!s.ok() && !(s.code() == Code::kNotFound && s.subject() != Subject::kBucket)) {
+    return Response::FromStatus(s, &req);
+  }
+  Response res;
+  res.status = 204;
+  return res;
+}
+
+Response HandleDeleteObjects(HandlerEnv& env, Request& req) {
+  if (std::optional<std::string_view> md5 = req.Header("content-md5")) {
+    std::optional<std::string> raw = Base64Decode(*md5);
+    if (!raw || raw->size() != 16) {
+      return Response::Error(S3Error::kInvalidDigest, "Content-MD5", std::string(*md5));
+    }
+    if (*raw != Md5(req.body)) {
+      return Response::Error(S3Error::kBadDigest, "Content-MD5", std::string(*md5));
+    }
+  }
+  Result<XmlDeleteRequest> parsed = ParseDeleteObjects(req.body);
+  if (!parsed.has_value()) {
+    return Response::FromStatus(parsed.error(), &req);
+  }
+  XmlWriter xml;
+  xml.OpenRoot("DeleteResult");
+  for (const std::string& name : parsed->keys) {
+    Status s = env.store->Delete({req.route.bucket, name});
+    if (s.ok() || (s.code() == Code::kNotFound && s.subject() != Subject::kBucket)) {
+      if (!parsed->quiet) {
+        xml.Open("Deleted");
+        xml.Element("Key", name);
+        xml.Close("Deleted");
+      }
+      continue;
+    }
+    const S3ErrorRow& row = ErrorRow(ToS3Error(s));
+    xml.Open("Error");
+    xml.Element("Key", name);
+    xml.Element("Code", row.code);
+    xml.Element("Message", row.message);
+    xml.Close("Error");
+  }
+  xml.Close("DeleteResult");
+  return Response::Xml(std::move(xml).Finish());
+}
+
+Response HandleCopyObject(HandlerEnv& env, Request& req) {
+  std::string_view source = req.Header("x-amz-copy-source").value_or("");
+  const size_t version = source.find("?versionId=");
+  if (version != std::string_view::npos) {
+    if (source.substr(version + 11) != "null") {
+      return Response::Error(S3Error::kNotImplemented, "x-amz-copy-source", std::string(source),
+                             "Object versions are not supported.");
+    }
+    source = source.substr(0, version);
+  }
+  std::optional<std::string> decoded = auth::PercentDecode(source);
+  std::string_view path = decoded ? std::string_view(*decoded) : std::string_view();
+  if (path.starts_with('/')) {
+    path.remove_prefix(1);
+  }
+  const size_t slash = path.find('/');
+  if (!decoded || slash == std::string_view::npos || slash == 0 || slash + 1 == path.size()) {
+    return Response::Error(S3Error::kInvalidArgument, "x-amz-copy-source",
+                           std::string(req.Header("x-amz-copy-source").value_or("")),
+                           "Copy Source must mention the source bucket and key: "
+                           "sourcebucket/sourcekey.");
+  }
+  const storage::ObjectKey src{std::string(path.substr(0, slash)),
+                               std::string(path.substr(slash + 1))};
+  if (std::optional<Response> denied = env.access->Check(req, S3Op::kGetObject, src.bucket)) {
+    return std::move(*denied);
+  }
+  const std::string_view directive = req.Header("x-amz-metadata-directive").value_or("COPY");
+  if (directive != "COPY" && directive != "REPLACE") {
+    return Response::Error(S3Error::kInvalidArgument, "x-amz-metadata-directive",
+                           std::string(directive), "Unknown metadata directive.");
+  }
+  const storage::ObjectKey dst = KeyOf(req);
+  if (directive == "COPY" && src.bucket == dst.bucket && src.name == dst.name) {
+    return Response::Error(S3Error::kInvalidRequest, "", "",
+                           "This copy request is illegal because it is trying to copy an object "
+                           "to itself without changing the object's metadata.");
+  }
+  const Conditions conditions = ConditionsOf(req, "x-amz-copy-source-");
+  if (conditions.if_match || conditions.if_none_match || conditions.if_modified_since ||
+      conditions.if_unmodified_since) {
+    Result<storage::ObjectMeta> meta = env.store->Head(src);
+    if (!meta.has_value()) {
+      return Response::FromStatus(meta.error(), &req);
+    }
+    if (EvaluateConditions(conditions, meta->etag, meta->mtime_unix_ms, /*copy_source=*/true) !=
+        ConditionOutcome::kProceed) {
+      return Response::Error(S3Error::kPreconditionFailed);
+    }
+  }
+  std::optional<storage::PutOptions> replace;
+  if (directive == "REPLACE") {
+    replace = PutOptionsFromHeaders(req);
+  }
+  Result<storage::ObjectMeta> copied = env.store->Copy(src, dst, replace);
+  if (!copied.has_value()) {
+    return Response::FromStatus(copied.error(), &req);
+  }
+  XmlWriter xml;
+  xml.OpenRoot("CopyObjectResult");
+  xml.Element("LastModified", FormatIso8601(copied->mtime_unix_ms));
+  xml.Element("ETag", QuoteEtag(copied->etag));
+  xml.Close("CopyObjectResult");
+  return Response::Xml(std::move(xml).Finish());
+}
+
+Response HandleGetObjectAcl(HandlerEnv& env, Request& req) {
+  Result<storage::ObjectMeta> meta = env.store->Head(KeyOf(req));
+  if (!meta.has_value()) {
+    return Response::FromStatus(meta.error(), &req);
+  }
+  Result<storage::BucketInfo> info = env.store->HeadBucket(req.route.bucket);
+  if (!info.has_value()) {
+    return Response::FromStatus(info.error(), &req);
+  }
+  return OwnerOnlyAcl(info->owner);
+}
+
+UploadStart OpenUpload(HandlerEnv& env, Request& req, uint64_t body_bytes) {
+  if (req.route.op == S3Op::kPutObjectCache) {
+    return OpenPutObjectCache(env, req, body_bytes);
+  }
+  UploadStart start;
+  if (std::optional<Response> denied = env.access->Check(req, req.route.op, req.route.bucket)) {
+    start.error = std::move(*denied);
+    return start;
+  }
+  Result<std::optional<std::array<std::byte, 16>>> md5 = ParseContentMd5(req);
+  if (!md5.has_value()) {
+    start.error = Response::Error(S3Error::kInvalidDigest, "Content-MD5",
+                                  std::string(req.Header("content-md5").value_or("")));
+    return start;
+  }
+  const bool chunked_transfer = !req.content_length.has_value() &&
+                                req.Header("x-amz-decoded-content-length") == std::nullopt;
+  Result<std::unique_ptr<storage::ObjectWriter>> writer = Status::Internal("unset");
+  if (req.route.op == S3Op::kPutObject) {
+    storage::PutOptions options = PutOptionsFromHeaders(req);
+    options.content_md5 = *md5;
+    if (!chunked_transfer) {
+      options.expected_size = body_bytes;
+    }
+    writer = env.store->Put(KeyOf(req), options);
+  } else {
+    Result<uint32_t> part = ParsePartNumber(req);
+    if (!part.has_value()) {
+      start.error = Response::FromStatus(part.error(), &req);
+      return start;
+    }
+    storage::PutOptions options;
+    options.content_md5 = *md5;
+    if (!chunked_transfer) {
+      options.expected_size = body_bytes;
+    }
+    writer = env.store->UploadPart(KeyOf(req), req.Query("uploadId").value_or(""), *part,
+                                   options);
+  }
+  if (!writer.has_value()) {
+    start.error = Response::FromStatus(writer.error(), &req);
+    return start;
+  }
+  start.writer = std::move(*writer);
+  return start;
+}
+
+Response FinishUpload(HandlerEnv& env, Request& req,
+                      Result<storage::ObjectMeta> committed) {
+  if (req.route.op == S3Op::kPutObjectCache) {
+    return FinishPutObjectCache(env, req, std::move(committed));
+  }
+  if (!committed.has_value()) {
+    return Response::FromStatus(committed.error(), &req);
+  }
+  Response res;
+  res.AddHeader("ETag", QuoteEtag(committed->etag));
+  return res;
+}
+
+}  // namespace oc::gateway

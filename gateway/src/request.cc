@@ -1,0 +1,102 @@
+#include "request.h"
+
+#include <algorithm>
+
+namespace oc::gateway {
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.size(); ++i) {
+    char x = a[i];
+    char y = b[i];
+    if (x >= 'A' && x <= 'Z') {
+      x = static_cast<char>(x - 'A' + 'a');
+    }
+    if (y >= 'A' && y <= 'Z') {
+      y = static_cast<char>(y - 'A' + 'a');
+    }
+    if (x != y) {
+      return false;
+    }
+  }
+  return true;
+}
+
+std::optional<std::string_view> Request::Header(std::string_view name) const {
+  for (const auto& [k, v] : headers) {
+    if (EqualsIgnoreCase(k, name)) {
+      return v;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string_view> Request::Query(std::string_view name) const {
+  for (const auto& [k, v] : parsed.query) {
+    if (k == name) {
+      return std::string_view(v);
+    }
+  }
+  return std::nullopt;
+}
+
+std::string Request::Resource() const { return parsed.path; }
+
+Response Response::Error(S3Error error, std::string field, std::string value,
+                         std::string message) {
+  Response r;
+  r.status = ErrorRow(error).http_status;
+  r.error = error;
+  r.error_field = std::move(field);
+  r.error_value = std::move(value);
+  r.error_message = std::move(message);
+  return r;
+}
+
+Response Response::FromStatus(const Status& status, const Request* request) {
+  const S3Error error = ToS3Error(status);
+  std::string field(status.field());
+  std::string value;
+  if (request != nullptr && !field.empty()) {
+    if (auto h = request->Header(field)) {
+      value = std::string(*h);
+    } else if (auto q = request->Query(field)) {
+      value = std::string(*q);
+    }
+  }
+  // Only errors about a request field name it; auth-internal fields are not echoed.
+  if (error == S3Error::kSignatureDoesNotMatch || error == S3Error::kInvalidAccessKeyId ||
+      field == "xml") {
+    field.clear();
+    value.clear();
+  }
+  // Messages that explain what was wrong with the request are passed on; the other codes
+  // carry the table's text (the status message goes to the log instead).
+  std::string message;
+  switch (error) {
+    case S3Error::kInvalidArgument:
+    case S3Error::kInvalidRequest:
+    case S3Error::kAuthorizationHeaderMalformed:
+    case S3Error::kAuthorizationQueryParametersError:
+    case S3Error::kAccessDenied:
+    case S3Error::kMalformedXML:
+    case S3Error::kInvalidBucketName:
+      message = std::string(status.message());
+      break;
+    default:
+      break;
+  }
+  return Error(error, std::move(field), std::move(value), std::move(message));
+}
+
+Response Response::Xml(std::string body, unsigned status) {
+  Response r;
+  r.status = status;
+  r.content_type = "application/xml";
+  r.body = std::move(body);
+  return r;
+}
+
+}  // namespace oc::gateway

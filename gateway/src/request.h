@@ -1,0 +1,72 @@
+#pragma once
+// The request and response as the handlers see them: no Beast types, so handler files compile
+// without Beast, and everything a handler needs from the wire is a view valid for the request.
+// A handler runs on the Store pool (never on an I/O thread), gets a Request, and returns a
+// Response: a status, headers, and either a small body (XML) or a Store reader streamed by
+// the session in bounded pieces. Errors are Responses too (Response::Error / FromStatus).
+// Thread safety: one request is handled by one thread at a time.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "auth/credentials.h"
+#include "auth/uri.h"
+#include "oc/storage/store.h"
+#include "router.h"
+#include "s3/s3_errors.h"
+
+namespace oc::gateway {
+
+struct Request {
+  std::string_view method;
+  std::string_view target;  // raw request-target
+  auth::ParsedTarget parsed;
+  Route route;
+  // Every header as received (views into the parser's storage).
+  std::vector<std::pair<std::string_view, std::string_view>> headers;
+  std::string request_id;
+  const auth::User* user = nullptr;  // nullptr: anonymous
+  std::optional<uint64_t> content_length;
+  std::string body;  // BodyPolicy::kXml only
+
+  // First header called `name` (case-insensitive), or nullopt.
+  std::optional<std::string_view> Header(std::string_view name) const;
+  // First query parameter called `name` (exact), or nullopt.
+  std::optional<std::string_view> Query(std::string_view name) const;
+  // "/bucket/key" for error bodies.
+  std::string Resource() const;
+};
+
+struct Response {
+  unsigned status = 200;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string content_type;  // empty: none (or the stream's)
+  std::string body;
+  // A streamed body: `stream_length` bytes from the reader's current position.
+  std::unique_ptr<storage::ObjectReader> reader;
+  uint64_t stream_length = 0;
+  // Set for an error response; the session renders the XML (nothing for HEAD).
+  std::optional<S3Error> error;
+  std::string error_field;
+  std::string error_value;
+  std::string error_message;
+
+  static Response Error(S3Error error, std::string field = {}, std::string value = {},
+                        std::string message = {});
+  // ToS3Error(status), with its field (and the request's value of that field, if a header or
+  // query parameter) as ArgumentName/ArgumentValue; 4xx messages from the status.
+  static Response FromStatus(const Status& status, const Request* request = nullptr);
+  static Response Xml(std::string body, unsigned status = 200);
+  void AddHeader(std::string name, std::string value) {
+    headers.emplace_back(std::move(name), std::move(value));
+  }
+};
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b);
+
+}  // namespace oc::gateway

@@ -1,0 +1,467 @@
+#include "s3/s3_xml.h"
+
+#include <charconv>
+
+#include <fmt/core.h>
+
+namespace oc::gateway {
+namespace {
+
+constexpr std::string_view kS3Namespace = "http://s3.amazonaws.com/doc/2006-03-01/";
+
+bool IsNameChar(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+         c == '_' || c == '-' || c == '.' || c == ':' || static_cast<unsigned char>(c) >= 0x80;
+}
+bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+void AppendUtf8(uint32_t cp, std::string* out) {
+  if (cp < 0x80) {
+    out->push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+class Parser {
+ public:
+  explicit Parser(std::string_view in) : in_(in) {}
+
+  Result<XmlNode> Document() {
+    SkipMisc(/*allow_declaration=*/true);
+    if (!ok_) {
+      return Error();
+    }
+    if (!Peek('<')) {
+      return Fail("expected the root element");
+    }
+    XmlNode root;
+    if (!Element(&root, 1)) {
+      return Error();
+    }
+    SkipMisc(/*allow_declaration=*/false);
+    if (!ok_) {
+      return Error();
+    }
+    if (pos_ != in_.size()) {
+      return Fail("content after the root element");
+    }
+    return root;
+  }
+
+ private:
+  bool Peek(char c) const { return pos_ < in_.size() && in_[pos_] == c; }
+  bool StartsWith(std::string_view s) const { return in_.substr(pos_).starts_with(s); }
+
+  Status Fail(std::string_view what) {
+    if (ok_) {
+      ok_ = false;
+      error_ = fmt::format("{} at byte {}", what, pos_);
+    }
+    return Error();
+  }
+  Status Error() const { return Status::InvalidArgument("xml", error_); }
+
+  // Skips whitespace, comments and (at the start only) one <?xml ...?> declaration.
+  void SkipMisc(bool allow_declaration) {
+    while (ok_) {
+      while (pos_ < in_.size() && IsSpace(in_[pos_])) {
+        ++pos_;
+      }
+      if (StartsWith("<?xml") && allow_declaration) {
+        const size_t end = in_.find("?>", pos_);
+        if (end == std::string_view::npos) {
+          (void)Fail("unterminated declaration");
+          return;
+        }
+        pos_ = end + 2;
+        allow_declaration = false;
+      } else if (StartsWith("<!--")) {
+        if (!SkipComment()) {
+          return;
+        }
+      } else if (StartsWith("<!") || StartsWith("<?")) {
+        (void)Fail("DOCTYPE and processing instructions are not accepted");
+        return;
+      } else {
+        return;
+      }
+    }
+  }
+
+  bool SkipComment() {
+    const size_t end = in_.find("-->", pos_ + 4);
+    if (end == std::string_view::npos) {
+      (void)Fail("unterminated comment");
+      return false;
+    }
+    pos_ = end + 3;
+    return true;
+  }
+
+  bool Name(std::string* out) {
+    const size_t start = pos_;
+    while (pos_ < in_.size() && IsNameChar(in_[pos_])) {
+      ++pos_;
+    }
+    if (pos_ == start) {
+      (void)Fail("expected a name");
+      return false;
+    }
+    std::string_view name = in_.substr(start, pos_ - start);
+    const size_t colon = name.rfind(':');
+    if (colon != std::string_view::npos) {
+      name = name.substr(colon + 1);
+    }
+    out->assign(name);
+    return true;
+  }
+
+  // Decodes one entity or character reference starting at '&'.
+  bool Reference(std::string* out) {
+    const size_t semi = in_.find(';', pos_);
+    if (semi == std::string_view::npos || semi - pos_ > 12) {
+      (void)Fail("malformed reference");
+      return false;
+    }
+    const std::string_view ref = in_.substr(pos_ + 1, semi - pos_ - 1);
+    if (ref == "lt") {
+      out->push_back('<');
+    } else if (ref == "gt") {
+      out->push_back('>');
+    } else if (ref == "amp") {
+      out->push_back('&');
+    } else if (ref == "quot") {
+      out->push_back('"');
+    } else if (ref == "apos") {
+      out->push_back('\'');
+    } else if (ref.size() >= 2 && ref[0] == '#') {
+      const bool hex = ref[1] == 'x';
+      const std::string_view digits = ref.substr(hex ? 2 : 1);
+      uint32_t cp = 0;
+      auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), cp,
+                                     hex ? 16 : 10);
+      if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size() ||
+          cp == 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+        (void)Fail("bad character reference");
+        return false;
+      }
+      AppendUtf8(cp, out);
+    } else {
+      (void)Fail("unknown entity");
+      return false;
+    }
+    pos_ = semi + 1;
+    return true;
+  }
+
+  bool Attributes() {
+    for (;;) {
+      const size_t before = pos_;
+      while (pos_ < in_.size() && IsSpace(in_[pos_])) {
+        ++pos_;
+      }
+      if (pos_ >= in_.size()) {
+        (void)Fail("unterminated tag");
+        return false;
+      }
+      if (in_[pos_] == '>' || in_[pos_] == '/') {
+        return true;
+      }
+      if (pos_ == before) {
+        (void)Fail("expected whitespace before an attribute");
+        return false;
+      }
+      std::string ignored;
+      if (!Name(&ignored)) {
+        return false;
+      }
+      while (pos_ < in_.size() && IsSpace(in_[pos_])) {
+        ++pos_;
+      }
+      if (!Peek('=')) {
+        (void)Fail("expected '='");
+        return false;
+      }
+      ++pos_;
+      while (pos_ < in_.size() && IsSpace(in_[pos_])) {
+        ++pos_;
+      }
+      if (pos_ >= in_.size() || (in_[pos_] != '"' && in_[pos_] != '\'')) {
+        (void)Fail("expected a quoted attribute value");
+        return false;
+      }
+      const char quote = in_[pos_++];
+      const size_t end = in_.find(quote, pos_);
+      if (end == std::string_view::npos ||
+          in_.substr(pos_, end - pos_).find('<') != std::string_view::npos) {
+        (void)Fail("bad attribute value");
+        return false;
+      }
+      pos_ = end + 1;
+    }
+  }
+
+  bool Element(XmlNode* node, uint32_t depth) {
+    if (depth > kMaxXmlDepth) {
+      (void)Fail("nesting too deep");
+      return false;
+    }
+    if (++nodes_ > kMaxXmlNodes) {
+      (void)Fail("too many elements");
+      return false;
+    }
+    ++pos_;  // '<'
+    if (!Name(&node->name) || !Attributes()) {
+      return false;
+    }
+    if (Peek('/')) {
+      ++pos_;
+      if (!Peek('>')) {
+        return (void)Fail("expected '>'"), false;
+      }
+      ++pos_;
+      return true;
+    }
+    ++pos_;  // '>'
+    for (;;) {
+      if (pos_ >= in_.size()) {
+        (void)Fail("unterminated element");
+        return false;
+      }
+      const char c = in_[pos_];
+      if (c == '<') {
+        if (StartsWith("</")) {
+          pos_ += 2;
+          std::string closing;
+          if (!Name(&closing)) {
+            return false;
+          }
+          while (pos_ < in_.size() && IsSpace(in_[pos_])) {
+            ++pos_;
+          }
+          if (closing != node->name || !Peek('>')) {
+            (void)Fail("mismatched closing tag");
+            return false;
+          }
+          ++pos_;
+          return true;
+        }
+        if (StartsWith("<!--")) {
+          if (!SkipComment()) {
+            return false;
+          }
+          continue;
+        }
+        if (StartsWith("<![CDATA[")) {
+          const size_t end = in_.find("]]>", pos_ + 9);
+          if (end == std::string_view::npos) {
+            (void)Fail("unterminated CDATA");
+            return false;
+          }
+          node->text.append(in_.substr(pos_ + 9, end - pos_ - 9));
+          pos_ = end + 3;
+          continue;
+        }
+        if (StartsWith("<!") || StartsWith("<?")) {
+          (void)Fail("markup declarations are not accepted");
+          return false;
+        }
+        node->children.emplace_back();
+        if (!Element(&node->children.back(), depth + 1)) {
+          return false;
+        }
+      } else if (c == '&') {
+        if (!Reference(&node->text)) {
+          return false;
+        }
+      } else {
+        node->text.push_back(c);
+        ++pos_;
+      }
+    }
+  }
+
+  std::string_view in_;
+  size_t pos_ = 0;
+  uint32_t nodes_ = 0;
+  bool ok_ = true;
+  std::string error_;
+};
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && IsSpace(s.front())) {
+    s.remove_prefix(1);
+  }
+  while (!s.empty() && IsSpace(s.back())) {
+    s.remove_suffix(1);
+  }
+  return s;
+}
+
+Status Malformed(std::string message) { return Status::InvalidArgument("xml", std::move(message)); }
+
+}  // namespace
+
+XmlWriter::XmlWriter() {
+  out_.reserve(512);
+  out_.append("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+}
+
+void XmlWriter::OpenRoot(std::string_view name) {
+  out_.push_back('<');
+  out_.append(name);
+  out_.append(" xmlns=\"");
+  out_.append(kS3Namespace);
+  out_.append("\">");
+}
+
+void XmlWriter::Open(std::string_view name) {
+  out_.push_back('<');
+  out_.append(name);
+  out_.push_back('>');
+}
+
+void XmlWriter::Close(std::string_view name) {
+  out_.append("</");
+  out_.append(name);
+  out_.push_back('>');
+}
+
+void XmlWriter::Element(std::string_view name, std::string_view text) {
+  Open(name);
+  AppendXmlEscaped(text, &out_);
+  Close(name);
+}
+
+void XmlWriter::Element(std::string_view name, uint64_t value) {
+  Open(name);
+  out_.append(std::to_string(value));
+  Close(name);
+}
+
+void AppendXmlEscaped(std::string_view text, std::string* out) {
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out->append("&amp;");
+        break;
+      case '<':
+        out->append("&lt;");
+        break;
+      case '>':
+        out->append("&gt;");
+        break;
+      case '"':
+        out->append("&quot;");
+        break;
+      case '\'':
+        out->append("&apos;");
+        break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          // Control characters are legal in S3 keys; XML 1.0 allows only tab, LF, CR
+          // literally, so everything else becomes a character reference as S3 writes it.
+          out->append(fmt::format("&#x{:X};", static_cast<unsigned>(c)));
+        } else {
+          out->push_back(c);
+        }
+    }
+  }
+}
+
+const XmlNode* XmlNode::Child(std::string_view child_name) const {
+  for (const XmlNode& child : children) {
+    if (child.name == child_name) {
+      return &child;
+    }
+  }
+  return nullptr;
+}
+
+Result<XmlNode> ParseXml(std::string_view document) { return Parser(document).Document(); }
+
+Result<std::vector<XmlPart>> ParseCompleteMultipartUpload(std::string_view body) {
+  OC_ASSIGN_OR_RETURN(XmlNode root, ParseXml(body));
+  if (root.name != "CompleteMultipartUpload") {
+    return Malformed("root is not CompleteMultipartUpload");
+  }
+  std::vector<XmlPart> parts;
+  for (const XmlNode& child : root.children) {
+    if (child.name != "Part") {
+      continue;  // checksums and unknown elements are ignored, as S3 does
+    }
+    const XmlNode* number = child.Child("PartNumber");
+    const XmlNode* etag = child.Child("ETag");
+    if (number == nullptr || etag == nullptr) {
+      return Malformed("Part without PartNumber or ETag");
+    }
+    const std::string_view digits = Trim(number->text);
+    uint32_t n = 0;
+    auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+    if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size()) {
+      return Malformed("PartNumber is not a number");
+    }
+    std::string_view tag = Trim(etag->text);
+    if (tag.size() >= 2 && tag.front() == '"' && tag.back() == '"') {
+      tag = tag.substr(1, tag.size() - 2);
+    }
+    parts.push_back({n, std::string(tag)});
+  }
+  if (parts.empty()) {
+    return Malformed("no parts");
+  }
+  return parts;
+}
+
+Result<XmlDeleteRequest> ParseDeleteObjects(std::string_view body) {
+  OC_ASSIGN_OR_RETURN(XmlNode root, ParseXml(body));
+  if (root.name != "Delete") {
+    return Malformed("root is not Delete");
+  }
+  XmlDeleteRequest request;
+  for (const XmlNode& child : root.children) {
+    if (child.name == "Quiet") {
+      const std::string_view v = Trim(child.text);
+      if (v == "true") {
+        request.quiet = true;
+      } else if (v != "false") {
+        return Malformed("Quiet is not a boolean");
+      }
+    } else if (child.name == "Object") {
+      const XmlNode* key = child.Child("Key");
+      if (key == nullptr) {
+        return Malformed("Object without Key");
+      }
+      if (request.keys.size() == kMaxDeleteKeys) {
+        return Malformed("more than 1000 objects");
+      }
+      request.keys.push_back(key->text);
+    }
+  }
+  if (request.keys.empty()) {
+    return Malformed("no objects");
+  }
+  return request;
+}
+
+Result<std::string> ParseCreateBucketConfiguration(std::string_view body) {
+  OC_ASSIGN_OR_RETURN(XmlNode root, ParseXml(body));
+  if (root.name != "CreateBucketConfiguration") {
+    return Malformed("root is not CreateBucketConfiguration");
+  }
+  const XmlNode* location = root.Child("LocationConstraint");
+  return location == nullptr ? std::string() : std::string(Trim(location->text));
+}
+
+}  // namespace oc::gateway

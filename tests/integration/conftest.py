@@ -1,0 +1,186 @@
+"""Fixtures for the gateway integration tests.
+
+`server` starts the gateway on 127.0.0.1 with a free port, a temp data dir and credentials
+from the environment (OC_ACCESS_KEY/OC_SECRET_KEY), waits for /healthz, and stops it by PID
+(SIGTERM, expecting exit 0). It is parametrised over the embedded store (`objectcache serve`)
+and the remote store (`oc-storage-server` + `oc-gateway` sharing OC_RPC_SECRET); the remote
+case is skipped when the storage daemon has not been built.
+"""
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+
+import pytest
+
+ACCESS_KEY = "OCTESTACCESSKEY00001"
+SECRET_KEY = "ocTestSecretKey0000000000000000000000001"
+RPC_SECRET = "integration-rpc-secret"
+
+# Small timeouts so the malformed-HTTP tests (trickling clients) finish quickly.
+TEST_CONFIG = """
+[gateway]
+read_timeout = "2s"
+idle_timeout = "3s"
+max_header_bytes = "16KiB"
+max_object_bytes = "256MiB"
+"""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_healthy(url, proc, deadline_s=30):
+    deadline = time.time() + deadline_s
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited early with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url + "/healthz", timeout=1) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError("server did not become healthy")
+
+
+def wait_port(port, proc, deadline_s=30):
+    deadline = time.time() + deadline_s
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"storage server exited early with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError("storage server did not listen")
+
+
+class Server:
+    """One running gateway (and its storage daemon in remote mode)."""
+
+    def __init__(self, mode, root, extra_config=""):
+        self.mode = mode
+        self.root = root
+        self.data_dir = os.path.join(root, "data")
+        self.access_key = ACCESS_KEY
+        self.secret_key = SECRET_KEY
+        self.config = os.path.join(root, "gateway.toml")
+        with open(self.config, "w") as f:
+            f.write(TEST_CONFIG + extra_config)
+        self.port = free_port()
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.storage_port = None
+        self.procs = []
+        self.log = open(os.path.join(root, "server.log"), "ab")
+
+    def env(self):
+        env = dict(os.environ)
+        env["OC_ACCESS_KEY"] = self.access_key
+        env["OC_SECRET_KEY"] = self.secret_key
+        env["OC_RPC_SECRET"] = RPC_SECRET
+        return env
+
+    def start(self):
+        env = self.env()
+        if self.mode == "embedded":
+            cmd = [os.environ["OC_OBJECTCACHE_BIN"], "serve", "--config", self.config,
+                   "--data-dir", self.data_dir, "--listen", f"127.0.0.1:{self.port}"]
+            self.procs = [subprocess.Popen(cmd, env=env, stdout=self.log, stderr=self.log)]
+        else:
+            if self.storage_port is None:
+                self.storage_port = free_port()
+            storage = subprocess.Popen(
+                [os.environ["OC_STORAGE_SERVER_BIN"], "--data-dir", self.data_dir,
+                 "--listen", f"127.0.0.1:{self.storage_port}"],
+                env=env, stdout=self.log, stderr=self.log)
+            wait_port(self.storage_port, storage)
+            with open(self.config, "a") as f:
+                if "credentials_file" not in open(self.config).read():
+                    f.write(f'credentials_file = "{self.root}/credentials.toml"\n')
+            gateway = subprocess.Popen(
+                [os.environ["OC_GATEWAY_BIN"], "--config", self.config,
+                 "--storage", f"127.0.0.1:{self.storage_port}",
+                 "--listen", f"127.0.0.1:{self.port}"],
+                env=env, stdout=self.log, stderr=self.log)
+            self.procs = [gateway, storage]
+        wait_healthy(self.endpoint, self.procs[0])
+
+    def stop(self):
+        """SIGTERM every process (gateway first); returns their exit codes."""
+        codes = []
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+            try:
+                codes.append(p.wait(timeout=30))
+            except subprocess.TimeoutExpired:
+                p.kill()
+                codes.append(p.wait())
+        self.procs = []
+        return codes
+
+    def kill9(self):
+        for p in self.procs:
+            if p.poll() is None:
+                os.kill(p.pid, signal.SIGKILL)
+                p.wait()
+        self.procs = []
+
+    def alive(self):
+        return all(p.poll() is None for p in self.procs)
+
+    def boto3(self, **kw):
+        import boto3
+        from botocore.config import Config
+        cfg = Config(signature_version="s3v4", s3={"addressing_style": "path"},
+                     retries={"max_attempts": 1}, connect_timeout=5, read_timeout=60)
+        return boto3.client("s3", endpoint_url=self.endpoint,
+                            aws_access_key_id=kw.get("access_key", self.access_key),
+                            aws_secret_access_key=kw.get("secret_key", self.secret_key),
+                            region_name="us-east-1", config=cfg)
+
+
+def modes():
+    out = ["embedded"]
+    remote_ready = os.path.exists(os.environ.get("OC_STORAGE_SERVER_BIN", "/nonexistent"))
+    out.append(pytest.param("remote", marks=pytest.mark.skipif(
+        not remote_ready, reason="oc-storage-server not built")))
+    return out
+
+
+@pytest.fixture(scope="module", params=modes())
+def server(request):
+    root = tempfile.mkdtemp(prefix="oc-it-")
+    srv = Server(request.param, root)
+    srv.start()
+    yield srv
+    codes = srv.stop()
+    log = open(os.path.join(root, "server.log"), "rb").read().decode(errors="replace")
+    shutil.rmtree(root, ignore_errors=True)
+    assert codes and all(c == 0 for c in codes), f"exit codes {codes}\n{log[-4000:]}"
+
+
+_counter = [0]
+
+
+@pytest.fixture
+def bucket(server):
+    """A fresh bucket name (created by the test or by `made_bucket`)."""
+    _counter[0] += 1
+    return f"it-{os.getpid()}-{_counter[0]}"
+
+
+@pytest.fixture
+def made_bucket(server, bucket):
+    server.boto3().create_bucket(Bucket=bucket)
+    return bucket

@@ -1,0 +1,264 @@
+"""curl and raw HTTP against the gateway: operations endpoints, auth failures, malformed
+HTTP (oversize headers, bad chunk sizes, truncated bodies, trickling clients), keep-alive,
+100-continue, chunked transfer, and that the server keeps serving others throughout."""
+import datetime
+import json
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+import sigv4
+
+
+def curl(*args):
+    r = subprocess.run(["curl", "-s", "-S", "-o", "-", "-w", "\n%{http_code}", *args],
+                       capture_output=True, timeout=60)
+    out = r.stdout.decode(errors="replace")
+    body, _, code = out.rpartition("\n")
+    return int(code or 0), body
+
+
+def raw(server, data, read_timeout=10):
+    """Sends raw bytes, returns everything the server answers until it closes or goes quiet."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=read_timeout) as s:
+        s.sendall(data)
+        chunks = []
+        try:
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    break
+                chunks.append(b)
+        except (socket.timeout, ConnectionResetError):
+            pass
+        return b"".join(chunks)
+
+
+def signed(server, method, path, query="", body=b"", headers=None, **kw):
+    h = sigv4.sign(method, f"127.0.0.1:{server.port}", path, query, headers or {}, body,
+                   server.access_key, server.secret_key, **kw)
+    return h
+
+
+def request_bytes(method, path, headers, body=b"", query=""):
+    target = path + ("?" + query if query else "")
+    lines = [f"{method} {target} HTTP/1.1"] + [f"{k}: {v}" for k, v in headers.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+def still_serving(server):
+    code, body = curl(server.endpoint + "/healthz")
+    assert code == 200 and body == "ok\n"
+
+
+def test_health_ready_stats_metrics(server):
+    assert curl(server.endpoint + "/healthz") == (200, "ok\n")
+    assert curl(server.endpoint + "/readyz")[0] == 200
+    code, body = curl(server.endpoint + "/stats")
+    assert code == 200
+    stats = json.loads(body)
+    assert stats["store"]["ok"] is True
+    assert "connections" in stats and "config" in stats
+    assert "secret" not in body.lower()
+    code, text = curl(server.endpoint + "/metrics")
+    assert code == 200
+    assert 'oc_gateway_requests_total{op="ListBuckets"}' in text
+    assert "oc_gateway_request_duration_seconds_bucket" in text
+
+
+def test_anonymous_refused(server, made_bucket):
+    code, body = curl(server.endpoint + "/")
+    assert code == 403 and "<Code>AccessDenied</Code>" in body
+    code, body = curl(f"{server.endpoint}/{made_bucket}/k")
+    assert code == 403 and "<Code>AccessDenied</Code>" in body
+    assert "<RequestId>" in body
+
+
+def test_bad_signature(server):
+    h = signed(server, "GET", "/")
+    h["Authorization"] = h["Authorization"][:-4] + "0000"
+    code, body = curl(server.endpoint + "/", *sum([["-H", f"{k}: {v}"] for k, v in h.items()], []))
+    assert code == 403 and "<Code>SignatureDoesNotMatch</Code>" in body
+
+
+def test_good_signature_by_hand(server):
+    h = signed(server, "GET", "/")
+    code, body = curl(server.endpoint + "/", *sum([["-H", f"{k}: {v}"] for k, v in h.items()], []))
+    assert code == 200 and "ListAllMyBucketsResult" in body
+
+
+def test_skewed_clock(server):
+    skewed = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=1)
+    h = signed(server, "GET", "/", now=skewed)
+    code, body = curl(server.endpoint + "/", *sum([["-H", f"{k}: {v}"] for k, v in h.items()], []))
+    assert code == 403 and "<Code>RequestTimeTooSkewed</Code>" in body
+
+
+def test_expired_presigned_url(server, made_bucket):
+    s3 = server.boto3()
+    s3.put_object(Bucket=made_bucket, Key="e", Body=b"x")
+    url = s3.generate_presigned_url("get_object", Params={"Bucket": made_bucket, "Key": "e"},
+                                    ExpiresIn=1)
+    assert curl(url)[0] == 200
+    time.sleep(2.2)
+    code, body = curl(url)
+    assert code == 403 and "<Code>AccessDenied</Code>" in body
+
+
+def test_malformed_xml_and_entity_too_large(server, made_bucket):
+    body = b"<Delete><Object><Key>a</Key></Object>"  # unterminated
+    h = signed(server, "POST", f"/{made_bucket}", "delete=", body)
+    out = raw(server, request_bytes("POST", f"/{made_bucket}", {**h, "Content-Length": len(body),
+                                                               "Connection": "close"},
+                                    body, query="delete="))
+    assert b" 400 " in out.split(b"\r\n")[0] and b"<Code>MalformedXML</Code>" in out
+    # A declared body over max_object_bytes (256 MiB in the test config) is refused before
+    # any byte is read, and 100 Continue is never sent.
+    h = signed(server, "PUT", f"/{made_bucket}/huge", payload_hash="UNSIGNED-PAYLOAD")
+    out = raw(server, request_bytes("PUT", f"/{made_bucket}/huge",
+                                    {**h, "Content-Length": 1 << 30, "Expect": "100-continue"}))
+    assert b"100 Continue" not in out
+    assert b"<Code>EntityTooLarge</Code>" in out
+    still_serving(server)
+
+
+def test_keep_alive_and_100_continue(server, made_bucket):
+    body = b"q" * 1000
+    h = signed(server, "PUT", f"/{made_bucket}/ka", body=body)
+    req = request_bytes("PUT", f"/{made_bucket}/ka", {**h, "Content-Length": len(body),
+                                                      "Expect": "100-continue"})
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        s.sendall(req)
+        first = s.recv(4096)
+        assert first.startswith(b"HTTP/1.1 100 Continue")
+        s.sendall(body)
+        resp = b""
+        while b"\r\n\r\n" not in resp:
+            resp += s.recv(4096)
+        assert resp.split(b"\r\n")[0] == b"HTTP/1.1 200 OK"
+        # The same connection serves a second request.
+        h2 = signed(server, "GET", f"/{made_bucket}/ka")
+        s.sendall(request_bytes("GET", f"/{made_bucket}/ka", h2))
+        resp = b""
+        while not resp.endswith(body):
+            chunk = s.recv(65536)
+            assert chunk
+            resp += chunk
+        assert resp.split(b"\r\n")[0] == b"HTTP/1.1 200 OK"
+
+
+def test_chunked_transfer_encoding_put(server, made_bucket):
+    body = b"chunked-body-" * 100
+    h = signed(server, "PUT", f"/{made_bucket}/ch", payload_hash="UNSIGNED-PAYLOAD")
+    chunks = b""
+    for i in range(0, len(body), 300):
+        piece = body[i:i + 300]
+        chunks += f"{len(piece):x}\r\n".encode() + piece + b"\r\n"
+    chunks += b"0\r\n\r\n"
+    out = raw(server, request_bytes("PUT", f"/{made_bucket}/ch",
+                                    {**h, "Transfer-Encoding": "chunked", "Connection": "close"},
+                                    chunks))
+    assert out.split(b"\r\n")[0] == b"HTTP/1.1 200 OK", out
+    assert server.boto3().get_object(Bucket=made_bucket, Key="ch")["Body"].read() == body
+
+
+def test_oversize_headers(server):
+    out = raw(server, b"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * (64 << 10) + b"\r\n\r\n")
+    assert out == b"" or out.split(b"\r\n")[0].startswith(b"HTTP/1.1 400")
+    still_serving(server)
+
+
+def test_bad_chunk_size(server, made_bucket):
+    h = signed(server, "PUT", f"/{made_bucket}/badchunk", payload_hash="UNSIGNED-PAYLOAD")
+    out = raw(server, request_bytes("PUT", f"/{made_bucket}/badchunk",
+                                    {**h, "Transfer-Encoding": "chunked"}, b"zz\r\nabc\r\n0\r\n\r\n"))
+    assert out == b"" or out.split(b"\r\n")[0].startswith(b"HTTP/1.1 400")
+    still_serving(server)
+    with pytest.raises(Exception):
+        server.boto3().head_object(Bucket=made_bucket, Key="badchunk")
+
+
+def test_truncated_body_is_not_visible(server, made_bucket):
+    body = b"t" * 10000
+    h = signed(server, "PUT", f"/{made_bucket}/trunc", payload_hash="UNSIGNED-PAYLOAD")
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        s.sendall(request_bytes("PUT", f"/{made_bucket}/trunc", {**h, "Content-Length": len(body)},
+                                body[:5000]))
+        s.shutdown(socket.SHUT_WR)  # the client goes away mid-body
+        try:
+            while s.recv(4096):
+                pass
+        except (socket.timeout, ConnectionResetError):
+            pass
+    still_serving(server)
+    with pytest.raises(Exception):
+        server.boto3().head_object(Bucket=made_bucket, Key="trunc")
+
+
+def test_signed_payload_mismatch(server, made_bucket):
+    body = b"actual body"
+    h = signed(server, "PUT", f"/{made_bucket}/sha", body=b"another body")
+    out = raw(server, request_bytes("PUT", f"/{made_bucket}/sha",
+                                    {**h, "Content-Length": len(body), "Connection": "close"}, body))
+    assert b"<Code>XAmzContentSHA256Mismatch</Code>" in out
+    with pytest.raises(Exception):
+        server.boto3().head_object(Bucket=made_bucket, Key="sha")
+
+
+def test_trickling_header_is_cut_off(server):
+    """A client sending its header a byte at a time cannot hold the connection past the
+    header timeout (idle_timeout = 3s in the test config)."""
+    start = time.time()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=15) as s:
+        closed = False
+        for b in b"GET /healthz HTTP/1.1\r\nX-Slow: " + b"a" * 100:
+            try:
+                s.sendall(bytes([b]))
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+                break
+            time.sleep(0.1)
+            if time.time() - start > 12:
+                break
+        if not closed:
+            try:
+                closed = s.recv(1) == b""
+            except (ConnectionResetError, socket.timeout):
+                closed = True
+    assert closed
+    assert time.time() - start < 12
+    still_serving(server)
+
+
+def test_trickling_body_is_cut_off(server, made_bucket):
+    """A body arriving slower than stream_piece_bytes per read_timeout (2s) is cut off, and
+    nothing of it becomes visible."""
+    h = signed(server, "PUT", f"/{made_bucket}/slow", payload_hash="UNSIGNED-PAYLOAD")
+    start = time.time()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=15) as s:
+        s.sendall(request_bytes("PUT", f"/{made_bucket}/slow", {**h, "Content-Length": 1 << 20}))
+        closed = False
+        while time.time() - start < 12:
+            try:
+                s.sendall(b"x" * 100)
+            except (BrokenPipeError, ConnectionResetError):
+                closed = True
+                break
+            time.sleep(0.2)
+    assert closed
+    still_serving(server)
+    with pytest.raises(Exception):
+        server.boto3().head_object(Bucket=made_bucket, Key="slow")
+
+
+def test_request_ids(server):
+    code, _ = curl(server.endpoint + "/healthz")
+    out = subprocess.run(["curl", "-s", "-D", "-", "-o", "/dev/null", server.endpoint + "/"],
+                         capture_output=True).stdout.decode()
+    ids = [l.split(":", 1)[1].strip() for l in out.splitlines()
+           if l.lower().startswith("x-amz-request-id")]
+    assert len(ids) == 1 and len(ids[0]) == 16
