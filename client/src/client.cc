@@ -339,10 +339,10 @@ struct Client::Impl {
     HttpHeaders headers;
     std::string body;
   };
-  static DescriptorRequest BuildDescriptorRequest(const Descriptor& d) {
+  DescriptorRequest BuildDescriptorRequest(const Descriptor& d) const {
     DescriptorRequest r;
     descriptor::HeaderList h = descriptor::EncodeHeaders(d);
-    if (descriptor::HeaderBytes(h) <= descriptor::Limits{}.max_header_bytes) {
+    if (descriptor::HeaderBytes(h) <= options.max_descriptor_header_bytes) {
       r.method = "GET";
       r.headers.assign(h.begin(), h.end());
     } else {
@@ -575,35 +575,73 @@ Result<uint64_t> Client::GetObject(std::string_view bucket, std::string_view key
   }
 }
 
+namespace {
+
+// Chunks [first, first + count) of `d` as a descriptor of their own.
+Descriptor SubDescriptor(const Descriptor& d, uint64_t first, uint64_t count) {
+  Descriptor sub = d;
+  if (const auto* compact = std::get_if<descriptor::CompactKeys>(&d.keys)) {
+    sub.keys = descriptor::CompactKeys{
+        compact->prefix, std::vector<descriptor::ChunkHash>(
+                             compact->hashes.begin() + static_cast<std::ptrdiff_t>(first),
+                             compact->hashes.begin() + static_cast<std::ptrdiff_t>(first + count))};
+  } else {
+    const auto& names = std::get<descriptor::ExplicitKeys>(d.keys).names;
+    sub.keys = descriptor::ExplicitKeys{std::vector<std::string>(
+        names.begin() + static_cast<std::ptrdiff_t>(first),
+        names.begin() + static_cast<std::ptrdiff_t>(first + count))};
+  }
+  return sub;
+}
+
+HttpHeaders PutHeaders(const Descriptor& d) {
+  HttpHeaders headers;
+  for (auto& [name, value] : descriptor::EncodeHeaders(d)) {
+    if (name != "x-oc-delivery") {
+      headers.emplace_back(std::move(name), std::move(value));
+    }
+  }
+  return headers;
+}
+
+}  // namespace
+
 Result<PutChunksResult> Client::PutChunks(std::string_view bucket, const Descriptor& d,
                                           ByteSpan chunks) {
   Descriptor put = d;
   put.target.reset();
   put.delivery = DeliveryOrder::kLayerMajor;
   OC_RETURN_IF_ERROR(descriptor::Validate(put, descriptor::Limits{}));
-  const uint64_t total = PayloadBytes(put, put.num_chunks());
-  if (chunks.size() != total) {
+  const uint64_t n = put.num_chunks();
+  const uint64_t object = uint64_t{put.num_layers} * put.layer_bytes;
+  if (chunks.size() != n * object) {
     return Status(Code::kInvalidArgument, Subject::kDescriptor, "body",
                   fmt::format("{} bytes given for {} chunks of {} layers x {} bytes", chunks.size(),
-                              put.num_chunks(), put.num_layers, put.layer_bytes));
+                              n, put.num_layers, put.layer_bytes));
   }
-  HttpHeaders headers;
-  for (auto& [name, value] : descriptor::EncodeHeaders(put)) {
-    if (name != "x-oc-delivery") {
-      headers.emplace_back(std::move(name), std::move(value));
-    }
+  // The PUT's descriptor travels in headers only: split a key list too long for the
+  // gateway's header limit into several PUTs (docs/protocol.md, descriptor PUT).
+  uint64_t batch = n;
+  while (batch > 1 && descriptor::HeaderBytes(descriptor::EncodeHeaders(SubDescriptor(
+                          put, 0, batch))) > impl_->options.max_descriptor_header_bytes) {
+    batch = (batch + 1) / 2;
   }
-  OC_ASSIGN_OR_RETURN(Impl::Exchange ex, impl_->Execute("PUT", Impl::Path(bucket), "objectcache",
-                                                        std::move(headers), chunks));
-  if (!ex.ok()) {
-    return ex.Error();
-  }
-  OC_RETURN_IF_ERROR(Drain(*ex.conn));
   PutChunksResult r;
-  r.chunks = put.num_chunks();
-  r.bytes = total;
-  if (const std::string* id = ex.head.Find("x-oc-request-id")) {
-    r.request_id = *id;
+  for (uint64_t first = 0; first < n; first += batch) {
+    const uint64_t count = std::min(batch, n - first);
+    const Descriptor sub = batch == n ? put : SubDescriptor(put, first, count);
+    OC_ASSIGN_OR_RETURN(Impl::Exchange ex,
+                        impl_->Execute("PUT", Impl::Path(bucket), "objectcache", PutHeaders(sub),
+                                       chunks.subspan(first * object, count * object)));
+    if (!ex.ok()) {
+      return ex.Error();
+    }
+    OC_RETURN_IF_ERROR(Drain(*ex.conn));
+    r.chunks += count;
+    r.bytes += count * object;
+    if (const std::string* id = ex.head.Find("x-oc-request-id")) {
+      r.request_id = *id;
+    }
   }
   return r;
 }
@@ -614,14 +652,8 @@ Result<PutChunksResult> Client::PutChunks(std::string_view bucket, Descriptor d,
   OC_RETURN_IF_ERROR(descriptor::Validate(d, descriptor::Limits{}));
   const uint64_t total = PayloadBytes(d, d.num_chunks());
   OC_ASSIGN_OR_RETURN(d.target, source.Target(offset, total));
-  HttpHeaders headers;
-  for (auto& [name, value] : descriptor::EncodeHeaders(d)) {
-    if (name != "x-oc-delivery") {
-      headers.emplace_back(std::move(name), std::move(value));
-    }
-  }
   OC_ASSIGN_OR_RETURN(Impl::Exchange ex, impl_->Execute("PUT", Impl::Path(bucket), "objectcache",
-                                                        std::move(headers), ByteSpan()));
+                                                        PutHeaders(d), ByteSpan()));
   if (!ex.ok()) {
     return ex.Error();
   }
@@ -639,7 +671,7 @@ Result<ProbeResult> Client::ProbeChunks(std::string_view bucket, const Descripto
   Descriptor probe = d;
   probe.target.reset();
   OC_RETURN_IF_ERROR(descriptor::Validate(probe, descriptor::Limits{}));
-  Impl::DescriptorRequest req = Impl::BuildDescriptorRequest(probe);
+  Impl::DescriptorRequest req = impl_->BuildDescriptorRequest(probe);
   OC_ASSIGN_OR_RETURN(
       Impl::Exchange ex,
       impl_->Execute(req.method, Impl::Path(bucket), "objectcache&probe", std::move(req.headers),
@@ -708,7 +740,7 @@ Result<LayerHandle> Client::GetLayers(std::string_view bucket, Descriptor d,
   state->timeout = impl_->options.timeout;
   OC_ASSIGN_OR_RETURN(state->delivery,
                       plane->Expect(d.target->address, d.num_layers, std::move(on_layer)));
-  Impl::DescriptorRequest req = Impl::BuildDescriptorRequest(d);
+  Impl::DescriptorRequest req = impl_->BuildDescriptorRequest(d);
   LayerHandle::State* s = state.get();
   state->thread = std::thread([s, req = std::move(req), bucket = std::string(bucket)]() mutable {
     Result<Impl::Exchange> ex =
@@ -747,7 +779,7 @@ Result<LayerHandle> Client::GetLayersHttp(std::string_view bucket, Descriptor d,
   state->num_layers = d.num_layers;
   state->timeout = impl_->options.timeout;
   state->on_layer = std::move(on_layer);
-  Impl::DescriptorRequest req = Impl::BuildDescriptorRequest(d);
+  Impl::DescriptorRequest req = impl_->BuildDescriptorRequest(d);
   LayerHandle::State* s = state.get();
   state->thread = std::thread([s, req = std::move(req), bucket = std::string(bucket), d, out,
                                n]() mutable {

@@ -35,6 +35,11 @@ struct ClientOptions {
   // Idle keep-alive connections kept for reuse.
   // Default: 8
   uint32_t max_idle_connections = 8;
+  // Descriptors whose x-oc-* headers (as descriptor::HeaderBytes counts them) exceed this go
+  // in a POST body instead of GET headers. Below the gateway's whole-header limit
+  // (GatewayOptions::max_header_bytes, 16 KiB by default) with room for auth headers.
+  // Default: 12 KiB
+  uint64_t max_descriptor_header_bytes = 12ull << 10;
   // The data plane opened on first use (a descriptor request with a target).
   DataPlaneOptions data_plane;
 
