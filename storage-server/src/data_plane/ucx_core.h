@@ -378,6 +378,10 @@ class UcxWorker {
  private:
   // Upper bound on one idle sleep of the progress thread; only matters if a wakeup is lost.
   static constexpr int kIdlePollMs = 50;
+  // After the last event the thread keeps polling this long before it sleeps: some
+  // completions (shared-memory flushes, CMA) raise no event on the worker's fd, so a thread
+  // that slept at once would wait out kIdlePollMs for each of them (measured: ~1 per layer).
+  static constexpr std::chrono::microseconds kSpin{200};
 
   UcxWorker() = default;
 
@@ -396,9 +400,14 @@ class UcxWorker {
 
   void ProgressLoop() {
     progress_thread_.store(std::this_thread::get_id(), std::memory_order_release);
+    auto last_event = std::chrono::steady_clock::now();
     while (!stop_.load(std::memory_order_acquire)) {
       const bool ran = RunTasks();
       if (ucp_worker_progress(worker_) != 0 || ran) {
+        last_event = std::chrono::steady_clock::now();
+        continue;
+      }
+      if (std::chrono::steady_clock::now() - last_event < kSpin) {
         continue;
       }
       const ucs_status_t armed = ucp_worker_arm(worker_);
