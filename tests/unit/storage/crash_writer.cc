@@ -1,0 +1,97 @@
+// storage_crash_writer DATA_DIR SEED: the writer half of the crash test (crash_test.cc).
+// Opens the store and writes objects of random sizes (some many extents and several
+// streamed flushes, many overwriting earlier keys) until killed. For every write it prints
+//   W <key> <xxh3-64 hex> <size>   before the first byte is appended (an intent), and
+//   A <key> <xxh3-64 hex> <size>   only after Commit returned (acknowledged),
+// each line with one write(2) to stdout, so what the test reads is exactly what the writer
+// knew at the moment it was killed.
+
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+
+#include "oc/storage/open.h"
+#include "oc/testutil/testutil.h"
+
+namespace {
+
+// The test and the writer agree on these.
+constexpr int kKeys = 24;
+constexpr uint64_t kExtentBytes = 64 << 10;
+
+void Emit(char kind, const std::string& key, uint64_t hash, uint64_t size) {
+  char line[256];
+  const int n = std::snprintf(line, sizeof(line), "%c %s %016llx %llu\n", kind, key.c_str(),
+                              static_cast<unsigned long long>(hash),
+                              static_cast<unsigned long long>(size));
+  if (n <= 0 || ::write(1, line, static_cast<size_t>(n)) != n) {
+    std::_Exit(3);
+  }
+}
+
+std::string KeyName(int i) {
+  return i == 0 ? "ключ/🙂" : "k" + std::to_string(i);  // one non-ASCII key among them
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: storage_crash_writer DATA_DIR SEED\n");
+    return 2;
+  }
+  oc::storage::StoreOptions options;
+  options.data_dir = argv[1];
+  options.default_extent_bytes = kExtentBytes;
+  options.write_batch_bytes = 4 * kExtentBytes;  // big objects flush several times
+  options.block_cache_bytes = 32 << 20;
+  options.read_threads = 0;
+  auto store = oc::storage::OpenLocalStore(options);
+  if (!store.has_value()) {
+    std::fprintf(stderr, "open: %s\n", store.error().ToString().c_str());
+    return 1;
+  }
+  oc::Status created = (*store)->CreateBucket("crash", "writer");
+  if (!created.ok() && created.code() != oc::Code::kAlreadyExists) {
+    std::fprintf(stderr, "bucket: %s\n", created.ToString().c_str());
+    return 1;
+  }
+  std::mt19937_64 rng(std::strtoull(argv[2], nullptr, 10));
+  for (;;) {
+    const std::string key = KeyName(static_cast<int>(rng() % kKeys));
+    uint64_t size = 0;
+    switch (rng() % 4) {
+      case 0: size = rng() % 100; break;                        // tiny, sometimes empty
+      case 1: size = rng() % (3 * kExtentBytes); break;         // one batch
+      default: size = rng() % (20 * kExtentBytes); break;       // streamed, many flushes
+    }
+    const std::vector<std::byte> data = oc::testutil::PatternBytes(rng(), size);
+    const uint64_t hash = XXH3_64bits(data.data(), data.size());
+    Emit('W', key, hash, size);
+    auto writer = (*store)->Put({"crash", key}, {});
+    if (!writer.has_value()) {
+      std::fprintf(stderr, "put: %s\n", writer.error().ToString().c_str());
+      return 1;
+    }
+    uint64_t pos = 0;
+    while (pos < size) {
+      const uint64_t n = std::min<uint64_t>(size - pos, 1 + rng() % (100 << 10));
+      oc::Status s = (*writer)->Append(oc::ByteSpan(data.data() + pos, n));
+      if (!s.ok()) {
+        std::fprintf(stderr, "append: %s\n", s.ToString().c_str());
+        return 1;
+      }
+      pos += n;
+    }
+    auto meta = (*writer)->Commit();
+    if (!meta.has_value()) {
+      std::fprintf(stderr, "commit: %s\n", meta.error().ToString().c_str());
+      return 1;
+    }
+    Emit('A', key, hash, size);
+  }
+}

@@ -1,0 +1,169 @@
+// ReadSlices: layer slices of many objects into caller buffers, in every read mode and
+// both extent layouts; missing and short objects; slices spanning extents and parts.
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "store_test_util.h"
+
+namespace oc::storage::test {
+namespace {
+
+struct Mode {
+  ExtentLayout layout;
+  SliceReadMode mode;
+};
+
+class SlicesTest : public ::testing::TestWithParam<Mode> {
+ protected:
+  void SetUp() override {
+    StoreOptions o = SmallOptions(dir_.path(), GetParam().layout);
+    o.slice_read_mode = GetParam().mode;
+    Result<std::unique_ptr<Store>> s = OpenLocalStore(o);
+    ASSERT_TRUE(s.has_value()) << s.error();
+    store_ = std::move(*s);
+    ASSERT_TRUE(store_->CreateBucket("kvc", "me").ok());
+  }
+
+  testutil::TempDir dir_;
+  std::unique_ptr<Store> store_;
+};
+
+std::string ModeName(const ::testing::TestParamInfo<Mode>& info) {
+  static const char* kModes[] = {"Auto", "Get", "MultiGet", "Parallel"};
+  return std::string(info.param.layout == ExtentLayout::kSstBlocks ? "Sst" : "Blob") +
+         kModes[static_cast<int>(info.param.mode)];
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Modes, SlicesTest,
+    ::testing::Values(Mode{ExtentLayout::kSstBlocks, SliceReadMode::kSerialGet},
+                      Mode{ExtentLayout::kSstBlocks, SliceReadMode::kMultiGet},
+                      Mode{ExtentLayout::kSstBlocks, SliceReadMode::kParallelGet},
+                      Mode{ExtentLayout::kSstBlocks, SliceReadMode::kAuto},
+                      Mode{ExtentLayout::kBlobFiles, SliceReadMode::kSerialGet},
+                      Mode{ExtentLayout::kBlobFiles, SliceReadMode::kMultiGet},
+                      Mode{ExtentLayout::kBlobFiles, SliceReadMode::kParallelGet}),
+    ModeName);
+
+TEST_P(SlicesTest, ReadsLayerSlicesOfManyChunksIntoPlace) {
+  constexpr uint32_t kLayers = 6;
+  constexpr uint64_t kS = 2000;
+  constexpr int kChunks = 40;
+  std::vector<std::string> data;
+  for (int j = 0; j < kChunks; ++j) {
+    PutOptions o;
+    o.chunk = ChunkShape{descriptor::StoredLayout::kL2TD, kLayers, kS};
+    data.push_back(Bytes(j, kLayers * kS));
+    ASSERT_TRUE(PutString(*store_, {"kvc", "c" + std::to_string(j)}, data.back(), o).has_value());
+  }
+  for (uint32_t layer : {0u, 3u, kLayers - 1}) {
+    SCOPED_TRACE(layer);
+    std::string dest(kChunks * kS, '\0');
+    std::vector<SliceRead> slices;
+    for (int j = 0; j < kChunks; ++j) {
+      slices.push_back(SliceRead{"c" + std::to_string(j), layer * kS,
+                                 MutableByteSpan(reinterpret_cast<std::byte*>(dest.data()) + j * kS, kS)});
+    }
+    Result<std::vector<SliceStatus>> r = store_->ReadSlices("kvc", slices);
+    ASSERT_TRUE(r.has_value()) << r.error();
+    for (int j = 0; j < kChunks; ++j) {
+      EXPECT_EQ((*r)[j], SliceStatus::kOk);
+      EXPECT_TRUE(std::string_view(dest).substr(j * kS, kS) ==
+                  std::string_view(data[j]).substr(layer * kS, kS))
+          << j;
+    }
+  }
+}
+
+TEST_P(SlicesTest, ReportsMissingAndShortPerSlice) {
+  const std::string a = Bytes(1, 10000);
+  ASSERT_TRUE(PutString(*store_, {"kvc", "a"}, a).has_value());
+  ASSERT_TRUE(PutString(*store_, {"kvc", "empty"}, "").has_value());
+  std::string buf(6 * 5000, '\x55');
+  auto at = [&](int i, uint64_t n) {
+    return MutableByteSpan(reinterpret_cast<std::byte*>(buf.data()) + i * 5000, n);
+  };
+  const std::vector<SliceRead> slices = {
+      {"a", 0, at(0, 5000)},          // ok
+      {"missing", 0, at(1, 100)},     // no such object
+      {"a", 9000, at(2, 2000)},       // runs past the end
+      {"a", 4090, at(3, 4100)},       // spans three 4 KiB extents
+      {"empty", 0, at(4, 0)},         // zero bytes of an empty object
+      {"", 0, at(5, 10)},             // not a valid key: missing
+  };
+  Result<std::vector<SliceStatus>> r = store_->ReadSlices("kvc", slices);
+  ASSERT_TRUE(r.has_value()) << r.error();
+  const std::vector<SliceStatus> want = {SliceStatus::kOk,   SliceStatus::kMissing,
+                                         SliceStatus::kShort, SliceStatus::kOk,
+                                         SliceStatus::kOk,   SliceStatus::kMissing};
+  EXPECT_EQ(*r, want);
+  EXPECT_TRUE(buf.substr(0, 5000) == a.substr(0, 5000));
+  EXPECT_TRUE(buf.substr(3 * 5000, 4100) == a.substr(4090, 4100));
+  EXPECT_EQ(buf.substr(5000, 100), std::string(100, '\x55')) << "a missing slice was written";
+  EXPECT_EQ(buf.substr(2 * 5000, 2000), std::string(2000, '\x55')) << "a short slice was written";
+  EXPECT_EQ(store_->ReadSlices("nobucket", slices).error().subject(), Subject::kBucket);
+  Result<std::vector<SliceStatus>> none = store_->ReadSlices("kvc", {});
+  ASSERT_TRUE(none.has_value());
+  EXPECT_TRUE(none->empty());
+}
+
+TEST_P(SlicesTest, SliceSpansMultipartSegments) {
+  Result<std::string> id = store_->CreateMultipartUpload({"kvc", "mp"}, {});
+  ASSERT_TRUE(id.has_value());
+  const std::string p1 = Bytes(1, kMinPartBytes);
+  const std::string p2 = Bytes(2, 9000);
+  std::vector<CompletedPart> parts;
+  uint32_t n = 1;
+  for (const std::string* p : {&p1, &p2}) {
+    Result<std::unique_ptr<ObjectWriter>> w = store_->UploadPart({"kvc", "mp"}, *id, n, {});
+    ASSERT_TRUE(w.has_value());
+    ASSERT_TRUE((*w)->Append(AsBytes(*p)).ok());
+    Result<ObjectMeta> m = (*w)->Commit();
+    ASSERT_TRUE(m.has_value());
+    parts.push_back({n++, m->etag});
+  }
+  ASSERT_TRUE(store_->CompleteMultipartUpload({"kvc", "mp"}, *id, parts).has_value());
+  const std::string all = p1 + p2;
+  std::string dest(20000, '\0');
+  const uint64_t offset = kMinPartBytes - 7000;
+  const std::vector<SliceRead> slices = {
+      {"mp", offset, MutableByteSpan(reinterpret_cast<std::byte*>(dest.data()), 16000)},
+      {"mp", 0, MutableByteSpan(reinterpret_cast<std::byte*>(dest.data()) + 16000, 4000)}};
+  Result<std::vector<SliceStatus>> r = store_->ReadSlices("kvc", slices);
+  ASSERT_TRUE(r.has_value()) << r.error();
+  EXPECT_EQ((*r)[0], SliceStatus::kOk);
+  EXPECT_TRUE(dest.substr(0, 16000) == all.substr(offset, 16000));
+  EXPECT_TRUE(dest.substr(16000) == all.substr(0, 4000));
+}
+
+TEST_P(SlicesTest, SeesOneVersionWhileOverwritten) {
+  // Every slice comes from the same snapshot: all old or all new, never a mix.
+  for (int j = 0; j < 8; ++j) {
+    ASSERT_TRUE(PutString(*store_, {"kvc", "o" + std::to_string(j)}, std::string(8192, 'A')).has_value());
+  }
+  std::thread writer([&] {
+    for (int j = 0; j < 8; ++j) {
+      EXPECT_TRUE(PutString(*store_, {"kvc", "o" + std::to_string(j)}, std::string(8192, 'B')).has_value());
+    }
+  });
+  for (int round = 0; round < 20; ++round) {
+    std::string dest(8 * 8192, '\0');
+    std::vector<SliceRead> slices;
+    for (int j = 0; j < 8; ++j) {
+      slices.push_back({"o" + std::to_string(j), 0,
+                        MutableByteSpan(reinterpret_cast<std::byte*>(dest.data()) + j * 8192, 8192)});
+    }
+    Result<std::vector<SliceStatus>> r = store_->ReadSlices("kvc", slices);
+    ASSERT_TRUE(r.has_value());
+    for (int j = 0; j < 8; ++j) {
+      const std::string_view s = std::string_view(dest).substr(j * 8192, 8192);
+      EXPECT_TRUE(s == std::string(8192, 'A') || s == std::string(8192, 'B')) << "torn object";
+    }
+  }
+  writer.join();
+}
+
+}  // namespace
+}  // namespace oc::storage::test
