@@ -3,11 +3,13 @@
 //
 //   BM_Memcpy/<bytes>            memcpy of a request's layers (kLayers x bytes) from a staging
 //                                buffer into a target buffer: the one-copy ceiling.
-//   BM_Put/<tls>/<order>/<bytes> one request per iteration through the real path: OpenSink
+//   BM_Put/<tls>/<mode>/<bytes>  one request per iteration through the real path: OpenSink
 //                                (cached endpoint, rkey unpack), kLayers x (AcquireBuffer,
 //                                Write, LayerReady), Finish, and the client's Wait() for
-//                                "done". tls: 0 = shm (posix/sysv + CMA), 1 = tcp; order:
-//                                0 = flush per layer, 1 = fence per layer. Counters:
+//                                "done". tls: 0 = shm (posix/sysv + CMA), 1 = tcp; mode:
+//                                0 = put + flush per layer, 1 = put + fence per layer,
+//                                2 = rendezvous active messages (WriteMode::kRendezvous).
+//                                Counters:
 //                                bytes_per_second, and vs_memcpy = put rate / memcpy rate of
 //                                the same size measured in this run.
 // Server and client are two ucp contexts in this process (as in client_test); staging holds
@@ -18,9 +20,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
-#include <string>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "oc/client/target_buffer.h"
@@ -59,12 +61,15 @@ void BM_Memcpy(benchmark::State& state) {
 void BM_Put(benchmark::State& state) {
   const char* tls = kTls[state.range(0)];
   const auto ordering =
-      state.range(1) == 0 ? oc::storage::LayerOrdering::kFlush : oc::storage::LayerOrdering::kFence;
+      state.range(1) == 1 ? oc::storage::LayerOrdering::kFence : oc::storage::LayerOrdering::kFlush;
+  const auto write_mode =
+      state.range(1) == 2 ? oc::storage::WriteMode::kRendezvous : oc::storage::WriteMode::kPut;
   const uint64_t bytes = static_cast<uint64_t>(state.range(2));
 
   oc::storage::DataPlaneOptions options;
   options.transports = tls;
   options.ordering = ordering;
+  options.write_mode = write_mode;
   options.staging_buffers = 4;
   options.staging_buffer_bytes = kMaxLayerBytes;
   options.op_timeout = kWait;
@@ -114,8 +119,8 @@ class RatioReporter : public benchmark::JSONReporter {
   void ReportRuns(const std::vector<Run>& runs) override {
     std::vector<Run> out = runs;
     for (Run& run : out) {
-      const double rate = run.counters.count("rate") ? static_cast<double>(run.counters["rate"])
-                                                     : 0.0;
+      const double rate =
+          run.counters.count("rate") ? static_cast<double>(run.counters["rate"]) : 0.0;
       const std::string& args = run.run_name.args;  // "<bytes>" or "<tls>/<order>/<bytes>"
       const uint64_t bytes = std::strtoull(args.c_str() + args.rfind('/') + 1, nullptr, 10);
       if (run.run_name.function_name == "BM_Memcpy") {
@@ -135,7 +140,7 @@ void Register() {
     benchmark::RegisterBenchmark("BM_Memcpy", BM_Memcpy)->Arg(size)->UseRealTime();
   }
   for (int64_t tls : {0, 1}) {
-    for (int64_t order : {0, 1}) {
+    for (int64_t order : {0, 1, 2}) {
       for (int64_t size : kSizes) {
         benchmark::RegisterBenchmark("BM_Put", BM_Put)
             ->Args({tls, order, size})

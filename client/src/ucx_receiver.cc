@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include <condition_variable>
+#include <cstring>
 #include <vector>
 
 #include <fmt/core.h>
@@ -16,9 +17,17 @@ const Logger kLog{"client.data_plane"};
 
 class UcxTargetBuffer final : public TargetBuffer {
  public:
-  UcxTargetBuffer(data_plane::UcxWorker& worker, MutableByteSpan bytes, bool owned)
-      : worker_(worker), bytes_(bytes), owned_(owned), worker_address_(worker.address()) {}
+  UcxTargetBuffer(UcxReceiver& receiver, data_plane::UcxWorker& worker, MutableByteSpan bytes,
+                  bool owned)
+      : receiver_(receiver),
+        worker_(worker),
+        bytes_(bytes),
+        owned_(owned),
+        worker_address_(worker.address()) {
+    receiver_.AddMapped(address(), length());
+  }
   ~UcxTargetBuffer() override {
+    receiver_.RemoveMapped(address());
     // Unmap from UCX, on the worker's thread, before the memory goes.
     worker_.Call([this] {
       mapping_.reset();
@@ -35,6 +44,7 @@ class UcxTargetBuffer final : public TargetBuffer {
   std::unique_ptr<data_plane::MappedMemory> mapping_;
 
  private:
+  UcxReceiver& receiver_;
   data_plane::UcxWorker& worker_;
   MutableByteSpan bytes_;
   bool owned_;
@@ -144,6 +154,10 @@ Result<std::unique_ptr<UcxReceiver>> UcxReceiver::Create(const DataPlaneOptions&
   param.arg = r.get();
   OC_RETURN_IF_ERROR(data_plane::FromUcs(
       ucp_worker_set_am_recv_handler(r->worker_->worker(), &param), "set_am_recv_handler"));
+  param.id = data_plane::kDataAmId;
+  param.cb = &UcxReceiver::OnData;
+  OC_RETURN_IF_ERROR(data_plane::FromUcs(
+      ucp_worker_set_am_recv_handler(r->worker_->worker(), &param), "set_am_recv_handler"));
   r->worker_->Start();
   return r;
 }
@@ -161,7 +175,7 @@ Result<std::unique_ptr<TargetBuffer>> UcxReceiver::Allocate(uint64_t length) {
     return Status::ResourceExhausted("length", fmt::format("cannot allocate {} bytes", length));
   }
   auto buffer = std::make_unique<UcxTargetBuffer>(
-      *worker_, MutableByteSpan(static_cast<std::byte*>(mem), length), /*owned=*/true);
+      *this, *worker_, MutableByteSpan(static_cast<std::byte*>(mem), length), /*owned=*/true);
   OC_ASSIGN_OR_RETURN(buffer->mapping_, worker_->Call([&] {
     return data_plane::MappedMemory::Map(worker_->context(), mem, length);
   }));
@@ -172,7 +186,7 @@ Result<std::unique_ptr<TargetBuffer>> UcxReceiver::Wrap(MutableByteSpan memory) 
   if (memory.empty()) {
     return Status::InvalidArgument("memory", "target buffer of 0 bytes");
   }
-  auto buffer = std::make_unique<UcxTargetBuffer>(*worker_, memory, /*owned=*/false);
+  auto buffer = std::make_unique<UcxTargetBuffer>(*this, *worker_, memory, /*owned=*/false);
   OC_ASSIGN_OR_RETURN(buffer->mapping_, worker_->Call([&] {
     return data_plane::MappedMemory::Map(worker_->context(), memory.data(), memory.size());
   }));
@@ -193,6 +207,55 @@ Result<std::unique_ptr<Delivery>> UcxReceiver::Expect(uint64_t target_address, u
     }
   }
   return std::unique_ptr<Delivery>(new UcxDelivery(*this, target_address, std::move(state)));
+}
+
+void UcxReceiver::AddMapped(uint64_t address, uint64_t length) {
+  std::lock_guard<std::mutex> lock(mu_);
+  mapped_[address] = length;
+}
+
+void UcxReceiver::RemoveMapped(uint64_t address) {
+  std::lock_guard<std::mutex> lock(mu_);
+  mapped_.erase(address);
+}
+
+bool UcxReceiver::InsideMapped(uint64_t address, uint64_t length) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = mapped_.upper_bound(address);
+  if (it == mapped_.begin()) {
+    return false;
+  }
+  --it;
+  const uint64_t offset = address - it->first;
+  return offset <= it->second && length <= it->second - offset;
+}
+
+ucs_status_t UcxReceiver::OnData(void* arg, const void* header, size_t header_length, void* data,
+                                 size_t length, const ucp_am_recv_param_t* param) {
+  auto* self = static_cast<UcxReceiver*>(arg);
+  Result<data_plane::DataHeader> h =
+      data_plane::DecodeDataHeader(ByteSpan(static_cast<const std::byte*>(header), header_length));
+  uint64_t dest = 0;
+  // The server checked the write against the target; the client checks it again against its
+  // own mappings, so a confused or hostile server cannot make it write elsewhere.
+  if (!h.has_value() || __builtin_add_overflow(h->request_key, h->offset, &dest) ||
+      !self->InsideMapped(dest, length)) {
+    kLog.Warn("dropped data-plane bytes outside every target bytes={}", length);
+    return UCS_OK;  // a rendezvous message not received is released by UCX
+  }
+  auto* into = reinterpret_cast<void*>(dest);
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0) {
+    std::memcpy(into, data, length);  // small enough to have come eagerly
+    return UCS_OK;
+  }
+  ucp_request_param_t rparam{};
+  rparam.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
+  rparam.cb.recv_am = [](void* request, ucs_status_t, size_t, void*) { ucp_request_free(request); };
+  ucs_status_ptr_t sp = ucp_am_recv_data_nbx(self->worker_->worker(), data, into, length, &rparam);
+  if (UCS_PTR_IS_ERR(sp)) {
+    kLog.Warn("rendezvous receive failed: {}", ucs_status_string(UCS_PTR_STATUS(sp)));
+  }
+  return UCS_OK;
 }
 
 void UcxReceiver::Forget(uint64_t key, const DeliveryState* state) {

@@ -6,6 +6,7 @@
 // the Delivery registered for their request key.
 // Thread safety: as DataPlane.
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
@@ -31,6 +32,9 @@ class UcxReceiver final : public DataPlane {
 
   // Drops the registration of `key` if it is still `state` (Delivery's destructor).
   void Forget(uint64_t key, const DeliveryState* state);
+  // The mapped buffers, for bounds-checking rendezvous writes (TargetBuffer lifetime).
+  void AddMapped(uint64_t address, uint64_t length);
+  void RemoveMapped(uint64_t address);
 
  private:
   UcxReceiver() = default;
@@ -38,10 +42,16 @@ class UcxReceiver final : public DataPlane {
   static ucs_status_t OnMessage(void* arg, const void* header, size_t header_length, void* data,
                                 size_t length, const ucp_am_recv_param_t* param);
   void Handle(ByteSpan header, ByteSpan data);
+  // Rendezvous layer bytes (progress thread): received straight into the target.
+  static ucs_status_t OnData(void* arg, const void* header, size_t header_length, void* data,
+                             size_t length, const ucp_am_recv_param_t* param);
+  // True if [address, address + length) lies inside one mapped buffer.
+  bool InsideMapped(uint64_t address, uint64_t length);
 
   std::unique_ptr<data_plane::UcxWorker> worker_;
   std::mutex mu_;
   std::unordered_map<uint64_t, std::shared_ptr<DeliveryState>> deliveries_ OC_GUARDED_BY(mu_);
+  std::map<uint64_t, uint64_t> mapped_ OC_GUARDED_BY(mu_);  // address -> length
 };
 
 }  // namespace oc::client

@@ -163,6 +163,41 @@ inline Result<Notification> DecodeNotification(ByteSpan header) {
   return n;
 }
 
+// Layer bytes sent as a rendezvous active message (WriteMode::kRendezvous): AM id kDataAmId,
+// a 24-byte AM header, the bytes as the AM data (fetched by the receiver into its target).
+//   offset size field
+//   0      4    magic "OCDD"
+//   4      1    version (kWireVersion)
+//   5      3    reserved, 0
+//   8      8    request key: the target address
+//   16     8    offset of the bytes within the target
+inline constexpr unsigned kDataAmId = 0x0D;
+inline constexpr std::array<std::byte, 4> kDataMagic = {std::byte{'O'}, std::byte{'C'},
+                                                        std::byte{'D'}, std::byte{'D'}};
+
+struct DataHeader {
+  uint64_t request_key = 0;
+  uint64_t offset = 0;
+};
+
+inline std::array<std::byte, kHeaderBytes> EncodeDataHeader(const DataHeader& h) {
+  std::array<std::byte, kHeaderBytes> out{};
+  std::memcpy(out.data(), kDataMagic.data(), kDataMagic.size());
+  out[4] = static_cast<std::byte>(kWireVersion);
+  PutLittleEndian64(h.request_key, out.data() + 8);
+  PutLittleEndian64(h.offset, out.data() + 16);
+  return out;
+}
+
+inline Result<DataHeader> DecodeDataHeader(ByteSpan header) {
+  if (header.size() != kHeaderBytes ||
+      std::memcmp(header.data(), kDataMagic.data(), kDataMagic.size()) != 0 ||
+      static_cast<uint8_t>(header[4]) != kWireVersion) {
+    return Status::Corruption("data-plane data header: bad size, magic or version");
+  }
+  return DataHeader{GetLittleEndian64(header.data() + 8), GetLittleEndian64(header.data() + 16)};
+}
+
 // ---------------------------------------------------------------------------------------
 // Completion of one non-blocking operation that a thread waits for with a timeout. The
 // callback and the waiter each hold a reference, so a waiter that gives up (timeout) never

@@ -3,6 +3,7 @@
 #include <condition_variable>
 #include <deque>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -24,6 +25,7 @@ const Logger kLog{"data_plane"};
 // message; the header and text live here until the send completes.
 struct NotifyOp {
   UcxLayerSink::State* state = nullptr;
+  uint64_t writes_before = 0;  // kRendezvous: ready once this many writes are complete
   std::array<std::byte, data_plane::kHeaderBytes> header{};
   std::string message;
   bool ready = false;  // the bytes before it are complete (guarded by State::mu)
@@ -33,6 +35,8 @@ struct PutOp {
   UcxLayerSink::State* state = nullptr;
   uint32_t slot = 0;
   bool abandoned = false;  // guarded by State::mu: its slot was retired (AbandonPuts)
+  uint64_t seq = 0;        // order among this request's writes
+  std::array<std::byte, data_plane::kHeaderBytes> header{};  // kRendezvous: the AM header
 };
 
 struct UcxLayerSink::State {
@@ -125,12 +129,21 @@ struct UcxLayerSink::State {
       std::lock_guard<std::mutex> lock(mu);
       abandoned = op->abandoned;
       puts.erase(op);
+      // Writes complete out of order; writes_done counts the complete prefix.
+      done_seqs.insert(op->seq);
+      while (!done_seqs.empty() && *done_seqs.begin() == writes_done) {
+        done_seqs.erase(done_seqs.begin());
+        ++writes_done;
+      }
     }
     if (!abandoned) {
       plane.staging().Release(op->slot);
     }
     delete op;
-    OpDone(status, "ucp_put_nbx");
+    OpDone(status, "data-plane write");
+    if (rendezvous()) {
+      Drain();  // a notification may have been waiting for this write
+    }
     Unref();
   }
 
@@ -175,6 +188,9 @@ struct UcxLayerSink::State {
       bool skip = false;
       {
         std::lock_guard<std::mutex> lock(mu);
+        if (!pending.empty() && rendezvous() && pending.front()->writes_before <= writes_done) {
+          pending.front()->ready = true;
+        }
         if (pending.empty() || !pending.front()->ready) {
           sending = false;
           cv.notify_all();
@@ -221,6 +237,17 @@ struct UcxLayerSink::State {
     op->state = this;
     op->header = data_plane::EncodeNotification(n);
     op->message = std::move(message);
+    if (rendezvous()) {
+      // A rendezvous send completes when the client has the bytes: the notification waits
+      // for every write before it to complete (Drain checks), no flush needed.
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        op->writes_before = writes_posted;
+        pending.push_back(op);
+      }
+      plane.worker().Submit([this] { Drain(); });
+      return CurrentError();
+    }
     {
       std::lock_guard<std::mutex> lock(mu);
       pending.push_back(op);
@@ -246,6 +273,8 @@ struct UcxLayerSink::State {
     return CurrentError();
   }
 
+  bool rendezvous() const { return plane.options().write_mode == WriteMode::kRendezvous; }
+
   UcxDataPlane& plane;
   const std::shared_ptr<Endpoint> endpoint;
   const ucp_rkey_h rkey;
@@ -257,6 +286,9 @@ struct UcxLayerSink::State {
   std::condition_variable cv;
   uint64_t in_flight = 0;           // guarded by mu: puts, flushes and sends posted
   std::unordered_set<PutOp*> puts;  // guarded by mu: puts posted, not completed
+  uint64_t writes_posted = 0;       // guarded by mu
+  uint64_t writes_done = 0;         // guarded by mu: writes 0..writes_done-1 are complete
+  std::set<uint64_t> done_seqs;     // guarded by mu: complete writes above writes_done
   Status error;                     // guarded by mu: the first transfer error
   std::deque<NotifyOp*> pending;    // guarded by mu: notifications not sent yet, in order
   bool sending = false;             // guarded by mu: a thread is in Drain()'s send loop
@@ -320,9 +352,13 @@ Status UcxLayerSink::Write(uint64_t dest_offset, StagingBuffer buffer, uint64_t 
     std::lock_guard<std::mutex> lock(s.mu);
     ++s.in_flight;
     s.puts.insert(op);
+    op->seq = s.writes_posted++;
   }
   s.Ref();
   const uint64_t remote = s.address + dest_offset;
+  if (s.rendezvous()) {
+    op->header = data_plane::EncodeDataHeader({s.address, dest_offset});
+  }
   s.plane.worker().Submit([&s, op, data, length, remote] {
     ucp_request_param_t param{};
     param.op_attr_mask =
@@ -330,8 +366,15 @@ Status UcxLayerSink::Write(uint64_t dest_offset, StagingBuffer buffer, uint64_t 
     param.cb.send = &State::OnPutDone;
     param.user_data = op;
     param.memh = s.plane.staging().memh(op->slot);
-    ucs_status_ptr_t sp = s.endpoint->Post(
-        [&](ucp_ep_h ep) { return ucp_put_nbx(ep, data, length, remote, s.rkey, &param); });
+    ucs_status_ptr_t sp = s.endpoint->Post([&](ucp_ep_h ep) {
+      if (s.rendezvous()) {
+        param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
+        param.flags = UCP_AM_SEND_FLAG_RNDV;
+        return ucp_am_send_nbx(ep, data_plane::kDataAmId, op->header.data(), op->header.size(),
+                               data, length, &param);
+      }
+      return ucp_put_nbx(ep, data, length, remote, s.rkey, &param);
+    });
     if (!UCS_PTR_IS_PTR(sp)) {
       s.FinishPut(op, UCS_PTR_STATUS(sp));
     }

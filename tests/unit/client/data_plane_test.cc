@@ -59,19 +59,21 @@ struct Ends {
 };
 
 storage::DataPlaneOptions ServerOptions(const Transport& t, LayerOrdering ordering,
-                                        uint64_t staging_bytes = 64 << 10) {
+                                        storage::WriteMode mode = storage::WriteMode::kPut) {
   storage::DataPlaneOptions o;
   o.transports = t.tls;
   o.ordering = ordering;
+  o.write_mode = mode;
   o.staging_buffers = 4;
-  o.staging_buffer_bytes = staging_bytes;
+  o.staging_buffer_bytes = 64 << 10;
   o.op_timeout = kWait;
   return o;
 }
 
-Ends MakeEnds(const Transport& t, LayerOrdering ordering) {
+Ends MakeEnds(const Transport& t, LayerOrdering ordering,
+              storage::WriteMode mode = storage::WriteMode::kPut) {
   Ends e;
-  auto server = UcxDataPlane::Create(ServerOptions(t, ordering));
+  auto server = UcxDataPlane::Create(ServerOptions(t, ordering, mode));
   EXPECT_TRUE(server.has_value()) << server.error();
   if (server.has_value()) {
     e.server = std::move(*server);
@@ -103,18 +105,24 @@ bool AllZero(ByteSpan bytes) {
   return std::all_of(bytes.begin(), bytes.end(), [](std::byte b) { return b == std::byte{0}; });
 }
 
-const char* OrderingName(LayerOrdering o) { return o == LayerOrdering::kFlush ? "flush" : "fence"; }
-
 // --------------------------------------------------------------------------------------
 // In one process.
 
 TEST(DataPlane, LayersLandByteExactInOrderAndBeforeTheirNotification) {
   constexpr uint32_t kLayers = 6;
   constexpr uint64_t kLayerBytes = 150'001;  // odd, and more than two staging buffers
+  struct Mode {
+    LayerOrdering ordering;
+    storage::WriteMode write;
+    const char* name;
+  };
+  constexpr Mode kModes[] = {{LayerOrdering::kFlush, storage::WriteMode::kPut, "put/flush"},
+                             {LayerOrdering::kFence, storage::WriteMode::kPut, "put/fence"},
+                             {LayerOrdering::kFlush, storage::WriteMode::kRendezvous, "rndv"}};
   for (const Transport& t : kTransports) {
-    for (LayerOrdering ordering : {LayerOrdering::kFlush, LayerOrdering::kFence}) {
-      SCOPED_TRACE(std::string(t.name) + "/" + OrderingName(ordering));
-      Ends e = MakeEnds(t, ordering);
+    for (const Mode& mode : kModes) {
+      SCOPED_TRACE(std::string(t.name) + "/" + mode.name);
+      Ends e = MakeEnds(t, mode.ordering, mode.write);
       ASSERT_TRUE(e.server && e.client);
       auto buffer = e.client->Allocate(kLayers * kLayerBytes);
       ASSERT_TRUE(buffer.has_value()) << buffer.error();
@@ -168,9 +176,11 @@ TEST(DataPlane, LayersLandByteExactInOrderAndBeforeTheirNotification) {
 TEST(DataPlane, WritesOutsideTheTargetAreRefusedBeforeAnyPut) {
   constexpr uint64_t kGuard = 4096;
   constexpr uint64_t kTargetBytes = 1000;
-  for (const Transport& t : kTransports) {
-    SCOPED_TRACE(t.name);
-    Ends e = MakeEnds(t, LayerOrdering::kFlush);
+  for (const auto& [t, write] : {std::pair{kTransports[0], storage::WriteMode::kPut},
+                                 std::pair{kTransports[1], storage::WriteMode::kPut},
+                                 std::pair{kTransports[0], storage::WriteMode::kRendezvous}}) {
+    SCOPED_TRACE(std::string(t.name) + (write == storage::WriteMode::kPut ? "/put" : "/rndv"));
+    Ends e = MakeEnds(t, LayerOrdering::kFlush, write);
     ASSERT_TRUE(e.server && e.client);
     // The target is a window in the middle of a mapped buffer: guard bytes either side
     // are reachable through the rkey, so only the sink's check keeps them untouched.
@@ -598,68 +608,70 @@ TEST(DataPlane, ClientThatDiesMidTransferIsDroppedAndTheNextClientIsServed) {
   constexpr uint32_t kLayers = 16;
   constexpr uint64_t kLayerBytes = 256 << 10;
   for (const Transport& t : kTransports) {
-    // shm: no UCX peer error handling, so the stalled writes time out; tcp: UCX's keepalive.
-    SCOPED_TRACE(t.name);
-    storage::DataPlaneOptions options = ServerOptions(t, LayerOrdering::kFlush);
-    options.keepalive_interval = "200ms";
-    options.op_timeout = std::chrono::milliseconds(2000);  // how long a stalled write may take
-    auto server = UcxDataPlane::Create(options);
-    ASSERT_TRUE(server.has_value()) << server.error();
-    const std::vector<std::string> args = {std::to_string(kLayers), std::to_string(kLayerBytes)};
+    for (storage::WriteMode write : {storage::WriteMode::kPut, storage::WriteMode::kRendezvous}) {
+      // shm: no UCX peer error handling, so the stalled writes time out; tcp: UCX's keepalive.
+      SCOPED_TRACE(std::string(t.name) + (write == storage::WriteMode::kPut ? "/put" : "/rndv"));
+      storage::DataPlaneOptions options = ServerOptions(t, LayerOrdering::kFlush, write);
+      options.keepalive_interval = "200ms";
+      options.op_timeout = std::chrono::milliseconds(2000);  // how long a stalled write may take
+      auto server = UcxDataPlane::Create(options);
+      ASSERT_TRUE(server.has_value()) << server.error();
+      const std::vector<std::string> args = {std::to_string(kLayers), std::to_string(kLayerBytes)};
 
-    // 1. A client that is killed after layer 0 has landed.
-    {
-      testutil::TempDir dir;
-      testutil::ChildProcess peer(OC_DATA_PLANE_PEER,
-                                  {dir.path().string(), t.tls, args[0], args[1], "die"});
-      ASSERT_TRUE(WaitForFile(dir.path() / "target")) << ReadText(dir.path() / "failed");
-      const DataPlaneTarget target = ReadTarget(dir.path() / "target");
-      auto sink = (*server)->OpenSink(target);
-      ASSERT_TRUE(sink.has_value()) << sink.error();
-      ASSERT_TRUE(WriteBytes(**sink, 0, PatternBytes(0, kLayerBytes)).ok());
-      ASSERT_TRUE((*sink)->LayerReady(0).ok());
-      ASSERT_TRUE(WaitForFile(dir.path() / "layer0")) << ReadText(dir.path() / "failed");
-      peer.Stop(SIGKILL);
+      // 1. A client that is killed after layer 0 has landed.
+      {
+        testutil::TempDir dir;
+        testutil::ChildProcess peer(OC_DATA_PLANE_PEER,
+                                    {dir.path().string(), t.tls, args[0], args[1], "die"});
+        ASSERT_TRUE(WaitForFile(dir.path() / "target")) << ReadText(dir.path() / "failed");
+        const DataPlaneTarget target = ReadTarget(dir.path() / "target");
+        auto sink = (*server)->OpenSink(target);
+        ASSERT_TRUE(sink.has_value()) << sink.error();
+        ASSERT_TRUE(WriteBytes(**sink, 0, PatternBytes(0, kLayerBytes)).ok());
+        ASSERT_TRUE((*sink)->LayerReady(0).ok());
+        ASSERT_TRUE(WaitForFile(dir.path() / "layer0")) << ReadText(dir.path() / "failed");
+        peer.Stop(SIGKILL);
 
-      // Keep writing into the dead client until the data plane notices (a failed put, flush
-      // or keepalive); every step is bounded by the sink's timeout.
-      Status s;
-      const auto deadline = std::chrono::steady_clock::now() + kWait;
-      for (uint32_t l = 1; s.ok() && std::chrono::steady_clock::now() < deadline; ++l) {
-        s = WriteBytes(**sink, (l % kLayers) * kLayerBytes, PatternBytes(l, kLayerBytes));
-        if (s.ok()) {
-          s = (*sink)->LayerReady(l % kLayers);
+        // Keep writing into the dead client until the data plane notices (a failed put, flush
+        // or keepalive); every step is bounded by the sink's timeout.
+        Status s;
+        const auto deadline = std::chrono::steady_clock::now() + kWait;
+        for (uint32_t l = 1; s.ok() && std::chrono::steady_clock::now() < deadline; ++l) {
+          s = WriteBytes(**sink, (l % kLayers) * kLayerBytes, PatternBytes(l, kLayerBytes));
+          if (s.ok()) {
+            s = (*sink)->LayerReady(l % kLayers);
+          }
         }
+        EXPECT_FALSE(s.ok()) << "writes into a dead client kept succeeding";
+        EXPECT_FALSE((*sink)->Finish(Status::Ok()).ok());
+        // The endpoint was dropped from the cache.
+        EXPECT_GE((*server)->endpoints().failures(), 1u);
+        EXPECT_EQ((*server)->endpoints().size(), 0u);
       }
-      EXPECT_FALSE(s.ok()) << "writes into a dead client kept succeeding";
-      EXPECT_FALSE((*sink)->Finish(Status::Ok()).ok());
-      // The endpoint was dropped from the cache.
-      EXPECT_GE((*server)->endpoints().failures(), 1u);
-      EXPECT_EQ((*server)->endpoints().size(), 0u);
-    }
-    // Every staging buffer comes back (the stuck puts complete as cancelled).
-    const auto deadline = std::chrono::steady_clock::now() + kWait;
-    while ((*server)->staging().free_count() != (*server)->staging().count() &&
-           std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    EXPECT_EQ((*server)->staging().free_count(), (*server)->staging().count());
+      // Every staging buffer comes back (the stuck puts complete as cancelled).
+      const auto deadline = std::chrono::steady_clock::now() + kWait;
+      while ((*server)->staging().free_count() != (*server)->staging().count() &&
+             std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      EXPECT_EQ((*server)->staging().free_count(), (*server)->staging().count());
 
-    // 2. A new client is served in full.
-    {
-      testutil::TempDir dir;
-      testutil::ChildProcess peer(OC_DATA_PLANE_PEER,
-                                  {dir.path().string(), t.tls, args[0], args[1], "verify"});
-      ASSERT_TRUE(WaitForFile(dir.path() / "target")) << ReadText(dir.path() / "failed");
-      auto sink = (*server)->OpenSink(ReadTarget(dir.path() / "target"));
-      ASSERT_TRUE(sink.has_value()) << sink.error();
-      for (uint32_t l = 0; l < kLayers; ++l) {
-        ASSERT_TRUE(WriteBytes(**sink, l * kLayerBytes, PatternBytes(l, kLayerBytes)).ok());
-        ASSERT_TRUE((*sink)->LayerReady(l).ok());
+      // 2. A new client is served in full.
+      {
+        testutil::TempDir dir;
+        testutil::ChildProcess peer(OC_DATA_PLANE_PEER,
+                                    {dir.path().string(), t.tls, args[0], args[1], "verify"});
+        ASSERT_TRUE(WaitForFile(dir.path() / "target")) << ReadText(dir.path() / "failed");
+        auto sink = (*server)->OpenSink(ReadTarget(dir.path() / "target"));
+        ASSERT_TRUE(sink.has_value()) << sink.error();
+        for (uint32_t l = 0; l < kLayers; ++l) {
+          ASSERT_TRUE(WriteBytes(**sink, l * kLayerBytes, PatternBytes(l, kLayerBytes)).ok());
+          ASSERT_TRUE((*sink)->LayerReady(l).ok());
+        }
+        EXPECT_TRUE((*sink)->Finish(Status::Ok()).ok());
+        EXPECT_TRUE(WaitForFile(dir.path() / "ok")) << ReadText(dir.path() / "failed");
+        peer.Stop(SIGTERM);
       }
-      EXPECT_TRUE((*sink)->Finish(Status::Ok()).ok());
-      EXPECT_TRUE(WaitForFile(dir.path() / "ok")) << ReadText(dir.path() / "failed");
-      peer.Stop(SIGTERM);
     }
   }
 }
