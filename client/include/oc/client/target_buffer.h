@@ -9,8 +9,8 @@
 //  - Delivery: the notifications of one request. The server sends "layer l ready" after
 //    the bytes of layer l are in the buffer, then "done" or an error. The bytes arrive either
 //    as one-sided puts or as rendezvous messages that the progress thread receives into the
-//    buffer, each only if it falls wholly inside a buffer mapped here (docs/protocol.md). WaitLayer(l) and Wait()
-//    block with a timeout; a per-layer callback is the push form.
+//    buffer, each only if it falls wholly inside a buffer mapped here (docs/protocol.md).
+//    WaitLayer(l) and Wait() block with a timeout; a per-layer callback is the push form.
 // A request is recognised by its target address (the descriptor's x-oc-target-address, the
 // start of the range the server writes into): call Expect() with it before sending the
 // descriptor, and give concurrent requests disjoint ranges.
