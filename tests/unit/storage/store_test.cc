@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "md5.h"
+#include "oc/common/config.h"
 #include "rocks_store.h"
 #include "store_test_util.h"
 
@@ -416,6 +419,73 @@ TEST(StoreOptions, ValidateRefusesBadValues) {
   o = {};
   o.read_threads = 1000;
   EXPECT_FALSE(o.Validate().ok());
+}
+
+}  // namespace
+}  // namespace oc::storage::test
+
+namespace oc::storage::test {
+namespace {
+
+TEST(StoreConfig, AppliesTheStorageTable) {
+  Result<Config> c = Config::Parse(R"(
+[storage]
+data_dir = "/var/lib/oc"
+default_extent_bytes = "256KiB"
+block_cache_bytes = 1048576
+sync_writes = false
+read_threads = 2
+extent_layout = "blob"
+slice_read_mode = "parallel"
+write_batch_bytes = "16MiB"
+reclaim_after_bytes = 0
+)");
+  ASSERT_TRUE(c.has_value()) << c.error();
+  StoreOptions o;
+  ASSERT_TRUE(ApplyConfig(*c, &o).ok());
+  EXPECT_EQ(o.data_dir, "/var/lib/oc");
+  EXPECT_EQ(o.default_extent_bytes, 256u << 10);
+  EXPECT_EQ(o.block_cache_bytes, 1u << 20);
+  EXPECT_FALSE(o.sync_writes);
+  EXPECT_EQ(o.read_threads, 2u);
+  EXPECT_EQ(o.extent_layout, ExtentLayout::kBlobFiles);
+  EXPECT_EQ(o.slice_read_mode, SliceReadMode::kParallelGet);
+  EXPECT_EQ(o.write_batch_bytes, 16u << 20);
+  EXPECT_EQ(o.reclaim_after_bytes, 0u);
+  EXPECT_TRUE(c->CheckNoUnknownKeys().ok());
+  EXPECT_TRUE(o.Validate().ok());
+
+  for (const char* bad : {"[storage]\nextent_layout = \"disk\"\n",
+                          "[storage]\nslice_read_mode = \"fast\"\n",
+                          "[storage]\nsync_writes = \"yes\"\n",
+                          "[storage]\ndefault_extent_bytes = \"lots\"\n"}) {
+    SCOPED_TRACE(bad);
+    Result<Config> b = Config::Parse(bad);
+    ASSERT_TRUE(b.has_value());
+    StoreOptions untouched;
+    Status s = ApplyConfig(*b, &untouched);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument);
+    EXPECT_TRUE(s.field().starts_with("storage.")) << s;
+  }
+}
+
+TEST(StoreConfig, ShippedFileListsEveryKeyAtItsDefault) {
+  Result<Config> c = Config::LoadFile(std::string(OC_SOURCE_DIR) + "/conf/storage-server.toml");
+  ASSERT_TRUE(c.has_value()) << c.error();
+  StoreOptions from_file;
+  from_file.data_dir = "changed";
+  from_file.read_threads = 99;
+  ASSERT_TRUE(ApplyConfig(*c, &from_file).ok());
+  const StoreOptions defaults;
+  EXPECT_EQ(from_file.data_dir, defaults.data_dir);
+  EXPECT_EQ(from_file.default_extent_bytes, defaults.default_extent_bytes);
+  EXPECT_EQ(from_file.block_cache_bytes, defaults.block_cache_bytes);
+  EXPECT_EQ(from_file.sync_writes, defaults.sync_writes);
+  EXPECT_EQ(from_file.read_threads, defaults.read_threads);
+  EXPECT_EQ(from_file.extent_layout, defaults.extent_layout);
+  EXPECT_EQ(from_file.slice_read_mode, defaults.slice_read_mode);
+  EXPECT_EQ(from_file.write_batch_bytes, defaults.write_batch_bytes);
+  EXPECT_EQ(from_file.reclaim_after_bytes, defaults.reclaim_after_bytes);
 }
 
 }  // namespace
