@@ -25,6 +25,7 @@ Status StoreOptions::Validate() const {
   if (extent_layout != ExtentLayout::kSstBlocks && extent_layout != ExtentLayout::kBlobFiles) {
     return Status::InvalidArgument("storage.extent_layout", "unknown layout");
   }
+  OC_RETURN_IF_ERROR(kv.Validate());
   return Status::Ok();
 }
 

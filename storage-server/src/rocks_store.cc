@@ -301,6 +301,7 @@ Result<std::unique_ptr<RocksStore>> RocksStore::Open(const StoreOptions& options
   if (options.read_threads > 0) {
     store->pool_ = std::make_unique<ThreadPool>(options.read_threads);
   }
+  store->kv_ = std::make_unique<kv::KvEngine>(*store, options.kv);
   RocksStore* raw = store.get();
   store->reclaimer_ = std::thread([raw] { raw->ReclaimLoop(); });
   return store;
@@ -432,6 +433,7 @@ Status RocksStore::Recover() {
 }
 
 RocksStore::~RocksStore() {
+  kv_.reset();
   {
     std::lock_guard lock(reclaim_mu_);
     stopping_ = true;

@@ -37,6 +37,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/write_batch.h>
 
+#include "kv/kv_engine.h"
 #include "meta_codec.h"
 #include "oc/common/thread_annotations.h"
 #include "oc/storage/options.h"
@@ -93,6 +94,21 @@ class RocksStore final : public Store {
   Result<std::vector<SliceStatus>> ReadSlices(std::string_view bucket,
                                               std::span<const SliceRead> slices) override;
   Result<StoreStats> Stats() override;
+
+  // The KV-cache descriptor calls, delegated to kv::KvEngine (src/kv/) over this store.
+  Result<KvProbeResult> ProbeChunks(std::string_view bucket,
+                                    const descriptor::Descriptor& d) override {
+    return kv_->ProbeChunks(bucket, d);
+  }
+  Result<KvGetReport> GetLayers(std::string_view bucket, const descriptor::Descriptor& d,
+                                LayerSink* body_sink,
+                                const std::function<Status(const KvPlan&)>& on_plan) override {
+    return kv_->GetLayers(bucket, d, body_sink, on_plan);
+  }
+  Result<KvPutReport> PutChunks(std::string_view bucket, const descriptor::Descriptor& d,
+                                ChunkSource* body) override {
+    return kv_->PutChunks(bucket, d, body);
+  }
 
   // Compacts the extent column family (and with it the blob files) now; what the
   // background reclaimer runs. Also a test hook.
@@ -172,6 +188,8 @@ class RocksStore final : public Store {
   std::array<std::mutex, kKeyStripes> key_mu_;
 
   std::unique_ptr<ThreadPool> pool_;
+  // Created in Open; reset first in the destructor (it owns the UCX data plane).
+  std::unique_ptr<kv::KvEngine> kv_;
 
   std::mutex reclaim_mu_;
   std::condition_variable reclaim_cv_;

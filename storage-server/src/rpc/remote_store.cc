@@ -28,6 +28,7 @@
 
 #include "oc/common/log.h"
 #include "oc/common/thread_annotations.h"
+#include "kv/kv_engine.h"
 #include "oc/storage/open.h"
 #include "rpc/client_conn.h"
 #include "rpc/wire.h"
@@ -433,6 +434,24 @@ class RemoteStore final : public Store {
   Result<std::vector<SliceStatus>> ReadSlices(std::string_view bucket,
                                               std::span<const SliceRead> slices) override;
 
+  // --- KV-cache descriptor calls ---
+  // Run in this process over the RPC's HeadMany, ReadSlices and Put (kv::KvEngine); a
+  // data-plane target is written from this process's own UCX data plane.
+  // TODO(kv): dedicated ops so the storage server writes targets itself (one hop less).
+  Result<KvProbeResult> ProbeChunks(std::string_view bucket,
+                                    const descriptor::Descriptor& d) override {
+    return kv_.ProbeChunks(bucket, d);
+  }
+  Result<KvGetReport> GetLayers(std::string_view bucket, const descriptor::Descriptor& d,
+                                LayerSink* body_sink,
+                                const std::function<Status(const KvPlan&)>& on_plan) override {
+    return kv_.GetLayers(bucket, d, body_sink, on_plan);
+  }
+  Result<KvPutReport> PutChunks(std::string_view bucket, const descriptor::Descriptor& d,
+                                ChunkSource* body) override {
+    return kv_.PutChunks(bucket, d, body);
+  }
+
   // --- Operations ---
   Result<StoreStats> Stats() override {
     // Figures of every server, summed by name.
@@ -536,6 +555,7 @@ class RemoteStore final : public Store {
 
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
   std::atomic<uint64_t> next_rid_{0};
+  kv::KvEngine kv_{*this, KvOptions{}};
 };
 
 Result<std::vector<SliceStatus>> RemoteStore::ReadSlices(std::string_view bucket,

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "oc/common/status.h"
+#include "oc/storage/kv.h"
 
 namespace oc {
 class Config;
@@ -72,6 +73,9 @@ struct StoreOptions {
   // compactions.
   // Default: 256 MiB
   uint64_t reclaim_after_bytes = 256ull << 20;
+  // The KV-cache descriptor calls: Θ, the store's UCX data plane, chunk-PUT commits (kv.h).
+  // Default: KvOptions{}
+  KvOptions kv;
   Status Validate() const;
 };
 

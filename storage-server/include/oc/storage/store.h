@@ -15,6 +15,7 @@
 // kInvalidArgument/kKey (field "key") for a key over kMaxKeyBytes or empty, kIOError or
 // kCorruption from the engine, kUnavailable from a remote store that cannot be reached.
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -24,6 +25,9 @@
 
 #include "oc/common/result.h"
 #include "oc/common/status.h"
+#include "oc/descriptor/descriptor.h"
+#include "oc/storage/kv.h"
+#include "oc/storage/layer_sink.h"
 #include "oc/storage/types.h"
 
 namespace oc::storage {
@@ -124,6 +128,42 @@ class Store {
   // Returns one SliceStatus per slice, in order; a missing object is not an error.
   virtual Result<std::vector<SliceStatus>> ReadSlices(std::string_view bucket,
                                                       std::span<const SliceRead> slices) = 0;
+
+  // --- KV-cache descriptor calls (kv.h; DESIGN.md "The descriptor", "Delivery") ---
+  // Every one checks the descriptor's structure first (kInvalidArgument/kDescriptor naming
+  // the x-oc-* field) and answers kNotFound/kBucket for an absent bucket. A present chunk of
+  // the matched prefix whose size is not L·S, or whose stored ChunkShape disagrees with the
+  // descriptor, is kInvalidArgument/kDescriptor naming x-oc-layout, x-oc-num-layers or
+  // x-oc-layer-bytes: never a silent partial hit.
+
+  // The batch existence query: one HEAD of the N chunk names; matched = the longest prefix
+  // present, with each chunk's size (nullopt if absent).
+  virtual Result<KvProbeResult> ProbeChunks(std::string_view bucket,
+                                            const descriptor::Descriptor& d) = 0;
+
+  // Delivers the longest present prefix (M chunks) of `d`: into d.target over the store's
+  // UCX data plane when set (layer-ready messages per layer, then done or an error), else
+  // into `body_sink`, dense in M (M·L·S bytes at offsets computed with N = M), its Write()
+  // offsets strictly increasing and gap-free. Layerwise when M·L·S >= Θ
+  // (KvOptions::layerwise_threshold_bytes), else chunkwise. `on_plan` (optional) runs once,
+  // after the batch HEAD and the target checks and before any byte moves; its error ends
+  // the request. Errors before on_plan leave body_sink untouched; from on_plan on, GetLayers
+  // calls body_sink->Finish() exactly once (with the error, if any). kUnavailable if the
+  // data plane or the client fails mid-transfer; kFailedPrecondition/kKey if a chunk is
+  // deleted or overwritten under the request.
+  // REQUIRES: body_sink != nullptr when d.target is unset.
+  virtual Result<KvGetReport> GetLayers(std::string_view bucket, const descriptor::Descriptor& d,
+                                        LayerSink* body_sink,
+                                        const std::function<Status(const KvPlan&)>& on_plan) = 0;
+
+  // Stores the N chunks of `d`, each atomically and durably as an object with ChunkShape
+  // {layout, L, S} (extents of one contiguous layer range). Bytes come from the client's
+  // registered buffer over UCX when d.target is set (chunk j at [j·L·S, (j+1)·L·S) of it),
+  // else from `body`, the N objects back to back. kInvalidArgument/kEntity if the body is
+  // shorter or longer than N·L·S. Each chunk is atomic, the request is not: on an error the
+  // chunks committed before it stay (they are immutable, content-addressed KV).
+  virtual Result<KvPutReport> PutChunks(std::string_view bucket, const descriptor::Descriptor& d,
+                                        ChunkSource* body) = 0;
 
   // --- Operations ---
   // kOk when the engine (or every remote server) answers; engine figures for /stats.

@@ -1,0 +1,165 @@
+#pragma once
+// The KV-cache side of the Store (DESIGN.md: "The descriptor", "Delivery", "Data plane"):
+// the value types of the three descriptor calls every Store implements (store.h:
+// ProbeChunks, GetLayers, PutChunks), the options that steer them, and the two small
+// interfaces a caller plugs in: ChunkSource (where PutChunks pulls chunk bytes from) and
+// LayerPacer (the scheduler's seam in GetLayers). HeapBufferPool is a bounded pool of plain
+// staging buffers for LayerSinks that need no registered memory (the gateway's HTTP body
+// sink, the RPC's streaming sink, tests).
+//
+// Every offset of a descriptor request comes from descriptor/layout.h (ChunkGeometry); this
+// module never re-derives one.
+// Thread safety: value types; HeapBufferPool may be used from any thread. A ChunkSource or
+// LayerPacer is called by one thread at a time (the request's).
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "oc/common/bytes.h"
+#include "oc/common/result.h"
+#include "oc/common/status.h"
+#include "oc/common/thread_annotations.h"
+#include "oc/descriptor/codec.h"
+#include "oc/descriptor/descriptor.h"
+#include "oc/storage/layer_sink.h"
+
+namespace oc::storage {
+
+struct KvOptions {
+  // Θ: a request whose matched payload W = M·L·S is at least this is delivered layerwise
+  // (one layer at a time, layer-ready after each, paced); smaller ones chunkwise (one batch,
+  // every layer announced together at the end). The paper uses 512 MB at 100 Gbps, about
+  // 40 ms of transfer; this machine's aggregation path moves 3-5 GB/s, so the same 40 ms is
+  // ~128 MiB (docs/decisions.md, "KV: Θ").
+  // Default: 128 MiB
+  uint64_t layerwise_threshold_bytes = 128ull << 20;
+  // The store's own UCX data plane (opened on the first request with a target): transports
+  // in UCX_TLS syntax, "" for UCX's own configuration.
+  // Default: ""
+  std::string data_plane_transports;
+  // Registered staging buffers of that data plane, shared by every request: the bound on
+  // staging memory of all UCX deliveries and pulls together.
+  // Default: 8
+  uint32_t data_plane_staging_buffers = 8;
+  // Bytes of one of those buffers: the largest single put or get.
+  // Default: 4 MiB
+  uint64_t data_plane_staging_buffer_bytes = 4ull << 20;
+  // Longest wait for a staging buffer, a remote read, or a request's writes at the end.
+  // Default: 30 s
+  std::chrono::milliseconds data_plane_timeout{30'000};
+  // PutChunks commits chunk j while chunk j+1 arrives; at most this many commits run at once
+  // (concurrent synced commits share one WAL fsync through RocksDB's write groups).
+  // Default: 4
+  uint32_t max_pending_commits = 4;
+  // Bytes PutChunks reads from a ChunkSource per call (its only buffer besides the store's
+  // writers).
+  // Default: 1 MiB
+  uint64_t put_read_bytes = 1ull << 20;
+
+  // kInvalidArgument naming the field for zero counts, sizes or timeouts.
+  Status Validate() const;
+};
+
+// What GetLayers decided before any byte moves; the gateway builds its response headers
+// from it (x-oc-matched-chunks, x-oc-mode, Content-Length, x-oc-request-id).
+struct KvPlan {
+  uint64_t num_chunks = 0;  // N, as the descriptor named them
+  uint64_t matched = 0;     // M: chunks 0..M-1 are present with the descriptor's shape
+  descriptor::ServeMode mode = descriptor::ServeMode::kChunkwise;
+  // M·L·S: bytes delivered. Into a body sink they are dense in M (offsets computed with N
+  // replaced by M); into a data-plane target at the descriptor's offsets (with N).
+  uint64_t payload_bytes = 0;
+  std::string request_id;
+};
+
+struct KvTimings {
+  uint64_t plan_us = 0;      // descriptor checks, the batch HEAD and the shape checks
+  uint64_t read_us = 0;      // time spent in ReadSlices (storage reads into staging)
+  uint64_t transfer_us = 0;  // from the first write handed to the sink to Finish() returning
+  uint64_t total_us = 0;     // the whole call
+};
+
+struct KvGetReport {
+  KvPlan plan;
+  KvTimings timings;
+  uint32_t layers_notified = 0;  // LayerReady calls made
+  uint64_t writes = 0;           // sink Write() calls made
+  // Rate the scheduler assigned, Gbps; 0 until admission and pacing are integrated.
+  double assigned_rate_gbps = 0;
+};
+
+// The batch existence answer: how many leading chunks are present with the descriptor's
+// shape, and each chunk's stored size (nullopt when absent).
+struct KvProbeResult {
+  uint64_t matched = 0;
+  std::vector<std::optional<uint64_t>> sizes;
+};
+
+struct KvPutReport {
+  uint64_t chunks = 0;  // chunk objects committed
+  uint64_t bytes = 0;   // bytes stored, N·L·S
+  uint64_t receive_us = 0;  // pulling bytes from the source (body or UCX gets)
+  uint64_t commit_wait_us = 0;  // waiting for commits after the last byte arrived
+  uint64_t total_us = 0;
+  std::string request_id;
+};
+
+// Where PutChunks pulls chunk bytes from when the descriptor has no data-plane target: the
+// N chunk objects back to back (chunk j at [j·L·S, (j+1)·L·S), each in its stored layout),
+// e.g. an HTTP request body.
+class ChunkSource {
+ public:
+  virtual ~ChunkSource() = default;
+  // Fills up to out.size() bytes; returns how many (0 only at the end of the source).
+  virtual Result<uint64_t> Read(MutableByteSpan out) = 0;
+};
+
+// The scheduler's seam in layerwise delivery: called before the first write of each layer
+// with that layer's bytes; it may block to pace the request, or fail it (the error ends the
+// request and reaches the client). GetLayers runs without one until the scheduler is
+// integrated (TODO(scheduler): admission + pacing).
+class LayerPacer {
+ public:
+  virtual ~LayerPacer() = default;
+  virtual Status BeforeLayer(uint32_t layer, uint64_t bytes) = 0;
+  // The rate this request was assigned, Gbps (reported in KvGetReport).
+  virtual double assigned_rate_gbps() const = 0;
+};
+
+// A fixed set of equal heap buffers lent as StagingBuffers; Acquire blocks while all are
+// lent. Counts the most buffers ever lent at once (tests check staging bounds with it).
+class HeapBufferPool final : public StagingBuffer::Owner {
+ public:
+  // REQUIRES: count > 0, buffer_bytes > 0 (checked).
+  HeapBufferPool(uint32_t count, uint64_t buffer_bytes);
+  HeapBufferPool(const HeapBufferPool&) = delete;
+  HeapBufferPool& operator=(const HeapBufferPool&) = delete;
+
+  // kUnavailable if no buffer came back within `timeout`.
+  Result<StagingBuffer> Acquire(std::chrono::milliseconds timeout);
+  void Release(uint32_t slot) noexcept override;
+  // True if `buffer` was lent by this pool.
+  bool Owns(const StagingBuffer& buffer) const { return buffer.owner() == this; }
+
+  uint32_t count() const { return count_; }
+  uint64_t buffer_bytes() const { return buffer_bytes_; }
+  uint32_t free_count() const;
+  uint32_t peak_lent() const;
+
+ private:
+  const uint32_t count_;
+  const uint64_t buffer_bytes_;
+  std::unique_ptr<std::byte[]> memory_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<uint32_t> free_ OC_GUARDED_BY(mu_);
+  uint32_t peak_lent_ OC_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace oc::storage

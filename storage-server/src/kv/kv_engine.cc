@@ -1,0 +1,80 @@
+#include "kv/kv_engine.h"
+
+#include "data_plane/ucx_data_plane.h"
+
+namespace oc::storage::kv {
+namespace {
+
+uint64_t Micros(Clock::duration d) {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
+}
+
+}  // namespace
+
+KvEngine::KvEngine(Store& store, KvOptions options) : store_(store), options_(std::move(options)) {}
+
+KvEngine::~KvEngine() = default;
+
+Result<UcxDataPlane*> KvEngine::DataPlane() {
+  std::lock_guard<std::mutex> lock(plane_mu_);
+  if (plane_ == nullptr) {
+    DataPlaneOptions o;
+    o.transports = options_.data_plane_transports;
+    o.staging_buffers = options_.data_plane_staging_buffers;
+    o.staging_buffer_bytes = options_.data_plane_staging_buffer_bytes;
+    o.op_timeout = options_.data_plane_timeout;
+    OC_ASSIGN_OR_RETURN(plane_, UcxDataPlane::Create(o));
+  }
+  return plane_.get();
+}
+
+Result<KvProbeResult> KvEngine::ProbeChunks(std::string_view bucket,
+                                            const descriptor::Descriptor& d) {
+  OC_ASSIGN_OR_RETURN(PlanResult plan,
+                      PlanRequest(store_, bucket, d, options_.layerwise_threshold_bytes));
+  return KvProbeResult{plan.plan.matched, std::move(plan.sizes)};
+}
+
+Result<KvGetReport> KvEngine::GetLayers(std::string_view bucket, const descriptor::Descriptor& d,
+                                        LayerSink* body_sink,
+                                        const std::function<Status(const KvPlan&)>& on_plan) {
+  const Clock::time_point started = Clock::now();
+  if (!d.target.has_value() && body_sink == nullptr) {
+    return Status::InvalidArgument("body_sink", "a descriptor without a target needs a body sink");
+  }
+  OC_ASSIGN_OR_RETURN(PlanResult plan,
+                      PlanRequest(store_, bucket, d, options_.layerwise_threshold_bytes));
+  const uint64_t plan_us = Micros(Clock::now() - started);
+  std::unique_ptr<LayerSink> target_sink;
+  LayerSink* sink = body_sink;
+  if (d.target.has_value()) {
+    // The target is checked (worker, rkey, address) before anything is announced.
+    OC_ASSIGN_OR_RETURN(UcxDataPlane * plane, DataPlane());
+    OC_ASSIGN_OR_RETURN(target_sink, plane->OpenSink(*d.target));
+    sink = target_sink.get();
+  }
+  if (on_plan) {
+    if (Status s = on_plan(plan.plan); !s.ok()) {
+      (void)sink->Finish(s);
+      return s;
+    }
+  }
+  AssembleOptions options;
+  options.dense = !d.target.has_value();
+  options.pacer = nullptr;  // TODO(scheduler): admission + a LayerPacer for layerwise requests
+  OC_ASSIGN_OR_RETURN(KvGetReport report,
+                      Assemble(store_, bucket, d, plan, *sink, options, started));
+  report.timings.plan_us = plan_us;
+  return report;
+}
+
+Result<KvPutReport> KvEngine::PutChunks(std::string_view bucket, const descriptor::Descriptor& d,
+                                        ChunkSource* body) {
+  UcxDataPlane* plane = nullptr;
+  if (d.target.has_value()) {
+    OC_ASSIGN_OR_RETURN(plane, DataPlane());
+  }
+  return kv::PutChunks(store_, bucket, d, body, plane, options_);
+}
+
+}  // namespace oc::storage::kv

@@ -1,0 +1,107 @@
+#pragma once
+// KvEngine: the descriptor calls of the Store (kv.h, store.h) implemented over any Store's
+// object calls — HeadMany for planning, ReadSlices for layer reads, Put for chunk writes —
+// plus a UCX data plane for data-plane targets and pulls (src/data_plane). RocksStore
+// delegates to one over itself; RemoteStore over its RPC calls.
+//
+// Planning (PlanRequest): one HeadMany of the N names; M = the longest present prefix. A
+// present chunk of the prefix whose size is not L·S, or whose stored ChunkShape disagrees
+// with the descriptor, is an error naming the descriptor field (never a silent partial).
+//
+// Delivery (Assemble): the slices (layer l, chunk j < M) are visited in an order whose
+// destination offsets suit the sink (layer by layer, or chunk by chunk for chunk-major into
+// a body sink, whose offsets must increase), packed into the sink's staging buffers as
+// contiguous destination runs and read straight into them with one ReadSlices per buffer;
+// each filled buffer is handed to Write() at once, so reading the next buffer overlaps the
+// write of the previous one. Layerwise, a buffer never spans two layers and LayerReady(l)
+// follows layer l's last write; chunkwise, buffers span layers and every layer is announced
+// after the last write.
+// Thread safety: KvEngine methods may be called concurrently.
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "oc/common/result.h"
+#include "oc/common/thread_annotations.h"
+#include "oc/descriptor/descriptor.h"
+#include "oc/storage/kv.h"
+#include "oc/storage/layer_sink.h"
+#include "oc/storage/store.h"
+
+namespace oc::storage {
+
+class UcxDataPlane;
+
+namespace kv {
+
+using Clock = std::chrono::steady_clock;
+
+// Structural checks of a descriptor on the storage side, whatever limits the gateway
+// applied: descriptor::Validate with no size limits (N, L, G, S non-zero, S even for
+// kv_2ltd, N·L·S without overflow, the target whole and at least N·L·S).
+Status CheckDescriptor(const descriptor::Descriptor& d);
+
+struct PlanResult {
+  KvPlan plan;
+  std::vector<std::string> names;                 // object names of chunks 0..M-1
+  std::vector<std::optional<uint64_t>> sizes;     // every chunk's size, nullopt if absent
+};
+
+// Plans a descriptor request (see the header comment). `threshold` is Θ.
+Result<PlanResult> PlanRequest(Store& store, std::string_view bucket,
+                               const descriptor::Descriptor& d, uint64_t threshold);
+
+struct AssembleOptions {
+  // True for a body sink: offsets dense in M and strictly increasing.
+  bool dense = false;
+  // Called before each layer's first write in layerwise delivery; none: unpaced.
+  LayerPacer* pacer = nullptr;
+};
+
+// Delivers plan's M chunks into `sink` and ends it with Finish() (also on error). Returns
+// the report; the first error of reads or the sink otherwise. `started` is when the
+// request began (for total_us).
+Result<KvGetReport> Assemble(Store& store, std::string_view bucket,
+                             const descriptor::Descriptor& d, const PlanResult& plan,
+                             LayerSink& sink, const AssembleOptions& options,
+                             Clock::time_point started);
+
+// Stores the N chunks of `d` (see Store::PutChunks): pulled over `plane` from d.target when
+// set (REQUIRES plane then), else read from `body`.
+Result<KvPutReport> PutChunks(Store& store, std::string_view bucket,
+                              const descriptor::Descriptor& d, ChunkSource* body,
+                              UcxDataPlane* plane, const KvOptions& options);
+
+class KvEngine {
+ public:
+  // `store` must outlive the engine.
+  KvEngine(Store& store, KvOptions options);
+  ~KvEngine();
+  KvEngine(const KvEngine&) = delete;
+  KvEngine& operator=(const KvEngine&) = delete;
+
+  Result<KvProbeResult> ProbeChunks(std::string_view bucket, const descriptor::Descriptor& d);
+  Result<KvGetReport> GetLayers(std::string_view bucket, const descriptor::Descriptor& d,
+                                LayerSink* body_sink,
+                                const std::function<Status(const KvPlan&)>& on_plan);
+  Result<KvPutReport> PutChunks(std::string_view bucket, const descriptor::Descriptor& d,
+                                ChunkSource* body);
+
+  // The data plane, opened on first use. kUnavailable-class errors from UCX.
+  Result<UcxDataPlane*> DataPlane();
+
+ private:
+  Store& store_;
+  const KvOptions options_;
+  std::mutex plane_mu_;
+  std::unique_ptr<UcxDataPlane> plane_ OC_GUARDED_BY(plane_mu_);
+};
+
+}  // namespace kv
+}  // namespace oc::storage

@@ -1,0 +1,172 @@
+// Planning of descriptor requests (kv_engine.h): storage-side descriptor checks, the batch
+// HEAD, the matched prefix and its shape checks; KvOptions and HeapBufferPool (kv.h).
+
+#include <algorithm>
+#include <limits>
+
+#include <fmt/core.h>
+
+#include "kv/kv_engine.h"
+#include "oc/common/check.h"
+#include "oc/descriptor/limits.h"
+
+namespace oc::storage {
+
+Status KvOptions::Validate() const {
+  if (layerwise_threshold_bytes == 0) {
+    return Status::InvalidArgument("kv.layerwise_threshold", "must be positive");
+  }
+  if (data_plane_staging_buffers == 0) {
+    return Status::InvalidArgument("kv.data_plane_staging_buffers", "must be positive");
+  }
+  if (data_plane_staging_buffer_bytes == 0) {
+    return Status::InvalidArgument("kv.data_plane_staging_buffer_bytes", "must be positive");
+  }
+  if (data_plane_timeout.count() <= 0) {
+    return Status::InvalidArgument("kv.data_plane_timeout", "must be positive");
+  }
+  if (max_pending_commits == 0) {
+    return Status::InvalidArgument("kv.max_pending_commits", "must be positive");
+  }
+  if (put_read_bytes == 0) {
+    return Status::InvalidArgument("kv.put_read_bytes", "must be positive");
+  }
+  return Status::Ok();
+}
+
+HeapBufferPool::HeapBufferPool(uint32_t count, uint64_t buffer_bytes)
+    : count_(count), buffer_bytes_(buffer_bytes) {
+  OC_CHECK(count > 0 && buffer_bytes > 0);
+  memory_ = std::make_unique<std::byte[]>(uint64_t{count} * buffer_bytes);
+  for (uint32_t i = count; i > 0; --i) {
+    free_.push_back(i - 1);
+  }
+}
+
+Result<StagingBuffer> HeapBufferPool::Acquire(std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cv_.wait_for(lock, timeout, [&] { return !free_.empty(); })) {
+    return Status::Unavailable("no staging buffer came back in time");
+  }
+  const uint32_t slot = free_.back();
+  free_.pop_back();
+  peak_lent_ = std::max(peak_lent_, count_ - static_cast<uint32_t>(free_.size()));
+  return StagingBuffer(this, slot,
+                       MutableByteSpan(memory_.get() + uint64_t{slot} * buffer_bytes_,
+                                       buffer_bytes_));
+}
+
+void HeapBufferPool::Release(uint32_t slot) noexcept {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    free_.push_back(slot);
+  }
+  cv_.notify_one();
+}
+
+uint32_t HeapBufferPool::free_count() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<uint32_t>(free_.size());
+}
+
+uint32_t HeapBufferPool::peak_lent() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return peak_lent_;
+}
+
+namespace kv {
+namespace {
+
+Status ShapeError(std::string field, std::string message) {
+  return Status(Code::kInvalidArgument, Subject::kDescriptor, std::move(field),
+                std::move(message));
+}
+
+// The storage server re-checks structure only: size limits are the gateway's policy.
+descriptor::Limits StructuralLimits() {
+  descriptor::Limits lim;
+  lim.max_chunks = std::numeric_limits<uint64_t>::max();
+  lim.max_layers = std::numeric_limits<uint32_t>::max();
+  lim.max_chunk_tokens = std::numeric_limits<uint32_t>::max();
+  lim.max_layer_bytes = std::numeric_limits<uint64_t>::max();
+  lim.max_total_bytes = std::numeric_limits<uint64_t>::max();
+  lim.max_compute_window_us = std::numeric_limits<uint64_t>::max();
+  return lim;
+}
+
+}  // namespace
+
+Status CheckDescriptor(const descriptor::Descriptor& d) {
+  static const descriptor::Limits kLimits = StructuralLimits();
+  return descriptor::Validate(d, kLimits);
+}
+
+Result<PlanResult> PlanRequest(Store& store, std::string_view bucket,
+                               const descriptor::Descriptor& d, uint64_t threshold) {
+  OC_RETURN_IF_ERROR(CheckDescriptor(d));
+  const uint64_t n = d.num_chunks();
+  std::vector<std::string> names;
+  names.reserve(n);
+  for (uint64_t j = 0; j < n; ++j) {
+    names.push_back(d.ObjectName(j));
+  }
+  OC_ASSIGN_OR_RETURN(std::vector<std::optional<ObjectMeta>> metas,
+                      store.HeadMany(bucket, names));
+  if (metas.size() != n) {
+    return Status::Internal("HeadMany answered a wrong number of names");
+  }
+  const uint64_t chunk_bytes = uint64_t{d.num_layers} * d.layer_bytes;  // < N·L·S, checked
+  PlanResult out;
+  out.sizes.reserve(n);
+  uint64_t matched = 0;
+  bool prefix = true;
+  for (uint64_t j = 0; j < n; ++j) {
+    const std::optional<ObjectMeta>& m = metas[j];
+    out.sizes.push_back(m.has_value() ? std::optional<uint64_t>(m->size) : std::nullopt);
+    if (!m.has_value()) {
+      prefix = false;
+    }
+    if (!prefix) {
+      continue;
+    }
+    // A present chunk of the prefix must have the shape the descriptor names: a mismatch is
+    // a client error, never a silent partial hit.
+    if (m->chunk.has_value()) {
+      const ChunkShape& shape = *m->chunk;
+      if (shape.layout != d.layout) {
+        return ShapeError("x-oc-layout",
+                          fmt::format("chunk {} ({}) is stored as {}", j, names[j],
+                                      descriptor::StoredLayoutName(shape.layout)));
+      }
+      if (shape.num_layers != d.num_layers) {
+        return ShapeError("x-oc-num-layers", fmt::format("chunk {} ({}) is stored with {} layers",
+                                                         j, names[j], shape.num_layers));
+      }
+      if (shape.layer_bytes != d.layer_bytes) {
+        return ShapeError("x-oc-layer-bytes",
+                          fmt::format("chunk {} ({}) is stored with {} bytes per layer", j,
+                                      names[j], shape.layer_bytes));
+      }
+    }
+    if (m->size != chunk_bytes) {
+      return ShapeError("x-oc-layer-bytes",
+                        fmt::format("chunk {} ({}) has {} bytes, not num-layers x layer-bytes "
+                                    "= {}",
+                                    j, names[j], m->size, chunk_bytes));
+    }
+    ++matched;
+  }
+  names.resize(matched);
+  out.names = std::move(names);
+  out.plan.num_chunks = n;
+  out.plan.matched = matched;
+  out.plan.payload_bytes = matched * chunk_bytes;  // <= N·L·S
+  out.plan.mode = (matched > 0 && out.plan.payload_bytes >= threshold)
+                      ? descriptor::ServeMode::kLayerwise
+                      : descriptor::ServeMode::kChunkwise;
+  out.plan.request_id = d.request_id;
+  return out;
+}
+
+}  // namespace kv
+}  // namespace oc::storage

@@ -1,0 +1,199 @@
+// Layer-major (and chunk-major) assembly of a descriptor request into a LayerSink
+// (kv_engine.h, DESIGN.md "Delivery"). Every offset comes from descriptor::ChunkGeometry.
+
+#include <algorithm>
+
+#include <fmt/core.h>
+
+#include "kv/kv_engine.h"
+#include "oc/common/log.h"
+#include "oc/descriptor/layout.h"
+
+namespace oc::storage::kv {
+namespace {
+
+const Logger kLog{"kv"};
+
+uint64_t Micros(Clock::duration d) {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
+}
+
+// Fills staging buffers with contiguous destination runs and hands them to the sink.
+class Assembler {
+ public:
+  Assembler(Store& store, std::string_view bucket, const PlanResult& plan, LayerSink& sink,
+            KvGetReport& report)
+      : store_(store), bucket_(bucket), plan_(plan), sink_(sink), report_(report) {}
+
+  // Adds `length` bytes of chunk j's object from `source` to land at `dest`.
+  Status Add(uint64_t chunk, uint64_t source, uint64_t dest, uint64_t length) {
+    while (length > 0) {
+      if (buffer_.valid() && (run_start_ + fill_ != dest || fill_ == buffer_.bytes().size())) {
+        OC_RETURN_IF_ERROR(Flush());
+      }
+      if (!buffer_.valid()) {
+        OC_ASSIGN_OR_RETURN(buffer_, sink_.AcquireBuffer());
+        if (buffer_.bytes().empty()) {
+          return Status::Internal("sink lent an empty staging buffer");
+        }
+        run_start_ = dest;
+        fill_ = 0;
+      }
+      const uint64_t n = std::min<uint64_t>(length, buffer_.bytes().size() - fill_);
+      reads_.push_back(SliceRead{plan_.names[chunk], source, buffer_.bytes().subspan(fill_, n)});
+      fill_ += n;
+      source += n;
+      dest += n;
+      length -= n;
+    }
+    return Status::Ok();
+  }
+
+  // Reads the current buffer's slices and hands it to the sink.
+  Status Flush() {
+    if (!buffer_.valid()) {
+      return Status::Ok();
+    }
+    const Clock::time_point t0 = Clock::now();
+    Result<std::vector<SliceStatus>> statuses = store_.ReadSlices(bucket_, reads_);
+    report_.timings.read_us += Micros(Clock::now() - t0);
+    OC_RETURN_IF_ERROR(statuses.status());
+    for (size_t i = 0; i < reads_.size(); ++i) {
+      if ((*statuses)[i] != SliceStatus::kOk) {
+        // Planned present with the right size, gone or shrunk now: deleted or overwritten
+        // under the request.
+        return Status(Code::kFailedPrecondition, Subject::kKey, "",
+                      fmt::format("chunk {} changed during the request", reads_[i].name));
+      }
+    }
+    reads_.clear();
+    if (report_.writes == 0) {
+      transfer_start_ = Clock::now();
+    }
+    const uint64_t fill = fill_;
+    fill_ = 0;
+    ++report_.writes;
+    return sink_.Write(run_start_, std::move(buffer_), fill);
+  }
+
+  void Drop() {
+    buffer_.Reset();
+    reads_.clear();
+  }
+  std::optional<Clock::time_point> transfer_start() const {
+    return report_.writes > 0 ? std::optional(transfer_start_) : std::nullopt;
+  }
+
+ private:
+  Store& store_;
+  const std::string_view bucket_;
+  const PlanResult& plan_;
+  LayerSink& sink_;
+  KvGetReport& report_;
+  StagingBuffer buffer_;
+  uint64_t run_start_ = 0;
+  uint64_t fill_ = 0;
+  std::vector<SliceRead> reads_;
+  Clock::time_point transfer_start_{};
+};
+
+Status Deliver(Assembler& a, const descriptor::Descriptor& d, const PlanResult& plan,
+               LayerSink& sink, const AssembleOptions& options, KvGetReport& report) {
+  const uint64_t m = plan.plan.matched;
+  if (m == 0) {
+    return Status::Ok();  // nothing to deliver; the client learns M = 0
+  }
+  OC_ASSIGN_OR_RETURN(descriptor::ChunkGeometry source,
+                      descriptor::ChunkGeometry::Make(d.layout, plan.plan.num_chunks,
+                                                      d.num_layers, d.layer_bytes));
+  // A body is dense in M; a target keeps the descriptor's N (docs/protocol.md).
+  OC_ASSIGN_OR_RETURN(descriptor::ChunkGeometry dest,
+                      descriptor::ChunkGeometry::Make(
+                          d.layout, options.dense ? m : plan.plan.num_chunks, d.num_layers,
+                          d.layer_bytes));
+  const uint32_t layers = d.num_layers;
+  auto slice = [&](uint32_t l, uint64_t j) -> Status {
+    const uint64_t base = dest.DestinationOffset(d.delivery, l, j);
+    const descriptor::LayerSource src = source.Source(l);
+    for (const descriptor::SliceCopy& c : src.view()) {
+      OC_RETURN_IF_ERROR(a.Add(j, c.source_offset, base + c.slice_offset, c.length));
+    }
+    return Status::Ok();
+  };
+  const bool layerwise = plan.plan.mode == descriptor::ServeMode::kLayerwise;
+  // Chunk-major into a body must be written in increasing offsets: chunk by chunk. Chunkwise
+  // chunk-major is also read chunk by chunk: its runs are then whole chunks.
+  const bool chunk_outer =
+      d.delivery == descriptor::Delivery::kChunkMajor && (options.dense || !layerwise);
+  if (chunk_outer) {
+    for (uint64_t j = 0; j < m; ++j) {
+      for (uint32_t l = 0; l < layers; ++l) {
+        OC_RETURN_IF_ERROR(slice(l, j));
+      }
+    }
+  } else {
+    for (uint32_t l = 0; l < layers; ++l) {
+      if (layerwise && options.pacer != nullptr) {
+        OC_RETURN_IF_ERROR(options.pacer->BeforeLayer(l, m * d.layer_bytes));
+      }
+      for (uint64_t j = 0; j < m; ++j) {
+        OC_RETURN_IF_ERROR(slice(l, j));
+      }
+      if (layerwise) {
+        // A buffer never spans two layers, so layer l is announced right after its bytes.
+        OC_RETURN_IF_ERROR(a.Flush());
+        OC_RETURN_IF_ERROR(sink.LayerReady(l));
+        ++report.layers_notified;
+      }
+    }
+  }
+  OC_RETURN_IF_ERROR(a.Flush());
+  if (report.layers_notified == 0) {
+    // Chunkwise (or chunk by chunk): every layer is complete only now.
+    for (uint32_t l = 0; l < layers; ++l) {
+      OC_RETURN_IF_ERROR(sink.LayerReady(l));
+      ++report.layers_notified;
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<KvGetReport> Assemble(Store& store, std::string_view bucket,
+                             const descriptor::Descriptor& d, const PlanResult& plan,
+                             LayerSink& sink, const AssembleOptions& options,
+                             Clock::time_point started) {
+  KvGetReport report;
+  report.plan = plan.plan;
+  if (options.pacer != nullptr) {
+    report.assigned_rate_gbps = options.pacer->assigned_rate_gbps();
+  }
+  Assembler a(store, bucket, plan, sink, report);
+  Status delivered = Deliver(a, d, plan, sink, options, report);
+  a.Drop();  // a buffer not handed over goes back before Finish waits for the others
+  Status finished = sink.Finish(delivered);
+  const Clock::time_point end = Clock::now();
+  if (std::optional<Clock::time_point> t = a.transfer_start(); t.has_value()) {
+    report.timings.transfer_us = Micros(end - *t);
+  }
+  report.timings.total_us = Micros(end - started);
+  if (!delivered.ok()) {
+    kLog.Warn("descriptor GET failed req={} matched={} status={}", plan.plan.request_id,
+              plan.plan.matched, delivered.ToString());
+    return delivered;
+  }
+  if (!finished.ok()) {
+    kLog.Warn("descriptor GET delivery failed req={} status={}", plan.plan.request_id,
+              finished.ToString());
+    return finished;
+  }
+  kLog.Debug("descriptor GET req={} mode={} matched={} bytes={} writes={} read_us={} "
+             "transfer_us={} total_us={}",
+             plan.plan.request_id, descriptor::ServeModeName(plan.plan.mode), plan.plan.matched,
+             plan.plan.payload_bytes, report.writes, report.timings.read_us,
+             report.timings.transfer_us, report.timings.total_us);
+  return report;
+}
+
+}  // namespace oc::storage::kv
