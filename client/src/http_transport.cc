@@ -13,6 +13,7 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <cctype>
+#include <limits>
 
 #include "fmt/format.h"
 
@@ -95,7 +96,7 @@ class BeastConnection final : public HttpConnection {
     }
     parser_.emplace();
     parser_->header_limit(kMaxResponseHeaderBytes);
-    parser_->body_limit(boost::none);
+    parser_->body_limit(std::numeric_limits<std::uint64_t>::max());  // bodies are read into caller memory in pieces
     if (request.method == "HEAD") {
       parser_->skip(true);
     }

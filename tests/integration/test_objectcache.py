@@ -70,6 +70,29 @@ def tokens_file(tmp, n_tokens, start=0):
     return path
 
 
+@pytest.fixture(scope="module")
+def tcp_server():
+    """An embedded server whose UCX runs over TCP only (UCX_TLS=tcp in its environment, as in
+    the client's): the data-plane path without shared memory."""
+    from conftest import Server
+    root = tempfile.mkdtemp(prefix="oc-it-tcp-")
+    saved = os.environ.get("UCX_TLS")
+    os.environ["UCX_TLS"] = "tcp"
+    try:
+        srv = Server("embedded", root)
+        srv.start()
+    finally:
+        if saved is None:
+            os.environ.pop("UCX_TLS")
+        else:
+            os.environ["UCX_TLS"] = saved
+    srv.boto3().create_bucket(Bucket="kv-tcp")
+    yield srv
+    codes = srv.stop()
+    shutil.rmtree(root, ignore_errors=True)
+    assert codes and all(c == 0 for c in codes), codes
+
+
 @pytest.fixture
 def tmp():
     d = tempfile.mkdtemp(prefix="oc-kv-")
@@ -142,10 +165,7 @@ def get_layers(server, bucket, tmp, keys, n_layers, s, layout, delivery, via, en
 SHAPES = [(1, 4, 64, 4), (3, 1, 32, 4), (5, 3, 33, 2), (4, 8, 4096, 16)]
 
 
-@pytest.mark.parametrize("via,tls", [("http", None), ("ucx", None), ("ucx", "tcp")])
-@pytest.mark.parametrize("form", ["compact", "explicit"])
-@pytest.mark.parametrize("layout", ["kv_l2td", "kv_2ltd"])
-def test_layers_byte_exact(server, made_bucket, tmp, via, tls, form, layout):
+def check_shapes(server, bucket, tmp, via, tls, form, layout):
     seed = 0
     for n, n_layers, s, g in SHAPES:
         if layout == "kv_2ltd" and s % 2:
@@ -153,16 +173,29 @@ def test_layers_byte_exact(server, made_bucket, tmp, via, tls, form, layout):
         seed += 1
         prefix = f"{layout}-{form}-{seed}/"
         keys = key_args(form, tmp, n, g, prefix)
-        put_chunks(server, made_bucket, tmp, keys, n, n_layers, s, layout, seed)
+        put_chunks(server, bucket, tmp, keys, n, n_layers, s, layout, seed)
         for delivery in ("layer-major", "chunk-major"):
             env = {"UCX_TLS": tls} if tls else None
-            p, layers, summary, data = get_layers(server, made_bucket, tmp, keys, n_layers, s,
+            p, layers, summary, data = get_layers(server, bucket, tmp, keys, n_layers, s,
                                                   layout, delivery, via, env)
             assert summary["matched"] == str(n)
             assert summary["mode"] in ("chunkwise", "layerwise")
             assert sorted(layers) == list(range(n_layers)), p.stdout.decode()
             assert data == expected_payload(n, n, n_layers, s, delivery, seed), \
                 (n, n_layers, s, delivery)
+
+
+@pytest.mark.parametrize("via", ["http", "ucx"])
+@pytest.mark.parametrize("form", ["compact", "explicit"])
+@pytest.mark.parametrize("layout", ["kv_l2td", "kv_2ltd"])
+def test_layers_byte_exact(server, made_bucket, tmp, via, form, layout):
+    """Shared memory (UCX's default on one host) and the HTTP body."""
+    check_shapes(server, made_bucket, tmp, via, None, form, layout)
+
+
+@pytest.mark.parametrize("layout", ["kv_l2td", "kv_2ltd"])
+def test_layers_byte_exact_ucx_tcp(tcp_server, tmp, layout):
+    check_shapes(tcp_server, "kv-tcp", tmp, "ucx", "tcp", "compact", layout)
 
 
 def test_partial_hit_and_probe(server, made_bucket, tmp):
@@ -183,9 +216,14 @@ def test_partial_hit_and_probe(server, made_bucket, tmp):
         assert data == expected_payload(3, n, n_layers, s, "layer-major", 7)
 
 
+# curl 7.88's --aws-sigv4 canonicalises a valueless query parameter as "objectcache" where
+# SigV4 (and the gateway, like AWS) uses "objectcache=": curl requests spell it "?objectcache=".
+# It also signs a body's hash without sending x-amz-content-sha256, so PUTs name the payload
+# mode themselves (UNSIGNED-PAYLOAD), which curl then signs.
 def curl_sig(server):
     return ["--aws-sigv4", "aws:amz:us-east-1:s3", "--user",
-            f"{server.access_key}:{server.secret_key}"]
+            f"{server.access_key}:{server.secret_key}", "-H",
+            "x-amz-content-sha256: UNSIGNED-PAYLOAD"]
 
 
 def curl(server, args, data=None):
@@ -228,7 +266,7 @@ TOY = toy()
 
 def test_curl_walkthrough(server, made_bucket, tmp):
     """docs/protocol.md's curl walk-through, byte for byte."""
-    url = f"{server.endpoint}/{made_bucket}?objectcache"
+    url = f"{server.endpoint}/{made_bucket}?objectcache="
     status, h, body = curl(server, [*curl_sig(server), "-X", "PUT", "--data-binary", "@-", url,
                                     *TOY, "-H", "x-oc-layout: kv_l2td"],
                            data=b"a0Ka0Va1Ka1Vb0Kb0Vb1Kb1V")
@@ -256,7 +294,7 @@ def test_curl_walkthrough(server, made_bucket, tmp):
     assert status == 200 and body == b"a0Ka0Vb0Kb0Va1Ka1Vb1Kb1V"
     # kv_2ltd objects answer the same payload.
     status, _, _ = curl(server, [*curl_sig(server), "-X", "PUT", "--data-binary", "@-",
-                                 f"{server.endpoint}/{made_bucket}?objectcache", *[
+                                 f"{server.endpoint}/{made_bucket}?objectcache=", *[
                                      x.replace("llama-3.1-8b/", "lmcache/") for x in TOY],
                                  "-H", "x-oc-layout: kv_2ltd"],
                         data=b"a0Ka1Ka0Va1Vb0Kb1Kb0Vb1V")
@@ -267,7 +305,7 @@ def test_curl_walkthrough(server, made_bucket, tmp):
 
 
 def test_bad_descriptors_are_clean_errors(server, made_bucket, tmp):
-    url = f"{server.endpoint}/{made_bucket}?objectcache"
+    url = f"{server.endpoint}/{made_bucket}?objectcache="
     curl(server, [*curl_sig(server), "-X", "PUT", "--data-binary", "@-", url, *TOY],
          data=b"a0Ka0Va1Ka1Vb0Kb0Vb1Kb1V")
     target = dict(x_oc_target_worker="00", x_oc_target_rkey="00",
@@ -283,7 +321,7 @@ def test_bad_descriptors_are_clean_errors(server, made_bucket, tmp):
         assert status == 400, (field, body)
         assert f"<ArgumentName>{field}</ArgumentName>".encode() in body, body
     # Unknown bucket.
-    status, _, body = curl(server, [*curl_sig(server), f"{server.endpoint}/no-such-kv?objectcache",
+    status, _, body = curl(server, [*curl_sig(server), f"{server.endpoint}/no-such-kv?objectcache=",
                                     *TOY])
     assert status == 404 and b"NoSuchBucket" in body
     # A caller that may not read the bucket (anonymous on a private bucket).
