@@ -11,12 +11,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 
-#include <boost/program_options.hpp>
 #include <fmt/core.h>
+#include <boost/program_options.hpp>
 
 #include "oc/common/config.h"
 #include "oc/common/log.h"
@@ -50,8 +50,8 @@ struct Flags {
 // Parses argv; returns an exit code when the process should stop (help or a bad flag).
 std::optional<int> ParseFlags(int argc, char** argv, Flags* flags) {
   po::options_description desc("oc-storage-server options");
-  desc.add_options()("help,h", "print this help")(
-      "config", po::value(&flags->config), "TOML config file ([storage] and [rpc] tables)")(
+  desc.add_options()("help,h", "print this help")("config", po::value(&flags->config),
+                                                  "TOML config file ([storage] and [rpc] tables)")(
       "data-dir", po::value(&flags->data_dir), "RocksDB directory (overrides storage.data_dir)")(
       "listen", po::value(&flags->listen), "HOST:PORT to serve on (overrides rpc.listen)");
   po::variables_map vm;
@@ -72,10 +72,10 @@ std::string DescribeStore(const oc::storage::StoreOptions& o) {
   return fmt::format(
       "storage.data_dir={} storage.default_extent_bytes={} storage.block_cache_bytes={} "
       "storage.sync_writes={} storage.read_threads={} storage.extent_layout={} "
-      "storage.write_batch_bytes={} storage.reclaim_after_bytes={}",
+      "storage.slice_read_mode={} storage.write_batch_bytes={} storage.reclaim_after_bytes={}",
       o.data_dir, o.default_extent_bytes, o.block_cache_bytes, o.sync_writes, o.read_threads,
       o.extent_layout == oc::storage::ExtentLayout::kBlobFiles ? "blob_files" : "sst_blocks",
-      o.write_batch_bytes, o.reclaim_after_bytes);
+      static_cast<int>(o.slice_read_mode), o.write_batch_bytes, o.reclaim_after_bytes);
 }
 
 int Run(int argc, char** argv) {
@@ -100,9 +100,9 @@ int Run(int argc, char** argv) {
   }
   oc::storage::StoreOptions store_options;
   RpcServerOptions rpc_options;
-  for (const oc::Status& st : {oc::storage::ApplyConfig(config, &store_options),
-                               oc::storage::rpc::ApplyConfig(config, &rpc_options),
-                               config.CheckNoUnknownKeys()}) {
+  for (const oc::Status& st :
+       {oc::storage::ApplyConfig(config, &store_options),
+        oc::storage::rpc::ApplyConfig(config, &rpc_options), config.CheckNoUnknownKeys()}) {
     if (!st.ok()) {
       return Fail(kExitBadConfig, st.ToString());
     }

@@ -53,8 +53,8 @@ Result<std::unique_ptr<ClientConn>> ClientConn::Connect(const HostPort& endpoint
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_NUMERICSERV;
   addrinfo* found = nullptr;
-  const int gai = ::getaddrinfo(endpoint.host.c_str(), std::to_string(endpoint.port).c_str(),
-                                &hints, &found);
+  const int gai =
+      ::getaddrinfo(endpoint.host.c_str(), std::to_string(endpoint.port).c_str(), &hints, &found);
   if (gai != 0) {
     return Status::Unavailable(
         fmt::format("cannot resolve storage server {}: {}", peer, ::gai_strerror(gai)));
@@ -62,8 +62,8 @@ Result<std::unique_ptr<ClientConn>> ClientConn::Connect(const HostPort& endpoint
   const Clock::time_point deadline = Clock::now() + timeout;
   std::string last_error = "no address";
   for (addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
-    const int fd = ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                            ai->ai_protocol);
+    const int fd =
+        ::socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, ai->ai_protocol);
     if (fd < 0) {
       last_error = std::strerror(errno);
       continue;

@@ -16,6 +16,7 @@
 #include <thread>
 #include <type_traits>
 
+#include <fmt/core.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/dispatch.hpp>
@@ -31,7 +32,6 @@
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <fmt/core.h>
 
 #include "oc/common/log.h"
 #include "oc/common/thread_annotations.h"
@@ -50,7 +50,8 @@ namespace {
 const Logger kLog{"rpc"};
 
 // The largest data frame or request body a client sends, plus room for framing.
-constexpr uint64_t kMinFrameBytes = std::max(kStreamChunkBytes, kMaxRequestBodyBytes) + (64ull << 10);
+constexpr uint64_t kMinFrameBytes =
+    std::max(kStreamChunkBytes, kMaxRequestBodyBytes) + (64ull << 10);
 // A handshake body is the secret and its length prefix; nothing larger is read from a
 // client that has not authenticated.
 constexpr uint64_t kMaxHelloBytes = kMaxSecretBytes + 4;
@@ -86,9 +87,9 @@ Status RpcServerOptions::Validate() const {
     return Status::InvalidArgument("rpc.max_slice_batch_bytes",
                                    fmt::format("must be 1..{}", FormatSize(kMaxFrameBodyBytes)));
   }
-  for (const auto& [name, value] : {std::pair{"rpc.handshake_timeout", handshake_timeout},
-                                    std::pair{"rpc.idle_timeout", idle_timeout},
-                                    std::pair{"rpc.io_timeout", io_timeout}}) {
+  for (const auto& [name, value] :
+       {std::pair{"rpc.handshake_timeout", handshake_timeout},
+        std::pair{"rpc.idle_timeout", idle_timeout}, std::pair{"rpc.io_timeout", io_timeout}}) {
     if (value.count() <= 0) {
       return Status::InvalidArgument(name, "must be positive");
     }
@@ -105,8 +106,7 @@ std::string RpcServerOptions::ToString() const {
       "rpc.max_slice_batch_bytes={} rpc.handshake_timeout={} rpc.idle_timeout={} "
       "rpc.io_timeout={} rpc.max_connections={}",
       listen, io_threads, store_threads, max_frame_bytes, max_slice_batch_bytes,
-      FormatMs(handshake_timeout), FormatMs(idle_timeout), FormatMs(io_timeout),
-      max_connections);
+      FormatMs(handshake_timeout), FormatMs(idle_timeout), FormatMs(io_timeout), max_connections);
 }
 
 Status ApplyConfig(const Config& config, RpcServerOptions* options) {
@@ -114,8 +114,7 @@ Status ApplyConfig(const Config& config, RpcServerOptions* options) {
   OC_RETURN_IF_ERROR(config.Read("rpc.io_threads", &options->io_threads));
   OC_RETURN_IF_ERROR(config.Read("rpc.store_threads", &options->store_threads));
   OC_RETURN_IF_ERROR(config.ReadSize("rpc.max_frame_bytes", &options->max_frame_bytes));
-  OC_RETURN_IF_ERROR(
-      config.ReadSize("rpc.max_slice_batch_bytes", &options->max_slice_batch_bytes));
+  OC_RETURN_IF_ERROR(config.ReadSize("rpc.max_slice_batch_bytes", &options->max_slice_batch_bytes));
   OC_RETURN_IF_ERROR(config.ReadDuration("rpc.handshake_timeout", &options->handshake_timeout));
   OC_RETURN_IF_ERROR(config.ReadDuration("rpc.idle_timeout", &options->idle_timeout));
   OC_RETURN_IF_ERROR(config.ReadDuration("rpc.io_timeout", &options->io_timeout));
@@ -178,10 +177,7 @@ struct RpcServer::Impl {
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(RpcServer::Impl& server, tcp::socket socket, uint64_t id)
-      : server_(server),
-        socket_(std::move(socket)),
-        timer_(socket_.get_executor()),
-        id_(id) {
+      : server_(server), socket_(std::move(socket)), timer_(socket_.get_executor()), id_(id) {
     error_code ec;
     const tcp::endpoint peer = socket_.remote_endpoint(ec);
     peer_ = ec ? "?" : fmt::format("{}:{}", peer.address().to_string(), peer.port());
@@ -221,9 +217,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     timer_.cancel();
     socket_.close(ec);
   }
-  void NoteMemory() {
-    server_.NotePeak(body_.capacity() + out_.capacity() + chunk_.capacity());
-  }
+  void NoteMemory() { server_.NotePeak(body_.capacity() + out_.capacity() + chunk_.capacity()); }
   void ReleaseIdleBuffers() {
     for (std::vector<std::byte>* b : {&body_, &out_, &chunk_}) {
       if (b->capacity() > kIdleKeepBytes) {
@@ -375,9 +369,9 @@ asio::awaitable<bool> Connection::WriteOut() {
 asio::awaitable<bool> Connection::WriteData(Op op, uint64_t rid, ByteSpan prefix, ByteSpan data) {
   std::array<std::byte, kHeaderBytes> header;
   EncodeHeader(FrameHeader{kVersion, op, kFlagReply, rid, prefix.size() + data.size()}, header);
-  const std::array<asio::const_buffer, 3> buffers{
-      asio::buffer(header), asio::buffer(prefix.data(), prefix.size()),
-      asio::buffer(data.data(), data.size())};
+  const std::array<asio::const_buffer, 3> buffers{asio::buffer(header),
+                                                  asio::buffer(prefix.data(), prefix.size()),
+                                                  asio::buffer(data.data(), data.size())};
   error_code ec;
   Arm(server_.options.io_timeout);
   co_await asio::async_write(socket_, buffers, Awaitable(ec));
@@ -403,8 +397,8 @@ asio::awaitable<bool> Connection::Handshake() {
   FrameHeader h;
   Status error;
   idle_ = true;
-  const ReadKind kind = co_await ReadFrame(server_.options.handshake_timeout, kMaxHelloBytes,
-                                           &h, &error);
+  const ReadKind kind =
+      co_await ReadFrame(server_.options.handshake_timeout, kMaxHelloBytes, &h, &error);
   idle_ = false;
   if (kind == ReadKind::kClosed) {
     co_return false;
@@ -432,9 +426,8 @@ asio::awaitable<void> Connection::Run() {
     FrameHeader h;
     Status error;
     idle_ = true;
-    const ReadKind kind =
-        co_await ReadFrame(server_.options.idle_timeout, server_.options.max_frame_bytes, &h,
-                           &error);
+    const ReadKind kind = co_await ReadFrame(server_.options.idle_timeout,
+                                             server_.options.max_frame_bytes, &h, &error);
     idle_ = false;
     if (kind == ReadKind::kClosed) {
       break;
@@ -573,8 +566,8 @@ asio::awaitable<bool> Connection::Dispatch(const FrameHeader& h) {
       if (Status d = DecodeBody(body, &key, &upload_id, &parts); !d.ok()) {
         co_return co_await Reject(rid, d);
       }
-      const Result<ObjectMeta> r = co_await OnPool(
-          [&] { return store.CompleteMultipartUpload(key, upload_id, parts); });
+      const Result<ObjectMeta> r =
+          co_await OnPool([&] { return store.CompleteMultipartUpload(key, upload_id, parts); });
       co_return co_await ReplyResult(h.op, rid, r);
     }
     case Op::kAbortUpload: {
@@ -641,9 +634,8 @@ asio::awaitable<bool> Connection::ServeWrite(const FrameHeader& h,
   for (;;) {
     FrameHeader fh;
     Status error;
-    const ReadKind kind =
-        co_await ReadFrame(server_.options.io_timeout, server_.options.max_frame_bytes, &fh,
-                           &error);
+    const ReadKind kind = co_await ReadFrame(server_.options.io_timeout,
+                                             server_.options.max_frame_bytes, &fh, &error);
     if (kind != ReadKind::kOk) {
       co_await DestroyOnPool(std::move(writer));
       co_return kind == ReadKind::kBad ? co_await Reject(fh.request_id, error) : false;
@@ -667,8 +659,8 @@ asio::awaitable<bool> Connection::ServeWrite(const FrameHeader& h,
     if (fh.op != Op::kCommit || fh.body_length != 0) {
       co_await DestroyOnPool(std::move(writer));
       co_return co_await Reject(
-          rid, Status::InvalidArgument("op", fmt::format("{} inside a streamed write",
-                                                         OpName(fh.op))));
+          rid,
+          Status::InvalidArgument("op", fmt::format("{} inside a streamed write", OpName(fh.op))));
     }
     if (!first_error.ok()) {
       co_await DestroyOnPool(std::move(writer));
@@ -766,8 +758,8 @@ asio::awaitable<bool> Connection::ServeReadSlices(const FrameHeader& h) {
       std::array<std::byte, 5> prefix;
       PutLittleEndian32(static_cast<uint32_t>(begin + i), prefix.data());
       prefix[4] = static_cast<std::byte>((*statuses)[i]);
-      const ByteSpan data = (*statuses)[i] == SliceStatus::kOk ? ByteSpan(batch[i].dest)
-                                                                : ByteSpan();
+      const ByteSpan data =
+          (*statuses)[i] == SliceStatus::kOk ? ByteSpan(batch[i].dest) : ByteSpan();
       if (!co_await WriteData(Op::kSliceData, rid, prefix, data)) {
         co_return false;
       }
@@ -825,8 +817,8 @@ asio::awaitable<void> RpcServer::Impl::Accept() {
       kLog.Warn("accept failed error={}", ec.message());
       continue;
     }
-    auto conn = std::make_shared<Connection>(*this, std::move(socket),
-                                             next_connection_id.fetch_add(1));
+    auto conn =
+        std::make_shared<Connection>(*this, std::move(socket), next_connection_id.fetch_add(1));
     const bool registered = Register(conn);
     auto log_exception = [](std::exception_ptr e) {
       if (e) {
@@ -839,11 +831,11 @@ asio::awaitable<void> RpcServer::Impl::Accept() {
     };
     asio::co_spawn(conn->executor(), conn->Watchdog(), log_exception);
     if (!registered) {
-      asio::co_spawn(conn->executor(),
-                     conn->RefuseAndClose(Status::ResourceExhausted(
-                         "connections", stopping() ? "the server is shutting down"
-                                                   : "too many connections")),
-                     log_exception);
+      asio::co_spawn(
+          conn->executor(),
+          conn->RefuseAndClose(Status::ResourceExhausted(
+              "connections", stopping() ? "the server is shutting down" : "too many connections")),
+          log_exception);
       continue;
     }
     asio::co_spawn(conn->executor(), conn->Run(), log_exception);
@@ -894,9 +886,9 @@ Result<std::unique_ptr<RpcServer>> RpcServer::Start(Store* store, const RpcServe
   auto impl = std::make_unique<Impl>(store, options, std::move(secret));
   error_code ec;
   tcp::resolver resolver(impl->io);
-  const auto results = resolver.resolve(hp.host, std::to_string(hp.port),
-                                        tcp::resolver::passive | tcp::resolver::numeric_service,
-                                        ec);
+  const auto results =
+      resolver.resolve(hp.host, std::to_string(hp.port),
+                       tcp::resolver::passive | tcp::resolver::numeric_service, ec);
   if (ec || results.empty()) {
     return Status(Code::kIOError, Subject::kNone, "rpc.listen",
                   fmt::format("cannot resolve {}: {}", hp.host, ec.message()));

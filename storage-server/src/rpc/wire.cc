@@ -114,31 +114,56 @@ void EncodeStrings(WireWriter& w, const std::vector<std::string>& v) {
 
 std::string_view OpName(Op op) {
   switch (op) {
-    case Op::kHello: return "Hello";
-    case Op::kError: return "Error";
-    case Op::kCreateBucket: return "CreateBucket";
-    case Op::kDeleteBucket: return "DeleteBucket";
-    case Op::kHeadBucket: return "HeadBucket";
-    case Op::kListBuckets: return "ListBuckets";
-    case Op::kPutBegin: return "PutBegin";
-    case Op::kData: return "Data";
-    case Op::kCommit: return "Commit";
-    case Op::kAbort: return "Abort";
-    case Op::kGet: return "Get";
-    case Op::kHead: return "Head";
-    case Op::kDelete: return "Delete";
-    case Op::kCopy: return "Copy";
-    case Op::kList: return "List";
-    case Op::kHeadMany: return "HeadMany";
-    case Op::kCreateUpload: return "CreateMultipartUpload";
-    case Op::kUploadPartBegin: return "UploadPart";
-    case Op::kCompleteUpload: return "CompleteMultipartUpload";
-    case Op::kAbortUpload: return "AbortMultipartUpload";
-    case Op::kListParts: return "ListParts";
-    case Op::kListUploads: return "ListMultipartUploads";
-    case Op::kReadSlices: return "ReadSlices";
-    case Op::kSliceData: return "SliceData";
-    case Op::kStats: return "Stats";
+    case Op::kHello:
+      return "Hello";
+    case Op::kError:
+      return "Error";
+    case Op::kCreateBucket:
+      return "CreateBucket";
+    case Op::kDeleteBucket:
+      return "DeleteBucket";
+    case Op::kHeadBucket:
+      return "HeadBucket";
+    case Op::kListBuckets:
+      return "ListBuckets";
+    case Op::kPutBegin:
+      return "PutBegin";
+    case Op::kData:
+      return "Data";
+    case Op::kCommit:
+      return "Commit";
+    case Op::kAbort:
+      return "Abort";
+    case Op::kGet:
+      return "Get";
+    case Op::kHead:
+      return "Head";
+    case Op::kDelete:
+      return "Delete";
+    case Op::kCopy:
+      return "Copy";
+    case Op::kList:
+      return "List";
+    case Op::kHeadMany:
+      return "HeadMany";
+    case Op::kCreateUpload:
+      return "CreateMultipartUpload";
+    case Op::kUploadPartBegin:
+      return "UploadPart";
+    case Op::kCompleteUpload:
+      return "CompleteMultipartUpload";
+    case Op::kAbortUpload:
+      return "AbortMultipartUpload";
+    case Op::kListParts:
+      return "ListParts";
+    case Op::kListUploads:
+      return "ListMultipartUploads";
+    case Op::kReadSlices:
+      return "ReadSlices";
+    case Op::kSliceData:
+      return "SliceData";
+    case Op::kStats:
+      return "Stats";
   }
   return "unknown";
 }
@@ -164,18 +189,17 @@ Status DecodeHeader(std::span<const std::byte, kHeaderBytes> in, uint64_t max_bo
   }
   h->version = static_cast<uint8_t>(in[4]);
   if (h->version != kVersion) {
-    return Status(Code::kUnimplemented, Subject::kNone, "version",
-                  fmt::format("protocol version {} is not supported (this is {})", h->version,
-                              kVersion));
+    return Status(
+        Code::kUnimplemented, Subject::kNone, "version",
+        fmt::format("protocol version {} is not supported (this is {})", h->version, kVersion));
   }
   const uint8_t op = static_cast<uint8_t>(in[5]);
   if (!IsKnownOp(op)) {
-    return Status(Code::kUnimplemented, Subject::kNone, "op",
-                  fmt::format("unknown op {}", op));
+    return Status(Code::kUnimplemented, Subject::kNone, "op", fmt::format("unknown op {}", op));
   }
   h->op = static_cast<Op>(op);
-  h->flags = static_cast<uint16_t>(static_cast<uint16_t>(in[6]) |
-                                   (static_cast<uint16_t>(in[7]) << 8));
+  h->flags =
+      static_cast<uint16_t>(static_cast<uint16_t>(in[6]) | (static_cast<uint16_t>(in[7]) << 8));
   if ((h->flags & ~kKnownFlags) != 0) {
     return Status::InvalidArgument("flags", fmt::format("unknown flags {:#x}", h->flags));
   }
@@ -183,8 +207,8 @@ Status DecodeHeader(std::span<const std::byte, kHeaderBytes> in, uint64_t max_bo
   const uint64_t limit = std::min(max_body_bytes, kMaxFrameBodyBytes);
   if (h->body_length > limit) {
     return Status::ResourceExhausted(
-        "body_length", fmt::format("frame body of {} bytes exceeds the limit of {}",
-                                   h->body_length, limit));
+        "body_length",
+        fmt::format("frame body of {} bytes exceeds the limit of {}", h->body_length, limit));
   }
   return Status::Ok();
 }
@@ -405,8 +429,8 @@ void Encode(WireWriter& w, const ObjectMeta& v) {
 
 bool Decode(WireReader& r, ObjectMeta* v) {
   return r.U64(&v->size) && r.Str(&v->etag) && r.Str(&v->content_type) &&
-         DecodePairs(r, &v->user_meta) && DecodePairs(r, &v->headers) &&
-         r.I64(&v->mtime_unix_ms) && r.U32(&v->parts_count) && DecodeChunk(r, &v->chunk);
+         DecodePairs(r, &v->user_meta) && DecodePairs(r, &v->headers) && r.I64(&v->mtime_unix_ms) &&
+         r.U32(&v->parts_count) && DecodeChunk(r, &v->chunk);
 }
 
 void Encode(WireWriter& w, const PutOptions& v) {
@@ -426,8 +450,8 @@ void Encode(WireWriter& w, const PutOptions& v) {
 }
 
 bool Decode(WireReader& r, PutOptions* v) {
-  if (!r.Str(&v->content_type) || !DecodePairs(r, &v->user_meta) ||
-      !DecodePairs(r, &v->headers) || !r.U64(&v->extent_bytes) || !DecodeChunk(r, &v->chunk)) {
+  if (!r.Str(&v->content_type) || !DecodePairs(r, &v->user_meta) || !DecodePairs(r, &v->headers) ||
+      !r.U64(&v->extent_bytes) || !DecodeChunk(r, &v->chunk)) {
     return false;
   }
   bool has_size = false;
@@ -491,8 +515,7 @@ void Encode(WireWriter& w, const ListOptions& v) {
 }
 
 bool Decode(WireReader& r, ListOptions* v) {
-  return r.Str(&v->prefix) && r.Str(&v->delimiter) && r.Str(&v->start_after) &&
-         r.U32(&v->max_keys);
+  return r.Str(&v->prefix) && r.Str(&v->delimiter) && r.Str(&v->start_after) && r.U32(&v->max_keys);
 }
 
 void Encode(WireWriter& w, const ListResult& v) {
@@ -537,8 +560,8 @@ void Encode(WireWriter& w, const ListPartsResult& v) {
 bool Decode(WireReader& r, ListPartsResult* v) {
   return DecodeVector(r, &v->parts, kMinPartInfoBytes,
                       [](WireReader& rr, PartInfo* p) {
-                        return rr.U32(&p->part_number) && rr.U64(&p->size) &&
-                               rr.Str(&p->etag) && rr.I64(&p->mtime_unix_ms);
+                        return rr.U32(&p->part_number) && rr.U64(&p->size) && rr.Str(&p->etag) &&
+                               rr.I64(&p->mtime_unix_ms);
                       }) &&
          r.Bool(&v->truncated) && r.U32(&v->next_part_number_marker);
 }
@@ -771,8 +794,7 @@ Status ValidateBody(Op op, uint16_t flags, ByteSpan body) {
 Result<HostPort> ParseHostPort(std::string_view text, std::string_view field) {
   const size_t colon = text.rfind(':');
   if (colon == std::string_view::npos || colon == 0 || colon + 1 == text.size()) {
-    return Status::InvalidArgument(std::string(field),
-                                   fmt::format("'{}' is not host:port", text));
+    return Status::InvalidArgument(std::string(field), fmt::format("'{}' is not host:port", text));
   }
   std::string_view host = text.substr(0, colon);
   if (host.front() == '[') {
@@ -785,8 +807,7 @@ Result<HostPort> ParseHostPort(std::string_view text, std::string_view field) {
   uint64_t port = 0;
   for (const char c : text.substr(colon + 1)) {
     if (c < '0' || c > '9' || port > 65535) {
-      return Status::InvalidArgument(std::string(field),
-                                     fmt::format("'{}' has a bad port", text));
+      return Status::InvalidArgument(std::string(field), fmt::format("'{}' has a bad port", text));
     }
     port = port * 10 + static_cast<uint64_t>(c - '0');
   }

@@ -61,31 +61,31 @@ inline constexpr uint16_t kKnownFlags = kFlagReply;
 
 // Ops. Values are the wire format: never renumber. Request bodies / reply bodies:
 enum class Op : uint8_t {
-  kHello = 1,            // secret                       / (empty)
-  kError = 2,            // (server only)                / Status; ends the call
-  kCreateBucket = 10,    // bucket, owner                / (empty)
-  kDeleteBucket = 11,    // bucket                       / (empty)
-  kHeadBucket = 12,      // bucket                       / BucketInfo
-  kListBuckets = 13,     // (empty)                      / vector<BucketInfo>
-  kPutBegin = 20,        // key, PutOptions              / (empty); then kData*, kCommit|kAbort
-  kData = 21,            // raw object bytes, either direction; no reply
-  kCommit = 22,          // (empty)                      / ObjectMeta
-  kAbort = 23,           // (empty)                      / no reply: the writer is discarded
-  kGet = 24,             // key, ByteRange               / ObjectMeta, offset, length; then kData*
-  kHead = 25,            // key                          / ObjectMeta
-  kDelete = 26,          // key                          / (empty)
-  kCopy = 27,            // src, dst, optional<PutOptions> / ObjectMeta
-  kList = 28,            // bucket, ListOptions          / ListResult
-  kHeadMany = 29,        // bucket, vector<string>       / vector<optional<ObjectMeta>>
-  kCreateUpload = 30,    // key, PutOptions              / upload id
-  kUploadPartBegin = 31, // key, upload id, part, PutOptions / (empty); then as kPutBegin
-  kCompleteUpload = 32,  // key, upload id, vector<CompletedPart> / ObjectMeta
-  kAbortUpload = 33,     // key, upload id               / (empty)
-  kListParts = 34,       // key, upload id, marker u32, max u32 / ListPartsResult
-  kListUploads = 35,     // bucket, ListUploadsOptions   / ListUploadsResult
-  kReadSlices = 40,      // bucket, vector<SliceRequest> / kSliceData per slice, then u32 count
-  kSliceData = 41,       // (server only) u32 index, u8 SliceStatus, then the slice bytes if kOk
-  kStats = 50,           // (empty)                      / StoreStats
+  kHello = 1,             // secret                       / (empty)
+  kError = 2,             // (server only)                / Status; ends the call
+  kCreateBucket = 10,     // bucket, owner                / (empty)
+  kDeleteBucket = 11,     // bucket                       / (empty)
+  kHeadBucket = 12,       // bucket                       / BucketInfo
+  kListBuckets = 13,      // (empty)                      / vector<BucketInfo>
+  kPutBegin = 20,         // key, PutOptions              / (empty); then kData*, kCommit|kAbort
+  kData = 21,             // raw object bytes, either direction; no reply
+  kCommit = 22,           // (empty)                      / ObjectMeta
+  kAbort = 23,            // (empty)                      / no reply: the writer is discarded
+  kGet = 24,              // key, ByteRange               / ObjectMeta, offset, length; then kData*
+  kHead = 25,             // key                          / ObjectMeta
+  kDelete = 26,           // key                          / (empty)
+  kCopy = 27,             // src, dst, optional<PutOptions> / ObjectMeta
+  kList = 28,             // bucket, ListOptions          / ListResult
+  kHeadMany = 29,         // bucket, vector<string>       / vector<optional<ObjectMeta>>
+  kCreateUpload = 30,     // key, PutOptions              / upload id
+  kUploadPartBegin = 31,  // key, upload id, part, PutOptions / (empty); then as kPutBegin
+  kCompleteUpload = 32,   // key, upload id, vector<CompletedPart> / ObjectMeta
+  kAbortUpload = 33,      // key, upload id               / (empty)
+  kListParts = 34,        // key, upload id, marker u32, max u32 / ListPartsResult
+  kListUploads = 35,      // bucket, ListUploadsOptions   / ListUploadsResult
+  kReadSlices = 40,       // bucket, vector<SliceRequest> / kSliceData per slice, then u32 count
+  kSliceData = 41,        // (server only) u32 index, u8 SliceStatus, then the slice bytes if kOk
+  kStats = 50,            // (empty)                      / StoreStats
 };
 
 // The name of an op for logs ("Get"); "unknown" for a value outside the table.
