@@ -26,9 +26,9 @@
 #include <fmt/core.h>
 #include <xxhash.h>
 
+#include "kv/kv_engine.h"
 #include "oc/common/log.h"
 #include "oc/common/thread_annotations.h"
-#include "kv/kv_engine.h"
 #include "oc/storage/open.h"
 #include "rpc/client_conn.h"
 #include "rpc/wire.h"
@@ -164,9 +164,9 @@ Result<std::vector<std::byte>> ReadReply(ClientConn& conn, Op op, uint64_t rid) 
   OC_RETURN_IF_ERROR(conn.ReadFrame(&h, &body));
   if (h.request_id != rid || (h.flags & kFlagReply) == 0 || (h.op != op && h.op != Op::kError)) {
     conn.MarkBroken();
-    return Status::Internal(fmt::format(
-        "storage server {} answered {} req={:016x} to {} req={:016x}", conn.peer(),
-        OpName(h.op), h.request_id, OpName(op), rid));
+    return Status::Internal(
+        fmt::format("storage server {} answered {} req={:016x} to {} req={:016x}", conn.peer(),
+                    OpName(h.op), h.request_id, OpName(op), rid));
   }
   if (h.op == Op::kError) {
     Status st;
@@ -237,8 +237,7 @@ class RemoteWriter final : public ObjectWriter {
 class RemoteReader final : public ObjectReader {
  public:
   RemoteReader(Lease lease, uint64_t rid, GetReply reply)
-      : lease_(std::move(lease)), rid_(rid), reply_(std::move(reply)),
-        remaining_(reply_.length) {
+      : lease_(std::move(lease)), rid_(rid), reply_(std::move(reply)), remaining_(reply_.length) {
     if (remaining_ == 0) {
       lease_.MarkClean();
       lease_.Return();
@@ -337,9 +336,9 @@ class RemoteStore final : public Store {
   Result<std::vector<BucketInfo>> ListBuckets() override {
     std::vector<BucketInfo> all;
     for (const auto& ep : endpoints_) {
-      OC_ASSIGN_OR_RETURN(std::vector<BucketInfo> some,
-                          CallValue<std::vector<BucketInfo>>(*ep, Op::kListBuckets,
-                                                             Retry::kIfPooled));
+      OC_ASSIGN_OR_RETURN(
+          std::vector<BucketInfo> some,
+          CallValue<std::vector<BucketInfo>>(*ep, Op::kListBuckets, Retry::kIfPooled));
       std::move(some.begin(), some.end(), std::back_inserter(all));
     }
     std::sort(all.begin(), all.end(),
@@ -355,8 +354,8 @@ class RemoteStore final : public Store {
 
   Result<std::unique_ptr<ObjectReader>> Get(const ObjectKey& key, ByteRange range) override {
     const uint64_t rid = NextRid();
-    OC_ASSIGN_OR_RETURN(auto call, Call(For(key.bucket), Op::kGet, Retry::kIfPooled, rid, key,
-                                        range));
+    OC_ASSIGN_OR_RETURN(auto call,
+                        Call(For(key.bucket), Op::kGet, Retry::kIfPooled, rid, key, range));
     GetReply reply;
     if (Status d = DecodeBody(call.body, &reply); !d.ok()) {
       return MalformedReply(Op::kGet, d);
@@ -372,9 +371,9 @@ class RemoteStore final : public Store {
 
   Result<std::vector<std::optional<ObjectMeta>>> HeadMany(
       std::string_view bucket, std::span<const std::string> names) override {
-    OC_ASSIGN_OR_RETURN(auto metas, CallValue<std::vector<std::optional<ObjectMeta>>>(
-                                        For(bucket), Op::kHeadMany, Retry::kIfPooled, bucket,
-                                        names));
+    OC_ASSIGN_OR_RETURN(auto metas,
+                        CallValue<std::vector<std::optional<ObjectMeta>>>(
+                            For(bucket), Op::kHeadMany, Retry::kIfPooled, bucket, names));
     if (metas.size() != names.size()) {
       return Status::Internal("storage server answered HeadMany with a wrong count");
     }
@@ -404,17 +403,15 @@ class RemoteStore final : public Store {
                                             const PutOptions& options) override {
     return CallValue<std::string>(For(key.bucket), Op::kCreateUpload, Retry::kNo, key, options);
   }
-  Result<std::unique_ptr<ObjectWriter>> UploadPart(const ObjectKey& key,
-                                                   std::string_view upload_id,
+  Result<std::unique_ptr<ObjectWriter>> UploadPart(const ObjectKey& key, std::string_view upload_id,
                                                    uint32_t part_number,
                                                    const PutOptions& options) override {
-    return OpenWriter(For(key.bucket), Op::kUploadPartBegin, key, upload_id, part_number,
-                      options);
+    return OpenWriter(For(key.bucket), Op::kUploadPartBegin, key, upload_id, part_number, options);
   }
   Result<ObjectMeta> CompleteMultipartUpload(const ObjectKey& key, std::string_view upload_id,
                                              std::span<const CompletedPart> parts) override {
-    return CallValue<ObjectMeta>(For(key.bucket), Op::kCompleteUpload, Retry::kNo, key,
-                                 upload_id, parts);
+    return CallValue<ObjectMeta>(For(key.bucket), Op::kCompleteUpload, Retry::kNo, key, upload_id,
+                                 parts);
   }
   Status AbortMultipartUpload(const ObjectKey& key, std::string_view upload_id) override {
     return CallStatus(For(key.bucket), Op::kAbortUpload, Retry::kNo, key, upload_id);
@@ -484,14 +481,13 @@ class RemoteStore final : public Store {
   // Sends the request frame (op, rid, fields) and reads its reply; on success the lease is
   // still held so streamed calls can go on using it.
   template <typename... Fields>
-  Result<CallResult> Call(Endpoint& ep, Op op, Retry retry, uint64_t rid,
-                          const Fields&... fields) {
+  Result<CallResult> Call(Endpoint& ep, Op op, Retry retry, uint64_t rid, const Fields&... fields) {
     std::vector<std::byte> frame;
     EncodeFrame(&frame, op, 0, rid, fields...);
     if (frame.size() - kHeaderBytes > kMaxRequestBodyBytes) {
       return Status::InvalidArgument(
-          "request", fmt::format("{} request of {} bytes exceeds the RPC limit of {}",
-                                 OpName(op), frame.size() - kHeaderBytes, kMaxRequestBodyBytes));
+          "request", fmt::format("{} request of {} bytes exceeds the RPC limit of {}", OpName(op),
+                                 frame.size() - kHeaderBytes, kMaxRequestBodyBytes));
     }
     for (int attempt = 0;; ++attempt) {
       bool reused = false;
@@ -512,8 +508,7 @@ class RemoteStore final : public Store {
                   body.error().ToString());
         continue;
       }
-      kLog.Warn("call failed req={:016x} op={} error={}", rid, OpName(op),
-                body.error().ToString());
+      kLog.Warn("call failed req={:016x} op={} error={}", rid, OpName(op), body.error().ToString());
       return std::move(body).error();
     }
   }
@@ -555,7 +550,7 @@ class RemoteStore final : public Store {
 
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
   std::atomic<uint64_t> next_rid_{0};
-  kv::KvEngine kv_{*this, KvOptions{}};
+  kv::KvEngine kv_{*this, KvOptions{}};  // last: destroyed first, it calls into this store
 };
 
 Result<std::vector<SliceStatus>> RemoteStore::ReadSlices(std::string_view bucket,
@@ -646,8 +641,8 @@ Result<std::vector<SliceStatus>> RemoteStore::ReadSlices(std::string_view bucket
         return remote;
       }
       uint32_t count = 0;
-      if (Status d = DecodeBody(body, &count); !d.ok() || count != slices.size() ||
-                                               statuses.size() != slices.size()) {
+      if (Status d = DecodeBody(body, &count);
+          !d.ok() || count != slices.size() || statuses.size() != slices.size()) {
         lease.MarkDirty();
         return Status::Internal("storage server ended ReadSlices with a wrong count");
       }
