@@ -1,0 +1,180 @@
+#include "kv/pacing.h"
+
+#include <utility>
+
+#include "oc/sched/policy.h"
+
+namespace oc::storage::kv {
+
+RequestPacer::RequestPacer(PacingService* service, sched::Grant grant, double rate_gbps)
+    : service_(service), id_(grant.id()), admitted_rate_gbps_(rate_gbps), grant_(std::move(grant)) {}
+
+RequestPacer::~RequestPacer() { service_->Unregister(this); }
+
+Status RequestPacer::BeforeLayer(uint32_t layer, uint64_t bytes) {
+  PacingService& s = *service_;
+  std::unique_lock<std::mutex> lock(s.mu_);
+  if (cancelled_ || s.stopping_) {
+    return Status::Cancelled("request cancelled while paced");
+  }
+  OC_RETURN_IF_ERROR(grant_.Enqueue(layer, bytes));
+  waiting_ = true;
+  --s.running_;
+  s.cv_.notify_all();             // a manual driver may be waiting for quiescence
+  s.dispatcher_cv_.notify_one();  // the dispatcher may be idle
+  const bool dispatched = s.cv_.wait_for(lock, s.options_.max_wait, [&] {
+    return dispatched_layer_ >= int64_t{layer} || cancelled_ || s.stopping_;
+  });
+  // Whoever woke the request (a dispatch, Cancel) already counted it as running; a timeout or a
+  // stop did not.
+  s.MarkRunning(this);
+  if (cancelled_ || s.stopping_) {
+    return Status::Cancelled("request cancelled while paced");
+  }
+  if (!dispatched) {
+    return Status::Unavailable("layer not dispatched by the scheduler in time");
+  }
+  return Status::Ok();
+}
+
+void RequestPacer::Cancel() {
+  PacingService& s = *service_;
+  std::lock_guard<std::mutex> lock(s.mu_);
+  cancelled_ = true;
+  grant_.Release();
+  s.MarkRunning(this);
+  s.cv_.notify_all();
+  s.dispatcher_cv_.notify_one();
+}
+
+Result<std::unique_ptr<PacingService>> PacingService::Create(const PacingOptions& options,
+                                                             const sched::Clock& clock,
+                                                             uint64_t threshold) {
+  sched::SchedulerOptions o = options.scheduler;
+  o.layerwise_threshold_bytes = threshold;
+  OC_ASSIGN_OR_RETURN(std::unique_ptr<sched::Scheduler> scheduler,
+                      sched::Scheduler::Create(o, clock));
+  return std::unique_ptr<PacingService>(new PacingService(options, clock, std::move(scheduler)));
+}
+
+PacingService::PacingService(const PacingOptions& options, const sched::Clock& clock,
+                             std::unique_ptr<sched::Scheduler> scheduler)
+    : options_(options), clock_(clock), scheduler_(std::move(scheduler)) {}
+
+PacingService::~PacingService() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  dispatcher_cv_.notify_all();
+  if (dispatcher_.joinable()) {
+    dispatcher_.join();
+  }
+}
+
+void PacingService::Start() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!dispatcher_.joinable()) {
+    dispatcher_ = std::thread([this] { Run(); });
+  }
+}
+
+Result<std::unique_ptr<RequestPacer>> PacingService::ForPlan(const descriptor::Descriptor& d,
+                                                             const KvPlan& plan) {
+  if (plan.mode != descriptor::ServeMode::kLayerwise || plan.matched == 0) {
+    return std::unique_ptr<RequestPacer>();
+  }
+  OC_ASSIGN_OR_RETURN(sched::RequestSpec spec, sched::SpecFromDescriptor(d, plan.matched));
+  if (spec.name.empty()) {
+    spec.name = plan.request_id;
+  }
+  return Admit(spec);
+}
+
+Result<std::unique_ptr<RequestPacer>> PacingService::Admit(const sched::RequestSpec& spec) {
+  OC_ASSIGN_OR_RETURN(sched::Grant grant, scheduler_->Admit(spec));
+  double rate = 0;
+  for (const sched::RequestStats& r : scheduler_->Stats().requests) {
+    if (r.id == grant.id()) {
+      rate = sched::BytesPerSecToGbps(r.rate_bytes_per_sec);
+    }
+  }
+  std::unique_ptr<RequestPacer> p(new RequestPacer(this, std::move(grant), rate));
+  std::lock_guard<std::mutex> lock(mu_);
+  pacers_.emplace(p->id_, p.get());
+  ++running_;
+  return p;
+}
+
+void PacingService::MarkRunning(RequestPacer* p) {
+  if (p->waiting_) {
+    p->waiting_ = false;
+    ++running_;
+  }
+}
+
+void PacingService::Unregister(RequestPacer* p) {
+  std::lock_guard<std::mutex> lock(mu_);
+  p->grant_.Release();
+  if (pacers_.erase(p->id_) != 0 && !p->waiting_) {
+    --running_;
+  }
+  cv_.notify_all();
+  dispatcher_cv_.notify_one();
+}
+
+size_t PacingService::active() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pacers_.size();
+}
+
+sched::NextStep PacingService::DispatchLocked() {
+  sched::NextStep step = scheduler_->Next();
+  if (step.kind == sched::NextStep::Kind::kDispatch) {
+    auto it = pacers_.find(step.dispatch.request);
+    if (it != pacers_.end()) {
+      it->second->dispatched_layer_ = step.dispatch.layer;
+      // Counted as running from now, not from when its thread wakes: a manual driver must not
+      // see quiescence (and move the clock) before the request has written its layer.
+      MarkRunning(it->second);
+      cv_.notify_all();
+    }
+  }
+  return step;
+}
+
+sched::NextStep PacingService::DispatchOnce() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return DispatchLocked();
+}
+
+void PacingService::WaitQuiescent() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return running_ == 0 || stopping_; });
+}
+
+void PacingService::Run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stopping_) {
+    const sched::NextStep step = DispatchLocked();
+    switch (step.kind) {
+      case sched::NextStep::Kind::kDispatch:
+        break;
+      case sched::NextStep::Kind::kWait: {
+        const sched::Time delay = step.wait_until - clock_.Now();
+        if (delay.count() > 0) {
+          dispatcher_cv_.wait_for(lock, delay);
+        }
+        break;
+      }
+      case sched::NextStep::Kind::kIdle:
+        // Woken by an enqueue or a release; the bound also catches epoch boundaries the
+        // scheduler did not announce as kWait.
+        dispatcher_cv_.wait_for(lock, options_.scheduler.epoch);
+        break;
+    }
+  }
+}
+
+}  // namespace oc::storage::kv
