@@ -1,0 +1,348 @@
+// objectcache_bench: descriptor reads against a running gateway (issue 5's benchmark), for
+// Llama-3.1-8B shapes: L = 32 layers, 4 KiB per token per layer (8 KV heads x 128 x bf16 x K,V),
+// so S = 4096·G bytes per layer slice; G in --groups, context lengths in --contexts, prefix hit
+// rates in --hits (the descriptor names the M = hit·context/G matched chunks).
+//
+// Methods, each timed on the same stored chunks in one run:
+//   ucx         one descriptor GET into a registered buffer over UCX (the server picks
+//               layerwise or chunkwise by its Θ; the mode it used is reported)
+//   http-body   one descriptor GET, the layer-major payload streamed in the HTTP body
+//   http-object M plain GETs, one per chunk object (L·S bytes each), one connection
+//   http-range  M·L range GETs of S bytes (one per chunk per layer), in layer order
+// For each: total seconds, GB/s (payload / total), time to first layer (ucx and http-body:
+// the first layer notification; http-range: the M GETs of layer 0; http-object: every
+// object, since each holds all layers), and per shape the speedups of ucx and http-body over
+// the two per-object baselines. Output: JSON (--json) for bench/objectcache_bench.py, which
+// starts the server, runs this twice (layerwise and forced-chunkwise Θ) and plots.
+//
+// Buffers are allocated and registered once per G and reused (a warm data plane); every
+// measurement is the best of --repeat runs after one warm-up (page cache and block cache warm).
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <fmt/core.h>
+#include <nlohmann/json.hpp>
+
+#include "oc/client/client.h"
+#include "oc/common/units.h"
+#include "oc/descriptor/chunk_key.h"
+
+namespace {
+
+namespace client = oc::client;
+namespace descriptor = oc::descriptor;
+using Clock = std::chrono::steady_clock;
+using Json = nlohmann::ordered_json;
+
+constexpr uint32_t kLayers = 32;
+constexpr uint64_t kBytesPerTokenLayer = 4096;
+// Chunks per descriptor PUT: the whole descriptor travels in headers (docs/protocol.md).
+constexpr uint64_t kPutBatchChunks = 128;
+// Bytes per descriptor PUT body at most.
+constexpr uint64_t kPutBatchBytes = 256ull << 20;
+
+struct Flags {
+  std::string endpoint = "http://127.0.0.1:9000";
+  std::string bucket = "bench";
+  std::vector<uint64_t> groups = {16, 64, 256};
+  std::vector<uint64_t> contexts = {4096, 16384};
+  std::vector<double> hits = {0.5, 0.875};
+  std::vector<std::string> methods = {"ucx", "http-body", "http-object", "http-range"};
+  uint32_t repeat = 3;
+  bool put = true;
+  std::string json;
+  std::string label;
+};
+
+template <typename T>
+std::vector<T> SplitList(const std::string& s) {
+  std::vector<T> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    const size_t comma = s.find(',', start);
+    const std::string item = s.substr(start, comma == std::string::npos ? comma : comma - start);
+    if (!item.empty()) {
+      if constexpr (std::is_same_v<T, std::string>) {
+        out.push_back(item);
+      } else if constexpr (std::is_same_v<T, double>) {
+        out.push_back(std::strtod(item.c_str(), nullptr));
+      } else {
+        out.push_back(std::strtoull(item.c_str(), nullptr, 10));
+      }
+    }
+    if (comma == std::string::npos) {
+      break;
+    }
+    start = comma + 1;
+  }
+  return out;
+}
+
+double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+descriptor::Descriptor MakeDescriptor(uint64_t g, uint64_t first, uint64_t count) {
+  descriptor::CompactKeys keys;
+  keys.prefix = fmt::format("bench/g{}/", g);
+  for (uint64_t j = first; j < first + count; ++j) {
+    descriptor::ChunkHash h{};
+    for (int b = 0; b < 8; ++b) {
+      h[15 - b] = static_cast<std::byte>((j >> (8 * b)) & 0xff);
+    }
+    h[0] = static_cast<std::byte>(g & 0xff);
+    keys.hashes.push_back(h);
+  }
+  descriptor::Descriptor d;
+  d.keys = std::move(keys);
+  d.num_layers = kLayers;
+  d.chunk_tokens = static_cast<uint32_t>(g);
+  d.layer_bytes = kBytesPerTokenLayer * g;
+  return d;
+}
+
+struct Measure {
+  double total_s = 0;
+  double ttfl_s = 0;
+  std::string mode;
+};
+
+oc::Result<Measure> RunUcx(client::Client& c, const std::string& bucket,
+                           const descriptor::Descriptor& d, const client::TargetBuffer& buf) {
+  std::atomic<int64_t> first_ns{-1};
+  const Clock::time_point start = Clock::now();
+  OC_ASSIGN_OR_RETURN(client::LayerHandle h,
+                      c.GetLayers(bucket, d, buf, [&](uint32_t) {
+                        int64_t expected = -1;
+                        first_ns.compare_exchange_strong(
+                            expected, (Clock::now() - start).count());
+                      }));
+  OC_ASSIGN_OR_RETURN(client::LayersResult r, h.Wait());
+  Measure m;
+  m.total_s = Seconds(Clock::now() - start);
+  m.ttfl_s = first_ns.load() < 0 ? m.total_s : static_cast<double>(first_ns.load()) / 1e9;
+  m.mode = std::string(descriptor::ServeModeName(r.summary.mode));
+  if (r.summary.matched_chunks != d.num_chunks()) {
+    return oc::Status::Internal(fmt::format("matched {} of {}", r.summary.matched_chunks,
+                                            d.num_chunks()));
+  }
+  return m;
+}
+
+oc::Result<Measure> RunHttpBody(client::Client& c, const std::string& bucket,
+                                const descriptor::Descriptor& d, oc::MutableByteSpan out) {
+  std::atomic<int64_t> first_ns{-1};
+  const Clock::time_point start = Clock::now();
+  OC_ASSIGN_OR_RETURN(client::LayerHandle h,
+                      c.GetLayersHttp(bucket, d, out, [&](uint32_t) {
+                        int64_t expected = -1;
+                        first_ns.compare_exchange_strong(
+                            expected, (Clock::now() - start).count());
+                      }));
+  OC_ASSIGN_OR_RETURN(client::LayersResult r, h.Wait());
+  Measure m;
+  m.total_s = Seconds(Clock::now() - start);
+  m.ttfl_s = first_ns.load() < 0 ? m.total_s : static_cast<double>(first_ns.load()) / 1e9;
+  m.mode = std::string(descriptor::ServeModeName(r.summary.mode));
+  return m;
+}
+
+oc::Result<Measure> RunObjects(client::Client& c, const std::string& bucket,
+                               const descriptor::Descriptor& d, oc::MutableByteSpan out) {
+  const uint64_t object = uint64_t{d.num_layers} * d.layer_bytes;
+  const Clock::time_point start = Clock::now();
+  for (uint64_t j = 0; j < d.num_chunks(); ++j) {
+    OC_ASSIGN_OR_RETURN(uint64_t n, c.GetObject(bucket, d.ObjectName(j),
+                                                out.subspan(j * object, object)));
+    if (n != object) {
+      return oc::Status::Internal("short object");
+    }
+  }
+  Measure m;
+  m.total_s = Seconds(Clock::now() - start);
+  m.ttfl_s = m.total_s;
+  m.mode = "-";
+  return m;
+}
+
+oc::Result<Measure> RunRanges(client::Client& c, const std::string& bucket,
+                              const descriptor::Descriptor& d, oc::MutableByteSpan out) {
+  const uint64_t s = d.layer_bytes;
+  const uint64_t n = d.num_chunks();
+  std::vector<std::string> names;
+  for (uint64_t j = 0; j < n; ++j) {
+    names.push_back(d.ObjectName(j));
+  }
+  const Clock::time_point start = Clock::now();
+  Measure m;
+  for (uint32_t l = 0; l < d.num_layers; ++l) {
+    for (uint64_t j = 0; j < n; ++j) {
+      OC_ASSIGN_OR_RETURN(uint64_t got, c.GetObject(bucket, names[j],
+                                                    out.subspan((l * n + j) * s, s), l * s, s));
+      if (got != s) {
+        return oc::Status::Internal("short range");
+      }
+    }
+    if (l == 0) {
+      m.ttfl_s = Seconds(Clock::now() - start);
+    }
+  }
+  m.total_s = Seconds(Clock::now() - start);
+  m.mode = "-";
+  return m;
+}
+
+int Run(const Flags& f) {
+  client::ClientOptions options;
+  client::ApplyEnvironment(&options);
+  options.endpoint = f.endpoint;
+  options.timeout = std::chrono::minutes(5);
+  oc::Result<std::unique_ptr<client::Client>> opened = client::Client::Open(options);
+  if (!opened.has_value()) {
+    std::cerr << opened.error() << "\n";
+    return 1;
+  }
+  client::Client& c = **opened;
+  if (f.put) {
+    oc::Status s = c.CreateBucket(f.bucket);
+    if (!s.ok() && s.code() != oc::Code::kAlreadyExists) {
+      std::cerr << "create bucket: " << s << "\n";
+      return 1;
+    }
+  }
+  Json results = Json::array();
+  const uint64_t max_context = *std::max_element(f.contexts.begin(), f.contexts.end());
+  const double max_hit = *std::max_element(f.hits.begin(), f.hits.end());
+  for (uint64_t g : f.groups) {
+    const uint64_t s = kBytesPerTokenLayer * g;
+    const uint64_t object = kLayers * s;
+    const uint64_t max_chunks = static_cast<uint64_t>(max_hit * static_cast<double>(max_context)) / g;
+    if (f.put) {  // chunk j's bytes: a pattern of (g, j), chunk-major in kv_l2td
+      const uint64_t batch = std::max<uint64_t>(1, std::min(kPutBatchChunks, kPutBatchBytes / object));
+      std::vector<std::byte> data(batch * object);
+      for (uint64_t first = 0; first < max_chunks; first += batch) {
+        const uint64_t count = std::min(batch, max_chunks - first);
+        for (uint64_t j = 0; j < count; ++j) {
+          std::memset(data.data() + j * object, static_cast<int>((first + j + g) & 0xff), object);
+        }
+        oc::Result<client::PutChunksResult> r =
+            c.PutChunks(f.bucket, MakeDescriptor(g, first, count),
+                        oc::ByteSpan(data.data(), count * object));
+        if (!r.has_value()) {
+          std::cerr << "put chunks: " << r.error() << "\n";
+          return 1;
+        }
+      }
+      std::cerr << fmt::format("stored {} chunks of {} bytes at G = {}\n", max_chunks, object, g);
+    }
+    oc::Result<client::DataPlane*> plane = c.data_plane();
+    if (!plane.has_value()) {
+      std::cerr << plane.error() << "\n";
+      return 1;
+    }
+    oc::Result<std::unique_ptr<client::TargetBuffer>> buf =
+        (*plane)->Allocate(max_chunks * object);
+    if (!buf.has_value()) {
+      std::cerr << buf.error() << "\n";
+      return 1;
+    }
+    for (uint64_t context : f.contexts) {
+      for (double hit : f.hits) {
+        const uint64_t m_chunks = static_cast<uint64_t>(hit * static_cast<double>(context)) / g;
+        if (m_chunks == 0) {
+          continue;
+        }
+        const descriptor::Descriptor d = MakeDescriptor(g, 0, m_chunks);
+        const uint64_t payload = m_chunks * object;
+        oc::MutableByteSpan out = (*buf)->bytes().subspan(0, payload);
+        Json shape = {{"label", f.label}, {"G", g}, {"context", context}, {"hit", hit},
+                      {"chunks", m_chunks}, {"layer_bytes", s}, {"payload_bytes", payload}};
+        for (const std::string& method : f.methods) {
+          Measure best;
+          best.total_s = 1e30;
+          for (uint32_t rep = 0; rep <= f.repeat; ++rep) {  // rep 0 warms up
+            oc::Result<Measure> r = oc::Status::Internal("unknown method " + method);
+            if (method == "ucx") {
+              r = RunUcx(c, f.bucket, d, **buf);
+            } else if (method == "http-body") {
+              r = RunHttpBody(c, f.bucket, d, out);
+            } else if (method == "http-object") {
+              r = RunObjects(c, f.bucket, d, out);
+            } else if (method == "http-range") {
+              r = RunRanges(c, f.bucket, d, out);
+            }
+            if (!r.has_value()) {
+              std::cerr << fmt::format("{} G={} ctx={} hit={}: ", method, g, context, hit)
+                        << r.error() << "\n";
+              return 1;
+            }
+            if (rep > 0 && r->total_s < best.total_s) {
+              best = *r;
+            }
+          }
+          Json row = shape;
+          row["method"] = method;
+          row["mode"] = best.mode;
+          row["total_s"] = best.total_s;
+          row["ttfl_s"] = best.ttfl_s;
+          row["gbps"] = static_cast<double>(payload) / best.total_s / 1e9;
+          std::cerr << fmt::format("G={:3} ctx={:5} hit={:.3f} {:11} {:9} {:8.3f} GB/s total "
+                                   "{:8.4f} s first layer {:8.4f} s\n",
+                                   g, context, hit, method, best.mode, row["gbps"].get<double>(),
+                                   best.total_s, best.ttfl_s);
+          results.push_back(row);
+        }
+      }
+    }
+  }
+  const std::string text = Json{{"results", results}}.dump(2);
+  if (!f.json.empty()) {
+    std::ofstream(f.json) << text << "\n";
+  } else {
+    std::cout << text << "\n";
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  for (int i = 1; i + 1 < argc || (i < argc && std::string(argv[i]) == "--no-put"); ++i) {
+    const std::string name = argv[i];
+    if (name == "--no-put") {
+      f.put = false;
+      continue;
+    }
+    const std::string value = argv[++i];
+    if (name == "--endpoint") {
+      f.endpoint = value;
+    } else if (name == "--bucket") {
+      f.bucket = value;
+    } else if (name == "--groups") {
+      f.groups = SplitList<uint64_t>(value);
+    } else if (name == "--contexts") {
+      f.contexts = SplitList<uint64_t>(value);
+    } else if (name == "--hits") {
+      f.hits = SplitList<double>(value);
+    } else if (name == "--methods") {
+      f.methods = SplitList<std::string>(value);
+    } else if (name == "--repeat") {
+      f.repeat = static_cast<uint32_t>(std::strtoul(value.c_str(), nullptr, 10));
+    } else if (name == "--json") {
+      f.json = value;
+    } else if (name == "--label") {
+      f.label = value;
+    } else {
+      std::cerr << "objectcache_bench: unknown flag " << name << "\n";
+      return 2;
+    }
+  }
+  return Run(f);
+}
