@@ -24,6 +24,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -109,7 +110,7 @@ struct Outcome {
   uint64_t layer_bytes = 0;
   double compute_us = 0;
   double target_gbps = 0;  // r* (scaled)
-  double rate_gbps = 0;    // assigned at admission
+  double rate_gbps = 0;    // assigned when layer 0 was dispatched
   double ttft_ms = 0;
   double eq3_ms = 0;  // Equation 3 with X = s / rate
   bool ok = true;
@@ -177,7 +178,6 @@ std::vector<Outcome> Run(const std::vector<Scaled>& reqs, int layers,
         std::exit(1);
       }
       pacers[i] = std::move(*p);
-      out[i].rate_gbps = pacers[i]->assigned_rate_gbps();
     }
   }
   std::vector<std::thread> threads;
@@ -189,6 +189,15 @@ std::vector<Outcome> Run(const std::vector<Scaled>& reqs, int layers,
           if (!pacers[i]->BeforeLayer(static_cast<uint32_t>(l), reqs[i].layer_bytes).ok()) {
             signals[i].Fail();
             return;
+          }
+          if (l == 0) {
+            // The rate that let layer 0 go (under epochs an arrival may be admitted at rate 0
+            // and get its share at the next boundary).
+            for (const oc::sched::RequestStats& r : service->Stats().requests) {
+              if (r.id == pacers[i]->id()) {
+                out[i].rate_gbps = oc::sched::BytesPerSecToGbps(r.rate_bytes_per_sec);
+              }
+            }
           }
         }
         std::memcpy(dst[i].data() + static_cast<uint64_t>(l) * reqs[i].layer_bytes,
@@ -352,7 +361,8 @@ int main(int argc, char** argv) {
     for (bool wc : {false, true}) {
       for (Policy policy : oc::sched::kAllPolicies) {
         const std::vector<Outcome>& res = policy_runs[run_index++];
-        double sum_added = 0, max_added = 0, sum_model = 0;
+        double sum_added = 0, sum_model = 0;
+        double max_added = -std::numeric_limits<double>::infinity();
         if (!first_r) js << ", ";
         first_r = false;
         js << "{\"policy\": " << Json(std::string(oc::sched::PolicyName(policy)))
