@@ -7,7 +7,8 @@
 //   BM_Deliver/G/context/hit‰/mode  one GetLayers-equivalent request (plan = batch HEAD, then
 //       assembly): mode 0 layerwise over UCX shm (Θ = 1 byte), 1 chunkwise over UCX shm
 //       (Θ = ∞), 2 layerwise into a body sink that copies each buffer into a payload in memory
-//       (the HTTP path without the socket). Counters: bytes_per_second (W / wall time),
+//       (the HTTP path without the socket), 3 layerwise over UCX shm with layer-ready ordered by
+//       ucp_worker_fence instead of an endpoint flush (LayerOrdering::kFence). Counters: bytes_per_second (W / wall time),
 //       ttfl_us (request start to the client seeing layer 0; chunkwise: all layers at once),
 //       read_us (storage reads into staging, summed), writes.
 //   BM_Memcpy/W  the copy ceiling: memcpy of W bytes between two buffers, in the same run.
@@ -60,12 +61,14 @@ struct World {
   std::unique_ptr<testutil::TempDir> dir;
   std::unique_ptr<Store> store;
   std::unique_ptr<UcxDataPlane> plane;
+  std::unique_ptr<UcxDataPlane> plane_fence;
   std::unique_ptr<client::DataPlane> client;
   std::unique_ptr<client::TargetBuffer> target;
 };
 
+World w;  // torn down explicitly in main, before UCX's and the logger's statics go
+
 World& Get(uint64_t g) {
-  static World w;
   if (w.g == g) {
     return w;
   }
@@ -95,6 +98,8 @@ World& Get(uint64_t g) {
     DataPlaneOptions po;
     po.transports = "shm";
     w.plane = *UcxDataPlane::Create(po);
+    po.ordering = LayerOrdering::kFence;
+    w.plane_fence = *UcxDataPlane::Create(po);
     client::DataPlaneOptions co;
     co.transports = "shm";
     w.client = *client::DataPlane::Open(co);
@@ -179,7 +184,7 @@ void BM_Deliver(benchmark::State& state) {
         first_ns = (Clock::now() - start).count();
       }
     });
-    auto sink = *w.plane->OpenSink(*d.target);
+    auto sink = *(mode == 3 ? w.plane_fence : w.plane)->OpenSink(*d.target);
     auto report = kv::Assemble(*w.store, kBucket, d, plan, *sink, {}, start);
     Status done = delivery->Wait(std::chrono::seconds(60));
     if (!report.has_value() || !done.ok()) {
@@ -202,7 +207,7 @@ void DeliverArgs(benchmark::internal::Benchmark* b) {
   for (int64_t g : {16, 64, 256}) {
     for (int64_t context : {4096, 16384}) {
       for (int64_t hit : {500, 875}) {
-        for (int64_t mode : {0, 1, 2}) {
+        for (int64_t mode : {0, 1, 2, 3}) {
           b->Args({g, context, hit, mode});
         }
       }
@@ -225,4 +230,20 @@ BENCHMARK(BM_Memcpy)->Arg(256ll << 20)->Arg(1792ll << 20)->UseRealTime()->Unit(b
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) {
+    return 1;
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  // Client side first (its buffer, then its worker), then the server's planes, the store and
+  // its temp dir.
+  w.target.reset();
+  w.client.reset();
+  w.plane_fence.reset();
+  w.plane.reset();
+  w.store.reset();
+  w.dir.reset();
+  return 0;
+}
