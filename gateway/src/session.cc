@@ -176,6 +176,9 @@ class Session : public SessionBase {
     if (ec) {
       if (ec == http::error::header_limit) {
         co_await Finish(Response::Error(S3Error::kRequestHeaderSectionTooLarge), true);
+      } else if (ec == http::error::body_limit) {
+        // A Content-Length past every limit we accept: refused before any body byte is read.
+        co_await Finish(Response::Error(S3Error::kEntityTooLarge), true);
       } else if (IsMalformed(ec)) {
         co_await Finish(Response::Error(S3Error::kInvalidRequest, "", "", "Malformed HTTP request."),
                         true);

@@ -37,13 +37,15 @@ def free_port():
         return s.getsockname()[1]
 
 
-def wait_healthy(url, proc, deadline_s=30):
+def wait_healthy(url, proc, deadline_s=30, cafile=None):
+    import ssl
+    context = ssl.create_default_context(cafile=cafile) if cafile else None
     deadline = time.time() + deadline_s
     while time.time() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"server exited early with {proc.returncode}")
         try:
-            with urllib.request.urlopen(url + "/healthz", timeout=1) as r:
+            with urllib.request.urlopen(url + "/healthz", timeout=1, context=context) as r:
                 if r.status == 200:
                     return
         except OSError:
@@ -68,7 +70,7 @@ def wait_port(port, proc, deadline_s=30):
 class Server:
     """One running gateway (and its storage daemon in remote mode)."""
 
-    def __init__(self, mode, root, extra_config=""):
+    def __init__(self, mode, root, extra_config="", cafile=None):
         self.mode = mode
         self.root = root
         self.data_dir = os.path.join(root, "data")
@@ -78,7 +80,9 @@ class Server:
         with open(self.config, "w") as f:
             f.write(TEST_CONFIG + extra_config)
         self.port = free_port()
-        self.endpoint = f"http://127.0.0.1:{self.port}"
+        self.cafile = cafile  # set: the gateway serves HTTPS with a cert this CA file trusts
+        scheme = "https" if cafile else "http"
+        self.endpoint = f"{scheme}://127.0.0.1:{self.port}"
         self.storage_port = None
         self.procs = []
         self.log = open(os.path.join(root, "server.log"), "ab")
@@ -113,7 +117,7 @@ class Server:
                  "--listen", f"127.0.0.1:{self.port}"],
                 env=env, stdout=self.log, stderr=self.log)
             self.procs = [gateway, storage]
-        wait_healthy(self.endpoint, self.procs[0])
+        wait_healthy(self.endpoint, self.procs[0], cafile=self.cafile)
 
     def stop(self):
         """SIGTERM every process (gateway first); returns their exit codes."""
@@ -144,7 +148,7 @@ class Server:
         from botocore.config import Config
         cfg = Config(signature_version="s3v4", s3={"addressing_style": "path"},
                      retries={"max_attempts": 1}, connect_timeout=5, read_timeout=60)
-        return boto3.client("s3", endpoint_url=self.endpoint,
+        return boto3.client("s3", endpoint_url=self.endpoint, verify=self.cafile or True,
                             aws_access_key_id=kw.get("access_key", self.access_key),
                             aws_secret_access_key=kw.get("secret_key", self.secret_key),
                             region_name="us-east-1", config=cfg)
