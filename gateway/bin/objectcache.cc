@@ -7,6 +7,7 @@
 // from OC_ACCESS_KEY/OC_SECRET_KEY or are generated.
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <string>
 
 #include <boost/program_options.hpp>
@@ -90,6 +91,8 @@ int main(int argc, char** argv) {
   if (oc::Status s = oc::sched::ApplyConfig(config, &scheduler); !s.ok()) {
     return Fail(s);
   }
+  // The embedded store paces layerwise GetLayers under this table (storage-server/src/kv/pacing.h).
+  store.kv.scheduler = std::make_shared<const oc::sched::SchedulerOptions>(std::move(scheduler));
 #endif
   if (oc::Status s = config.CheckNoUnknownKeys(); !s.ok()) {
     return Fail(s);

@@ -21,6 +21,7 @@
 #include "oc/common/config.h"
 #include "oc/common/log.h"
 #include "oc/common/units.h"
+#include "oc/sched/options.h"
 #include "oc/storage/open.h"
 #include "oc/storage/options.h"
 #include "rpc/server.h"
@@ -100,13 +101,17 @@ int Run(int argc, char** argv) {
   }
   oc::storage::StoreOptions store_options;
   RpcServerOptions rpc_options;
+  // [scheduler]: layerwise GetLayers share its cap, paced (storage-server/src/kv/pacing.h).
+  auto scheduler = std::make_shared<oc::sched::SchedulerOptions>();
   for (const oc::Status& st :
        {oc::storage::ApplyConfig(config, &store_options),
-        oc::storage::rpc::ApplyConfig(config, &rpc_options), config.CheckNoUnknownKeys()}) {
+        oc::storage::rpc::ApplyConfig(config, &rpc_options),
+        oc::sched::ApplyConfig(config, scheduler.get()), config.CheckNoUnknownKeys()}) {
     if (!st.ok()) {
       return Fail(kExitBadConfig, st.ToString());
     }
   }
+  store_options.kv.scheduler = std::move(scheduler);
   if (!flags.data_dir.empty()) {
     store_options.data_dir = flags.data_dir;
   }

@@ -11,6 +11,7 @@
 
 #include "extent_io.h"
 #include "extent_key.h"
+#include "kv/pacing.h"
 #include "md5.h"
 #include "names.h"
 #include "oc/common/log.h"
@@ -871,6 +872,9 @@ Result<StoreStats> RocksStore::Stats() {
   add_int("block_cache_usage_bytes", default_cf_, "rocksdb.block-cache-usage");
   add_int("block_cache_pinned_bytes", default_cf_, "rocksdb.block-cache-pinned-usage");
   add_int("block_cache_capacity_bytes", default_cf_, "rocksdb.block-cache-capacity");
+  if (kv_ != nullptr && kv_->pacing() != nullptr) {
+    kv::AppendStatsFigures(kv_->pacing()->Stats(), &stats.figures);  // per active request
+  }
   uint64_t pending = 0;
   {
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(meta_read_, pending_cf_));

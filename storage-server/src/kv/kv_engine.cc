@@ -1,6 +1,9 @@
 #include "kv/kv_engine.h"
 
 #include "data_plane/ucx_data_plane.h"
+#include "kv/pacing.h"
+#include "oc/common/log.h"
+#include "oc/sched/options.h"
 
 namespace oc::storage::kv {
 namespace {
@@ -11,7 +14,23 @@ uint64_t Micros(Clock::duration d) {
 
 }  // namespace
 
-KvEngine::KvEngine(Store& store, KvOptions options) : store_(store), options_(std::move(options)) {}
+KvEngine::KvEngine(Store& store, KvOptions options) : store_(store), options_(std::move(options)) {
+  if (options_.scheduler != nullptr) {
+    static const sched::SteadyClock kSteadyClock;
+    PacingOptions po;
+    po.scheduler = *options_.scheduler;
+    po.max_wait = options_.data_plane_timeout;
+    Result<std::unique_ptr<PacingService>> p =
+        PacingService::Create(po, kSteadyClock, options_.layerwise_threshold_bytes);
+    if (p.has_value()) {
+      pacing_ = std::move(*p);
+      pacing_->Start();
+    } else {
+      const Logger log{"kv"};
+      log.Error("scheduler options rejected, layerwise requests unpaced: {}", p.error().ToString());
+    }
+  }
+}
 
 KvEngine::~KvEngine() = default;
 
@@ -61,7 +80,18 @@ Result<KvGetReport> KvEngine::GetLayers(std::string_view bucket, const descripto
   }
   AssembleOptions options;
   options.dense = !d.target.has_value();
-  options.pacer = nullptr;  // TODO(scheduler): admission + a LayerPacer for layerwise requests
+  // Layerwise requests enter the shared cap; the pacer holds the grant until it is destroyed on
+  // every exit path below. Chunkwise ones get no pacer.
+  std::unique_ptr<RequestPacer> pacer;
+  if (pacing_ != nullptr) {
+    Result<std::unique_ptr<RequestPacer>> p = pacing_->ForPlan(d, plan.plan);
+    if (!p.has_value()) {
+      (void)sink->Finish(p.error());
+      return p.error();
+    }
+    pacer = std::move(*p);
+  }
+  options.pacer = pacer.get();
   OC_ASSIGN_OR_RETURN(KvGetReport report,
                       Assemble(store_, bucket, d, plan, *sink, options, started));
   report.timings.plan_us = plan_us;

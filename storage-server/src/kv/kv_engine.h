@@ -40,6 +40,8 @@ class UcxDataPlane;
 
 namespace kv {
 
+class PacingService;
+
 using Clock = std::chrono::steady_clock;
 
 // Structural checks of a descriptor on the storage side, whatever limits the gateway
@@ -95,12 +97,16 @@ class KvEngine {
 
   // The data plane, opened on first use. kUnavailable-class errors from UCX.
   Result<UcxDataPlane*> DataPlane();
+  // The scheduler's pacing of layerwise requests; null when KvOptions::scheduler is unset or
+  // invalid (logged at construction).
+  PacingService* pacing() { return pacing_.get(); }
 
  private:
   Store& store_;
   const KvOptions options_;
   std::mutex plane_mu_;
   std::unique_ptr<UcxDataPlane> plane_ OC_GUARDED_BY(plane_mu_);
+  std::unique_ptr<PacingService> pacing_;
 };
 
 }  // namespace kv

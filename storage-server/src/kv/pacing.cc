@@ -1,5 +1,6 @@
 #include "kv/pacing.h"
 
+#include <cmath>
 #include <utility>
 
 #include "oc/sched/policy.h"
@@ -174,6 +175,26 @@ void PacingService::Run() {
         dispatcher_cv_.wait_for(lock, options_.scheduler.epoch);
         break;
     }
+  }
+}
+
+void AppendStatsFigures(const sched::SchedulerStats& stats,
+                        std::vector<std::pair<std::string, uint64_t>>* figures) {
+  auto bps = [](double bytes_per_sec) {
+    return static_cast<uint64_t>(std::llround(bytes_per_sec * sched::kBitsPerByte));
+  };
+  figures->emplace_back("sched.cap_bps", bps(stats.cap_bytes_per_sec));
+  figures->emplace_back("sched.epoch", stats.epoch);
+  figures->emplace_back("sched.work_conserving", stats.work_conserving ? 1 : 0);
+  figures->emplace_back("sched.active_requests", stats.requests.size());
+  for (const sched::RequestStats& r : stats.requests) {
+    const std::string key = "sched.request." + std::to_string(r.id) + ":" + r.name + ".";
+    figures->emplace_back(key + "target_bps", bps(r.target_bytes_per_sec));
+    figures->emplace_back(key + "rate_bps", bps(r.rate_bytes_per_sec));
+    figures->emplace_back(key + "epoch", r.epoch);
+    figures->emplace_back(key + "delivered_bytes", r.delivered_bytes);
+    figures->emplace_back(key + "compute_us", static_cast<uint64_t>(std::llround(r.compute_us)));
+    figures->emplace_back(key + "released", r.released ? 1 : 0);
   }
 }
 

@@ -27,8 +27,11 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "oc/common/result.h"
 #include "oc/common/thread_annotations.h"
@@ -137,5 +140,12 @@ class PacingService {
   bool stopping_ OC_GUARDED_BY(mu_) = false;
   std::thread dispatcher_;
 };
+
+// The scheduler's figures for /stats (StoreStats::figures): sched.cap_bps, sched.epoch,
+// sched.work_conserving, sched.active_requests, and per active request
+// "sched.request.<id>.<field>" with field target_bps, rate_bps, epoch, delivered_bytes,
+// compute_us, released (the request's name is in the JSON key: "<id>:<name>").
+void AppendStatsFigures(const sched::SchedulerStats& stats,
+                        std::vector<std::pair<std::string, uint64_t>>* figures);
 
 }  // namespace oc::storage::kv

@@ -15,6 +15,7 @@
 #include "kv/pacing.h"
 #include "kv_test_util.h"
 #include "oc/sched/grant.h"
+#include "oc/sched/options.h"
 
 namespace oc::storage::kvtest {
 namespace {
@@ -387,6 +388,98 @@ TEST_F(KvPacingTest, ChunkwiseRequestsBypassThePoolAndLayerwiseOnesEnterIt) {
     EXPECT_EQ(sink.bytes(), run.plan.plan.payload_bytes);
     EXPECT_EQ((*service)->DispatchOnce().kind, sched::NextStep::Kind::kIdle);
   }
+}
+
+// The wiring in the store: with KvOptions::scheduler set, GetLayers admits a layerwise request,
+// reports its assigned rate, shows it in Stats() while active and releases it at the end; a
+// chunkwise request is not admitted.
+TEST(KvPacingStoreTest, GetLayersIsPacedAndReportedWhenTheSchedulerIsConfigured) {
+  testutil::TempDir dir;
+  StoreOptions so = TestStoreOptions(dir.path());
+  auto scheduler = std::make_shared<sched::SchedulerOptions>();
+  scheduler->cap_gbps = 8;
+  scheduler->policy = sched::Policy::kEqual;
+  scheduler->work_conserving = true;
+  so.kv.scheduler = scheduler;
+  so.kv.layerwise_threshold_bytes = 100'000;
+  auto opened = OpenLocalStore(so);
+  ASSERT_TRUE(opened.has_value()) << opened.error();
+  std::unique_ptr<Store> store = std::move(*opened);
+  ASSERT_TRUE(store->CreateBucket(kBucket, "tester").ok());
+  struct Row {
+    const char* name;
+    Shape shape;
+    ServeMode mode;
+  };
+  const Row rows[] = {
+      {"layerwise", {4, 6, 10'000, StoredLayout::kL2TD}, ServeMode::kLayerwise},  // 240 KB >= Θ
+      {"chunkwise", {2, 3, 10'000, StoredLayout::kL2TD}, ServeMode::kChunkwise},  // 60 KB < Θ
+  };
+  uint64_t seed = 1200;
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.name);
+    Descriptor d = MakeDescriptor(row.shape, true, ++seed);
+    d.compute_window_us = 50;
+    for (uint64_t j = 0; j < row.shape.n; ++j) {
+      ASSERT_TRUE(StoreChunk(*store, d, j, ChunkBytes(seed, j, row.shape)).ok());
+    }
+    VectorSink sink(2, 16 << 10);
+    bool listed = false;
+    auto report = store->GetLayers(kBucket, d, &sink, [&](const KvPlan& plan) {
+      EXPECT_EQ(plan.mode, row.mode);
+      return Status::Ok();
+    });
+    ASSERT_TRUE(report.has_value()) << report.error();
+    EXPECT_EQ(sink.body().size(), row.shape.n * row.shape.layers * row.shape.s);
+    if (row.mode == ServeMode::kLayerwise) {
+      EXPECT_NEAR(report->assigned_rate_gbps, 8.0, 1e-9);  // alone: the whole cap
+    } else {
+      EXPECT_EQ(report->assigned_rate_gbps, 0.0);
+    }
+    // Released on return: no request left in the figures.
+    auto stats = store->Stats();
+    ASSERT_TRUE(stats.has_value()) << stats.error();
+    for (const auto& [name, value] : stats->figures) {
+      if (name == "sched.active_requests") {
+        listed = true;
+        EXPECT_EQ(value, 0u);
+      }
+      if (name == "sched.cap_bps") {
+        EXPECT_EQ(value, 8'000'000'000u);
+      }
+    }
+    EXPECT_TRUE(listed);
+  }
+}
+
+TEST(KvPacingStatsTest, FiguresNameEveryActiveRequestsTargetRateEpochAndBytes) {
+  sched::SchedulerStats st;
+  st.cap_bytes_per_sec = 1e9;
+  st.epoch = 7;
+  sched::RequestStats r;
+  r.id = 3;
+  r.name = "req-a";
+  r.target_bytes_per_sec = 2.5e8;
+  r.rate_bytes_per_sec = 2e8;
+  r.epoch = 6;
+  r.delivered_bytes = 12345;
+  r.compute_us = 99.6;
+  st.requests.push_back(r);
+  std::vector<std::pair<std::string, uint64_t>> figures;
+  kv::AppendStatsFigures(st, &figures);
+  const std::vector<std::pair<std::string, uint64_t>> want = {
+      {"sched.cap_bps", 8'000'000'000},
+      {"sched.epoch", 7},
+      {"sched.work_conserving", 0},
+      {"sched.active_requests", 1},
+      {"sched.request.3:req-a.target_bps", 2'000'000'000},
+      {"sched.request.3:req-a.rate_bps", 1'600'000'000},
+      {"sched.request.3:req-a.epoch", 6},
+      {"sched.request.3:req-a.delivered_bytes", 12345},
+      {"sched.request.3:req-a.compute_us", 100},
+      {"sched.request.3:req-a.released", 0},
+  };
+  EXPECT_EQ(figures, want);
 }
 
 }  // namespace

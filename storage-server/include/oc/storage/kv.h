@@ -29,6 +29,10 @@
 #include "oc/descriptor/descriptor.h"
 #include "oc/storage/layer_sink.h"
 
+namespace oc::sched {
+struct SchedulerOptions;  // oc/sched/options.h
+}  // namespace oc::sched
+
 namespace oc::storage {
 
 struct KvOptions {
@@ -63,6 +67,12 @@ struct KvOptions {
   uint64_t put_read_bytes = 1ull << 20;
 
   // kInvalidArgument naming the field for zero counts, sizes or timeouts.
+  // The [scheduler] table (oc/sched/options.h): when set, layerwise GetLayers are admitted into
+  // the shared cap and paced (src/kv/pacing.h); chunkwise ones bypass it. The binaries set it
+  // from their config; a null pointer delivers unpaced.
+  // Default: null
+  std::shared_ptr<const sched::SchedulerOptions> scheduler;
+
   Status Validate() const;
 };
 
@@ -90,7 +100,9 @@ struct KvGetReport {
   KvTimings timings;
   uint32_t layers_notified = 0;  // LayerReady calls made
   uint64_t writes = 0;           // sink Write() calls made
-  // Rate the scheduler assigned, Gbps; 0 until admission and pacing are integrated.
+  // Rate the scheduler assigned at admission, Gbps; 0 when not paced (chunkwise, or no
+  // KvOptions::scheduler). Under epochs an arrival may be admitted at 0 and get its share at
+  // the next boundary.
   double assigned_rate_gbps = 0;
 };
 
@@ -122,8 +134,8 @@ class ChunkSource {
 
 // The scheduler's seam in layerwise delivery: called before the first write of each layer
 // with that layer's bytes; it may block to pace the request, or fail it (the error ends the
-// request and reaches the client). GetLayers runs without one until the scheduler is
-// integrated (TODO(scheduler): admission + pacing).
+// request and reaches the client). GetLayers uses kv::RequestPacer (src/kv/pacing.h) for
+// layerwise requests when KvOptions::scheduler is set.
 class LayerPacer {
  public:
   virtual ~LayerPacer() = default;
