@@ -117,20 +117,18 @@ oc::Result<Measure> RunUcx(client::Client& c, const std::string& bucket,
                            const descriptor::Descriptor& d, const client::TargetBuffer& buf) {
   std::atomic<int64_t> first_ns{-1};
   const Clock::time_point start = Clock::now();
-  OC_ASSIGN_OR_RETURN(client::LayerHandle h,
-                      c.GetLayers(bucket, d, buf, [&](uint32_t) {
-                        int64_t expected = -1;
-                        first_ns.compare_exchange_strong(
-                            expected, (Clock::now() - start).count());
-                      }));
+  OC_ASSIGN_OR_RETURN(client::LayerHandle h, c.GetLayers(bucket, d, buf, [&](uint32_t) {
+    int64_t expected = -1;
+    first_ns.compare_exchange_strong(expected, (Clock::now() - start).count());
+  }));
   OC_ASSIGN_OR_RETURN(client::LayersResult r, h.Wait());
   Measure m;
   m.total_s = Seconds(Clock::now() - start);
   m.ttfl_s = first_ns.load() < 0 ? m.total_s : static_cast<double>(first_ns.load()) / 1e9;
   m.mode = std::string(descriptor::ServeModeName(r.summary.mode));
   if (r.summary.matched_chunks != d.num_chunks()) {
-    return oc::Status::Internal(fmt::format("matched {} of {}", r.summary.matched_chunks,
-                                            d.num_chunks()));
+    return oc::Status::Internal(
+        fmt::format("matched {} of {}", r.summary.matched_chunks, d.num_chunks()));
   }
   return m;
 }
@@ -139,12 +137,10 @@ oc::Result<Measure> RunHttpBody(client::Client& c, const std::string& bucket,
                                 const descriptor::Descriptor& d, oc::MutableByteSpan out) {
   std::atomic<int64_t> first_ns{-1};
   const Clock::time_point start = Clock::now();
-  OC_ASSIGN_OR_RETURN(client::LayerHandle h,
-                      c.GetLayersHttp(bucket, d, out, [&](uint32_t) {
-                        int64_t expected = -1;
-                        first_ns.compare_exchange_strong(
-                            expected, (Clock::now() - start).count());
-                      }));
+  OC_ASSIGN_OR_RETURN(client::LayerHandle h, c.GetLayersHttp(bucket, d, out, [&](uint32_t) {
+    int64_t expected = -1;
+    first_ns.compare_exchange_strong(expected, (Clock::now() - start).count());
+  }));
   OC_ASSIGN_OR_RETURN(client::LayersResult r, h.Wait());
   Measure m;
   m.total_s = Seconds(Clock::now() - start);
@@ -158,8 +154,8 @@ oc::Result<Measure> RunObjects(client::Client& c, const std::string& bucket,
   const uint64_t object = uint64_t{d.num_layers} * d.layer_bytes;
   const Clock::time_point start = Clock::now();
   for (uint64_t j = 0; j < d.num_chunks(); ++j) {
-    OC_ASSIGN_OR_RETURN(uint64_t n, c.GetObject(bucket, d.ObjectName(j),
-                                                out.subspan(j * object, object)));
+    OC_ASSIGN_OR_RETURN(uint64_t n,
+                        c.GetObject(bucket, d.ObjectName(j), out.subspan(j * object, object)));
     if (n != object) {
       return oc::Status::Internal("short object");
     }
@@ -183,8 +179,8 @@ oc::Result<Measure> RunRanges(client::Client& c, const std::string& bucket,
   Measure m;
   for (uint32_t l = 0; l < d.num_layers; ++l) {
     for (uint64_t j = 0; j < n; ++j) {
-      OC_ASSIGN_OR_RETURN(uint64_t got, c.GetObject(bucket, names[j],
-                                                    out.subspan((l * n + j) * s, s), l * s, s));
+      OC_ASSIGN_OR_RETURN(uint64_t got,
+                          c.GetObject(bucket, names[j], out.subspan((l * n + j) * s, s), l * s, s));
       if (got != s) {
         return oc::Status::Internal("short range");
       }
@@ -222,18 +218,19 @@ int Run(const Flags& f) {
   for (uint64_t g : f.groups) {
     const uint64_t s = kBytesPerTokenLayer * g;
     const uint64_t object = kLayers * s;
-    const uint64_t max_chunks = static_cast<uint64_t>(max_hit * static_cast<double>(max_context)) / g;
+    const uint64_t max_chunks =
+        static_cast<uint64_t>(max_hit * static_cast<double>(max_context)) / g;
     if (f.put) {  // chunk j's bytes: a pattern of (g, j), chunk-major in kv_l2td
-      const uint64_t batch = std::max<uint64_t>(1, std::min(kPutBatchChunks, kPutBatchBytes / object));
+      const uint64_t batch =
+          std::max<uint64_t>(1, std::min(kPutBatchChunks, kPutBatchBytes / object));
       std::vector<std::byte> data(batch * object);
       for (uint64_t first = 0; first < max_chunks; first += batch) {
         const uint64_t count = std::min(batch, max_chunks - first);
         for (uint64_t j = 0; j < count; ++j) {
           std::memset(data.data() + j * object, static_cast<int>((first + j + g) & 0xff), object);
         }
-        oc::Result<client::PutChunksResult> r =
-            c.PutChunks(f.bucket, MakeDescriptor(g, first, count),
-                        oc::ByteSpan(data.data(), count * object));
+        oc::Result<client::PutChunksResult> r = c.PutChunks(
+            f.bucket, MakeDescriptor(g, first, count), oc::ByteSpan(data.data(), count * object));
         if (!r.has_value()) {
           std::cerr << "put chunks: " << r.error() << "\n";
           return 1;
@@ -246,8 +243,7 @@ int Run(const Flags& f) {
       std::cerr << plane.error() << "\n";
       return 1;
     }
-    oc::Result<std::unique_ptr<client::TargetBuffer>> buf =
-        (*plane)->Allocate(max_chunks * object);
+    oc::Result<std::unique_ptr<client::TargetBuffer>> buf = (*plane)->Allocate(max_chunks * object);
     if (!buf.has_value()) {
       std::cerr << buf.error() << "\n";
       return 1;
@@ -261,8 +257,9 @@ int Run(const Flags& f) {
         const descriptor::Descriptor d = MakeDescriptor(g, 0, m_chunks);
         const uint64_t payload = m_chunks * object;
         oc::MutableByteSpan out = (*buf)->bytes().subspan(0, payload);
-        Json shape = {{"label", f.label}, {"G", g}, {"context", context}, {"hit", hit},
-                      {"chunks", m_chunks}, {"layer_bytes", s}, {"payload_bytes", payload}};
+        Json shape = {
+            {"label", f.label},   {"G", g},           {"context", context},      {"hit", hit},
+            {"chunks", m_chunks}, {"layer_bytes", s}, {"payload_bytes", payload}};
         for (const std::string& method : f.methods) {
           Measure best;
           best.total_s = 1e30;
@@ -292,10 +289,11 @@ int Run(const Flags& f) {
           row["total_s"] = best.total_s;
           row["ttfl_s"] = best.ttfl_s;
           row["gbps"] = static_cast<double>(payload) / best.total_s / 1e9;
-          std::cerr << fmt::format("G={:3} ctx={:5} hit={:.3f} {:11} {:9} {:8.3f} GB/s total "
-                                   "{:8.4f} s first layer {:8.4f} s\n",
-                                   g, context, hit, method, best.mode, row["gbps"].get<double>(),
-                                   best.total_s, best.ttfl_s);
+          std::cerr << fmt::format(
+              "G={:3} ctx={:5} hit={:.3f} {:11} {:9} {:8.3f} GB/s total "
+              "{:8.4f} s first layer {:8.4f} s\n",
+              g, context, hit, method, best.mode, row["gbps"].get<double>(), best.total_s,
+              best.ttfl_s);
           results.push_back(row);
         }
       }

@@ -351,7 +351,8 @@ int RunGetLayers(const Flags& f, client::Client& c, const descriptor::Descriptor
     if (!s.ok()) {
       break;  // partial hit or error: Wait() tells which
     }
-    if (!quiet && total >= (64u << 20) && l + 1 - shown >= std::max<uint32_t>(1, d.num_layers / 8)) {
+    if (!quiet && total >= (64u << 20) &&
+        l + 1 - shown >= std::max<uint32_t>(1, d.num_layers / 8)) {
       std::cerr << fmt::format("oc: {}/{} layers\n", l + 1, d.num_layers);
       shown = l + 1;
     }
@@ -380,8 +381,8 @@ int RunGetLayers(const Flags& f, client::Client& c, const descriptor::Descriptor
   std::cout << fmt::format(
       "matched={} mode={} request_id={} bytes={} total_us={} gbps={:.3f} gateway_us={} "
       "storage_us={} transfer_us={} rate_gbps={}\n",
-      r->summary.matched_chunks, descriptor::ServeModeName(r->summary.mode),
-      r->summary.request_id, bytes, total_us,
+      r->summary.matched_chunks, descriptor::ServeModeName(r->summary.mode), r->summary.request_id,
+      bytes, total_us,
       total_us > 0 ? static_cast<double>(bytes) / static_cast<double>(total_us) / 1e3 : 0.0,
       r->summary.gateway_us.value_or(0), r->summary.storage_us.value_or(0),
       r->summary.transfer_us.value_or(0), r->assigned_rate_gbps);

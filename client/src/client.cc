@@ -116,13 +116,13 @@ Status StatusFromS3Response(unsigned http_status, std::string_view body) {
       break;
     case 404:
       c = Code::kNotFound;
-      subject = code == "NoSuchBucket" ? Subject::kBucket
+      subject = code == "NoSuchBucket"   ? Subject::kBucket
                 : code == "NoSuchUpload" ? Subject::kUpload
                                          : Subject::kKey;
       break;
     case 409:
-      c = code.find("AlreadyOwned") != std::string::npos || code.find("AlreadyExists") !=
-                                                                 std::string::npos
+      c = code.find("AlreadyOwned") != std::string::npos ||
+                  code.find("AlreadyExists") != std::string::npos
               ? Code::kAlreadyExists
               : Code::kFailedPrecondition;
       if (code.starts_with("Bucket")) {
@@ -248,9 +248,8 @@ struct Client::Impl {
   // signing every header in `headers`.
   Status Sign(std::string_view method, std::string_view raw_path, std::string_view raw_query,
               HttpHeaders& headers, ByteSpan body) const {
-    const std::string payload_hash = options.sign_payload
-                                         ? auth::DigestHex(auth::Sha256Of(body))
-                                         : std::string(kUnsignedPayload);
+    const std::string payload_hash = options.sign_payload ? auth::DigestHex(auth::Sha256Of(body))
+                                                          : std::string(kUnsignedPayload);
     const std::string amz_date = AmzDate(std::chrono::system_clock::now());
     headers.emplace_back("host", host_header);
     headers.emplace_back("x-amz-date", amz_date);
@@ -272,8 +271,8 @@ struct Client::Impl {
     OC_ASSIGN_OR_RETURN(std::string query, auth::CanonicalQuery(raw_query, false));
     OC_ASSIGN_OR_RETURN(std::string canonical_headers,
                         auth::CanonicalHeaders(view, signed_headers, "signed headers"));
-    const std::string canonical = auth::CanonicalRequest(method, uri, query, canonical_headers,
-                                                         signed_headers, payload_hash);
+    const std::string canonical =
+        auth::CanonicalRequest(method, uri, query, canonical_headers, signed_headers, payload_hash);
     const std::string date = amz_date.substr(0, 8);
     const std::string scope = fmt::format("{}/{}/s3/aws4_request", date, options.region);
     const std::string sts = auth::StringToSign(amz_date, scope, canonical);
@@ -286,11 +285,11 @@ struct Client::Impl {
       }
       joined.append(h);
     }
-    headers.emplace_back("authorization",
-                         fmt::format("AWS4-HMAC-SHA256 Credential={}/{}, SignedHeaders={}, "
-                                     "Signature={}",
-                                     options.access_key, scope, joined,
-                                     auth::SignatureHex(key, sts)));
+    headers.emplace_back(
+        "authorization",
+        fmt::format("AWS4-HMAC-SHA256 Credential={}/{}, SignedHeaders={}, "
+                    "Signature={}",
+                    options.access_key, scope, joined, auth::SignatureHex(key, sts)));
     return Status::Ok();
   }
 
@@ -302,8 +301,8 @@ struct Client::Impl {
     OC_RETURN_IF_ERROR(Sign(method, raw_path, raw_query, headers, body));
     HttpRequest req;
     req.method = std::string(method);
-    req.target = raw_query.empty() ? std::string(raw_path)
-                                   : fmt::format("{}?{}", raw_path, raw_query);
+    req.target =
+        raw_query.empty() ? std::string(raw_path) : fmt::format("{}?{}", raw_path, raw_query);
     req.headers = std::move(headers);
     req.body = body;
     for (int attempt = 0;; ++attempt) {
@@ -374,11 +373,11 @@ struct LayerHandle::State {
 
   std::mutex mu;
   std::condition_variable cv;
-  uint32_t ready = 0;       // HTTP path: layers landed; guarded by mu
-  bool finished = false;    // the HTTP exchange ended; guarded by mu
-  Status status;            // its outcome; guarded by mu
-  LayersResult result;      // guarded by mu
-  std::thread thread;       // runs the HTTP exchange
+  uint32_t ready = 0;     // HTTP path: layers landed; guarded by mu
+  bool finished = false;  // the HTTP exchange ended; guarded by mu
+  Status status;          // its outcome; guarded by mu
+  LayersResult result;    // guarded by mu
+  std::thread thread;     // runs the HTTP exchange
 
   void Finish(Status s, LayersResult r) {
     std::lock_guard lock(mu);
@@ -435,10 +434,10 @@ Status LayerHandle::WaitLayer(uint32_t layer, std::chrono::milliseconds timeout)
     if (!s.status.ok()) {
       return s.status;
     }
-    return Status::OutOfRange(fmt::format("the request ended without layer {} ({} of {} chunks "
-                                          "matched)",
-                                          layer, s.result.summary.matched_chunks,
-                                          s.result.summary.matched_chunks));
+    return Status::OutOfRange(
+        fmt::format("the request ended without layer {} ({} of {} chunks "
+                    "matched)",
+                    layer, s.result.summary.matched_chunks, s.result.summary.matched_chunks));
   }
   // UCX: wait on the delivery in slices, giving up early when the HTTP answer is an error
   // (then no notification will come).
@@ -587,9 +586,9 @@ Descriptor SubDescriptor(const Descriptor& d, uint64_t first, uint64_t count) {
                              compact->hashes.begin() + static_cast<std::ptrdiff_t>(first + count))};
   } else {
     const auto& names = std::get<descriptor::ExplicitKeys>(d.keys).names;
-    sub.keys = descriptor::ExplicitKeys{std::vector<std::string>(
-        names.begin() + static_cast<std::ptrdiff_t>(first),
-        names.begin() + static_cast<std::ptrdiff_t>(first + count))};
+    sub.keys = descriptor::ExplicitKeys{
+        std::vector<std::string>(names.begin() + static_cast<std::ptrdiff_t>(first),
+                                 names.begin() + static_cast<std::ptrdiff_t>(first + count))};
   }
   return sub;
 }
@@ -672,10 +671,9 @@ Result<ProbeResult> Client::ProbeChunks(std::string_view bucket, const Descripto
   probe.target.reset();
   OC_RETURN_IF_ERROR(descriptor::Validate(probe, descriptor::Limits{}));
   Impl::DescriptorRequest req = impl_->BuildDescriptorRequest(probe);
-  OC_ASSIGN_OR_RETURN(
-      Impl::Exchange ex,
-      impl_->Execute(req.method, Impl::Path(bucket), "objectcache&probe", std::move(req.headers),
-                     AsBytes(req.body)));
+  OC_ASSIGN_OR_RETURN(Impl::Exchange ex,
+                      impl_->Execute(req.method, Impl::Path(bucket), "objectcache&probe",
+                                     std::move(req.headers), AsBytes(req.body)));
   if (!ex.ok()) {
     return ex.Error();
   }
@@ -702,8 +700,8 @@ Result<ProbeResult> Client::ProbeChunks(std::string_view bucket, const Descripto
     }
   }
   if (r.sizes.size() != probe.num_chunks() || r.matched > r.sizes.size()) {
-    return Status::Corruption(fmt::format("probe answer has {} sizes for {} chunks",
-                                          r.sizes.size(), probe.num_chunks()));
+    return Status::Corruption(
+        fmt::format("probe answer has {} sizes for {} chunks", r.sizes.size(), probe.num_chunks()));
   }
   return r;
 }
@@ -743,9 +741,8 @@ Result<LayerHandle> Client::GetLayers(std::string_view bucket, Descriptor d,
   Impl::DescriptorRequest req = impl_->BuildDescriptorRequest(d);
   LayerHandle::State* s = state.get();
   state->thread = std::thread([s, req = std::move(req), bucket = std::string(bucket)]() mutable {
-    Result<Impl::Exchange> ex =
-        s->impl->Execute(req.method, Impl::Path(bucket), "objectcache", std::move(req.headers),
-                         AsBytes(req.body));
+    Result<Impl::Exchange> ex = s->impl->Execute(req.method, Impl::Path(bucket), "objectcache",
+                                                 std::move(req.headers), AsBytes(req.body));
     if (!ex.has_value()) {
       s->Finish(ex.error(), {});
       return;
@@ -781,72 +778,71 @@ Result<LayerHandle> Client::GetLayersHttp(std::string_view bucket, Descriptor d,
   state->on_layer = std::move(on_layer);
   Impl::DescriptorRequest req = impl_->BuildDescriptorRequest(d);
   LayerHandle::State* s = state.get();
-  state->thread = std::thread([s, req = std::move(req), bucket = std::string(bucket), d, out,
-                               n]() mutable {
-    Result<Impl::Exchange> ex =
-        s->impl->Execute(req.method, Impl::Path(bucket), "objectcache", std::move(req.headers),
-                         AsBytes(req.body));
-    if (!ex.has_value()) {
-      s->Finish(ex.error(), {});
-      return;
-    }
-    if (!ex->ok()) {
-      s->Finish(ex->Error(), {});
-      return;
-    }
-    Result<LayersResult> r = ParseLayersAnswer(ex->head);
-    if (!r.has_value()) {
-      s->Finish(r.error(), {});
-      return;
-    }
-    const uint64_t m = r->summary.matched_chunks;
-    const uint64_t l_count = d.num_layers;
-    const uint64_t slice = d.layer_bytes;
-    if (m > n || !ex->head.content_length || *ex->head.content_length != m * l_count * slice) {
-      s->Finish(Status::Corruption(fmt::format("answer of {} bytes for {} matched chunks",
-                                               ex->head.content_length.value_or(0), m)),
-                {});
-      return;
-    }
-    r->payload_bytes = m * l_count * slice;
-    // Body offsets are dense in M; the buffer uses the descriptor's N. Layer-major: layer l
-    // is the run [l·M·S, (l+1)·M·S) of the body and lands at l·N·S. Chunk-major: the same
-    // offsets either way; layer l is whole once chunk M-1's slice l has arrived.
-    const bool layer_major = d.delivery == DeliveryOrder::kLayerMajor;
-    const uint64_t run = layer_major ? m * slice : m * l_count * slice;
-    uint64_t next_layer = 0;
-    uint64_t received = 0;
-    const uint64_t total = m * l_count * slice;
-    while (received < total) {
-      const uint64_t run_index = received / run;
-      const uint64_t within = received % run;
-      const uint64_t dest = (layer_major ? run_index * n * slice : 0) + within;
-      const uint64_t want = std::min(run - within, kBodyPieceBytes);
-      Result<uint64_t> got = ex->conn->ReadBody(out.subspan(dest, want));
-      if (!got.has_value()) {
-        s->Finish(got.error(), {});
-        return;
-      }
-      if (*got == 0) {
-        s->Finish(Status::Unavailable(fmt::format("body ended after {} of {} bytes", received,
-                                                  total)),
-                  {});
-        return;
-      }
-      received += *got;
-      // Announce every layer now complete.
-      while (next_layer < l_count) {
-        const uint64_t end = layer_major ? (next_layer + 1) * m * slice
-                                         : ((m - 1) * l_count + next_layer + 1) * slice;
-        if (received < end) {
-          break;
+  state->thread =
+      std::thread([s, req = std::move(req), bucket = std::string(bucket), d, out, n]() mutable {
+        Result<Impl::Exchange> ex = s->impl->Execute(req.method, Impl::Path(bucket), "objectcache",
+                                                     std::move(req.headers), AsBytes(req.body));
+        if (!ex.has_value()) {
+          s->Finish(ex.error(), {});
+          return;
         }
-        s->LayerLanded(static_cast<uint32_t>(next_layer++));
-      }
-    }
-    Status drained = Drain(*ex->conn);
-    s->Finish(std::move(drained), std::move(*r));
-  });
+        if (!ex->ok()) {
+          s->Finish(ex->Error(), {});
+          return;
+        }
+        Result<LayersResult> r = ParseLayersAnswer(ex->head);
+        if (!r.has_value()) {
+          s->Finish(r.error(), {});
+          return;
+        }
+        const uint64_t m = r->summary.matched_chunks;
+        const uint64_t l_count = d.num_layers;
+        const uint64_t slice = d.layer_bytes;
+        if (m > n || !ex->head.content_length || *ex->head.content_length != m * l_count * slice) {
+          s->Finish(Status::Corruption(fmt::format("answer of {} bytes for {} matched chunks",
+                                                   ex->head.content_length.value_or(0), m)),
+                    {});
+          return;
+        }
+        r->payload_bytes = m * l_count * slice;
+        // Body offsets are dense in M; the buffer uses the descriptor's N. Layer-major: layer l
+        // is the run [l·M·S, (l+1)·M·S) of the body and lands at l·N·S. Chunk-major: the same
+        // offsets either way; layer l is whole once chunk M-1's slice l has arrived.
+        const bool layer_major = d.delivery == DeliveryOrder::kLayerMajor;
+        const uint64_t run = layer_major ? m * slice : m * l_count * slice;
+        uint64_t next_layer = 0;
+        uint64_t received = 0;
+        const uint64_t total = m * l_count * slice;
+        while (received < total) {
+          const uint64_t run_index = received / run;
+          const uint64_t within = received % run;
+          const uint64_t dest = (layer_major ? run_index * n * slice : 0) + within;
+          const uint64_t want = std::min(run - within, kBodyPieceBytes);
+          Result<uint64_t> got = ex->conn->ReadBody(out.subspan(dest, want));
+          if (!got.has_value()) {
+            s->Finish(got.error(), {});
+            return;
+          }
+          if (*got == 0) {
+            s->Finish(Status::Unavailable(
+                          fmt::format("body ended after {} of {} bytes", received, total)),
+                      {});
+            return;
+          }
+          received += *got;
+          // Announce every layer now complete.
+          while (next_layer < l_count) {
+            const uint64_t end = layer_major ? (next_layer + 1) * m * slice
+                                             : ((m - 1) * l_count + next_layer + 1) * slice;
+            if (received < end) {
+              break;
+            }
+            s->LayerLanded(static_cast<uint32_t>(next_layer++));
+          }
+        }
+        Status drained = Drain(*ex->conn);
+        s->Finish(std::move(drained), std::move(*r));
+      });
   return LayerHandle(std::move(state));
 }
 

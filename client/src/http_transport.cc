@@ -52,8 +52,7 @@ class BeastConnection final : public HttpConnection {
  public:
   explicit BeastConnection(asio::io_context& io) : socket_(io) {}
 
-  Status Open(const std::string& host, const std::string& port,
-              std::chrono::milliseconds timeout) {
+  Status Open(const std::string& host, const std::string& port, std::chrono::milliseconds timeout) {
     beast::error_code ec;
     tcp::resolver resolver(socket_.get_executor());
     const auto endpoints = resolver.resolve(host, port, ec);
@@ -96,7 +95,8 @@ class BeastConnection final : public HttpConnection {
     }
     parser_.emplace();
     parser_->header_limit(kMaxResponseHeaderBytes);
-    parser_->body_limit(std::numeric_limits<std::uint64_t>::max());  // bodies are read into caller memory in pieces
+    parser_->body_limit(
+        std::numeric_limits<std::uint64_t>::max());  // bodies are read into caller memory in pieces
     if (request.method == "HEAD") {
       parser_->skip(true);
     }
@@ -161,13 +161,10 @@ class BeastConnection final : public HttpConnection {
 class OwningConnection final : public HttpConnection {
  public:
   OwningConnection() : conn_(io_) {}
-  Status Open(const std::string& host, const std::string& port,
-              std::chrono::milliseconds timeout) {
+  Status Open(const std::string& host, const std::string& port, std::chrono::milliseconds timeout) {
     return conn_.Open(host, port, timeout);
   }
-  Result<HttpResponseHead> Send(const HttpRequest& request) override {
-    return conn_.Send(request);
-  }
+  Result<HttpResponseHead> Send(const HttpRequest& request) override { return conn_.Send(request); }
   Result<uint64_t> ReadBody(MutableByteSpan out) override { return conn_.ReadBody(out); }
   bool reusable() const override { return conn_.reusable(); }
 
@@ -191,8 +188,8 @@ Result<std::string> HttpConnection::ReadBodyString(uint64_t limit) {
   std::string out;
   char piece[64 << 10];
   for (;;) {
-    OC_ASSIGN_OR_RETURN(uint64_t n,
-                        ReadBody(MutableByteSpan(reinterpret_cast<std::byte*>(piece), sizeof(piece))));
+    OC_ASSIGN_OR_RETURN(
+        uint64_t n, ReadBody(MutableByteSpan(reinterpret_cast<std::byte*>(piece), sizeof(piece))));
     if (n == 0) {
       return out;
     }
@@ -203,8 +200,9 @@ Result<std::string> HttpConnection::ReadBodyString(uint64_t limit) {
   }
 }
 
-Result<std::unique_ptr<HttpConnection>> HttpConnection::Connect(
-    const std::string& host, const std::string& port, std::chrono::milliseconds timeout) {
+Result<std::unique_ptr<HttpConnection>> HttpConnection::Connect(const std::string& host,
+                                                                const std::string& port,
+                                                                std::chrono::milliseconds timeout) {
   auto conn = std::make_unique<OwningConnection>();
   OC_RETURN_IF_ERROR(conn->Open(host, port, timeout));
   return std::unique_ptr<HttpConnection>(std::move(conn));

@@ -23,11 +23,11 @@ struct HttpLayerSink::Pipe {
   const std::chrono::milliseconds timeout;
   std::mutex mu;
   std::condition_variable cv;
-  std::deque<Piece> queue;     // guarded by mu
-  uint64_t written = 0;        // bytes handed to Write(); guarded by mu
-  bool finished = false;       // guarded by mu
-  Status final;                // guarded by mu
-  bool reader_gone = false;    // guarded by mu
+  std::deque<Piece> queue;   // guarded by mu
+  uint64_t written = 0;      // bytes handed to Write(); guarded by mu
+  bool finished = false;     // guarded by mu
+  Status final;              // guarded by mu
+  bool reader_gone = false;  // guarded by mu
 
   void ReaderGone() {
     std::deque<Piece> drop;
@@ -47,8 +47,7 @@ namespace {
 
 class BodyReader final : public storage::ObjectReader {
  public:
-  BodyReader(std::shared_ptr<HttpLayerSink::Pipe> pipe, uint64_t length)
-      : pipe_(std::move(pipe)) {
+  BodyReader(std::shared_ptr<HttpLayerSink::Pipe> pipe, uint64_t length) : pipe_(std::move(pipe)) {
     meta_.size = length;
   }
   ~BodyReader() override { pipe_->ReaderGone(); }
@@ -116,8 +115,7 @@ Result<storage::StagingBuffer> HttpLayerSink::AcquireBuffer() {
   return pipe_->pool.Acquire(pipe_->timeout);
 }
 
-Status HttpLayerSink::Write(uint64_t dest_offset, storage::StagingBuffer buffer,
-                            uint64_t length) {
+Status HttpLayerSink::Write(uint64_t dest_offset, storage::StagingBuffer buffer, uint64_t length) {
   if (!pipe_->pool.Owns(buffer) || length > buffer.bytes().size()) {
     return Status::InvalidArgument("buffer", "not a buffer of this sink, or length exceeds it");
   }

@@ -223,8 +223,7 @@ class ChunkPipeWriter final : public storage::ObjectWriter, public storage::Chun
   Status Append(ByteSpan data) override {
     std::unique_lock lock(mu_);
     while (!data.empty()) {
-      if (!cv_.wait_for(lock, kPipeTimeout,
-                        [&] { return done_ || queued_ < kMaxQueuedBytes; })) {
+      if (!cv_.wait_for(lock, kPipeTimeout, [&] { return done_ || queued_ < kMaxQueuedBytes; })) {
         return Status::Unavailable("storage did not take the chunk bytes in time");
       }
       if (done_) {
@@ -302,8 +301,7 @@ class ChunkPipeWriter final : public storage::ObjectWriter, public storage::Chun
 
 UploadStart OpenPutObjectCache(HandlerEnv& env, Request& req, uint64_t body_bytes) {
   UploadStart start;
-  if (std::optional<Response> denied = env.access->Check(req, S3Op::kPutObject,
-                                                         req.route.bucket)) {
+  if (std::optional<Response> denied = env.access->Check(req, S3Op::kPutObject, req.route.bucket)) {
     start.error = std::move(*denied);
     return start;
   }

@@ -89,9 +89,8 @@ class Recorder {
       size_t content_length = 0;
       while (line_end != std::string::npos) {
         const size_t next = head.find("\r\n", line_end + 2);
-        std::string line = head.substr(line_end + 2, next == std::string::npos
-                                                         ? std::string::npos
-                                                         : next - line_end - 2);
+        std::string line = head.substr(
+            line_end + 2, next == std::string::npos ? std::string::npos : next - line_end - 2);
         const size_t colon = line.find(':');
         std::string name = line.substr(0, colon);
         std::string value = line.substr(colon + 1);
@@ -195,8 +194,8 @@ TEST(ClientSigning, GatewayVerifierAcceptsEveryRequestKind) {
       ASSERT_TRUE(ok.has_value()) << ok.error();
       ASSERT_NE(ok->user, nullptr);
       EXPECT_EQ(ok->user->name, "alice");
-      EXPECT_EQ(ok->payload, row.sign_payload ? auth::PayloadMode::kSigned
-                                              : auth::PayloadMode::kUnsigned);
+      EXPECT_EQ(ok->payload,
+                row.sign_payload ? auth::PayloadMode::kSigned : auth::PayloadMode::kUnsigned);
       if (row.sign_payload) {
         EXPECT_TRUE(auth::CheckPayloadSha256(*ok, auth::Sha256Of(r.body)).ok());
       }
@@ -256,8 +255,8 @@ TEST(ClientErrors, S3AnswersBecomeTypedStatus) {
        "InvalidArgument (HTTP 400): 4096 is out of range 1..1024"},
       {404, "<Error><Code>NoSuchBucket</Code><Message>no &lt;kv&gt;</Message></Error>",
        Code::kNotFound, Subject::kBucket, "", "NoSuchBucket (HTTP 404): no <kv>"},
-      {403, "<Error><Code>AccessDenied</Code><Message>m</Message></Error>",
-       Code::kPermissionDenied, Subject::kNone, "", "AccessDenied (HTTP 403): m"},
+      {403, "<Error><Code>AccessDenied</Code><Message>m</Message></Error>", Code::kPermissionDenied,
+       Subject::kNone, "", "AccessDenied (HTTP 403): m"},
       {403, "<Error><Code>SignatureDoesNotMatch</Code><Message>m</Message></Error>",
        Code::kUnauthenticated, Subject::kSignature, "", "SignatureDoesNotMatch (HTTP 403): m"},
       {503, "", Code::kUnavailable, Subject::kNone, "", "HTTP503 (HTTP 503): "},

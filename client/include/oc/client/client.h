@@ -53,7 +53,7 @@ struct LayersResult {
 };
 
 struct ProbeResult {
-  uint64_t matched = 0;                       // chunks 0..matched-1 are present
+  uint64_t matched = 0;                        // chunks 0..matched-1 are present
   std::vector<std::optional<uint64_t>> sizes;  // per chunk, nullopt when absent
 };
 
