@@ -16,6 +16,7 @@
 #include "names.h"
 #include "oc/common/log.h"
 #include "store_keys.h"
+#include "stream_copy.h"
 
 namespace oc::storage {
 namespace {
@@ -824,29 +825,7 @@ Result<ObjectMeta> RocksStore::Copy(const ObjectKey& src, const ObjectKey& dst,
         FromRocks(db_->Put(synced_, objects_cf_, object_key, EncodeObjectRecord(*record))));
     return std::move(record->meta);
   }
-  OC_ASSIGN_OR_RETURN(std::unique_ptr<ObjectReader> reader, Get(src, ByteRange::All()));
-  PutOptions options;
-  if (replace.has_value()) {
-    options = *replace;
-  } else {
-    const ObjectMeta& m = reader->meta();
-    options.content_type = m.content_type;
-    options.user_meta = m.user_meta;
-    options.headers = m.headers;
-    options.chunk = m.chunk;
-  }
-  options.expected_size = reader->length();
-  options.content_md5.reset();
-  OC_ASSIGN_OR_RETURN(std::unique_ptr<ObjectWriter> writer, Put(dst, options));
-  std::vector<std::byte> buffer(std::min<uint64_t>(kCopyBufferBytes, reader->length()));
-  for (;;) {
-    OC_ASSIGN_OR_RETURN(uint64_t n, reader->Read(buffer));
-    if (n == 0) {
-      break;
-    }
-    OC_RETURN_IF_ERROR(writer->Append(ByteSpan(buffer.data(), n)));
-  }
-  return writer->Commit();
+  return StreamCopy(*this, src, *this, dst, replace, kCopyBufferBytes);
 }
 
 // --- Operations ---

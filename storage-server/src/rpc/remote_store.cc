@@ -32,6 +32,7 @@
 #include "oc/storage/open.h"
 #include "rpc/client_conn.h"
 #include "rpc/wire.h"
+#include "stream_copy.h"
 
 namespace oc::storage {
 
@@ -661,29 +662,7 @@ Result<ObjectMeta> RemoteStore::CopyAcross(const ObjectKey& src, const ObjectKey
                                            const std::optional<PutOptions>& replace) {
   // The buckets live on different servers: stream src through this process into dst, one
   // piece at a time. The reader pins one version of src, as a server-side copy would.
-  OC_ASSIGN_OR_RETURN(std::unique_ptr<ObjectReader> reader, Get(src, ByteRange::All()));
-  PutOptions options;
-  if (replace.has_value()) {
-    options = *replace;
-  } else {
-    const ObjectMeta& m = reader->meta();
-    options.content_type = m.content_type;
-    options.user_meta = m.user_meta;
-    options.headers = m.headers;
-    options.chunk = m.chunk;
-  }
-  options.expected_size = reader->length();
-  options.content_md5.reset();
-  OC_ASSIGN_OR_RETURN(std::unique_ptr<ObjectWriter> writer, Put(dst, options));
-  std::vector<std::byte> buffer(std::min<uint64_t>(kStreamChunkBytes, reader->length()));
-  for (;;) {
-    OC_ASSIGN_OR_RETURN(uint64_t n, reader->Read(buffer));
-    if (n == 0) {
-      break;
-    }
-    OC_RETURN_IF_ERROR(writer->Append(ByteSpan(buffer.data(), n)));
-  }
-  return writer->Commit();
+  return StreamCopy(*this, src, *this, dst, replace, kStreamChunkBytes);
 }
 
 }  // namespace

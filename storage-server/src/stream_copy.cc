@@ -1,0 +1,36 @@
+#include "stream_copy.h"
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+namespace oc::storage {
+
+Result<ObjectMeta> StreamCopy(Store& from, const ObjectKey& src, Store& to, const ObjectKey& dst,
+                              const std::optional<PutOptions>& replace, uint64_t piece_bytes) {
+  OC_ASSIGN_OR_RETURN(std::unique_ptr<ObjectReader> reader, from.Get(src, ByteRange::All()));
+  PutOptions options;
+  if (replace.has_value()) {
+    options = *replace;
+  } else {
+    const ObjectMeta& m = reader->meta();
+    options.content_type = m.content_type;
+    options.user_meta = m.user_meta;
+    options.headers = m.headers;
+    options.chunk = m.chunk;
+  }
+  options.expected_size = reader->length();
+  options.content_md5.reset();
+  OC_ASSIGN_OR_RETURN(std::unique_ptr<ObjectWriter> writer, to.Put(dst, options));
+  std::vector<std::byte> buffer(std::min<uint64_t>(piece_bytes, reader->length()));
+  for (;;) {
+    OC_ASSIGN_OR_RETURN(uint64_t n, reader->Read(buffer));
+    if (n == 0) {
+      break;
+    }
+    OC_RETURN_IF_ERROR(writer->Append(ByteSpan(buffer.data(), n)));
+  }
+  return writer->Commit();
+}
+
+}  // namespace oc::storage
