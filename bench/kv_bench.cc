@@ -8,9 +8,9 @@
 //       assembly): mode 0 layerwise over UCX shm (Θ = 1 byte), 1 chunkwise over UCX shm
 //       (Θ = ∞), 2 layerwise into a body sink that copies each buffer into a payload in memory
 //       (the HTTP path without the socket), 3 layerwise over UCX shm with layer-ready ordered by
-//       ucp_worker_fence instead of an endpoint flush (LayerOrdering::kFence). Counters: bytes_per_second (W / wall time),
-//       ttfl_us (request start to the client seeing layer 0; chunkwise: all layers at once),
-//       read_us (storage reads into staging, summed), writes.
+//       ucp_worker_fence instead of an endpoint flush (LayerOrdering::kFence). Counters:
+//       bytes_per_second (W / wall time), ttfl_us (request start to the client seeing layer 0;
+//       chunkwise: all layers at once), read_us (storage reads into staging, summed), writes.
 //   BM_Memcpy/W  the copy ceiling: memcpy of W bytes between two buffers, in the same run.
 // The store is filled once per G (the 16K·87.5% prefix; every smaller request names a prefix
 // of it) and read once before timing, so every extent is in the block cache.
@@ -31,7 +31,7 @@
 
 namespace {
 
-using namespace oc;          // NOLINT: a benchmark's main file
+using namespace oc;           // NOLINT: a benchmark's main file
 using namespace oc::storage;  // NOLINT
 using Clock = std::chrono::steady_clock;
 
@@ -226,7 +226,11 @@ void BM_Memcpy(benchmark::State& state) {
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
 }
-BENCHMARK(BM_Memcpy)->Arg(256ll << 20)->Arg(1792ll << 20)->UseRealTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Memcpy)
+    ->Arg(256ll << 20)
+    ->Arg(1792ll << 20)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

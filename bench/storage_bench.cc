@@ -35,8 +35,8 @@
 namespace {
 
 using oc::storage::ExtentLayout;
-using oc::storage::SliceReadMode;
 using oc::storage::SliceRead;
+using oc::storage::SliceReadMode;
 
 constexpr uint32_t kLayers = 32;
 constexpr uint64_t kDistinctBytes = 128ull << 20;
@@ -250,8 +250,7 @@ void BM_ReadSlices(benchmark::State& state) {
   const uint64_t first = (calls[last_layer].size() - 1) * per_batch;
   for (uint64_t k = 0; k < last.size(); ++k) {
     const uint64_t d = (first + k) % c.objects;
-    if (std::memcmp(last[k].dest.data(), c.bytes.data() + (d * kLayers + last_layer) * s, s) !=
-        0) {
+    if (std::memcmp(last[k].dest.data(), c.bytes.data() + (d * kLayers + last_layer) * s, s) != 0) {
       state.SkipWithError("ReadSlices returned wrong bytes");
       return;
     }

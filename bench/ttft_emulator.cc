@@ -15,7 +15,8 @@
 // with L reduced; s = r* * k * c / time_scale keeps each request's bytes-per-layer to
 // compute-per-layer ratio at r* * k, so demand / cap stays the paper's.
 //
-// Usage: ttft_emulator [--full] [--out results.json]   (progress on stderr, JSON on stdout or --out)
+// Usage: ttft_emulator [--full] [--out results.json]   (progress on stderr, JSON on stdout or
+// --out)
 
 #include <algorithm>
 #include <atomic>
@@ -200,8 +201,8 @@ std::vector<Outcome> Run(const std::vector<Scaled>& reqs, int layers,
             }
           }
         }
-        std::memcpy(dst[i].data() + static_cast<uint64_t>(l) * reqs[i].layer_bytes,
-                    src[i].data(), reqs[i].layer_bytes);
+        std::memcpy(dst[i].data() + static_cast<uint64_t>(l) * reqs[i].layer_bytes, src[i].data(),
+                    reqs[i].layer_bytes);
         signals[i].Set(l);
       }
       pacers[i].reset();  // releases the grant
@@ -226,8 +227,8 @@ std::vector<Outcome> Run(const std::vector<Scaled>& reqs, int layers,
   }
   for (Outcome& o : out) {
     if (o.rate_gbps > 0) {
-      const double x = static_cast<double>(o.layer_bytes) /
-                       oc::sched::GbpsToBytesPerSec(o.rate_gbps) * 1e3;
+      const double x =
+          static_cast<double>(o.layer_bytes) / oc::sched::GbpsToBytesPerSec(o.rate_gbps) * 1e3;
       const double c = o.compute_us * 1e-3;
       o.eq3_ms = x + (layers - 1) * std::max(x, c) + c;
     }
@@ -285,7 +286,8 @@ int main(int argc, char** argv) {
       reqs.push_back({p.name, static_cast<uint64_t>(r * c_us * 1e-6), c_us});
       demand += r;
     }
-    std::fprintf(stderr, "workload %s: %zu requests, demand %.2f Gbps, cap %.2f Gbps (ratio %.2f)\n",
+    std::fprintf(stderr,
+                 "workload %s: %zu requests, demand %.2f Gbps, cap %.2f Gbps (ratio %.2f)\n",
                  w.name, reqs.size(), oc::sched::BytesPerSecToGbps(demand),
                  oc::sched::BytesPerSecToGbps(cap), demand / cap);
     // Median over repetitions of each request's TTFT.
@@ -347,7 +349,8 @@ int main(int argc, char** argv) {
     first_w = false;
     js << "{\"name\": " << Json(w.name) << ", \"paper_cap_gbps\": " << w.paper_cap_gbps
        << ", \"cap_gbps\": " << oc::sched::BytesPerSecToGbps(cap)
-       << ", \"demand_gbps\": " << oc::sched::BytesPerSecToGbps(demand) << ", \"unthrottled_ttft_ms\": [";
+       << ", \"demand_gbps\": " << oc::sched::BytesPerSecToGbps(demand)
+       << ", \"unthrottled_ttft_ms\": [";
     for (size_t i = 0; i < base.size(); ++i) {
       js << (i ? ", " : "") << base[i].ttft_ms;
     }
@@ -374,10 +377,13 @@ int main(int argc, char** argv) {
           sum_model += model_added;
           max_added = std::max(max_added, added);
           js << (i ? ", " : "") << "{\"profile\": " << Json(res[i].profile)
-             << ", \"layer_bytes\": " << res[i].layer_bytes << ", \"compute_us\": " << res[i].compute_us
-             << ", \"zero_stall_gbps\": " << res[i].target_gbps << ", \"rate_gbps\": " << res[i].rate_gbps
-             << ", \"ttft_ms\": " << res[i].ttft_ms << ", \"eq3_ms\": " << res[i].eq3_ms
-             << ", \"added_ttft_ms\": " << added << ", \"eq3_added_ms\": " << model_added << ", \"ok\": " << (res[i].ok ? "true" : "false") << "}";
+             << ", \"layer_bytes\": " << res[i].layer_bytes
+             << ", \"compute_us\": " << res[i].compute_us
+             << ", \"zero_stall_gbps\": " << res[i].target_gbps
+             << ", \"rate_gbps\": " << res[i].rate_gbps << ", \"ttft_ms\": " << res[i].ttft_ms
+             << ", \"eq3_ms\": " << res[i].eq3_ms << ", \"added_ttft_ms\": " << added
+             << ", \"eq3_added_ms\": " << model_added
+             << ", \"ok\": " << (res[i].ok ? "true" : "false") << "}";
         }
         js << "], \"mean_added_ttft_ms\": " << sum_added / static_cast<double>(res.size())
            << ", \"mean_eq3_added_ms\": " << sum_model / static_cast<double>(res.size())

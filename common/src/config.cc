@@ -60,8 +60,8 @@ Status WrongType(std::string_view key, std::string_view want) {
 
 void Collect(const toml::table& table, const std::string& prefix, std::vector<std::string>* out) {
   for (const auto& [name, node] : table) {
-    std::string key = prefix.empty() ? std::string(name.str())
-                                     : prefix + "." + std::string(name.str());
+    std::string key =
+        prefix.empty() ? std::string(name.str()) : prefix + "." + std::string(name.str());
     if (const toml::table* sub = node.as_table()) {
       Collect(*sub, key, out);
     } else {

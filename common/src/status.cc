@@ -6,38 +6,64 @@ namespace oc {
 
 std::string_view CodeName(Code code) {
   switch (code) {
-    case Code::kOk: return "OK";
-    case Code::kInvalidArgument: return "InvalidArgument";
-    case Code::kNotFound: return "NotFound";
-    case Code::kAlreadyExists: return "AlreadyExists";
-    case Code::kFailedPrecondition: return "FailedPrecondition";
-    case Code::kOutOfRange: return "OutOfRange";
-    case Code::kPermissionDenied: return "PermissionDenied";
-    case Code::kUnauthenticated: return "Unauthenticated";
-    case Code::kResourceExhausted: return "ResourceExhausted";
-    case Code::kUnavailable: return "Unavailable";
-    case Code::kCorruption: return "Corruption";
-    case Code::kIOError: return "IOError";
-    case Code::kUnimplemented: return "Unimplemented";
-    case Code::kCancelled: return "Cancelled";
-    case Code::kInternal: return "Internal";
+    case Code::kOk:
+      return "OK";
+    case Code::kInvalidArgument:
+      return "InvalidArgument";
+    case Code::kNotFound:
+      return "NotFound";
+    case Code::kAlreadyExists:
+      return "AlreadyExists";
+    case Code::kFailedPrecondition:
+      return "FailedPrecondition";
+    case Code::kOutOfRange:
+      return "OutOfRange";
+    case Code::kPermissionDenied:
+      return "PermissionDenied";
+    case Code::kUnauthenticated:
+      return "Unauthenticated";
+    case Code::kResourceExhausted:
+      return "ResourceExhausted";
+    case Code::kUnavailable:
+      return "Unavailable";
+    case Code::kCorruption:
+      return "Corruption";
+    case Code::kIOError:
+      return "IOError";
+    case Code::kUnimplemented:
+      return "Unimplemented";
+    case Code::kCancelled:
+      return "Cancelled";
+    case Code::kInternal:
+      return "Internal";
   }
   return "Unknown";
 }
 
 std::string_view SubjectName(Subject subject) {
   switch (subject) {
-    case Subject::kNone: return "";
-    case Subject::kBucket: return "bucket";
-    case Subject::kKey: return "key";
-    case Subject::kUpload: return "upload";
-    case Subject::kPart: return "part";
-    case Subject::kDescriptor: return "descriptor";
-    case Subject::kSignature: return "signature";
-    case Subject::kAccessKey: return "access-key";
-    case Subject::kDigest: return "digest";
-    case Subject::kRange: return "range";
-    case Subject::kEntity: return "entity";
+    case Subject::kNone:
+      return "";
+    case Subject::kBucket:
+      return "bucket";
+    case Subject::kKey:
+      return "key";
+    case Subject::kUpload:
+      return "upload";
+    case Subject::kPart:
+      return "part";
+    case Subject::kDescriptor:
+      return "descriptor";
+    case Subject::kSignature:
+      return "signature";
+    case Subject::kAccessKey:
+      return "access-key";
+    case Subject::kDigest:
+      return "digest";
+    case Subject::kRange:
+      return "range";
+    case Subject::kEntity:
+      return "entity";
   }
   return "";
 }
@@ -83,8 +109,6 @@ std::string Status::ToString() const {
   return out;
 }
 
-std::ostream& operator<<(std::ostream& os, const Status& status) {
-  return os << status.ToString();
-}
+std::ostream& operator<<(std::ostream& os, const Status& status) { return os << status.ToString(); }
 
 }  // namespace oc

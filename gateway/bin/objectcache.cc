@@ -137,8 +137,8 @@ int main(int argc, char** argv) {
         "  export AWS_DEFAULT_REGION=%s\n"
         "  aws --endpoint-url %s://%s:%u s3 ls\n",
         gateway.credentials_file.c_str(), setup->access_key.c_str(), setup->secret_key.c_str(),
-        gateway.region.empty() ? "us-east-1" : gateway.region.c_str(), scheme.c_str(),
-        host.c_str(), (*server)->port());
+        gateway.region.empty() ? "us-east-1" : gateway.region.c_str(), scheme.c_str(), host.c_str(),
+        (*server)->port());
   } else {
     std::printf("objectcache: serving on %s://%s:%u (keys in %s)\n", scheme.c_str(), host.c_str(),
                 (*server)->port(), gateway.credentials_file.c_str());

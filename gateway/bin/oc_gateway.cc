@@ -29,8 +29,8 @@ int Fail(const oc::Status& status) {
 
 int main(int argc, char** argv) {
   po::options_description flags("Options");
-  flags.add_options()("help,h", "show this help")(
-      "config", po::value<std::string>(), "TOML configuration file (conf/gateway.toml)")(
+  flags.add_options()("help,h", "show this help")("config", po::value<std::string>(),
+                                                  "TOML configuration file (conf/gateway.toml)")(
       "storage", po::value<std::string>(), "HOST:PORT[,HOST:PORT...] of oc-storage-server(s)")(
       "listen", po::value<std::string>(), "HOST:PORT to listen on (gateway.listen)");
   po::variables_map vm;

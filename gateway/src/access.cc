@@ -36,9 +36,8 @@ bool Access::Granted(const auth::User& user, const std::string& bucket,
   if (user.admin || owner == user.access_key) {
     return true;
   }
-  return std::any_of(grants_.begin(), grants_.end(), [&](const auto& g) {
-    return g.first == user.name && g.second == bucket;
-  });
+  return std::any_of(grants_.begin(), grants_.end(),
+                     [&](const auto& g) { return g.first == user.name && g.second == bucket; });
 }
 
 bool Access::MayList(const auth::User& user, const storage::BucketInfo& info) const {
@@ -84,9 +83,8 @@ std::optional<Response> Access::Check(const Request& req, S3Op op, const std::st
   }
   Result<std::string> owner = Owner(bucket);
   if (!owner.has_value()) {
-    return Response::FromStatus(owner.error().IsNotFound() ? owner.error().WithSubject(
-                                                                 Subject::kBucket)
-                                                           : owner.error());
+    return Response::FromStatus(
+        owner.error().IsNotFound() ? owner.error().WithSubject(Subject::kBucket) : owner.error());
   }
   if (req.user != nullptr && !Granted(*req.user, bucket, *owner)) {
     return Response::Error(S3Error::kAccessDenied);

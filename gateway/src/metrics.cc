@@ -16,8 +16,7 @@ void Metrics::Record(S3Op op, unsigned status, uint64_t bytes_in, uint64_t bytes
   s.bytes_in.fetch_add(bytes_in, std::memory_order_relaxed);
   s.bytes_out.fetch_add(bytes_out, std::memory_order_relaxed);
   s.latency_sum_us.fetch_add(latency_us, std::memory_order_relaxed);
-  const auto it =
-      std::lower_bound(kLatencyBucketsUs.begin(), kLatencyBucketsUs.end(), latency_us);
+  const auto it = std::lower_bound(kLatencyBucketsUs.begin(), kLatencyBucketsUs.end(), latency_us);
   s.buckets[static_cast<size_t>(it - kLatencyBucketsUs.begin())].fetch_add(
       1, std::memory_order_relaxed);
   if (error) {
@@ -116,21 +115,19 @@ std::string Metrics::Prometheus() const {
     for (size_t b = 0; b < s.buckets.size(); ++b) {
       cumulative += s.buckets[b].load(std::memory_order_relaxed);
       if (b < kLatencyBucketsUs.size()) {
-        out += fmt::format(
-            "oc_gateway_request_duration_seconds_bucket{{op=\"{}\",le=\"{}\"}} {}\n",
-            kS3OpNames[i], static_cast<double>(kLatencyBucketsUs[b]) / 1e6, cumulative);
+        out +=
+            fmt::format("oc_gateway_request_duration_seconds_bucket{{op=\"{}\",le=\"{}\"}} {}\n",
+                        kS3OpNames[i], static_cast<double>(kLatencyBucketsUs[b]) / 1e6, cumulative);
       } else {
-        out += fmt::format(
-            "oc_gateway_request_duration_seconds_bucket{{op=\"{}\",le=\"+Inf\"}} {}\n",
-            kS3OpNames[i], cumulative);
+        out +=
+            fmt::format("oc_gateway_request_duration_seconds_bucket{{op=\"{}\",le=\"+Inf\"}} {}\n",
+                        kS3OpNames[i], cumulative);
       }
     }
-    out += fmt::format("oc_gateway_request_duration_seconds_sum{{op=\"{}\"}} {}\n",
-                       kS3OpNames[i],
-                       static_cast<double>(s.latency_sum_us.load(std::memory_order_relaxed)) /
-                           1e6);
-    out += fmt::format("oc_gateway_request_duration_seconds_count{{op=\"{}\"}} {}\n",
-                       kS3OpNames[i], cumulative);
+    out += fmt::format("oc_gateway_request_duration_seconds_sum{{op=\"{}\"}} {}\n", kS3OpNames[i],
+                       static_cast<double>(s.latency_sum_us.load(std::memory_order_relaxed)) / 1e6);
+    out += fmt::format("oc_gateway_request_duration_seconds_count{{op=\"{}\"}} {}\n", kS3OpNames[i],
+                       cumulative);
   }
   out +=
       "# HELP oc_gateway_errors_total Error responses by S3 code.\n"

@@ -17,13 +17,13 @@ namespace oc::gateway {
 
 // Latency bucket upper bounds in microseconds (Prometheus "le"); the last bucket is +Inf.
 inline constexpr std::array<uint64_t, 20> kLatencyBucketsUs = {
-    50,     100,    200,    300,     500,     750,     1000,    2000,    3000,    5000,
-    10000,  20000,  50000,  100000,  200000,  500000,  1000000, 2000000, 5000000, 10000000};
+    50,    100,   200,   300,    500,    750,    1000,    2000,    3000,    5000,
+    10000, 20000, 50000, 100000, 200000, 500000, 1000000, 2000000, 5000000, 10000000};
 
 class Metrics {
  public:
-  void Record(S3Op op, unsigned status, uint64_t bytes_in, uint64_t bytes_out,
-              uint64_t latency_us, std::optional<S3Error> error);
+  void Record(S3Op op, unsigned status, uint64_t bytes_in, uint64_t bytes_out, uint64_t latency_us,
+              std::optional<S3Error> error);
   void ConnectionOpened() { open_connections_.fetch_add(1, std::memory_order_relaxed); }
   void ConnectionClosed() { open_connections_.fetch_sub(1, std::memory_order_relaxed); }
   int64_t open_connections() const { return open_connections_.load(std::memory_order_relaxed); }

@@ -128,9 +128,9 @@ std::string ToJson(const GatewayOptions& o) {
       "\"read_timeout_ms\":{},\"region\":{},\"virtual_host_domain\":{},"
       "\"credentials_file\":{},\"public_read_buckets\":{},\"grants\":{},\"tls\":{},"
       "\"access_log\":{}}}",
-      JsonString(o.listen), o.io_threads, o.store_threads, o.max_connections,
-      o.max_header_bytes, o.max_object_bytes, o.max_xml_body_bytes, o.stream_piece_bytes,
-      o.max_drain_bytes, o.idle_timeout.count(), o.read_timeout.count(), JsonString(o.region),
+      JsonString(o.listen), o.io_threads, o.store_threads, o.max_connections, o.max_header_bytes,
+      o.max_object_bytes, o.max_xml_body_bytes, o.stream_piece_bytes, o.max_drain_bytes,
+      o.idle_timeout.count(), o.read_timeout.count(), JsonString(o.region),
       JsonString(o.virtual_host_domain), JsonString(o.credentials_file),
       JsonList(o.public_read_buckets), JsonList(o.grants),
       o.tls_cert_file.empty() ? "false" : "true", o.access_log ? "true" : "false");

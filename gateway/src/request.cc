@@ -44,8 +44,7 @@ std::optional<std::string_view> Request::Query(std::string_view name) const {
 
 std::string Request::Resource() const { return parsed.path; }
 
-Response Response::Error(S3Error error, std::string field, std::string value,
-                         std::string message) {
+Response Response::Error(S3Error error, std::string field, std::string value, std::string message) {
   Response r;
   r.status = ErrorRow(error).http_status;
   r.error = error;

@@ -46,21 +46,47 @@ constexpr Row kRoutes[] = {
     {"DELETE", Level::kObject, "uploadId", false, S3Op::kAbortMultipartUpload, BodyPolicy::kNone},
     {"DELETE", Level::kObject, "", false, S3Op::kDeleteObject, BodyPolicy::kNone},
     {"POST", Level::kObject, "uploads", false, S3Op::kCreateMultipartUpload, BodyPolicy::kNone},
-    {"POST", Level::kObject, "uploadId", false, S3Op::kCompleteMultipartUpload,
-     BodyPolicy::kXml},
+    {"POST", Level::kObject, "uploadId", false, S3Op::kCompleteMultipartUpload, BodyPolicy::kXml},
 };
 
 // Query parameters that name a sub-resource (a different operation) in S3. A request carrying
 // one that no row above serves for its method and level is NotImplemented. versionId is here
 // too: versioning is never enabled, and ignoring it would answer for the wrong version.
-constexpr std::array<std::string_view, 35> kSubresources = {
-    "accelerate", "acl",       "analytics",  "attributes",        "cors",
-    "delete",     "encryption", "intelligent-tiering", "inventory", "legal-hold",
-    "lifecycle",  "location",  "logging",    "metrics",           "notification",
-    "object-lock", "objectcache", "ownershipControls", "policy",   "policyStatus",
-    "publicAccessBlock", "replication", "requestPayment", "restore", "retention",
-    "select",     "tagging",   "torrent",    "uploadId",          "uploads",
-    "versioning", "versions",  "website",    "list-type",         "versionId"};
+constexpr std::array<std::string_view, 35> kSubresources = {"accelerate",
+                                                            "acl",
+                                                            "analytics",
+                                                            "attributes",
+                                                            "cors",
+                                                            "delete",
+                                                            "encryption",
+                                                            "intelligent-tiering",
+                                                            "inventory",
+                                                            "legal-hold",
+                                                            "lifecycle",
+                                                            "location",
+                                                            "logging",
+                                                            "metrics",
+                                                            "notification",
+                                                            "object-lock",
+                                                            "objectcache",
+                                                            "ownershipControls",
+                                                            "policy",
+                                                            "policyStatus",
+                                                            "publicAccessBlock",
+                                                            "replication",
+                                                            "requestPayment",
+                                                            "restore",
+                                                            "retention",
+                                                            "select",
+                                                            "tagging",
+                                                            "torrent",
+                                                            "uploadId",
+                                                            "uploads",
+                                                            "versioning",
+                                                            "versions",
+                                                            "website",
+                                                            "list-type",
+                                                            "versionId"};
 
 bool HasParam(const std::vector<std::pair<std::string, std::string>>& query,
               std::string_view name) {
@@ -101,11 +127,10 @@ Route RouteRequest(const RouteInput& in, std::string_view virtual_host_domain) {
   }
   if (!virtual_host) {
     if (in.method == "GET" && !in.has_credentials) {
-      constexpr std::pair<std::string_view, S3Op> kOpsEndpoints[] = {
-          {"healthz", S3Op::kHealthz},
-          {"readyz", S3Op::kReadyz},
-          {"stats", S3Op::kStats},
-          {"metrics", S3Op::kMetrics}};
+      constexpr std::pair<std::string_view, S3Op> kOpsEndpoints[] = {{"healthz", S3Op::kHealthz},
+                                                                     {"readyz", S3Op::kReadyz},
+                                                                     {"stats", S3Op::kStats},
+                                                                     {"metrics", S3Op::kMetrics}};
       for (const auto& [name, op] : kOpsEndpoints) {
         if (path == name) {
           route.op = op;

@@ -74,9 +74,7 @@ class ServerImpl final : public Server {
     shared_.stopping = &stopping_;
   }
 
-  ~ServerImpl() override {
-    pool_.join();
-  }
+  ~ServerImpl() override { pool_.join(); }
 
   Status Init() {
     std::string host;
@@ -137,8 +135,9 @@ class ServerImpl final : public Server {
       }
     });
     asio::co_spawn(*iocs_[0], AcceptLoop(), asio::detached);
-    kLog.Info("listening on {}:{} tls={} config={}", options_.listen.substr(0, options_.listen.rfind(':')),
-              port_, tls_ ? "on" : "off", ToJson(options_));
+    kLog.Info("listening on {}:{} tls={} config={}",
+              options_.listen.substr(0, options_.listen.rfind(':')), port_, tls_ ? "on" : "off",
+              ToJson(options_));
 
     {
       std::unique_lock lock(stop_mu_);
@@ -184,8 +183,8 @@ class ServerImpl final : public Server {
       boost::system::error_code ec;
       asio::io_context& ioc = *iocs_[next];
       next = (next + 1) % iocs_.size();
-      tcp::socket socket = co_await acceptor_->async_accept(
-          ioc, asio::redirect_error(asio::use_awaitable, ec));
+      tcp::socket socket =
+          co_await acceptor_->async_accept(ioc, asio::redirect_error(asio::use_awaitable, ec));
       if (stopping_) {
         co_return;
       }

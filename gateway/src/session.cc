@@ -180,8 +180,8 @@ class Session : public SessionBase {
         // A Content-Length past every limit we accept: refused before any body byte is read.
         co_await Finish(Response::Error(S3Error::kEntityTooLarge), true);
       } else if (IsMalformed(ec)) {
-        co_await Finish(Response::Error(S3Error::kInvalidRequest, "", "", "Malformed HTTP request."),
-                        true);
+        co_await Finish(
+            Response::Error(S3Error::kInvalidRequest, "", "", "Malformed HTTP request."), true);
       }
       co_return false;  // closed, reset, idle or malformed
     }
@@ -203,8 +203,8 @@ class Session : public SessionBase {
 
     Result<auth::ParsedTarget> target = auth::ParseTarget(req.target);
     if (!target.has_value()) {
-      co_return co_await Finish(Response::Error(S3Error::kInvalidRequest, "", "",
-                                                "The request target is malformed."));
+      co_return co_await Finish(
+          Response::Error(S3Error::kInvalidRequest, "", "", "The request target is malformed."));
     }
     req.parsed = std::move(*target);
     RouteInput in;
@@ -213,8 +213,8 @@ class Session : public SessionBase {
     in.path = req.parsed.path;
     in.query = &req.parsed.query;
     in.has_copy_source = req.Header("x-amz-copy-source").has_value();
-    in.has_credentials = req.Header("authorization").has_value() ||
-                         req.Query("X-Amz-Credential").has_value();
+    in.has_credentials =
+        req.Header("authorization").has_value() || req.Query("X-Amz-Credential").has_value();
     req.route = RouteRequest(in, opts_.virtual_host_domain);
 
     switch (req.route.op) {
@@ -280,8 +280,8 @@ class Session : public SessionBase {
     auto job = [&] {
       res = Dispatch(*shared_.env, ex.req);
       if (res.reader && !res.error) {
-        Result<uint64_t> n = FillPiece(*res.reader, std::min<uint64_t>(res.stream_length,
-                                                                        piece_.size()));
+        Result<uint64_t> n =
+            FillPiece(*res.reader, std::min<uint64_t>(res.stream_length, piece_.size()));
         if (n.has_value()) {
           first = *n;
         } else {
@@ -302,9 +302,9 @@ class Session : public SessionBase {
   Result<uint64_t> FillPiece(storage::ObjectReader& reader, uint64_t want) {
     uint64_t got = 0;
     while (got < want) {
-      OC_ASSIGN_OR_RETURN(uint64_t n, reader.Read(MutableByteSpan(
-                                          reinterpret_cast<std::byte*>(piece_.data()) + got,
-                                          want - got)));
+      OC_ASSIGN_OR_RETURN(
+          uint64_t n, reader.Read(MutableByteSpan(reinterpret_cast<std::byte*>(piece_.data()) + got,
+                                                  want - got)));
       if (n == 0) {
         break;
       }
@@ -521,8 +521,7 @@ class Session : public SessionBase {
 
   // Writes `res` (its XML error, small body, or streamed reader), logs and counts the request.
   // `first` bytes of a streamed body are already in piece_. Returns keep-alive.
-  asio::awaitable<bool> Finish(Response res, bool force_close = false,
-                               uint64_t first = 0) {
+  asio::awaitable<bool> Finish(Response res, bool force_close = false, uint64_t first = 0) {
     Exchange& ex = *ex_;
     Request& req = ex.req;
     const bool head = req.method == "HEAD";
@@ -553,7 +552,8 @@ class Session : public SessionBase {
     if (keep_alive && parser_->is_header_done() && !parser_->is_done()) {
       // Body bytes unread (an early error, or a body nobody asked for). piece_ may hold the
       // first piece of a streamed response, so such a connection is closed instead.
-      const bool small = !res.reader && req.content_length && *req.content_length <= opts_.max_drain_bytes;
+      const bool small =
+          !res.reader && req.content_length && *req.content_length <= opts_.max_drain_bytes;
       keep_alive = small && co_await DrainBody();
     }
 
@@ -568,7 +568,8 @@ class Session : public SessionBase {
       msg.set(http::field::content_type, res.content_type);
     }
     const bool no_body_status = res.status == 204 || res.status == 304 || res.status < 200;
-    const uint64_t total = res.reader ? res.stream_length : (head && !res.error ? res.stream_length : res.body.size());
+    const uint64_t total =
+        res.reader ? res.stream_length : (head && !res.error ? res.stream_length : res.body.size());
     if (!no_body_status) {
       msg.content_length(total);
     }

@@ -42,9 +42,8 @@ uint64_t ExtentDataBytes(const Segment& segment, uint64_t index) {
   return std::min(segment.extent_bytes, segment.size - start);
 }
 
-Status FetchExtent(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
-                   const rocksdb::ReadOptions& ro, const Segment& segment, uint64_t index,
-                   rocksdb::PinnableSlice* pinned) {
+Status FetchExtent(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, const rocksdb::ReadOptions& ro,
+                   const Segment& segment, uint64_t index, rocksdb::PinnableSlice* pinned) {
   const ExtentKey key = EncodeExtentKey(segment.data_id, index);
   pinned->Reset();
   rocksdb::Status s = db->Get(ro, cf, rocksdb::Slice(key.data(), key.size()), pinned);

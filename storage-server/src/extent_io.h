@@ -30,9 +30,8 @@ uint64_t ExtentDataBytes(const Segment& segment, uint64_t index);
 
 // Fetches extent `index` of `segment` into *pinned. kCorruption if it is absent or its
 // length is not what the segment says.
-Status FetchExtent(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
-                   const rocksdb::ReadOptions& ro, const Segment& segment, uint64_t index,
-                   rocksdb::PinnableSlice* pinned);
+Status FetchExtent(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, const rocksdb::ReadOptions& ro,
+                   const Segment& segment, uint64_t index, rocksdb::PinnableSlice* pinned);
 
 // Checks a fetched value's hash trailer when the segment has one. kCorruption on mismatch.
 Status VerifyExtent(const Segment& segment, const rocksdb::Slice& stored);

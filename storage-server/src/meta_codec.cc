@@ -180,9 +180,9 @@ Result<ObjectRecord> DecodeObjectRecord(std::string_view bytes) {
   ObjectRecord r;
   uint32_t n = 0;
   if (!d.Version() || !d.U64(&r.meta.size) || !d.Str(&r.meta.etag) ||
-      !d.Str(&r.meta.content_type) || !d.Pairs(&r.meta.user_meta) ||
-      !d.Pairs(&r.meta.headers) || !d.I64(&r.meta.mtime_unix_ms) ||
-      !d.U32(&r.meta.parts_count) || !d.Chunk(&r.meta.chunk) || !d.Count(&n)) {
+      !d.Str(&r.meta.content_type) || !d.Pairs(&r.meta.user_meta) || !d.Pairs(&r.meta.headers) ||
+      !d.I64(&r.meta.mtime_unix_ms) || !d.U32(&r.meta.parts_count) || !d.Chunk(&r.meta.chunk) ||
+      !d.Count(&n)) {
     return Corrupt("object");
   }
   r.segments.resize(n);
@@ -231,9 +231,8 @@ std::string EncodeUploadRecord(const UploadRecord& r) {
 Result<UploadRecord> DecodeUploadRecord(std::string_view bytes) {
   Decoder d(bytes);
   UploadRecord r;
-  if (!d.Version() || !d.Str(&r.content_type) || !d.Pairs(&r.user_meta) ||
-      !d.Pairs(&r.headers) || !d.U64(&r.extent_bytes) || !d.Chunk(&r.chunk) ||
-      !d.I64(&r.initiated_unix_ms) || !d.Done()) {
+  if (!d.Version() || !d.Str(&r.content_type) || !d.Pairs(&r.user_meta) || !d.Pairs(&r.headers) ||
+      !d.U64(&r.extent_bytes) || !d.Chunk(&r.chunk) || !d.I64(&r.initiated_unix_ms) || !d.Done()) {
     return Corrupt("upload");
   }
   return r;

@@ -31,14 +31,13 @@ Status StoreOptions::Validate() const {
 
 Status ApplyConfig(const oc::Config& config, StoreOptions* options) {
   OC_RETURN_IF_ERROR(config.Read("storage.data_dir", &options->data_dir));
-  OC_RETURN_IF_ERROR(config.ReadSize("storage.default_extent_bytes",
-                                     &options->default_extent_bytes));
+  OC_RETURN_IF_ERROR(
+      config.ReadSize("storage.default_extent_bytes", &options->default_extent_bytes));
   OC_RETURN_IF_ERROR(config.ReadSize("storage.block_cache_bytes", &options->block_cache_bytes));
   OC_RETURN_IF_ERROR(config.Read("storage.sync_writes", &options->sync_writes));
   OC_RETURN_IF_ERROR(config.Read("storage.read_threads", &options->read_threads));
   OC_RETURN_IF_ERROR(config.ReadSize("storage.write_batch_bytes", &options->write_batch_bytes));
-  OC_RETURN_IF_ERROR(
-      config.ReadSize("storage.reclaim_after_bytes", &options->reclaim_after_bytes));
+  OC_RETURN_IF_ERROR(config.ReadSize("storage.reclaim_after_bytes", &options->reclaim_after_bytes));
   std::string layout;
   OC_RETURN_IF_ERROR(config.Read("storage.extent_layout", &layout));
   if (layout == "sst") {

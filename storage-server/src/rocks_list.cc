@@ -92,8 +92,7 @@ Result<ListUploadsResult> RocksStore::ListMultipartUploads(std::string_view buck
   const std::string& km = options.key_marker;
   std::string marker;
   if (!km.empty()) {
-    marker = options.upload_id_marker.empty() ? km + '\x01'
-                                              : km + '\0' + options.upload_id_marker;
+    marker = options.upload_id_marker.empty() ? km + '\x01' : km + '\0' + options.upload_id_marker;
   }
   if (marker > options.prefix) {
     it->Seek(base + marker);

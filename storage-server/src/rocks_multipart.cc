@@ -70,8 +70,8 @@ Result<UploadRecord> RocksStore::GetUpload(const rocksdb::ReadOptions& ro, const
     return NoSuchUpload(upload_id);
   }
   rocksdb::PinnableSlice value;
-  rocksdb::Status s = db_->Get(ro, uploads_cf_, UploadDbKey(key.bucket, key.name, upload_id),
-                               &value);
+  rocksdb::Status s =
+      db_->Get(ro, uploads_cf_, UploadDbKey(key.bucket, key.name, upload_id), &value);
   if (s.IsNotFound()) {
     return NoSuchUpload(upload_id);
   }
@@ -111,9 +111,9 @@ Result<std::string> RocksStore::CreateMultipartUpload(const ObjectKey& key,
   const std::string upload_id = NewUploadId();
   std::shared_lock bucket_lock(bucket_mu_);
   OC_RETURN_IF_ERROR(CheckBucket(key.bucket, meta_read_));
-  OC_RETURN_IF_ERROR(FromRocks(db_->Put(synced_, uploads_cf_,
-                                        UploadDbKey(key.bucket, key.name, upload_id),
-                                        EncodeUploadRecord(record))));
+  OC_RETURN_IF_ERROR(
+      FromRocks(db_->Put(synced_, uploads_cf_, UploadDbKey(key.bucket, key.name, upload_id),
+                         EncodeUploadRecord(record))));
   return upload_id;
 }
 
@@ -257,8 +257,8 @@ Result<ListPartsResult> RocksStore::ListParts(const ObjectKey& key, std::string_
     const uint32_t number =
         GetBigEndian32(reinterpret_cast<const std::byte*>(it->key().data() + upload_id.size()));
     OC_ASSIGN_OR_RETURN(PartRecord part, DecodePartRecord(it->value().ToStringView()));
-    result.parts.push_back(PartInfo{number, part.segment.size, HexEncode(part.md5),
-                                    part.mtime_unix_ms});
+    result.parts.push_back(
+        PartInfo{number, part.segment.size, HexEncode(part.md5), part.mtime_unix_ms});
     result.next_part_number_marker = number;
   }
   OC_RETURN_IF_ERROR(FromRocks(it->status()));

@@ -211,8 +211,8 @@ class RocksReader final : public ObjectReader {
     have_extent_ = false;
     const ExtentPos pos = LocateExtent(record_.segments, at);
     const Segment& seg = record_.segments[pos.segment];
-    OC_RETURN_IF_ERROR(FetchExtent(store_->db(), store_->extents_cf(), read_options_, seg,
-                                   pos.extent, &pinned_));
+    OC_RETURN_IF_ERROR(
+        FetchExtent(store_->db(), store_->extents_cf(), read_options_, seg, pos.extent, &pinned_));
     OC_RETURN_IF_ERROR(VerifyExtent(seg, pinned_));
     extent_start_ = at - pos.within;
     extent_len_ = ExtentDataBytes(seg, pos.extent);
@@ -272,7 +272,7 @@ Result<uint64_t> ChooseExtentBytes(const PutOptions& o, uint64_t default_bytes) 
     bytes = o.extent_bytes;
   } else if (o.chunk.has_value()) {
     bytes = o.chunk->layout == descriptor::StoredLayout::kL2TD ? o.chunk->layer_bytes
-                                                                : o.chunk->layer_bytes / 2;
+                                                               : o.chunk->layer_bytes / 2;
   }
   if (bytes == 0 || bytes > kMaxExtentBytes) {
     return BadKeyStatus("extent_bytes",
@@ -375,9 +375,13 @@ Status RocksStore::OpenDb() {
   }
 
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
-      {rocksdb::kDefaultColumnFamilyName, meta_cf}, {kCfBuckets, meta_cf},
-      {kCfObjects, meta_cf},  {kCfExtents, extent_cf}, {kCfUploads, meta_cf},
-      {kCfParts, meta_cf},    {kCfPending, meta_cf},
+      {rocksdb::kDefaultColumnFamilyName, meta_cf},
+      {kCfBuckets, meta_cf},
+      {kCfObjects, meta_cf},
+      {kCfExtents, extent_cf},
+      {kCfUploads, meta_cf},
+      {kCfParts, meta_cf},
+      {kCfPending, meta_cf},
   };
   rocksdb::DB* raw = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(db_options, options_.data_dir, cfs, &handles_, &raw);
@@ -418,8 +422,8 @@ Status RocksStore::Recover() {
       return Status::Corruption("malformed pending record");
     }
     const uint64_t id = GetBigEndian64(reinterpret_cast<const std::byte*>(it->key().data()));
-    OC_RETURN_IF_ERROR(FromRocks(
-        batch.DeleteRange(extents_cf_, AsSlice(ExtentRangeBegin(id)), AsSlice(ExtentRangeEnd(id)))));
+    OC_RETURN_IF_ERROR(FromRocks(batch.DeleteRange(extents_cf_, AsSlice(ExtentRangeBegin(id)),
+                                                   AsSlice(ExtentRangeEnd(id)))));
     OC_RETURN_IF_ERROR(FromRocks(batch.Delete(pending_cf_, it->key())));
     ++freed;
   }
@@ -473,8 +477,8 @@ std::mutex& RocksStore::KeyMutex(std::string_view db_key) {
 
 Status RocksStore::CheckBucket(std::string_view bucket, const rocksdb::ReadOptions& ro) {
   rocksdb::PinnableSlice value;
-  rocksdb::Status s = db_->Get(ro, buckets_cf_, rocksdb::Slice(bucket.data(), bucket.size()),
-                               &value);
+  rocksdb::Status s =
+      db_->Get(ro, buckets_cf_, rocksdb::Slice(bucket.data(), bucket.size()), &value);
   if (s.IsNotFound()) {
     return Status::NotFound(Subject::kBucket, std::string(bucket));
   }
@@ -604,12 +608,11 @@ Status RocksStore::DeleteBucket(std::string_view bucket) {
     OC_RETURN_IF_ERROR(FromRocks(it->status()));
     if (it->Valid() && it->key().starts_with(prefix)) {
       return Status::FailedPrecondition(
-          Subject::kBucket, cf == objects_cf_ ? "bucket is not empty"
-                                              : "bucket has multipart uploads in progress");
+          Subject::kBucket,
+          cf == objects_cf_ ? "bucket is not empty" : "bucket has multipart uploads in progress");
     }
   }
-  return FromRocks(
-      db_->Delete(synced_, buckets_cf_, rocksdb::Slice(bucket.data(), bucket.size())));
+  return FromRocks(db_->Delete(synced_, buckets_cf_, rocksdb::Slice(bucket.data(), bucket.size())));
 }
 
 Result<BucketInfo> RocksStore::HeadBucket(std::string_view bucket) {
@@ -629,8 +632,8 @@ Result<std::vector<BucketInfo>> RocksStore::ListBuckets() {
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(meta_read_, buckets_cf_));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
     OC_ASSIGN_OR_RETURN(BucketRecord record, DecodeBucketRecord(it->value().ToStringView()));
-    out.push_back(BucketInfo{it->key().ToString(), std::move(record.owner),
-                             record.created_unix_ms});
+    out.push_back(
+        BucketInfo{it->key().ToString(), std::move(record.owner), record.created_unix_ms});
   }
   OC_RETURN_IF_ERROR(FromRocks(it->status()));
   return out;
@@ -650,8 +653,7 @@ Result<std::unique_ptr<ObjectWriter>> RocksStore::Put(const ObjectKey& key,
 Result<std::unique_ptr<ObjectWriter>> RocksStore::NewWriter(WriteTarget target,
                                                             uint64_t extent_bytes) {
   OC_ASSIGN_OR_RETURN(uint64_t data_id, NewDataId());
-  const uint8_t flags =
-      options_.extent_layout == ExtentLayout::kBlobFiles ? kSegmentExtentHash : 0;
+  const uint8_t flags = options_.extent_layout == ExtentLayout::kBlobFiles ? kSegmentExtentHash : 0;
   return std::unique_ptr<ObjectWriter>(
       new RocksWriter(this, std::move(target), data_id, extent_bytes, flags));
 }

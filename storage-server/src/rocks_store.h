@@ -79,8 +79,7 @@ class RocksStore final : public Store {
 
   Result<std::string> CreateMultipartUpload(const ObjectKey& key,
                                             const PutOptions& options) override;
-  Result<std::unique_ptr<ObjectWriter>> UploadPart(const ObjectKey& key,
-                                                   std::string_view upload_id,
+  Result<std::unique_ptr<ObjectWriter>> UploadPart(const ObjectKey& key, std::string_view upload_id,
                                                    uint32_t part_number,
                                                    const PutOptions& options) override;
   Result<ObjectMeta> CompleteMultipartUpload(const ObjectKey& key, std::string_view upload_id,

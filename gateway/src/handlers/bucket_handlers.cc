@@ -115,8 +115,7 @@ Response HandleCreateBucket(HandlerEnv& env, Request& req) {
     return Response::Error(S3Error::kBucketAlreadyExists);
   }
   if (!s.ok()) {
-    return Response::FromStatus(s.subject() == Subject::kNone ? s.WithSubject(Subject::kBucket)
-                                                              : s,
+    return Response::FromStatus(s.subject() == Subject::kNone ? s.WithSubject(Subject::kBucket) : s,
                                 &req);
   }
   Response res;

@@ -10,8 +10,7 @@ namespace {
 constexpr std::string_view kMetaPrefix = "x-amz-meta-";
 // Representation headers S3 stores with an object and returns on GET/HEAD.
 constexpr std::string_view kStoredHeaders[] = {"cache-control", "content-disposition",
-                                               "content-encoding", "content-language",
-                                               "expires"};
+                                               "content-encoding", "content-language", "expires"};
 
 std::string Lower(std::string_view s) {
   std::string out(s);

@@ -59,8 +59,7 @@ Response HandleGetObjectAcl(HandlerEnv& env, Request& req);
 // PutObject: OpenUpload/FinishUpload hand kPutObjectCache to these.
 Response HandleGetObjectCache(HandlerEnv& env, Request& req);
 UploadStart OpenPutObjectCache(HandlerEnv& env, Request& req, uint64_t body_bytes);
-Response FinishPutObjectCache(HandlerEnv& env, Request& req,
-                              Result<storage::ObjectMeta> committed);
+Response FinishPutObjectCache(HandlerEnv& env, Request& req, Result<storage::ObjectMeta> committed);
 // Multipart operations.
 Response HandleCreateMultipartUpload(HandlerEnv& env, Request& req);
 Response HandleCompleteMultipartUpload(HandlerEnv& env, Request& req);

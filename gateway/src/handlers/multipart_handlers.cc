@@ -28,8 +28,8 @@ Result<uint32_t> ParseBounded(const Request& req, std::string_view param, uint32
 }  // namespace
 
 Response HandleCreateMultipartUpload(HandlerEnv& env, Request& req) {
-  Result<std::string> upload = env.store->CreateMultipartUpload(KeyOf(req),
-                                                                PutOptionsFromHeaders(req));
+  Result<std::string> upload =
+      env.store->CreateMultipartUpload(KeyOf(req), PutOptionsFromHeaders(req));
   if (!upload.has_value()) {
     return Response::FromStatus(upload.error(), &req);
   }
@@ -52,8 +52,8 @@ Response HandleCompleteMultipartUpload(HandlerEnv& env, Request& req) {
   for (XmlPart& p : *parsed) {
     parts.push_back({p.part_number, std::move(p.etag)});
   }
-  Result<storage::ObjectMeta> meta = env.store->CompleteMultipartUpload(
-      KeyOf(req), req.Query("uploadId").value_or(""), parts);
+  Result<storage::ObjectMeta> meta =
+      env.store->CompleteMultipartUpload(KeyOf(req), req.Query("uploadId").value_or(""), parts);
   if (!meta.has_value()) {
     return Response::FromStatus(meta.error(), &req);
   }

@@ -164,10 +164,9 @@ Response ServeObject(HandlerEnv& env, Request& req, bool head) {
   AddObjectHeaders(meta, &res);
   res.AddHeader("Accept-Ranges", "bytes");
   if (range) {
-    res.AddHeader("Content-Range",
-                  "bytes " + std::to_string(resolved.offset) + "-" +
-                      std::to_string(resolved.offset + resolved.length - 1) + "/" +
-                      std::to_string(meta.size));
+    res.AddHeader("Content-Range", "bytes " + std::to_string(resolved.offset) + "-" +
+                                       std::to_string(resolved.offset + resolved.length - 1) + "/" +
+                                       std::to_string(meta.size));
   }
   ApplyOverrides(req, &res);
   return res;
@@ -354,8 +353,8 @@ UploadStart OpenUpload(HandlerEnv& env, Request& req, uint64_t body_bytes) {
                                   std::string(req.Header("content-md5").value_or("")));
     return start;
   }
-  const bool chunked_transfer = !req.content_length.has_value() &&
-                                req.Header("x-amz-decoded-content-length") == std::nullopt;
+  const bool chunked_transfer =
+      !req.content_length.has_value() && req.Header("x-amz-decoded-content-length") == std::nullopt;
   Result<std::unique_ptr<storage::ObjectWriter>> writer = Status::Internal("unset");
   if (req.route.op == S3Op::kPutObject) {
     storage::PutOptions options = PutOptionsFromHeaders(req);
@@ -375,8 +374,7 @@ UploadStart OpenUpload(HandlerEnv& env, Request& req, uint64_t body_bytes) {
     if (!chunked_transfer) {
       options.expected_size = body_bytes;
     }
-    writer = env.store->UploadPart(KeyOf(req), req.Query("uploadId").value_or(""), *part,
-                                   options);
+    writer = env.store->UploadPart(KeyOf(req), req.Query("uploadId").value_or(""), *part, options);
   }
   if (!writer.has_value()) {
     start.error = Response::FromStatus(writer.error(), &req);
@@ -386,8 +384,7 @@ UploadStart OpenUpload(HandlerEnv& env, Request& req, uint64_t body_bytes) {
   return start;
 }
 
-Response FinishUpload(HandlerEnv& env, Request& req,
-                      Result<storage::ObjectMeta> committed) {
+Response FinishUpload(HandlerEnv& env, Request& req, Result<storage::ObjectMeta> committed) {
   if (req.route.op == S3Op::kPutObjectCache) {
     return FinishPutObjectCache(env, req, std::move(committed));
   }

@@ -14,9 +14,9 @@
 namespace oc::gateway {
 
 struct HttpRange {
-  uint64_t first = 0;                // "a" of bytes=a-b; unused for a suffix
-  std::optional<uint64_t> last;      // "b"; nullopt for "a-"
-  std::optional<uint64_t> suffix;    // "n" of bytes=-n
+  uint64_t first = 0;              // "a" of bytes=a-b; unused for a suffix
+  std::optional<uint64_t> last;    // "b"; nullopt for "a-"
+  std::optional<uint64_t> suffix;  // "n" of bytes=-n
 };
 
 // nullopt when the header is to be ignored (see above).

@@ -30,8 +30,7 @@ S3Error ToS3Error(const Status& status) {
           return S3Error::kNoSuchKey;
       }
     case Code::kAlreadyExists:
-      return subject == Subject::kBucket ? S3Error::kBucketAlreadyExists
-                                         : S3Error::kInvalidRequest;
+      return subject == Subject::kBucket ? S3Error::kBucketAlreadyExists : S3Error::kInvalidRequest;
     case Code::kFailedPrecondition:
       switch (subject) {
         case Subject::kBucket:
@@ -88,8 +87,7 @@ S3Error ToS3Error(const Status& status) {
           return S3Error::kAccessDenied;
       }
     case Code::kResourceExhausted:
-      return subject == Subject::kEntity ? S3Error::kEntityTooLarge
-                                         : S3Error::kServiceUnavailable;
+      return subject == Subject::kEntity ? S3Error::kEntityTooLarge : S3Error::kServiceUnavailable;
     case Code::kUnavailable:
       return S3Error::kServiceUnavailable;
     case Code::kUnimplemented:

@@ -38,7 +38,7 @@ S3Error ToS3Error(const Status& status);
 
 // What goes into an error body beyond the table row.
 struct ErrorDetails {
-  std::string_view resource;        // the request path, e.g. "/bucket/key"
+  std::string_view resource;  // the request path, e.g. "/bucket/key"
   std::string_view request_id;
   std::string_view message;         // overrides the table text for 4xx when non-empty
   std::string_view argument_name;   // the header, query parameter or element at fault

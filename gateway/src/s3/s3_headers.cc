@@ -9,8 +9,7 @@
 namespace oc::gateway {
 namespace {
 
-constexpr std::array<std::string_view, 7> kDays = {"Sun", "Mon", "Tue", "Wed",
-                                                   "Thu", "Fri", "Sat"};
+constexpr std::array<std::string_view, 7> kDays = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
 constexpr std::array<std::string_view, 12> kMonths = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
                                                       "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 
@@ -45,8 +44,8 @@ bool Clock(std::string_view s, std::tm* tm) {
 }
 
 std::optional<int64_t> Finish(std::tm tm) {
-  if (tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
-      tm.tm_sec > 60 || tm.tm_year < 70) {
+  if (tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60 ||
+      tm.tm_year < 70) {
     return std::nullopt;
   }
   return static_cast<int64_t>(timegm(&tm));
@@ -82,8 +81,8 @@ std::string FormatHttpDate(int64_t unix_ms) {
 
 std::string FormatIso8601(int64_t unix_ms) {
   const std::tm tm = ToUtc(unix_ms);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900,
-                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", tm.tm_year + 1900, tm.tm_mon + 1,
+                     tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
                      unix_ms >= 0 ? unix_ms % 1000 : 0);
 }
 
@@ -103,8 +102,7 @@ std::optional<int64_t> ParseHttpDate(std::string_view text) {
   }
   // RFC 850: "Sunday, 06-Nov-94 08:49:37 GMT"
   const size_t comma = text.find(", ");
-  if (comma != std::string_view::npos && text.ends_with(" GMT") &&
-      text.size() == comma + 2 + 22) {
+  if (comma != std::string_view::npos && text.ends_with(" GMT") && text.size() == comma + 2 + 22) {
     const std::string_view rest = text.substr(comma + 2);  // "06-Nov-94 08:49:37 GMT"
     std::optional<int> month = Month(rest.substr(3, 3));
     if (!month || rest[2] != '-' || rest[6] != '-' || rest[9] != ' ' ||
@@ -119,8 +117,7 @@ std::optional<int64_t> ParseHttpDate(std::string_view text) {
     return Finish(tm);
   }
   // asctime: "Sun Nov  6 08:49:37 1994"
-  if (text.size() == 24 && text[3] == ' ' && text[7] == ' ' && text[10] == ' ' &&
-      text[19] == ' ') {
+  if (text.size() == 24 && text[3] == ' ' && text[7] == ' ' && text[10] == ' ' && text[19] == ' ') {
     std::optional<int> month = Month(text.substr(4, 3));
     std::string_view day = text.substr(8, 2);
     if (day.front() == ' ') {

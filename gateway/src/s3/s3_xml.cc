@@ -10,8 +10,8 @@ namespace {
 constexpr std::string_view kS3Namespace = "http://s3.amazonaws.com/doc/2006-03-01/";
 
 bool IsNameChar(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-         c == '_' || c == '-' || c == '.' || c == ':' || static_cast<unsigned char>(c) >= 0x80;
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-' || c == '.' || c == ':' || static_cast<unsigned char>(c) >= 0x80;
 }
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
@@ -149,10 +149,10 @@ class Parser {
       const bool hex = ref[1] == 'x';
       const std::string_view digits = ref.substr(hex ? 2 : 1);
       uint32_t cp = 0;
-      auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), cp,
-                                     hex ? 16 : 10);
-      if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size() ||
-          cp == 0 || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+      auto [p, ec] =
+          std::from_chars(digits.data(), digits.data() + digits.size(), cp, hex ? 16 : 10);
+      if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size() || cp == 0 ||
+          cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
         (void)Fail("bad character reference");
         return false;
       }

@@ -52,7 +52,6 @@ class XmlWriter {
   std::string out_;
 };
 
-
 struct XmlNode {
   std::string name;  // local name, prefix stripped
   std::string text;  // concatenated character data directly inside this element

@@ -33,9 +33,9 @@ Result<KvPutReport> PutChunks(Store& store, std::string_view bucket,
   if (d.target.has_value() ? plane == nullptr : body == nullptr) {
     return Status::InvalidArgument("body", "no source for the chunk bytes");
   }
-  OC_ASSIGN_OR_RETURN(descriptor::ChunkGeometry g,
-                      descriptor::ChunkGeometry::Make(d.layout, d.num_chunks(), d.num_layers,
-                                                      d.layer_bytes));
+  OC_ASSIGN_OR_RETURN(
+      descriptor::ChunkGeometry g,
+      descriptor::ChunkGeometry::Make(d.layout, d.num_chunks(), d.num_layers, d.layer_bytes));
   const uint64_t chunk_bytes = g.chunk_bytes();
   KvPutReport report;
   report.request_id = d.request_id;
@@ -80,8 +80,7 @@ Result<KvPutReport> PutChunks(Store& store, std::string_view bucket,
       report.receive_us += Micros(Clock::now() - t0);
       if (n == 0) {
         return Status(Code::kInvalidArgument, Subject::kEntity, "",
-                      fmt::format("body ended after {} of {} bytes",
-                                  base + done, g.total_bytes()));
+                      fmt::format("body ended after {} of {} bytes", base + done, g.total_bytes()));
       }
       if (n > want) {
         return Status::Internal("chunk source returned more bytes than asked");
@@ -93,7 +92,8 @@ Result<KvPutReport> PutChunks(Store& store, std::string_view bucket,
   };
 
   for (uint64_t j = 0; j < d.num_chunks() && first_error.ok(); ++j) {
-    Result<std::unique_ptr<ObjectWriter>> opened = store.Put({std::string(bucket), d.ObjectName(j)}, put);
+    Result<std::unique_ptr<ObjectWriter>> opened =
+        store.Put({std::string(bucket), d.ObjectName(j)}, put);
     if (!opened.has_value()) {
       first_error = std::move(opened).error();
       break;
@@ -103,8 +103,8 @@ Result<KvPutReport> PutChunks(Store& store, std::string_view bucket,
       first_error = std::move(s);
       break;  // the writer is discarded: nothing of chunk j becomes visible
     }
-    commits.push_back(std::async(std::launch::async,
-                                 [w = std::move(writer)]() { return w->Commit(); }));
+    commits.push_back(
+        std::async(std::launch::async, [w = std::move(writer)]() { return w->Commit(); }));
     while (commits.size() >= options.max_pending_commits) {
       settle(commits.front());
       commits.pop_front();

@@ -51,8 +51,8 @@ Status CheckDescriptor(const descriptor::Descriptor& d);
 
 struct PlanResult {
   KvPlan plan;
-  std::vector<std::string> names;                 // object names of chunks 0..M-1
-  std::vector<std::optional<uint64_t>> sizes;     // every chunk's size, nullopt if absent
+  std::vector<std::string> names;              // object names of chunks 0..M-1
+  std::vector<std::optional<uint64_t>> sizes;  // every chunk's size, nullopt if absent
 };
 
 // Plans a descriptor request (see the header comment). `threshold` is Θ.
@@ -69,10 +69,9 @@ struct AssembleOptions {
 // Delivers plan's M chunks into `sink` and ends it with Finish() (also on error). Returns
 // the report; the first error of reads or the sink otherwise. `started` is when the
 // request began (for total_us).
-Result<KvGetReport> Assemble(Store& store, std::string_view bucket,
-                             const descriptor::Descriptor& d, const PlanResult& plan,
-                             LayerSink& sink, const AssembleOptions& options,
-                             Clock::time_point started);
+Result<KvGetReport> Assemble(Store& store, std::string_view bucket, const descriptor::Descriptor& d,
+                             const PlanResult& plan, LayerSink& sink,
+                             const AssembleOptions& options, Clock::time_point started);
 
 // Stores the N chunks of `d` (see Store::PutChunks): pulled over `plane` from d.target when
 // set (REQUIRES plane then), else read from `body`.

@@ -51,9 +51,8 @@ Result<StagingBuffer> HeapBufferPool::Acquire(std::chrono::milliseconds timeout)
   const uint32_t slot = free_.back();
   free_.pop_back();
   peak_lent_ = std::max(peak_lent_, count_ - static_cast<uint32_t>(free_.size()));
-  return StagingBuffer(this, slot,
-                       MutableByteSpan(memory_.get() + uint64_t{slot} * buffer_bytes_,
-                                       buffer_bytes_));
+  return StagingBuffer(
+      this, slot, MutableByteSpan(memory_.get() + uint64_t{slot} * buffer_bytes_, buffer_bytes_));
 }
 
 void HeapBufferPool::Release(uint32_t slot) noexcept {
@@ -78,8 +77,7 @@ namespace kv {
 namespace {
 
 Status ShapeError(std::string field, std::string message) {
-  return Status(Code::kInvalidArgument, Subject::kDescriptor, std::move(field),
-                std::move(message));
+  return Status(Code::kInvalidArgument, Subject::kDescriptor, std::move(field), std::move(message));
 }
 
 // The storage server re-checks structure only: size limits are the gateway's policy.
@@ -110,8 +108,7 @@ Result<PlanResult> PlanRequest(Store& store, std::string_view bucket,
   for (uint64_t j = 0; j < n; ++j) {
     names.push_back(d.ObjectName(j));
   }
-  OC_ASSIGN_OR_RETURN(std::vector<std::optional<ObjectMeta>> metas,
-                      store.HeadMany(bucket, names));
+  OC_ASSIGN_OR_RETURN(std::vector<std::optional<ObjectMeta>> metas, store.HeadMany(bucket, names));
   if (metas.size() != n) {
     return Status::Internal("HeadMany answered a wrong number of names");
   }
@@ -134,9 +131,8 @@ Result<PlanResult> PlanRequest(Store& store, std::string_view bucket,
     if (m->chunk.has_value()) {
       const ChunkShape& shape = *m->chunk;
       if (shape.layout != d.layout) {
-        return ShapeError("x-oc-layout",
-                          fmt::format("chunk {} ({}) is stored as {}", j, names[j],
-                                      descriptor::StoredLayoutName(shape.layout)));
+        return ShapeError("x-oc-layout", fmt::format("chunk {} ({}) is stored as {}", j, names[j],
+                                                     descriptor::StoredLayoutName(shape.layout)));
       }
       if (shape.num_layers != d.num_layers) {
         return ShapeError("x-oc-num-layers", fmt::format("chunk {} ({}) is stored with {} layers",

@@ -103,14 +103,14 @@ Status Deliver(Assembler& a, const descriptor::Descriptor& d, const PlanResult& 
   if (m == 0) {
     return Status::Ok();  // nothing to deliver; the client learns M = 0
   }
-  OC_ASSIGN_OR_RETURN(descriptor::ChunkGeometry source,
-                      descriptor::ChunkGeometry::Make(d.layout, plan.plan.num_chunks,
-                                                      d.num_layers, d.layer_bytes));
+  OC_ASSIGN_OR_RETURN(
+      descriptor::ChunkGeometry source,
+      descriptor::ChunkGeometry::Make(d.layout, plan.plan.num_chunks, d.num_layers, d.layer_bytes));
   // A body is dense in M; a target keeps the descriptor's N (docs/protocol.md).
-  OC_ASSIGN_OR_RETURN(descriptor::ChunkGeometry dest,
-                      descriptor::ChunkGeometry::Make(
-                          d.layout, options.dense ? m : plan.plan.num_chunks, d.num_layers,
-                          d.layer_bytes));
+  OC_ASSIGN_OR_RETURN(
+      descriptor::ChunkGeometry dest,
+      descriptor::ChunkGeometry::Make(d.layout, options.dense ? m : plan.plan.num_chunks,
+                                      d.num_layers, d.layer_bytes));
   const uint32_t layers = d.num_layers;
   auto slice = [&](uint32_t l, uint64_t j) -> Status {
     const uint64_t base = dest.DestinationOffset(d.delivery, l, j);
@@ -160,10 +160,9 @@ Status Deliver(Assembler& a, const descriptor::Descriptor& d, const PlanResult& 
 
 }  // namespace
 
-Result<KvGetReport> Assemble(Store& store, std::string_view bucket,
-                             const descriptor::Descriptor& d, const PlanResult& plan,
-                             LayerSink& sink, const AssembleOptions& options,
-                             Clock::time_point started) {
+Result<KvGetReport> Assemble(Store& store, std::string_view bucket, const descriptor::Descriptor& d,
+                             const PlanResult& plan, LayerSink& sink,
+                             const AssembleOptions& options, Clock::time_point started) {
   KvGetReport report;
   report.plan = plan.plan;
   if (options.pacer != nullptr) {
@@ -188,11 +187,12 @@ Result<KvGetReport> Assemble(Store& store, std::string_view bucket,
               finished.ToString());
     return finished;
   }
-  kLog.Debug("descriptor GET req={} mode={} matched={} bytes={} writes={} read_us={} "
-             "transfer_us={} total_us={}",
-             plan.plan.request_id, descriptor::ServeModeName(plan.plan.mode), plan.plan.matched,
-             plan.plan.payload_bytes, report.writes, report.timings.read_us,
-             report.timings.transfer_us, report.timings.total_us);
+  kLog.Debug(
+      "descriptor GET req={} mode={} matched={} bytes={} writes={} read_us={} "
+      "transfer_us={} total_us={}",
+      plan.plan.request_id, descriptor::ServeModeName(plan.plan.mode), plan.plan.matched,
+      plan.plan.payload_bytes, report.writes, report.timings.read_us, report.timings.transfer_us,
+      report.timings.total_us);
   return report;
 }
 

@@ -8,7 +8,10 @@
 namespace oc::storage::kv {
 
 RequestPacer::RequestPacer(PacingService* service, sched::Grant grant, double rate_gbps)
-    : service_(service), id_(grant.id()), admitted_rate_gbps_(rate_gbps), grant_(std::move(grant)) {}
+    : service_(service),
+      id_(grant.id()),
+      admitted_rate_gbps_(rate_gbps),
+      grant_(std::move(grant)) {}
 
 RequestPacer::~RequestPacer() { service_->Unregister(this); }
 

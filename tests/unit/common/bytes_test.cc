@@ -23,9 +23,9 @@ TEST(Hex, AppendsAndDecodesIntoFixedBuffers) {
   std::byte buf[4];
   ASSERT_TRUE(HexDecodeTo("0001ABff", buf));
   EXPECT_EQ(AsText(buf), text);
-  EXPECT_FALSE(HexDecodeTo("0001abf", buf));    // short
+  EXPECT_FALSE(HexDecodeTo("0001abf", buf));     // short
   EXPECT_FALSE(HexDecodeTo("0001abff00", buf));  // long
-  EXPECT_FALSE(HexDecodeTo("0001abfg", buf));   // not hex
+  EXPECT_FALSE(HexDecodeTo("0001abfg", buf));    // not hex
 }
 
 TEST(Endian, BigEndianSortsNumerically) {

@@ -16,8 +16,8 @@ TEST(Status, OkIsDefaultAndCarriesNothing) {
 }
 
 TEST(Status, ErrorKeepsCodeSubjectFieldAndMessage) {
-  Status s = Status::InvalidArgument("x-oc-num-layers", "must be 1..1024").WithSubject(
-      Subject::kDescriptor);
+  Status s = Status::InvalidArgument("x-oc-num-layers", "must be 1..1024")
+                 .WithSubject(Subject::kDescriptor);
   EXPECT_FALSE(s.ok());
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_EQ(s.subject(), Subject::kDescriptor);

@@ -10,10 +10,10 @@ TEST(ParseSize, AcceptsDecimalAndBinaryUnits) {
     std::string_view text;
     uint64_t bytes;
   };
-  for (const Row& row : {Row{"0", 0}, Row{"512", 512}, Row{"512B", 512}, Row{"4KiB", 4096},
-                         Row{"64MiB", 64ull << 20}, Row{"1.5 MiB", 3ull << 19},
-                         Row{"2GB", 2000000000ull}, Row{"1TiB", 1ull << 40},
-                         Row{"18446744073709551615", ~0ull}}) {
+  for (const Row& row :
+       {Row{"0", 0}, Row{"512", 512}, Row{"512B", 512}, Row{"4KiB", 4096},
+        Row{"64MiB", 64ull << 20}, Row{"1.5 MiB", 3ull << 19}, Row{"2GB", 2000000000ull},
+        Row{"1TiB", 1ull << 40}, Row{"18446744073709551615", ~0ull}}) {
     SCOPED_TRACE(row.text);
     Result<uint64_t> r = ParseSize(row.text);
     ASSERT_TRUE(r.has_value()) << r.error();
@@ -22,8 +22,8 @@ TEST(ParseSize, AcceptsDecimalAndBinaryUnits) {
 }
 
 TEST(ParseSize, RejectsBadSyntaxAndOverflowNamingTheField) {
-  for (std::string_view text : {"", "MiB", "-1", "1.", ".5", "1 XB", "18446744073709551616",
-                                "20000000TiB", "1e3"}) {
+  for (std::string_view text :
+       {"", "MiB", "-1", "1.", ".5", "1 XB", "18446744073709551616", "20000000TiB", "1e3"}) {
     SCOPED_TRACE(text);
     Result<uint64_t> r = ParseSize(text, "storage.block_cache");
     ASSERT_FALSE(r.has_value());

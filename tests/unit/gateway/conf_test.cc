@@ -48,10 +48,10 @@ TEST(ConfFiles, EveryFileLoadsAndGatewayFilesHaveNoUnknownKeys) {
 }
 
 TEST(ConfFiles, BadValuesAreRefused) {
-  for (std::string_view text : {"[gateway]\nio_threads = 0\n", "[gateway]\nlisten = \"nope\"\n",
-                                "[gateway]\ngrants = [\"nobucket\"]\n",
-                                "[gateway]\ntls_cert_file = \"a.pem\"\n",
-                                "[gateway]\nidle_timeout = 5\n"}) {
+  for (std::string_view text :
+       {"[gateway]\nio_threads = 0\n", "[gateway]\nlisten = \"nope\"\n",
+        "[gateway]\ngrants = [\"nobucket\"]\n", "[gateway]\ntls_cert_file = \"a.pem\"\n",
+        "[gateway]\nidle_timeout = 5\n"}) {
     SCOPED_TRACE(text);
     Result<Config> config = Config::Parse(text);
     ASSERT_TRUE(config.has_value());

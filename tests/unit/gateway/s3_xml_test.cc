@@ -46,7 +46,9 @@ TEST(S3Xml, ParsesDeleteObjects) {
   ASSERT_EQ(d->keys.size(), 3u);
   EXPECT_EQ(d->keys[0], "a&b");
   EXPECT_EQ(d->keys[1], "c<d");
-  EXPECT_EQ(d->keys[2], "\xE2\x82\xAC" "A");
+  EXPECT_EQ(d->keys[2],
+            "\xE2\x82\xAC"
+            "A");
   Result<std::string> loc = ParseCreateBucketConfiguration(
       "<CreateBucketConfiguration><LocationConstraint>eu-west-1</LocationConstraint>"
       "</CreateBucketConfiguration>");

@@ -147,8 +147,8 @@ TEST(CrashTest, AcknowledgedObjectsSurviveSigkillAndNothingPartialIsVisible) {
       }
       const std::vector<Version>& later = maybe[key];
       const bool is_committed = seen == committed[key];
-      const bool is_later = seen.has_value() &&
-                            std::find(later.begin(), later.end(), *seen) != later.end();
+      const bool is_later =
+          seen.has_value() && std::find(later.begin(), later.end(), *seen) != later.end();
       EXPECT_TRUE(is_committed || is_later)
           << "visible version is neither the acknowledged one nor a whole later one";
       if (is_later) {

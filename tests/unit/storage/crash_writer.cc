@@ -25,9 +25,9 @@ constexpr uint64_t kExtentBytes = 64 << 10;
 
 void Emit(char kind, const std::string& key, uint64_t hash, uint64_t size) {
   char line[256];
-  const int n = std::snprintf(line, sizeof(line), "%c %s %016llx %llu\n", kind, key.c_str(),
-                              static_cast<unsigned long long>(hash),
-                              static_cast<unsigned long long>(size));
+  const int n =
+      std::snprintf(line, sizeof(line), "%c %s %016llx %llu\n", kind, key.c_str(),
+                    static_cast<unsigned long long>(hash), static_cast<unsigned long long>(size));
   if (n <= 0 || ::write(1, line, static_cast<size_t>(n)) != n) {
     std::_Exit(3);
   }
@@ -65,9 +65,15 @@ int main(int argc, char** argv) {
     const std::string key = KeyName(static_cast<int>(rng() % kKeys));
     uint64_t size = 0;
     switch (rng() % 4) {
-      case 0: size = rng() % 100; break;                        // tiny, sometimes empty
-      case 1: size = rng() % (3 * kExtentBytes); break;         // one batch
-      default: size = rng() % (20 * kExtentBytes); break;       // streamed, many flushes
+      case 0:
+        size = rng() % 100;
+        break;  // tiny, sometimes empty
+      case 1:
+        size = rng() % (3 * kExtentBytes);
+        break;  // one batch
+      default:
+        size = rng() % (20 * kExtentBytes);
+        break;  // streamed, many flushes
     }
     const std::vector<std::byte> data = oc::testutil::PatternBytes(rng(), size);
     const uint64_t hash = XXH3_64bits(data.data(), data.size());

@@ -59,12 +59,12 @@ std::string CaseName(const Case& c) {
 
 std::vector<Case> Cases() {
   const Shape shapes[] = {
-      {1, 1, 7, StoredLayout::kL2TD},         // N = 1, L = 1, odd S
-      {1, 3, 40'000, StoredLayout::k2LTD},    // N = 1, a layer over several buffers
-      {3, 1, 5'001, StoredLayout::kL2TD},     // L = 1, odd S
-      {4, 5, 9'999, StoredLayout::kL2TD},     // odd S straddling buffer edges
-      {5, 4, 6'000, StoredLayout::k2LTD},     // two ranges per slice
-      {2, 6, 2, StoredLayout::k2LTD},         // tiny slices
+      {1, 1, 7, StoredLayout::kL2TD},       // N = 1, L = 1, odd S
+      {1, 3, 40'000, StoredLayout::k2LTD},  // N = 1, a layer over several buffers
+      {3, 1, 5'001, StoredLayout::kL2TD},   // L = 1, odd S
+      {4, 5, 9'999, StoredLayout::kL2TD},   // odd S straddling buffer edges
+      {5, 4, 6'000, StoredLayout::k2LTD},   // two ranges per slice
+      {2, 6, 2, StoredLayout::k2LTD},       // tiny slices
   };
   std::vector<Case> out;
   int i = 0;
@@ -216,7 +216,8 @@ TEST_F(KvGetTest, PartialHitServesTheLongestPrefixAndNeverZeroFills) {
     VectorSink body(2, 700);
     kv::AssembleOptions dense;
     dense.dense = true;
-    ASSERT_TRUE(kv::Assemble(*store_, kBucket, d, *plan, body, dense, kv::Clock::now()).has_value());
+    ASSERT_TRUE(
+        kv::Assemble(*store_, kBucket, d, *plan, body, dense, kv::Clock::now()).has_value());
     std::vector<std::byte> want_body(2 * s.layers * s.s);
     OraclePayload(chunks, s, d.delivery, /*n=*/2, /*m=*/2, want_body);
     EXPECT_TRUE(body.body() == want_body);

@@ -41,7 +41,8 @@ class EventLog {
   std::vector<Event> Sorted() const {
     std::lock_guard<std::mutex> lock(mu_);
     std::vector<Event> e = events_;
-    std::stable_sort(e.begin(), e.end(), [](const Event& a, const Event& b) { return a.at < b.at; });
+    std::stable_sort(e.begin(), e.end(),
+                     [](const Event& a, const Event& b) { return a.at < b.at; });
     return e;
   }
 
@@ -53,7 +54,8 @@ class EventLog {
 // A body sink that records (clock time, bytes) for every Write and the order of LayerReady.
 class RecordingSink final : public LayerSink {
  public:
-  RecordingSink(const sched::Clock& clock, EventLog& log) : clock_(clock), log_(log), pool_(2, 64 << 10) {}
+  RecordingSink(const sched::Clock& clock, EventLog& log)
+      : clock_(clock), log_(log), pool_(2, 64 << 10) {}
   uint64_t buffer_bytes() const override { return pool_.buffer_bytes(); }
   Result<StagingBuffer> AcquireBuffer() override { return pool_.Acquire(kWait); }
   Status Write(uint64_t, StagingBuffer buffer, uint64_t length) override {
@@ -186,10 +188,10 @@ TEST_F(KvPacingTest, ConcurrentLayerwiseRequestsNeverExceedTheCapOverAnyWindow) 
   };
   // Four requests of different payloads and compute windows; together they want far more than B.
   const Req reqs[] = {
-      {{4, 6, 20'000, StoredLayout::kL2TD}, 100},   // 80 KB per layer, r* = 0.8 GB/s
-      {{2, 5, 30'000, StoredLayout::k2LTD}, 400},   // 60 KB per layer, r* = 0.15 GB/s
-      {{3, 8, 10'000, StoredLayout::kL2TD}, 30},    // 30 KB per layer, r* = 1 GB/s
-      {{1, 4, 50'000, StoredLayout::kL2TD}, 2'000}, // 50 KB per layer, r* = 25 MB/s
+      {{4, 6, 20'000, StoredLayout::kL2TD}, 100},    // 80 KB per layer, r* = 0.8 GB/s
+      {{2, 5, 30'000, StoredLayout::k2LTD}, 400},    // 60 KB per layer, r* = 0.15 GB/s
+      {{3, 8, 10'000, StoredLayout::kL2TD}, 30},     // 30 KB per layer, r* = 1 GB/s
+      {{1, 4, 50'000, StoredLayout::kL2TD}, 2'000},  // 50 KB per layer, r* = 25 MB/s
   };
   const double cap_gbps = 1.6;  // 200 MB/s
   uint64_t seed = 500;

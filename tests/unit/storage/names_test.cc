@@ -15,14 +15,17 @@ TEST(BucketName, FollowsS3Rules) {
     bool ok;
   };
   const Row rows[] = {
-      {"abc", true},           {"my-bucket.data", true}, {"0bucket9", true},
-      {std::string(63, 'a'), true},
-      {"ab", false},           {std::string(64, 'a'), false},
-      {"Bucket", false},       {"my_bucket", false},     {"-abc", false},
-      {"abc-", false},         {".abc", false},          {"a..b", false},
-      {"192.168.1.1", false},  {"1.2.3.4", false},       {"1.2.3", true},
-      {"xn--abc", false},      {"sthree-abc", false},    {"abc-s3alias", false},
-      {"abc--ol-s3", false},   {"a b", false},           {"abc/d", false},
+      {"abc", true},          {"my-bucket.data", true},
+      {"0bucket9", true},     {std::string(63, 'a'), true},
+      {"ab", false},          {std::string(64, 'a'), false},
+      {"Bucket", false},      {"my_bucket", false},
+      {"-abc", false},        {"abc-", false},
+      {".abc", false},        {"a..b", false},
+      {"192.168.1.1", false}, {"1.2.3.4", false},
+      {"1.2.3", true},        {"xn--abc", false},
+      {"sthree-abc", false},  {"abc-s3alias", false},
+      {"abc--ol-s3", false},  {"a b", false},
+      {"abc/d", false},
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(row.name);

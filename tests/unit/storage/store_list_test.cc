@@ -121,8 +121,9 @@ TEST_F(ListTest, DelimiterGroupsCommonPrefixesCountedOnceAcrossPages) {
 }
 
 TEST_F(ListTest, PrefixDelimiterAndStartAfter) {
-  for (const char* n : {"a", "a/1", "a/2", "a/b/1", "a/b/2", "a/c/1", "ab", "b/1", "photos/2024/x.jpg",
-                        "photos/2024/y.jpg", "photos/2025/z.jpg", "photos/index.html"}) {
+  for (const char* n :
+       {"a", "a/1", "a/2", "a/b/1", "a/b/2", "a/c/1", "ab", "b/1", "photos/2024/x.jpg",
+        "photos/2024/y.jpg", "photos/2025/z.jpg", "photos/index.html"}) {
     Put(n);
   }
   struct Row {
@@ -130,8 +131,11 @@ TEST_F(ListTest, PrefixDelimiterAndStartAfter) {
     std::vector<std::string> want;  // keys, then "P:" common prefixes, each sorted
   };
   const Row rows[] = {
-      {"", "", "", {"a", "a/1", "a/2", "a/b/1", "a/b/2", "a/c/1", "ab", "b/1", "photos/2024/x.jpg",
-                    "photos/2024/y.jpg", "photos/2025/z.jpg", "photos/index.html"}},
+      {"",
+       "",
+       "",
+       {"a", "a/1", "a/2", "a/b/1", "a/b/2", "a/c/1", "ab", "b/1", "photos/2024/x.jpg",
+        "photos/2024/y.jpg", "photos/2025/z.jpg", "photos/index.html"}},
       {"", "/", "", {"a", "ab", "P:a/", "P:b/", "P:photos/"}},
       {"a/", "/", "", {"a/1", "a/2", "P:a/b/", "P:a/c/"}},
       {"photos/", "/", "", {"photos/index.html", "P:photos/2024/", "P:photos/2025/"}},
@@ -142,15 +146,25 @@ TEST_F(ListTest, PrefixDelimiterAndStartAfter) {
       {"a/", "/", "a/b/", {"P:a/c/"}},
       {"zzz", "/", "", {}},
       {"", "", "photos/index.html", {}},
-      {"", "", "0", {"a", "a/1", "a/2", "a/b/1", "a/b/2", "a/c/1", "ab", "b/1", "photos/2024/x.jpg",
-                     "photos/2024/y.jpg", "photos/2025/z.jpg", "photos/index.html"}},
-      {"", "b/", "", {"a", "a/1", "a/2", "P:a/b/", "a/c/1", "ab", "P:b/", "photos/2024/x.jpg",
-                      "photos/2024/y.jpg", "photos/2025/z.jpg", "photos/index.html"}},
-      {"", "20", "", {"a", "a/1", "a/2", "a/b/1", "a/b/2", "a/c/1", "ab", "b/1", "P:photos/20",
-                      "photos/index.html"}},
+      {"",
+       "",
+       "0",
+       {"a", "a/1", "a/2", "a/b/1", "a/b/2", "a/c/1", "ab", "b/1", "photos/2024/x.jpg",
+        "photos/2024/y.jpg", "photos/2025/z.jpg", "photos/index.html"}},
+      {"",
+       "b/",
+       "",
+       {"a", "a/1", "a/2", "P:a/b/", "a/c/1", "ab", "P:b/", "photos/2024/x.jpg",
+        "photos/2024/y.jpg", "photos/2025/z.jpg", "photos/index.html"}},
+      {"",
+       "20",
+       "",
+       {"a", "a/1", "a/2", "a/b/1", "a/b/2", "a/c/1", "ab", "b/1", "P:photos/20",
+        "photos/index.html"}},
   };
   for (const Row& row : rows) {
-    SCOPED_TRACE("prefix=" + row.prefix + " delimiter=" + row.delimiter + " after=" + row.start_after);
+    SCOPED_TRACE("prefix=" + row.prefix + " delimiter=" + row.delimiter +
+                 " after=" + row.start_after);
     ListOptions o;
     o.prefix = row.prefix;
     o.delimiter = row.delimiter;

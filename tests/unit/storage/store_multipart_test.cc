@@ -25,7 +25,8 @@ class MultipartTest : public ::testing::TestWithParam<ExtentLayout> {
   }
   Result<ObjectMeta> UploadPart(const std::string& id, uint32_t n, std::string_view data,
                                 const std::string& key = "mp") {
-    OC_ASSIGN_OR_RETURN(std::unique_ptr<ObjectWriter> w, store_->UploadPart({"bkt", key}, id, n, {}));
+    OC_ASSIGN_OR_RETURN(std::unique_ptr<ObjectWriter> w,
+                        store_->UploadPart({"bkt", key}, id, n, {}));
     for (size_t pos = 0; pos < data.size(); pos += 1 << 20) {
       OC_RETURN_IF_ERROR(w->Append(AsBytes(data.substr(pos, 1 << 20))));
     }
@@ -59,8 +60,8 @@ TEST_P(MultipartTest, CompletesWithS3EtagAndNoCopy) {
 
   // Not visible before completion.
   EXPECT_EQ(store_->Head({"bkt", "mp"}).error().code(), Code::kNotFound);
-  const std::vector<CompletedPart> parts = {{1, m1->etag}, {2, "\"" + m2->etag + "\""},
-                                            {3, m3->etag}};
+  const std::vector<CompletedPart> parts = {
+      {1, m1->etag}, {2, "\"" + m2->etag + "\""}, {3, m3->etag}};
   Result<ObjectMeta> done = store_->CompleteMultipartUpload({"bkt", "mp"}, *id, parts);
   ASSERT_TRUE(done.has_value()) << done.error();
   std::string md5s;
@@ -108,7 +109,9 @@ TEST_P(MultipartTest, CompletionChecksPartsEtagsOrderAndSize) {
       {"wrong etag", {{1, m2->etag}, {2, m2->etag}}, Code::kInvalidArgument, Subject::kPart},
       {"descending", {{2, m2->etag}, {1, m1->etag}}, Code::kFailedPrecondition, Subject::kPart},
       {"repeated", {{1, m1->etag}, {1, m1->etag}}, Code::kFailedPrecondition, Subject::kPart},
-      {"small middle part", {{1, m1->etag}, {2, m2->etag}, {3, m3->etag}}, Code::kOutOfRange,
+      {"small middle part",
+       {{1, m1->etag}, {2, m2->etag}, {3, m3->etag}},
+       Code::kOutOfRange,
        Subject::kPart},
       {"empty list", {}, Code::kInvalidArgument, Subject::kPart},
   };
@@ -119,13 +122,15 @@ TEST_P(MultipartTest, CompletionChecksPartsEtagsOrderAndSize) {
     EXPECT_EQ(r.error().code(), row.code) << r.error();
     EXPECT_EQ(r.error().subject(), row.subject);
   }
-  EXPECT_EQ(store_->CompleteMultipartUpload({"bkt", "mp"}, "0123456789abcdef0123456789abcdef",
-                                            std::vector<CompletedPart>{{1, m1->etag}})
+  EXPECT_EQ(store_
+                ->CompleteMultipartUpload({"bkt", "mp"}, "0123456789abcdef0123456789abcdef",
+                                          std::vector<CompletedPart>{{1, m1->etag}})
                 .error()
                 .subject(),
             Subject::kUpload);
-  EXPECT_EQ(store_->CompleteMultipartUpload({"bkt", "other"}, *id,
-                                            std::vector<CompletedPart>{{1, m1->etag}})
+  EXPECT_EQ(store_
+                ->CompleteMultipartUpload({"bkt", "other"}, *id,
+                                          std::vector<CompletedPart>{{1, m1->etag}})
                 .error()
                 .subject(),
             Subject::kUpload);
@@ -209,9 +214,9 @@ TEST_P(MultipartTest, CompletionReplacesAnExistingObject) {
   ASSERT_TRUE(id.has_value());
   Result<ObjectMeta> m1 = UploadPart(*id, 1, "only part");
   ASSERT_TRUE(m1.has_value());
-  ASSERT_TRUE(store_->CompleteMultipartUpload({"bkt", "mp"}, *id,
-                                              std::vector<CompletedPart>{{1, m1->etag}})
-                  .has_value());
+  ASSERT_TRUE(
+      store_->CompleteMultipartUpload({"bkt", "mp"}, *id, std::vector<CompletedPart>{{1, m1->etag}})
+          .has_value());
   EXPECT_EQ(*GetString(*store_, {"bkt", "mp"}), "only part");
   Result<std::string> old_bytes = ReadAll(**old, 1 << 20);
   ASSERT_TRUE(old_bytes.has_value());

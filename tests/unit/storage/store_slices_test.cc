@@ -63,8 +63,9 @@ TEST_P(SlicesTest, ReadsLayerSlicesOfManyChunksIntoPlace) {
     std::string dest(kChunks * kS, '\0');
     std::vector<SliceRead> slices;
     for (int j = 0; j < kChunks; ++j) {
-      slices.push_back(SliceRead{"c" + std::to_string(j), layer * kS,
-                                 MutableByteSpan(reinterpret_cast<std::byte*>(dest.data()) + j * kS, kS)});
+      slices.push_back(
+          SliceRead{"c" + std::to_string(j), layer * kS,
+                    MutableByteSpan(reinterpret_cast<std::byte*>(dest.data()) + j * kS, kS)});
     }
     Result<std::vector<SliceStatus>> r = store_->ReadSlices("kvc", slices);
     ASSERT_TRUE(r.has_value()) << r.error();
@@ -86,18 +87,18 @@ TEST_P(SlicesTest, ReportsMissingAndShortPerSlice) {
     return MutableByteSpan(reinterpret_cast<std::byte*>(buf.data()) + i * 5000, n);
   };
   const std::vector<SliceRead> slices = {
-      {"a", 0, at(0, 5000)},          // ok
-      {"missing", 0, at(1, 100)},     // no such object
-      {"a", 9000, at(2, 2000)},       // runs past the end
-      {"a", 4090, at(3, 4100)},       // spans three 4 KiB extents
-      {"empty", 0, at(4, 0)},         // zero bytes of an empty object
-      {"", 0, at(5, 10)},             // not a valid key: missing
+      {"a", 0, at(0, 5000)},       // ok
+      {"missing", 0, at(1, 100)},  // no such object
+      {"a", 9000, at(2, 2000)},    // runs past the end
+      {"a", 4090, at(3, 4100)},    // spans three 4 KiB extents
+      {"empty", 0, at(4, 0)},      // zero bytes of an empty object
+      {"", 0, at(5, 10)},          // not a valid key: missing
   };
   Result<std::vector<SliceStatus>> r = store_->ReadSlices("kvc", slices);
   ASSERT_TRUE(r.has_value()) << r.error();
-  const std::vector<SliceStatus> want = {SliceStatus::kOk,   SliceStatus::kMissing,
+  const std::vector<SliceStatus> want = {SliceStatus::kOk,    SliceStatus::kMissing,
                                          SliceStatus::kShort, SliceStatus::kOk,
-                                         SliceStatus::kOk,   SliceStatus::kMissing};
+                                         SliceStatus::kOk,    SliceStatus::kMissing};
   EXPECT_EQ(*r, want);
   EXPECT_TRUE(buf.substr(0, 5000) == a.substr(0, 5000));
   EXPECT_TRUE(buf.substr(3 * 5000, 4100) == a.substr(4090, 4100));
@@ -141,19 +142,22 @@ TEST_P(SlicesTest, SliceSpansMultipartSegments) {
 TEST_P(SlicesTest, SeesOneVersionWhileOverwritten) {
   // Every slice comes from the same snapshot: all old or all new, never a mix.
   for (int j = 0; j < 8; ++j) {
-    ASSERT_TRUE(PutString(*store_, {"kvc", "o" + std::to_string(j)}, std::string(8192, 'A')).has_value());
+    ASSERT_TRUE(
+        PutString(*store_, {"kvc", "o" + std::to_string(j)}, std::string(8192, 'A')).has_value());
   }
   std::thread writer([&] {
     for (int j = 0; j < 8; ++j) {
-      EXPECT_TRUE(PutString(*store_, {"kvc", "o" + std::to_string(j)}, std::string(8192, 'B')).has_value());
+      EXPECT_TRUE(
+          PutString(*store_, {"kvc", "o" + std::to_string(j)}, std::string(8192, 'B')).has_value());
     }
   });
   for (int round = 0; round < 20; ++round) {
     std::string dest(8 * 8192, '\0');
     std::vector<SliceRead> slices;
     for (int j = 0; j < 8; ++j) {
-      slices.push_back({"o" + std::to_string(j), 0,
-                        MutableByteSpan(reinterpret_cast<std::byte*>(dest.data()) + j * 8192, 8192)});
+      slices.push_back(
+          {"o" + std::to_string(j), 0,
+           MutableByteSpan(reinterpret_cast<std::byte*>(dest.data()) + j * 8192, 8192)});
     }
     Result<std::vector<SliceStatus>> r = store_->ReadSlices("kvc", slices);
     ASSERT_TRUE(r.has_value());

@@ -110,10 +110,16 @@ TEST_P(StoreTest, RangesResolveAndClamp) {
     uint64_t offset, length;
   };
   const Row rows[] = {
-      {ByteRange::All(), 0, 10000},     {{5, 10}, 5, 10},         {{4090, 20}, 4090, 20},
-      {{4000, 5000}, 4000, 5000},       {{9990, 100}, 9990, 10},  {{9999, ByteRange::kToEnd}, 9999, 1},
-      {ByteRange::Suffix(3), 9997, 3},  {ByteRange::Suffix(20000), 0, 10000},
-      {{5, 0}, 5, 0},                   {ByteRange::Suffix(0), 10000, 0},
+      {ByteRange::All(), 0, 10000},
+      {{5, 10}, 5, 10},
+      {{4090, 20}, 4090, 20},
+      {{4000, 5000}, 4000, 5000},
+      {{9990, 100}, 9990, 10},
+      {{9999, ByteRange::kToEnd}, 9999, 1},
+      {ByteRange::Suffix(3), 9997, 3},
+      {ByteRange::Suffix(20000), 0, 10000},
+      {{5, 0}, 5, 0},
+      {ByteRange::Suffix(0), 10000, 0},
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(std::to_string(row.range.offset) + "+" + std::to_string(row.range.length));
@@ -125,14 +131,15 @@ TEST_P(StoreTest, RangesResolveAndClamp) {
     ASSERT_TRUE(got.has_value()) << got.error();
     EXPECT_TRUE(*got == data.substr(row.offset, row.length));
   }
-  for (ByteRange past : {ByteRange{10000, 1}, ByteRange{10000, ByteRange::kToEnd},
-                         ByteRange{1ull << 40, 5}}) {
+  for (ByteRange past :
+       {ByteRange{10000, 1}, ByteRange{10000, ByteRange::kToEnd}, ByteRange{1ull << 40, 5}}) {
     Result<std::unique_ptr<ObjectReader>> r = store_->Get(key, past);
     ASSERT_FALSE(r.has_value());
     EXPECT_EQ(r.error().code(), Code::kOutOfRange);
   }
   ASSERT_TRUE(PutString(*store_, {"bkt", "empty"}, "").has_value());
-  for (ByteRange any : {ByteRange::All(), ByteRange{0, 0}, ByteRange{5, 10}, ByteRange::Suffix(4)}) {
+  for (ByteRange any :
+       {ByteRange::All(), ByteRange{0, 0}, ByteRange{5, 10}, ByteRange::Suffix(4)}) {
     Result<std::string> got = GetString(*store_, {"bkt", "empty"}, any);
     ASSERT_TRUE(got.has_value()) << got.error();
     EXPECT_TRUE(got->empty());
@@ -140,9 +147,11 @@ TEST_P(StoreTest, RangesResolveAndClamp) {
 }
 
 TEST_P(StoreTest, KeysWithUnicodeSpecialCharactersAndTheLengthLimit) {
-  const std::string keys[] = {
-      "日本語/キー", "ключ", "emoji-🙂-🚀", "spaces and+plus%20&?=#", "tab\tnew\nline",
-      "../../etc/passwd", "a//b///c", std::string(1024, 'x'), "\x7f\x01\xff", "/leading"};
+  const std::string keys[] = {"日本語/キー",     "ключ",
+                              "emoji-🙂-🚀", "spaces and+plus%20&?=#",
+                              "tab\tnew\nline",  "../../etc/passwd",
+                              "a//b///c",        std::string(1024, 'x'),
+                              "\x7f\x01\xff",    "/leading"};
   for (const std::string& name : keys) {
     SCOPED_TRACE(name.substr(0, 40));
     ASSERT_TRUE(PutString(*store_, {"bkt", name}, name).has_value());
@@ -284,7 +293,8 @@ TEST_P(StoreTest, WriterIsSpentAfterCommit) {
 TEST_P(StoreTest, DeleteAndOverwriteReclaimExtents) {
   const uint64_t before = Extents();
   for (int i = 0; i < 8; ++i) {
-    ASSERT_TRUE(PutString(*store_, {"bkt", "big" + std::to_string(i)}, Bytes(i, 200000)).has_value());
+    ASSERT_TRUE(
+        PutString(*store_, {"bkt", "big" + std::to_string(i)}, Bytes(i, 200000)).has_value());
   }
   EXPECT_EQ(Extents(), before + 8 * 49);  // ceil(200000 / 4096)
   ASSERT_TRUE(PutString(*store_, {"bkt", "big0"}, Bytes(99, 4096)).has_value());
@@ -310,7 +320,8 @@ TEST_P(StoreTest, DeleteAndOverwriteReclaimExtents) {
 TEST_P(StoreTest, ManySmallObjects) {
   constexpr int kCount = 2000;
   for (int i = 0; i < kCount; ++i) {
-    ASSERT_TRUE(PutString(*store_, {"bkt", "s/" + std::to_string(i)}, Bytes(i, i % 200)).has_value());
+    ASSERT_TRUE(
+        PutString(*store_, {"bkt", "s/" + std::to_string(i)}, Bytes(i, i % 200)).has_value());
   }
   for (int i = 0; i < kCount; i += 7) {
     Result<std::string> got = GetString(*store_, {"bkt", "s/" + std::to_string(i)});
@@ -396,9 +407,9 @@ TEST_P(StoreTest, StatsReportEngineFigures) {
   Result<StoreStats> stats = store_->Stats();
   ASSERT_TRUE(stats.has_value());
   std::map<std::string, uint64_t> f(stats->figures.begin(), stats->figures.end());
-  for (const char* name : {"objects_estimated", "extent_live_data_bytes", "block_cache_usage_bytes",
-                           "block_cache_capacity_bytes", "pending_compaction_bytes",
-                           "writes_in_progress"}) {
+  for (const char* name :
+       {"objects_estimated", "extent_live_data_bytes", "block_cache_usage_bytes",
+        "block_cache_capacity_bytes", "pending_compaction_bytes", "writes_in_progress"}) {
     EXPECT_TRUE(f.contains(name)) << name;
   }
   EXPECT_EQ(f["block_cache_capacity_bytes"], 64u << 20);
@@ -455,10 +466,9 @@ reclaim_after_bytes = 0
   EXPECT_TRUE(c->CheckNoUnknownKeys().ok());
   EXPECT_TRUE(o.Validate().ok());
 
-  for (const char* bad : {"[storage]\nextent_layout = \"disk\"\n",
-                          "[storage]\nslice_read_mode = \"fast\"\n",
-                          "[storage]\nsync_writes = \"yes\"\n",
-                          "[storage]\ndefault_extent_bytes = \"lots\"\n"}) {
+  for (const char* bad :
+       {"[storage]\nextent_layout = \"disk\"\n", "[storage]\nslice_read_mode = \"fast\"\n",
+        "[storage]\nsync_writes = \"yes\"\n", "[storage]\ndefault_extent_bytes = \"lots\"\n"}) {
     SCOPED_TRACE(bad);
     Result<Config> b = Config::Parse(bad);
     ASSERT_TRUE(b.has_value());

@@ -44,9 +44,8 @@ inline Result<std::string> ReadAll(ObjectReader& reader, size_t piece = 5000) {
   std::string out;
   std::string buf(piece, '\0');
   for (;;) {
-    OC_ASSIGN_OR_RETURN(uint64_t n,
-                        reader.Read(MutableByteSpan(reinterpret_cast<std::byte*>(buf.data()),
-                                                    buf.size())));
+    OC_ASSIGN_OR_RETURN(uint64_t n, reader.Read(MutableByteSpan(
+                                        reinterpret_cast<std::byte*>(buf.data()), buf.size())));
     if (n == 0) {
       return out;
     }

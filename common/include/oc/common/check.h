@@ -7,9 +7,9 @@ namespace oc::internal {
 [[noreturn]] void CheckFailed(const char* cond, const char* file, int line);
 }  // namespace oc::internal
 
-#define OC_CHECK(cond)                                         \
-  do {                                                         \
-    if (!(cond)) [[unlikely]] {                                \
-      ::oc::internal::CheckFailed(#cond, __FILE__, __LINE__);  \
-    }                                                          \
+#define OC_CHECK(cond)                                        \
+  do {                                                        \
+    if (!(cond)) [[unlikely]] {                               \
+      ::oc::internal::CheckFailed(#cond, __FILE__, __LINE__); \
+    }                                                         \
   } while (0)

@@ -44,7 +44,7 @@ class Config {
   Status Read(std::string_view key, bool* out) const;
   Status Read(std::string_view key, uint64_t* out) const;  // non-negative integer
   Status Read(std::string_view key, uint32_t* out) const;
-  Status Read(std::string_view key, double* out) const;    // float or integer
+  Status Read(std::string_view key, double* out) const;  // float or integer
   Status Read(std::string_view key, std::vector<std::string>* out) const;
   // A size: an integer (bytes) or a string with a unit ("64MiB"); see ParseSize.
   Status ReadSize(std::string_view key, uint64_t* out) const;

@@ -15,14 +15,15 @@ namespace oc {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit
+  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}        // NOLINT: implicit
   Result(Status status) : v_(std::in_place_index<1>, std::move(status)) {  // NOLINT: implicit
     OC_CHECK(!std::get<1>(v_).ok());
   }
   template <typename U>
-    requires std::is_constructible_v<T, U&&> && (!std::is_same_v<std::decay_t<U>, T>) &&
-             (!std::is_same_v<std::decay_t<U>, Status>)
-  Result(U&& value) : v_(std::in_place_index<0>, std::forward<U>(value)) {}  // NOLINT
+  requires std::is_constructible_v<T, U&&> &&
+      (!std::is_same_v<std::decay_t<U>, T>)&&(!std::is_same_v<std::decay_t<U>, Status>)
+          Result(U&& value)
+      : v_(std::in_place_index<0>, std::forward<U>(value)) {}  // NOLINT
 
   bool has_value() const { return v_.index() == 0; }
   explicit operator bool() const { return has_value(); }
@@ -69,9 +70,9 @@ class [[nodiscard]] Result {
 // OC_ASSIGN_OR_RETURN(auto x, F()); or OC_ASSIGN_OR_RETURN(x, F());
 // Evaluates F() (a Result); returns its error from the enclosing function, else moves
 // the value into the left-hand side.
-#define OC_ASSIGN_OR_RETURN(lhs, expr)                                \
-  auto OC_CONCAT_(oc_result_, __LINE__) = (expr);                     \
-  if (!OC_CONCAT_(oc_result_, __LINE__).has_value()) {                \
-    return std::move(OC_CONCAT_(oc_result_, __LINE__)).error();       \
-  }                                                                   \
+#define OC_ASSIGN_OR_RETURN(lhs, expr)                          \
+  auto OC_CONCAT_(oc_result_, __LINE__) = (expr);               \
+  if (!OC_CONCAT_(oc_result_, __LINE__).has_value()) {          \
+    return std::move(OC_CONCAT_(oc_result_, __LINE__)).error(); \
+  }                                                             \
   lhs = std::move(OC_CONCAT_(oc_result_, __LINE__)).value()

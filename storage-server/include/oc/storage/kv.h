@@ -114,9 +114,9 @@ struct KvProbeResult {
 };
 
 struct KvPutReport {
-  uint64_t chunks = 0;  // chunk objects committed
-  uint64_t bytes = 0;   // bytes stored, N·L·S
-  uint64_t receive_us = 0;  // pulling bytes from the source (body or UCX gets)
+  uint64_t chunks = 0;          // chunk objects committed
+  uint64_t bytes = 0;           // bytes stored, N·L·S
+  uint64_t receive_us = 0;      // pulling bytes from the source (body or UCX gets)
   uint64_t commit_wait_us = 0;  // waiting for commits after the last byte arrived
   uint64_t total_us = 0;
   std::string request_id;

@@ -33,10 +33,10 @@ enum class ExtentLayout : uint8_t {
 
 // How ReadSlices fetches extents (see bench/storage_bench.cc for the measurements).
 enum class SliceReadMode : uint8_t {
-  kAuto = 0,      // the measured best for the slice count and size
-  kSerialGet,     // one Get per extent on the calling thread
-  kMultiGet,      // batched MultiGet on the calling thread
-  kParallelGet,   // one Get per extent, slices spread over the read_threads pool
+  kAuto = 0,     // the measured best for the slice count and size
+  kSerialGet,    // one Get per extent on the calling thread
+  kMultiGet,     // batched MultiGet on the calling thread
+  kParallelGet,  // one Get per extent, slices spread over the read_threads pool
 };
 
 struct StoreOptions {

@@ -118,8 +118,7 @@ class Store {
   virtual Status AbortMultipartUpload(const ObjectKey& key, std::string_view upload_id) = 0;
   // Parts with numbers above `part_number_marker`, ascending, at most max_parts.
   virtual Result<ListPartsResult> ListParts(const ObjectKey& key, std::string_view upload_id,
-                                            uint32_t part_number_marker,
-                                            uint32_t max_parts) = 0;
+                                            uint32_t part_number_marker, uint32_t max_parts) = 0;
   virtual Result<ListUploadsResult> ListMultipartUploads(std::string_view bucket,
                                                          const ListUploadsOptions& options) = 0;
 

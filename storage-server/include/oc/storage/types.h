@@ -3,8 +3,8 @@
 // and multipart results. Plain structs, no behaviour; shared by the store, its RPC and the
 // gateway. Thread safety: values.
 
-#include <cstdint>
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -53,8 +53,8 @@ struct BucketInfo {
 // layer slice is one or two record reads.
 struct ChunkShape {
   descriptor::StoredLayout layout = descriptor::StoredLayout::kL2TD;
-  uint32_t num_layers = 0;    // L
-  uint64_t layer_bytes = 0;   // S: bytes of one layer of this chunk (K and V together)
+  uint32_t num_layers = 0;   // L
+  uint64_t layer_bytes = 0;  // S: bytes of one layer of this chunk (K and V together)
 };
 
 // What HEAD returns; also what a write commits.
@@ -159,9 +159,9 @@ struct SliceRead {
 };
 
 enum class SliceStatus : uint8_t {
-  kOk = 0,      // dest filled
-  kMissing,     // no such object
-  kShort,       // the object ends before offset + dest.size(); dest is not filled
+  kOk = 0,   // dest filled
+  kMissing,  // no such object
+  kShort,    // the object ends before offset + dest.size(); dest is not filled
 };
 
 // Engine figures for /stats and /metrics; names are stable snake_case.
