@@ -722,6 +722,20 @@ Result<LayersResult> ParseLayersAnswer(const HttpResponseHead& head) {
   return r;
 }
 
+// Sends a descriptor GET (or POST) and parses the answer's x-oc-* headers. On success the
+// response body (layer bytes, or nothing for a data-plane target) is left unread in *ex;
+// an error answer is read and returned as a Status.
+Result<LayersResult> SendDescriptorGet(Client::Impl& impl, std::string_view bucket,
+                                       Client::Impl::DescriptorRequest req,
+                                       Client::Impl::Exchange* ex) {
+  OC_ASSIGN_OR_RETURN(*ex, impl.Execute(req.method, Client::Impl::Path(bucket), "objectcache",
+                                        std::move(req.headers), AsBytes(req.body)));
+  if (!ex->ok()) {
+    return ex->Error();
+  }
+  return ParseLayersAnswer(ex->head);
+}
+
 }  // namespace
 
 Result<LayerHandle> Client::GetLayers(std::string_view bucket, Descriptor d,
@@ -741,23 +755,13 @@ Result<LayerHandle> Client::GetLayers(std::string_view bucket, Descriptor d,
   Impl::DescriptorRequest req = impl_->BuildDescriptorRequest(d);
   LayerHandle::State* s = state.get();
   state->thread = std::thread([s, req = std::move(req), bucket = std::string(bucket)]() mutable {
-    Result<Impl::Exchange> ex = s->impl->Execute(req.method, Impl::Path(bucket), "objectcache",
-                                                 std::move(req.headers), AsBytes(req.body));
-    if (!ex.has_value()) {
-      s->Finish(ex.error(), {});
-      return;
-    }
-    if (!ex->ok()) {
-      s->Finish(ex->Error(), {});
-      return;
-    }
-    Result<LayersResult> r = ParseLayersAnswer(ex->head);
-    Status drained = Drain(*ex->conn);
+    Impl::Exchange ex;
+    Result<LayersResult> r = SendDescriptorGet(*s->impl, bucket, std::move(req), &ex);
     if (!r.has_value()) {
       s->Finish(r.error(), {});
       return;
     }
-    s->Finish(std::move(drained), std::move(*r));
+    s->Finish(Drain(*ex.conn), std::move(*r));
   });
   return LayerHandle(std::move(state));
 }
@@ -780,17 +784,9 @@ Result<LayerHandle> Client::GetLayersHttp(std::string_view bucket, Descriptor d,
   LayerHandle::State* s = state.get();
   state->thread =
       std::thread([s, req = std::move(req), bucket = std::string(bucket), d, out, n]() mutable {
-        Result<Impl::Exchange> ex = s->impl->Execute(req.method, Impl::Path(bucket), "objectcache",
-                                                     std::move(req.headers), AsBytes(req.body));
-        if (!ex.has_value()) {
-          s->Finish(ex.error(), {});
-          return;
-        }
-        if (!ex->ok()) {
-          s->Finish(ex->Error(), {});
-          return;
-        }
-        Result<LayersResult> r = ParseLayersAnswer(ex->head);
+        Impl::Exchange exchange;
+        Result<LayersResult> r = SendDescriptorGet(*s->impl, bucket, std::move(req), &exchange);
+        Impl::Exchange* ex = &exchange;
         if (!r.has_value()) {
           s->Finish(r.error(), {});
           return;
