@@ -1,0 +1,185 @@
+"""Shared pieces of bench/run-all: running commands with progress, machine facts, versions,
+Google Benchmark JSON, medians. No experiment logic here (experiments.py), no report
+formatting (report.py)."""
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BENCH = os.path.dirname(HERE)
+ROOT = os.path.dirname(BENCH)
+
+
+class StepFailed(Exception):
+    """A command of an experiment failed; the experiment records it and the run goes on."""
+
+
+class Progress:
+    """Prints which experiment runs (n of m), the elapsed time and an estimate of what is left.
+
+    The estimate is the planned seconds of the experiments still to run, scaled by how long
+    the finished ones took against their plan."""
+
+    def __init__(self, plans):
+        self.plans = plans  # [(name, planned seconds)]
+        self.start = time.monotonic()
+        self.done_planned = 0.0
+        self.done_actual = 0.0
+        self.index = -1
+        self.exp_start = self.start
+
+    @staticmethod
+    def fmt(seconds):
+        seconds = max(0, int(seconds))
+        return f"{seconds // 60:02d}:{seconds % 60:02d}"
+
+    def remaining(self):
+        left = sum(p for _, p in self.plans[self.index:])
+        if self.done_planned > 0:
+            left *= max(0.5, self.done_actual / self.done_planned)
+        in_exp = time.monotonic() - self.exp_start
+        return max(0.0, left - in_exp)
+
+    def begin(self, index):
+        self.index = index
+        self.exp_start = time.monotonic()
+        name = self.plans[index][0]
+        self.say(f"experiment {index + 1} of {len(self.plans)}: {name}")
+
+    def end(self):
+        took = time.monotonic() - self.exp_start
+        self.done_planned += self.plans[self.index][1]
+        self.done_actual += took
+        self.say(f"experiment {self.index + 1} done in {self.fmt(took)}")
+
+    def say(self, text):
+        elapsed = time.monotonic() - self.start
+        print(f"[run-all {self.fmt(elapsed)} elapsed, ~{self.fmt(self.remaining())} left] {text}",
+              file=sys.stderr, flush=True)
+
+
+def run(cmd, log_dir, name, progress, timeout, env=None, cwd=None, quiet=False):
+    """Runs cmd, stdout to <log_dir>/<name>.out and stderr to .err; returns stdout as text.
+
+    Prints a heartbeat every 20 s while it runs. StepFailed on a non-zero exit or timeout."""
+    out_path = os.path.join(log_dir, name + ".out")
+    err_path = os.path.join(log_dir, name + ".err")
+    if not quiet:
+        progress.say("  $ " + " ".join(cmd))
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=cwd or ROOT)
+        start = time.monotonic()
+        last = start
+        while True:
+            try:
+                proc.wait(timeout=1)
+                break
+            except subprocess.TimeoutExpired:
+                now = time.monotonic()
+                if now - start > timeout:
+                    proc.kill()
+                    proc.wait()
+                    raise StepFailed(f"{name}: timed out after {timeout:.0f} s (log {err_path})")
+                if now - last >= 20:
+                    last = now
+                    progress.say(f"  ... {name} running for {Progress.fmt(now - start)}")
+    text = open(out_path, errors="replace").read()
+    if proc.returncode != 0:
+        tail = open(err_path, errors="replace").read()[-600:]
+        raise StepFailed(f"{name}: exit {proc.returncode}: {tail.strip()}")
+    return text
+
+
+def gbench_json(text):
+    """Google Benchmark JSON from a stdout that UCX also writes its log lines to
+    ("[<time>] [<host>:<pid>:<thread>] file.c:NN UCX ERROR ..."), at a line start or in the
+    middle of one."""
+    ucx = re.compile(r"\[\d+\.\d+\] \[[^\]]*\]\s+\S+\s+UCX\s.*$")
+    lines = [ucx.sub("", l) for l in text.splitlines()]
+    return json.loads("\n".join(l for l in lines if l.strip()))
+
+
+def gbench_rows(doc, prefix):
+    """Rows of one benchmark family: args (ints from the name) plus every numeric field."""
+    rows = []
+    for b in doc.get("benchmarks", []):
+        name = b.get("run_name", b["name"])
+        if not name.startswith(prefix + "/") or b.get("run_type") == "aggregate":
+            continue
+        args = []
+        for part in name.split("/")[1:]:
+            if re.fullmatch(r"\d+", part):
+                args.append(int(part))
+        row = {"name": name, "args": args}
+        if b.get("error_occurred"):
+            row["error"] = b.get("error_message", "error")
+        for k, v in b.items():
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                row[k] = v
+        rows.append(row)
+    return rows
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def load_average():
+    with open("/proc/loadavg") as f:
+        return [float(x) for x in f.read().split()[:3]]
+
+
+def _first_line(cmd):
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=10).stdout
+        return out.strip().splitlines()[0] if out.strip() else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def _dpkg(package):
+    return _first_line(["dpkg-query", "-W", "-f=${Version}", package])
+
+
+def machine():
+    cpu = None
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    mem_kib = None
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                mem_kib = int(line.split()[1])
+    return {"cpu": cpu, "cores": os.cpu_count(), "ram_gib": round(mem_kib / 2**20, 1),
+            "kernel": platform.release(), "hostname": platform.node(),
+            "os": _first_line(["sh", "-c", ". /etc/os-release && echo $PRETTY_NAME"])}
+
+
+def versions(build_dir):
+    commit = _first_line(["git", "-C", ROOT, "rev-parse", "HEAD"])
+    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip() != ""
+    build_type = None
+    cache = os.path.join(build_dir, "CMakeCache.txt")
+    if os.path.exists(cache):
+        m = re.search(r"^CMAKE_BUILD_TYPE:\w+=(.*)$", open(cache).read(), re.M)
+        build_type = m.group(1) if m else None
+    return {"git_commit": commit, "git_tree_modified": dirty,
+            "compiler": _first_line(["g++", "--version"]), "build_type": build_type,
+            "rocksdb": _dpkg("librocksdb-dev"), "ucx": _dpkg("libucx-dev"),
+            "boost": _dpkg("libboost-dev"), "wrk": _dpkg("wrk"),
+            "python": platform.python_version(), "cmake": _first_line(["cmake", "--version"])}
+
+
+def which(name):
+    return shutil.which(name)

@@ -1,0 +1,363 @@
+"""The experiments of issue 7, each a function of (ctx) returning a dict that becomes
+<id>.json: the configuration, the exact commands, the rows measured and notes on what the
+tool could not provide. Sizes per profile (smallest / reduced / full) are in PROFILES."""
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+
+from common import BENCH, ROOT, StepFailed, gbench_json, gbench_rows, median, run
+
+KiB = 1024
+MiB = 1024 * 1024
+
+PROFILES = {
+    "smallest": {
+        "storage": {"sizes": [64 * KiB], "threads": [8], "data_bytes": 8 * MiB, "passes": 1,
+                    "drop_caches": False},
+        "transport": {"sizes": [64 * KiB], "conc": [8], "seconds": 1, "modes": ["embedded"],
+                      "dp_filter": "^BM_(Memcpy/65536|Put/[01]/2/65536)(/|$)", "dp_min_time": "0.01"},
+        "overhead": {"sizes": [64 * KiB], "samples": 2, "layers": 32},
+        "aggregation": {"groups": [16], "contexts": [256], "hits": [0.5], "repeat": 1,
+                        "kv_bench_filter": None},
+        "ttft": {"flag": "--smallest"},
+    },
+    "reduced": {
+        "storage": {"sizes": [64 * KiB, 256 * KiB, MiB, 4 * MiB], "threads": [8, 32],
+                    "data_bytes": 256 * MiB, "passes": 2, "drop_caches": True},
+        "transport": {"sizes": [64 * KiB, 256 * KiB, MiB, 4 * MiB], "conc": [8], "seconds": 2,
+                      "modes": ["embedded"], "dp_filter": "^BM_(Memcpy/|Put/[01]/2/)",
+                      "dp_min_time": "0.2"},
+        "overhead": {"sizes": [64 * KiB, 256 * KiB, MiB, 4 * MiB], "samples": 5, "layers": 32},
+        "aggregation": {"groups": [16, 32, 64, 128, 256, 512], "contexts": [4096],
+                        "hits": [0.875], "repeat": 1, "kv_bench_filter": None},
+        "ttft": {"flag": "--reduced"},
+    },
+    "full": {
+        "storage": {"sizes": [64 * KiB, 256 * KiB, MiB, 4 * MiB], "threads": [8, 32],
+                    "data_bytes": 1024 * MiB, "passes": 3, "drop_caches": True},
+        "transport": {"sizes": [64 * KiB, 256 * KiB, MiB, 4 * MiB], "conc": [1, 8, 32],
+                      "seconds": 5, "modes": ["embedded", "remote"],
+                      "dp_filter": "^BM_(Memcpy|Put)/", "dp_min_time": "0.5"},
+        "overhead": {"sizes": [16 * KiB, 64 * KiB, 256 * KiB, MiB, 4 * MiB, 16 * MiB],
+                     "samples": 20, "layers": 32},
+        "aggregation": {"groups": [16, 32, 64, 128, 256, 512], "contexts": [4096, 16384],
+                        "hits": [0.5, 0.875], "repeat": 3,
+                        "kv_bench_filter": "^BM_(Deliver|Memcpy)/"},
+        "ttft": {"flag": "--full"},
+    },
+}
+
+# Planned seconds per experiment and profile (for the progress estimate only).
+PLANNED = {
+    "smallest": {"storage": 5, "transport": 15, "overhead": 8, "aggregation": 10, "ttft": 30},
+    "reduced": {"storage": 90, "transport": 90, "overhead": 40, "aggregation": 240,
+                "ttft": 300},
+    "full": {"storage": 400, "transport": 600, "overhead": 200, "aggregation": 1500,
+             "ttft": 1800},
+}
+
+
+def binary(ctx, rel):
+    path = os.path.join(ctx["build_dir"], rel)
+    if not os.path.exists(path):
+        raise StepFailed(f"{path} is not built")
+    return path
+
+
+def server_env(ctx):
+    env = dict(os.environ)
+    env["OC_OBJECTCACHE_BIN"] = os.path.join(ctx["build_dir"], "gateway", "objectcache")
+    env["OC_GATEWAY_BIN"] = os.path.join(ctx["build_dir"], "gateway", "oc-gateway")
+    env["OC_STORAGE_SERVER_BIN"] = os.path.join(ctx["build_dir"], "storage-server", "bin",
+                                                "oc-storage-server")
+    return env
+
+
+def objectcache_bench_module():
+    """bench/objectcache_bench.py as a module: its server start and credentials are reused."""
+    spec = importlib.util.spec_from_file_location(
+        "objectcache_bench_py", os.path.join(BENCH, "objectcache_bench.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+# --- 1. storage baseline ---------------------------------------------------------------------
+
+def storage(ctx):
+    p = ctx["config"]["storage"]
+    exe = binary(ctx, "bench/storage_bench")
+    cmd = [exe, "--block_sizes=" + ",".join(str(s) for s in p["sizes"]),
+           "--block_threads=" + ",".join(str(t) for t in p["threads"]),
+           f"--block_data_bytes={p['data_bytes']}", f"--block_passes={p['passes']}",
+           "--block_drop_caches=" + ("true" if p["drop_caches"] else "false"),
+           "--benchmark_filter=^BM_BlockRead/", "--benchmark_format=json"]
+    out = run(cmd, ctx["log_dir"], "storage_bench", ctx["progress"], timeout=1800)
+    rows = []
+    for r in gbench_rows(gbench_json(out), "BM_BlockRead"):
+        if "error" in r:
+            raise StepFailed(f"{r['name']}: {r['error']}")
+        b, t, cold = r["args"][:3]
+        rows.append({"block_bytes": b, "threads": t, "cold": bool(cold), "gbps": r["GBps"],
+                     "ops_per_s": r["ops_per_s"], "p50_us": r["p50_us"], "p99_us": r["p99_us"],
+                     "objects": int(r["objects"]), "passes": int(r["iterations"]),
+                     "cache_dropped": bool(r["cache_dropped"])})
+    notes = []
+    cold_rows = [r for r in rows if r["cold"]]
+    if cold_rows and not p["drop_caches"]:
+        notes.append("The page cache was not dropped in this profile (it would slow everything "
+                     "else on the machine, e.g. during the test suite): the cold rows had an "
+                     "empty RocksDB block cache but a warm page cache.")
+    elif cold_rows and not all(r["cache_dropped"] for r in cold_rows):
+        notes.append("Cold could not be made: writing /proc/sys/vm/drop_caches failed, so the "
+                     "cold rows had an empty RocksDB block cache but possibly a warm page cache.")
+    return {"commands": [" ".join(cmd)], "rows": rows, "notes": notes}
+
+
+# --- 2. S3 transport baseline ----------------------------------------------------------------
+
+def transport(ctx):
+    p = ctx["config"]["transport"]
+    notes, commands = [], []
+    http_rows = []
+    if shutil.which("wrk") is None:
+        notes.append("HTTP GET/PUT not measured: wrk is not installed (tools/bootstrap).")
+    else:
+        out_json = os.path.join(ctx["tmp"], "gateway_bench.json")
+        cmd = ["/usr/bin/python3", os.path.join(BENCH, "gateway_bench.py"),
+               "--seconds", str(p["seconds"]), "--modes", ",".join(p["modes"]),
+               "--sizes", ",".join(str(s) for s in p["sizes"]),
+               "--conc", ",".join(str(c) for c in p["conc"]), "--ops", "GET,PUT",
+               "--out", out_json]
+        commands.append(" ".join(cmd))
+        run(cmd, ctx["log_dir"], "gateway_bench", ctx["progress"], timeout=1800,
+            env=server_env(ctx))
+        for r in json.load(open(out_json))["results"]:
+            http_rows.append({k: r.get(k) for k in (
+                "mode", "op", "size", "concurrency", "ops_per_s", "mb_per_s", "p50_ms",
+                "p99_ms", "server_cpu_us_per_req", "requests", "errors")})
+    exe = binary(ctx, "bench/data_plane_bench")
+    cmd = [exe, "--benchmark_filter=" + p["dp_filter"], "--benchmark_min_time=" + p["dp_min_time"],
+           "--benchmark_format=json"]
+    commands.append(" ".join(cmd))
+    doc = gbench_json(run(cmd, ctx["log_dir"], "data_plane_bench", ctx["progress"], timeout=1800))
+    memcpy = {r["args"][0]: r.get("bytes_per_second", 0) / 1e9
+              for r in gbench_rows(doc, "BM_Memcpy") if "error" not in r}
+    ucx_rows = []
+    for r in gbench_rows(doc, "BM_Put"):
+        if "error" in r:
+            notes.append(f"{r['name']}: {r['error']}")
+            continue
+        tls, order, size = r["args"][:3]
+        ucx_rows.append({"transport": ["shm", "tcp"][tls],
+                         "write_mode": ["put+flush", "put+fence", "rendezvous"][order],
+                         "layer_bytes": size, "layers": 16,
+                         "gbps": r.get("bytes_per_second", 0) / 1e9,
+                         "memcpy_gbps": memcpy.get(size),
+                         "vs_memcpy": r.get("vs_memcpy"), "iterations": r.get("iterations")})
+    notes.append("The UCX rows are data_plane_bench's BM_Put: one request of 16 layers of the "
+                 "given size put from the server's staging buffers into a client buffer (two UCX "
+                 "contexts in one process); 'put' over UCX here is the data plane's write path, "
+                 "not an S3 PUT.")
+    return {"commands": commands, "http": http_rows, "ucx": ucx_rows, "notes": notes}
+
+
+# --- 3. per-request overhead -----------------------------------------------------------------
+
+def create_bucket(url, ocb, name):
+    os.environ.setdefault("BOTO_DISABLE_CRT", "true")
+    import boto3  # Debian's python3-boto3
+    s3 = boto3.client("s3", endpoint_url=url, aws_access_key_id=ocb.ACCESS_KEY,
+                      aws_secret_access_key=ocb.SECRET_KEY, region_name="us-east-1")
+    s3.create_bucket(Bucket=name)
+
+
+def _kv_fields(line):
+    return dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
+
+
+def overhead(ctx):
+    p = ctx["config"]["overhead"]
+    oc = binary(ctx, "client/oc")
+    ocb = objectcache_bench_module()
+    root = tempfile.mkdtemp(prefix="oc-overhead-", dir=ctx["tmp"])
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=ocb.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=ocb.SECRET_KEY)
+    layers = p["layers"]
+    rows, commands = [], []
+    proc, url = ocb.start(ctx["build_dir"], os.path.join(root, "data"), root, None)
+    try:
+        env["OC_ENDPOINT"] = url
+        for i, size in enumerate(p["sizes"]):
+            layer_bytes = size // layers
+            h = f"{i + 1:032x}"
+            shape = ["--hashes", h, "--prefix", "ovh/", "--layers", str(layers),
+                     "--layer-bytes", str(layer_bytes), "--chunk-tokens", "16",
+                     "--bucket", "ovh"]
+            data = os.path.join(root, f"chunk-{size}")
+            with open(data, "wb") as f:
+                f.write(os.urandom(layers * layer_bytes))
+            if i == 0:
+                create_bucket(url, ocb, "ovh")
+            put = [oc, "put-chunks", *shape, "--data", data, "--via", "http"]
+            run(put, ctx["log_dir"], f"overhead-put-{size}", ctx["progress"], 120, env=env)
+            for via in ("ucx", "http"):
+                get = [oc, "get-layers", *shape, "--via", via, "--quiet"]
+                if size == p["sizes"][0]:
+                    commands.append(" ".join(get) + f"  (x{p['samples'] + 1}, first discarded)")
+                for k in range(p["samples"] + 1):
+                    out = run(get, ctx["log_dir"], f"overhead-{via}-{size}", ctx["progress"], 120,
+                              env=env, quiet=k > 0)
+                    f = _kv_fields([l for l in out.splitlines() if l.startswith("matched=")][-1])
+                    if k == 0:
+                        continue  # warm-up: page cache, block cache
+                    rows.append({"object_bytes": size, "via": via, "sample": k,
+                                 "mode": f["mode"], "total_us": int(f["total_us"]),
+                                 "gateway_us": int(f["gateway_us"]),
+                                 "storage_us": int(f["storage_us"]),
+                                 "transfer_us": int(f["transfer_us"])})
+    finally:
+        proc.terminate()
+        proc.wait()
+        shutil.rmtree(root, ignore_errors=True)
+    summary = []
+    for size in p["sizes"]:
+        for via in ("ucx", "http"):
+            rs = [r for r in rows if r["object_bytes"] == size and r["via"] == via]
+            if not rs:
+                continue
+            m = {k: median([r[k] for r in rs]) for k in
+                 ("total_us", "gateway_us", "storage_us", "transfer_us")}
+            # Medians of each sample's sum, so server_us is one request's server time.
+            m["server_us"] = median([r["gateway_us"] + r["storage_us"] + r["transfer_us"]
+                                     for r in rs]) if via == "ucx" else None
+            m["client_and_rest_us"] = (max(0, m["total_us"] - m["server_us"])
+                                       if via == "ucx" else None)
+            summary.append({"object_bytes": size, "via": via, "mode": rs[0]["mode"],
+                            "samples": len(rs), **m})
+    notes = [
+        f"Each sample is one `oc get-layers` process: a one-chunk descriptor GET (L = {layers}, "
+        "S = object size / L, kv_l2td) against `objectcache serve` (embedded store), i.e. a "
+        "single-object GET. total_us is the client's wall time from sending the request; "
+        "gateway_us, storage_us and transfer_us are the server's x-oc-gateway-us, "
+        "x-oc-storage-us and x-oc-transfer-us (docs/protocol.md). Medians over the samples.",
+        "`oc get-layers` starts its clock before it creates its UCX context and maps its "
+        "buffer, and each sample is a new process (new UCX worker, so the server also creates "
+        "an endpoint to it): the client's total and the 'client + rest' remainder include that "
+        "one-time setup, which a long-lived serving node pays once. The server-side figures "
+        "(control plane + storage + transfer = server µs) are per request.",
+        "Over HTTP the timing headers precede the body, so only x-oc-gateway-us (time to the "
+        "plan) is sent: storage and transfer are not separable there and show as 0.",
+    ]
+    return {"commands": commands, "rows": rows, "summary": summary, "notes": notes}
+
+
+# --- 4. aggregation --------------------------------------------------------------------------
+
+def aggregation(ctx):
+    p = ctx["config"]["aggregation"]
+    exe = binary(ctx, "bench/objectcache_bench")
+    ocb = objectcache_bench_module()
+    root = tempfile.mkdtemp(prefix="oc-agg-", dir=ctx["tmp"])
+    args = ["--groups", ",".join(str(g) for g in p["groups"]),
+            "--contexts", ",".join(str(c) for c in p["contexts"]),
+            "--hits", ",".join(str(h) for h in p["hits"]), "--repeat", str(p["repeat"])]
+    json_path = os.path.join(root, "objectcache_bench.json")
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=ocb.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=ocb.SECRET_KEY)
+    proc, url = ocb.start(ctx["build_dir"], os.path.join(root, "data"), root, None)
+    cmd = [exe, "--endpoint", url, "--json", json_path, "--label", "server-theta", *args]
+    try:
+        run(cmd, ctx["log_dir"], "objectcache_bench", ctx["progress"], timeout=3600, env=env)
+        rows = json.load(open(json_path))["results"]
+    finally:
+        proc.terminate()
+        proc.wait()
+        shutil.rmtree(root, ignore_errors=True)
+    speedups = []
+    shapes = sorted({(r["G"], r["context"], r["hit"]) for r in rows})
+    for g, c, h in shapes:
+        m = {r["method"]: r for r in rows if (r["G"], r["context"], r["hit"]) == (g, c, h)}
+        e = {"G": g, "context": c, "hit": h, "chunks": next(iter(m.values()))["chunks"],
+             "payload_bytes": next(iter(m.values()))["payload_bytes"],
+             "ucx_mode": m["ucx"]["mode"] if "ucx" in m else None}
+        for agg in ("ucx", "http-body"):
+            for base in ("http-range", "http-object"):
+                if agg in m and base in m:
+                    e[f"{agg}_vs_{base}"] = m[base]["total_s"] / m[agg]["total_s"]
+        speedups.append(e)
+    commands = [" ".join(cmd[:1] + ["--endpoint", "<objectcache serve>"] + cmd[3:4] +
+                         ["<json>"] + cmd[5:])]
+    notes = [
+        "Server: `objectcache serve` (embedded store, default configuration). The server picks "
+        "layerwise or chunkwise by its Θ (KvOptions::layerwise_threshold_bytes, 128 MiB, not "
+        "settable from the server's configuration); the ucx_mode column says which it used.",
+        "Staging sizes are not varied: neither objectcache_bench nor kv_bench exposes them, "
+        "and the server's configuration does not read them (KvOptions::"
+        "data_plane_staging_buffers x data_plane_staging_buffer_bytes = 8 x 4 MiB).",
+    ]
+    kv_rows = []
+    if p["kv_bench_filter"]:
+        exe = binary(ctx, "bench/kv_bench")
+        kcmd = [exe, "--benchmark_filter=" + p["kv_bench_filter"], "--benchmark_min_time=0.2",
+                "--benchmark_format=json"]
+        commands.append(" ".join(kcmd))
+        doc = gbench_json(run(kcmd, ctx["log_dir"], "kv_bench", ctx["progress"], timeout=3600))
+        for r in gbench_rows(doc, "BM_Deliver"):
+            if "error" in r:
+                notes.append(f"{r['name']}: {r['error']}")
+                continue
+            g, context, hit, mode = r["args"][:4]
+            kv_rows.append({"G": g, "context": context, "hit": hit / 1000,
+                            "mode": ["layerwise-ucx", "chunkwise-ucx", "layerwise-body-sink",
+                                     "layerwise-ucx-fence"][mode],
+                            "gbps": r.get("bytes_per_second", 0) / 1e9,
+                            "ttfl_us": r.get("ttfl_us"), "read_us": r.get("read_us")})
+    else:
+        notes.append("kv_bench (in-process layerwise vs chunkwise at G = 16, 64, 256) runs only "
+                     "in --full: it fills 1.75 GiB per G before measuring.")
+    return {"commands": commands, "rows": rows, "speedups": speedups, "kv_bench": kv_rows,
+            "notes": notes}
+
+
+# --- 5-8. TTFT (ttft_emulator) ---------------------------------------------------------------
+
+TTFT_EXPERIMENTS = [("e2e", 5), ("bandwidth", 6), ("sched", 7), ("model", 8)]
+
+
+def ttft(ctx):
+    """One ttft_emulator run for experiments 5-8; returns {experiment: dict} plus PNGs copied
+    into the output directory by the caller (ctx['png'] list)."""
+    exe = binary(ctx, "bench/ttft_emulator")
+    flag = ctx["config"]["ttft"]["flag"]
+    out = os.path.join(ctx["tmp"], "ttft.json")
+    cmd = [exe, flag, "--experiments", ",".join(n for n, _ in TTFT_EXPERIMENTS), "--out", out]
+    failure = None
+    try:
+        run(cmd, ctx["log_dir"], "ttft_emulator", ctx["progress"], timeout=7200)
+    except StepFailed as e:
+        failure = str(e)
+    doc = json.load(open(out)) if os.path.exists(out) else {}
+    pngs = []
+    if doc:
+        prefix = os.path.join(ctx["tmp"], "ttft.png")
+        try:
+            listed = run(["/usr/bin/python3", os.path.join(ROOT, "tools", "plot_ttft.py"), out,
+                          prefix], ctx["log_dir"], "plot_ttft", ctx["progress"], timeout=300)
+            pngs = [l.strip() for l in listed.splitlines() if l.strip().endswith(".png")]
+        except StepFailed as e:
+            failure = (failure + "; " if failure else "") + str(e)
+    common = {"commands": [" ".join(cmd)], "tool_mode": doc.get("mode"),
+              "tool_machine": doc.get("machine"), "scaling": doc.get("scaling")}
+    results = {}
+    for name, _ in TTFT_EXPERIMENTS:
+        e = {**common, "data": doc.get(name), "notes": []}
+        if failure:
+            e["notes"].append("ttft_emulator did not finish cleanly: " + failure)
+        if doc and doc.get(name) is None:
+            e["notes"].append(f"ttft_emulator's JSON has no '{name}' section.")
+        png = [x for x in pngs if x.endswith(f"-{name}.png")]
+        if name == "sched":
+            png = [x for x in pngs if x.endswith("ttft.png")]
+        results[name] = (e, png)
+    return results

@@ -1,0 +1,470 @@
+"""report.md and the PNG plots from the experiment JSONs of one results directory. Every
+figure and every finding sentence is computed from the JSONs; rerun with
+`bench/run-all --report-only DIR` to regenerate them."""
+import json
+import os
+
+KiB = 1024
+MiB = 1024 * 1024
+
+
+def size_label(n):
+    if n >= MiB and n % MiB == 0:
+        return f"{n // MiB} MiB"
+    if n >= KiB and n % KiB == 0:
+        return f"{n // KiB} KiB"
+    return f"{n} B"
+
+
+def tokens_label(n):
+    return f"{n // 1024}K" if n >= 1024 and n % 1024 == 0 else str(n)
+
+
+def num(v, digits=3):
+    if v is None:
+        return "n/a"
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return f"{v:,}"
+    if abs(v) >= 100:
+        return f"{v:,.0f}"
+    return f"{v:.{digits}g}"
+
+
+def table(headers, rows):
+    out = ["| " + " | ".join(headers) + " |", "|" + " --- |" * len(headers)]
+    for r in rows:
+        out.append("| " + " | ".join(num(c) if not isinstance(c, str) else c for c in r) + " |")
+    return "\n".join(out)
+
+
+def _plt():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+# --- 1 ---------------------------------------------------------------------------------------
+
+def storage_section(e, out_dir):
+    rows = e["rows"]
+    lines = [table(["block", "threads", "cache", "GB/s", "reads/s", "p50 µs", "p99 µs",
+                    "objects", "passes", "page cache dropped"],
+                   [[size_label(r["block_bytes"]), r["threads"], "cold" if r["cold"] else "warm",
+                     r["gbps"], r["ops_per_s"], r["p50_us"], r["p99_us"], r["objects"],
+                     r["passes"], r["cache_dropped"] if r["cold"] else "-"] for r in rows])]
+    warm = [r for r in rows if not r["cold"]]
+    cold = [r for r in rows if r["cold"]]
+    finding = "No rows were measured."
+    if warm:
+        bw = max(warm, key=lambda r: r["gbps"])
+        finding = (f"Warm reads (block cache) peak at {bw['gbps']:.2f} GB/s "
+                   f"({size_label(bw['block_bytes'])} blocks, {bw['threads']} threads)")
+        if cold:
+            bc = max(cold, key=lambda r: r["gbps"])
+            pairs = [(w, c) for w in warm for c in cold
+                     if (w["block_bytes"], w["threads"]) == (c["block_bytes"], c["threads"])
+                     and c["gbps"] > 0]
+            ratios = [w["gbps"] / c["gbps"] for w, c in pairs]
+            finding += (f"; cold reads peak at {bc['gbps']:.2f} GB/s "
+                        f"({size_label(bc['block_bytes'])}, {bc['threads']} threads)")
+            if ratios:
+                finding += (f", and warm is {min(ratios):.1f}-{max(ratios):.1f}x cold "
+                            f"at the same block size and concurrency")
+        small = [r for r in warm if r["block_bytes"] == min(x["block_bytes"] for x in warm)]
+        large = [r for r in warm if r["block_bytes"] == max(x["block_bytes"] for x in warm)]
+        if small and large and small[0] is not large[0]:
+            finding += (f"; warm {size_label(small[0]['block_bytes'])} blocks reach "
+                        f"{max(r['gbps'] for r in small):.2f} GB/s against "
+                        f"{max(r['gbps'] for r in large):.2f} GB/s at "
+                        f"{size_label(large[0]['block_bytes'])}")
+        finding += "."
+    png = None
+    if rows:
+        plt = _plt()
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for t in sorted({r["threads"] for r in rows}):
+            for cold_flag in (False, True):
+                rs = sorted([r for r in rows if r["threads"] == t and r["cold"] == cold_flag],
+                            key=lambda r: r["block_bytes"])
+                if rs:
+                    ax.plot([r["block_bytes"] / KiB for r in rs], [r["gbps"] for r in rs],
+                            marker="o", linestyle="--" if cold_flag else "-",
+                            label=f"{'cold' if cold_flag else 'warm'}, {t} threads")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("block (object) size, KiB")
+        ax.set_ylabel("GB/s")
+        ax.set_title("1. Store read throughput (Store::Get, RocksDB)")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        png = "1-storage.png"
+        fig.savefig(os.path.join(out_dir, png), dpi=100)
+        plt.close(fig)
+    return "\n\n".join(lines), finding, [png] if png else []
+
+
+# --- 2 ---------------------------------------------------------------------------------------
+
+def transport_section(e, out_dir):
+    parts = []
+    http = e.get("http", [])
+    if http:
+        parts.append("HTTP (gateway_bench, wrk, presigned SigV4 URLs):\n\n" + table(
+            ["store", "op", "size", "conc", "ops/s", "MB/s", "p50 ms", "p99 ms",
+             "server CPU µs/req", "errors"],
+            [[r["mode"], r["op"], size_label(r["size"]), r["concurrency"], r["ops_per_s"],
+              r["mb_per_s"], r["p50_ms"], r["p99_ms"], r["server_cpu_us_per_req"], r["errors"]]
+             for r in http]))
+    ucx = e.get("ucx", [])
+    if ucx:
+        parts.append("UCX data plane (data_plane_bench BM_Put, 16 layers per request):\n\n" + table(
+            ["transport", "write mode", "bytes per layer", "GB/s", "memcpy GB/s (same run)",
+             "vs memcpy"],
+            [[r["transport"], r["write_mode"], size_label(r["layer_bytes"]), r["gbps"],
+              r["memcpy_gbps"], r["vs_memcpy"]] for r in ucx]))
+    sentences = []
+    for op in ("GET", "PUT"):
+        rs = [r for r in http if r["op"] == op and r["mode"] == "embedded"]
+        if rs:
+            lo = min(rs, key=lambda r: r["size"])
+            hi = max(rs, key=lambda r: r["size"])
+            best = max(rs, key=lambda r: r["mb_per_s"])
+            sentences.append(
+                f"HTTP {op} moves {lo['mb_per_s']:.0f} MB/s at {size_label(lo['size'])} "
+                f"({lo['ops_per_s']:.0f} ops/s) and {hi['mb_per_s']:.0f} MB/s at "
+                f"{size_label(hi['size'])}, best {best['mb_per_s']:.0f} MB/s")
+    shm = [r for r in ucx if r["transport"] == "shm"]
+    if shm:
+        hi = max(shm, key=lambda r: r["layer_bytes"])
+        sentences.append(
+            f"the UCX shm data plane writes {hi['gbps']:.2f} GB/s at "
+            f"{size_label(hi['layer_bytes'])} per layer ({num(hi['vs_memcpy'])} of memcpy in the "
+            f"same run)")
+        tcp = [r for r in ucx if r["transport"] == "tcp" and r["layer_bytes"] == hi["layer_bytes"]]
+        if tcp:
+            sentences[-1] += f" and {tcp[0]['gbps']:.2f} GB/s over TCP"
+    finding = ("; ".join(sentences) + ".") if sentences else "No rows were measured."
+    finding = finding[0].upper() + finding[1:]
+    png = None
+    if http or ucx:
+        plt = _plt()
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for op in ("GET", "PUT"):
+            for conc in sorted({r["concurrency"] for r in http}):
+                rs = sorted([r for r in http if r["op"] == op and r["concurrency"] == conc
+                             and r["mode"] == "embedded"], key=lambda r: r["size"])
+                if rs:
+                    ax.plot([r["size"] / KiB for r in rs], [r["mb_per_s"] / 1e3 for r in rs],
+                            marker="o", label=f"HTTP {op}, conc {conc}")
+        for t in ("shm", "tcp"):
+            rs = sorted([r for r in ucx if r["transport"] == t and r["write_mode"] == "rendezvous"],
+                        key=lambda r: r["layer_bytes"])
+            if rs:
+                ax.plot([r["layer_bytes"] / KiB for r in rs], [r["gbps"] for r in rs],
+                        marker="s", linestyle="--", label=f"UCX {t} put (rendezvous)")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("object / layer size, KiB")
+        ax.set_ylabel("GB/s")
+        ax.set_title("2. S3 over HTTP vs the UCX data plane")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        png = "2-transport.png"
+        fig.savefig(os.path.join(out_dir, png), dpi=100)
+        plt.close(fig)
+    return "\n\n".join(parts), finding, [png] if png else []
+
+
+# --- 3 ---------------------------------------------------------------------------------------
+
+def overhead_section(e, out_dir):
+    s = e.get("summary", [])
+    text = table(["object", "via", "mode", "samples", "client total µs",
+                  "control plane (gateway) µs", "storage µs", "transfer µs", "server µs",
+                  "client + rest µs"],
+                 [[size_label(r["object_bytes"]), r["via"], r["mode"], r["samples"],
+                   r["total_us"], r["gateway_us"],
+                   r["storage_us"] if r["via"] == "ucx" else "n/a",
+                   r["transfer_us"] if r["via"] == "ucx" else "n/a",
+                   r.get("server_us") if r["via"] == "ucx" else "n/a",
+                   r["client_and_rest_us"] if r["via"] == "ucx" else "n/a"] for r in s])
+    ucx = sorted([r for r in s if r["via"] == "ucx"], key=lambda r: r["object_bytes"])
+    finding = "No rows were measured."
+    if ucx:
+        def shares(r):
+            parts = (r["gateway_us"], r["storage_us"], r["transfer_us"])
+            t = max(sum(parts), 1)
+            return [100 * p / t for p in parts]
+        lo, hi = ucx[0], ucx[-1]
+        a, b = shares(lo), shares(hi)
+        finding = (f"Over UCX the server spends {lo['server_us']:.0f} µs on a "
+                   f"{size_label(lo['object_bytes'])} single-object GET (control plane "
+                   f"{a[0]:.0f}%, storage {a[1]:.0f}%, transfer {a[2]:.0f}%)")
+        if hi is not lo:
+            finding += (f" and {hi['server_us']:.0f} µs at {size_label(hi['object_bytes'])} "
+                        f"(control plane {b[0]:.0f}%, storage {b[1]:.0f}%, transfer {b[2]:.0f}%)")
+        rest = 100 * (lo["client_and_rest_us"] or 0) / max(lo["total_us"], 1)
+        finding += (f"; the client's wall time is {lo['total_us']:.0f} µs at "
+                    f"{size_label(lo['object_bytes'])}, {rest:.0f}% of it outside the server's "
+                    f"three timings (the client process's one-time UCX setup is part of it)")
+        http = [r for r in s if r["via"] == "http" and r["object_bytes"] == lo["object_bytes"]]
+        if http:
+            finding += (f", and the same GET over HTTP takes {http[0]['total_us']:.0f} µs at the "
+                        f"client, {http[0]['gateway_us']:.0f} µs of it in the gateway before "
+                        f"the body")
+        finding += "."
+    png = None
+    if ucx:
+        plt = _plt()
+        fig, ax = plt.subplots(figsize=(7, 4))
+        labels = [size_label(r["object_bytes"]) for r in ucx]
+        bottom = [0.0] * len(ucx)
+        for key, name in (("gateway_us", "control plane"), ("storage_us", "storage"),
+                          ("transfer_us", "transfer")):
+            vals = [(r[key] or 0) / 1e3 for r in ucx]
+            ax.bar(labels, vals, bottom=bottom, label=name)
+            bottom = [b + v for b, v in zip(bottom, vals)]
+        ax.set_ylabel("server time, ms (median)")
+        ax.set_xlabel("object size (one-chunk descriptor GET over UCX)")
+        ax.set_title("3. Per-request latency breakdown")
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        png = "3-overhead.png"
+        fig.savefig(os.path.join(out_dir, png), dpi=100)
+        plt.close(fig)
+    return text, finding, [png] if png else []
+
+
+# --- 4 ---------------------------------------------------------------------------------------
+
+def aggregation_section(e, out_dir):
+    rows = e.get("rows", [])
+    methods = ["ucx", "http-body", "http-object", "http-range"]
+    shapes = sorted({(r["G"], r["context"], r["hit"]) for r in rows})
+    trows = []
+    for g, c, h in shapes:
+        m = {r["method"]: r for r in rows if (r["G"], r["context"], r["hit"]) == (g, c, h)}
+        sp = next((x for x in e.get("speedups", []) if (x["G"], x["context"], x["hit"]) ==
+                   (g, c, h)), {})
+        trows.append([g, tokens_label(c), h, sp.get("chunks"), sp.get("ucx_mode") or "-",
+                      *[m[k]["gbps"] if k in m else None for k in methods],
+                      *[m[k]["ttfl_s"] * 1e3 if k in m else None for k in ("ucx", "http-range")],
+                      sp.get("ucx_vs_http-range"), sp.get("http-body_vs_http-range"),
+                      sp.get("ucx_vs_http-object")])
+    parts = [table(["G", "context", "hit", "chunks", "ucx mode", "ucx GB/s", "http-body GB/s",
+                    "http-object GB/s", "http-range GB/s", "ucx first layer ms",
+                    "range first layer ms", "ucx / range speedup", "body / range speedup",
+                    "ucx / object speedup"], trows)]
+    kv = e.get("kv_bench", [])
+    if kv:
+        parts.append("kv_bench (in process, staging 8 x 4 MiB):\n\n" + table(
+            ["G", "context", "hit", "mode", "GB/s", "first layer µs", "read µs"],
+            [[r["G"], r["context"], r["hit"], r["mode"], r["gbps"], r["ttfl_us"], r["read_us"]]
+             for r in kv]))
+    sp = e.get("speedups", [])
+    finding = "No rows were measured."
+    if sp:
+        lo = min(sp, key=lambda x: (x["G"], -x["context"]))
+        hi = max(sp, key=lambda x: (x["G"], x["context"]))
+        def describe(x):
+            parts = []
+            for k, name in (("ucx_vs_http-range", "UCX"), ("http-body_vs_http-range", "the HTTP "
+                                                                                   "body")):
+                if k in x:
+                    parts.append(f"{name} {x[k]:.1f}x")
+            return ", ".join(parts)
+        finding = (f"Against per-chunk-per-layer range GETs the aggregated descriptor GET is "
+                   f"{describe(lo)} faster at G = {lo['G']} ({lo['chunks']} chunks, "
+                   f"{tokens_label(lo['context'])} context)")
+        if hi is not lo:
+            finding += f" and {describe(hi)} at G = {hi['G']} ({hi['chunks']} chunks)"
+        finding += "."
+    png = None
+    if rows:
+        plt = _plt()
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for c, h in sorted({(s[1], s[2]) for s in shapes}):
+            for k in methods:
+                rs = sorted([r for r in rows if r["method"] == k and r["context"] == c
+                             and r["hit"] == h], key=lambda r: r["G"])
+                if rs:
+                    ax.plot([r["G"] for r in rs], [r["gbps"] for r in rs], marker="o",
+                            label=f"{k} ({tokens_label(c)}, {h:g})")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_xlabel("G (tokens per chunk)")
+        ax.set_ylabel("GB/s")
+        ax.set_title("4. Aggregated descriptor GET vs per-object / per-range GETs")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        png = "4-aggregation.png"
+        fig.savefig(os.path.join(out_dir, png), dpi=100)
+        plt.close(fig)
+    return "\n\n".join(parts), finding, [png] if png else []
+
+
+# --- 5-8 -------------------------------------------------------------------------------------
+
+def _ttft_rows_table(rows, prefer):
+    if not rows:
+        return "(no rows)"
+    keys = [k for k in prefer if any(k in r for r in rows)]
+    extra = [k for k in rows[0] if k not in keys and not isinstance(rows[0][k], (dict, list))]
+    keys += extra[:max(0, 12 - len(keys))]
+    return table(keys, [[r.get(k) if not isinstance(r.get(k), (dict, list)) else "…"
+                         for k in keys] for r in rows])
+
+
+def e2e_section(e, out_dir):
+    data = e.get("data") or {}
+    rows = data.get("rows", [])
+    text = _ttft_rows_table(rows, ["path", "context", "paper_context", "hit", "g", "layers",
+                                   "layer_bytes", "compute_us", "ttft_ms", "eq3_ms",
+                                   "overhead_pct"])
+    finding = "ttft_emulator gave no end-to-end rows."
+    ov = [r for r in rows if r.get("overhead_pct") is not None and r.get("path") != "opt-local-LW"]
+    if ov:
+        by_path = {}
+        for r in ov:
+            by_path.setdefault(r["path"], []).append(r["overhead_pct"])
+        finding = "TTFT overhead relative to opt-local-LW, median over configurations: " + ", ".join(
+            f"{p} {sorted(v)[len(v) // 2]:+.1f}% (range {min(v):+.1f}..{max(v):+.1f}%)"
+            for p, v in sorted(by_path.items())) + "."
+    return text, finding
+
+
+def bandwidth_section(e, out_dir):
+    data = e.get("data") or {}
+    rows = data.get("rows", [])
+    text = _ttft_rows_table(rows, ["path", "context", "hit", "g", "ttft_ms", "capped_ttft_ms",
+                                   "cap_gbps", "increase_pct"])
+    finding = "ttft_emulator gave no bandwidth-sensitivity rows."
+    inc = [r for r in rows if r.get("increase_pct") is not None]
+    if inc:
+        by_path = {}
+        for r in inc:
+            by_path.setdefault(r["path"], []).append(r["increase_pct"])
+        finding = "With each path capped at 10% of its uncapped rate, TTFT grows by (median) " + \
+            ", ".join(f"{p} {sorted(v)[len(v) // 2]:+.0f}%" for p, v in sorted(by_path.items())) \
+            + "."
+    return text, finding
+
+
+def sched_section(e, out_dir):
+    data = e.get("data") or {}
+    workloads = data.get("workloads", [])
+    trows = []
+    summary = {}
+    for w in workloads if isinstance(workloads, list) else []:
+        for p in w.get("policies", w.get("runs", [])):
+            reqs = p.get("requests", [])
+            added = [r.get("added_ttft_ms") for r in reqs if r.get("added_ttft_ms") is not None]
+            eq3 = [r.get("eq3_ms") for r in reqs if r.get("eq3_ms") is not None]
+            mean_added = sum(added) / len(added) if added else None
+            variant = p.get("variant", "work-conserving" if p.get("work_conserving") else "epoch")
+            trows.append([w.get("name", "?"), p.get("policy", "?"), variant, len(reqs),
+                          mean_added, sum(eq3) / len(eq3) if eq3 else None])
+            if mean_added is not None:
+                summary.setdefault((w.get("name"), variant), {})[p.get("policy")] = mean_added
+    if trows:
+        text = table(["workload", "policy", "variant", "requests", "mean added TTFT ms",
+                      "mean Eq. 3 ms"], trows)
+    else:
+        text = "```\n" + json.dumps(data, indent=1)[:3000] + "\n```" if data else "(no data)"
+    finding = "ttft_emulator gave no scheduling rows."
+    if summary:
+        bits = []
+        for (w, variant), pol in sorted(summary.items()):
+            best = min(pol, key=pol.get)
+            eq = pol.get("equal")
+            ratio = (f", equal sharing {eq:.1f} ms" if eq is not None else "")
+            bits.append(f"{w} ({variant}): lowest mean added TTFT {best} {pol[best]:.1f} ms{ratio}")
+        finding = "; ".join(bits) + "."
+    return text, finding
+
+
+def model_section(e, out_dir):
+    data = e.get("data") or {}
+    rows = data.get("rows", [])
+    text = _ttft_rows_table(rows, ["experiment", "configuration", "measured_ms", "eq3_ms",
+                                   "error_pct"])
+    finding = "ttft_emulator gave no model rows."
+    err = [abs(r["error_pct"]) for r in rows if r.get("error_pct") is not None]
+    if err:
+        err.sort()
+        finding = (f"Equation 3 predicts the measured TTFT within {err[len(err) // 2]:.1f}% "
+                   f"(median absolute error over {len(err)} configurations; worst "
+                   f"{err[-1]:.1f}%).")
+    return text, finding
+
+
+SECTIONS = [
+    ("1-storage", "1. Storage baseline", storage_section),
+    ("2-transport", "2. S3 transport baseline", transport_section),
+    ("3-overhead", "3. Per-request overhead", overhead_section),
+    ("4-aggregation", "4. Aggregation", aggregation_section),
+    ("5-ttft-e2e", "5. End-to-end TTFT", e2e_section),
+    ("6-ttft-bandwidth", "6. Bandwidth sensitivity", bandwidth_section),
+    ("7-ttft-scheduling", "7. Scheduling under shared caps", sched_section),
+    ("8-ttft-model", "8. TTFT model (Equation 3) vs measured", model_section),
+]
+
+
+def write(out_dir):
+    run_info = json.load(open(os.path.join(out_dir, "run.json")))
+    m, v = run_info["machine"], run_info["versions"]
+    md = [f"# ObjectCache evaluation — {run_info['date']} ({run_info['profile']})", ""]
+    md.append(f"Generated by `bench/run-all --{run_info['profile']}` in "
+              f"{run_info['duration_s'] / 60:.1f} min, started {run_info['started_utc']} UTC. "
+              "Every figure below is read from the JSON files next to this report; every "
+              "sentence under **Finding** is computed from them.")
+    md += ["", "## Machine and versions", "",
+           table(["", ""], [
+               ["CPU", f"{m['cpu']} ({m['cores']} cores)"], ["RAM", f"{m['ram_gib']} GiB"],
+               ["kernel", m["kernel"]], ["OS", m.get("os") or "?"],
+               ["load average at start (1/5/15 min)",
+                " / ".join(f"{x:.2f}" for x in run_info["load_start"])],
+               ["load average at end", " / ".join(f"{x:.2f}" for x in run_info["load_end"])],
+               ["git commit", f"{v['git_commit']}"
+                + (" (tracked files modified)" if v["git_tree_modified"] else "")],
+               ["compiler", v["compiler"] or "?"], ["build type", v["build_type"] or "?"],
+               ["RocksDB", v["rocksdb"] or "?"], ["UCX", v["ucx"] or "?"],
+               ["Boost", v["boost"] or "?"], ["wrk", v["wrk"] or "?"],
+               ["Python", v["python"]]]), "",
+           "The machine is shared: other engineers' builds ran during the run, so compare rows "
+           "within one table (measured in the same run) rather than with other machines.", ""]
+    md += ["## Summary", ""]
+    body = []
+    for stem, title, fn in SECTIONS:
+        path = os.path.join(out_dir, stem + ".json")
+        body += [f"## {title}", ""]
+        if not os.path.exists(path):
+            body += ["Not run.", ""]
+            md.append(f"- **{title}**: not run.")
+            continue
+        e = json.load(open(path))
+        result = fn(e, out_dir)
+        text, finding = result[0], result[1]
+        pngs = list(result[2]) if len(result) > 2 else []
+        pngs += e.get("pngs", [])
+        md.append(f"- **{title}**: {finding}")
+        body.append(f"Configuration: `{json.dumps(e.get('config'), sort_keys=True)}`; "
+                    f"took {e.get('duration_s', 0):.0f} s; load average "
+                    f"{e.get('load_start', [0])[0]:.2f} → {e.get('load_end', [0])[0]:.2f}.")
+        body.append("")
+        for c in e.get("commands", []):
+            body.append(f"    {c}")
+        body.append("")
+        if e.get("error"):
+            body += [f"**The experiment failed:** {e['error']}", ""]
+        body += [text, "", f"**Finding.** {finding}", ""]
+        for n in e.get("notes", []):
+            body.append(f"- {n}")
+        if e.get("notes"):
+            body.append("")
+        for p in pngs:
+            body += [f"![{title}]({p})", ""]
+    md += [""] + body
+    with open(os.path.join(out_dir, "report.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
