@@ -6,6 +6,31 @@
 #include "oc/storage/types.h"
 
 namespace oc::storage {
+namespace {
+
+// Bounds of the [kv] table beyond KvOptions::Validate's (which rejects zeros).
+constexpr uint32_t kMaxKvStagingBuffers = 1024;
+constexpr uint64_t kMaxKvStagingBufferBytes = 256ull << 20;
+constexpr uint64_t kMaxKvStagingBytes = 4ull << 30;
+constexpr uint32_t kMaxKvPendingCommits = 64;
+constexpr uint64_t kMaxKvPutReadBytes = 64ull << 20;
+
+// The [kv] table (conf/storage-server.toml, conf/objectcache.toml): KvOptions field by field.
+// The key names are those KvOptions::Validate names in its errors.
+Status ApplyKvConfig(const oc::Config& config, KvOptions* kv) {
+  OC_RETURN_IF_ERROR(config.ReadSize("kv.layerwise_threshold", &kv->layerwise_threshold_bytes));
+  OC_RETURN_IF_ERROR(config.Read("kv.data_plane_transports", &kv->data_plane_transports));
+  OC_RETURN_IF_ERROR(
+      config.Read("kv.data_plane_staging_buffers", &kv->data_plane_staging_buffers));
+  OC_RETURN_IF_ERROR(
+      config.ReadSize("kv.data_plane_staging_buffer_bytes", &kv->data_plane_staging_buffer_bytes));
+  OC_RETURN_IF_ERROR(config.ReadDuration("kv.data_plane_timeout", &kv->data_plane_timeout));
+  OC_RETURN_IF_ERROR(config.Read("kv.max_pending_commits", &kv->max_pending_commits));
+  OC_RETURN_IF_ERROR(config.ReadSize("kv.put_read_bytes", &kv->put_read_bytes));
+  return Status::Ok();
+}
+
+}  // namespace
 
 Status StoreOptions::Validate() const {
   if (data_dir.empty()) {
@@ -26,6 +51,25 @@ Status StoreOptions::Validate() const {
     return Status::InvalidArgument("storage.extent_layout", "unknown layout");
   }
   OC_RETURN_IF_ERROR(kv.Validate());
+  // Upper bounds for what the [kv] table can ask for: the staging buffers are registered
+  // memory allocated at the first data-plane request.
+  if (kv.data_plane_staging_buffers > kMaxKvStagingBuffers) {
+    return Status::InvalidArgument("kv.data_plane_staging_buffers",
+                                   "must be 1.." + std::to_string(kMaxKvStagingBuffers));
+  }
+  if (kv.data_plane_staging_buffer_bytes > kMaxKvStagingBufferBytes ||
+      kv.data_plane_staging_buffers * kv.data_plane_staging_buffer_bytes > kMaxKvStagingBytes) {
+    return Status::InvalidArgument(
+        "kv.data_plane_staging_buffer_bytes",
+        "must be at most 256MiB, and buffers x bytes at most 4GiB");
+  }
+  if (kv.max_pending_commits > kMaxKvPendingCommits) {
+    return Status::InvalidArgument("kv.max_pending_commits",
+                                   "must be 1.." + std::to_string(kMaxKvPendingCommits));
+  }
+  if (kv.put_read_bytes > kMaxKvPutReadBytes) {
+    return Status::InvalidArgument("kv.put_read_bytes", "must be at most 64MiB");
+  }
   return Status::Ok();
 }
 
@@ -47,6 +91,7 @@ Status ApplyConfig(const oc::Config& config, StoreOptions* options) {
   } else if (!layout.empty()) {
     return Status::InvalidArgument("storage.extent_layout", "must be \"sst\" or \"blob\"");
   }
+  OC_RETURN_IF_ERROR(ApplyKvConfig(config, &options->kv));
   std::string mode;
   OC_RETURN_IF_ERROR(config.Read("storage.slice_read_mode", &mode));
   if (mode == "auto") {

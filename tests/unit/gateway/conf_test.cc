@@ -47,6 +47,85 @@ TEST(ConfFiles, EveryFileLoadsAndGatewayFilesHaveNoUnknownKeys) {
   EXPECT_GE(seen, 2);
 }
 
+// The [kv] table (KvOptions) in both files that configure a store: the listed values are the
+// code's defaults, and with the storage server's other tables the file has no unknown keys.
+TEST(ConfFiles, KvTableListsEveryKeyAtItsDefault) {
+  for (const char* name : {"storage-server.toml", "objectcache.toml"}) {
+    SCOPED_TRACE(name);
+    Result<Config> config =
+        Config::LoadFile((std::filesystem::path(OC_SOURCE_DIR) / "conf" / name).string());
+    ASSERT_TRUE(config.has_value()) << config.error();
+    storage::StoreOptions store;
+    store.kv.layerwise_threshold_bytes = 1;  // changed, so the file must set it back
+    store.kv.data_plane_staging_buffers = 1;
+    store.kv.max_pending_commits = 1;
+    ASSERT_TRUE(storage::ApplyConfig(*config, &store).ok());
+    ASSERT_TRUE(store.Validate().ok());
+    const storage::KvOptions defaults;
+    EXPECT_EQ(store.kv.layerwise_threshold_bytes, defaults.layerwise_threshold_bytes);
+    EXPECT_EQ(store.kv.data_plane_transports, defaults.data_plane_transports);
+    EXPECT_EQ(store.kv.data_plane_staging_buffers, defaults.data_plane_staging_buffers);
+    EXPECT_EQ(store.kv.data_plane_staging_buffer_bytes, defaults.data_plane_staging_buffer_bytes);
+    EXPECT_EQ(store.kv.data_plane_timeout, defaults.data_plane_timeout);
+    EXPECT_EQ(store.kv.max_pending_commits, defaults.max_pending_commits);
+    EXPECT_EQ(store.kv.put_read_bytes, defaults.put_read_bytes);
+  }
+}
+
+TEST(ConfFiles, KvTableSetsEveryField) {
+  Result<Config> config = Config::Parse(
+      "[kv]\nlayerwise_threshold = \"1\"\ndata_plane_transports = \"tcp\"\n"
+      "data_plane_staging_buffers = 3\ndata_plane_staging_buffer_bytes = \"64KiB\"\n"
+      "data_plane_timeout = \"2s\"\nmax_pending_commits = 2\nput_read_bytes = \"256KiB\"\n");
+  ASSERT_TRUE(config.has_value()) << config.error();
+  storage::StoreOptions store;
+  ASSERT_TRUE(storage::ApplyConfig(*config, &store).ok());
+  EXPECT_TRUE(store.Validate().ok());
+  EXPECT_TRUE(config->CheckNoUnknownKeys().ok());
+  EXPECT_EQ(store.kv.layerwise_threshold_bytes, 1u);  // every request layerwise
+  EXPECT_EQ(store.kv.data_plane_transports, "tcp");
+  EXPECT_EQ(store.kv.data_plane_staging_buffers, 3u);
+  EXPECT_EQ(store.kv.data_plane_staging_buffer_bytes, 64u << 10);
+  EXPECT_EQ(store.kv.data_plane_timeout, std::chrono::milliseconds(2'000));
+  EXPECT_EQ(store.kv.max_pending_commits, 2u);
+  EXPECT_EQ(store.kv.put_read_bytes, 256u << 10);
+}
+
+TEST(ConfFiles, BadKvValuesAndUnknownKvKeysAreRefused) {
+  struct Row {
+    std::string_view text;
+    std::string_view field;
+  };
+  for (const Row& row : {
+           Row{"[kv]\nlayerwise_threshold = 0\n", "kv.layerwise_threshold"},
+           Row{"[kv]\nlayerwise_threshold = \"lots\"\n", "kv.layerwise_threshold"},
+           Row{"[kv]\ndata_plane_staging_buffers = 0\n", "kv.data_plane_staging_buffers"},
+           Row{"[kv]\ndata_plane_staging_buffers = 5000\n", "kv.data_plane_staging_buffers"},
+           Row{"[kv]\ndata_plane_staging_buffer_bytes = \"1GiB\"\n",
+               "kv.data_plane_staging_buffer_bytes"},
+           Row{"[kv]\ndata_plane_timeout = 5\n", "kv.data_plane_timeout"},
+           Row{"[kv]\nmax_pending_commits = 100\n", "kv.max_pending_commits"},
+           Row{"[kv]\nput_read_bytes = \"1GiB\"\n", "kv.put_read_bytes"},
+           Row{"[kv]\ndata_plane_transports = 3\n", "kv.data_plane_transports"},
+       }) {
+    SCOPED_TRACE(row.text);
+    Result<Config> config = Config::Parse(row.text);
+    ASSERT_TRUE(config.has_value());
+    storage::StoreOptions store;
+    Status s = storage::ApplyConfig(*config, &store);
+    if (s.ok()) {
+      s = store.Validate();
+    }
+    EXPECT_EQ(s.code(), Code::kInvalidArgument);
+    EXPECT_EQ(s.field(), row.field) << s;
+  }
+  Result<Config> typo = Config::Parse("[kv]\nlayerwise_treshold = \"1MiB\"\n");
+  ASSERT_TRUE(typo.has_value());
+  storage::StoreOptions store;
+  ASSERT_TRUE(storage::ApplyConfig(*typo, &store).ok());
+  EXPECT_FALSE(typo->CheckNoUnknownKeys().ok());
+}
+
 TEST(ConfFiles, BadValuesAreRefused) {
   for (std::string_view text :
        {"[gateway]\nio_threads = 0\n", "[gateway]\nlisten = \"nope\"\n",

@@ -79,8 +79,9 @@ struct StoreOptions {
   Status Validate() const;
 };
 
-// Reads the [storage] table (keys as in conf/storage-server.toml) into *options, leaving
-// absent keys unchanged. kInvalidArgument naming the key on a bad value.
+// Reads the [storage] and [kv] tables (keys as in conf/storage-server.toml; [kv] maps
+// KvOptions field by field) into *options, leaving absent keys unchanged. kInvalidArgument
+// naming the key on a bad value.
 Status ApplyConfig(const oc::Config& config, StoreOptions* options);
 
 struct RemoteStoreOptions {
