@@ -55,7 +55,7 @@ using namespace oc;  // NOLINT: a benchmark's main file
 using Clock = std::chrono::steady_clock;
 using Json = nlohmann::ordered_json;
 
-constexpr uint64_t kTokenLayerBytes = 4096;   // Llama-3.1-8B: 8 KV heads x 128 x K,V x fp16
+constexpr uint64_t kTokenLayerBytes = 4096;       // Llama-3.1-8B: 8 KV heads x 128 x K,V x fp16
 constexpr double kPaperLinkBytesPerSec = 12.5e9;  // 100 Gbps
 constexpr char kBucket[] = "ttft";
 constexpr auto kLayerTimeout = std::chrono::seconds(60);
@@ -77,8 +77,8 @@ struct A8Row {
   double total_ms;  // prefill compute of the uncached tokens, all 32 layers
 };
 constexpr A8Row kA8[] = {
-    {4096, 0.5, 185.31},    {4096, 0.875, 63.47},   {16384, 0.5, 955.89},  {16384, 0.875, 281.76},
-    {32768, 0.5, 2589.25},  {32768, 0.875, 763.19}, {65536, 0.5, 8672.79}, {65536, 0.875, 2423.90},
+    {4096, 0.5, 185.31},   {4096, 0.875, 63.47},   {16384, 0.5, 955.89},  {16384, 0.875, 281.76},
+    {32768, 0.5, 2589.25}, {32768, 0.875, 763.19}, {65536, 0.5, 8672.79}, {65536, 0.875, 2423.90},
 };
 constexpr int kPaperLayers = 32;
 
@@ -131,14 +131,36 @@ Size SmallestSize() {
   return {"smallest", 2, {4096}, {0.5}, {64}, 16, 64, {0.5}, 1, 2, 128, 16, {"B"}, 1};
 }
 Size ReducedSize() {
-  return {"reduced",       4,  {4096, 65536}, {0.125, 0.5, 0.875}, {16, 64, 256}, 16, 64,
-          {0.5, 0.875},    1,  8,             64,                  16,            {"A", "B", "C"},
+  return {"reduced",
+          4,
+          {4096, 65536},
+          {0.125, 0.5, 0.875},
+          {16, 64, 256},
+          16,
+          64,
+          {0.5, 0.875},
+          1,
+          8,
+          64,
+          16,
+          {"A", "B", "C"},
           3};
 }
 Size FullSize() {
-  return {"full",           32, {4096, 65536}, {0.125, 0.5, 0.875}, {16, 64, 256}, 16, 64,
-          {0.125, 0.5, 0.875}, 1, 32,          32,                  16,            {"A", "B", "C"},
-          2};
+  return {"full",
+          32,
+          {4096, 65536},
+          {0.125, 0.5, 0.875},
+          {16, 64, 256},
+          32,
+          64,
+          {0.125, 0.5, 0.875},
+          1,
+          32,
+          32,
+          16,
+          {"A", "B", "C"},
+          1};
 }
 
 // --- Requests and paths ---
@@ -180,7 +202,8 @@ struct Measured {
   double ttft_ms = 0;
   double last_layer_ms = 0;  // the last layer's notification, from the start
   double admitted_gbps = 0;  // KvGetReport::assigned_rate_gbps
-  double rate_gbps = 0;      // the scheduler's rate for it when layer 0 landed
+  // The scheduler's rate for it when each layer landed (paced runs only).
+  std::vector<double> layer_rates_gbps;
 };
 
 // Layer-ready signals of the local paths.
@@ -205,10 +228,11 @@ class LayerSignal {
 };
 
 // The node's side of one request: waits for layer l (`wait_layer`), holds it back behind an
-// emulated link of `link_cap` bytes/s (0: none), computes it for c. Returns false on failure.
-template <typename WaitLayer, typename OnFirst>
+// emulated link of `link_cap` bytes/s (0: none), calls on_layer(l), computes it for c. Returns
+// false on failure.
+template <typename WaitLayer, typename OnLayer>
 bool NodeLoop(const Request& r, bool layerwise, double link_cap, Clock::time_point start,
-              WaitLayer wait_layer, OnFirst on_first, Measured* m) {
+              WaitLayer wait_layer, OnLayer on_layer, Measured* m) {
   const auto c = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double, std::micro>(r.compute_us));
   for (int l = 0; l < r.layers; ++l) {
@@ -221,7 +245,7 @@ bool NodeLoop(const Request& r, bool layerwise, double link_cap, Clock::time_poi
                                                 std::chrono::duration<double>(cum / link_cap)));
       m->last_layer_ms = Ms(Clock::now() - start);
     }
-    if (l == 0) on_first();
+    on_layer(l);
     if (r.compute_us > 0) std::this_thread::sleep_for(c);
   }
   m->ttft_ms = Ms(Clock::now() - start);
@@ -296,8 +320,8 @@ class World {
                                                           s * static_cast<uint64_t>(layers));
     for (uint64_t j = have; j < chunks; ++j) {
       storage::PutOptions po;
-      po.chunk = storage::ChunkShape{descriptor::StoredLayout::kL2TD,
-                                     static_cast<uint32_t>(layers), s};
+      po.chunk =
+          storage::ChunkShape{descriptor::StoredLayout::kL2TD, static_cast<uint32_t>(layers), s};
       chunk[j % chunk.size()] = static_cast<std::byte>(j);
       OC_ASSIGN_OR_RETURN(auto writer, store_->Put({kBucket, ChunkName(g, layers, j)}, po));
       OC_RETURN_IF_ERROR(writer->Append(chunk));
@@ -385,8 +409,8 @@ class World {
       threads.emplace_back([&, i] {
         auto wait = [&](int l) {
           while (true) {
-            Status s = deliveries[i]->WaitLayer(static_cast<uint32_t>(l),
-                                                std::chrono::milliseconds(200));
+            Status s =
+                deliveries[i]->WaitLayer(static_cast<uint32_t>(l), std::chrono::milliseconds(200));
             if (s.ok()) return true;
             if (s.code() != Code::kUnavailable || server_failed[i] ||
                 Clock::now() - start > kLayerTimeout) {
@@ -395,15 +419,15 @@ class World {
             }
           }
         };
-        auto on_first = [&] {
+        auto on_layer = [&](int) {
           if (engine.pacing() == nullptr) return;
           for (const sched::RequestStats& rs : engine.pacing()->Stats().requests) {
             if (rs.name == reqs[i].label && !rs.released) {
-              out[i].rate_gbps = sched::BytesPerSecToGbps(rs.rate_bytes_per_sec);
+              out[i].layer_rates_gbps.push_back(sched::BytesPerSecToGbps(rs.rate_bytes_per_sec));
             }
           }
         };
-        if (!NodeLoop(reqs[i], layerwise, link_cap, start, wait, on_first, &out[i])) {
+        if (!NodeLoop(reqs[i], layerwise, link_cap, start, wait, on_layer, &out[i])) {
           out[i].ok = false;
         }
       });
@@ -472,7 +496,8 @@ Measured RunLocal(Path p, const Request& r, LocalKv& kv, double link_cap) {
     }
   });
   if (!NodeLoop(
-          r, Layerwise(p), link_cap, start, [&](int l) { return signal.Wait(l); }, [] {}, &m)) {
+          r, Layerwise(p), link_cap, start, [&](int l) { return signal.Wait(l); }, [](int) {},
+          &m)) {
     m.ok = false;
     m.error = "local layer wait timed out";
   }
@@ -529,35 +554,39 @@ class Emulator {
     (*machine)["memcpy_gbytes_per_s"] = memcpy_ / 1e9;
     (*machine)["data_plane_gbytes_per_s"] = rate_ / 1e9;
     (*machine)["path_gbytes_per_s"] = paths;
-    (*machine)["calibration"] = {{"context", size_.contexts.front()}, {"hit", hit}, {"g", g},
-                                 {"layers", r.layers}, {"payload_bytes", r.payload()}};
+    (*machine)["calibration"] = {{"context", size_.contexts.front()},
+                                 {"hit", hit},
+                                 {"g", g},
+                                 {"layers", r.layers},
+                                 {"payload_bytes", r.payload()}};
     std::fprintf(stderr, "memcpy %.2f GB/s; data plane (S3Agg-LW) %.3f GB/s, k = %.4f\n",
                  memcpy_ / 1e9, rate_ / 1e9, k_);
     return Status::Ok();
   }
 
   Json Scaling() const {
-    return {{"paper_link_gbps", 100},
-            {"k", k_},
-            {"k_meaning", "rates here = paper rates x k; k = S3Agg-LW rate measured here / 12.5 GB/s"},
-            {"layers_e2e", size_.e2e_layers},
-            {"context_scale_64k", size_.phi_64k},
-            {"context_scale_note",
-             "a context scaled by phi holds context*hit/phi tokens and computes c_paper/(phi*k) "
-             "per layer, so bytes per layer / compute per layer = k x the paper's; 4K is "
-             "unscaled"},
-            {"compute_model",
-             "Table A8 rows (Llama-3.1-8B, A100) per layer; 12.5% hit by the line through the "
-             "context's 50% and 87.5% rows in uncached tokens"},
-            {"compute", "sleep"},
-            {"sched_k", k_ / 2},
-            {"sched_k_note",
-             "scheduling runs map the paper's 100 Gbps link to half the measured rate (4-6 "
-             "nodes, the dispatcher and the data plane share 2 cores); caps, demands and delta "
-             "scale by sched_k, times (c, epoch) by 1/(sched_phi*sched_k)"},
-            {"sched_layers", size_.sched_layers},
-            {"sched_context_scale", size_.sched_phi},
-            {"sched_g", size_.sched_g}};
+    return {
+        {"paper_link_gbps", 100},
+        {"k", k_},
+        {"k_meaning", "rates here = paper rates x k; k = S3Agg-LW rate measured here / 12.5 GB/s"},
+        {"layers_e2e", size_.e2e_layers},
+        {"context_scale_64k", size_.phi_64k},
+        {"context_scale_note",
+         "a context scaled by phi holds context*hit/phi tokens and computes c_paper/(phi*k) "
+         "per layer, so bytes per layer / compute per layer = k x the paper's; 4K is "
+         "unscaled"},
+        {"compute_model",
+         "Table A8 rows (Llama-3.1-8B, A100) per layer; 12.5% hit by the line through the "
+         "context's 50% and 87.5% rows in uncached tokens"},
+        {"compute", "sleep"},
+        {"sched_k", k_ / 2},
+        {"sched_k_note",
+         "scheduling runs map the paper's 100 Gbps link to half the measured rate (4-6 "
+         "nodes, the dispatcher and the data plane share 2 cores); caps, demands and delta "
+         "scale by sched_k, times (c, epoch) by 1/(sched_phi*sched_k)"},
+        {"sched_layers", size_.sched_layers},
+        {"sched_context_scale", size_.sched_phi},
+        {"sched_g", size_.sched_g}};
   }
 
   Request E2eRequest(uint64_t context, double hit, uint64_t g) const {
@@ -649,7 +678,8 @@ class Emulator {
                             {"overhead_pct", (m.ttft_ms - base) / base * 100},
                             {"ok", m.ok}});
             AddModelRow("e2e", std::string(PathName(p)) + " " + r.label, m.ttft_ms, eq3);
-            std::fprintf(stderr, "e2e %-13s %-16s TTFT %9.1f ms (+%6.1f%% vs opt-local-LW), "
+            std::fprintf(stderr,
+                         "e2e %-13s %-16s TTFT %9.1f ms (+%6.1f%% vs opt-local-LW), "
                          "Eq.3 %9.1f ms\n",
                          PathName(p), r.label.c_str(), m.ttft_ms, (m.ttft_ms - base) / base * 100,
                          eq3);
@@ -693,9 +723,10 @@ class Emulator {
                           {"increase_pct", (m.ttft_ms - uncapped) / uncapped * 100},
                           {"eq3_capped_ms", eq3},
                           {"ok", m.ok}});
-          AddModelRow("bandwidth", std::string(PathName(p)) + " " + r.label + " cap 10%",
-                      m.ttft_ms, eq3);
-          std::fprintf(stderr, "bandwidth %-13s %-16s TTFT %9.1f -> %9.1f ms at 10%% (%.3f "
+          AddModelRow("bandwidth", std::string(PathName(p)) + " " + r.label + " cap 10%", m.ttft_ms,
+                      eq3);
+          std::fprintf(stderr,
+                       "bandwidth %-13s %-16s TTFT %9.1f -> %9.1f ms at 10%% (%.3f "
                        "GB/s), Eq.3 %9.1f ms\n",
                        PathName(p), r.label.c_str(), uncapped, m.ttft_ms, cap / 1e9, eq3);
         }
@@ -721,7 +752,11 @@ class Emulator {
         {"B", 50, {{32768, 0.875}, {65536, 0.875}, {16384, 0.5}}},                // 73 Gbps
         {"C",
          50,
-         {{16384, 0.5}, {16384, 0.875}, {32768, 0.5}, {32768, 0.875}, {65536, 0.5},
+         {{16384, 0.5},
+          {16384, 0.875},
+          {32768, 0.5},
+          {32768, 0.875},
+          {65536, 0.5},
           {65536, 0.875}}},  // six tenants, 137 Gbps
     };
   }
@@ -751,7 +786,8 @@ class Emulator {
         reqs.push_back(r);
       }
       const double cap = sched::GbpsToBytesPerSec(wl.paper_cap_gbps) * ks;
-      std::fprintf(stderr, "sched workload %s: %zu requests, demand %.3f Gbps, cap %.3f Gbps "
+      std::fprintf(stderr,
+                   "sched workload %s: %zu requests, demand %.3f Gbps, cap %.3f Gbps "
                    "(ratio %.2f)\n",
                    wl.name, reqs.size(), sched::BytesPerSecToGbps(demand),
                    sched::BytesPerSecToGbps(cap), demand / cap);
@@ -791,8 +827,8 @@ class Emulator {
           so->margin_gbps = 5 * ks;
           so->policy = policy;
           so->work_conserving = wc;
-          so->epoch = std::chrono::microseconds(
-              std::max<int64_t>(1000, std::llround(10'000 / (phi * ks))));
+          so->epoch =
+              std::chrono::microseconds(std::max<int64_t>(1000, std::llround(10'000 / (phi * ks))));
           so->drr_quantum_bytes = 256 << 10;
           OC_ASSIGN_OR_RETURN(auto engine, w_.MakeEngine(1, so));
           policy_runs.push_back({policy, wc, median_run(*engine)});
@@ -814,36 +850,58 @@ class Emulator {
       for (const PolicyRun& pr : policy_runs) {
         Json rq = Json::array();
         double sum_added = 0, max_added = -1e300, sum_eq3_added = 0;
+        int n_modelled = 0;
         for (size_t i = 0; i < reqs.size(); ++i) {
           const Request& r = reqs[i];
           const Measured& m = pr.res[i];
-          const double rate = sched::GbpsToBytesPerSec(m.rate_gbps > 0 ? m.rate_gbps
-                                                                       : m.admitted_gbps);
           const double c_ms = r.compute_us * 1e-3;
-          const double eq3 = rate > 0 ? PredictMs(Path::kS3AggLW, r, std::min(rate, rate_)) : 0;
-          // The unthrottled model: each of the n requests gets 1/n of the data plane.
-          const double eq3_base = PredictMs(Path::kS3AggLW, r,
-                                            rate_ / static_cast<double>(reqs.size()));
+          // Equation 3 with layer l's transfer at the rate the scheduler gave the request when
+          // layer l landed (the data plane's rate if that was more, or if none was known).
+          std::vector<double> xs;
+          double rate_sum = 0;
+          for (double g : m.layer_rates_gbps) {
+            const double bps = sched::GbpsToBytesPerSec(g);
+            rate_sum += g;
+            xs.push_back(static_cast<double>(r.layer_bytes()) /
+                         (bps > 0 ? std::min(bps, rate_) : rate_) * 1e3);
+          }
+          const double mean_rate = xs.empty() ? 0 : rate_sum / static_cast<double>(xs.size());
+          // The grant is gone once the last layer is written, so the last notifications may find
+          // no rate: they keep the last one seen.
+          const bool modelled = !xs.empty();
+          while (modelled && static_cast<int>(xs.size()) < r.layers) xs.push_back(xs.back());
+          double eq3 = 0;
+          if (modelled) {
+            eq3 = xs[0] + c_ms;
+            for (int l = 0; l + 1 < r.layers; ++l)
+              eq3 += std::max(xs[static_cast<size_t>(l) + 1], c_ms);
+          }
+          // The unthrottled model: every layer at the data plane's calibrated rate.
+          const double eq3_base = PredictMs(Path::kS3AggLW, r, rate_);
           const double added = m.ttft_ms - base[i];
           sum_added += added;
           max_added = std::max(max_added, added);
-          sum_eq3_added += eq3 - eq3_base;
+          if (modelled) {
+            sum_eq3_added += eq3 - eq3_base;
+            ++n_modelled;
+          }
           const double zero_stall = static_cast<double>(r.layer_bytes()) / (c_ms * 1e-3);
           rq.push_back({{"profile", r.label},
                         {"layer_bytes", r.layer_bytes()},
                         {"compute_us", r.compute_us},
                         {"zero_stall_gbps", sched::BytesPerSecToGbps(zero_stall)},
                         {"admitted_gbps", m.admitted_gbps},
-                        {"rate_gbps", m.rate_gbps},
+                        {"rate_gbps", mean_rate},
+                        {"layer_rates_gbps", m.layer_rates_gbps},
                         {"ttft_ms", m.ttft_ms},
                         {"added_ttft_ms", added},
                         {"eq3_ms", eq3},
-                        {"eq3_added_ms", eq3 - eq3_base},
+                        {"eq3_added_ms", modelled ? Json(eq3 - eq3_base) : Json(nullptr)},
                         {"ok", m.ok}});
-          if (rate > 0) {
-            AddModelRow("sched", std::string(wl.name) + " " +
-                                     std::string(sched::PolicyName(pr.policy)) +
-                                     (pr.wc ? " wc " : " epoch ") + r.label,
+          if (modelled) {
+            AddModelRow("sched",
+                        std::string(wl.name) + " " + std::string(sched::PolicyName(pr.policy)) +
+                            (pr.wc ? " wc " : " epoch ") + r.label,
                         m.ttft_ms, eq3);
           }
         }
@@ -853,12 +911,14 @@ class Emulator {
                         {"requests", rq},
                         {"mean_added_ttft_ms", sum_added / n},
                         {"max_added_ttft_ms", max_added},
-                        {"mean_eq3_added_ms", sum_eq3_added / n}});
-        std::fprintf(stderr, "  %-14s %-15s added TTFT mean %8.2f ms, max %8.2f ms; Eq. 3 "
+                        {"mean_eq3_added_ms",
+                         n_modelled > 0 ? Json(sum_eq3_added / n_modelled) : Json(nullptr)}});
+        std::fprintf(stderr,
+                     "  %-14s %-15s added TTFT mean %8.2f ms, max %8.2f ms; Eq. 3 "
                      "added mean %8.2f ms\n",
                      std::string(sched::PolicyName(pr.policy)).c_str(),
                      pr.wc ? "work-conserving" : "epoch", sum_added / n, max_added,
-                     sum_eq3_added / n);
+                     n_modelled > 0 ? sum_eq3_added / n_modelled : 0.0);
       }
       workloads.push_back({{"name", wl.name},
                            {"paper_cap_gbps", wl.paper_cap_gbps},
