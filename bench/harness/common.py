@@ -40,10 +40,10 @@ class Progress:
         return f"{seconds // 60:02d}:{seconds % 60:02d}"
 
     def remaining(self):
-        left = sum(p for _, p in self.plans[self.index:])
+        left = sum(p for _, p in self.plans[max(self.index, 0):])
         if self.done_planned > 0:
             left *= max(0.5, self.done_actual / self.done_planned)
-        in_exp = time.monotonic() - self.exp_start
+        in_exp = time.monotonic() - self.exp_start if self.index >= 0 else 0
         return max(0.0, left - in_exp)
 
     def begin(self, index):

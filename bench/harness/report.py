@@ -39,6 +39,13 @@ def table(headers, rows):
     return "\n".join(out)
 
 
+def _size_ticks(ax, sizes):
+    sizes = sorted(set(sizes))
+    ax.set_xticks([x / KiB for x in sizes])
+    ax.set_xticklabels([size_label(x) for x in sizes])
+    ax.minorticks_off()
+
+
 def _plt():
     import matplotlib
     matplotlib.use("Agg")
@@ -71,8 +78,9 @@ def storage_section(e, out_dir):
             finding += (f"; cold reads peak at {bc['gbps']:.2f} GB/s "
                         f"({size_label(bc['block_bytes'])}, {bc['threads']} threads)")
             if ratios:
-                finding += (f", and warm is {min(ratios):.1f}-{max(ratios):.1f}x cold "
-                            f"at the same block size and concurrency")
+                span = (f"{min(ratios):.1f}x" if len(ratios) == 1 else
+                        f"{min(ratios):.1f}-{max(ratios):.1f}x")
+                finding += f", and warm is {span} cold at the same block size and concurrency"
         small = [r for r in warm if r["block_bytes"] == min(x["block_bytes"] for x in warm)]
         large = [r for r in warm if r["block_bytes"] == max(x["block_bytes"] for x in warm)]
         if small and large and small[0] is not large[0]:
@@ -94,7 +102,8 @@ def storage_section(e, out_dir):
                             marker="o", linestyle="--" if cold_flag else "-",
                             label=f"{'cold' if cold_flag else 'warm'}, {t} threads")
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("block (object) size, KiB")
+        _size_ticks(ax, [r["block_bytes"] for r in rows])
+        ax.set_xlabel("block (object) size")
         ax.set_ylabel("GB/s")
         ax.set_title("1. Store read throughput (Store::Get, RocksDB)")
         ax.legend(fontsize=8)
@@ -131,10 +140,13 @@ def transport_section(e, out_dir):
             lo = min(rs, key=lambda r: r["size"])
             hi = max(rs, key=lambda r: r["size"])
             best = max(rs, key=lambda r: r["mb_per_s"])
-            sentences.append(
-                f"HTTP {op} moves {lo['mb_per_s']:.0f} MB/s at {size_label(lo['size'])} "
-                f"({lo['ops_per_s']:.0f} ops/s) and {hi['mb_per_s']:.0f} MB/s at "
-                f"{size_label(hi['size'])}, best {best['mb_per_s']:.0f} MB/s")
+            text = (f"HTTP {op} moves {lo['mb_per_s']:.0f} MB/s at {size_label(lo['size'])} "
+                    f"({lo['ops_per_s']:.0f} ops/s, concurrency {lo['concurrency']})")
+            if hi['size'] != lo['size']:
+                text += (f" and {hi['mb_per_s']:.0f} MB/s at {size_label(hi['size'])}, best "
+                         f"{best['mb_per_s']:.0f} MB/s ({size_label(best['size'])}, "
+                         f"concurrency {best['concurrency']})")
+            sentences.append(text)
     shm = [r for r in ucx if r["transport"] == "shm"]
     if shm:
         hi = max(shm, key=lambda r: r["layer_bytes"])
@@ -165,7 +177,8 @@ def transport_section(e, out_dir):
                 ax.plot([r["layer_bytes"] / KiB for r in rs], [r["gbps"] for r in rs],
                         marker="s", linestyle="--", label=f"UCX {t} put (rendezvous)")
         ax.set_xscale("log", base=2)
-        ax.set_xlabel("object / layer size, KiB")
+        _size_ticks(ax, [r["size"] for r in http] + [r["layer_bytes"] for r in ucx])
+        ax.set_xlabel("object / layer size")
         ax.set_ylabel("GB/s")
         ax.set_title("2. S3 over HTTP vs the UCX data plane")
         ax.legend(fontsize=8)
@@ -198,7 +211,8 @@ def overhead_section(e, out_dir):
             return [100 * p / t for p in parts]
         lo, hi = ucx[0], ucx[-1]
         a, b = shares(lo), shares(hi)
-        finding = (f"Over UCX the server spends {lo['server_us']:.0f} µs on a "
+        finding = (f"Over UCX (each sample a new client process, so transfer includes the "
+                   f"server connecting to it) the server spends {lo['server_us']:.0f} µs on a "
                    f"{size_label(lo['object_bytes'])} single-object GET (control plane "
                    f"{a[0]:.0f}%, storage {a[1]:.0f}%, transfer {a[2]:.0f}%)")
         if hi is not lo:
@@ -316,38 +330,48 @@ def _ttft_rows_table(rows, prefer):
                          for k in keys] for r in rows])
 
 
+def _median(v):
+    v = sorted(v)
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+
 def e2e_section(e, out_dir):
     data = e.get("data") or {}
     rows = data.get("rows", [])
-    text = _ttft_rows_table(rows, ["path", "context", "paper_context", "hit", "g", "layers",
+    text = _ttft_rows_table(rows, ["path", "context", "tokens", "hit", "g", "layers", "chunks",
                                    "layer_bytes", "compute_us", "ttft_ms", "eq3_ms",
-                                   "overhead_pct"])
+                                   "overhead_pct", "ok"])
     finding = "ttft_emulator gave no end-to-end rows."
     ov = [r for r in rows if r.get("overhead_pct") is not None and r.get("path") != "opt-local-LW"]
     if ov:
-        by_path = {}
+        groups = {}
         for r in ov:
-            by_path.setdefault(r["path"], []).append(r["overhead_pct"])
-        finding = "TTFT overhead relative to opt-local-LW, median over configurations: " + ", ".join(
-            f"{p} {sorted(v)[len(v) // 2]:+.1f}% (range {min(v):+.1f}..{max(v):+.1f}%)"
-            for p, v in sorted(by_path.items())) + "."
+            groups.setdefault((r["context"], r["path"]), []).append(r["overhead_pct"])
+        bits = []
+        for context in sorted({c for c, _ in groups}):
+            per = [f"{p} {_median(v):+.1f}%" for (c, p), v in sorted(groups.items())
+                   if c == context]
+            bits.append(f"at context {tokens_label(context)}: " + ", ".join(per))
+        finding = ("TTFT overhead relative to opt-local-LW (median over hit rates and G) "
+                   + "; ".join(bits) + ".")
     return text, finding
 
 
 def bandwidth_section(e, out_dir):
     data = e.get("data") or {}
     rows = data.get("rows", [])
-    text = _ttft_rows_table(rows, ["path", "context", "hit", "g", "ttft_ms", "capped_ttft_ms",
-                                   "cap_gbps", "increase_pct"])
+    text = _ttft_rows_table(rows, ["path", "context", "hit", "g", "uncapped_gbytes_per_s",
+                                   "cap_gbytes_per_s", "uncapped_ttft_ms", "capped_ttft_ms",
+                                   "increase_pct", "eq3_capped_ms", "ok"])
     finding = "ttft_emulator gave no bandwidth-sensitivity rows."
     inc = [r for r in rows if r.get("increase_pct") is not None]
     if inc:
         by_path = {}
         for r in inc:
             by_path.setdefault(r["path"], []).append(r["increase_pct"])
-        finding = "With each path capped at 10% of its uncapped rate, TTFT grows by (median) " + \
-            ", ".join(f"{p} {sorted(v)[len(v) // 2]:+.0f}%" for p, v in sorted(by_path.items())) \
-            + "."
+        finding = ("With each path capped at 10% of its uncapped rate, TTFT grows by (median "
+                   "over configurations) " + ", ".join(
+                       f"{p} {_median(v):+.0f}%" for p, v in sorted(by_path.items())) + ".")
     return text, finding
 
 
@@ -357,29 +381,24 @@ def sched_section(e, out_dir):
     trows = []
     summary = {}
     for w in workloads if isinstance(workloads, list) else []:
-        for p in w.get("policies", w.get("runs", [])):
-            reqs = p.get("requests", [])
-            added = [r.get("added_ttft_ms") for r in reqs if r.get("added_ttft_ms") is not None]
-            eq3 = [r.get("eq3_ms") for r in reqs if r.get("eq3_ms") is not None]
-            mean_added = sum(added) / len(added) if added else None
-            variant = p.get("variant", "work-conserving" if p.get("work_conserving") else "epoch")
-            trows.append([w.get("name", "?"), p.get("policy", "?"), variant, len(reqs),
-                          mean_added, sum(eq3) / len(eq3) if eq3 else None])
-            if mean_added is not None:
-                summary.setdefault((w.get("name"), variant), {})[p.get("policy")] = mean_added
-    if trows:
-        text = table(["workload", "policy", "variant", "requests", "mean added TTFT ms",
-                      "mean Eq. 3 ms"], trows)
-    else:
-        text = "```\n" + json.dumps(data, indent=1)[:3000] + "\n```" if data else "(no data)"
+        for p in w.get("runs", []):
+            added = p.get("mean_added_ttft_ms")
+            trows.append([w.get("name", "?"), w.get("demand_over_cap"), p.get("policy", "?"),
+                          p.get("variant", "?"), len(p.get("requests", [])), added,
+                          p.get("max_added_ttft_ms"), p.get("mean_eq3_added_ms")])
+            if added is not None:
+                summary.setdefault((w.get("name"), p.get("variant")), {})[p.get("policy")] = added
+    text = table(["workload", "demand / cap", "policy", "variant", "requests",
+                  "mean added TTFT ms", "max added TTFT ms", "Eq. 3 mean added ms"], trows) \
+        if trows else "(no rows)"
     finding = "ttft_emulator gave no scheduling rows."
     if summary:
         bits = []
         for (w, variant), pol in sorted(summary.items()):
             best = min(pol, key=pol.get)
             eq = pol.get("equal")
-            ratio = (f", equal sharing {eq:.1f} ms" if eq is not None else "")
-            bits.append(f"{w} ({variant}): lowest mean added TTFT {best} {pol[best]:.1f} ms{ratio}")
+            bits.append(f"{w} ({variant}): lowest mean added TTFT {best} {pol[best]:.1f} ms"
+                        + (f" vs equal {eq:.1f} ms" if eq is not None and best != "equal" else ""))
         finding = "; ".join(bits) + "."
     return text, finding
 
@@ -387,7 +406,7 @@ def sched_section(e, out_dir):
 def model_section(e, out_dir):
     data = e.get("data") or {}
     rows = data.get("rows", [])
-    text = _ttft_rows_table(rows, ["experiment", "configuration", "measured_ms", "eq3_ms",
+    text = _ttft_rows_table(rows, ["experiment", "config", "measured_ms", "eq3_ms",
                                    "error_pct"])
     finding = "ttft_emulator gave no model rows."
     err = [abs(r["error_pct"]) for r in rows if r.get("error_pct") is not None]
@@ -453,6 +472,11 @@ def write(out_dir):
                     f"took {e.get('duration_s', 0):.0f} s; load average "
                     f"{e.get('load_start', [0])[0]:.2f} → {e.get('load_end', [0])[0]:.2f}.")
         body.append("")
+        if e.get("scaling"):
+            body += ["ttft_emulator's scaling of the paper's sizes, rates and times to this "
+                     f"machine: `{json.dumps(e['scaling'], sort_keys=True)}`", ""]
+        if e.get("tool_machine"):
+            body += [f"Measured by ttft_emulator first: `{json.dumps(e['tool_machine'])}`", ""]
         for c in e.get("commands", []):
             body.append(f"    {c}")
         body.append("")
