@@ -2,6 +2,7 @@
 <id>.json: the configuration, the exact commands, the rows measured and notes on what the
 tool could not provide. Sizes per profile (smallest / reduced / full) are in PROFILES."""
 import importlib.util
+import inspect
 import json
 import os
 import shutil
@@ -18,9 +19,9 @@ PROFILES = {
                     "drop_caches": False},
         "transport": {"sizes": [64 * KiB], "conc": [8], "seconds": 1, "modes": ["embedded"],
                       "dp_filter": "^BM_(Memcpy/65536|Put/[01]/2/65536)(/|$)", "dp_min_time": "0.01"},
-        "overhead": {"sizes": [64 * KiB], "samples": 2, "layers": 32},
+        "overhead": {"sizes": [64 * KiB], "samples": 2, "layers": 32, "ucx_tls": "shm"},
         "aggregation": {"groups": [16], "contexts": [256], "hits": [0.5], "repeat": 1,
-                        "kv_bench_filter": None},
+                        "kv_bench_filter": None, "ucx_tls": "shm"},
         "ttft": {"flag": "--smallest"},
     },
     "reduced": {
@@ -29,9 +30,11 @@ PROFILES = {
         "transport": {"sizes": [64 * KiB, 256 * KiB, MiB, 4 * MiB], "conc": [8], "seconds": 2,
                       "modes": ["embedded"], "dp_filter": "^BM_(Memcpy/|Put/[01]/2/)",
                       "dp_min_time": "0.2"},
-        "overhead": {"sizes": [64 * KiB, 256 * KiB, MiB, 4 * MiB], "samples": 5, "layers": 32},
+        "overhead": {"sizes": [64 * KiB, 256 * KiB, MiB, 4 * MiB], "samples": 5, "layers": 32,
+                     "ucx_tls": "shm"},
         "aggregation": {"groups": [16, 32, 64, 128, 256, 512], "contexts": [4096],
-                        "hits": [0.5], "repeat": 1, "kv_bench_filter": None},
+                        "hits": [0.5], "repeat": 1, "kv_bench_filter": None,
+                        "ucx_tls": "shm"},
         "ttft": {"flag": "--reduced"},
     },
     "full": {
@@ -41,10 +44,10 @@ PROFILES = {
                       "seconds": 5, "modes": ["embedded", "remote"],
                       "dp_filter": "^BM_(Memcpy|Put)/", "dp_min_time": "0.5"},
         "overhead": {"sizes": [16 * KiB, 64 * KiB, 256 * KiB, MiB, 4 * MiB, 16 * MiB],
-                     "samples": 20, "layers": 32},
+                     "samples": 20, "layers": 32, "ucx_tls": "shm"},
         "aggregation": {"groups": [16, 32, 64, 128, 256, 512], "contexts": [4096, 16384],
                         "hits": [0.5, 0.875], "repeat": 3,
-                        "kv_bench_filter": "^BM_(Deliver|Memcpy)/"},
+                        "kv_bench_filter": "^BM_(Deliver|Memcpy)/", "ucx_tls": "shm"},
         "ttft": {"flag": "--full"},
     },
 }
@@ -82,6 +85,23 @@ def objectcache_bench_module():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+def start_server(ctx, ocb, root, tls):
+    """`objectcache serve` on a free port with a temp data dir, through objectcache_bench.py's
+    start() (whichever signature it has now), UCX_TLS = tls for the server. Returns (proc, url)."""
+    saved = os.environ.get("UCX_TLS")
+    os.environ["UCX_TLS"] = tls
+    try:
+        data = os.path.join(root, "data")
+        if "tls" in inspect.signature(ocb.start).parameters:
+            return ocb.start(ctx["build_dir"], data, root, None, tls=tls)
+        return ocb.start(ctx["build_dir"], data, root, None)
+    finally:
+        if saved is None:
+            os.environ.pop("UCX_TLS", None)
+        else:
+            os.environ["UCX_TLS"] = saved
 
 
 # --- 1. storage baseline ---------------------------------------------------------------------
@@ -183,10 +203,11 @@ def overhead(ctx):
     oc = binary(ctx, "client/oc")
     ocb = objectcache_bench_module()
     root = tempfile.mkdtemp(prefix="oc-overhead-", dir=ctx["tmp"])
-    env = dict(os.environ, AWS_ACCESS_KEY_ID=ocb.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=ocb.SECRET_KEY)
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=ocb.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=ocb.SECRET_KEY,
+               UCX_TLS=p["ucx_tls"])
     layers = p["layers"]
     rows, commands = [], []
-    proc, url = ocb.start(ctx["build_dir"], os.path.join(root, "data"), root, None)
+    proc, url = start_server(ctx, ocb, root, p["ucx_tls"])
     try:
         env["OC_ENDPOINT"] = url
         for i, size in enumerate(p["sizes"]):
@@ -239,7 +260,8 @@ def overhead(ctx):
     notes = [
         f"Each sample is one `oc get-layers` process: a one-chunk descriptor GET (L = {layers}, "
         "S = object size / L, kv_l2td) against `objectcache serve` (embedded store), i.e. a "
-        "single-object GET. total_us is the client's wall time from sending the request; "
+        f"single-object GET, UCX_TLS={p['ucx_tls']} for server and client. total_us is the "
+        "client's wall time from sending the request; "
         "gateway_us, storage_us and transfer_us are the server's x-oc-gateway-us, "
         "x-oc-storage-us and x-oc-transfer-us (docs/protocol.md). Medians over the samples.",
         "`oc get-layers` starts its clock before it creates its UCX context and maps its "
@@ -264,8 +286,9 @@ def aggregation(ctx):
             "--contexts", ",".join(str(c) for c in p["contexts"]),
             "--hits", ",".join(str(h) for h in p["hits"]), "--repeat", str(p["repeat"])]
     json_path = os.path.join(root, "objectcache_bench.json")
-    env = dict(os.environ, AWS_ACCESS_KEY_ID=ocb.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=ocb.SECRET_KEY)
-    proc, url = ocb.start(ctx["build_dir"], os.path.join(root, "data"), root, None)
+    env = dict(os.environ, AWS_ACCESS_KEY_ID=ocb.ACCESS_KEY, AWS_SECRET_ACCESS_KEY=ocb.SECRET_KEY,
+               UCX_TLS=p["ucx_tls"])
+    proc, url = start_server(ctx, ocb, root, p["ucx_tls"])
     cmd = [exe, "--endpoint", url, "--json", json_path, "--label", "server-theta", *args]
     try:
         run(cmd, ctx["log_dir"], "objectcache_bench", ctx["progress"], timeout=3600, env=env)
@@ -289,6 +312,8 @@ def aggregation(ctx):
     commands = [" ".join(cmd[:1] + ["--endpoint", "<objectcache serve>"] + cmd[3:4] +
                          ["<json>"] + cmd[5:])]
     notes = [
+        f"UCX_TLS={p['ucx_tls']} for the server and the client: with TCP allowed, UCX 1.13 puts "
+        "the whole endpoint on TCP (docs/decisions.md, peer error handling).",
         "Server: `objectcache serve` (embedded store, default configuration). The server picks "
         "layerwise or chunkwise by its Θ (KvOptions::layerwise_threshold_bytes, 128 MiB, not "
         "settable from the server's configuration); the ucx_mode column says which it used.",

@@ -73,5 +73,5 @@ def test_run_all_smallest(tmp_path):
     assert "load average at start" in report and "RocksDB" in report and "UCX" in report
     for line in report.splitlines():
         if line.startswith("!["):
-            png = line[line.index("(") + 1:line.rindex(")")]
+            png = line.rsplit("](", 1)[1].rstrip(")")
             assert (out / png).stat().st_size > 0, png
