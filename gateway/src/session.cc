@@ -99,6 +99,10 @@ class Session : public SessionBase {
         buffer_(opts_.max_header_bytes + (64 << 10)),
         piece_(opts_.stream_piece_bytes),
         id_(id) {
+    // Beast reads at most capacity - size (never less than 512) bytes per call and the
+    // buffer grows only as far as the headers need, so without this a 64 KiB body arrives
+    // in ~130 reads of 512 bytes, each with its own timer update (read_size.hpp).
+    buffer_.reserve(buffer_.max_size());
     shared_.registry->Add(id_, this, &ioc);
     shared_.metrics->ConnectionOpened();
   }

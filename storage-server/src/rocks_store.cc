@@ -114,12 +114,9 @@ class RocksWriter final : public ObjectWriter {
       store_->DiscardData(data_id_, flushed_);
       return s;
     }
-    Result<ObjectMeta> meta = store_->CommitWrite(
-        target_, Segment{data_id_, size_, extent_bytes_, flags_}, md5, flushed_, &batch_);
-    if (!meta.has_value()) {
-      store_->DiscardData(data_id_, flushed_);
-    }
-    return meta;
+    // CommitWrite frees the extents itself when it fails before writing the record.
+    return store_->CommitWrite(target_, Segment{data_id_, size_, extent_bytes_, flags_}, md5,
+                               flushed_, &batch_);
   }
 
  private:
@@ -257,6 +254,56 @@ Status FromRocks(const rocksdb::Status& s) {
   return Status::IOError(s.ToString());
 }
 
+uint64_t WalSync::Written() {
+  std::lock_guard lock(mu_);
+  const uint64_t ticket = ++written_;
+  written_cv_.notify_one();  // only a gathering leader waits on it
+  return ticket;
+}
+
+Status WalSync::AwaitSynced(uint64_t ticket) {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    if (!failure_.ok() && ticket > failed_after_) {
+      return failure_;
+    }
+    if (synced_ >= ticket) {
+      return Status::Ok();
+    }
+    if (syncing_) {
+      synced_cv_.wait(lock);
+      continue;
+    }
+    // Lead the next sync. Writers that piled up during the last sync are one cohort; the
+    // writers that sync released are the other, and come back within a round trip.
+    syncing_ = true;
+    const uint64_t piled_up = written_at_sync_end_ - synced_;
+    const uint64_t expect = std::min<uint64_t>(piled_up + last_group_, kMaxGroup);
+    const auto wait = std::min<std::chrono::microseconds>(kMaxGatherWait, last_sync_time_ / 2);
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    written_cv_.wait_until(lock, deadline, [&] { return written_ - synced_ >= expect; });
+    const uint64_t target = written_;
+    lock.unlock();
+    const auto start = std::chrono::steady_clock::now();
+    Status s = FromRocks(db_->SyncWAL());
+    const auto took = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - start);
+    lock.lock();
+    syncing_ = false;
+    last_sync_time_ = took;
+    last_group_ = std::max<uint64_t>(1, target - synced_);
+    written_at_sync_end_ = written_;
+    if (s.ok()) {
+      synced_ = target;
+    } else if (failure_.ok()) {
+      // Sticky: what was written after a failed sync cannot be promised either.
+      failure_ = std::move(s);
+      failed_after_ = synced_;
+    }
+    synced_cv_.notify_all();
+  }
+}
+
 // Extent size of a new object or part: explicit, else the chunk's contiguous layer range
 // (S for KV_L2TD, S/2 for KV_2LTD), else the store default (types.h PutOptions).
 Result<uint64_t> ChooseExtentBytes(const PutOptions& o, uint64_t default_bytes) {
@@ -300,6 +347,9 @@ Result<std::unique_ptr<RocksStore>> RocksStore::Open(const StoreOptions& options
   std::unique_ptr<RocksStore> store(new RocksStore(options));
   OC_RETURN_IF_ERROR(store->OpenDb());
   OC_RETURN_IF_ERROR(store->Recover());
+  if (options.sync_writes) {
+    store->wal_sync_ = std::make_unique<WalSync>(store->db_.get());
+  }
   if (options.read_threads > 0) {
     store->pool_ = std::make_unique<ThreadPool>(options.read_threads);
   }
@@ -327,6 +377,10 @@ Status RocksStore::OpenDb() {
   db_options.bytes_per_sync = 1 << 20;
   db_options.keep_log_file_num = 4;
   db_options.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+  // Reused WAL files are overwritten in place, so a commit's fdatasync flushes data only;
+  // appending to a fresh file also commits its new size to the journal (~1.5x the time of
+  // an in-place 64 KiB write + fdatasync on this machine's disk).
+  db_options.recycle_log_file_num = 4;
 
   auto table = [&](size_t block_size, bool bloom, bool prepopulate) {
     rocksdb::BlockBasedTableOptions t;
@@ -661,6 +715,24 @@ Result<std::unique_ptr<ObjectWriter>> RocksStore::NewWriter(WriteTarget target,
 Result<ObjectMeta> RocksStore::CommitWrite(const WriteTarget& target, const Segment& segment,
                                            const std::array<std::byte, 16>& md5, bool flushed,
                                            rocksdb::WriteBatch* batch) {
+  uint64_t freed = 0;
+  uint64_t ticket = 0;
+  Result<ObjectMeta> meta = WriteCommit(target, segment, md5, flushed, batch, &freed, &ticket);
+  if (!meta.has_value()) {
+    DiscardData(segment.data_id, flushed);  // nothing refers to the extents
+    return meta;
+  }
+  // Written: the record is visible and refers to the extents, so they stay even if the sync
+  // fails (the commit is then reported failed, as it may not survive a crash).
+  OC_RETURN_IF_ERROR(AwaitDurable(ticket));
+  NoteFreed(freed);
+  return meta;
+}
+
+Result<ObjectMeta> RocksStore::WriteCommit(const WriteTarget& target, const Segment& segment,
+                                           const std::array<std::byte, 16>& md5, bool flushed,
+                                           rocksdb::WriteBatch* batch, uint64_t* freed_out,
+                                           uint64_t* ticket_out) {
   const std::string object_key = ObjectDbKey(target.key.bucket, target.key.name);
   const int64_t now = NowUnixMs();
   std::shared_lock bucket_lock(bucket_mu_);
@@ -708,9 +780,18 @@ Result<ObjectMeta> RocksStore::CommitWrite(const WriteTarget& target, const Segm
     PartRecord part{segment, md5, now};
     OC_RETURN_IF_ERROR(FromRocks(batch->Put(parts_cf_, part_key, EncodePartRecord(part))));
   }
-  OC_RETURN_IF_ERROR(FromRocks(db_->Write(synced_, batch)));
-  NoteFreed(freed);
+  OC_ASSIGN_OR_RETURN(*ticket_out, WriteForDurability(batch));
+  *freed_out = freed;
   return meta;
+}
+
+Result<uint64_t> RocksStore::WriteForDurability(rocksdb::WriteBatch* batch) {
+  OC_RETURN_IF_ERROR(FromRocks(db_->Write(unsynced_, batch)));
+  return wal_sync_ != nullptr ? wal_sync_->Written() : 0;
+}
+
+Status RocksStore::AwaitDurable(uint64_t ticket) {
+  return wal_sync_ != nullptr ? wal_sync_->AwaitSynced(ticket) : Status::Ok();
 }
 
 Result<std::unique_ptr<ObjectReader>> RocksStore::Get(const ObjectKey& key, ByteRange range) {
@@ -789,7 +870,7 @@ Status RocksStore::Delete(const ObjectKey& key) {
   OC_RETURN_IF_ERROR(ValidateObjectKey(key.name));
   const std::string object_key = ObjectDbKey(key.bucket, key.name);
   std::shared_lock bucket_lock(bucket_mu_);
-  std::lock_guard key_lock(KeyMutex(object_key));
+  std::unique_lock key_lock(KeyMutex(object_key));
   OC_RETURN_IF_ERROR(CheckBucket(key.bucket, meta_read_));
   OC_ASSIGN_OR_RETURN(std::optional<ObjectRecord> record, GetRecord(object_key, meta_read_));
   if (!record.has_value()) {
@@ -798,7 +879,10 @@ Status RocksStore::Delete(const ObjectKey& key) {
   rocksdb::WriteBatch batch;
   OC_RETURN_IF_ERROR(FromRocks(batch.Delete(objects_cf_, object_key)));
   const uint64_t freed = DeleteSegments(record->segments, &batch);
-  OC_RETURN_IF_ERROR(FromRocks(db_->Write(synced_, &batch)));
+  OC_ASSIGN_OR_RETURN(const uint64_t ticket, WriteForDurability(&batch));
+  key_lock.unlock();
+  bucket_lock.unlock();
+  OC_RETURN_IF_ERROR(AwaitDurable(ticket));
   NoteFreed(freed);
   return Status::Ok();
 }

@@ -20,12 +20,18 @@
 // Locks: bucket_mu_ is held shared by every commit and exclusively by CreateBucket and
 // DeleteBucket (so a bucket cannot be emptied-and-deleted under a commit); a striped key
 // mutex serialises the read-old-metadata/write-new step of commits to the same key.
-// Durability and group commit: commits use WriteOptions::sync; RocksDB's write thread
-// groups concurrent writers into one WAL write and one fsync (its leader/follower write
-// groups), which is the group commit we rely on.
+// Durability and group commit: an object or part commit (and Delete) writes its batch
+// unsynced under the key lock, releases the lock, and returns only after a WAL sync that
+// started after its write has finished (WalSync below). One fdatasync covers every commit
+// written before it, including commits to the same key, which RocksDB's own write groups
+// cannot share because the key lock is held across a synced Write. A commit is visible to
+// readers from its write, before it is acknowledged; a crash before the sync loses it (and
+// every later write: the WAL is replayed as a prefix), never an acknowledged one. The
+// other writes (buckets, multipart records, KV chunks) keep WriteOptions::sync.
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -55,6 +61,42 @@ int64_t NowUnixMs();
 // (S for KV_L2TD, S/2 for KV_2LTD), else `default_bytes` (types.h PutOptions).
 // kInvalidArgument for a bad chunk shape or a size outside 1..kMaxExtentBytes.
 Result<uint64_t> ChooseExtentBytes(const PutOptions& options, uint64_t default_bytes);
+
+// Group commit over RocksDB's WAL: writers record their unsynced writes (Written) and wait
+// for a sync that covers them (AwaitSynced). The first waiter with no sync running leads:
+// it gathers the writers it expects (as many as the last sync covered, or both cohorts when
+// writers piled up during that sync) for at most half the last sync's duration (capped by
+// kMaxGatherWait), then runs SyncWAL for all of them. Without the gathering, closed-loop
+// clients split into two cohorts that alternate syncs, halving the commits per fsync.
+// Thread-safe.
+class WalSync {
+ public:
+  explicit WalSync(rocksdb::DB* db) : db_(db) {}
+  // Notes a write that has returned from DB::Write; returns its ticket.
+  uint64_t Written();
+  // Returns once every write up to `ticket` is on stable storage; the sync's error if the
+  // sync that covered it failed.
+  Status AwaitSynced(uint64_t ticket);
+
+ private:
+  // Gathering never waits longer than this, whatever the disk's sync time.
+  static constexpr std::chrono::microseconds kMaxGatherWait{1000};
+  // Gathering never expects more writers than this.
+  static constexpr uint64_t kMaxGroup = 1024;
+
+  rocksdb::DB* const db_;
+  std::mutex mu_;
+  std::condition_variable synced_cv_;   // a sync finished
+  std::condition_variable written_cv_;  // a write arrived (the gathering leader waits on it)
+  uint64_t written_ OC_GUARDED_BY(mu_) = 0;
+  uint64_t synced_ OC_GUARDED_BY(mu_) = 0;  // every ticket up to it is durable
+  Status failure_ OC_GUARDED_BY(mu_);       // set by a failed sync, then kept
+  uint64_t failed_after_ OC_GUARDED_BY(mu_) = 0;  // tickets above it get failure_
+  bool syncing_ OC_GUARDED_BY(mu_) = false;
+  uint64_t last_group_ OC_GUARDED_BY(mu_) = 1;  // writes the last sync covered
+  uint64_t written_at_sync_end_ OC_GUARDED_BY(mu_) = 0;
+  std::chrono::microseconds last_sync_time_ OC_GUARDED_BY(mu_){0};
+};
 
 class RocksStore final : public Store {
  public:
@@ -131,7 +173,8 @@ class RocksStore final : public Store {
   const rocksdb::WriteOptions& unsynced() const { return unsynced_; }
   Result<uint64_t> NewDataId();
   Result<std::unique_ptr<ObjectWriter>> NewWriter(WriteTarget target, uint64_t extent_bytes);
-  // Commits a streamed object or part whose last extents are in *batch.
+  // Commits a streamed object or part whose last extents are in *batch; returns once it is
+  // durable. If it fails before the record is written, the data id's extents are freed.
   Result<ObjectMeta> CommitWrite(const WriteTarget& target, const Segment& segment,
                                  const std::array<std::byte, 16>& md5, bool flushed,
                                  rocksdb::WriteBatch* batch);
@@ -146,6 +189,15 @@ class RocksStore final : public Store {
   Result<std::optional<ObjectRecord>> GetRecord(const std::string& db_key,
                                                 const rocksdb::ReadOptions& ro);
   std::mutex& KeyMutex(std::string_view db_key);
+  // CommitWrite's locked part: checks, builds and writes the batch under the key lock.
+  Result<ObjectMeta> WriteCommit(const WriteTarget& target, const Segment& segment,
+                                 const std::array<std::byte, 16>& md5, bool flushed,
+                                 rocksdb::WriteBatch* batch, uint64_t* freed_out,
+                                 uint64_t* ticket_out);
+  // Writes `batch` so that it is durable when the returned ticket is passed to
+  // AwaitDurable (unsynced plus group sync when options_.sync_writes, else unsynced).
+  Result<uint64_t> WriteForDurability(rocksdb::WriteBatch* batch);
+  Status AwaitDurable(uint64_t ticket);
   // Adds DeleteRange of every segment's extents to *batch; returns the bytes freed.
   uint64_t DeleteSegments(const std::vector<Segment>& segments, rocksdb::WriteBatch* batch);
   void NoteFreed(uint64_t bytes);
@@ -186,6 +238,7 @@ class RocksStore final : public Store {
   static constexpr size_t kKeyStripes = 64;
   std::array<std::mutex, kKeyStripes> key_mu_;
 
+  std::unique_ptr<WalSync> wal_sync_;  // set in Open when options_.sync_writes
   std::unique_ptr<ThreadPool> pool_;
   // Created in Open; reset first in the destructor (it owns the UCX data plane).
   std::unique_ptr<kv::KvEngine> kv_;
