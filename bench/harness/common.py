@@ -174,7 +174,16 @@ def versions(build_dir):
     if os.path.exists(cache):
         m = re.search(r"^CMAKE_BUILD_TYPE:\w+=(.*)$", open(cache).read(), re.M)
         build_type = m.group(1) if m else None
-    return {"git_commit": commit, "git_tree_modified": dirty,
+    # With --no-build the binaries may predate HEAD: say when they were linked.
+    built = {}
+    for rel in ("bench/storage_bench", "bench/data_plane_bench", "bench/kv_bench",
+                "bench/objectcache_bench", "bench/ttft_emulator", "gateway/objectcache",
+                "client/oc"):
+        path = os.path.join(build_dir, rel)
+        if os.path.exists(path):
+            built[os.path.basename(rel)] = time.strftime(
+                "%Y-%m-%d %H:%M", time.gmtime(os.path.getmtime(path)))
+    return {"git_commit": commit, "git_tree_modified": dirty, "binaries_linked_utc": built,
             "compiler": _first_line(["g++", "--version"]), "build_type": build_type,
             "rocksdb": _dpkg("librocksdb-dev"), "ucx": _dpkg("libucx-dev"),
             "boost": _dpkg("libboost-dev"), "wrk": _dpkg("wrk"),

@@ -450,7 +450,11 @@ def write(out_dir):
                 " / ".join(f"{x:.2f}" for x in run_info["load_start"])],
                ["load average at end", " / ".join(f"{x:.2f}" for x in run_info["load_end"])],
                ["git commit", f"{v['git_commit']}"
-                + (" (tracked files modified)" if v["git_tree_modified"] else "")],
+                + (" (the working tree had modified tracked files)"
+                   if v["git_tree_modified"] else "")],
+               ["binaries linked (UTC)", ", ".join(
+                   f"{k} {t}" for k, t in sorted(v.get("binaries_linked_utc", {}).items()))
+                or "?"],
                ["compiler", v["compiler"] or "?"], ["build type", v["build_type"] or "?"],
                ["RocksDB", v["rocksdb"] or "?"], ["UCX", v["ucx"] or "?"],
                ["Boost", v["boost"] or "?"], ["wrk", v["wrk"] or "?"],
