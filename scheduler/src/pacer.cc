@@ -144,7 +144,11 @@ NextStep Pacer::Send(size_t ring_index, Time now) {
   f.queue.pop_front();
   f.deficit -= static_cast<double>(p.bytes);
   f.delivered += p.bytes;
-  f.ready = std::max(f.ready, now) + Spacing(p.bytes, f.rate);
+  // The flow's bucket holds two payloads: time it waited past its ready time (for the cap's bucket,
+  // busy whenever the rates sum to B, or for a late dispatcher) is made up, up to one payload, so a
+  // backlogged flow averages its rate instead of losing every delay for good.
+  const Time spacing = Spacing(p.bytes, f.rate);
+  f.ready = std::max(f.ready, now - std::min(spacing, now)) + spacing;
   global_ready_ = std::max(global_ready_, now) + Spacing(p.bytes, options_.cap_bytes_per_sec);
   if (f.queue.empty()) {
     f.deficit = 0;  // DRR: an idle flow keeps no credit

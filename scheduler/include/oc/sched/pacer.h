@@ -2,13 +2,16 @@
 // The pacer: turns per-request rates into a dispatch order for layer payloads (DESIGN.md:
 // Scheduler; issue 6, "The pacer").
 //
-// Each request is a flow with a FIFO of layer payloads and a token bucket at its assigned rate, one
-// payload deep (in its equivalent "ready time" form: after a payload of p bytes leaves at time t,
-// the flow may send again at max(ready, t) + p / rate). A second bucket at the cap B spans every
-// flow, so over ANY window [a, b] the bytes dispatched are at most B * (b - a) + one payload: the
-// k-th payload in the window leaves no earlier than a + (bytes of the previous k-1) / B. Among
-// flows whose buckets allow a payload, weighted deficit round robin (quantum proportional to the
-// flow's rate) picks the next one, in closed form so one call costs O(flows) however small a
+// Each request is a flow with a FIFO of layer payloads and a token bucket at its assigned rate, two
+// payloads deep (in its equivalent "ready time" form: after a payload of p bytes leaves at time t,
+// the flow may send again at max(ready, t - p / rate) + p / rate), so a flow kept waiting past its
+// ready time (by the cap, or a late caller) catches up by one payload and a backlogged flow gets
+// its rate; over any window between two of its dispatches it sends at most rate * window + two
+// payloads (docs/decisions.md, "Pacer: two-payload flow buckets"). A second bucket at the cap B
+// spans every flow, so over ANY window [a, b] the bytes dispatched are at most B * (b - a) + one
+// payload: the k-th payload in the window leaves no earlier than a + (bytes of the previous k-1) /
+// B. Among flows whose buckets allow a payload, weighted deficit round robin (quantum proportional
+// to the flow's rate) picks the next one, in closed form so one call costs O(flows) however small a
 // quantum is. A flow's payloads leave in the order enqueued, and layers must be enqueued in
 // increasing order.
 //
