@@ -35,8 +35,8 @@
 // Flags (before the benchmark's own): --block_sizes=64KiB,256KiB,1MiB,4MiB
 // --block_threads=8,32 --block_data_bytes=256MiB (data set per block size) --block_passes=3
 // --block_drop_caches=true|false (default false: cold passes only reopen the store, leaving
-// the page cache warm; bench/run-all turns it on outside --smallest) --block_dir=PATH (where the store lives; default a temp
-// dir, which must be on a disk for cold reads to mean anything).
+// the page cache warm; bench/run-all turns it on outside --smallest) --block_dir=PATH (where
+// the store lives; default a temp dir, which must be on a disk for cold reads to mean anything).
 
 #include <benchmark/benchmark.h>
 
@@ -464,7 +464,8 @@ void BM_BlockRead(benchmark::State& state) {
     }
     const auto start = std::chrono::steady_clock::now();
     const bool ok = BlockPass(b, threads, objects, &latencies);
-    const double pass = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double pass =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!ok) {
       state.SkipWithError("read failed or short");
       return;
@@ -475,8 +476,7 @@ void BM_BlockRead(benchmark::State& state) {
   const double bytes = static_cast<double>(b * objects) * static_cast<double>(state.iterations());
   state.SetBytesProcessed(static_cast<int64_t>(bytes));
   state.counters["GBps"] = seconds > 0 ? bytes / seconds / 1e9 : 0;
-  state.counters["ops_per_s"] =
-      seconds > 0 ? static_cast<double>(latencies.size()) / seconds : 0;
+  state.counters["ops_per_s"] = seconds > 0 ? static_cast<double>(latencies.size()) / seconds : 0;
   state.counters["objects"] = static_cast<double>(objects);
   state.counters["p50_us"] = Percentile(&latencies, 0.5);
   state.counters["p99_us"] = Percentile(&latencies, 0.99);
@@ -512,9 +512,9 @@ bool ParseBlockFlags(int* argc, char** argv) {
     };
     bool ok = false;
     if (name == "--block_sizes") {
-      ok = list(&Flags().sizes, true) &&
-           std::all_of(Flags().sizes.begin(), Flags().sizes.end(),
-                       [](uint64_t b) { return b <= (256ull << 20); });
+      ok =
+          list(&Flags().sizes, true) && std::all_of(Flags().sizes.begin(), Flags().sizes.end(),
+                                                    [](uint64_t b) { return b <= (256ull << 20); });
     } else if (name == "--block_threads") {
       ok = list(&Flags().threads, false) &&
            std::all_of(Flags().threads.begin(), Flags().threads.end(),
