@@ -20,8 +20,7 @@ constexpr uint64_t kMaxKvPutReadBytes = 64ull << 20;
 Status ApplyKvConfig(const oc::Config& config, KvOptions* kv) {
   OC_RETURN_IF_ERROR(config.ReadSize("kv.layerwise_threshold", &kv->layerwise_threshold_bytes));
   OC_RETURN_IF_ERROR(config.Read("kv.data_plane_transports", &kv->data_plane_transports));
-  OC_RETURN_IF_ERROR(
-      config.Read("kv.data_plane_staging_buffers", &kv->data_plane_staging_buffers));
+  OC_RETURN_IF_ERROR(config.Read("kv.data_plane_staging_buffers", &kv->data_plane_staging_buffers));
   OC_RETURN_IF_ERROR(
       config.ReadSize("kv.data_plane_staging_buffer_bytes", &kv->data_plane_staging_buffer_bytes));
   OC_RETURN_IF_ERROR(config.ReadDuration("kv.data_plane_timeout", &kv->data_plane_timeout));
@@ -59,9 +58,8 @@ Status StoreOptions::Validate() const {
   }
   if (kv.data_plane_staging_buffer_bytes > kMaxKvStagingBufferBytes ||
       kv.data_plane_staging_buffers * kv.data_plane_staging_buffer_bytes > kMaxKvStagingBytes) {
-    return Status::InvalidArgument(
-        "kv.data_plane_staging_buffer_bytes",
-        "must be at most 256MiB, and buffers x bytes at most 4GiB");
+    return Status::InvalidArgument("kv.data_plane_staging_buffer_bytes",
+                                   "must be at most 256MiB, and buffers x bytes at most 4GiB");
   }
   if (kv.max_pending_commits > kMaxKvPendingCommits) {
     return Status::InvalidArgument("kv.max_pending_commits",

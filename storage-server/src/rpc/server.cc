@@ -9,7 +9,10 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -60,6 +63,11 @@ constexpr uint64_t kMaxHelloBytes = kMaxSecretBytes + 4;
 constexpr size_t kIdleKeepBytes = 64 << 10;
 // Deadline while a call waits on the store: store calls are not timed out by the network.
 constexpr std::chrono::hours kNoDeadline{24 * 365};
+// A descriptor GET into the body stages its payload in this many buffers of
+// kStreamChunkBytes per connection: the assembler fills one while others are on the wire.
+constexpr uint32_t kKvStreamBuffers = 4;
+// A descriptor PUT from the body queues at most this many received bytes for the store.
+constexpr uint64_t kKvPutQueueBytes = 4 * kStreamChunkBytes;
 
 auto Awaitable(error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
 
@@ -169,7 +177,259 @@ struct RpcServer::Impl {
   std::atomic<uint64_t> connections_total{0};
   std::atomic<uint64_t> protocol_errors{0};
   std::atomic<uint64_t> peak_connection_bytes{0};
+  // Descriptor calls: how many, and the bytes this server moved itself — into data-plane
+  // targets with its own UCX data plane (writes = the sink's put count), pulled from them,
+  // or streamed in frames to and from the caller.
+  std::atomic<uint64_t> kv_probes{0};
+  std::atomic<uint64_t> kv_gets{0};
+  std::atomic<uint64_t> kv_get_target_bytes{0};
+  std::atomic<uint64_t> kv_get_target_writes{0};
+  std::atomic<uint64_t> kv_get_stream_bytes{0};
+  std::atomic<uint64_t> kv_puts{0};
+  std::atomic<uint64_t> kv_put_pulled_bytes{0};
+  std::atomic<uint64_t> kv_put_stream_bytes{0};
+
+  std::vector<std::pair<std::string, uint64_t>> Figures() const {
+    return {{"rpc_connections_active", connections_active.load()},
+            {"rpc_connections_total", connections_total.load()},
+            {"rpc_protocol_errors", protocol_errors.load()},
+            {"rpc_peak_connection_bytes", peak_connection_bytes.load()},
+            {"rpc_kv_probes", kv_probes.load()},
+            {"rpc_kv_gets", kv_gets.load()},
+            {"rpc_kv_get_target_bytes", kv_get_target_bytes.load()},
+            {"rpc_kv_get_target_writes", kv_get_target_writes.load()},
+            {"rpc_kv_get_stream_bytes", kv_get_stream_bytes.load()},
+            {"rpc_kv_puts", kv_puts.load()},
+            {"rpc_kv_put_pulled_bytes", kv_put_pulled_bytes.load()},
+            {"rpc_kv_put_stream_bytes", kv_put_stream_bytes.load()}};
+  }
 };
+
+namespace {
+
+// The frames of a descriptor GET, from the store call on the pool (GetLayers' on_plan and,
+// without a target, this LayerSink) to the connection's strand, which writes them in order.
+// Staging buffers are a HeapBufferPool of kKvStreamBuffers: a buffer goes back when its frame
+// is on the wire, so a slow caller (TCP backpressure) blocks AcquireBuffer and with it the
+// assembler, and memory stays bounded whatever the payload. Once the connection fails
+// (Fail), queued frames are dropped and every later call returns that error.
+class KvGetStream final : public LayerSink {
+ public:
+  struct Frame {
+    Op op = Op::kKvData;
+    std::vector<std::byte> head;  // the body before the data: a plan, an offset, a layer
+    StagingBuffer buffer;         // kKvData: the bytes; back to the pool once destroyed
+    uint64_t length = 0;
+  };
+
+  KvGetStream(bool with_pool, std::chrono::milliseconds timeout) : timeout_(timeout) {
+    if (with_pool) {
+      pool_ = std::make_unique<HeapBufferPool>(kKvStreamBuffers, kStreamChunkBytes);
+    }
+  }
+
+  // Runs on the store pool after each push and at the end; posts a wake-up to the strand.
+  void set_wake(std::function<void()> wake) { wake_ = std::move(wake); }
+
+  Status PushPlan(const KvPlan& plan) {
+    Frame f;
+    f.op = Op::kKvPlan;
+    WireWriter w(&f.head);
+    Encode(w, plan);
+    return Push(std::move(f));
+  }
+  // The end of the store call.
+  void Done(Result<KvGetReport> result) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      result_.emplace(std::move(result));
+    }
+    wake_();
+  }
+  // The strand's side: the next frame, or nullopt (then *done tells whether the call ended).
+  std::optional<Frame> Next(bool* done) {
+    std::lock_guard<std::mutex> lock(mu_);
+    *done = false;
+    if (!frames_.empty()) {
+      Frame f = std::move(frames_.front());
+      frames_.pop_front();
+      return f;
+    }
+    *done = result_.has_value();
+    return std::nullopt;
+  }
+  Result<KvGetReport> TakeResult() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::move(*result_);
+  }
+  void Fail(const Status& error) {
+    std::deque<Frame> dropped;  // destroyed outside the lock: gives buffers back
+    std::lock_guard<std::mutex> lock(mu_);
+    if (failed_.ok()) {
+      failed_ = error;
+    }
+    dropped.swap(frames_);
+  }
+  uint64_t streamed() const { return next_offset_; }
+
+  // LayerSink (the store pool's side).
+  uint64_t buffer_bytes() const override { return kStreamChunkBytes; }
+  Result<StagingBuffer> AcquireBuffer() override {
+    if (Status f = Failed(); !f.ok()) {
+      return f;
+    }
+    return pool_->Acquire(timeout_);
+  }
+  Status Write(uint64_t dest_offset, StagingBuffer buffer, uint64_t length) override {
+    if (!pool_->Owns(buffer) || length == 0 || length > buffer.bytes().size()) {
+      return Status::InvalidArgument("buffer", "not one of this sink's buffers, or a bad length");
+    }
+    if (dest_offset != next_offset_) {
+      return Status::OutOfRange("body offsets must increase without gaps");
+    }
+    next_offset_ += length;
+    Frame f;
+    f.head.resize(8);
+    PutLittleEndian64(dest_offset, f.head.data());
+    f.buffer = std::move(buffer);
+    f.length = length;
+    return Push(std::move(f));
+  }
+  Status LayerReady(uint32_t layer) override {
+    Frame f;
+    f.op = Op::kKvLayerReady;
+    f.head.resize(4);
+    PutLittleEndian32(layer, f.head.data());
+    return Push(std::move(f));
+  }
+  Status Finish(const Status& final) override {
+    // The caller learns the outcome from the call's last frame, written after every queued
+    // frame; only a transport failure is known here.
+    Status f = Failed();
+    return f.ok() ? final : f;
+  }
+
+ private:
+  Status Failed() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return failed_;
+  }
+  Status Push(Frame f) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!failed_.ok()) {
+        return failed_;
+      }
+      frames_.push_back(std::move(f));
+    }
+    wake_();
+    return Status::Ok();
+  }
+
+  const std::chrono::milliseconds timeout_;
+  std::unique_ptr<HeapBufferPool> pool_;  // first: outlives the buffers in frames_
+  std::function<void()> wake_;
+  uint64_t next_offset_ = 0;  // the sink's side only
+  std::mutex mu_;
+  std::deque<Frame> frames_ OC_GUARDED_BY(mu_);
+  Status failed_ OC_GUARDED_BY(mu_);
+  std::optional<Result<KvGetReport>> result_ OC_GUARDED_BY(mu_);
+};
+
+// The body of a descriptor PUT, from the connection's strand (data frames) to the store call
+// on the pool (this ChunkSource), at most kKvPutQueueBytes queued between them.
+class KvPutStream final : public ChunkSource {
+ public:
+  explicit KvPutStream(std::chrono::milliseconds timeout) : timeout_(timeout) {}
+
+  void set_wake(std::function<void()> wake) { wake_ = std::move(wake); }
+
+  // The strand's side. True when another piece may be queued (or the call is over and
+  // pieces are discarded).
+  bool HasRoom() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return queued_ < kKvPutQueueBytes || result_.has_value();
+  }
+  void Push(std::vector<std::byte> piece) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (result_.has_value() || closed_) {
+      return;  // the store call ended early: the rest of the body is drained unread
+    }
+    queued_ += piece.size();
+    received_ += piece.size();
+    pieces_.push_back(std::move(piece));
+    cv_.notify_all();
+  }
+  // The body ended (kCommit) or was abandoned (kAbort, or the connection failed).
+  void Close(bool abort) {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    aborted_ = aborted_ || abort;
+    cv_.notify_all();
+  }
+  bool done() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return result_.has_value();
+  }
+  void Done(Result<KvPutReport> result) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      result_.emplace(std::move(result));
+    }
+    wake_();
+  }
+  Result<KvPutReport> TakeResult() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return std::move(*result_);
+  }
+  uint64_t received() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return received_;
+  }
+
+  // ChunkSource (the store pool's side).
+  Result<uint64_t> Read(MutableByteSpan out) override {
+    uint64_t n = 0;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (!cv_.wait_for(lock, timeout_, [&] { return !pieces_.empty() || closed_; })) {
+        return Status::Unavailable("the descriptor PUT body stalled");
+      }
+      if (pieces_.empty()) {
+        if (aborted_) {
+          return Status::Cancelled("the descriptor PUT body was abandoned");
+        }
+        return uint64_t{0};
+      }
+      std::vector<std::byte>& front = pieces_.front();
+      n = std::min<uint64_t>(out.size(), front.size() - front_pos_);
+      std::copy_n(front.data() + front_pos_, n, out.data());
+      front_pos_ += n;
+      if (front_pos_ == front.size()) {
+        queued_ -= front.size();
+        pieces_.pop_front();
+        front_pos_ = 0;
+      }
+    }
+    wake_();  // room for the strand's next piece
+    return n;
+  }
+
+ private:
+  const std::chrono::milliseconds timeout_;
+  std::function<void()> wake_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::vector<std::byte>> pieces_ OC_GUARDED_BY(mu_);
+  uint64_t front_pos_ OC_GUARDED_BY(mu_) = 0;
+  uint64_t queued_ OC_GUARDED_BY(mu_) = 0;
+  uint64_t received_ OC_GUARDED_BY(mu_) = 0;
+  bool closed_ OC_GUARDED_BY(mu_) = false;
+  bool aborted_ OC_GUARDED_BY(mu_) = false;
+  std::optional<Result<KvPutReport>> result_ OC_GUARDED_BY(mu_);
+};
+
+}  // namespace
 
 // One client connection: a coroutine serving calls one after another, and a watchdog
 // coroutine that closes the socket when the current deadline passes. Both run on the
@@ -177,7 +437,11 @@ struct RpcServer::Impl {
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   Connection(RpcServer::Impl& server, tcp::socket socket, uint64_t id)
-      : server_(server), socket_(std::move(socket)), timer_(socket_.get_executor()), id_(id) {
+      : server_(server),
+        socket_(std::move(socket)),
+        timer_(socket_.get_executor()),
+        wake_(socket_.get_executor()),
+        id_(id) {
     error_code ec;
     const tcp::endpoint peer = socket_.remote_endpoint(ec);
     peer_ = ec ? "?" : fmt::format("{}:{}", peer.address().to_string(), peer.port());
@@ -226,8 +490,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
   }
 
+  // `allow_kv_request`: a descriptor call's request may be up to kMaxKvRequestBodyBytes.
   asio::awaitable<ReadKind> ReadFrame(std::chrono::milliseconds timeout, uint64_t max_body,
-                                      FrameHeader* h, Status* error);
+                                      FrameHeader* h, Status* error, bool allow_kv_request = false);
   asio::awaitable<bool> WriteOut();
   asio::awaitable<bool> WriteData(Op op, uint64_t rid, ByteSpan prefix, ByteSpan data);
   asio::awaitable<bool> SendError(uint64_t rid, const Status& status);
@@ -287,10 +552,29 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::awaitable<bool> ServeGet(const FrameHeader& h);
   asio::awaitable<bool> ServeReadSlices(const FrameHeader& h);
   asio::awaitable<bool> ServeStats(const FrameHeader& h);
+  asio::awaitable<bool> ServeKvProbe(const FrameHeader& h);
+  asio::awaitable<bool> ServeKvGetLayers(const FrameHeader& h);
+  asio::awaitable<bool> ServeKvPutChunks(const FrameHeader& h);
+
+  // A function that wakes WaitForWake() from any thread (it posts to this strand).
+  std::function<void()> Waker() {
+    return [self = shared_from_this()] {
+      asio::post(self->socket_.get_executor(), [self] { self->wake_.cancel(); });
+    };
+  }
+  // Suspends until a Waker() call (or at once if one is already queued on the strand).
+  // Callers re-check their condition on this strand before each wait, so no wake-up is lost.
+  asio::awaitable<void> WaitForWake() {
+    Arm(kNoDeadline);
+    wake_.expires_at(std::chrono::steady_clock::time_point::max());
+    error_code ec;
+    co_await wake_.async_wait(Awaitable(ec));
+  }
 
   RpcServer::Impl& server_;
   tcp::socket socket_;
   asio::steady_timer timer_;
+  asio::steady_timer wake_;  // WaitForWake(): cancelled by Waker()
   std::chrono::steady_clock::time_point deadline_{};
   const uint64_t id_;
   std::string peer_;
@@ -321,7 +605,7 @@ asio::awaitable<void> Connection::Watchdog() {
 
 asio::awaitable<Connection::ReadKind> Connection::ReadFrame(std::chrono::milliseconds timeout,
                                                             uint64_t max_body, FrameHeader* h,
-                                                            Status* error) {
+                                                            Status* error, bool allow_kv_request) {
   std::array<std::byte, kHeaderBytes> header;
   error_code ec;
   Arm(timeout);
@@ -333,7 +617,13 @@ asio::awaitable<Connection::ReadKind> Connection::ReadFrame(std::chrono::millise
     }
     co_return ReadKind::kClosed;
   }
-  Status st = DecodeHeader(header, max_body, h);
+  Status st = DecodeHeader(
+      header, allow_kv_request ? std::max(max_body, kMaxKvRequestBodyBytes) : max_body, h);
+  if (st.ok() && h->body_length > max_body && !IsKvRequestOp(h->op)) {
+    st = Status::ResourceExhausted(
+        "body_length",
+        fmt::format("frame body of {} bytes exceeds the limit of {}", h->body_length, max_body));
+  }
   if (st.ok() && (h->flags & kFlagReply) != 0) {
     st = Status::InvalidArgument("flags", "a client sent a reply frame");
   }
@@ -427,7 +717,7 @@ asio::awaitable<void> Connection::Run() {
     Status error;
     idle_ = true;
     const ReadKind kind = co_await ReadFrame(server_.options.idle_timeout,
-                                             server_.options.max_frame_bytes, &h, &error);
+                                             server_.options.max_frame_bytes, &h, &error, true);
     idle_ = false;
     if (kind == ReadKind::kClosed) {
       break;
@@ -605,6 +895,15 @@ asio::awaitable<bool> Connection::Dispatch(const FrameHeader& h) {
       co_return co_await ServeReadSlices(h);
     case Op::kStats:
       co_return co_await ServeStats(h);
+    case Op::kKvProbe:
+      co_return co_await ServeKvProbe(h);
+    case Op::kKvGetLayers:
+      co_return co_await ServeKvGetLayers(h);
+    case Op::kKvPutChunks:
+      co_return co_await ServeKvPutChunks(h);
+    case Op::kKvPlan:
+    case Op::kKvData:
+    case Op::kKvLayerReady:
     case Op::kHello:
     case Op::kError:
     case Op::kData:
@@ -777,12 +1076,180 @@ asio::awaitable<bool> Connection::ServeStats(const FrameHeader& h) {
   if (!stats.has_value()) {
     co_return co_await SendError(h.request_id, stats.error());
   }
-  const RpcServer::Impl& s = server_;
-  stats->figures.emplace_back("rpc_connections_active", s.connections_active.load());
-  stats->figures.emplace_back("rpc_connections_total", s.connections_total.load());
-  stats->figures.emplace_back("rpc_protocol_errors", s.protocol_errors.load());
-  stats->figures.emplace_back("rpc_peak_connection_bytes", s.peak_connection_bytes.load());
+  for (auto& figure : server_.Figures()) {
+    stats->figures.push_back(std::move(figure));
+  }
   co_return co_await Reply(Op::kStats, h.request_id, *stats);
+}
+
+// --- Descriptor calls ---
+// The descriptor arrives as its POST-body text and is checked here with the gateway's limits
+// (DecodeDescriptorText): a bad one is answered with the field at fault and the connection
+// stays usable, since the frame itself was well formed.
+
+asio::awaitable<bool> Connection::ServeKvProbe(const FrameHeader& h) {
+  const uint64_t rid = h.request_id;
+  std::string bucket;
+  std::string text;
+  if (Status d = DecodeBody(ByteSpan(body_.data(), body_.size()), &bucket, &text); !d.ok()) {
+    co_return co_await Reject(rid, d);
+  }
+  Result<descriptor::Descriptor> d = DecodeDescriptorText(text);
+  if (!d.has_value()) {
+    co_return co_await SendError(rid, d.error());
+  }
+  server_.kv_probes.fetch_add(1, std::memory_order_relaxed);
+  const Result<KvProbeResult> r =
+      co_await OnPool([&] { return server_.store->ProbeChunks(bucket, *d); });
+  co_return co_await ReplyResult(h.op, rid, r);
+}
+
+// GetLayers runs on the store pool. With a data-plane target the store writes the caller's
+// memory with its own UCX data plane and only the plan and the report come back here;
+// without one the payload streams in kKvData frames (and kKvLayerReady after each layer)
+// through a KvGetStream. Frames are written in the order the store produced them, the
+// report or error last.
+asio::awaitable<bool> Connection::ServeKvGetLayers(const FrameHeader& h) {
+  const uint64_t rid = h.request_id;
+  std::string bucket;
+  std::string text;
+  if (Status d = DecodeBody(ByteSpan(body_.data(), body_.size()), &bucket, &text); !d.ok()) {
+    co_return co_await Reject(rid, d);
+  }
+  Result<descriptor::Descriptor> decoded = DecodeDescriptorText(text);
+  if (!decoded.has_value()) {
+    co_return co_await SendError(rid, decoded.error());
+  }
+  server_.kv_gets.fetch_add(1, std::memory_order_relaxed);
+  const bool to_target = decoded->target.has_value();
+  auto stream = std::make_shared<KvGetStream>(!to_target, server_.options.io_timeout);
+  stream->set_wake(Waker());
+  if (!to_target) {
+    server_.NotePeak(body_.capacity() + kKvStreamBuffers * kStreamChunkBytes);
+  }
+  asio::post(server_.store_pool, [stream, store = server_.store, bucket = std::move(bucket),
+                                  d = std::move(*decoded), to_target,
+                                  guard = asio::make_work_guard(server_.io)]() mutable {
+    Result<KvGetReport> r =
+        store->GetLayers(bucket, d, to_target ? nullptr : stream.get(),
+                         [&stream](const KvPlan& plan) { return stream->PushPlan(plan); });
+    stream->Done(std::move(r));
+  });
+  for (;;) {
+    bool done = false;
+    std::optional<KvGetStream::Frame> f = stream->Next(&done);
+    if (f.has_value()) {
+      const ByteSpan data =
+          f->buffer.valid() ? ByteSpan(f->buffer.bytes().first(f->length)) : ByteSpan();
+      if (!co_await WriteData(f->op, rid, f->head, data)) {
+        // The caller is gone: the store call stops at its next write (or plan) and ends on
+        // its own; this connection closes.
+        stream->Fail(Status::Unavailable("the connection to the caller was lost"));
+        kLog.Warn("descriptor get stream broken req={:016x} conn={} peer={}", rid, id_, peer_);
+        co_return false;
+      }
+      continue;
+    }
+    if (done) {
+      break;
+    }
+    co_await WaitForWake();
+  }
+  Result<KvGetReport> r = stream->TakeResult();
+  if (r.has_value()) {
+    if (to_target) {
+      server_.kv_get_target_bytes.fetch_add(r->plan.payload_bytes, std::memory_order_relaxed);
+      server_.kv_get_target_writes.fetch_add(r->writes, std::memory_order_relaxed);
+    } else {
+      server_.kv_get_stream_bytes.fetch_add(stream->streamed(), std::memory_order_relaxed);
+    }
+  }
+  co_return co_await ReplyResult(h.op, rid, r);
+}
+
+// PutChunks runs on the store pool while this strand reads the call's frames: data frames
+// (only without a target) feed a KvPutStream, and kCommit or kAbort ends the body. The one
+// reply (report or error) follows kCommit/kAbort, so the connection is at a frame boundary
+// again even when the store call failed early (the rest of the body is then drained unread).
+asio::awaitable<bool> Connection::ServeKvPutChunks(const FrameHeader& h) {
+  const uint64_t rid = h.request_id;
+  std::string bucket;
+  std::string text;
+  if (Status d = DecodeBody(ByteSpan(body_.data(), body_.size()), &bucket, &text); !d.ok()) {
+    co_return co_await Reject(rid, d);
+  }
+  Result<descriptor::Descriptor> decoded = DecodeDescriptorText(text);
+  const bool to_target = decoded.has_value() && decoded->target.has_value();
+  std::shared_ptr<KvPutStream> stream;
+  if (decoded.has_value()) {
+    server_.kv_puts.fetch_add(1, std::memory_order_relaxed);
+    stream = std::make_shared<KvPutStream>(server_.options.io_timeout);
+    stream->set_wake(Waker());
+    asio::post(server_.store_pool,
+               [stream, store = server_.store, bucket = std::move(bucket), d = std::move(*decoded),
+                to_target, guard = asio::make_work_guard(server_.io)]() mutable {
+                 stream->Done(store->PutChunks(bucket, d, to_target ? nullptr : stream.get()));
+               });
+  }
+  auto abandon = [&stream] {
+    if (stream != nullptr) {
+      stream->Close(/*abort=*/true);  // the store call ends on its own
+    }
+  };
+  bool aborted = false;
+  for (;;) {
+    FrameHeader fh;
+    Status error;
+    const ReadKind kind = co_await ReadFrame(server_.options.io_timeout,
+                                             server_.options.max_frame_bytes, &fh, &error);
+    if (kind != ReadKind::kOk) {
+      abandon();
+      co_return kind == ReadKind::kBad ? co_await Reject(fh.request_id, error) : false;
+    }
+    if (fh.request_id != rid) {
+      abandon();
+      co_return co_await Reject(fh.request_id,
+                                Status::InvalidArgument("request_id", "changed inside a call"));
+    }
+    if (fh.op == Op::kData) {
+      if (to_target) {
+        abandon();
+        co_return co_await Reject(
+            rid, Status::InvalidArgument("op", "data frames in a descriptor PUT with a target"));
+      }
+      if (stream == nullptr) {
+        continue;  // the descriptor was refused: drain to kCommit, then answer
+      }
+      while (!stream->HasRoom()) {
+        co_await WaitForWake();
+      }
+      stream->Push(std::move(body_));
+      body_ = {};
+      continue;
+    }
+    if ((fh.op != Op::kCommit && fh.op != Op::kAbort) || fh.body_length != 0) {
+      abandon();
+      co_return co_await Reject(
+          rid,
+          Status::InvalidArgument("op", fmt::format("{} inside a descriptor PUT", OpName(fh.op))));
+    }
+    aborted = fh.op == Op::kAbort;
+    break;
+  }
+  if (stream == nullptr) {
+    co_return co_await SendError(rid, decoded.error());
+  }
+  // kCommit: the body is complete (PutChunks checks its length); kAbort: abandoned.
+  stream->Close(aborted);
+  while (!stream->done()) {
+    co_await WaitForWake();
+  }
+  Result<KvPutReport> r = stream->TakeResult();
+  if (r.has_value()) {
+    (to_target ? server_.kv_put_pulled_bytes : server_.kv_put_stream_bytes)
+        .fetch_add(r->bytes, std::memory_order_relaxed);
+  }
+  co_return co_await ReplyResult(h.op, rid, r);
 }
 
 // --- Accepting and shutting down ---
@@ -955,10 +1422,7 @@ void RpcServer::Wait() {
 }
 
 std::vector<std::pair<std::string, uint64_t>> RpcServer::Figures() const {
-  return {{"rpc_connections_active", impl_->connections_active.load()},
-          {"rpc_connections_total", impl_->connections_total.load()},
-          {"rpc_protocol_errors", impl_->protocol_errors.load()},
-          {"rpc_peak_connection_bytes", impl_->peak_connection_bytes.load()}};
+  return impl_->Figures();
 }
 
 }  // namespace oc::storage::rpc

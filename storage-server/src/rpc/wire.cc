@@ -4,6 +4,9 @@
 
 #include <fmt/core.h>
 
+#include "oc/descriptor/codec.h"
+#include "oc/descriptor/limits.h"
+
 namespace oc::storage::rpc {
 namespace {
 
@@ -164,6 +167,18 @@ std::string_view OpName(Op op) {
       return "SliceData";
     case Op::kStats:
       return "Stats";
+    case Op::kKvProbe:
+      return "KvProbe";
+    case Op::kKvGetLayers:
+      return "KvGetLayers";
+    case Op::kKvPlan:
+      return "KvPlan";
+    case Op::kKvData:
+      return "KvData";
+    case Op::kKvLayerReady:
+      return "KvLayerReady";
+    case Op::kKvPutChunks:
+      return "KvPutChunks";
   }
   return "unknown";
 }
@@ -654,6 +669,115 @@ bool Decode(WireReader& r, std::vector<SliceRequest>* v) {
 
 bool Decode(WireReader& r, std::vector<std::string>* v) { return DecodeStrings(r, v); }
 
+// --- Descriptor calls ---
+
+descriptor::Limits WireDescriptorLimits() {
+  descriptor::Limits limits;
+  limits.max_body_bytes = kMaxKvRequestBodyBytes;
+  return limits;
+}
+
+Result<descriptor::Descriptor> DecodeDescriptorText(std::string_view text) {
+  const descriptor::Limits limits = WireDescriptorLimits();
+  OC_ASSIGN_OR_RETURN(descriptor::Descriptor d, descriptor::DecodeBody(text, limits));
+  OC_RETURN_IF_ERROR(descriptor::Validate(d, limits));
+  return d;
+}
+
+void Encode(WireWriter& w, const KvPlan& v) {
+  w.U64(v.num_chunks);
+  w.U64(v.matched);
+  w.U8(static_cast<uint8_t>(v.mode));
+  w.U64(v.payload_bytes);
+  w.Str(v.request_id);
+}
+
+bool Decode(WireReader& r, KvPlan* v) {
+  uint8_t mode = 0;
+  if (!(r.U64(&v->num_chunks) && r.U64(&v->matched) && r.U8(&mode) && r.U64(&v->payload_bytes) &&
+        r.Str(&v->request_id))) {
+    return false;
+  }
+  if (v->matched > v->num_chunks) {
+    return r.Fail("plan.matched", "more chunks matched than requested");
+  }
+  if (mode != static_cast<uint8_t>(descriptor::ServeMode::kChunkwise) &&
+      mode != static_cast<uint8_t>(descriptor::ServeMode::kLayerwise)) {
+    return r.Fail("plan.mode", "unknown serve mode");
+  }
+  v->mode = static_cast<descriptor::ServeMode>(mode);
+  return true;
+}
+
+void Encode(WireWriter& w, const KvGetReport& v) {
+  Encode(w, v.plan);
+  w.U64(v.timings.plan_us);
+  w.U64(v.timings.read_us);
+  w.U64(v.timings.transfer_us);
+  w.U64(v.timings.total_us);
+  w.U32(v.layers_notified);
+  w.U64(v.writes);
+  // The rate in bit/s, rounded: a plain integer on the wire, no float encoding.
+  w.U64(v.assigned_rate_gbps > 0 ? static_cast<uint64_t>(v.assigned_rate_gbps * 1e9 + 0.5) : 0);
+}
+
+bool Decode(WireReader& r, KvGetReport* v) {
+  uint64_t rate_bps = 0;
+  if (!(Decode(r, &v->plan) && r.U64(&v->timings.plan_us) && r.U64(&v->timings.read_us) &&
+        r.U64(&v->timings.transfer_us) && r.U64(&v->timings.total_us) &&
+        r.U32(&v->layers_notified) && r.U64(&v->writes) && r.U64(&rate_bps))) {
+    return false;
+  }
+  v->assigned_rate_gbps = static_cast<double>(rate_bps) / 1e9;
+  return true;
+}
+
+void Encode(WireWriter& w, const KvProbeResult& v) {
+  w.U64(v.matched);
+  w.U32(static_cast<uint32_t>(v.sizes.size()));
+  for (const std::optional<uint64_t>& size : v.sizes) {
+    w.U8(size.has_value() ? 1 : 0);
+    if (size.has_value()) {
+      w.U64(*size);
+    }
+  }
+}
+
+bool Decode(WireReader& r, KvProbeResult* v) {
+  if (!r.U64(&v->matched)) {
+    return false;
+  }
+  if (!DecodeVector(r, &v->sizes, 1, [](WireReader& rr, std::optional<uint64_t>* size) {
+        bool present = false;
+        uint64_t value = 0;
+        if (!rr.Bool(&present) || (present && !rr.U64(&value))) {
+          return false;
+        }
+        *size = present ? std::optional<uint64_t>(value) : std::nullopt;
+        return true;
+      })) {
+    return false;
+  }
+  if (v->matched > v->sizes.size()) {
+    return r.Fail("probe.matched", "more chunks matched than sizes given");
+  }
+  return true;
+}
+
+void Encode(WireWriter& w, const KvPutReport& v) {
+  w.U64(v.chunks);
+  w.U64(v.bytes);
+  w.U64(v.receive_us);
+  w.U64(v.commit_wait_us);
+  w.U64(v.total_us);
+  w.Str(v.request_id);
+}
+
+bool Decode(WireReader& r, KvPutReport* v) {
+  return r.U64(&v->chunks) && r.U64(&v->bytes) && r.U64(&v->receive_us) &&
+         r.U64(&v->commit_wait_us) && r.U64(&v->total_us) && r.Str(&v->request_id);
+}
+
 void Encode(WireWriter& w, const std::optional<ObjectMeta>& v) {
   w.U8(v.has_value() ? 1 : 0);
   if (v.has_value()) {
@@ -787,6 +911,33 @@ Status ValidateBody(Op op, uint16_t flags, ByteSpan body) {
       StoreStats stats;
       return reply ? DecodeBody(body, &stats) : DecodeBody(body);
     }
+    case Op::kKvProbe:
+    case Op::kKvGetLayers:
+    case Op::kKvPutChunks: {
+      if (reply) {
+        KvProbeResult probe;
+        KvGetReport get;
+        KvPutReport put;
+        return op == Op::kKvProbe       ? DecodeBody(body, &probe)
+               : op == Op::kKvGetLayers ? DecodeBody(body, &get)
+                                        : DecodeBody(body, &put);
+      }
+      OC_RETURN_IF_ERROR(DecodeBody(body, &s1, &s2));
+      return DecodeDescriptorText(s2).status();
+    }
+    case Op::kKvPlan: {
+      KvPlan plan;
+      return DecodeBody(body, &plan);
+    }
+    case Op::kKvData: {
+      WireReader r(body);
+      uint64_t offset = 0;
+      ByteSpan rest;
+      (void)(r.U64(&offset) && r.Take(r.remaining(), &rest));
+      return r.Finish();
+    }
+    case Op::kKvLayerReady:
+      return DecodeBody(body, &u1);
   }
   return Status(Code::kUnimplemented, Subject::kNone, "op", "unknown op");
 }

@@ -35,6 +35,8 @@
 #include "oc/common/bytes.h"
 #include "oc/common/result.h"
 #include "oc/common/status.h"
+#include "oc/descriptor/descriptor.h"
+#include "oc/storage/kv.h"
 #include "oc/storage/types.h"
 
 namespace oc::storage::rpc {
@@ -52,6 +54,13 @@ inline constexpr uint64_t kStreamChunkBytes = 1ull << 20;
 // Largest request body a client sends (everything but data frames): servers accept at
 // least this much whatever their configuration, so a valid call is never refused for size.
 inline constexpr uint64_t kMaxRequestBodyBytes = 1ull << 20;
+// Largest request body of a descriptor call (kKvProbe, kKvGetLayers, kKvPutChunks): the
+// bucket and the descriptor in the POST-body text of docs/protocol.md. The gateway accepts
+// descriptor bodies of up to descriptor::Limits::max_body_bytes (8 MiB); re-encoding may
+// percent-encode names the client sent raw (at most 3x), so the wire allows three times that
+// plus room for the bucket. Servers accept it for these ops only, whatever
+// rpc.max_frame_bytes says.
+inline constexpr uint64_t kMaxKvRequestBodyBytes = 3 * (8ull << 20) + (64ull << 10);
 // Longest shared secret accepted in a handshake.
 inline constexpr uint64_t kMaxSecretBytes = 4096;
 
@@ -86,7 +95,30 @@ enum class Op : uint8_t {
   kReadSlices = 40,       // bucket, vector<SliceRequest> / kSliceData per slice, then u32 count
   kSliceData = 41,        // (server only) u32 index, u8 SliceStatus, then the slice bytes if kOk
   kStats = 50,            // (empty)                      / StoreStats
+  // The descriptor calls (docs/protocol.md, "Storage RPC"). The descriptor travels as its
+  // POST-body text (descriptor/codec.h) and is decoded and validated by the server with
+  // DecodeDescriptorText.
+  kKvProbe = 60,       // bucket, descriptor            / KvProbeResult
+  kKvGetLayers = 61,   // bucket, descriptor            / kKvPlan, then (no target) kKvData and
+                       // kKvLayerReady frames, then KvGetReport (or kError at any point)
+  kKvPlan = 62,        // (server only) KvPlan, before any byte moves
+  kKvData = 63,        // (server only) u64 payload offset, then the bytes
+  kKvLayerReady = 64,  // (server only) u32 layer
+  kKvPutChunks = 65,   // bucket, descriptor; then kData* (no target only), then kCommit or
+                       // kAbort (no reply of their own) / KvPutReport
 };
+
+// True for the request ops that may carry up to kMaxKvRequestBodyBytes.
+inline bool IsKvRequestOp(Op op) {
+  return op == Op::kKvProbe || op == Op::kKvGetLayers || op == Op::kKvPutChunks;
+}
+
+// The descriptor limits the server applies to a descriptor from the wire: the gateway's
+// defaults (descriptor::Limits), with the body bound raised to what a frame may carry.
+descriptor::Limits WireDescriptorLimits();
+// Decodes a descriptor's POST-body text and validates it against WireDescriptorLimits():
+// kInvalidArgument/kDescriptor naming the x-oc-* field, as the gateway would answer.
+Result<descriptor::Descriptor> DecodeDescriptorText(std::string_view text);
 
 // The name of an op for logs ("Get"); "unknown" for a value outside the table.
 std::string_view OpName(Op op);
@@ -195,6 +227,10 @@ void Encode(WireWriter& w, const ListUploadsResult& v);
 void Encode(WireWriter& w, const SliceRequest& v);
 void Encode(WireWriter& w, const GetReply& v);
 void Encode(WireWriter& w, const StoreStats& v);
+void Encode(WireWriter& w, const KvPlan& v);
+void Encode(WireWriter& w, const KvGetReport& v);
+void Encode(WireWriter& w, const KvProbeResult& v);
+void Encode(WireWriter& w, const KvPutReport& v);
 template <typename T>
 void Encode(WireWriter& w, std::span<const T> v) {
   w.U32(static_cast<uint32_t>(v.size()));
@@ -227,6 +263,10 @@ bool Decode(WireReader& r, ListUploadsResult* v);
 bool Decode(WireReader& r, SliceRequest* v);
 bool Decode(WireReader& r, GetReply* v);
 bool Decode(WireReader& r, StoreStats* v);
+bool Decode(WireReader& r, KvPlan* v);  // also checks matched <= num_chunks, a known mode
+bool Decode(WireReader& r, KvGetReport* v);
+bool Decode(WireReader& r, KvProbeResult* v);
+bool Decode(WireReader& r, KvPutReport* v);
 bool Decode(WireReader& r, std::vector<BucketInfo>* v);
 bool Decode(WireReader& r, std::vector<CompletedPart>* v);
 bool Decode(WireReader& r, std::vector<SliceRequest>* v);

@@ -31,12 +31,15 @@ struct ServedStore {
   }
 };
 
-inline std::unique_ptr<ServedStore> Serve(rpc::RpcServerOptions options = {}) {
+// `kv`: the served store's KvOptions (the descriptor calls run in the server).
+inline std::unique_ptr<ServedStore> Serve(rpc::RpcServerOptions options = {},
+                                          KvOptions kv = KvOptions{}) {
   auto s = std::make_unique<ServedStore>();
   StoreOptions so;
   so.data_dir = (s->dir.path() / "db").string();
   so.block_cache_bytes = 64 << 20;
   so.read_threads = 2;
+  so.kv = std::move(kv);
   Result<std::unique_ptr<Store>> local = OpenLocalStore(so);
   EXPECT_TRUE(local.has_value()) << local.error();
   if (!local.has_value()) {
