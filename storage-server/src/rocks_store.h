@@ -89,8 +89,8 @@ class WalSync {
   std::condition_variable synced_cv_;   // a sync finished
   std::condition_variable written_cv_;  // a write arrived (the gathering leader waits on it)
   uint64_t written_ OC_GUARDED_BY(mu_) = 0;
-  uint64_t synced_ OC_GUARDED_BY(mu_) = 0;  // every ticket up to it is durable
-  Status failure_ OC_GUARDED_BY(mu_);       // set by a failed sync, then kept
+  uint64_t synced_ OC_GUARDED_BY(mu_) = 0;        // every ticket up to it is durable
+  Status failure_ OC_GUARDED_BY(mu_);             // set by a failed sync, then kept
   uint64_t failed_after_ OC_GUARDED_BY(mu_) = 0;  // tickets above it get failure_
   bool syncing_ OC_GUARDED_BY(mu_) = false;
   uint64_t last_group_ OC_GUARDED_BY(mu_) = 1;  // writes the last sync covered
