@@ -10,12 +10,15 @@
 //       (the HTTP path without the socket), 3 layerwise over UCX shm with layer-ready ordered by
 //       ucp_worker_fence instead of an endpoint flush (LayerOrdering::kFence). Counters:
 //       bytes_per_second (W / wall time), ttfl_us (request start to the client seeing layer 0;
-//       chunkwise: all layers at once), read_us (storage reads into staging, summed), writes.
+//       chunkwise: all layers at once), read_us (storage reads into staging, summed), writes,
+//       cpu_s_per_gb (user + system CPU of the whole process per GB delivered).
 //   BM_Memcpy/W  the copy ceiling: memcpy of W bytes between two buffers, in the same run.
 // The store is filled once per G (the 16K·87.5% prefix; every smaller request names a prefix
 // of it) and read once before timing, so every extent is in the block cache.
 #include <benchmark/benchmark.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -121,6 +124,16 @@ World& Get(uint64_t g) {
   return w;
 }
 
+// User + system CPU seconds of every thread of this process so far.
+double ProcessCpuSeconds() {
+  rusage u{};
+  (void)getrusage(RUSAGE_SELF, &u);
+  auto secs = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+  };
+  return secs(u.ru_utime) + secs(u.ru_stime);
+}
+
 // The HTTP path without the socket: each buffer is copied into the payload in memory.
 class MemoryBodySink final : public LayerSink {
  public:
@@ -162,6 +175,7 @@ void BM_Deliver(benchmark::State& state) {
   double ttfl_us = 0;
   double read_us = 0;
   double writes = 0;
+  const double cpu_start = ProcessCpuSeconds();
   for (auto _ : state) {
     const Clock::time_point start = Clock::now();
     kv::PlanResult plan = *kv::PlanRequest(*w.store, kBucket, d, threshold);
@@ -195,7 +209,13 @@ void BM_Deliver(benchmark::State& state) {
     read_us += static_cast<double>(report->timings.read_us);
     writes += static_cast<double>(report->writes);
   }
+  const double cpu = ProcessCpuSeconds() - cpu_start;
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+  // CPU seconds of the whole process (server, client, store threads) per GB delivered: what
+  // the copies cost, less sensitive to other load on the machine than wall time.
+  state.counters["cpu_s_per_gb"] =
+      cpu / (static_cast<double>(std::max<int64_t>(1, state.iterations())) *
+             static_cast<double>(bytes) / 1e9);
   state.counters["ttfl_us"] = benchmark::Counter(ttfl_us, benchmark::Counter::kAvgIterations);
   state.counters["read_us"] = benchmark::Counter(read_us, benchmark::Counter::kAvgIterations);
   state.counters["writes"] = benchmark::Counter(writes, benchmark::Counter::kAvgIterations);

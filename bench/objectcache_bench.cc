@@ -8,7 +8,9 @@
 //               layerwise or chunkwise by its Θ; the mode it used is reported)
 //   http-body   one descriptor GET, the layer-major payload streamed in the HTTP body
 //   http-object M plain GETs, one per chunk object (L·S bytes each), one connection
-//   http-range  M·L range GETs of S bytes (one per chunk per layer), in layer order
+//   http-range  M·L range GETs of S bytes (one per chunk per layer), in layer order, by
+//               --range-concurrency threads sharing the client (default 1; more values add
+//               methods http-range-c<N>); rows carry "concurrency" and "client"
 // For each: total seconds, GB/s (payload / total), time to first layer (ucx and http-body:
 // the first layer notification; http-range: the M GETs of layer 0; http-object: every
 // object, since each holds all layers), and per shape the speedups of ucx and http-body over
@@ -25,7 +27,9 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/core.h>
@@ -56,6 +60,9 @@ struct Flags {
   std::vector<uint64_t> contexts = {4096, 16384};
   std::vector<double> hits = {0.5, 0.875};
   std::vector<std::string> methods = {"ucx", "http-body", "http-object", "http-range"};
+  // Threads issuing the http-range GETs; each value after the first adds a method
+  // "http-range-c<N>" (the first keeps the name "http-range").
+  std::vector<uint64_t> range_concurrency = {1};
   uint32_t repeat = 3;
   bool put = true;
   std::string json;
@@ -105,6 +112,17 @@ descriptor::Descriptor MakeDescriptor(uint64_t g, uint64_t first, uint64_t count
   d.chunk_tokens = static_cast<uint32_t>(g);
   d.layer_bytes = kBytesPerTokenLayer * g;
   return d;
+}
+
+// Concurrency of "http-range" (the first --range-concurrency value); "http-range-c<N>" says N.
+uint32_t g_first_range_concurrency = 1;
+
+uint32_t RangeConcurrency(const std::string& method) {
+  if (method.starts_with("http-range-c")) {
+    return static_cast<uint32_t>(
+        std::max<uint64_t>(1, std::strtoull(method.c_str() + 12, nullptr, 10)));
+  }
+  return g_first_range_concurrency;
 }
 
 struct Measure {
@@ -167,29 +185,56 @@ oc::Result<Measure> RunObjects(client::Client& c, const std::string& bucket,
   return m;
 }
 
+// M·L range GETs of S bytes in layer order, issued by `concurrency` threads sharing the client
+// (its connection pool), each taking the next (layer, chunk) in order: what an S3 client
+// that fetches a layer's slices with a worker pool does. Layer 0 is complete (ttfl) when its
+// M GETs have all returned.
 oc::Result<Measure> RunRanges(client::Client& c, const std::string& bucket,
-                              const descriptor::Descriptor& d, oc::MutableByteSpan out) {
+                              const descriptor::Descriptor& d, oc::MutableByteSpan out,
+                              uint32_t concurrency) {
   const uint64_t s = d.layer_bytes;
   const uint64_t n = d.num_chunks();
+  const uint64_t total = n * d.num_layers;
   std::vector<std::string> names;
   for (uint64_t j = 0; j < n; ++j) {
     names.push_back(d.ObjectName(j));
   }
+  std::atomic<uint64_t> next{0};
+  std::atomic<uint64_t> layer0_left{n};
+  std::atomic<int64_t> first_ns{-1};
+  std::mutex error_mu;
+  oc::Status error;
   const Clock::time_point start = Clock::now();
-  Measure m;
-  for (uint32_t l = 0; l < d.num_layers; ++l) {
-    for (uint64_t j = 0; j < n; ++j) {
-      OC_ASSIGN_OR_RETURN(uint64_t got,
-                          c.GetObject(bucket, names[j], out.subspan((l * n + j) * s, s), l * s, s));
-      if (got != s) {
-        return oc::Status::Internal("short range");
+  auto work = [&] {
+    for (uint64_t i = next.fetch_add(1); i < total; i = next.fetch_add(1)) {
+      const uint64_t l = i / n;
+      const uint64_t j = i % n;
+      oc::Result<uint64_t> got = c.GetObject(bucket, names[j], out.subspan(i * s, s), l * s, s);
+      if (!got.has_value() || *got != s) {
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (error.ok()) {
+          error = got.has_value() ? oc::Status::Internal("short range") : got.error();
+        }
+        next.store(total);
+        return;
+      }
+      if (l == 0 && layer0_left.fetch_sub(1) == 1) {
+        first_ns.store((Clock::now() - start).count());
       }
     }
-    if (l == 0) {
-      m.ttfl_s = Seconds(Clock::now() - start);
-    }
+  };
+  std::vector<std::thread> threads;
+  for (uint32_t t = 1; t < concurrency; ++t) {
+    threads.emplace_back(work);
   }
+  work();
+  for (std::thread& t : threads) {
+    t.join();
+  }
+  OC_RETURN_IF_ERROR(error);
+  Measure m;
   m.total_s = Seconds(Clock::now() - start);
+  m.ttfl_s = static_cast<double>(first_ns.load()) / 1e9;
   m.mode = "-";
   return m;
 }
@@ -271,8 +316,8 @@ int Run(const Flags& f) {
               r = RunHttpBody(c, f.bucket, d, out);
             } else if (method == "http-object") {
               r = RunObjects(c, f.bucket, d, out);
-            } else if (method == "http-range") {
-              r = RunRanges(c, f.bucket, d, out);
+            } else if (method.starts_with("http-range")) {
+              r = RunRanges(c, f.bucket, d, out, RangeConcurrency(method));
             }
             if (!r.has_value()) {
               std::cerr << fmt::format("{} G={} ctx={} hit={}: ", method, g, context, hit)
@@ -285,6 +330,14 @@ int Run(const Flags& f) {
           }
           Json row = shape;
           row["method"] = method;
+          if (method.starts_with("http-range")) {
+            row["concurrency"] = RangeConcurrency(method);
+            row["client"] =
+                "liboc_client GetObject (SigV4, keep-alive connection pool), one thread per "
+                "concurrent GET";
+          } else if (method == "http-object") {
+            row["concurrency"] = 1;
+          }
           row["mode"] = best.mode;
           row["total_s"] = best.total_s;
           row["ttfl_s"] = best.ttfl_s;
@@ -331,6 +384,12 @@ int main(int argc, char** argv) {
       f.hits = SplitList<double>(value);
     } else if (name == "--methods") {
       f.methods = SplitList<std::string>(value);
+    } else if (name == "--range-concurrency") {
+      f.range_concurrency = SplitList<uint64_t>(value);
+      if (f.range_concurrency.empty() || f.range_concurrency[0] == 0) {
+        std::cerr << "objectcache_bench: --range-concurrency wants positive counts\n";
+        return 2;
+      }
     } else if (name == "--repeat") {
       f.repeat = static_cast<uint32_t>(std::strtoul(value.c_str(), nullptr, 10));
     } else if (name == "--json") {
@@ -342,5 +401,15 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  // Every extra range concurrency is one more method, measured right after http-range.
+  auto range = std::find(f.methods.begin(), f.methods.end(), "http-range");
+  if (range != f.methods.end()) {
+    std::vector<std::string> extra;
+    for (size_t i = 1; i < f.range_concurrency.size(); ++i) {
+      extra.push_back(fmt::format("http-range-c{}", f.range_concurrency[i]));
+    }
+    f.methods.insert(range + 1, extra.begin(), extra.end());
+  }
+  g_first_range_concurrency = static_cast<uint32_t>(f.range_concurrency[0]);
   return Run(f);
 }

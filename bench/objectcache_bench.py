@@ -33,12 +33,24 @@ def free_port():
         return s.getsockname()[1]
 
 
-def start(build, data_dir, root, extra_toml):
+def ucx_env(tls):
+    """UCX_TLS for the server and the bench client: the same transports on both ends. With
+    peer error handling UCX 1.13 picks TCP whenever TCP is allowed (docs/decisions.md), so the
+    default "shm" is what measures UCX shared memory; "" leaves UCX's own choice."""
+    env = dict(os.environ)
+    if tls:
+        env["UCX_TLS"] = tls
+    else:
+        env.pop("UCX_TLS", None)
+    return env
+
+
+def start(build, data_dir, root, extra_toml, tls):
     port = free_port()
     conf = os.path.join(root, f"bench-{port}.toml")
     with open(conf, "w") as f:
         f.write("[gateway]\nmax_object_bytes = \"4GiB\"\n" + (extra_toml or ""))
-    env = dict(os.environ, OC_ACCESS_KEY=ACCESS_KEY, OC_SECRET_KEY=SECRET_KEY)
+    env = dict(ucx_env(tls), OC_ACCESS_KEY=ACCESS_KEY, OC_SECRET_KEY=SECRET_KEY)
     log = open(os.path.join(root, "server.log"), "ab")
     proc = subprocess.Popen([os.path.join(build, "gateway", "objectcache"), "serve", "--config",
                              conf, "--data-dir", data_dir, "--listen", f"127.0.0.1:{port}"],
@@ -55,8 +67,8 @@ def start(build, data_dir, root, extra_toml):
     raise RuntimeError("server did not start")
 
 
-def bench(build, url, json_path, label, args):
-    env = dict(os.environ, AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET_KEY)
+def bench(build, url, json_path, label, args, tls):
+    env = dict(ucx_env(tls), AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET_KEY)
     cmd = [os.path.join(build, "bench", "objectcache_bench"), "--endpoint", url, "--json",
            json_path, "--label", label, *args]
     subprocess.run(cmd, env=env, check=True)
@@ -72,7 +84,9 @@ def ratios(rows):
     for shape, m in sorted(by_shape.items()):
         agg = m.get("layerwise:ucx")
         entry = {"G": shape[0], "context": shape[1], "hit": shape[2]}
-        for base in ("layerwise:http-range", "layerwise:http-object"):
+        bases = sorted(k for k in m if k.startswith(("layerwise:http-range",
+                                                      "layerwise:http-object")))
+        for base in bases:
             for name in ("layerwise:ucx", "chunkwise:ucx", "layerwise:http-body"):
                 if base in m and name in m:
                     entry[f"{name} vs {base}"] = m[base]["total_s"] / m[name]["total_s"]
@@ -123,33 +137,40 @@ def main():
     # TOML appended to the server's config for the chunkwise pass: a Θ above every payload
     # (the store's KvOptions::layerwise_threshold_bytes, once the storage config reads it).
     ap.add_argument("--chunkwise-toml", default="")
+    ap.add_argument("--ucx-tls", default="shm",
+                    help='UCX_TLS for server and client ("" = UCX default, TCP here)')
+    ap.add_argument("--range-concurrency", default="1,8",
+                    help="threads issuing the per-chunk-per-layer range GETs (list)")
     a = ap.parse_args()
     os.makedirs(os.path.dirname(a.out) or ".", exist_ok=True)
     root = tempfile.mkdtemp(prefix="oc-bench-")
     data = os.path.join(root, "data")
-    shape_args = ["--repeat", a.repeat]
+    shape_args = ["--repeat", a.repeat, "--range-concurrency", a.range_concurrency]
     if a.quick:
         shape_args += ["--groups", "16,256", "--contexts", "4096,16384", "--hits", "0.875"]
     rows = []
     try:
-        proc, url = start(a.build, data, root, None)
+        proc, url = start(a.build, data, root, None, a.ucx_tls)
         try:
             rows += bench(a.build, url, os.path.join(root, "layerwise.json"), "layerwise",
-                          shape_args)
+                          shape_args, a.ucx_tls)
         finally:
             proc.terminate()
             proc.wait()
         if a.chunkwise_toml:
-            proc, url = start(a.build, data, root, a.chunkwise_toml)
+            proc, url = start(a.build, data, root, a.chunkwise_toml, a.ucx_tls)
             try:
                 rows += bench(a.build, url, os.path.join(root, "chunkwise.json"), "chunkwise",
-                              shape_args + ["--no-put", "--methods", "ucx"])
+                              shape_args + ["--no-put", "--methods", "ucx"], a.ucx_tls)
             finally:
                 proc.terminate()
                 proc.wait()
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    out = {"results": rows, "ratios": ratios(rows)}
+    out = {"results": rows, "ratios": ratios(rows),
+           "environment": {"ucx_tls": a.ucx_tls or "(UCX default)",
+                           "load_average_after": os.getloadavg(),
+                           "date_utc": time.strftime("%Y-%m-%d %H:%M", time.gmtime())}}
     with open(a.out + ".json", "w") as f:
         json.dump(out, f, indent=2)
     plot(rows, a.out + ".png")

@@ -294,7 +294,9 @@ struct Client::Impl {
   }
 
   // Signs and sends one request; returns the exchange with the response header read. A
-  // request on a reused connection that the server had closed is retried once on a new one.
+  // request on a reused connection that the server had closed is retried on the next one:
+  // idle connections age together, so several in the pool may be stale (each failed one is
+  // dropped; a failure on a fresh connection is returned).
   Result<Exchange> Execute(std::string_view method, std::string_view raw_path,
                            std::string_view raw_query, HttpHeaders headers, ByteSpan body) {
     headers.emplace_back("content-length", std::to_string(body.size()));
@@ -310,7 +312,8 @@ struct Client::Impl {
       OC_ASSIGN_OR_RETURN(std::unique_ptr<HttpConnection> conn, Acquire(&reused));
       Result<HttpResponseHead> head = conn->Send(req);
       if (!head.has_value()) {
-        if (reused && attempt == 0 && head.error().code() == Code::kUnavailable) {
+        if (reused && head.error().code() == Code::kUnavailable &&
+            static_cast<uint64_t>(attempt) <= options.max_idle_connections) {
           continue;  // stale keep-alive connection
         }
         return head.error();

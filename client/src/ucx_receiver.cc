@@ -2,7 +2,9 @@
 
 #include <sys/mman.h>
 
+#include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -27,12 +29,19 @@ class UcxTargetBuffer final : public TargetBuffer {
     receiver_.AddMapped(address(), length());
   }
   ~UcxTargetBuffer() override {
+    // No new rendezvous receive lands here after this; wait for those already started, then
+    // unmap from UCX on the worker's thread, before the memory goes.
     receiver_.RemoveMapped(address());
-    // Unmap from UCX, on the worker's thread, before the memory goes.
-    worker_.Call([this] {
+    const bool drained = worker_.Call([this] {
+      const bool idle = receiver_.DrainReceives(address(), length());
       mapping_.reset();
-      return 0;
+      return idle;
     });
+    if (!drained) {
+      kLog.Error("target buffer destroyed while UCX still receives into it; {}",
+                 owned_ ? "its memory is leaked" : "the caller's memory may still be written");
+      return;
+    }
     if (owned_) {
       ::munmap(bytes_.data(), bytes_.size());
     }
@@ -52,6 +61,13 @@ class UcxTargetBuffer final : public TargetBuffer {
 };
 
 }  // namespace
+
+// One rendezvous receive in flight (owning thread only): what DrainReceives waits for.
+struct RecvOp {
+  UcxReceiver* receiver = nullptr;
+  uint64_t address = 0;
+  uint64_t length = 0;
+};
 
 // What the progress thread and the waiters share for one request.
 struct DeliveryState {
@@ -141,6 +157,7 @@ Result<std::unique_ptr<DataPlane>> DataPlane::Open(const DataPlaneOptions& optio
 
 Result<std::unique_ptr<UcxReceiver>> UcxReceiver::Create(const DataPlaneOptions& options) {
   std::unique_ptr<UcxReceiver> r(new UcxReceiver());
+  r->teardown_timeout_ = options.teardown_timeout;
   data_plane::WorkerOptions wopts;
   wopts.transports = options.transports;
   wopts.keepalive_interval = options.keepalive_interval;
@@ -163,7 +180,60 @@ Result<std::unique_ptr<UcxReceiver>> UcxReceiver::Create(const DataPlaneOptions&
 }
 
 UcxReceiver::~UcxReceiver() {
+  // UCX 1.13 aborts in ucp_worker_destroy if an endpoint still has protocol requests (a
+  // rendezvous receive in flight), so: refuse new rendezvous data (the sender's send fails),
+  // let the receives already started complete, then destroy.
+  const bool drained = worker_->Call([this] {
+    closing_ = true;
+    return DrainReceives(0, UINT64_MAX);
+  });
+  if (!drained) {
+    // Nothing progresses the worker from here on, so UCX writes nothing more; destroying it
+    // would abort the process.
+    kLog.Error("data plane closed with rendezvous receives still in flight; leaking its worker");
+    worker_->Stop();
+    (void)worker_.release();
+    return;
+  }
   worker_.reset();  // stops the progress thread before the map goes
+}
+
+bool UcxReceiver::DrainReceives(uint64_t address, uint64_t length) {
+  const uint64_t end = length > UINT64_MAX - address ? UINT64_MAX : address + length;
+  auto busy = [&] {
+    for (const RecvOp* op : receiving_) {
+      if (op->address < end && address < op->address + op->length) {
+        return true;
+      }
+    }
+    return false;
+  };
+  if (!busy()) {
+    return true;
+  }
+  if (worker_->InCallback()) {
+    return false;  // cannot progress from inside a UCX callback
+  }
+  const auto deadline = std::chrono::steady_clock::now() + teardown_timeout_;
+  while (busy()) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return false;
+    }
+    (void)ucp_worker_progress(worker_->worker());
+  }
+  return true;
+}
+
+void UcxReceiver::OnReceived(void* request, ucs_status_t status, size_t, void* user_data) {
+  auto* op = static_cast<RecvOp*>(user_data);
+  if (status != UCS_OK) {
+    kLog.Warn("rendezvous receive failed: {}", ucs_status_string(status));
+  }
+  op->receiver->receiving_.erase(op);
+  delete op;
+  if (request != nullptr) {
+    ucp_request_free(request);
+  }
 }
 
 Result<std::unique_ptr<TargetBuffer>> UcxReceiver::Allocate(uint64_t length) {
@@ -233,6 +303,12 @@ bool UcxReceiver::InsideMapped(uint64_t address, uint64_t length) {
 ucs_status_t UcxReceiver::OnData(void* arg, const void* header, size_t header_length, void* data,
                                  size_t length, const ucp_am_recv_param_t* param) {
   auto* self = static_cast<UcxReceiver*>(arg);
+  const bool rendezvous = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+  if (rendezvous && self->closing_) {
+    // An error (not UCS_OK) makes UCX complete the sender's send with it: the server learns
+    // that these bytes were not taken.
+    return UCS_ERR_REJECTED;
+  }
   Result<data_plane::DataHeader> h =
       data_plane::DecodeDataHeader(ByteSpan(static_cast<const std::byte*>(header), header_length));
   uint64_t dest = 0;
@@ -241,19 +317,24 @@ ucs_status_t UcxReceiver::OnData(void* arg, const void* header, size_t header_le
   if (!h.has_value() || __builtin_add_overflow(h->request_key, h->offset, &dest) ||
       !self->InsideMapped(dest, length)) {
     kLog.Warn("dropped data-plane bytes outside every target bytes={}", length);
-    return UCS_OK;  // a rendezvous message not received is released by UCX
+    // A rendezvous message not received is released by UCX, and the error fails the
+    // sender's send instead of completing it as delivered.
+    return rendezvous ? UCS_ERR_REJECTED : UCS_OK;
   }
   auto* into = reinterpret_cast<void*>(dest);
-  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) == 0) {
+  if (!rendezvous) {
     std::memcpy(into, data, length);  // small enough to have come eagerly
     return UCS_OK;
   }
+  auto* op = new RecvOp{self, dest, length};
+  self->receiving_.insert(op);
   ucp_request_param_t rparam{};
-  rparam.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK;
-  rparam.cb.recv_am = [](void* request, ucs_status_t, size_t, void*) { ucp_request_free(request); };
+  rparam.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  rparam.cb.recv_am = &UcxReceiver::OnReceived;
+  rparam.user_data = op;
   ucs_status_ptr_t sp = ucp_am_recv_data_nbx(self->worker_->worker(), data, into, length, &rparam);
-  if (UCS_PTR_IS_ERR(sp)) {
-    kLog.Warn("rendezvous receive failed: {}", ucs_status_string(UCS_PTR_STATUS(sp)));
+  if (!UCS_PTR_IS_PTR(sp)) {
+    OnReceived(nullptr, UCS_PTR_STATUS(sp), length, op);  // completed (or failed) at once
   }
   return UCS_OK;
 }

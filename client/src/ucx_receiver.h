@@ -6,10 +6,12 @@
 // the Delivery registered for their request key.
 // Thread safety: as DataPlane.
 
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "oc/client/target_buffer.h"
 #include "oc/common/thread_annotations.h"
@@ -18,6 +20,7 @@
 namespace oc::client {
 
 struct DeliveryState;
+struct RecvOp;
 
 class UcxReceiver final : public DataPlane {
  public:
@@ -35,6 +38,10 @@ class UcxReceiver final : public DataPlane {
   // The mapped buffers, for bounds-checking rendezvous writes (TargetBuffer lifetime).
   void AddMapped(uint64_t address, uint64_t length);
   void RemoveMapped(uint64_t address);
+  // Progresses the worker until no rendezvous receive into [address, address + length) is
+  // in flight, up to the teardown timeout; false if some still are. Runs on the owning
+  // thread (inside UcxWorker::Call), never from inside a UCX callback.
+  bool DrainReceives(uint64_t address, uint64_t length);
 
  private:
   UcxReceiver() = default;
@@ -47,8 +54,15 @@ class UcxReceiver final : public DataPlane {
                              size_t length, const ucp_am_recv_param_t* param);
   // True if [address, address + length) lies inside one mapped buffer.
   bool InsideMapped(uint64_t address, uint64_t length);
+  static void OnReceived(void* request, ucs_status_t status, size_t length, void* user_data);
 
   std::unique_ptr<data_plane::UcxWorker> worker_;
+  std::chrono::milliseconds teardown_timeout_{5'000};
+  // Owning thread only: set when teardown starts; rendezvous data arriving later is refused
+  // (UCX answers the sender with an error instead of fetching the bytes).
+  bool closing_ = false;
+  // Owning thread only: rendezvous receives started and not completed.
+  std::unordered_set<RecvOp*> receiving_;
   std::mutex mu_;
   std::unordered_map<uint64_t, std::shared_ptr<DeliveryState>> deliveries_ OC_GUARDED_BY(mu_);
   std::map<uint64_t, uint64_t> mapped_ OC_GUARDED_BY(mu_);  // address -> length

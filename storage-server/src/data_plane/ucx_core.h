@@ -406,6 +406,10 @@ class UcxWorker {
   // This worker's address, what a peer passes to ucp_ep_create.
   ByteSpan address() const { return address_; }
 
+  // True while the progress thread is inside ucp_worker_progress, i.e. when called from a
+  // UCX callback, where progressing the worker again is not allowed. REQUIRES: owning thread.
+  bool InCallback() const { return in_progress_; }
+
   // Makes the progress thread look at its worker and task queue now (ucp_worker_signal is
   // the one worker call UCX allows from any thread).
   void Wake() { (void)ucp_worker_signal(worker_); }
@@ -438,7 +442,10 @@ class UcxWorker {
     auto last_event = std::chrono::steady_clock::now();
     while (!stop_.load(std::memory_order_acquire)) {
       const bool ran = RunTasks();
-      if (ucp_worker_progress(worker_) != 0 || ran) {
+      in_progress_ = true;
+      const unsigned events = ucp_worker_progress(worker_);
+      in_progress_ = false;
+      if (events != 0 || ran) {
         last_event = std::chrono::steady_clock::now();
         continue;
       }
@@ -473,6 +480,7 @@ class UcxWorker {
   std::atomic<bool> stop_{false};
   std::atomic<bool> running_{false};
   std::atomic<std::thread::id> progress_thread_{};
+  bool in_progress_ = false;  // progress thread only
   std::thread thread_;
   std::mutex tasks_mu_;
   std::deque<std::function<void()>> tasks_;  // guarded by tasks_mu_

@@ -95,6 +95,8 @@ struct UcxLayerSink::State {
     std::vector<uint32_t> slots;
     {
       std::lock_guard<std::mutex> lock(mu);
+      abandoned = true;
+      cv.notify_all();
       for (PutOp* op : puts) {
         op->abandoned = true;
         slots.push_back(op->slot);
@@ -292,6 +294,7 @@ struct UcxLayerSink::State {
   Status error;                     // guarded by mu: the first transfer error
   std::deque<NotifyOp*> pending;    // guarded by mu: notifications not sent yet, in order
   bool sending = false;             // guarded by mu: a thread is in Drain()'s send loop
+  bool abandoned = false;           // guarded by mu: stuck writes were retired (AbandonPuts)
   uint32_t layers_notified = 0;     // caller thread only
 };
 
@@ -416,9 +419,12 @@ Status UcxLayerSink::Finish(const Status& final) {
     }
     (void)s.Enqueue(n, std::move(message));
   }
+  // Every operation completes, also on a failed endpoint (with an error: UCX's peer failure
+  // handling, or the client refusing the bytes), and gives its staging buffer back first; so
+  // when Finish returns, every buffer of this request is back in the pool or retired.
   std::unique_lock<std::mutex> lock(s.mu);
   const bool drained = s.cv.wait_for(lock, s.plane.options().op_timeout, [&] {
-    return (s.in_flight == 0 && s.pending.empty() && !s.sending) || s.endpoint->failed();
+    return (s.in_flight == 0 && s.pending.empty() && !s.sending) || s.abandoned;
   });
   lock.unlock();
   if (!drained) {

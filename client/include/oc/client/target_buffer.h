@@ -41,6 +41,13 @@ struct DataPlaneOptions {
   // UCX keepalive interval on this side's endpoints ("" = UCX's default).
   // Default: ""
   std::string keepalive_interval;
+  // How long destroying a TargetBuffer or the DataPlane waits for rendezvous receives
+  // still landing in it to complete (they normally finish in microseconds; a peer that
+  // died mid-transfer fails them once UCX notices). A buffer whose receives outlive it is
+  // leaked (owned memory) and a data plane whose receives outlive it leaks its UCX worker,
+  // both logged, rather than freeing memory UCX may still write.
+  // Default: 5 s
+  std::chrono::milliseconds teardown_timeout{5'000};
 };
 
 // Called once per layer-ready notification, in arrival order, on the progress thread.
