@@ -127,9 +127,59 @@ TEST(RpcWire, EveryKnownOpHasANameAndUnknownOnesDoNot) {
       EXPECT_NE(OpName(static_cast<Op>(v)), "unknown");
     }
   }
-  EXPECT_EQ(known, 25);
+  EXPECT_EQ(known, 31);
   EXPECT_FALSE(IsKnownOp(0));
   EXPECT_FALSE(IsKnownOp(255));
+}
+
+TEST(RpcWire, DescriptorCallTypesRoundTripAndBadValuesAreRefused) {
+  KvGetReport report;
+  report.plan = KvPlan{5, 3, descriptor::ServeMode::kLayerwise, 3 * 4 * 100, "req-1"};
+  report.timings = KvTimings{1, 2, 3, 4};
+  report.layers_notified = 4;
+  report.writes = 9;
+  report.assigned_rate_gbps = 12.5;
+  KvProbeResult probe{2, {10, 10, std::nullopt}};
+  KvPutReport put{3, 1200, 5, 6, 7, "req-2"};
+  std::vector<std::byte> body;
+  WireWriter w(&body);
+  Encode(w, report);
+  Encode(w, probe);
+  Encode(w, put);
+  KvGetReport report2;
+  KvProbeResult probe2;
+  KvPutReport put2;
+  ASSERT_TRUE(DecodeBody(body, &report2, &probe2, &put2).ok());
+  EXPECT_EQ(report2.plan.matched, 3u);
+  EXPECT_EQ(report2.plan.mode, descriptor::ServeMode::kLayerwise);
+  EXPECT_EQ(report2.plan.request_id, "req-1");
+  EXPECT_EQ(report2.timings.transfer_us, 3u);
+  EXPECT_EQ(report2.writes, 9u);
+  EXPECT_DOUBLE_EQ(report2.assigned_rate_gbps, 12.5);
+  EXPECT_EQ(probe2.sizes, probe.sizes);
+  EXPECT_EQ(put2.request_id, "req-2");
+  EXPECT_EQ(put2.bytes, 1200u);
+  // More matched than requested, an unknown mode, more matched than sizes.
+  for (const auto& [plan, field] :
+       {std::pair{KvPlan{2, 3, descriptor::ServeMode::kChunkwise, 0, ""}, "plan.matched"},
+        std::pair{KvPlan{2, 1, static_cast<descriptor::ServeMode>(7), 0, ""}, "plan.mode"}}) {
+    std::vector<std::byte> b;
+    WireWriter pw(&b);
+    Encode(pw, plan);
+    KvPlan out;
+    EXPECT_EQ(DecodeBody(b, &out).field(), field);
+  }
+  std::vector<std::byte> b;
+  WireWriter pw(&b);
+  Encode(pw, KvProbeResult{3, {1, 1}});
+  KvProbeResult out;
+  EXPECT_EQ(DecodeBody(b, &out).field(), "probe.matched");
+  // The request of a descriptor call is validated with its descriptor.
+  std::vector<std::byte> req;
+  WireWriter rw(&req);
+  Encode(rw, std::string_view("bucket"));
+  Encode(rw, std::string_view("x-oc-version: 1\nx-oc-num-layers: 2\n"));
+  EXPECT_EQ(ValidateBody(Op::kKvGetLayers, 0, req).subject(), Subject::kDescriptor);
 }
 
 TEST(RpcWire, FieldsRoundTrip) {
