@@ -67,6 +67,20 @@ def wait_port(port, proc, deadline_s=30):
     raise RuntimeError("storage server did not listen")
 
 
+def stop_processes(procs, timeout_s=30):
+    """SIGTERM each process in order, wait for it (SIGKILL after timeout_s); their exit codes."""
+    codes = []
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+        try:
+            codes.append(p.wait(timeout=timeout_s))
+        except subprocess.TimeoutExpired:
+            p.kill()
+            codes.append(p.wait())
+    return codes
+
+
 class Server:
     """One running gateway (and its storage daemon in remote mode)."""
 
@@ -121,15 +135,7 @@ class Server:
 
     def stop(self):
         """SIGTERM every process (gateway first); returns their exit codes."""
-        codes = []
-        for p in self.procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-            try:
-                codes.append(p.wait(timeout=30))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                codes.append(p.wait())
+        codes = stop_processes(self.procs)
         self.procs = []
         return codes
 

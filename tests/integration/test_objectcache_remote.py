@@ -10,14 +10,14 @@ never loads a UCX transport module."""
 import json
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import urllib.request
 
 import pytest
 
-from conftest import RPC_SECRET, TEST_CONFIG, free_port, wait_healthy, wait_port
+from conftest import (RPC_SECRET, TEST_CONFIG, free_port, stop_processes, wait_healthy,
+                      wait_port)
 from test_objectcache import (OC, expected_payload, get_layers, key_args, put_chunks, run,
                               slice_bytes)
 
@@ -71,16 +71,7 @@ class RemoteServer:
         wait_healthy(self.endpoint, gateway)
 
     def stop(self):
-        codes = []
-        for p in self.procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-            try:
-                codes.append(p.wait(timeout=30))
-            except subprocess.TimeoutExpired:
-                p.kill()
-                codes.append(p.wait())
-        return codes
+        return stop_processes(self.procs)
 
     def figures(self):
         """The storage server's figures, as the gateway's /stats shows them."""
