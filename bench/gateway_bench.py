@@ -108,7 +108,9 @@ def bench_mode(mode, args, results):
                     r = run_wrk(url, conc, args.seconds, script, env)
                     cpu = cpu_seconds(pids) - cpu0
                     r.update({"mode": mode, "op": op, "size": size, "concurrency": conc,
-                              "mb_per_s": r["ops_per_s"] * size / 1e6,
+                              # Failed requests (non-2xx, socket errors) move no object.
+                              "mb_per_s": r["ops_per_s"] * size / 1e6 *
+                                          (r["requests"] - r["errors"]) / max(r["requests"], 1),
                               "server_cpu_us_per_req": cpu * 1e6 / max(r["requests"], 1)})
                     results.append(r)
                     print(f"{mode:8} {op} {size:>8} c={conc:<3} {r['ops_per_s']:>9.0f} ops/s "
@@ -131,7 +133,9 @@ def main():
     args = ap.parse_args()
     args.sizes = [int(x) for x in args.sizes.split(",")]
     args.conc = [int(x) for x in args.conc.split(",")]
-    args.ops = args.ops.split(",")
+    args.ops = [op.upper() for op in args.ops.split(",")]
+    if not set(args.ops) <= {"GET", "PUT"}:
+        ap.error(f"--ops takes GET and/or PUT, not {','.join(args.ops)}")
     build = os.path.join(ROOT, "build", "release")
     os.environ.setdefault("OC_OBJECTCACHE_BIN", os.path.join(build, "gateway", "objectcache"))
     os.environ.setdefault("OC_GATEWAY_BIN", os.path.join(build, "gateway", "oc-gateway"))
