@@ -192,3 +192,15 @@ def versions(build_dir):
 
 def which(name):
     return shutil.which(name)
+
+
+def portable(value, tmp):
+    """`value` (JSON data) with this checkout's path and the run's temp dir replaced by
+    relative and placeholder forms, so committed results name no machine path."""
+    if isinstance(value, str):
+        return value.replace(ROOT + os.sep, "").replace(ROOT, ".").replace(tmp, "<tmp>")
+    if isinstance(value, list):
+        return [portable(v, tmp) for v in value]
+    if isinstance(value, dict):
+        return {k: portable(v, tmp) for k, v in value.items()}
+    return value

@@ -30,7 +30,7 @@ struct ComputeTableRow {
 };
 
 // The shipped default: Llama-3.1-8B on an A100 80GB, the ObjectCache paper's Table A8
-// (/work/shared/data/objectcache-table-a8.csv, column per_layer_compute_ms).
+// (its per-layer compute column, in ms there, µs here).
 std::vector<ComputeTableRow> DefaultComputeTable();
 
 // Parses one config row "model, context_tokens, hit_rate, per_layer_compute_us" (spaces around
