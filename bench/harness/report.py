@@ -46,6 +46,18 @@ def _size_ticks(ax, sizes):
     ax.minorticks_off()
 
 
+def _save(fig, ax, out_dir, png, xlabel, ylabel, title, legend_size=8):
+    """Labels, legend and title on `ax`; writes `fig` to out_dir/png and closes it; returns png."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=legend_size)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, png), dpi=100)
+    _plt().close(fig)
+    return png
+
+
 def _plt():
     import matplotlib
     matplotlib.use("Agg")
@@ -103,14 +115,10 @@ def storage_section(e, out_dir):
                             label=f"{'cold' if cold_flag else 'warm'}, {t} threads")
         ax.set_xscale("log", base=2)
         _size_ticks(ax, [r["block_bytes"] for r in rows])
-        ax.set_xlabel("block (object) size")
-        ax.set_ylabel("GB/s")
-        ax.set_title("1. Store read throughput (Store::Get, RocksDB)")
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        png = "1-storage.png"
-        fig.savefig(os.path.join(out_dir, png), dpi=100)
-        plt.close(fig)
+        png = _save(fig, ax, out_dir, "1-storage.png",
+                    xlabel="block (object) size",
+                    ylabel="GB/s",
+                    title="1. Store read throughput (Store::Get, RocksDB)")
     return "\n\n".join(lines), finding, [png] if png else []
 
 
@@ -179,14 +187,10 @@ def transport_section(e, out_dir):
                         marker="s", linestyle="--", label=f"UCX {t} put (rendezvous)")
         ax.set_xscale("log", base=2)
         _size_ticks(ax, [r["size"] for r in http] + [r["layer_bytes"] for r in ucx])
-        ax.set_xlabel("object / layer size")
-        ax.set_ylabel("GB/s")
-        ax.set_title("2. S3 over HTTP vs the UCX data plane")
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        png = "2-transport.png"
-        fig.savefig(os.path.join(out_dir, png), dpi=100)
-        plt.close(fig)
+        png = _save(fig, ax, out_dir, "2-transport.png",
+                    xlabel="object / layer size",
+                    ylabel="GB/s",
+                    title="2. S3 over HTTP vs the UCX data plane")
     return "\n\n".join(parts), finding, [png] if png else []
 
 
@@ -240,14 +244,10 @@ def overhead_section(e, out_dir):
             vals = [(r[key] or 0) / 1e3 for r in ucx]
             ax.bar(labels, vals, bottom=bottom, label=name)
             bottom = [b + v for b, v in zip(bottom, vals)]
-        ax.set_ylabel("server time, ms (median)")
-        ax.set_xlabel("object size (one-chunk descriptor GET over UCX)")
-        ax.set_title("3. Per-request latency breakdown")
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        png = "3-overhead.png"
-        fig.savefig(os.path.join(out_dir, png), dpi=100)
-        plt.close(fig)
+        png = _save(fig, ax, out_dir, "3-overhead.png",
+                    xlabel="object size (one-chunk descriptor GET over UCX)",
+                    ylabel="server time, ms (median)",
+                    title="3. Per-request latency breakdown")
     return text, finding, [png] if png else []
 
 
@@ -312,14 +312,11 @@ def aggregation_section(e, out_dir):
         ax.set_xticks(gs)
         ax.set_xticklabels([str(g) for g in gs])
         ax.minorticks_off()
-        ax.set_xlabel("G (tokens per chunk)")
-        ax.set_ylabel("GB/s")
-        ax.set_title("4. Aggregated descriptor GET vs per-object / per-range GETs")
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        png = "4-aggregation.png"
-        fig.savefig(os.path.join(out_dir, png), dpi=100)
-        plt.close(fig)
+        png = _save(fig, ax, out_dir, "4-aggregation.png",
+                    xlabel="G (tokens per chunk)",
+                    ylabel="GB/s",
+                    title="4. Aggregated descriptor GET vs per-object / per-range GETs",
+                    legend_size=7)
     return "\n\n".join(parts), finding, [png] if png else []
 
 
