@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <string>
@@ -131,17 +132,21 @@ struct Measure {
   std::string mode;
 };
 
-oc::Result<Measure> RunUcx(client::Client& c, const std::string& bucket,
-                           const descriptor::Descriptor& d, const client::TargetBuffer& buf) {
+// Times one descriptor GET that `start` begins with the given layer callback: total time, time
+// to the first layer-ready (chunkwise: the whole request) and the mode served. A partial hit
+// is an error: the benchmark's store holds every chunk it asks for.
+oc::Result<Measure> TimeGet(
+    const descriptor::Descriptor& d,
+    const std::function<oc::Result<client::LayerHandle>(client::LayerCallback)>& start) {
   std::atomic<int64_t> first_ns{-1};
-  const Clock::time_point start = Clock::now();
-  OC_ASSIGN_OR_RETURN(client::LayerHandle h, c.GetLayers(bucket, d, buf, [&](uint32_t) {
-    int64_t expected = -1;
-    first_ns.compare_exchange_strong(expected, (Clock::now() - start).count());
-  }));
+  const Clock::time_point t0 = Clock::now();
+  OC_ASSIGN_OR_RETURN(client::LayerHandle h, start([&](uint32_t) {
+                        int64_t expected = -1;
+                        first_ns.compare_exchange_strong(expected, (Clock::now() - t0).count());
+                      }));
   OC_ASSIGN_OR_RETURN(client::LayersResult r, h.Wait());
   Measure m;
-  m.total_s = Seconds(Clock::now() - start);
+  m.total_s = Seconds(Clock::now() - t0);
   m.ttfl_s = first_ns.load() < 0 ? m.total_s : static_cast<double>(first_ns.load()) / 1e9;
   m.mode = std::string(descriptor::ServeModeName(r.summary.mode));
   if (r.summary.matched_chunks != d.num_chunks()) {
@@ -151,20 +156,18 @@ oc::Result<Measure> RunUcx(client::Client& c, const std::string& bucket,
   return m;
 }
 
+oc::Result<Measure> RunUcx(client::Client& c, const std::string& bucket,
+                           const descriptor::Descriptor& d, const client::TargetBuffer& buf) {
+  return TimeGet(d, [&](client::LayerCallback on_layer) {
+    return c.GetLayers(bucket, d, buf, std::move(on_layer));
+  });
+}
+
 oc::Result<Measure> RunHttpBody(client::Client& c, const std::string& bucket,
                                 const descriptor::Descriptor& d, oc::MutableByteSpan out) {
-  std::atomic<int64_t> first_ns{-1};
-  const Clock::time_point start = Clock::now();
-  OC_ASSIGN_OR_RETURN(client::LayerHandle h, c.GetLayersHttp(bucket, d, out, [&](uint32_t) {
-    int64_t expected = -1;
-    first_ns.compare_exchange_strong(expected, (Clock::now() - start).count());
-  }));
-  OC_ASSIGN_OR_RETURN(client::LayersResult r, h.Wait());
-  Measure m;
-  m.total_s = Seconds(Clock::now() - start);
-  m.ttfl_s = first_ns.load() < 0 ? m.total_s : static_cast<double>(first_ns.load()) / 1e9;
-  m.mode = std::string(descriptor::ServeModeName(r.summary.mode));
-  return m;
+  return TimeGet(d, [&](client::LayerCallback on_layer) {
+    return c.GetLayersHttp(bucket, d, out, std::move(on_layer));
+  });
 }
 
 oc::Result<Measure> RunObjects(client::Client& c, const std::string& bucket,
