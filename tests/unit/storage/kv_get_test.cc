@@ -17,15 +17,8 @@ using descriptor::ServeMode;
 constexpr uint64_t kLayerwiseAlways = 1;
 constexpr uint64_t kChunkwiseAlways = ~0ull;
 
-class KvGetTest : public ::testing::Test {
+class KvGetTest : public KvStoreTest {
  protected:
-  void SetUp() override {
-    auto s = OpenLocalStore(TestStoreOptions(dir_.path()));
-    ASSERT_TRUE(s.has_value()) << s.error();
-    store_ = std::move(*s);
-    ASSERT_TRUE(store_->CreateBucket(kBucket, "tester").ok());
-  }
-
   // Stores chunks [0, n) of `d` except those in `missing`; returns every chunk's bytes.
   std::vector<std::vector<std::byte>> StoreChunks(const Descriptor& d, const Shape& s,
                                                   uint64_t seed,
@@ -39,9 +32,6 @@ class KvGetTest : public ::testing::Test {
     }
     return chunks;
   }
-
-  testutil::TempDir dir_;
-  std::unique_ptr<Store> store_;
 };
 
 struct Case {

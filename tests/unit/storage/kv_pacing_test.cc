@@ -103,15 +103,8 @@ double WorstExcess(const std::vector<Event>& events, double cap_bytes_per_sec) {
   return worst;
 }
 
-class KvPacingTest : public ::testing::Test {
+class KvPacingTest : public KvStoreTest {
  protected:
-  void SetUp() override {
-    auto s = OpenLocalStore(TestStoreOptions(dir_.path()));
-    ASSERT_TRUE(s.has_value()) << s.error();
-    store_ = std::move(*s);
-    ASSERT_TRUE(store_->CreateBucket(kBucket, "tester").ok());
-  }
-
   Descriptor Stored(const Shape& s, uint64_t seed, std::optional<uint64_t> compute_us) {
     Descriptor d = MakeDescriptor(s, /*compact=*/true, seed);
     d.compute_window_us = compute_us;
@@ -120,9 +113,6 @@ class KvPacingTest : public ::testing::Test {
     }
     return d;
   }
-
-  testutil::TempDir dir_;
-  std::unique_ptr<Store> store_;
 };
 
 struct Req {

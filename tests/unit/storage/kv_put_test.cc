@@ -9,15 +9,8 @@
 namespace oc::storage::kvtest {
 namespace {
 
-class KvPutTest : public ::testing::Test {
+class KvPutTest : public KvStoreTest {
  protected:
-  void SetUp() override {
-    auto s = OpenLocalStore(TestStoreOptions(dir_.path()));
-    ASSERT_TRUE(s.has_value()) << s.error();
-    store_ = std::move(*s);
-    ASSERT_TRUE(store_->CreateBucket(kBucket, "tester").ok());
-  }
-
   // The N chunks back to back, as a PUT body carries them.
   static std::vector<std::byte> Body(const std::vector<std::vector<std::byte>>& chunks) {
     std::vector<std::byte> out;
@@ -56,9 +49,6 @@ class KvPutTest : public ::testing::Test {
       EXPECT_TRUE(got == chunks[j]);
     }
   }
-
-  testutil::TempDir dir_;
-  std::unique_ptr<Store> store_;
 };
 
 TEST_F(KvPutTest, BodyChunksAreStoredWithTheirShapeAndServeLayers) {

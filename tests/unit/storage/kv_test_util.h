@@ -50,6 +50,21 @@ inline StoreOptions TestStoreOptions(const std::filesystem::path& dir) {
   return o;
 }
 
+// A local store in a temp dir (TestStoreOptions) with kBucket created: the base of the
+// kv_*_test fixtures.
+class KvStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = OpenLocalStore(TestStoreOptions(dir_.path()));
+    ASSERT_TRUE(s.has_value()) << s.error();
+    store_ = std::move(*s);
+    ASSERT_TRUE(store_->CreateBucket(kBucket, "tester").ok());
+  }
+
+  testutil::TempDir dir_;
+  std::unique_ptr<Store> store_;
+};
+
 struct Shape {
   uint64_t n;
   uint32_t layers;
