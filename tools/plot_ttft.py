@@ -21,6 +21,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 PATHS = ["opt-local-LW", "Local-CW", "Local-LW", "S3Batch-CW", "S3Agg-LW"]
 
 
+def save(fig, path):
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def title(res):
     m = res.get("machine", {})
     return "%s run; data plane %.2f GB/s, load avg %.1f -> %.1f" % (
@@ -52,9 +58,7 @@ def plot_sched(res, path):
         ax.grid(axis="y", alpha=0.3)
     axes[0][0].legend(fontsize=8)
     fig.suptitle("scheduling under a shared cap: " + title(res), fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path)
 
 
 def plot_e2e(res, path):
@@ -79,9 +83,7 @@ def plot_e2e(res, path):
         ax.grid(axis="y", alpha=0.3)
     axes[0][0].legend(fontsize=7)
     fig.suptitle("end-to-end TTFT: " + title(res), fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path)
 
 
 def plot_bandwidth(res, path):
@@ -105,9 +107,7 @@ def plot_bandwidth(res, path):
     ax.grid(axis="y", alpha=0.3)
     ax.legend(fontsize=7)
     ax.set_title("bandwidth sensitivity (G=%d): %s" % (rows[0]["g"], title(res)), fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path)
 
 
 def plot_model(res, path):
@@ -125,9 +125,7 @@ def plot_model(res, path):
     ax.set_ylabel("Equation 3 TTFT, ms")
     ax.legend(fontsize=8)
     ax.set_title("Eq. 3 vs measured: " + title(res), fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save(fig, path)
 
 
 def main(argv):
