@@ -27,6 +27,11 @@ using tcp = asio::ip::tcp;
 
 // Largest response header block accepted from the gateway.
 constexpr uint32_t kMaxResponseHeaderBytes = 64 << 10;
+// Capacity of the socket read buffer. Beast sizes each recv by the buffer's free capacity
+// (at most 64 KiB), and body bytes leave the buffer as soon as they arrive, so a buffer left
+// to grow on demand stays at its first few hundred bytes: one recv per ~500 body bytes
+// (measured: 7.3 million recv calls for 1.9 GB).
+constexpr size_t kReadBufferBytes = 256 << 10;
 
 Status FromAsio(const beast::error_code& ec, std::string_view what) {
   if (ec == asio::error::eof || ec == asio::error::connection_reset ||
@@ -50,7 +55,7 @@ std::string Lower(std::string_view s) {
 
 class BeastConnection final : public HttpConnection {
  public:
-  explicit BeastConnection(asio::io_context& io) : socket_(io) {}
+  explicit BeastConnection(asio::io_context& io) : socket_(io) { buffer_.reserve(kReadBufferBytes); }
 
   Status Open(const std::string& host, const std::string& port, std::chrono::milliseconds timeout) {
     beast::error_code ec;
