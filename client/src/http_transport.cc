@@ -55,7 +55,9 @@ std::string Lower(std::string_view s) {
 
 class BeastConnection final : public HttpConnection {
  public:
-  explicit BeastConnection(asio::io_context& io) : socket_(io) { buffer_.reserve(kReadBufferBytes); }
+  explicit BeastConnection(asio::io_context& io) : socket_(io) {
+    buffer_.reserve(kReadBufferBytes);
+  }
 
   Status Open(const std::string& host, const std::string& port, std::chrono::milliseconds timeout) {
     beast::error_code ec;
