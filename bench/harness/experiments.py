@@ -13,6 +13,16 @@ from common import BENCH, ROOT, StepFailed, gbench_json, gbench_rows, median, ru
 KiB = 1024
 MiB = 1024 * 1024
 
+# Experiment 4's server variants, each a restart on the same data measuring the UCX descriptor
+# GET only: (label, [kv] layerwise_threshold, data_plane_staging_buffers,
+# data_plane_staging_buffer_bytes). Θ = 1TiB forces chunkwise, Θ = 1 byte layerwise.
+AGG_VARIANTS = [
+    ("chunkwise", "1TiB", 8, "4MiB"),
+    ("layerwise-4x1MiB", "1", 4, "1MiB"),
+    ("layerwise-8x4MiB", "1", 8, "4MiB"),
+    ("layerwise-16x16MiB", "1", 16, "16MiB"),
+]
+
 PROFILES = {
     "smallest": {
         "storage": {"sizes": [64 * KiB], "threads": [8], "data_bytes": 8 * MiB, "passes": 1,
@@ -21,7 +31,8 @@ PROFILES = {
                       "dp_filter": "^BM_(Memcpy/65536|Put/[01]/2/65536)(/|$)", "dp_min_time": "0.01"},
         "overhead": {"sizes": [64 * KiB], "samples": 2, "layers": 32, "ucx_tls": "shm"},
         "aggregation": {"groups": [16], "contexts": [256], "hits": [0.5], "repeat": 1,
-                        "kv_bench_filter": None, "ucx_tls": "shm"},
+                        "kv_bench_filter": None, "ucx_tls": "shm",
+                        "variants": [("chunkwise", "1TiB", 8, "4MiB")]},
         "ttft": {"flag": "--smallest"},
     },
     "reduced": {
@@ -34,7 +45,7 @@ PROFILES = {
                      "ucx_tls": "shm"},
         "aggregation": {"groups": [16, 32, 64, 128, 256, 512], "contexts": [4096],
                         "hits": [0.5], "repeat": 1, "kv_bench_filter": None,
-                        "ucx_tls": "shm"},
+                        "ucx_tls": "shm", "variants": AGG_VARIANTS},
         "ttft": {"flag": "--reduced"},
     },
     "full": {
@@ -47,7 +58,8 @@ PROFILES = {
                      "samples": 20, "layers": 32, "ucx_tls": "shm"},
         "aggregation": {"groups": [16, 32, 64, 128, 256, 512], "contexts": [4096, 16384],
                         "hits": [0.5, 0.875], "repeat": 3,
-                        "kv_bench_filter": "^BM_(Deliver|Memcpy)/", "ucx_tls": "shm"},
+                        "kv_bench_filter": "^BM_(Deliver|Memcpy)/", "ucx_tls": "shm",
+                        "variants": AGG_VARIANTS},
         "ttft": {"flag": "--full"},
     },
 }
@@ -57,7 +69,7 @@ PLANNED = {
     "smallest": {"storage": 5, "transport": 15, "overhead": 8, "aggregation": 10, "ttft": 30},
     "reduced": {"storage": 140, "transport": 90, "overhead": 40, "aggregation": 240,
                 "ttft": 300},
-    "full": {"storage": 400, "transport": 600, "overhead": 200, "aggregation": 1500,
+    "full": {"storage": 400, "transport": 600, "overhead": 200, "aggregation": 1800,
              "ttft": 1800},
 }
 
@@ -87,16 +99,17 @@ def objectcache_bench_module():
     return mod
 
 
-def start_server(ctx, ocb, root, tls):
+def start_server(ctx, ocb, root, tls, extra_toml=None):
     """`objectcache serve` on a free port with a temp data dir, through objectcache_bench.py's
-    start() (whichever signature it has now), UCX_TLS = tls for the server. Returns (proc, url)."""
+    start() (whichever signature it has now), UCX_TLS = tls for the server, `extra_toml`
+    appended to its configuration. Returns (proc, url)."""
     saved = os.environ.get("UCX_TLS")
     os.environ["UCX_TLS"] = tls
     try:
         data = os.path.join(root, "data")
         if "tls" in inspect.signature(ocb.start).parameters:
-            return ocb.start(ctx["build_dir"], data, root, None, tls=tls)
-        return ocb.start(ctx["build_dir"], data, root, None)
+            return ocb.start(ctx["build_dir"], data, root, extra_toml, tls=tls)
+        return ocb.start(ctx["build_dir"], data, root, extra_toml)
     finally:
         if saved is None:
             os.environ.pop("UCX_TLS", None)
@@ -290,12 +303,41 @@ def aggregation(ctx):
                UCX_TLS=p["ucx_tls"])
     proc, url = start_server(ctx, ocb, root, p["ucx_tls"])
     cmd = [exe, "--endpoint", url, "--json", json_path, "--label", "server-theta", *args]
+    variant_rows = []
+    variant_commands = []
     try:
-        run(cmd, ctx["log_dir"], "objectcache_bench", ctx["progress"], timeout=3600, env=env)
-        rows = json.load(open(json_path))["results"]
+        try:
+            run(cmd, ctx["log_dir"], "objectcache_bench", ctx["progress"], timeout=3600, env=env)
+            rows = json.load(open(json_path))["results"]
+        finally:
+            proc.terminate()
+            proc.wait()
+        # The same stored chunks, the UCX descriptor GET only, per server variant.
+        for label, theta, buffers, buffer_bytes in p.get("variants", []):
+            toml = (f'[kv]\nlayerwise_threshold = "{theta}"\n'
+                    f"data_plane_staging_buffers = {buffers}\n"
+                    f'data_plane_staging_buffer_bytes = "{buffer_bytes}"\n')
+            vjson = os.path.join(root, f"{label}.json")
+            vcmd = [exe, "--endpoint", url, "--json", vjson, "--label", label, *args,
+                    "--no-put", "--methods", "ucx"]
+            proc, url = start_server(ctx, ocb, root, p["ucx_tls"], toml)
+            vcmd[2] = url
+            try:
+                run(vcmd, ctx["log_dir"], f"objectcache_bench {label}", ctx["progress"],
+                    timeout=3600, env=env)
+                for r in json.load(open(vjson))["results"]:
+                    variant_rows.append({**r, "variant": label, "theta": theta,
+                                         "staging_buffers": buffers,
+                                         "staging_buffer_bytes": buffer_bytes})
+            finally:
+                proc.terminate()
+                proc.wait()
+            variant_commands.append(
+                f"[kv] layerwise_threshold = {theta}, data_plane_staging_buffers = {buffers}, "
+                f"data_plane_staging_buffer_bytes = {buffer_bytes}: " +
+                " ".join(vcmd[:1] + ["--endpoint", "<objectcache serve>"] + vcmd[3:4] +
+                         ["<json>"] + vcmd[5:]))
     finally:
-        proc.terminate()
-        proc.wait()
         shutil.rmtree(root, ignore_errors=True)
     speedups = []
     shapes = sorted({(r["G"], r["context"], r["hit"]) for r in rows})
@@ -310,16 +352,16 @@ def aggregation(ctx):
                     e[f"{agg}_vs_{base}"] = m[base]["total_s"] / m[agg]["total_s"]
         speedups.append(e)
     commands = [" ".join(cmd[:1] + ["--endpoint", "<objectcache serve>"] + cmd[3:4] +
-                         ["<json>"] + cmd[5:])]
+                         ["<json>"] + cmd[5:])] + variant_commands
     notes = [
         f"UCX_TLS={p['ucx_tls']} for the server and the client: with TCP allowed, UCX 1.13 puts "
         "the whole endpoint on TCP (docs/decisions.md, peer error handling).",
-        "Server: `objectcache serve` (embedded store, default configuration). The server picks "
-        "layerwise or chunkwise by its Θ (KvOptions::layerwise_threshold_bytes, 128 MiB, not "
-        "settable from the server's configuration); the ucx_mode column says which it used.",
-        "Staging sizes are not varied: neither objectcache_bench nor kv_bench exposes them, "
-        "and the server's configuration does not read them (KvOptions::"
-        "data_plane_staging_buffers x data_plane_staging_buffer_bytes = 8 x 4 MiB).",
+        "Server: `objectcache serve` (embedded store) with a 4 GiB block cache (one G's largest "
+        "data set is 1.75 GiB, so reads are warm) and otherwise the default configuration: "
+        "Θ = 128 MiB picks layerwise or chunkwise (the ucx mode column), staging 8 x 4 MiB.",
+        "Variants: the server restarted on the same data with [kv] layerwise_threshold and "
+        "data_plane_staging_buffers x data_plane_staging_buffer_bytes set, measuring the UCX "
+        "descriptor GET only (Θ = 1TiB forces chunkwise, Θ = 1 layerwise).",
     ]
     kv_rows = []
     if p["kv_bench_filter"]:
@@ -342,7 +384,7 @@ def aggregation(ctx):
         notes.append("kv_bench (in-process layerwise vs chunkwise at G = 16, 64, 256) runs only "
                      "in --full: it fills 1.75 GiB per G before measuring.")
     return {"commands": commands, "rows": rows, "speedups": speedups, "kv_bench": kv_rows,
-            "notes": notes}
+            "variants": variant_rows, "notes": notes}
 
 
 # --- 5-8. TTFT (ttft_emulator) ---------------------------------------------------------------

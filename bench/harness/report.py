@@ -4,6 +4,8 @@ figure and every finding sentence is computed from the JSONs; rerun with
 import json
 import os
 
+from common import median
+
 KiB = 1024
 MiB = 1024 * 1024
 
@@ -101,6 +103,23 @@ def storage_section(e, out_dir):
                         f"{max(r['gbps'] for r in large):.2f} GB/s at "
                         f"{size_label(large[0]['block_bytes'])}")
         finding += "."
+    lw = [r for r in variants if r["variant"] == "layerwise-8x4MiB"]
+    cw = {(r["G"], r["context"], r["hit"]): r for r in variants if r["variant"] == "chunkwise"}
+    pairs = [(r, cw[(r["G"], r["context"], r["hit"])]) for r in lw
+             if (r["G"], r["context"], r["hit"]) in cw]
+    if pairs:
+        finding += (f" Forced layerwise against forced chunkwise (staging 8 x 4 MiB, median over "
+                    f"{len(pairs)} shapes): {median([a['gbps'] / b['gbps'] for a, b in pairs]):.2f}"
+                    f"x the throughput, first layer after "
+                    f"{median([a['ttfl_s'] / b['ttfl_s'] for a, b in pairs]):.2f}x the time.")
+    if len(labels) > 1:
+        best = {}
+        for r in variants:
+            if r["variant"].startswith("layerwise"):
+                best.setdefault(r["variant"], []).append(r["gbps"])
+        if best:
+            finding += " Median layerwise GB/s by staging: " + ", ".join(
+                f"{k.split('-', 1)[1]} {median(v):.2f}" for k, v in best.items()) + "."
     png = None
     if rows:
         plt = _plt()
@@ -233,6 +252,23 @@ def overhead_section(e, out_dir):
                         f"client, {http[0]['gateway_us']:.0f} µs of it in the gateway before "
                         f"the body")
         finding += "."
+    lw = [r for r in variants if r["variant"] == "layerwise-8x4MiB"]
+    cw = {(r["G"], r["context"], r["hit"]): r for r in variants if r["variant"] == "chunkwise"}
+    pairs = [(r, cw[(r["G"], r["context"], r["hit"])]) for r in lw
+             if (r["G"], r["context"], r["hit"]) in cw]
+    if pairs:
+        finding += (f" Forced layerwise against forced chunkwise (staging 8 x 4 MiB, median over "
+                    f"{len(pairs)} shapes): {median([a['gbps'] / b['gbps'] for a, b in pairs]):.2f}"
+                    f"x the throughput, first layer after "
+                    f"{median([a['ttfl_s'] / b['ttfl_s'] for a, b in pairs]):.2f}x the time.")
+    if len(labels) > 1:
+        best = {}
+        for r in variants:
+            if r["variant"].startswith("layerwise"):
+                best.setdefault(r["variant"], []).append(r["gbps"])
+        if best:
+            finding += " Median layerwise GB/s by staging: " + ", ".join(
+                f"{k.split('-', 1)[1]} {median(v):.2f}" for k, v in best.items()) + "."
     png = None
     if ucx:
         plt = _plt()
@@ -271,6 +307,19 @@ def aggregation_section(e, out_dir):
                     "http-object GB/s", "http-range GB/s", "ucx first layer ms",
                     "range first layer ms", "ucx / range speedup", "body / range speedup",
                     "ucx / object speedup"], trows)]
+    variants = e.get("variants", [])
+    labels = list(dict.fromkeys(r["variant"] for r in variants))
+    if variants:
+        vrows = []
+        for g, c, h in sorted({(r["G"], r["context"], r["hit"]) for r in variants}):
+            m = {r["variant"]: r for r in variants if (r["G"], r["context"], r["hit"]) == (g, c, h)}
+            vrows.append([g, tokens_label(c), h,
+                          *[m[k]["gbps"] if k in m else None for k in labels],
+                          *[m[k]["ttfl_s"] * 1e3 if k in m else None for k in labels]])
+        parts.append("Server variants, UCX descriptor GET only (Θ and staging buffers x bytes "
+                     "from the server's [kv] configuration):\n\n" + table(
+                         ["G", "context", "hit", *[f"{k} GB/s" for k in labels],
+                          *[f"{k} first layer ms" for k in labels]], vrows))
     kv = e.get("kv_bench", [])
     if kv:
         parts.append("kv_bench (in process, staging 8 x 4 MiB):\n\n" + table(
@@ -295,6 +344,23 @@ def aggregation_section(e, out_dir):
         if hi is not lo:
             finding += f" and {describe(hi)} at G = {hi['G']} ({hi['chunks']} chunks)"
         finding += "."
+    lw = [r for r in variants if r["variant"] == "layerwise-8x4MiB"]
+    cw = {(r["G"], r["context"], r["hit"]): r for r in variants if r["variant"] == "chunkwise"}
+    pairs = [(r, cw[(r["G"], r["context"], r["hit"])]) for r in lw
+             if (r["G"], r["context"], r["hit"]) in cw]
+    if pairs:
+        finding += (f" Forced layerwise against forced chunkwise (staging 8 x 4 MiB, median over "
+                    f"{len(pairs)} shapes): {median([a['gbps'] / b['gbps'] for a, b in pairs]):.2f}"
+                    f"x the throughput, first layer after "
+                    f"{median([a['ttfl_s'] / b['ttfl_s'] for a, b in pairs]):.2f}x the time.")
+    if len(labels) > 1:
+        best = {}
+        for r in variants:
+            if r["variant"].startswith("layerwise"):
+                best.setdefault(r["variant"], []).append(r["gbps"])
+        if best:
+            finding += " Median layerwise GB/s by staging: " + ", ".join(
+                f"{k.split('-', 1)[1]} {median(v):.2f}" for k, v in best.items()) + "."
     png = None
     if rows:
         plt = _plt()
