@@ -103,23 +103,6 @@ def storage_section(e, out_dir):
                         f"{max(r['gbps'] for r in large):.2f} GB/s at "
                         f"{size_label(large[0]['block_bytes'])}")
         finding += "."
-    lw = [r for r in variants if r["variant"] == "layerwise-8x4MiB"]
-    cw = {(r["G"], r["context"], r["hit"]): r for r in variants if r["variant"] == "chunkwise"}
-    pairs = [(r, cw[(r["G"], r["context"], r["hit"])]) for r in lw
-             if (r["G"], r["context"], r["hit"]) in cw]
-    if pairs:
-        finding += (f" Forced layerwise against forced chunkwise (staging 8 x 4 MiB, median over "
-                    f"{len(pairs)} shapes): {median([a['gbps'] / b['gbps'] for a, b in pairs]):.2f}"
-                    f"x the throughput, first layer after "
-                    f"{median([a['ttfl_s'] / b['ttfl_s'] for a, b in pairs]):.2f}x the time.")
-    if len(labels) > 1:
-        best = {}
-        for r in variants:
-            if r["variant"].startswith("layerwise"):
-                best.setdefault(r["variant"], []).append(r["gbps"])
-        if best:
-            finding += " Median layerwise GB/s by staging: " + ", ".join(
-                f"{k.split('-', 1)[1]} {median(v):.2f}" for k, v in best.items()) + "."
     png = None
     if rows:
         plt = _plt()
@@ -252,23 +235,6 @@ def overhead_section(e, out_dir):
                         f"client, {http[0]['gateway_us']:.0f} µs of it in the gateway before "
                         f"the body")
         finding += "."
-    lw = [r for r in variants if r["variant"] == "layerwise-8x4MiB"]
-    cw = {(r["G"], r["context"], r["hit"]): r for r in variants if r["variant"] == "chunkwise"}
-    pairs = [(r, cw[(r["G"], r["context"], r["hit"])]) for r in lw
-             if (r["G"], r["context"], r["hit"]) in cw]
-    if pairs:
-        finding += (f" Forced layerwise against forced chunkwise (staging 8 x 4 MiB, median over "
-                    f"{len(pairs)} shapes): {median([a['gbps'] / b['gbps'] for a, b in pairs]):.2f}"
-                    f"x the throughput, first layer after "
-                    f"{median([a['ttfl_s'] / b['ttfl_s'] for a, b in pairs]):.2f}x the time.")
-    if len(labels) > 1:
-        best = {}
-        for r in variants:
-            if r["variant"].startswith("layerwise"):
-                best.setdefault(r["variant"], []).append(r["gbps"])
-        if best:
-            finding += " Median layerwise GB/s by staging: " + ", ".join(
-                f"{k.split('-', 1)[1]} {median(v):.2f}" for k, v in best.items()) + "."
     png = None
     if ucx:
         plt = _plt()
@@ -523,8 +489,9 @@ def write(out_dir):
                ["RocksDB", v["rocksdb"] or "?"], ["UCX", v["ucx"] or "?"],
                ["Boost", v["boost"] or "?"], ["wrk", v["wrk"] or "?"],
                ["Python", v["python"]]]), "",
-           "The machine is shared: other engineers' builds ran during the run, so compare rows "
-           "within one table (measured in the same run) rather than with other machines.", ""]
+           "Two shared vCPUs: each experiment's load average is printed with it (the benchmark "
+           "clients and servers themselves load the machine), so compare rows within one table "
+           "(measured in the same run) rather than with other runs or machines.", ""]
     md += ["## Summary", ""]
     body = []
     for stem, title, fn in SECTIONS:
