@@ -8,7 +8,9 @@
 //       assembly): mode 0 layerwise over UCX shm (Θ = 1 byte), 1 chunkwise over UCX shm
 //       (Θ = ∞), 2 layerwise into a body sink that copies each buffer into a payload in memory
 //       (the HTTP path without the socket), 3 layerwise over UCX shm with layer-ready ordered by
-//       ucp_worker_fence instead of an endpoint flush (LayerOrdering::kFence). Counters:
+//       ucp_worker_fence instead of an endpoint flush (LayerOrdering::kFence), 4 layerwise over
+//       UCX shm through staging buffers (AssembleOptions::zero_copy off; modes 0, 1 and 3 send
+//       from the pinned block cache). Counters:
 //       bytes_per_second (W / wall time), ttfl_us (request start to the client seeing layer 0;
 //       chunkwise: all layers at once), read_us (storage reads into staging, summed), writes,
 //       cpu_s_per_gb (user + system CPU of the whole process per GB delivered).
@@ -209,7 +211,9 @@ void BM_Deliver(benchmark::State& state) {
       }
     });
     auto sink = *(mode == 3 ? w.plane_fence : w.plane)->OpenSink(*d.target);
-    auto report = kv::Assemble(*w.store, kBucket, d, plan, *sink, {}, start);
+    kv::AssembleOptions ao;
+    ao.zero_copy = mode != 4;
+    auto report = kv::Assemble(*w.store, kBucket, d, plan, *sink, ao, start);
     Status done = delivery->Wait(std::chrono::seconds(60));
     if (!report.has_value() || !done.ok()) {
       state.SkipWithError("delivery failed");
@@ -237,7 +241,7 @@ void DeliverArgs(benchmark::internal::Benchmark* b) {
   for (int64_t g : {16, 64, 256}) {
     for (int64_t context : {4096, 16384}) {
       for (int64_t hit : {500, 875}) {
-        for (int64_t mode : {0, 1, 2, 3}) {
+        for (int64_t mode : {0, 1, 2, 3, 4}) {
           b->Args({g, context, hit, mode});
         }
       }

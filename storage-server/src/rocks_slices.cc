@@ -50,10 +50,19 @@ Status RocksStore::ReadSlice(const rocksdb::ReadOptions& meta_ro,
   return Status::Ok();
 }
 
-Status RocksStore::ReadSlicesMultiGet(const rocksdb::ReadOptions& meta_ro,
-                                      const rocksdb::ReadOptions& extent_ro,
-                                      std::string_view bucket, std::span<const SliceRead> slices,
-                                      std::vector<SliceStatus>* out) {
+Status RocksStore::SnapshotReads(std::string_view bucket, rocksdb::ManagedSnapshot& snapshot,
+                                 rocksdb::ReadOptions* meta_ro, rocksdb::ReadOptions* extent_ro) {
+  *meta_ro = meta_read_;
+  meta_ro->snapshot = snapshot.snapshot();
+  *extent_ro = extent_read_;
+  extent_ro->snapshot = snapshot.snapshot();
+  return CheckBucket(bucket, *meta_ro);
+}
+
+Status RocksStore::MultiGetSlices(const rocksdb::ReadOptions& meta_ro,
+                                  const rocksdb::ReadOptions& extent_ro, std::string_view bucket,
+                                  std::span<const SlicePin> slices, std::vector<SliceStatus>* out,
+                                  const ExtentVisitor& visit) {
   // Phase 1: every slice's metadata in one MultiGet.
   std::vector<std::string> keys;
   std::vector<size_t> key_slice;
@@ -81,7 +90,7 @@ Status RocksStore::ReadSlicesMultiGet(const rocksdb::ReadOptions& meta_ro,
     }
     OC_RETURN_IF_ERROR(FromRocks(statuses[k]));
     OC_ASSIGN_OR_RETURN(records[i], DecodeObjectRecord(values[k].ToStringView()));
-    (*out)[i] = IsShort(records[i].meta.size, slices[i].offset, slices[i].dest.size())
+    (*out)[i] = IsShort(records[i].meta.size, slices[i].offset, slices[i].length)
                     ? SliceStatus::kShort
                     : SliceStatus::kOk;
   }
@@ -89,20 +98,22 @@ Status RocksStore::ReadSlicesMultiGet(const rocksdb::ReadOptions& meta_ro,
 
   // Phase 2: every extent the slices cover, in MultiGet batches.
   struct Piece {
+    size_t slice;
+    uint64_t done;
     const Segment* segment;
     uint64_t extent;
     uint64_t within;
-    MutableByteSpan dest;
+    uint64_t length;
   };
   std::vector<Piece> pieces;
   for (size_t i = 0; i < slices.size(); ++i) {
-    if ((*out)[i] != SliceStatus::kOk || slices[i].dest.empty()) {
+    if ((*out)[i] != SliceStatus::kOk || slices[i].length == 0) {
       continue;
     }
     const std::vector<Segment>& segments = records[i].segments;
     ExtentPos pos = LocateExtent(segments, slices[i].offset);
     uint64_t done = 0;
-    while (done < slices[i].dest.size()) {
+    while (done < slices[i].length) {
       const Segment& seg = segments[pos.segment];
       if (pos.extent * seg.extent_bytes >= seg.size) {
         ++pos.segment;
@@ -111,8 +122,8 @@ Status RocksStore::ReadSlicesMultiGet(const rocksdb::ReadOptions& meta_ro,
         continue;
       }
       const uint64_t n = std::min<uint64_t>(ExtentDataBytes(seg, pos.extent) - pos.within,
-                                            slices[i].dest.size() - done);
-      pieces.push_back(Piece{&seg, pos.extent, pos.within, slices[i].dest.subspan(done, n)});
+                                            slices[i].length - done);
+      pieces.push_back(Piece{i, done, &seg, pos.extent, pos.within, n});
       done += n;
       ++pos.extent;
       pos.within = 0;
@@ -143,21 +154,64 @@ Status RocksStore::ReadSlicesMultiGet(const rocksdb::ReadOptions& meta_ro,
       if (extent_values[j].size() != want) {
         return Status::Corruption("extent record has the wrong length");
       }
-      OC_RETURN_IF_ERROR(CopyFromExtent(*p.segment, extent_values[j], p.within, p.dest));
+      OC_RETURN_IF_ERROR(visit(p.slice, p.done, *p.segment, p.within, p.length, extent_values[j]));
       extent_values[j].Reset();
     }
   }
   return Status::Ok();
 }
 
+Status RocksStore::ReadSlicesMultiGet(const rocksdb::ReadOptions& meta_ro,
+                                      const rocksdb::ReadOptions& extent_ro,
+                                      std::string_view bucket, std::span<const SliceRead> slices,
+                                      std::vector<SliceStatus>* out) {
+  std::vector<SlicePin> specs;
+  specs.reserve(slices.size());
+  for (const SliceRead& s : slices) {
+    specs.push_back(SlicePin{s.name, s.offset, s.dest.size()});
+  }
+  return MultiGetSlices(meta_ro, extent_ro, bucket, specs, out,
+                        [&](size_t slice, uint64_t done, const Segment& segment, uint64_t within,
+                            uint64_t n, rocksdb::PinnableSlice& value) {
+                          return CopyFromExtent(segment, value, within,
+                                                slices[slice].dest.subspan(done, n));
+                        });
+}
+
+Result<std::vector<SliceStatus>> RocksStore::PinSlices(std::string_view bucket,
+                                                       std::span<const SlicePin> slices,
+                                                       std::vector<PinnedPiece>* pieces) {
+  rocksdb::ManagedSnapshot snapshot(db_.get());
+  rocksdb::ReadOptions meta_ro;
+  rocksdb::ReadOptions extent_ro;
+  OC_RETURN_IF_ERROR(SnapshotReads(bucket, snapshot, &meta_ro, &extent_ro));
+  std::vector<SliceStatus> out(slices.size(), SliceStatus::kMissing);
+  const size_t first = pieces->size();
+  Status st = MultiGetSlices(
+      meta_ro, extent_ro, bucket, slices, &out,
+      [&](size_t slice, uint64_t done, const Segment& segment, uint64_t within, uint64_t n,
+          rocksdb::PinnableSlice& value) -> Status {
+        OC_RETURN_IF_ERROR(VerifyExtent(segment, value));
+        // The block stays pinned in the block cache (or, read from a memtable, the value's
+        // own copy lives) as long as the hold does.
+        auto held = std::make_shared<rocksdb::PinnableSlice>(std::move(value));
+        const auto* data = reinterpret_cast<const std::byte*>(held->data()) + within;
+        pieces->push_back(PinnedPiece{slice, done, ByteSpan(data, n), std::move(held)});
+        return Status::Ok();
+      });
+  if (!st.ok()) {
+    pieces->erase(pieces->begin() + static_cast<std::ptrdiff_t>(first), pieces->end());
+    return st;
+  }
+  return out;
+}
+
 Result<std::vector<SliceStatus>> RocksStore::ReadSlices(std::string_view bucket,
                                                         std::span<const SliceRead> slices) {
   rocksdb::ManagedSnapshot snapshot(db_.get());
-  rocksdb::ReadOptions meta_ro = meta_read_;
-  meta_ro.snapshot = snapshot.snapshot();
-  rocksdb::ReadOptions extent_ro = extent_read_;
-  extent_ro.snapshot = snapshot.snapshot();
-  OC_RETURN_IF_ERROR(CheckBucket(bucket, meta_ro));
+  rocksdb::ReadOptions meta_ro;
+  rocksdb::ReadOptions extent_ro;
+  OC_RETURN_IF_ERROR(SnapshotReads(bucket, snapshot, &meta_ro, &extent_ro));
   std::vector<SliceStatus> out(slices.size(), SliceStatus::kMissing);
 
   SliceReadMode mode = options_.slice_read_mode;

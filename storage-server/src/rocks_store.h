@@ -33,6 +33,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -41,6 +42,7 @@
 #include <vector>
 
 #include <rocksdb/db.h>
+#include <rocksdb/snapshot.h>
 #include <rocksdb/write_batch.h>
 
 #include "kv/kv_engine.h"
@@ -134,6 +136,10 @@ class RocksStore final : public Store {
 
   Result<std::vector<SliceStatus>> ReadSlices(std::string_view bucket,
                                               std::span<const SliceRead> slices) override;
+  bool SupportsPinnedSlices() const override { return true; }
+  Result<std::vector<SliceStatus>> PinSlices(std::string_view bucket,
+                                             std::span<const SlicePin> slices,
+                                             std::vector<PinnedPiece>* pieces) override;
   Result<StoreStats> Stats() override;
 
   // The KV-cache descriptor calls, delegated to kv::KvEngine (src/kv/) over this store.
@@ -204,9 +210,23 @@ class RocksStore final : public Store {
   void ReclaimLoop();
   Status ReadSlice(const rocksdb::ReadOptions& meta_ro, const rocksdb::ReadOptions& extent_ro,
                    std::string_view bucket, const SliceRead& slice, SliceStatus* out);
+  // Read options for one slice batch, both on `snapshot`; checks the bucket in it.
+  Status SnapshotReads(std::string_view bucket, rocksdb::ManagedSnapshot& snapshot,
+                       rocksdb::ReadOptions* meta_ro, rocksdb::ReadOptions* extent_ro);
   Status ReadSlicesMultiGet(const rocksdb::ReadOptions& meta_ro,
                             const rocksdb::ReadOptions& extent_ro, std::string_view bucket,
                             std::span<const SliceRead> slices, std::vector<SliceStatus>* out);
+  // What MultiGetSlices visits: `n` bytes at `within` of a fetched extent of `segment` (the
+  // pinned `value`, which the visitor may move out), which are bytes [done, done + n) of
+  // slice `slice`.
+  using ExtentVisitor =
+      std::function<Status(size_t slice, uint64_t done, const Segment& segment, uint64_t within,
+                           uint64_t n, rocksdb::PinnableSlice& value)>;
+  // Every slice's metadata in one MultiGet (*out: kOk, kMissing or kShort per slice), then
+  // every extent the kOk slices cover in MultiGet batches, each handed to `visit`.
+  Status MultiGetSlices(const rocksdb::ReadOptions& meta_ro, const rocksdb::ReadOptions& extent_ro,
+                        std::string_view bucket, std::span<const SlicePin> slices,
+                        std::vector<SliceStatus>* out, const ExtentVisitor& visit);
   Result<UploadRecord> GetUpload(const rocksdb::ReadOptions& ro, const ObjectKey& key,
                                  std::string_view upload_id);
   // Every part record of `upload_id`, ascending by part number.

@@ -81,6 +81,25 @@ void CheckBody(const rpc::FrameHeader& h, oc::ByteSpan body) {
                   std::optional<oc::storage::PutOptions>>(body);
       }
       break;
+    case rpc::Op::kKvProbe:
+    case rpc::Op::kKvGetLayers:
+    case rpc::Op::kKvPutChunks:
+      if (!reply) {
+        RoundTrip<std::string, std::string>(body);
+      } else if (h.op == rpc::Op::kKvProbe) {
+        RoundTrip<oc::storage::KvProbeResult>(body);
+      } else if (h.op == rpc::Op::kKvGetLayers) {
+        RoundTrip<oc::storage::KvGetReport>(body);
+      } else {
+        RoundTrip<oc::storage::KvPutReport>(body);
+      }
+      break;
+    case rpc::Op::kKvPlan:
+      RoundTrip<oc::storage::KvPlan>(body);
+      break;
+    case rpc::Op::kKvLayerReady:
+      RoundTrip<uint32_t>(body);
+      break;
     default:
       break;
   }

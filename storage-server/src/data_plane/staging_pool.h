@@ -8,6 +8,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -77,6 +78,50 @@ class StagingPool final : public StagingBuffer::Owner {
   std::vector<std::unique_ptr<data_plane::MappedMemory>> replacements_ OC_GUARDED_BY(mu_);
   std::vector<std::byte*> replacement_memory_ OC_GUARDED_BY(mu_);
   uint64_t retired_ OC_GUARDED_BY(mu_) = 0;
+};
+
+// The bound on bytes in flight that are not in staging buffers: zero-copy writes straight
+// from memory the store lends (LayerSink::WritePinned). Thread-safe.
+class ByteBudget {
+ public:
+  explicit ByteBudget(uint64_t capacity) : capacity_(capacity), free_(capacity) {}
+  uint64_t capacity() const { return capacity_; }
+  // Bytes not taken now; and bytes ever taken (monotonic).
+  uint64_t free() const {
+    std::lock_guard lock(mu_);
+    return free_;
+  }
+  uint64_t taken_total() const {
+    std::lock_guard lock(mu_);
+    return taken_total_;
+  }
+
+  // Takes min(bytes, capacity()) bytes, waiting up to `timeout` for them; returns the bytes
+  // taken (give exactly those back to Release), 0 if they did not come free in time.
+  uint64_t Acquire(uint64_t bytes, std::chrono::milliseconds timeout) {
+    const uint64_t take = std::min(bytes, capacity_);
+    std::unique_lock lock(mu_);
+    if (!cv_.wait_for(lock, timeout, [&] { return free_ >= take; })) {
+      return 0;
+    }
+    free_ -= take;
+    taken_total_ += take;
+    return take;
+  }
+  void Release(uint64_t bytes) noexcept {
+    {
+      std::lock_guard lock(mu_);
+      free_ += bytes;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  const uint64_t capacity_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  uint64_t free_ OC_GUARDED_BY(mu_);
+  uint64_t taken_total_ OC_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace oc::storage

@@ -80,6 +80,8 @@ Result<std::unique_ptr<UcxDataPlane>> UcxDataPlane::Create(const DataPlaneOption
   OC_ASSIGN_OR_RETURN(plane->worker_, data_plane::UcxWorker::Create(wopts));
   OC_ASSIGN_OR_RETURN(plane->pool_, StagingPool::Create(*plane->worker_, options.staging_buffers,
                                                         options.staging_buffer_bytes));
+  plane->pinned_ = std::make_unique<ByteBudget>(uint64_t{options.staging_buffers} *
+                                                options.staging_buffer_bytes);
   plane->endpoints_ = std::make_unique<EndpointCache>(*plane->worker_, options.max_endpoints);
   plane->worker_->Start();
   kLog.Info("data plane up transports={} staging_buffers={} staging_buffer_bytes={} ordering={}",

@@ -94,6 +94,8 @@ class UcxDataPlane {
   ByteSpan worker_address() const { return worker_->address(); }
   EndpointCache& endpoints() { return *endpoints_; }
   StagingPool& staging() { return *pool_; }
+  // Bytes of zero-copy writes in flight, bounded like the staging memory (count x bytes).
+  ByteBudget& pinned_budget() { return *pinned_; }
   const DataPlaneOptions& options() const { return options_; }
   data_plane::UcxWorker& worker() { return *worker_; }
 
@@ -106,6 +108,7 @@ class UcxDataPlane {
   // Destruction order matters: endpoints, then pool, then worker (declared first).
   std::unique_ptr<data_plane::UcxWorker> worker_;
   std::unique_ptr<StagingPool> pool_;
+  std::unique_ptr<ByteBudget> pinned_;
   std::unique_ptr<EndpointCache> endpoints_;
 };
 

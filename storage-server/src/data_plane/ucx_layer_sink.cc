@@ -31,11 +31,16 @@ struct NotifyOp {
   bool ready = false;  // the bytes before it are complete (guarded by State::mu)
 };
 
+// A PutOp's slot when its bytes are not a staging buffer (WritePinned).
+constexpr uint32_t kPinnedSlot = ~uint32_t{0};
+
 struct PutOp {
   UcxLayerSink::State* state = nullptr;
-  uint32_t slot = 0;
-  bool abandoned = false;  // guarded by State::mu: its slot was retired (AbandonPuts)
-  uint64_t seq = 0;        // order among this request's writes
+  uint32_t slot = 0;                 // kPinnedSlot: the bytes are held by `hold`
+  std::shared_ptr<const void> hold;  // WritePinned: the store's pin, kept until completion
+  uint64_t charge = 0;               // WritePinned: bytes taken from the plane's ByteBudget
+  bool abandoned = false;            // guarded by State::mu: its slot was retired (AbandonPuts)
+  uint64_t seq = 0;                  // order among this request's writes
   std::array<std::byte, data_plane::kHeaderBytes> header{};  // kRendezvous: the AM header
 };
 
@@ -99,7 +104,9 @@ struct UcxLayerSink::State {
       cv.notify_all();
       for (PutOp* op : puts) {
         op->abandoned = true;
-        slots.push_back(op->slot);
+        if (op->slot != kPinnedSlot) {
+          slots.push_back(op->slot);
+        }
       }
     }
     for (uint32_t slot : slots) {
@@ -108,6 +115,22 @@ struct UcxLayerSink::State {
                 s.ok() ? "replaced" : s.ToString());
     }
   }
+  // After a wait for staging memory timed out: if this request has writes in flight, they did
+  // not complete within the timeout (the client is gone or hung), so the endpoint is failed
+  // and closed; true then. Else (other requests hold the memory) false, nothing changes.
+  bool FailStuck() {
+    bool stuck = false;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stuck = in_flight > 0;
+    }
+    if (stuck) {
+      FailEndpoint(Status::Unavailable("data-plane writes did not complete in time"),
+                   /*close_now=*/true);
+    }
+    return stuck;
+  }
+
   // One operation completed (callback or immediate).
   void OpDone(ucs_status_t status, std::string_view what) {
     if (status != UCS_OK) {
@@ -138,7 +161,13 @@ struct UcxLayerSink::State {
         ++writes_done;
       }
     }
-    if (!abandoned) {
+    if (op->slot == kPinnedSlot) {
+      plane.pinned_budget().Release(op->charge);
+      if (abandoned) {
+        // UCX may still read these bytes: keep the store's pin for the life of the process.
+        (void)new std::shared_ptr<const void>(std::move(op->hold));
+      }
+    } else if (!abandoned) {
       plane.staging().Release(op->slot);
     }
     delete op;
@@ -315,42 +344,30 @@ Result<StagingBuffer> UcxLayerSink::AcquireBuffer() {
   State& s = *state_;
   OC_RETURN_IF_ERROR(s.CurrentError());
   Result<StagingBuffer> buffer = s.plane.staging().Acquire(s.plane.options().op_timeout);
-  if (!buffer.has_value()) {
-    bool stuck = false;
-    {
-      std::lock_guard<std::mutex> lock(s.mu);
-      stuck = s.in_flight > 0;
-    }
-    if (stuck) {
-      // Our own writes did not complete within the timeout: the client is gone or hung.
-      s.FailEndpoint(Status::Unavailable("data-plane writes did not complete in time"),
-                     /*close_now=*/true);
-      return s.CurrentError();
-    }
+  if (!buffer.has_value() && s.FailStuck()) {
+    return s.CurrentError();
   }
   return buffer;
 }
 
-Status UcxLayerSink::Write(uint64_t dest_offset, StagingBuffer buffer, uint64_t length) {
-  OC_CHECK(!finished_);
-  State& s = *state_;
-  if (!s.plane.staging().Owns(buffer)) {
-    return Status::InvalidArgument("", "staging buffer not lent by this data plane");
-  }
-  if (length == 0 || length > buffer.bytes().size()) {
-    return Status::InvalidArgument(
-        "", fmt::format("write of {} bytes from a {}-byte buffer", length, buffer.bytes().size()));
-  }
-  // Nothing outside the target is ever written: checked before anything is posted.
-  if (dest_offset > s.length || length > s.length - dest_offset) {
-    return Status::OutOfRange(
-        fmt::format("write [{}, +{}) outside the {}-byte target", dest_offset, length, s.length));
-  }
-  OC_RETURN_IF_ERROR(s.CurrentError());
+namespace {
 
-  auto* op = new PutOp{&s, buffer.slot()};
-  const void* data = buffer.bytes().data();
-  (void)buffer.Detach();  // returned by FinishPut
+// Nothing outside the target is ever written: checked before anything is posted.
+Status CheckRange(uint64_t dest_offset, uint64_t length, uint64_t target_length) {
+  if (dest_offset > target_length || length > target_length - dest_offset) {
+    return Status::OutOfRange(fmt::format("write [{}, +{}) outside the {}-byte target", dest_offset,
+                                          length, target_length));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+// Posts `op`'s write of [data, data + length) to `dest_offset` of the target; `memh` covers
+// the bytes, or is null for memory UCX registers itself.
+void UcxLayerSink::Post(PutOp* op, const void* data, uint64_t length, uint64_t dest_offset,
+                        ucp_mem_h memh) {
+  State& s = *state_;
   {
     std::lock_guard<std::mutex> lock(s.mu);
     ++s.in_flight;
@@ -362,13 +379,15 @@ Status UcxLayerSink::Write(uint64_t dest_offset, StagingBuffer buffer, uint64_t 
   if (s.rendezvous()) {
     op->header = data_plane::EncodeDataHeader({s.address, dest_offset});
   }
-  s.plane.worker().Submit([&s, op, data, length, remote] {
+  s.plane.worker().Submit([&s, op, data, length, remote, memh] {
     ucp_request_param_t param{};
-    param.op_attr_mask =
-        UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMH;
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     param.cb.send = &State::OnPutDone;
     param.user_data = op;
-    param.memh = s.plane.staging().memh(op->slot);
+    if (memh != nullptr) {
+      param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMH;
+      param.memh = memh;
+    }
     ucs_status_ptr_t sp = s.endpoint->Post([&](ucp_ep_h ep) {
       if (s.rendezvous()) {
         param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
@@ -382,6 +401,47 @@ Status UcxLayerSink::Write(uint64_t dest_offset, StagingBuffer buffer, uint64_t 
       s.FinishPut(op, UCS_PTR_STATUS(sp));
     }
   });
+}
+
+Status UcxLayerSink::Write(uint64_t dest_offset, StagingBuffer buffer, uint64_t length) {
+  OC_CHECK(!finished_);
+  State& s = *state_;
+  if (!s.plane.staging().Owns(buffer)) {
+    return Status::InvalidArgument("", "staging buffer not lent by this data plane");
+  }
+  if (length == 0 || length > buffer.bytes().size()) {
+    return Status::InvalidArgument(
+        "", fmt::format("write of {} bytes from a {}-byte buffer", length, buffer.bytes().size()));
+  }
+  OC_RETURN_IF_ERROR(CheckRange(dest_offset, length, s.length));
+  OC_RETURN_IF_ERROR(s.CurrentError());
+  auto* op = new PutOp{&s, buffer.slot()};
+  const void* data = buffer.bytes().data();
+  const ucp_mem_h memh = s.plane.staging().memh(op->slot);
+  (void)buffer.Detach();  // returned by FinishPut
+  Post(op, data, length, dest_offset, memh);
+  return s.CurrentError();
+}
+
+Status UcxLayerSink::WritePinned(uint64_t dest_offset, ByteSpan bytes,
+                                 std::shared_ptr<const void> hold) {
+  OC_CHECK(!finished_);
+  State& s = *state_;
+  if (bytes.empty()) {
+    return Status::InvalidArgument("", "empty pinned write");
+  }
+  OC_RETURN_IF_ERROR(CheckRange(dest_offset, bytes.size(), s.length));
+  OC_RETURN_IF_ERROR(s.CurrentError());
+  const uint64_t charge =
+      s.plane.pinned_budget().Acquire(bytes.size(), s.plane.options().op_timeout);
+  if (charge == 0) {
+    if (s.FailStuck()) {
+      return s.CurrentError();
+    }
+    return Status::Unavailable("no memory for a zero-copy write came free within the timeout");
+  }
+  auto* op = new PutOp{&s, kPinnedSlot, std::move(hold), charge};
+  Post(op, bytes.data(), bytes.size(), dest_offset, nullptr);
   return s.CurrentError();
 }
 

@@ -3,7 +3,10 @@
 // buffer with ucp_put_nbx and tells it about each layer with an active message ordered after
 // the layer's bytes (DESIGN.md, "Data plane"; wire format in ucx_core.h and docs/protocol.md).
 //
-// Every Write() is checked against the target's length before anything is posted. The
+// Every Write() is checked against the target's length before anything is posted.
+// WritePinned() sends straight from the store's memory (no memh: UCX registers it through its
+// registration cache where the transport needs it) and keeps the store's hold until the send
+// completes; its bytes in flight are bounded by the plane's ByteBudget. The
 // notification path is one ordered queue: LayerReady() and Finish() enqueue a message, make
 // it wait for the bytes before it (ucp_ep_flush_nbx in LayerOrdering::kFlush,
 // ucp_worker_fence in kFence) and whichever thread sees the queue head ready sends it, one
@@ -22,6 +25,7 @@
 namespace oc::storage {
 
 class UcxDataPlane;
+struct PutOp;  // one write in flight (ucx_layer_sink.cc)
 
 class UcxLayerSink final : public LayerSink {
  public:
@@ -37,12 +41,16 @@ class UcxLayerSink final : public LayerSink {
   uint64_t buffer_bytes() const override;
   Result<StagingBuffer> AcquireBuffer() override;
   Status Write(uint64_t dest_offset, StagingBuffer buffer, uint64_t length) override;
+  bool accepts_pinned() const override { return true; }
+  Status WritePinned(uint64_t dest_offset, ByteSpan bytes,
+                     std::shared_ptr<const void> hold) override;
   Status LayerReady(uint32_t layer) override;
   Status Finish(const Status& final) override;
 
   struct State;  // implementation detail (ucx_layer_sink.cc); public for its callbacks
 
  private:
+  void Post(PutOp* op, const void* data, uint64_t length, uint64_t dest_offset, ucp_mem_h memh);
   State* state_;  // reference-counted with the operations in flight
   bool finished_ = false;
 };

@@ -80,6 +80,7 @@ Result<KvGetReport> KvEngine::GetLayers(std::string_view bucket, const descripto
   }
   AssembleOptions options;
   options.dense = !d.target.has_value();
+  options.zero_copy = options_.zero_copy;
   // Layerwise requests enter the shared cap; the pacer holds the grant until it is destroyed on
   // every exit path below. Chunkwise ones get no pacer.
   std::unique_ptr<RequestPacer> pacer;

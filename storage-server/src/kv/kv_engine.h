@@ -15,7 +15,10 @@
 // each filled buffer is handed to Write() at once, so reading the next buffer overlaps the
 // write of the previous one. Layerwise, a buffer never spans two layers and LayerReady(l)
 // follows layer l's last write; chunkwise, buffers span layers and every layer is announced
-// after the last write.
+// after the last write. Zero-copy (into a sink that accepts_pinned(), from a store that
+// SupportsPinnedSlices()): the same visit, but each slice's bytes are pinned where the store
+// holds them (one PinSlices per staging buffer's worth) and handed to WritePinned() without a
+// copy on this side.
 // Thread safety: KvEngine methods may be called concurrently.
 
 #include <chrono>
@@ -64,6 +67,13 @@ struct AssembleOptions {
   bool dense = false;
   // Called before each layer's first write in layerwise delivery; none: unpaced.
   LayerPacer* pacer = nullptr;
+  // Hand the store's own memory to a sink that takes it (LayerSink::WritePinned) instead of
+  // copying through staging buffers, when the store can lend it and each stored range of a
+  // slice (S, or S/2 for kv_2ltd) is at least zero_copy_min_bytes: every range is then its
+  // own message, and below ~128 KiB the messages cost more CPU than the copy they save
+  // (kv_bench, docs/decisions.md "KV path: zero-copy from the block cache").
+  bool zero_copy = true;
+  uint64_t zero_copy_min_bytes = 128 << 10;
 };
 
 // Delivers plan's M chunks into `sink` and ends it with Finish() (also on error). Returns

@@ -18,15 +18,41 @@ uint64_t Micros(Clock::duration d) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
 }
 
-// Fills staging buffers with contiguous destination runs and hands them to the sink.
+// Slices per PinSlices call at most (zero-copy path).
+constexpr size_t kMaxPinBatch = 64;
+
+// A slice planned present with the right size is gone or shrunk now: deleted or overwritten
+// under the request.
+Status ChangedStatus(std::string_view name) {
+  return Status(Code::kFailedPrecondition, Subject::kKey, "",
+                fmt::format("chunk {} changed during the request", name));
+}
+
+// Fills staging buffers with contiguous destination runs and hands them to the sink; or, when
+// the store lends its memory and the sink takes it (`pinned`), hands the sink each slice's
+// bytes where the store holds them, in batches of one staging buffer's worth.
 class Assembler {
  public:
   Assembler(Store& store, std::string_view bucket, const PlanResult& plan, LayerSink& sink,
-            KvGetReport& report)
-      : store_(store), bucket_(bucket), plan_(plan), sink_(sink), report_(report) {}
+            KvGetReport& report, bool pinned)
+      : store_(store),
+        bucket_(bucket),
+        plan_(plan),
+        sink_(sink),
+        report_(report),
+        pinned_(pinned) {}
 
   // Adds `length` bytes of chunk j's object from `source` to land at `dest`.
   Status Add(uint64_t chunk, uint64_t source, uint64_t dest, uint64_t length) {
+    if (pinned_) {
+      pins_.push_back(SlicePin{plan_.names[chunk], source, length});
+      pin_dests_.push_back(dest);
+      pin_bytes_ += length;
+      if (pin_bytes_ >= sink_.buffer_bytes() || pins_.size() >= kMaxPinBatch) {
+        return Flush();
+      }
+      return Status::Ok();
+    }
     while (length > 0) {
       if (buffer_.valid() && (run_start_ + fill_ != dest || fill_ == buffer_.bytes().size())) {
         OC_RETURN_IF_ERROR(Flush());
@@ -49,8 +75,11 @@ class Assembler {
     return Status::Ok();
   }
 
-  // Reads the current buffer's slices and hands it to the sink.
+  // Reads the current buffer's (or batch's) slices and hands them to the sink.
   Status Flush() {
+    if (pinned_) {
+      return FlushPinned();
+    }
     if (!buffer_.valid()) {
       return Status::Ok();
     }
@@ -60,10 +89,7 @@ class Assembler {
     OC_RETURN_IF_ERROR(statuses.status());
     for (size_t i = 0; i < reads_.size(); ++i) {
       if ((*statuses)[i] != SliceStatus::kOk) {
-        // Planned present with the right size, gone or shrunk now: deleted or overwritten
-        // under the request.
-        return Status(Code::kFailedPrecondition, Subject::kKey, "",
-                      fmt::format("chunk {} changed during the request", reads_[i].name));
+        return ChangedStatus(reads_[i].name);
       }
     }
     reads_.clear();
@@ -76,9 +102,39 @@ class Assembler {
     return sink_.Write(run_start_, std::move(buffer_), fill);
   }
 
+  Status FlushPinned() {
+    if (pins_.empty()) {
+      return Status::Ok();
+    }
+    const Clock::time_point t0 = Clock::now();
+    std::vector<PinnedPiece> pieces;
+    Result<std::vector<SliceStatus>> statuses = store_.PinSlices(bucket_, pins_, &pieces);
+    report_.timings.read_us += Micros(Clock::now() - t0);
+    OC_RETURN_IF_ERROR(statuses.status());
+    for (size_t i = 0; i < pins_.size(); ++i) {
+      if ((*statuses)[i] != SliceStatus::kOk) {
+        return ChangedStatus(pins_[i].name);
+      }
+    }
+    if (report_.writes == 0) {
+      transfer_start_ = Clock::now();
+    }
+    for (PinnedPiece& p : pieces) {
+      ++report_.writes;
+      OC_RETURN_IF_ERROR(
+          sink_.WritePinned(pin_dests_[p.slice] + p.within, p.bytes, std::move(p.hold)));
+    }
+    pins_.clear();
+    pin_dests_.clear();
+    pin_bytes_ = 0;
+    return Status::Ok();
+  }
+
   void Drop() {
     buffer_.Reset();
     reads_.clear();
+    pins_.clear();
+    pin_dests_.clear();
   }
   std::optional<Clock::time_point> transfer_start() const {
     return report_.writes > 0 ? std::optional(transfer_start_) : std::nullopt;
@@ -90,6 +146,10 @@ class Assembler {
   const PlanResult& plan_;
   LayerSink& sink_;
   KvGetReport& report_;
+  const bool pinned_;
+  std::vector<SlicePin> pins_;       // pinned: the batch not yet read
+  std::vector<uint64_t> pin_dests_;  // pinned: where each of pins_ lands
+  uint64_t pin_bytes_ = 0;
   StagingBuffer buffer_;
   uint64_t run_start_ = 0;
   uint64_t fill_ = 0;
@@ -168,7 +228,14 @@ Result<KvGetReport> Assemble(Store& store, std::string_view bucket, const descri
   if (options.pacer != nullptr) {
     report.assigned_rate_gbps = options.pacer->assigned_rate_gbps();
   }
-  Assembler a(store, bucket, plan, sink, report);
+  // Zero-copy into a data-plane target when both ends can; a body sink needs contiguous bytes
+  // in offset order, which staging buffers give.
+  const uint64_t range_bytes =
+      d.layout == descriptor::StoredLayout::k2LTD ? d.layer_bytes / 2 : d.layer_bytes;
+  const bool pinned = !options.dense && options.zero_copy &&
+                      range_bytes >= options.zero_copy_min_bytes && sink.accepts_pinned() &&
+                      store.SupportsPinnedSlices();
+  Assembler a(store, bucket, plan, sink, report, pinned);
   Status delivered = Deliver(a, d, plan, sink, options, report);
   a.Drop();  // a buffer not handed over goes back before Finish waits for the others
   Status finished = sink.Finish(delivered);

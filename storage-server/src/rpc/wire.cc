@@ -709,6 +709,10 @@ bool Decode(WireReader& r, KvPlan* v) {
   return true;
 }
 
+// Largest assigned rate on the wire, bit/s (a million Gbps). Below 2^53, so the rate
+// survives the trip through a double exactly and a decoded report re-encodes to its bytes.
+constexpr uint64_t kMaxWireRateBps = 1'000'000'000'000'000;
+
 void Encode(WireWriter& w, const KvGetReport& v) {
   Encode(w, v.plan);
   w.U64(v.timings.plan_us);
@@ -718,7 +722,8 @@ void Encode(WireWriter& w, const KvGetReport& v) {
   w.U32(v.layers_notified);
   w.U64(v.writes);
   // The rate in bit/s, rounded: a plain integer on the wire, no float encoding.
-  w.U64(v.assigned_rate_gbps > 0 ? static_cast<uint64_t>(v.assigned_rate_gbps * 1e9 + 0.5) : 0);
+  const double gbps = std::min(v.assigned_rate_gbps, kMaxWireRateBps / 1e9);
+  w.U64(gbps > 0 ? static_cast<uint64_t>(gbps * 1e9 + 0.5) : 0);
 }
 
 bool Decode(WireReader& r, KvGetReport* v) {
@@ -727,6 +732,9 @@ bool Decode(WireReader& r, KvGetReport* v) {
         r.U64(&v->timings.transfer_us) && r.U64(&v->timings.total_us) &&
         r.U32(&v->layers_notified) && r.U64(&v->writes) && r.U64(&rate_bps))) {
     return false;
+  }
+  if (rate_bps > kMaxWireRateBps) {
+    return r.Fail("report.assigned_rate", "rate above 10^15 bit/s");
   }
   v->assigned_rate_gbps = static_cast<double>(rate_bps) / 1e9;
   return true;

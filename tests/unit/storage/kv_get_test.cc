@@ -115,28 +115,39 @@ TEST_F(KvGetTest, UcxTargetGetsByteExactLayersOverShmAndTcp) {
     ASSERT_TRUE(plane.has_value()) << plane.error();
     uint64_t seed = t.tls[0] == 's' ? 200 : 300;
     for (const Case& c : Cases()) {
-      SCOPED_TRACE(CaseName(c));
-      ++seed;
-      Descriptor d = MakeDescriptor(c.shape, c.compact, seed, c.delivery);
-      auto chunks = StoreChunks(d, c.shape, seed);
-      const uint64_t w = c.shape.n * c.shape.layers * c.shape.s;
-      auto rx = Receiver::Open(t, w + 64);  // a little more than needed: stays untouched
-      ASSERT_TRUE(rx.has_value()) << rx.error();
-      d.target = rx->buffer->Target();
-      auto delivery = rx->plane->Expect(d.target->address, c.shape.layers);
-      ASSERT_TRUE(delivery.has_value()) << delivery.error();
-      auto plan = kv::PlanRequest(*store_, kBucket, d, c.threshold);
-      ASSERT_TRUE(plan.has_value()) << plan.error();
-      auto sink = (*plane)->OpenSink(*d.target);
-      ASSERT_TRUE(sink.has_value()) << sink.error();
-      auto report = kv::Assemble(*store_, kBucket, d, *plan, **sink, {}, kv::Clock::now());
-      ASSERT_TRUE(report.has_value()) << report.error();
-      ASSERT_TRUE((*delivery)->Wait(kWait).ok());
-      EXPECT_EQ((*delivery)->layers_ready(), c.shape.layers);
-      std::vector<std::byte> want(w + 64, kUntouched);
-      OraclePayload(chunks, c.shape, c.delivery, c.shape.n, c.shape.n, want);
-      EXPECT_TRUE(rx->memory == want);
-      EXPECT_EQ((*plane)->staging().free_count(), 3u);  // every staging buffer came back
+      for (bool zero_copy : {true, false}) {
+        SCOPED_TRACE(CaseName(c) + (zero_copy ? " zero-copy" : " staging"));
+        ++seed;
+        Descriptor d = MakeDescriptor(c.shape, c.compact, seed, c.delivery);
+        auto chunks = StoreChunks(d, c.shape, seed);
+        const uint64_t w = c.shape.n * c.shape.layers * c.shape.s;
+        auto rx = Receiver::Open(t, w + 64);  // a little more than needed: stays untouched
+        ASSERT_TRUE(rx.has_value()) << rx.error();
+        d.target = rx->buffer->Target();
+        auto delivery = rx->plane->Expect(d.target->address, c.shape.layers);
+        ASSERT_TRUE(delivery.has_value()) << delivery.error();
+        auto plan = kv::PlanRequest(*store_, kBucket, d, c.threshold);
+        ASSERT_TRUE(plan.has_value()) << plan.error();
+        auto sink = (*plane)->OpenSink(*d.target);
+        ASSERT_TRUE(sink.has_value()) << sink.error();
+        kv::AssembleOptions options;
+        options.zero_copy = zero_copy;
+        options.zero_copy_min_bytes = 1;  // these slices are small
+        const uint64_t pinned_before = (*plane)->pinned_budget().taken_total();
+        auto report = kv::Assemble(*store_, kBucket, d, *plan, **sink, options, kv::Clock::now());
+        ASSERT_TRUE(report.has_value()) << report.error();
+        ASSERT_TRUE((*delivery)->Wait(kWait).ok());
+        EXPECT_EQ((*delivery)->layers_ready(), c.shape.layers);
+        std::vector<std::byte> want(w + 64, kUntouched);
+        OraclePayload(chunks, c.shape, c.delivery, c.shape.n, c.shape.n, want);
+        EXPECT_TRUE(rx->memory == want);
+        // Zero-copy sends every byte from the store's pins and no staging buffer; both kinds of
+        // memory are all back.
+        const uint64_t pinned = (*plane)->pinned_budget().taken_total() - pinned_before;
+        EXPECT_EQ(pinned, zero_copy ? w : 0);
+        EXPECT_EQ((*plane)->staging().free_count(), 3u);
+        EXPECT_EQ((*plane)->pinned_budget().free(), (*plane)->pinned_budget().capacity());
+      }
     }
   }
 }
@@ -378,7 +389,8 @@ TEST_F(KvGetTest, ClientThatDisappearsMidTransferIsCleanedUpAndTheNextRequestWor
   auto plane = UcxDataPlane::Create(po);
   ASSERT_TRUE(plane.has_value()) << plane.error();
   const uint64_t w = s.n * s.layers * s.s;
-  {
+  for (bool zero_copy : {false, true}) {
+    SCOPED_TRACE(zero_copy ? "zero-copy" : "staging");
     // The client's memory outlives its UCX worker, as a crashed process's would not
     // matter: what is under test is the server noticing and cleaning up.
     auto rx = Receiver::Open(kTransports[1], w);
@@ -394,6 +406,8 @@ TEST_F(KvGetTest, ClientThatDisappearsMidTransferIsCleanedUpAndTheNextRequestWor
     });
     kv::AssembleOptions options;
     options.pacer = &pacer;
+    options.zero_copy = zero_copy;
+    options.zero_copy_min_bytes = 1;
     auto report = kv::Assemble(*store_, kBucket, d, *plan, **sink, options, kv::Clock::now());
     // Either the failure is seen (kUnavailable) or the writes had all left before the
     // worker closed; in both cases every staging buffer must come back.
@@ -401,8 +415,10 @@ TEST_F(KvGetTest, ClientThatDisappearsMidTransferIsCleanedUpAndTheNextRequestWor
       EXPECT_EQ(report.error().code(), Code::kUnavailable) << report.error();
     }
   }
-  // Buffers of stuck writes are retired and replaced by the pool: none is lost.
+  // Buffers of stuck writes are retired and replaced by the pool, and pinned writes give their
+  // budget back: none is lost.
   EXPECT_EQ((*plane)->staging().free_count(), 3u);
+  EXPECT_EQ((*plane)->pinned_budget().free(), (*plane)->pinned_budget().capacity());
 
   // A new client is served by the same server data plane.
   auto rx = Receiver::Open(kTransports[1], w);

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <span>
 #include <thread>
 
 #include "store_test_util.h"
@@ -108,6 +110,57 @@ TEST_P(SlicesTest, ReportsMissingAndShortPerSlice) {
   Result<std::vector<SliceStatus>> none = store_->ReadSlices("kvc", {});
   ASSERT_TRUE(none.has_value());
   EXPECT_TRUE(none->empty());
+}
+
+// Reassembles PinSlices' pieces into one string per slice (empty for a slice not kOk).
+std::vector<std::string> Gather(std::span<const SlicePin> slices,
+                                const std::vector<PinnedPiece>& pieces) {
+  std::vector<std::string> out(slices.size());
+  for (size_t i = 0; i < slices.size(); ++i) {
+    out[i].assign(slices[i].length, '\0');
+  }
+  for (const PinnedPiece& p : pieces) {
+    EXPECT_LE(p.within + p.bytes.size(), slices[p.slice].length);
+    EXPECT_NE(p.hold, nullptr);
+    std::memcpy(out[p.slice].data() + p.within, p.bytes.data(), p.bytes.size());
+  }
+  return out;
+}
+
+TEST_P(SlicesTest, PinSlicesLendsTheSameBytesWithoutACopy) {
+  ASSERT_TRUE(store_->SupportsPinnedSlices());
+  const std::string a = Bytes(1, 10000);
+  ASSERT_TRUE(PutString(*store_, {"kvc", "a"}, a).has_value());
+  const std::vector<SlicePin> slices = {
+      {"a", 0, 5000},       // ok
+      {"missing", 0, 100},  // no such object
+      {"a", 9000, 2000},    // runs past the end
+      {"a", 4090, 4100},    // spans three 4 KiB extents: three pieces
+      {"", 0, 10},          // not a valid key: missing
+  };
+  std::vector<PinnedPiece> pieces;
+  Result<std::vector<SliceStatus>> r = store_->PinSlices("kvc", slices, &pieces);
+  ASSERT_TRUE(r.has_value()) << r.error();
+  const std::vector<SliceStatus> want = {SliceStatus::kOk, SliceStatus::kMissing,
+                                         SliceStatus::kShort, SliceStatus::kOk,
+                                         SliceStatus::kMissing};
+  EXPECT_EQ(*r, want);
+  EXPECT_EQ(pieces.size(), 2u + 2u);
+  for (const PinnedPiece& p : pieces) {
+    EXPECT_TRUE(p.slice == 0 || p.slice == 3) << p.slice;
+  }
+  std::vector<std::string> got = Gather(slices, pieces);
+  EXPECT_TRUE(got[0] == a.substr(0, 5000));
+  EXPECT_TRUE(got[3] == a.substr(4090, 4100));
+
+  // The lent bytes stay put while held, even after the object is overwritten and deleted.
+  ASSERT_TRUE(PutString(*store_, {"kvc", "a"}, std::string(10000, 'x')).has_value());
+  ASSERT_TRUE(store_->Delete({"kvc", "a"}).ok());
+  EXPECT_TRUE(Gather(slices, pieces)[3] == a.substr(4090, 4100));
+  pieces.clear();
+
+  EXPECT_EQ(store_->PinSlices("nobucket", slices, &pieces).error().subject(), Subject::kBucket);
+  EXPECT_TRUE(pieces.empty());
 }
 
 TEST_P(SlicesTest, SliceSpansMultipartSegments) {

@@ -57,6 +57,12 @@ struct KvOptions {
   // Longest wait for a staging buffer, a remote read, or a request's writes at the end.
   // Default: 30 s
   std::chrono::milliseconds data_plane_timeout{30'000};
+  // Deliveries into a data-plane target send the layer slices straight from the store's
+  // block cache (pinned while in flight, bounded like the staging memory) instead of copying
+  // them into staging buffers first: one copy per byte fewer (docs/decisions.md, "KV path:
+  // zero-copy from the block cache"). Bodies always go through staging.
+  // Default: true
+  bool zero_copy = true;
   // PutChunks commits chunk j while chunk j+1 arrives; at most this many commits run at once
   // (concurrent synced commits share one WAL fsync through RocksDB's write groups).
   // Default: 4

@@ -21,6 +21,7 @@
 // threads. A StagingBuffer may be destroyed on any thread.
 
 #include <cstdint>
+#include <memory>
 #include <utility>
 
 #include "oc/common/bytes.h"
@@ -107,8 +108,24 @@ class LayerSink {
   // REQUIRES: Finish() not called yet.
   virtual Status Write(uint64_t dest_offset, StagingBuffer buffer, uint64_t length) = 0;
 
+  // Zero-copy writes (optional): true if WritePinned() works. The assembler then hands over
+  // bytes the store lends (Store::PinSlices) instead of copying them into staging buffers.
+  virtual bool accepts_pinned() const { return false; }
+
+  // Starts writing `bytes` at `dest_offset` of the target straight from the caller's memory,
+  // which stays valid while `hold` lives; the sink keeps `hold` until the write is done. Blocks
+  // (up to the sink's timeout) while the sink's bound on bytes in flight is reached. Errors as
+  // Write(); kUnimplemented unless accepts_pinned(). REQUIRES: Finish() not called yet.
+  virtual Status WritePinned(uint64_t dest_offset, ByteSpan bytes,
+                             std::shared_ptr<const void> hold) {
+    (void)dest_offset;
+    (void)bytes;
+    (void)hold;
+    return Status::Unimplemented("this sink takes staging buffers only");
+  }
+
   // Tells the client that layer `layer` is complete. The notification is ordered after every
-  // byte of every Write() issued before it: a client that sees it can read the layer.
+  // byte of every Write() and WritePinned() issued before it: a client that sees it can read the layer.
   // Notifications reach the client in the order of the calls. Returns as Write() does.
   // REQUIRES: Finish() not called yet.
   virtual Status LayerReady(uint32_t layer) = 0;

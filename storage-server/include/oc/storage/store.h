@@ -127,6 +127,18 @@ class Store {
   // Returns one SliceStatus per slice, in order; a missing object is not an error.
   virtual Result<std::vector<SliceStatus>> ReadSlices(std::string_view bucket,
                                                       std::span<const SliceRead> slices) = 0;
+  // The zero-copy form of ReadSlices for a store that holds the bytes in its own memory:
+  // appends each kOk slice's pieces to *pieces (types.h, PinnedPiece) instead of copying
+  // them. Only when SupportsPinnedSlices(); others answer kUnimplemented.
+  virtual bool SupportsPinnedSlices() const { return false; }
+  virtual Result<std::vector<SliceStatus>> PinSlices(std::string_view bucket,
+                                                     std::span<const SlicePin> slices,
+                                                     std::vector<PinnedPiece>* pieces) {
+    (void)bucket;
+    (void)slices;
+    (void)pieces;
+    return Status::Unimplemented("this store cannot lend slices without a copy");
+  }
 
   // --- KV-cache descriptor calls (kv.h; DESIGN.md "The descriptor", "Delivery") ---
   // Every one checks the descriptor's structure first (kInvalidArgument/kDescriptor naming

@@ -5,8 +5,10 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -156,6 +158,25 @@ struct SliceRead {
   std::string name;
   uint64_t offset = 0;
   MutableByteSpan dest;
+};
+
+// One slice of a zero-copy layer read (Store::PinSlices): `length` bytes of object `name`
+// from `offset`.
+struct SlicePin {
+  std::string_view name;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
+// Bytes of a pinned slice, lent by the store without a copy. A slice that spans several
+// stored extents comes back as several pieces. `bytes` stay valid, and the store's memory
+// stays reserved for them, while any copy of `hold` lives; it may be released on any thread,
+// but before the store is closed.
+struct PinnedPiece {
+  size_t slice = 0;     // index into the PinSlices request
+  uint64_t within = 0;  // offset of bytes.data() in that slice
+  ByteSpan bytes;
+  std::shared_ptr<const void> hold;
 };
 
 enum class SliceStatus : uint8_t {
