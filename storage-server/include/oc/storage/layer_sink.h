@@ -125,8 +125,8 @@ class LayerSink {
   }
 
   // Tells the client that layer `layer` is complete. The notification is ordered after every
-  // byte of every Write() and WritePinned() issued before it: a client that sees it can read the layer.
-  // Notifications reach the client in the order of the calls. Returns as Write() does.
+  // byte of every Write() and WritePinned() issued before it: a client that sees it can read the
+  // layer. Notifications reach the client in the order of the calls. Returns as Write() does.
   // REQUIRES: Finish() not called yet.
   virtual Status LayerReady(uint32_t layer) = 0;
 
