@@ -1,7 +1,5 @@
 #include "ucx_receiver.h"
 
-#include <sys/mman.h>
-
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -19,11 +17,12 @@ const Logger kLog{"client.data_plane"};
 
 class UcxTargetBuffer final : public TargetBuffer {
  public:
-  UcxTargetBuffer(UcxReceiver& receiver, data_plane::UcxWorker& worker, MutableByteSpan bytes,
-                  bool owned)
+  // `owned`: the mapping allocated the memory (DataPlane::Allocate), else it is the caller's.
+  UcxTargetBuffer(UcxReceiver& receiver, data_plane::UcxWorker& worker,
+                  std::unique_ptr<data_plane::MappedMemory> mapping, bool owned)
       : receiver_(receiver),
         worker_(worker),
-        bytes_(bytes),
+        mapping_(std::move(mapping)),
         owned_(owned),
         worker_address_(worker.address()) {
     receiver_.AddMapped(address(), length());
@@ -34,29 +33,27 @@ class UcxTargetBuffer final : public TargetBuffer {
     receiver_.RemoveMapped(address());
     const bool drained = worker_.Call([this] {
       const bool idle = receiver_.DrainReceives(address(), length());
-      mapping_.reset();
+      if (idle || !owned_) {
+        mapping_.reset();
+      } else {
+        (void)mapping_.release();  // UCX may still write into memory the mapping owns
+      }
       return idle;
     });
     if (!drained) {
       kLog.Error("target buffer destroyed while UCX still receives into it; {}",
                  owned_ ? "its memory is leaked" : "the caller's memory may still be written");
-      return;
-    }
-    if (owned_) {
-      ::munmap(bytes_.data(), bytes_.size());
     }
   }
-  MutableByteSpan bytes() const override { return bytes_; }
+  MutableByteSpan bytes() const override { return mapping_->bytes(); }
   ByteSpan rkey() const override { return mapping_->rkey(); }
   ByteSpan worker_address() const override { return worker_address_; }
-
-  std::unique_ptr<data_plane::MappedMemory> mapping_;
 
  private:
   UcxReceiver& receiver_;
   data_plane::UcxWorker& worker_;
-  MutableByteSpan bytes_;
-  bool owned_;
+  std::unique_ptr<data_plane::MappedMemory> mapping_;
+  const bool owned_;
   ByteSpan worker_address_;
 };
 
@@ -240,27 +237,25 @@ Result<std::unique_ptr<TargetBuffer>> UcxReceiver::Allocate(uint64_t length) {
   if (length == 0) {
     return Status::InvalidArgument("length", "target buffer of 0 bytes");
   }
-  void* mem = ::mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) {
-    return Status::ResourceExhausted("length", fmt::format("cannot allocate {} bytes", length));
+  Result<std::unique_ptr<data_plane::MappedMemory>> mapping =
+      worker_->Call([&] { return data_plane::MappedMemory::Allocate(worker_->context(), length); });
+  if (!mapping.has_value()) {
+    return Status::ResourceExhausted(
+        "length", fmt::format("cannot allocate {} bytes: {}", length, mapping.error().message()));
   }
-  auto buffer = std::make_unique<UcxTargetBuffer>(
-      *this, *worker_, MutableByteSpan(static_cast<std::byte*>(mem), length), /*owned=*/true);
-  OC_ASSIGN_OR_RETURN(buffer->mapping_, worker_->Call([&] {
-    return data_plane::MappedMemory::Map(worker_->context(), mem, length);
-  }));
-  return std::unique_ptr<TargetBuffer>(std::move(buffer));
+  return std::unique_ptr<TargetBuffer>(
+      std::make_unique<UcxTargetBuffer>(*this, *worker_, std::move(*mapping), /*owned=*/true));
 }
 
 Result<std::unique_ptr<TargetBuffer>> UcxReceiver::Wrap(MutableByteSpan memory) {
   if (memory.empty()) {
     return Status::InvalidArgument("memory", "target buffer of 0 bytes");
   }
-  auto buffer = std::make_unique<UcxTargetBuffer>(*this, *worker_, memory, /*owned=*/false);
-  OC_ASSIGN_OR_RETURN(buffer->mapping_, worker_->Call([&] {
+  OC_ASSIGN_OR_RETURN(std::unique_ptr<data_plane::MappedMemory> mapping, worker_->Call([&] {
     return data_plane::MappedMemory::Map(worker_->context(), memory.data(), memory.size());
   }));
-  return std::unique_ptr<TargetBuffer>(std::move(buffer));
+  return std::unique_ptr<TargetBuffer>(
+      std::make_unique<UcxTargetBuffer>(*this, *worker_, std::move(mapping), /*owned=*/false));
 }
 
 Result<std::unique_ptr<Delivery>> UcxReceiver::Expect(uint64_t target_address, uint32_t num_layers,

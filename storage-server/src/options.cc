@@ -24,6 +24,7 @@ Status ApplyKvConfig(const oc::Config& config, KvOptions* kv) {
   OC_RETURN_IF_ERROR(
       config.ReadSize("kv.data_plane_staging_buffer_bytes", &kv->data_plane_staging_buffer_bytes));
   OC_RETURN_IF_ERROR(config.ReadDuration("kv.data_plane_timeout", &kv->data_plane_timeout));
+  OC_RETURN_IF_ERROR(config.Read("kv.data_plane_direct_writes", &kv->data_plane_direct_writes));
   OC_RETURN_IF_ERROR(config.Read("kv.zero_copy", &kv->zero_copy));
   OC_RETURN_IF_ERROR(config.Read("kv.max_pending_commits", &kv->max_pending_commits));
   OC_RETURN_IF_ERROR(config.ReadSize("kv.put_read_bytes", &kv->put_read_bytes));

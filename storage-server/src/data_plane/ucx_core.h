@@ -424,17 +424,21 @@ class UcxWorker {
 
   UcxWorker() = default;
 
-  // Runs the queued tasks; true if there were any.
+  // Runs the queued tasks; true if there were any. The queue and batch_ trade storage, so
+  // the idle spin allocates nothing.
   bool RunTasks() {
-    std::deque<std::function<void()>> tasks;
     {
       std::lock_guard<std::mutex> lock(tasks_mu_);
-      tasks.swap(tasks_);
+      if (tasks_.empty()) {
+        return false;
+      }
+      batch_.swap(tasks_);
     }
-    for (auto& task : tasks) {
+    for (auto& task : batch_) {
       task();
     }
-    return !tasks.empty();
+    batch_.clear();
+    return true;
   }
 
   void ProgressLoop() {
@@ -484,6 +488,7 @@ class UcxWorker {
   std::thread thread_;
   std::mutex tasks_mu_;
   std::deque<std::function<void()>> tasks_;  // guarded by tasks_mu_
+  std::deque<std::function<void()>> batch_;  // the owning thread's: tasks being run
 };
 
 // Maps [data, data + length) for RMA; unmapped on destruction. The packed rkey is what a
@@ -498,13 +503,33 @@ class MappedMemory {
     params.address = data;
     params.length = length;
     OC_RETURN_IF_ERROR(FromUcs(ucp_mem_map(context, &params, &m->memh_), "ucp_mem_map"));
-    void* rkey = nullptr;
-    size_t rkey_bytes = 0;
-    OC_RETURN_IF_ERROR(
-        FromUcs(ucp_rkey_pack(context, m->memh_, &rkey, &rkey_bytes), "ucp_rkey_pack"));
-    const auto* first = static_cast<const std::byte*>(rkey);
-    m->rkey_.assign(first, first + rkey_bytes);
-    ucp_rkey_buffer_release(rkey);
+    m->bytes_ = MutableByteSpan(static_cast<std::byte*>(data), length);
+    OC_RETURN_IF_ERROR(m->Pack());
+    return m;
+  }
+  // Has UCX allocate `length` bytes and map them: on one host UCX takes shared memory
+  // (UCX_ALLOC_PRIO: System V first), which a peer's UCX attaches when it unpacks the rkey, so
+  // a server on the same host writes it in place (UcxLayerSink). Elsewhere UCX falls back to
+  // ordinary pages. The memory is zeroed and lives as long as the mapping.
+  static Result<std::unique_ptr<MappedMemory>> Allocate(ucp_context_h context, uint64_t length) {
+    std::unique_ptr<MappedMemory> m(new MappedMemory(context));
+    ucp_mem_map_params_t params{};
+    params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                        UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+    params.address = nullptr;
+    params.length = length;
+    params.flags = UCP_MEM_MAP_ALLOCATE;
+    OC_RETURN_IF_ERROR(FromUcs(ucp_mem_map(context, &params, &m->memh_), "ucp_mem_map(allocate)"));
+    ucp_mem_attr_t attr{};
+    attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH;
+    OC_RETURN_IF_ERROR(FromUcs(ucp_mem_query(m->memh_, &attr), "ucp_mem_query"));
+    if (attr.address == nullptr || attr.length < length) {
+      return Status::Internal("ucp_mem_map allocated less than asked");
+    }
+    // Shared-memory and mmap pages come zeroed from the kernel, UCX's heap fallback does not.
+    std::memset(attr.address, 0, length);
+    m->bytes_ = MutableByteSpan(static_cast<std::byte*>(attr.address), length);
+    OC_RETURN_IF_ERROR(m->Pack());
     return m;
   }
   ~MappedMemory() {
@@ -517,11 +542,24 @@ class MappedMemory {
 
   ucp_mem_h memh() const { return memh_; }
   ByteSpan rkey() const { return rkey_; }
+  // The mapped bytes.
+  MutableByteSpan bytes() const { return bytes_; }
 
  private:
   explicit MappedMemory(ucp_context_h context) : context_(context) {}
+  Status Pack() {
+    void* rkey = nullptr;
+    size_t rkey_bytes = 0;
+    OC_RETURN_IF_ERROR(
+        FromUcs(ucp_rkey_pack(context_, memh_, &rkey, &rkey_bytes), "ucp_rkey_pack"));
+    const auto* first = static_cast<const std::byte*>(rkey);
+    rkey_.assign(first, first + rkey_bytes);
+    ucp_rkey_buffer_release(rkey);
+    return Status::Ok();
+  }
   ucp_context_h context_;
   ucp_mem_h memh_ = nullptr;
+  MutableByteSpan bytes_;
   std::vector<std::byte> rkey_;
 };
 

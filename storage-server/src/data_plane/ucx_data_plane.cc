@@ -1,6 +1,15 @@
 #include "ucx_data_plane.h"
 
+#include <sys/shm.h>
+
+#include <cinttypes>
+#include <climits>
+#include <cstdio>
 #include <cstring>
+#include <list>
+#include <mutex>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include <fmt/core.h>
@@ -47,7 +56,128 @@ bool RkeyIsWhole(ByteSpan rkey) {
   return true;
 }
 
+struct SysvMapping {
+  uintptr_t lo = 0;
+  uintptr_t hi = 0;
+  int id = -1;  // the segment id (a System V mapping's inode in /proc/self/maps)
+};
+
+// The System V segment this process has attached at `local`, or nullopt.
+// ucp_rkey_ptr gives the local address of a target UCX attached while unpacking its rkey
+// (shared memory) but checks nothing against the segment's size, and the target's length is
+// the client's word: writes in place are bounded by the mapping found here instead. Only
+// System V segments qualify, since they cannot shrink under the server (a client could
+// truncate a POSIX one, and a write past its end faults); /proc/self/maps names their
+// mappings "/SYSV<key>".
+std::optional<SysvMapping> SysvMappingAt(const void* local) {
+  const auto at = reinterpret_cast<uintptr_t>(local);
+  std::FILE* maps = std::fopen("/proc/self/maps", "re");
+  if (maps == nullptr) {
+    return std::nullopt;
+  }
+  std::optional<SysvMapping> found;
+  char line[512];
+  while (std::fgets(line, sizeof line, maps) != nullptr) {
+    SysvMapping m;
+    char perms[8] = {};
+    unsigned long inode = 0;
+    int path_at = 0;
+    if (std::sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s %*s %*s %lu %n", &m.lo, &m.hi, perms,
+                    &inode, &path_at) != 4 ||
+        at < m.lo || at >= m.hi) {
+      continue;
+    }
+    if (perms[1] == 'w' && perms[3] == 's' && std::strncmp(line + path_at, "/SYSV", 5) == 0 &&
+        inode <= static_cast<unsigned long>(INT_MAX)) {
+      m.id = static_cast<int>(inode);
+      found = m;
+    }
+    break;
+  }
+  std::fclose(maps);
+  return found;
+}
+
 }  // namespace
+
+bool SegmentInUse(int id) {
+  shmid_ds ds{};
+  return id >= 0 && ::shmctl(id, IPC_STAT, &ds) == 0 && ds.shm_nattch >= 2;
+}
+
+// A client's target segment attached in this process: the unpacked rkey that keeps it
+// attached, and the mapping's bounds. Kept across requests (AttachedTargets), so a buffer
+// the client reuses is attached, and its page tables filled, once.
+struct UcxDataPlane::Attached {
+  Attached(UcxDataPlane& p, std::shared_ptr<Endpoint> ep, ucp_rkey_h rk, SysvMapping m)
+      : plane(p), endpoint(std::move(ep)), rkey(rk), lo(m.lo), hi(m.hi), segment(m.id) {}
+  ~Attached() {
+    if (!plane.endpoints().shut_down()) {  // else destroying the worker released it
+      const ucp_rkey_h key = rkey;
+      plane.worker().Submit([key] { ucp_rkey_destroy(key); });
+    }
+  }
+  // [address, address + length) of the client as this process writes it, or empty if it
+  // leaves the segment.
+  MutableByteSpan Span(uint64_t address, uint64_t length) const {
+    void* local = nullptr;
+    uintptr_t end = 0;
+    if (ucp_rkey_ptr(rkey, address, &local) != UCS_OK ||
+        __builtin_add_overflow(reinterpret_cast<uintptr_t>(local), length, &end) ||
+        reinterpret_cast<uintptr_t>(local) < lo || end > hi) {
+      return {};
+    }
+    return MutableByteSpan(static_cast<std::byte*>(local), length);
+  }
+
+  UcxDataPlane& plane;
+  const std::shared_ptr<Endpoint> endpoint;
+  const ucp_rkey_h rkey;
+  const uintptr_t lo;
+  const uintptr_t hi;
+  const int segment;
+};
+
+// The most recently used attached targets, by client worker address + packed rkey. Bounded:
+// an entry keeps its segment's memory alive after the client frees it, until it is evicted
+// or the data plane closes.
+class UcxDataPlane::AttachedTargets {
+ public:
+  static constexpr size_t kCapacity = 16;
+
+  std::shared_ptr<const Attached> Find(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = entries_.begin(); it != entries_.end(); ++it) {
+      if (it->first == key) {
+        if (it->second->endpoint->failed() || !SegmentInUse(it->second->segment)) {
+          entries_.erase(it);
+          return nullptr;
+        }
+        entries_.splice(entries_.begin(), entries_, it);
+        return it->second;
+      }
+    }
+    return nullptr;
+  }
+  void Add(std::string key, std::shared_ptr<const Attached> entry) {
+    std::shared_ptr<const Attached> evicted;  // released outside the lock
+    std::lock_guard<std::mutex> lock(mu_);
+    entries_.emplace_front(std::move(key), std::move(entry));
+    if (entries_.size() > kCapacity) {
+      evicted = std::move(entries_.back().second);
+      entries_.pop_back();
+    }
+  }
+  void Clear() {
+    std::list<std::pair<std::string, std::shared_ptr<const Attached>>> gone;
+    std::lock_guard<std::mutex> lock(mu_);
+    gone.swap(entries_);
+  }
+
+ private:
+  std::mutex mu_;
+  std::list<std::pair<std::string, std::shared_ptr<const Attached>>> entries_;  // by mu_, MRU first
+};
 
 Status DataPlaneOptions::Validate() const {
   if (max_endpoints == 0) {
@@ -68,8 +198,13 @@ Status DataPlaneOptions::Validate() const {
 
 struct UcxDataPlane::Remote {
   std::shared_ptr<Endpoint> endpoint;
-  ucp_rkey_h rkey = nullptr;
+  ucp_rkey_h rkey = nullptr;                 // unpacked for this request (null when `attached`)
+  std::shared_ptr<const Attached> attached;  // the target is written in place
+  MutableByteSpan direct;                    // with `attached`: the target here
+  int segment = -1;  // the target's System V segment when UCX attached it here
 };
+
+UcxDataPlane::UcxDataPlane(const DataPlaneOptions& options) : options_(options) {}
 
 Result<std::unique_ptr<UcxDataPlane>> UcxDataPlane::Create(const DataPlaneOptions& options) {
   OC_RETURN_IF_ERROR(options.Validate());
@@ -83,11 +218,14 @@ Result<std::unique_ptr<UcxDataPlane>> UcxDataPlane::Create(const DataPlaneOption
   plane->pinned_ = std::make_unique<ByteBudget>(uint64_t{options.staging_buffers} *
                                                 options.staging_buffer_bytes);
   plane->endpoints_ = std::make_unique<EndpointCache>(*plane->worker_, options.max_endpoints);
+  plane->attached_ = std::make_unique<AttachedTargets>();
   plane->worker_->Start();
-  kLog.Info("data plane up transports={} staging_buffers={} staging_buffer_bytes={} ordering={}",
-            options.transports.empty() ? "ucx-default" : options.transports,
-            options.staging_buffers, options.staging_buffer_bytes,
-            options.ordering == LayerOrdering::kFlush ? "flush" : "fence");
+  kLog.Info(
+      "data plane up transports={} staging_buffers={} staging_buffer_bytes={} ordering={} "
+      "direct_writes={}",
+      options.transports.empty() ? "ucx-default" : options.transports, options.staging_buffers,
+      options.staging_buffer_bytes, options.ordering == LayerOrdering::kFlush ? "flush" : "fence",
+      options.direct_writes);
   return plane;
 }
 
@@ -100,6 +238,7 @@ UcxDataPlane::~UcxDataPlane() {
   // an error) every request still stuck on a vanished client, running its callback now; then
   // the cache and the pool; the context last, since the pool's memory is mapped with it.
   worker_->Stop();
+  attached_->Clear();  // their rkeys are destroyed now, on this thread
   if (endpoints_ != nullptr) {
     endpoints_->Shutdown();
   }
@@ -109,7 +248,8 @@ UcxDataPlane::~UcxDataPlane() {
   worker_.reset();
 }
 
-Result<UcxDataPlane::Remote> UcxDataPlane::Connect(const descriptor::DataPlaneTarget& target) {
+Result<UcxDataPlane::Remote> UcxDataPlane::Connect(const descriptor::DataPlaneTarget& target,
+                                                   bool in_place) {
   if (target.worker_address.empty() || target.worker_address.size() > kMaxTargetBlobBytes) {
     return Status::InvalidArgument("x-oc-target-worker",
                                    fmt::format("must be 1..{} bytes", kMaxTargetBlobBytes));
@@ -130,6 +270,22 @@ Result<UcxDataPlane::Remote> UcxDataPlane::Connect(const descriptor::DataPlaneTa
   if (remote.endpoint->failed()) {
     return Status::Unavailable("data-plane endpoint to the client failed");
   }
+  std::string attach_key;
+  if (in_place) {
+    attach_key.reserve(target.worker_address.size() + target.rkey.size());
+    attach_key.append(reinterpret_cast<const char*>(target.worker_address.data()),
+                      target.worker_address.size());
+    attach_key.append(reinterpret_cast<const char*>(target.rkey.data()), target.rkey.size());
+    std::shared_ptr<const Attached> known = attached_->Find(attach_key);
+    if (known != nullptr && known->endpoint == remote.endpoint) {
+      remote.direct = known->Span(target.address, target.length);
+      if (!remote.direct.empty()) {
+        remote.segment = known->segment;
+        remote.attached = std::move(known);
+        return remote;
+      }
+    }
+  }
   std::vector<std::byte> padded(target.rkey.size() + kRkeyPadding);
   std::memcpy(padded.data(), target.rkey.data(), target.rkey.size());
   const ucs_status_t st = worker_->Call([&] {
@@ -147,14 +303,35 @@ Result<UcxDataPlane::Remote> UcxDataPlane::Connect(const descriptor::DataPlaneTa
     return Status::InvalidArgument(
         "x-oc-target-rkey", std::string(data_plane::FromUcs(st, "ucp_ep_rkey_unpack").message()));
   }
+  void* local = nullptr;
+  if (ucp_rkey_ptr(remote.rkey, target.address, &local) == UCS_OK) {
+    std::optional<SysvMapping> segment = SysvMappingAt(local);
+    if (segment.has_value()) {
+      remote.segment = segment->id;  // its liveness tells whether the client is there
+    }
+    if (segment.has_value() && in_place) {
+      auto entry = std::make_shared<const Attached>(*this, remote.endpoint, remote.rkey, *segment);
+      remote.rkey = nullptr;  // the entry owns it now
+      remote.direct = entry->Span(target.address, target.length);
+      if (!remote.direct.empty()) {
+        remote.attached = entry;
+      }
+      attached_->Add(std::move(attach_key), std::move(entry));
+      if (remote.attached == nullptr) {
+        return Status::InvalidArgument("x-oc-target-length",
+                                       "runs past the memory the client mapped");
+      }
+    }
+  }
   return remote;
 }
 
 Result<std::unique_ptr<LayerSink>> UcxDataPlane::OpenSink(
     const descriptor::DataPlaneTarget& target) {
-  OC_ASSIGN_OR_RETURN(Remote remote, Connect(target));
+  OC_ASSIGN_OR_RETURN(Remote remote, Connect(target, options_.direct_writes));
   return std::unique_ptr<LayerSink>(
-      new UcxLayerSink(*this, std::move(remote.endpoint), remote.rkey, target));
+      new UcxLayerSink(*this, std::move(remote.endpoint), remote.rkey, target,
+                       InPlace{remote.direct, remote.attached, remote.segment}));
 }
 
 Result<StagingBuffer> UcxDataPlane::AcquireStaging() { return pool_->Acquire(options_.op_timeout); }
@@ -169,7 +346,13 @@ Status UcxDataPlane::ReadRemote(const descriptor::DataPlaneTarget& source, uint6
     return Status::OutOfRange(fmt::format("read [{}, +{}) outside the {}-byte source", src_offset,
                                           length, source.length));
   }
-  OC_ASSIGN_OR_RETURN(Remote remote, Connect(source));
+  // A source UCX attached here is always read in place: UCX 1.13's get from a System V
+  // segment over shared memory never completed (data_plane_test, ReadRemotePullsTheClientsBytes).
+  OC_ASSIGN_OR_RETURN(Remote remote, Connect(source, /*in_place=*/true));
+  if (remote.attached != nullptr) {
+    std::memcpy(into.bytes().data(), remote.direct.data() + src_offset, length);
+    return Status::Ok();
+  }
   data_plane::OpWaiter* waiter = data_plane::OpWaiter::New();
   ucp_request_param_t param{};
   param.op_attr_mask =

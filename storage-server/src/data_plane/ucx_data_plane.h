@@ -62,6 +62,12 @@ struct DataPlaneOptions {
   // handling ("" = UCX's default).
   // Default: ""
   std::string keepalive_interval;
+  // When UCX has attached the client's target here (same host, memory the client's UCX
+  // allocated in System V shared memory: client::DataPlane::Allocate), write it in place:
+  // one memcpy from the block cache per byte, no message per write, no client CPU
+  // (docs/decisions.md, "Data plane: direct writes into shared-memory targets").
+  // Default: true
+  bool direct_writes = true;
 
   // kInvalidArgument naming the field: zero counts or sizes, staging buffers outside
   // 4 KiB..1 GiB, more than 1024 buffers, or a zero timeout.
@@ -100,9 +106,13 @@ class UcxDataPlane {
   data_plane::UcxWorker& worker() { return *worker_; }
 
  private:
-  explicit UcxDataPlane(const DataPlaneOptions& options) : options_(options) {}
-  struct Remote;  // endpoint + unpacked rkey of one target
-  Result<Remote> Connect(const descriptor::DataPlaneTarget& target);
+  explicit UcxDataPlane(const DataPlaneOptions& options);
+  struct Remote;    // endpoint + unpacked rkey of one target
+  struct Attached;  // a client segment attached here, written in place
+  class AttachedTargets;
+  // `in_place`: attach the target when UCX mapped it here (AttachedTargets), to be written or
+  // read without UCX.
+  Result<Remote> Connect(const descriptor::DataPlaneTarget& target, bool in_place);
 
   const DataPlaneOptions options_;
   // Destruction order matters: endpoints, then pool, then worker (declared first).
@@ -110,6 +120,7 @@ class UcxDataPlane {
   std::unique_ptr<StagingPool> pool_;
   std::unique_ptr<ByteBudget> pinned_;
   std::unique_ptr<EndpointCache> endpoints_;
+  std::unique_ptr<AttachedTargets> attached_;  // cleared before the worker goes
 };
 
 }  // namespace oc::storage

@@ -1,6 +1,7 @@
 #include "ucx_layer_sink.h"
 
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <set>
@@ -46,17 +47,18 @@ struct PutOp {
 
 struct UcxLayerSink::State {
   State(UcxDataPlane& p, std::shared_ptr<Endpoint> ep, ucp_rkey_h rk,
-        const descriptor::DataPlaneTarget& target)
+        const descriptor::DataPlaneTarget& target, InPlace in_place)
       : plane(p),
         endpoint(std::move(ep)),
         rkey(rk),
         address(target.address),
-        length(target.length) {}
+        length(target.length),
+        direct(std::move(in_place)) {}
   ~State() {
     for (NotifyOp* op : pending) {
       delete op;
     }
-    if (!plane.endpoints().shut_down()) {  // else destroying the worker released it
+    if (rkey != nullptr && !plane.endpoints().shut_down()) {  // else the worker released it
       const ucp_rkey_h key = rkey;
       plane.worker().Submit([key] { ucp_rkey_destroy(key); });
     }
@@ -311,6 +313,7 @@ struct UcxLayerSink::State {
   const ucp_rkey_h rkey;
   const uint64_t address;
   const uint64_t length;
+  const InPlace direct;      // the target mapped here, or empty
   std::atomic<int> refs{1};  // the sink, plus one per operation in flight
 
   std::mutex mu;
@@ -328,8 +331,10 @@ struct UcxLayerSink::State {
 };
 
 UcxLayerSink::UcxLayerSink(UcxDataPlane& plane, std::shared_ptr<Endpoint> endpoint, ucp_rkey_h rkey,
-                           const descriptor::DataPlaneTarget& target)
-    : state_(new State(plane, std::move(endpoint), rkey, target)) {}
+                           const descriptor::DataPlaneTarget& target, InPlace in_place)
+    : state_(new State(plane, std::move(endpoint), rkey, target, std::move(in_place))) {}
+
+bool UcxLayerSink::writes_in_place() const { return !state_->direct.bytes.empty(); }
 
 UcxLayerSink::~UcxLayerSink() {
   if (!finished_) {
@@ -415,6 +420,10 @@ Status UcxLayerSink::Write(uint64_t dest_offset, StagingBuffer buffer, uint64_t 
   }
   OC_RETURN_IF_ERROR(CheckRange(dest_offset, length, s.length));
   OC_RETURN_IF_ERROR(s.CurrentError());
+  if (!s.direct.bytes.empty()) {
+    std::memcpy(s.direct.bytes.data() + dest_offset, buffer.bytes().data(), length);
+    return Status::Ok();  // the buffer goes back as it goes out of scope
+  }
   auto* op = new PutOp{&s, buffer.slot()};
   const void* data = buffer.bytes().data();
   const ucp_mem_h memh = s.plane.staging().memh(op->slot);
@@ -432,6 +441,10 @@ Status UcxLayerSink::WritePinned(uint64_t dest_offset, ByteSpan bytes,
   }
   OC_RETURN_IF_ERROR(CheckRange(dest_offset, bytes.size(), s.length));
   OC_RETURN_IF_ERROR(s.CurrentError());
+  if (!s.direct.bytes.empty()) {
+    std::memcpy(s.direct.bytes.data() + dest_offset, bytes.data(), bytes.size());
+    return Status::Ok();
+  }
   const uint64_t charge =
       s.plane.pinned_budget().Acquire(bytes.size(), s.plane.options().op_timeout);
   if (charge == 0) {
@@ -448,6 +461,14 @@ Status UcxLayerSink::WritePinned(uint64_t dest_offset, ByteSpan bytes,
 Status UcxLayerSink::LayerReady(uint32_t layer) {
   OC_CHECK(!finished_);
   OC_RETURN_IF_ERROR(state_->CurrentError());
+  if (state_->direct.segment >= 0 && !SegmentInUse(state_->direct.segment)) {
+    // Shared memory raises no peer-failure event, and writes into a segment attached here
+    // (in place, or UCX's own puts) never fail: a client that died or freed its buffer shows
+    // as the segment's only attachment being ours.
+    state_->FailEndpoint(Status::Unavailable("the client detached its target memory"),
+                         /*close_now=*/true);
+    return state_->CurrentError();
+  }
   data_plane::Notification n;
   n.kind = data_plane::MessageKind::kLayerReady;
   n.request_key = state_->address;

@@ -11,6 +11,9 @@
 // it wait for the bytes before it (ucp_ep_flush_nbx in LayerOrdering::kFlush,
 // ucp_worker_fence in kFence) and whichever thread sees the queue head ready sends it, one
 // sender at a time, so messages leave in call order.
+// A target UCX attached in this process (UcxDataPlane's direct writes) is written in place:
+// Write() and WritePinned() copy into it before they return, and a notification has no bytes
+// in flight to wait for.
 // Operations in flight keep the sink's state (endpoint, unpacked rkey) alive by reference, so
 // a sink destroyed after a timeout never leaves a callback pointing at freed memory.
 // Thread safety: as LayerSink; completions run on the UcxWorker's progress thread.
@@ -27,12 +30,24 @@ namespace oc::storage {
 class UcxDataPlane;
 struct PutOp;  // one write in flight (ucx_layer_sink.cc)
 
+// The target as this process writes it in place (empty: over UCX), and what keeps that
+// memory attached while the sink lives.
+struct InPlace {
+  MutableByteSpan bytes;
+  std::shared_ptr<const void> hold;
+  int segment = -1;  // the target's System V segment, when UCX attached it here (else -1)
+};
+
+// True while a process other than this one still has System V segment `id` attached: the
+// client, whose target it is.
+bool SegmentInUse(int id);
+
 class UcxLayerSink final : public LayerSink {
  public:
-  // Takes ownership of `rkey` (unpacked for `endpoint`). REQUIRES: the target was checked
-  // by UcxDataPlane::OpenSink; `plane` outlives the sink.
+  // Takes ownership of `rkey` (unpacked for `endpoint`; null when writing in place).
+  // REQUIRES: the target was checked by UcxDataPlane::OpenSink; `plane` outlives the sink.
   UcxLayerSink(UcxDataPlane& plane, std::shared_ptr<Endpoint> endpoint, ucp_rkey_h rkey,
-               const descriptor::DataPlaneTarget& target);
+               const descriptor::DataPlaneTarget& target, InPlace in_place);
   // Finishes with kCancelled if Finish() was not called.
   ~UcxLayerSink() override;
   UcxLayerSink(const UcxLayerSink&) = delete;
@@ -42,6 +57,7 @@ class UcxLayerSink final : public LayerSink {
   Result<StagingBuffer> AcquireBuffer() override;
   Status Write(uint64_t dest_offset, StagingBuffer buffer, uint64_t length) override;
   bool accepts_pinned() const override { return true; }
+  bool writes_in_place() const override;
   Status WritePinned(uint64_t dest_offset, ByteSpan bytes,
                      std::shared_ptr<const void> hold) override;
   Status LayerReady(uint32_t layer) override;

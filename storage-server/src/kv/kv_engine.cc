@@ -42,6 +42,7 @@ Result<UcxDataPlane*> KvEngine::DataPlane() {
     o.staging_buffers = options_.data_plane_staging_buffers;
     o.staging_buffer_bytes = options_.data_plane_staging_buffer_bytes;
     o.op_timeout = options_.data_plane_timeout;
+    o.direct_writes = options_.data_plane_direct_writes;
     OC_ASSIGN_OR_RETURN(plane_, UcxDataPlane::Create(o));
   }
   return plane_.get();

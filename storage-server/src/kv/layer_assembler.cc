@@ -233,8 +233,8 @@ Result<KvGetReport> Assemble(Store& store, std::string_view bucket, const descri
   const uint64_t range_bytes =
       d.layout == descriptor::StoredLayout::k2LTD ? d.layer_bytes / 2 : d.layer_bytes;
   const bool pinned = !options.dense && options.zero_copy &&
-                      range_bytes >= options.zero_copy_min_bytes && sink.accepts_pinned() &&
-                      store.SupportsPinnedSlices();
+                      (range_bytes >= options.zero_copy_min_bytes || sink.writes_in_place()) &&
+                      sink.accepts_pinned() && store.SupportsPinnedSlices();
   Assembler a(store, bucket, plan, sink, report, pinned);
   Status delivered = Deliver(a, d, plan, sink, options, report);
   a.Drop();  // a buffer not handed over goes back before Finish waits for the others

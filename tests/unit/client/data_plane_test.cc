@@ -58,12 +58,16 @@ struct Ends {
   std::unique_ptr<DataPlane> client;
 };
 
+// `in_place`: the server writes targets UCX attached in its process in place (the default
+// of the product); off, every byte goes through UCX, which is what most rows test.
 storage::DataPlaneOptions ServerOptions(const Transport& t, LayerOrdering ordering,
-                                        storage::WriteMode mode = storage::WriteMode::kPut) {
+                                        storage::WriteMode mode = storage::WriteMode::kPut,
+                                        bool in_place = false) {
   storage::DataPlaneOptions o;
   o.transports = t.tls;
   o.ordering = ordering;
   o.write_mode = mode;
+  o.direct_writes = in_place;
   o.staging_buffers = 4;
   o.staging_buffer_bytes = 64 << 10;
   o.op_timeout = kWait;
@@ -71,9 +75,9 @@ storage::DataPlaneOptions ServerOptions(const Transport& t, LayerOrdering orderi
 }
 
 Ends MakeEnds(const Transport& t, LayerOrdering ordering,
-              storage::WriteMode mode = storage::WriteMode::kPut) {
+              storage::WriteMode mode = storage::WriteMode::kPut, bool in_place = false) {
   Ends e;
-  auto server = UcxDataPlane::Create(ServerOptions(t, ordering, mode));
+  auto server = UcxDataPlane::Create(ServerOptions(t, ordering, mode, in_place));
   EXPECT_TRUE(server.has_value()) << server.error();
   if (server.has_value()) {
     e.server = std::move(*server);
@@ -114,15 +118,18 @@ TEST(DataPlane, LayersLandByteExactInOrderAndBeforeTheirNotification) {
   struct Mode {
     LayerOrdering ordering;
     storage::WriteMode write;
+    bool in_place;
     const char* name;
   };
-  constexpr Mode kModes[] = {{LayerOrdering::kFlush, storage::WriteMode::kPut, "put/flush"},
-                             {LayerOrdering::kFence, storage::WriteMode::kPut, "put/fence"},
-                             {LayerOrdering::kFlush, storage::WriteMode::kRendezvous, "rndv"}};
+  constexpr Mode kModes[] = {
+      {LayerOrdering::kFlush, storage::WriteMode::kPut, false, "put/flush"},
+      {LayerOrdering::kFence, storage::WriteMode::kPut, false, "put/fence"},
+      {LayerOrdering::kFlush, storage::WriteMode::kRendezvous, false, "rndv"},
+      {LayerOrdering::kFlush, storage::WriteMode::kRendezvous, true, "in-place"}};
   for (const Transport& t : kTransports) {
     for (const Mode& mode : kModes) {
       SCOPED_TRACE(std::string(t.name) + "/" + mode.name);
-      Ends e = MakeEnds(t, mode.ordering, mode.write);
+      Ends e = MakeEnds(t, mode.ordering, mode.write, mode.in_place);
       ASSERT_TRUE(e.server && e.client);
       auto buffer = e.client->Allocate(kLayers * kLayerBytes);
       ASSERT_TRUE(buffer.has_value()) << buffer.error();
@@ -148,6 +155,8 @@ TEST(DataPlane, LayersLandByteExactInOrderAndBeforeTheirNotification) {
 
       auto sink = e.server->OpenSink(target.Target());
       ASSERT_TRUE(sink.has_value()) << sink.error();
+      // Only a shared-memory target UCX allocated (System V) is written in place.
+      EXPECT_EQ((*sink)->writes_in_place(), mode.in_place && std::string(t.name) == "shm");
       for (uint32_t l = 0; l < kLayers; ++l) {
         const std::vector<std::byte> bytes = PatternBytes(l, kLayerBytes);
         ASSERT_TRUE(WriteBytes(**sink, l * kLayerBytes, bytes).ok());
@@ -229,6 +238,56 @@ TEST(DataPlane, WritesOutsideTheTargetAreRefusedBeforeAnyPut) {
     EXPECT_TRUE(AllZero(all.subspan(kGuard, kTargetBytes - 100)));
     EXPECT_EQ(std::memcmp(all.data() + kGuard + kTargetBytes - 100, last.data(), 100), 0);
   }
+}
+
+TEST(DataPlane, InPlaceTargetsAreBoundedByTheClientsSegmentAndReusedAcrossRequests) {
+  Ends e = MakeEnds(kTransports[0], LayerOrdering::kFlush, storage::WriteMode::kRendezvous,
+                    /*in_place=*/true);
+  ASSERT_TRUE(e.server && e.client);
+  constexpr uint64_t kBytes = 1 << 20;
+  auto buffer = e.client->Allocate(kBytes);
+  ASSERT_TRUE(buffer.has_value()) << buffer.error();
+  // A length past the client's segment: the server does not take the client's word for it.
+  DataPlaneTarget too_long = (*buffer)->Target();
+  too_long.length = kBytes + (64 << 20);
+  auto refused = e.server->OpenSink(too_long);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code(), Code::kInvalidArgument);
+  EXPECT_EQ(refused.error().field(), "x-oc-target-length") << refused.error();
+
+  // Two requests into windows of the same buffer (the second finds the segment attached),
+  // each byte-exact, nothing outside its window written.
+  for (uint64_t offset : {uint64_t{4096}, uint64_t{300'000}}) {
+    SCOPED_TRACE(offset);
+    auto target = (*buffer)->Target(offset, 100'000);
+    ASSERT_TRUE(target.has_value());
+    auto delivery = e.client->Expect(target->address, 1);
+    ASSERT_TRUE(delivery.has_value());
+    auto sink = e.server->OpenSink(*target);
+    ASSERT_TRUE(sink.has_value()) << sink.error();
+    EXPECT_TRUE((*sink)->writes_in_place());
+    EXPECT_EQ((*sink)->Write(99'999, std::move(*(*sink)->AcquireBuffer()), 2).code(),
+              Code::kOutOfRange);
+    const std::vector<std::byte> bytes = PatternBytes(offset, 100'000);
+    ASSERT_TRUE(WriteBytes(**sink, 0, bytes).ok());
+    ASSERT_TRUE((*sink)->LayerReady(0).ok());
+    ASSERT_TRUE((*sink)->Finish(Status::Ok()).ok());
+    ASSERT_TRUE((*delivery)->Wait(kWait).ok());
+    EXPECT_EQ(std::memcmp((*buffer)->bytes().data() + offset, bytes.data(), bytes.size()), 0);
+  }
+  const ByteSpan all = (*buffer)->bytes();
+  EXPECT_TRUE(AllZero(all.subspan(0, 4096)));
+  EXPECT_TRUE(AllZero(all.subspan(104'096, 300'000 - 104'096)));
+  EXPECT_TRUE(AllZero(all.subspan(400'000)));
+
+  // Caller memory the client only registered is not shared: it goes over UCX.
+  std::vector<std::byte> own(4096);
+  auto wrapped = e.client->Wrap(MutableByteSpan(own));
+  ASSERT_TRUE(wrapped.has_value());
+  auto sink = e.server->OpenSink((*wrapped)->Target());
+  ASSERT_TRUE(sink.has_value()) << sink.error();
+  EXPECT_FALSE((*sink)->writes_in_place());
+  EXPECT_TRUE((*sink)->Finish(Status::Cancelled("not needed")).code() == Code::kCancelled);
 }
 
 TEST(DataPlane, ServerErrorReachesTheClientWithItsCodeAndMessage) {
@@ -377,9 +436,11 @@ TEST(DataPlane, WorkerThatIsGoneGivesAnErrorNotAHang) {
 }
 
 TEST(DataPlane, ReadRemotePullsTheClientsBytes) {
-  for (const Transport& t : kTransports) {
-    SCOPED_TRACE(t.name);
-    Ends e = MakeEnds(t, LayerOrdering::kFlush);
+  for (const auto& [t, in_place] :
+       {std::pair{kTransports[0], false}, std::pair{kTransports[1], false},
+        std::pair{kTransports[0], true}}) {
+    SCOPED_TRACE(std::string(t.name) + (in_place ? "/in-place" : ""));
+    Ends e = MakeEnds(t, LayerOrdering::kFlush, storage::WriteMode::kPut, in_place);
     ASSERT_TRUE(e.server && e.client);
     constexpr uint64_t kBytes = 50'000;
     auto buffer = e.client->Allocate(kBytes);
@@ -607,11 +668,24 @@ std::string ReadText(const std::filesystem::path& path) {
 TEST(DataPlane, ClientThatDiesMidTransferIsDroppedAndTheNextClientIsServed) {
   constexpr uint32_t kLayers = 16;
   constexpr uint64_t kLayerBytes = 256 << 10;
-  for (const Transport& t : kTransports) {
-    for (storage::WriteMode write : {storage::WriteMode::kPut, storage::WriteMode::kRendezvous}) {
-      // shm: no UCX peer error handling, so the stalled writes time out; tcp: UCX's keepalive.
-      SCOPED_TRACE(std::string(t.name) + (write == storage::WriteMode::kPut ? "/put" : "/rndv"));
-      storage::DataPlaneOptions options = ServerOptions(t, LayerOrdering::kFlush, write);
+  struct Row {
+    Transport t;
+    storage::WriteMode write;
+    bool in_place;
+    const char* name;
+  };
+  for (const Row& row : {Row{kTransports[0], storage::WriteMode::kPut, false, "shm/put"},
+                         Row{kTransports[0], storage::WriteMode::kRendezvous, false, "shm/rndv"},
+                         Row{kTransports[0], storage::WriteMode::kRendezvous, true, "shm/in-place"},
+                         Row{kTransports[1], storage::WriteMode::kPut, false, "tcp/put"},
+                         Row{kTransports[1], storage::WriteMode::kRendezvous, false, "tcp/rndv"}}) {
+    {
+      // shm: no UCX peer error handling, so the stalled writes (in place: the notifications)
+      // time out; tcp: UCX's keepalive.
+      const Transport& t = row.t;
+      SCOPED_TRACE(row.name);
+      storage::DataPlaneOptions options =
+          ServerOptions(t, LayerOrdering::kFlush, row.write, row.in_place);
       options.keepalive_interval = "200ms";
       options.op_timeout = std::chrono::milliseconds(2000);  // how long a stalled write may take
       auto server = UcxDataPlane::Create(options);
@@ -627,6 +701,7 @@ TEST(DataPlane, ClientThatDiesMidTransferIsDroppedAndTheNextClientIsServed) {
         const DataPlaneTarget target = ReadTarget(dir.path() / "target");
         auto sink = (*server)->OpenSink(target);
         ASSERT_TRUE(sink.has_value()) << sink.error();
+        EXPECT_EQ((*sink)->writes_in_place(), row.in_place);
         ASSERT_TRUE(WriteBytes(**sink, 0, PatternBytes(0, kLayerBytes)).ok());
         ASSERT_TRUE((*sink)->LayerReady(0).ok());
         ASSERT_TRUE(WaitForFile(dir.path() / "layer0")) << ReadText(dir.path() / "failed");

@@ -59,6 +59,7 @@ TEST(ConfFiles, KvTableListsEveryKeyAtItsDefault) {
     store.kv.layerwise_threshold_bytes = 1;  // changed, so the file must set it back
     store.kv.data_plane_staging_buffers = 1;
     store.kv.max_pending_commits = 1;
+    store.kv.data_plane_direct_writes = false;
     ASSERT_TRUE(storage::ApplyConfig(*config, &store).ok());
     ASSERT_TRUE(store.Validate().ok());
     const storage::KvOptions defaults;
@@ -67,6 +68,7 @@ TEST(ConfFiles, KvTableListsEveryKeyAtItsDefault) {
     EXPECT_EQ(store.kv.data_plane_staging_buffers, defaults.data_plane_staging_buffers);
     EXPECT_EQ(store.kv.data_plane_staging_buffer_bytes, defaults.data_plane_staging_buffer_bytes);
     EXPECT_EQ(store.kv.data_plane_timeout, defaults.data_plane_timeout);
+    EXPECT_EQ(store.kv.data_plane_direct_writes, defaults.data_plane_direct_writes);
     EXPECT_EQ(store.kv.max_pending_commits, defaults.max_pending_commits);
     EXPECT_EQ(store.kv.put_read_bytes, defaults.put_read_bytes);
   }
@@ -76,7 +78,8 @@ TEST(ConfFiles, KvTableSetsEveryField) {
   Result<Config> config = Config::Parse(
       "[kv]\nlayerwise_threshold = \"1\"\ndata_plane_transports = \"tcp\"\n"
       "data_plane_staging_buffers = 3\ndata_plane_staging_buffer_bytes = \"64KiB\"\n"
-      "data_plane_timeout = \"2s\"\nmax_pending_commits = 2\nput_read_bytes = \"256KiB\"\n");
+      "data_plane_timeout = \"2s\"\ndata_plane_direct_writes = false\n"
+      "max_pending_commits = 2\nput_read_bytes = \"256KiB\"\n");
   ASSERT_TRUE(config.has_value()) << config.error();
   storage::StoreOptions store;
   ASSERT_TRUE(storage::ApplyConfig(*config, &store).ok());
@@ -87,6 +90,7 @@ TEST(ConfFiles, KvTableSetsEveryField) {
   EXPECT_EQ(store.kv.data_plane_staging_buffers, 3u);
   EXPECT_EQ(store.kv.data_plane_staging_buffer_bytes, 64u << 10);
   EXPECT_EQ(store.kv.data_plane_timeout, std::chrono::milliseconds(2'000));
+  EXPECT_FALSE(store.kv.data_plane_direct_writes);
   EXPECT_EQ(store.kv.max_pending_commits, 2u);
   EXPECT_EQ(store.kv.put_read_bytes, 256u << 10);
 }
@@ -107,6 +111,7 @@ TEST(ConfFiles, BadKvValuesAndUnknownKvKeysAreRefused) {
            Row{"[kv]\nmax_pending_commits = 100\n", "kv.max_pending_commits"},
            Row{"[kv]\nput_read_bytes = \"1GiB\"\n", "kv.put_read_bytes"},
            Row{"[kv]\ndata_plane_transports = 3\n", "kv.data_plane_transports"},
+           Row{"[kv]\ndata_plane_direct_writes = \"yes\"\n", "kv.data_plane_direct_writes"},
        }) {
     SCOPED_TRACE(row.text);
     Result<Config> config = Config::Parse(row.text);

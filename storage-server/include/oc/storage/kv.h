@@ -57,6 +57,11 @@ struct KvOptions {
   // Longest wait for a staging buffer, a remote read, or a request's writes at the end.
   // Default: 30 s
   std::chrono::milliseconds data_plane_timeout{30'000};
+  // Write a target in place when UCX has attached it here (a client on this host whose
+  // buffer UCX allocated in System V shared memory); else the bytes go over UCX
+  // (DataPlaneOptions::direct_writes).
+  // Default: true
+  bool data_plane_direct_writes = true;
   // Deliveries into a data-plane target send the layer slices straight from the store's
   // block cache (pinned while in flight, bounded like the staging memory) instead of copying
   // them into staging buffers first: one copy per byte fewer (docs/decisions.md, "KV path:

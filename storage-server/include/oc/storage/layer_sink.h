@@ -112,6 +112,11 @@ class LayerSink {
   // bytes the store lends (Store::PinSlices) instead of copying them into staging buffers.
   virtual bool accepts_pinned() const { return false; }
 
+  // True if writes land in the target before Write()/WritePinned() return, at no cost beyond
+  // the copy (a target mapped into this process): then pinned slices are worth handing over
+  // whatever their size.
+  virtual bool writes_in_place() const { return false; }
+
   // Starts writing `bytes` at `dest_offset` of the target straight from the caller's memory,
   // which stays valid while `hold` lives; the sink keeps `hold` until the write is done. Blocks
   // (up to the sink's timeout) while the sink's bound on bytes in flight is reached. Errors as
