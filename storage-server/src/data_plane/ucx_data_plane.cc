@@ -237,6 +237,7 @@ UcxDataPlane::~UcxDataPlane() {
   // go. Stop progress; close the cached endpoints; destroy the worker, which completes (with
   // an error) every request still stuck on a vanished client, running its callback now; then
   // the cache and the pool; the context last, since the pool's memory is mapped with it.
+  copier_.reset();  // every sink has finished: nothing is queued
   worker_->Stop();
   attached_->Clear();  // their rkeys are destroyed now, on this thread
   if (endpoints_ != nullptr) {
@@ -332,6 +333,11 @@ Result<std::unique_ptr<LayerSink>> UcxDataPlane::OpenSink(
   return std::unique_ptr<LayerSink>(
       new UcxLayerSink(*this, std::move(remote.endpoint), remote.rkey, target,
                        InPlace{remote.direct, remote.attached, remote.segment}));
+}
+
+CopyEngine& UcxDataPlane::copier() {
+  std::call_once(copier_once_, [this] { copier_ = std::make_unique<CopyEngine>(); });
+  return *copier_;
 }
 
 Result<StagingBuffer> UcxDataPlane::AcquireStaging() { return pool_->Acquire(options_.op_timeout); }

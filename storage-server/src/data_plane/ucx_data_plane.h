@@ -10,8 +10,10 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
+#include "copy_engine.h"
 #include "endpoint_cache.h"
 #include "oc/common/result.h"
 #include "oc/descriptor/descriptor.h"
@@ -104,6 +106,8 @@ class UcxDataPlane {
   ByteBudget& pinned_budget() { return *pinned_; }
   const DataPlaneOptions& options() const { return options_; }
   data_plane::UcxWorker& worker() { return *worker_; }
+  // Copies the bytes of in-place writes (started on first use).
+  CopyEngine& copier();
 
  private:
   explicit UcxDataPlane(const DataPlaneOptions& options);
@@ -121,6 +125,8 @@ class UcxDataPlane {
   std::unique_ptr<ByteBudget> pinned_;
   std::unique_ptr<EndpointCache> endpoints_;
   std::unique_ptr<AttachedTargets> attached_;  // cleared before the worker goes
+  std::once_flag copier_once_;
+  std::unique_ptr<CopyEngine> copier_;
 };
 
 }  // namespace oc::storage

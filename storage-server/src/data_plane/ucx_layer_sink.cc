@@ -174,7 +174,22 @@ struct UcxLayerSink::State {
     }
     delete op;
     OpDone(status, "data-plane write");
-    if (rendezvous()) {
+    if (in_place()) {
+      // On the copy engine's thread: only the worker's thread sends, so hand it the
+      // notification that waited for this write, if there is one now.
+      bool ready = false;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        ready = !pending.empty() && pending.front()->writes_before <= writes_done;
+      }
+      if (ready) {
+        Ref();
+        plane.worker().Submit([this] {
+          Drain();
+          Unref();
+        });
+      }
+    } else if (rendezvous()) {
       Drain();  // a notification may have been waiting for this write
     }
     Unref();
@@ -221,7 +236,8 @@ struct UcxLayerSink::State {
       bool skip = false;
       {
         std::lock_guard<std::mutex> lock(mu);
-        if (!pending.empty() && rendezvous() && pending.front()->writes_before <= writes_done) {
+        if (!pending.empty() && ordered_by_completions() &&
+            pending.front()->writes_before <= writes_done) {
           pending.front()->ready = true;
         }
         if (pending.empty() || !pending.front()->ready) {
@@ -270,9 +286,10 @@ struct UcxLayerSink::State {
     op->state = this;
     op->header = data_plane::EncodeNotification(n);
     op->message = std::move(message);
-    if (rendezvous()) {
-      // A rendezvous send completes when the client has the bytes: the notification waits
-      // for every write before it to complete (Drain checks), no flush needed.
+    if (ordered_by_completions()) {
+      // A rendezvous send completes when the client has the bytes, an in-place copy when it
+      // is done: the notification waits for every write before it to complete (Drain
+      // checks), no flush needed.
       {
         std::lock_guard<std::mutex> lock(mu);
         op->writes_before = writes_posted;
@@ -307,6 +324,9 @@ struct UcxLayerSink::State {
   }
 
   bool rendezvous() const { return plane.options().write_mode == WriteMode::kRendezvous; }
+  bool in_place() const { return !direct.bytes.empty(); }
+  // A write is in the target once it completes (else a flush or fence orders the bytes).
+  bool ordered_by_completions() const { return rendezvous() || in_place(); }
 
   UcxDataPlane& plane;
   const std::shared_ptr<Endpoint> endpoint;
@@ -334,7 +354,7 @@ UcxLayerSink::UcxLayerSink(UcxDataPlane& plane, std::shared_ptr<Endpoint> endpoi
                            const descriptor::DataPlaneTarget& target, InPlace in_place)
     : state_(new State(plane, std::move(endpoint), rkey, target, std::move(in_place))) {}
 
-bool UcxLayerSink::writes_in_place() const { return !state_->direct.bytes.empty(); }
+bool UcxLayerSink::writes_in_place() const { return state_->in_place(); }
 
 UcxLayerSink::~UcxLayerSink() {
   if (!finished_) {
@@ -380,6 +400,12 @@ void UcxLayerSink::Post(PutOp* op, const void* data, uint64_t length, uint64_t d
     op->seq = s.writes_posted++;
   }
   s.Ref();
+  if (s.in_place()) {
+    s.plane.copier().Submit(s.direct.bytes.data() + dest_offset,
+                            static_cast<const std::byte*>(data), length,
+                            [op] { op->state->FinishPut(op, UCS_OK); });
+    return;
+  }
   const uint64_t remote = s.address + dest_offset;
   if (s.rendezvous()) {
     op->header = data_plane::EncodeDataHeader({s.address, dest_offset});
@@ -420,7 +446,7 @@ Status UcxLayerSink::Write(uint64_t dest_offset, StagingBuffer buffer, uint64_t 
   }
   OC_RETURN_IF_ERROR(CheckRange(dest_offset, length, s.length));
   OC_RETURN_IF_ERROR(s.CurrentError());
-  if (!s.direct.bytes.empty()) {
+  if (s.in_place()) {
     std::memcpy(s.direct.bytes.data() + dest_offset, buffer.bytes().data(), length);
     return Status::Ok();  // the buffer goes back as it goes out of scope
   }
@@ -441,10 +467,6 @@ Status UcxLayerSink::WritePinned(uint64_t dest_offset, ByteSpan bytes,
   }
   OC_RETURN_IF_ERROR(CheckRange(dest_offset, bytes.size(), s.length));
   OC_RETURN_IF_ERROR(s.CurrentError());
-  if (!s.direct.bytes.empty()) {
-    std::memcpy(s.direct.bytes.data() + dest_offset, bytes.data(), bytes.size());
-    return Status::Ok();
-  }
   const uint64_t charge =
       s.plane.pinned_budget().Acquire(bytes.size(), s.plane.options().op_timeout);
   if (charge == 0) {
