@@ -8,8 +8,10 @@
 //                                Write, LayerReady), Finish, and the client's Wait() for
 //                                "done". tls: 0 = shm (posix/sysv + CMA), 1 = tcp; mode:
 //                                0 = put + flush per layer, 1 = put + fence per layer,
-//                                2 = rendezvous active messages (WriteMode::kRendezvous).
-//                                Counters:
+//                                2 = rendezvous active messages (WriteMode::kRendezvous),
+//                                3 = in place (shm only: the client's UCX-allocated System V
+//                                target attached in the server, DataPlaneOptions::direct_writes;
+//                                modes 0-2 run with it off). Counters:
 //                                bytes_per_second, and vs_memcpy = put rate / memcpy rate of
 //                                the same size measured in this run.
 // Server and client are two ucp contexts in this process (as in client_test); staging holds
@@ -63,13 +65,14 @@ void BM_Put(benchmark::State& state) {
   const auto ordering =
       state.range(1) == 1 ? oc::storage::LayerOrdering::kFence : oc::storage::LayerOrdering::kFlush;
   const auto write_mode =
-      state.range(1) == 2 ? oc::storage::WriteMode::kRendezvous : oc::storage::WriteMode::kPut;
+      state.range(1) >= 2 ? oc::storage::WriteMode::kRendezvous : oc::storage::WriteMode::kPut;
   const uint64_t bytes = static_cast<uint64_t>(state.range(2));
 
   oc::storage::DataPlaneOptions options;
   options.transports = tls;
   options.ordering = ordering;
   options.write_mode = write_mode;
+  options.direct_writes = state.range(1) == 3;
   options.staging_buffers = 4;
   options.staging_buffer_bytes = kMaxLayerBytes;
   options.op_timeout = kWait;
@@ -140,7 +143,10 @@ void Register() {
     benchmark::RegisterBenchmark("BM_Memcpy", BM_Memcpy)->Arg(size)->UseRealTime();
   }
   for (int64_t tls : {0, 1}) {
-    for (int64_t order : {0, 1, 2}) {
+    for (int64_t order : {0, 1, 2, 3}) {
+      if (order == 3 && tls != 0) {
+        continue;  // in place needs shared memory
+      }
       for (int64_t size : kSizes) {
         benchmark::RegisterBenchmark("BM_Put", BM_Put)
             ->Args({tls, order, size})

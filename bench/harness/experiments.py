@@ -15,12 +15,15 @@ MiB = 1024 * 1024
 
 # Experiment 4's server variants, each a restart on the same data measuring the UCX descriptor
 # GET only: (label, [kv] layerwise_threshold, data_plane_staging_buffers,
-# data_plane_staging_buffer_bytes). Θ = 1TiB forces chunkwise, Θ = 1 byte layerwise.
+# data_plane_staging_buffer_bytes, data_plane_direct_writes). Θ = 1TiB forces chunkwise, Θ = 1
+# byte layerwise; direct writes off sends every byte as a UCX rendezvous message instead of
+# writing the client's shared-memory target in place.
 AGG_VARIANTS = [
-    ("chunkwise", "1TiB", 8, "4MiB"),
-    ("layerwise-4x1MiB", "1", 4, "1MiB"),
-    ("layerwise-8x4MiB", "1", 8, "4MiB"),
-    ("layerwise-16x16MiB", "1", 16, "16MiB"),
+    ("chunkwise", "1TiB", 8, "4MiB", True),
+    ("layerwise-4x1MiB", "1", 4, "1MiB", True),
+    ("layerwise-8x4MiB", "1", 8, "4MiB", True),
+    ("layerwise-16x16MiB", "1", 16, "16MiB", True),
+    ("layerwise-8x4MiB-rendezvous", "1", 8, "4MiB", False),
 ]
 
 PROFILES = {
@@ -32,14 +35,14 @@ PROFILES = {
         "overhead": {"sizes": [64 * KiB], "samples": 2, "layers": 32, "ucx_tls": "shm"},
         "aggregation": {"groups": [16], "contexts": [256], "hits": [0.5], "repeat": 1,
                         "kv_bench_filter": None, "ucx_tls": "shm",
-                        "variants": [("chunkwise", "1TiB", 8, "4MiB")]},
+                        "variants": [("chunkwise", "1TiB", 8, "4MiB", True)]},
         "ttft": {"flag": "--smallest"},
     },
     "reduced": {
         "storage": {"sizes": [64 * KiB, 256 * KiB, MiB, 4 * MiB], "threads": [8, 32],
                     "data_bytes": 256 * MiB, "passes": 2, "drop_caches": True},
         "transport": {"sizes": [64 * KiB, 256 * KiB, MiB, 4 * MiB], "conc": [8], "seconds": 2,
-                      "modes": ["embedded"], "dp_filter": "^BM_(Memcpy/|Put/[01]/2/)",
+                      "modes": ["embedded"], "dp_filter": "^BM_(Memcpy/|Put/[01]/2/|Put/0/3/)",
                       "dp_min_time": "0.2"},
         "overhead": {"sizes": [64 * KiB, 256 * KiB, MiB, 4 * MiB], "samples": 5, "layers": 32,
                      "ucx_tls": "shm"},
@@ -185,7 +188,7 @@ def transport(ctx):
             continue
         tls, order, size = r["args"][:3]
         ucx_rows.append({"transport": ["shm", "tcp"][tls],
-                         "write_mode": ["put+flush", "put+fence", "rendezvous"][order],
+                         "write_mode": ["put+flush", "put+fence", "rendezvous", "in-place"][order],
                          "layer_bytes": size, "layers": 16,
                          "gbps": r.get("bytes_per_second", 0) / 1e9,
                          "memcpy_gbps": memcpy.get(size),
@@ -313,10 +316,11 @@ def aggregation(ctx):
             proc.terminate()
             proc.wait()
         # The same stored chunks, the UCX descriptor GET only, per server variant.
-        for label, theta, buffers, buffer_bytes in p.get("variants", []):
+        for label, theta, buffers, buffer_bytes, direct in p.get("variants", []):
             toml = (f'[kv]\nlayerwise_threshold = "{theta}"\n'
                     f"data_plane_staging_buffers = {buffers}\n"
-                    f'data_plane_staging_buffer_bytes = "{buffer_bytes}"\n')
+                    f'data_plane_staging_buffer_bytes = "{buffer_bytes}"\n'
+                    f"data_plane_direct_writes = {str(direct).lower()}\n")
             vjson = os.path.join(root, f"{label}.json")
             vcmd = [exe, "--endpoint", url, "--json", vjson, "--label", label, *args,
                     "--no-put", "--methods", "ucx"]
@@ -328,13 +332,15 @@ def aggregation(ctx):
                 for r in json.load(open(vjson))["results"]:
                     variant_rows.append({**r, "variant": label, "theta": theta,
                                          "staging_buffers": buffers,
-                                         "staging_buffer_bytes": buffer_bytes})
+                                         "staging_buffer_bytes": buffer_bytes,
+                                         "direct_writes": direct})
             finally:
                 proc.terminate()
                 proc.wait()
             variant_commands.append(
                 f"[kv] layerwise_threshold = {theta}, data_plane_staging_buffers = {buffers}, "
-                f"data_plane_staging_buffer_bytes = {buffer_bytes}: " +
+                f"data_plane_staging_buffer_bytes = {buffer_bytes}, "
+                f"data_plane_direct_writes = {str(direct).lower()}: " +
                 " ".join(vcmd[:1] + ["--endpoint", "<objectcache serve>"] + vcmd[3:4] +
                          ["<json>"] + vcmd[5:]))
     finally:

@@ -168,6 +168,12 @@ def transport_section(e, out_dir):
                and r["layer_bytes"] == hi["layer_bytes"]]
         if tcp:
             sentences[-1] += f" and {tcp[0]['gbps']:.2f} GB/s over TCP"
+        inplace = [r for r in ucx if r["transport"] == "shm" and r["write_mode"] == "in-place"
+                   and r["layer_bytes"] == hi["layer_bytes"]]
+        if inplace:
+            sentences[-1] += (f"; written in place (a shared-memory target) "
+                              f"{inplace[0]['gbps']:.2f} GB/s ({num(inplace[0]['vs_memcpy'])} "
+                              f"of memcpy)")
     finding = ("; ".join(sentences) + ".") if sentences else "No rows were measured."
     finding = finding[0].upper() + finding[1:]
     png = None
@@ -181,12 +187,12 @@ def transport_section(e, out_dir):
                 if rs:
                     ax.plot([r["size"] / KiB for r in rs], [r["mb_per_s"] / 1e3 for r in rs],
                             marker="o", label=f"HTTP {op}, conc {conc}")
-        for t in ("shm", "tcp"):
-            rs = sorted([r for r in ucx if r["transport"] == t and r["write_mode"] == "rendezvous"],
+        for t, mode in (("shm", "rendezvous"), ("tcp", "rendezvous"), ("shm", "in-place")):
+            rs = sorted([r for r in ucx if r["transport"] == t and r["write_mode"] == mode],
                         key=lambda r: r["layer_bytes"])
             if rs:
                 ax.plot([r["layer_bytes"] / KiB for r in rs], [r["gbps"] for r in rs],
-                        marker="s", linestyle="--", label=f"UCX {t} put (rendezvous)")
+                        marker="s", linestyle="--", label=f"UCX {t} write ({mode})")
         ax.set_xscale("log", base=2)
         _size_ticks(ax, [r["size"] for r in http] + [r["layer_bytes"] for r in ucx])
         png = _save(fig, ax, out_dir, "2-transport.png",
@@ -319,6 +325,14 @@ def aggregation_section(e, out_dir):
                     f"{len(pairs)} shapes): {median([a['gbps'] / b['gbps'] for a, b in pairs]):.2f}"
                     f"x the throughput, first layer after "
                     f"{median([a['ttfl_s'] / b['ttfl_s'] for a, b in pairs]):.2f}x the time.")
+    rndv = {(r["G"], r["context"], r["hit"]): r for r in variants
+            if r["variant"] == "layerwise-8x4MiB-rendezvous"}
+    pairs = [(r, rndv[(r["G"], r["context"], r["hit"])]) for r in lw
+             if (r["G"], r["context"], r["hit"]) in rndv]
+    if pairs:
+        finding += (f" Writing the client's shared-memory target in place against sending every "
+                    f"byte as a UCX rendezvous message (median over {len(pairs)} shapes): "
+                    f"{median([a['gbps'] / b['gbps'] for a, b in pairs]):.2f}x the throughput.")
     if len(labels) > 1:
         best = {}
         for r in variants:
