@@ -1,16 +1,17 @@
 // Descriptor GET delivery cost (storage-server/src/kv/): a warm RocksDB store of Llama-3.1-8B
 // KV chunks (L = 32, 4 KiB per token per layer, S = G · 4 KiB) served to a client in the same
-// process over UCX shared memory (the client library's TargetBuffer as receiver). Run:
+// process over UCX shared memory (the client library's TargetBuffer, which UCX allocates in
+// System V shared memory, so the server writes it in place; docs/decisions.md). Run:
 //   build/<dir>/bench/kv_bench --benchmark_format=json
 // Benchmarks, for G ∈ {16, 64, 256} and the matched prefix of a 4K or 16K context at 50% or
 // 87.5% hit (N = context · hit / G chunks; W = N · 32 · S):
 //   BM_Deliver/G/context/hit‰/mode  one GetLayers-equivalent request (plan = batch HEAD, then
-//       assembly): mode 0 layerwise over UCX shm (Θ = 1 byte), 1 chunkwise over UCX shm
-//       (Θ = ∞), 2 layerwise into a body sink that copies each buffer into a payload in memory
-//       (the HTTP path without the socket), 3 layerwise over UCX shm with layer-ready ordered by
-//       ucp_worker_fence instead of an endpoint flush (LayerOrdering::kFence), 4 layerwise over
-//       UCX shm through staging buffers (AssembleOptions::zero_copy off; modes 0, 1 and 3 send
-//       from the pinned block cache). Counters:
+//       assembly): mode 0 layerwise in place (Θ = 1 byte), 1 chunkwise in place (Θ = ∞),
+//       2 layerwise into a body sink that copies each buffer into a payload in memory (the
+//       HTTP path without the socket), 3 layerwise as UCX rendezvous messages the client
+//       receives (DataPlaneOptions::direct_writes off), 4 layerwise in place through staging
+//       buffers (AssembleOptions::zero_copy off; modes 0, 1 and 3 send from the pinned block
+//       cache). Counters:
 //       bytes_per_second (W / wall time), ttfl_us (request start to the client seeing layer 0;
 //       chunkwise: all layers at once), read_us (storage reads into staging, summed), writes,
 //       cpu_s_per_gb (user + system CPU of the whole process per GB delivered).
@@ -70,7 +71,7 @@ struct World {
   std::unique_ptr<testutil::TempDir> dir;
   std::unique_ptr<Store> store;
   std::unique_ptr<UcxDataPlane> plane;
-  std::unique_ptr<UcxDataPlane> plane_fence;
+  std::unique_ptr<UcxDataPlane> plane_rndv;  // direct writes off
   std::unique_ptr<client::DataPlane> client;
   std::unique_ptr<client::TargetBuffer> target;
 };
@@ -113,8 +114,8 @@ World& Get(uint64_t g) {
     DataPlaneOptions po;
     po.transports = "shm";
     w.plane = *UcxDataPlane::Create(po);
-    po.ordering = LayerOrdering::kFence;
-    w.plane_fence = *UcxDataPlane::Create(po);
+    po.direct_writes = false;
+    w.plane_rndv = *UcxDataPlane::Create(po);
     client::DataPlaneOptions co;
     co.transports = "shm";
     w.client = *client::DataPlane::Open(co);
@@ -210,7 +211,7 @@ void BM_Deliver(benchmark::State& state) {
         first_ns = (Clock::now() - start).count();
       }
     });
-    auto sink = *(mode == 3 ? w.plane_fence : w.plane)->OpenSink(*d.target);
+    auto sink = *(mode == 3 ? w.plane_rndv : w.plane)->OpenSink(*d.target);
     kv::AssembleOptions ao;
     ao.zero_copy = mode != 4;
     auto report = kv::Assemble(*w.store, kBucket, d, plan, *sink, ao, start);
@@ -279,7 +280,7 @@ int main(int argc, char** argv) {
   // its temp dir.
   w.target.reset();
   w.client.reset();
-  w.plane_fence.reset();
+  w.plane_rndv.reset();
   w.plane.reset();
   w.store.reset();
   w.dir.reset();

@@ -383,7 +383,7 @@ def aggregation(ctx):
             g, context, hit, mode = r["args"][:4]
             kv_rows.append({"G": g, "context": context, "hit": hit / 1000,
                             "mode": ["layerwise-ucx", "chunkwise-ucx", "layerwise-body-sink",
-                                     "layerwise-ucx-fence", "layerwise-ucx-staging"][mode],
+                                     "layerwise-ucx-rendezvous", "layerwise-ucx-staging"][mode],
                             "gbps": r.get("bytes_per_second", 0) / 1e9,
                             "ttfl_us": r.get("ttfl_us"), "read_us": r.get("read_us")})
     else:

@@ -237,8 +237,9 @@ Result<std::unique_ptr<TargetBuffer>> UcxReceiver::Allocate(uint64_t length) {
   if (length == 0) {
     return Status::InvalidArgument("length", "target buffer of 0 bytes");
   }
-  Result<std::unique_ptr<data_plane::MappedMemory>> mapping =
-      worker_->Call([&] { return data_plane::MappedMemory::Allocate(worker_->context(), length); });
+  Result<std::unique_ptr<data_plane::MappedMemory>> mapping = worker_->Call([&] {
+    return data_plane::MappedMemory::Allocate(worker_->context(), length, worker_->address());
+  });
   if (!mapping.has_value()) {
     return Status::ResourceExhausted(
         "length", fmt::format("cannot allocate {} bytes: {}", length, mapping.error().message()));

@@ -16,6 +16,7 @@
 // progress in about one test run in seven that way (docs/decisions.md).
 // Thread safety: every UcxWorker method may be called from any thread.
 
+#include <openssl/sha.h>
 #include <poll.h>
 #include <ucp/api/ucp.h>
 
@@ -31,6 +32,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <type_traits>
 #include <utility>
@@ -491,6 +493,24 @@ class UcxWorker {
   std::deque<std::function<void()>> batch_;  // the owning thread's: tasks being run
 };
 
+// A target that UCX allocates for a client (MappedMemory::Allocate) begins with one page
+// naming its owner: the SHA-256 of a domain string and the owning worker's address. A server
+// that finds the segment attached writes it in place only if that page names the worker the
+// request's notifications go to, so a client cannot aim in-place writes at another client's
+// segment by sending its rkey: no more than it could with rendezvous writes, which the owner's
+// own worker checks.
+inline constexpr uint64_t kOwnerPageBytes = 4096;
+using OwnerToken = std::array<std::byte, SHA256_DIGEST_LENGTH>;
+inline OwnerToken MakeOwnerToken(ByteSpan worker_address) {
+  static constexpr std::string_view kDomain = "objectcache data-plane target owner v1";
+  std::vector<unsigned char> in(kDomain.begin(), kDomain.end());
+  const auto* w = reinterpret_cast<const unsigned char*>(worker_address.data());
+  in.insert(in.end(), w, w + worker_address.size());
+  OwnerToken token;
+  SHA256(in.data(), in.size(), reinterpret_cast<unsigned char*>(token.data()));
+  return token;
+}
+
 // Maps [data, data + length) for RMA; unmapped on destruction. The packed rkey is what a
 // peer needs to reach it. Create and destroy it on the worker's owning thread (UcxWorker::Call).
 class MappedMemory {
@@ -507,28 +527,34 @@ class MappedMemory {
     OC_RETURN_IF_ERROR(m->Pack());
     return m;
   }
-  // Has UCX allocate `length` bytes and map them: on one host UCX takes shared memory
-  // (UCX_ALLOC_PRIO: System V first), which a peer's UCX attaches when it unpacks the rkey, so
-  // a server on the same host writes it in place (UcxLayerSink). Elsewhere UCX falls back to
-  // ordinary pages. The memory is zeroed and lives as long as the mapping.
-  static Result<std::unique_ptr<MappedMemory>> Allocate(ucp_context_h context, uint64_t length) {
+  // Has UCX allocate `length` bytes for the worker at `owner` (its address) and map them: on
+  // one host UCX takes shared memory (UCX_ALLOC_PRIO: System V first), which a peer's UCX
+  // attaches when it unpacks the rkey, so a server on the same host can write it in place
+  // (UcxDataPlane). The mapping starts with an owner page (OwnerToken) before the bytes.
+  // Elsewhere UCX falls back to ordinary pages. The bytes are zeroed and live as long as the
+  // mapping.
+  static Result<std::unique_ptr<MappedMemory>> Allocate(ucp_context_h context, uint64_t length,
+                                                        ByteSpan owner) {
     std::unique_ptr<MappedMemory> m(new MappedMemory(context));
     ucp_mem_map_params_t params{};
     params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
                         UCP_MEM_MAP_PARAM_FIELD_FLAGS;
     params.address = nullptr;
-    params.length = length;
+    params.length = kOwnerPageBytes + length;
     params.flags = UCP_MEM_MAP_ALLOCATE;
     OC_RETURN_IF_ERROR(FromUcs(ucp_mem_map(context, &params, &m->memh_), "ucp_mem_map(allocate)"));
     ucp_mem_attr_t attr{};
     attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH;
     OC_RETURN_IF_ERROR(FromUcs(ucp_mem_query(m->memh_, &attr), "ucp_mem_query"));
-    if (attr.address == nullptr || attr.length < length) {
+    if (attr.address == nullptr || attr.length < params.length) {
       return Status::Internal("ucp_mem_map allocated less than asked");
     }
     // Shared-memory and mmap pages come zeroed from the kernel, UCX's heap fallback does not.
-    std::memset(attr.address, 0, length);
-    m->bytes_ = MutableByteSpan(static_cast<std::byte*>(attr.address), length);
+    auto* start = static_cast<std::byte*>(attr.address);
+    std::memset(start, 0, params.length);
+    const OwnerToken token = MakeOwnerToken(owner);
+    std::memcpy(start, token.data(), token.size());
+    m->bytes_ = MutableByteSpan(start + kOwnerPageBytes, length);
     OC_RETURN_IF_ERROR(m->Pack());
     return m;
   }

@@ -98,6 +98,14 @@ std::optional<SysvMapping> SysvMappingAt(const void* local) {
   return found;
 }
 
+// True if the segment starts with the owner page of the worker at `worker_address`
+// (data_plane::MakeOwnerToken).
+bool OwnedBy(const SysvMapping& m, ByteSpan worker_address) {
+  const data_plane::OwnerToken want = data_plane::MakeOwnerToken(worker_address);
+  return m.hi - m.lo > data_plane::kOwnerPageBytes &&
+         std::memcmp(reinterpret_cast<const void*>(m.lo), want.data(), want.size()) == 0;
+}
+
 }  // namespace
 
 bool SegmentInUse(int id) {
@@ -118,13 +126,13 @@ struct UcxDataPlane::Attached {
     }
   }
   // [address, address + length) of the client as this process writes it, or empty if it
-  // leaves the segment.
+  // leaves the segment's bytes after the owner page.
   MutableByteSpan Span(uint64_t address, uint64_t length) const {
     void* local = nullptr;
     uintptr_t end = 0;
     if (ucp_rkey_ptr(rkey, address, &local) != UCS_OK ||
         __builtin_add_overflow(reinterpret_cast<uintptr_t>(local), length, &end) ||
-        reinterpret_cast<uintptr_t>(local) < lo || end > hi) {
+        reinterpret_cast<uintptr_t>(local) < lo + data_plane::kOwnerPageBytes || end > hi) {
       return {};
     }
     return MutableByteSpan(static_cast<std::byte*>(local), length);
@@ -307,6 +315,9 @@ Result<UcxDataPlane::Remote> UcxDataPlane::Connect(const descriptor::DataPlaneTa
   void* local = nullptr;
   if (ucp_rkey_ptr(remote.rkey, target.address, &local) == UCS_OK) {
     std::optional<SysvMapping> segment = SysvMappingAt(local);
+    if (segment.has_value() && !OwnedBy(*segment, target.worker_address)) {
+      segment.reset();  // not this client's own target: over UCX, as for any memory
+    }
     if (segment.has_value()) {
       remote.segment = segment->id;  // its liveness tells whether the client is there
     }

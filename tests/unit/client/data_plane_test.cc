@@ -280,6 +280,22 @@ TEST(DataPlane, InPlaceTargetsAreBoundedByTheClientsSegmentAndReusedAcrossReques
   EXPECT_TRUE(AllZero(all.subspan(104'096, 300'000 - 104'096)));
   EXPECT_TRUE(AllZero(all.subspan(400'000)));
 
+  // Another client naming this buffer's rkey with its own worker does not get it written in
+  // place: the segment's owner page names this client's worker.
+  {
+    DataPlaneOptions copts;
+    copts.transports = "shm";
+    auto other = DataPlane::Open(copts);
+    ASSERT_TRUE(other.has_value()) << other.error();
+    DataPlaneTarget stolen = (*buffer)->Target();
+    stolen.worker_address.assign((*other)->worker_address().begin(),
+                                 (*other)->worker_address().end());
+    auto sink = e.server->OpenSink(stolen);
+    ASSERT_TRUE(sink.has_value()) << sink.error();
+    EXPECT_FALSE((*sink)->writes_in_place());
+    EXPECT_EQ((*sink)->Finish(Status::Cancelled("not needed")).code(), Code::kCancelled);
+  }
+
   // Caller memory the client only registered is not shared: it goes over UCX.
   std::vector<std::byte> own(4096);
   auto wrapped = e.client->Wrap(MutableByteSpan(own));
