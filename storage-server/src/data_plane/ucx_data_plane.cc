@@ -6,6 +6,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <list>
 #include <mutex>
 #include <optional>
@@ -146,21 +147,20 @@ struct UcxDataPlane::Attached {
   const int segment;
 };
 
-// The most recently used attached targets, by client worker address + packed rkey. Bounded:
-// an entry keeps its segment's memory alive after the client frees it, until it is evicted
-// or the data plane closes.
+// The most recently used attached targets, by client worker address + packed rkey. An entry
+// keeps its segment's memory alive, so every lookup first drops the entries whose client is
+// gone or has freed the buffer (the segment's only attachment is ours), and at most
+// kCapacity stay.
 class UcxDataPlane::AttachedTargets {
  public:
   static constexpr size_t kCapacity = 16;
 
   std::shared_ptr<const Attached> Find(const std::string& key) {
+    Entries gone;  // released outside the lock
     std::lock_guard<std::mutex> lock(mu_);
+    Sweep(gone);
     for (auto it = entries_.begin(); it != entries_.end(); ++it) {
       if (it->first == key) {
-        if (it->second->endpoint->failed() || !SegmentInUse(it->second->segment)) {
-          entries_.erase(it);
-          return nullptr;
-        }
         entries_.splice(entries_.begin(), entries_, it);
         return it->second;
       }
@@ -168,23 +168,35 @@ class UcxDataPlane::AttachedTargets {
     return nullptr;
   }
   void Add(std::string key, std::shared_ptr<const Attached> entry) {
-    std::shared_ptr<const Attached> evicted;  // released outside the lock
+    Entries gone;
     std::lock_guard<std::mutex> lock(mu_);
+    Sweep(gone);
     entries_.emplace_front(std::move(key), std::move(entry));
     if (entries_.size() > kCapacity) {
-      evicted = std::move(entries_.back().second);
-      entries_.pop_back();
+      gone.splice(gone.end(), entries_, std::prev(entries_.end()));
     }
   }
   void Clear() {
-    std::list<std::pair<std::string, std::shared_ptr<const Attached>>> gone;
+    Entries gone;
     std::lock_guard<std::mutex> lock(mu_);
     gone.swap(entries_);
   }
 
  private:
+  using Entries = std::list<std::pair<std::string, std::shared_ptr<const Attached>>>;
+  // Moves the entries nobody else uses any more to `gone`. REQUIRES: mu_ held.
+  void Sweep(Entries& gone) {
+    for (auto it = entries_.begin(); it != entries_.end();) {
+      const auto next = std::next(it);
+      if (it->second->endpoint->failed() || !SegmentInUse(it->second->segment)) {
+        gone.splice(gone.end(), entries_, it);
+      }
+      it = next;
+    }
+  }
+
   std::mutex mu_;
-  std::list<std::pair<std::string, std::shared_ptr<const Attached>>> entries_;  // by mu_, MRU first
+  Entries entries_;  // guarded by mu_, most recently used first
 };
 
 Status DataPlaneOptions::Validate() const {
@@ -331,7 +343,7 @@ Result<UcxDataPlane::Remote> UcxDataPlane::Connect(const descriptor::DataPlaneTa
       attached_->Add(std::move(attach_key), std::move(entry));
       if (remote.attached == nullptr) {
         return Status::InvalidArgument("x-oc-target-length",
-                                       "runs past the memory the client mapped");
+                                       "the target is not inside the memory the client mapped");
       }
     }
   }

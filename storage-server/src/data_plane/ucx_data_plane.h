@@ -86,7 +86,9 @@ class UcxDataPlane {
   // A sink writing into `target` for one request. Checks the target before any I/O:
   // kInvalidArgument naming x-oc-target-worker / x-oc-target-rkey / x-oc-target-address if
   // the worker address or rkey is empty, oversized or refused by UCX, or address + length
-  // overflows; kUnavailable if the endpoint to that worker has failed.
+  // overflows, or x-oc-target-length if the target is memory the client's UCX allocated here
+  // (written in place, DataPlaneOptions::direct_writes) but reaches outside it; kUnavailable
+  // if the endpoint to that worker has failed.
   Result<std::unique_ptr<LayerSink>> OpenSink(const descriptor::DataPlaneTarget& target);
 
   // A registered staging buffer for ReadRemote(); kUnavailable if none is free in time.

@@ -12,8 +12,9 @@
 // ucp_worker_fence in kFence) and whichever thread sees the queue head ready sends it, one
 // sender at a time, so messages leave in call order.
 // A target UCX attached in this process (UcxDataPlane's direct writes) is written in place:
-// Write() and WritePinned() copy into it before they return, and a notification has no bytes
-// in flight to wait for.
+// Write() copies into it before it returns, WritePinned() hands the copy to the data plane's
+// CopyEngine, and a notification waits for the copies before it as a rendezvous one waits for
+// its sends.
 // Operations in flight keep the sink's state (endpoint, unpacked rkey) alive by reference, so
 // a sink destroyed after a timeout never leaves a callback pointing at freed memory.
 // Thread safety: as LayerSink; completions run on the UcxWorker's progress thread.

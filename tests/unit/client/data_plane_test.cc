@@ -11,10 +11,13 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -240,6 +243,38 @@ TEST(DataPlane, WritesOutsideTheTargetAreRefusedBeforeAnyPut) {
   }
 }
 
+// The inodes of this process's System V shared-memory mappings (/proc/self/maps: a mapping
+// named /SYSV<key> has the segment id as its inode), and the one at `address` (-1 if none).
+std::vector<long> SysvSegmentsMapped() {
+  std::vector<long> ids;
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    if (line.find("/SYSV") != std::string::npos) {
+      std::istringstream in(line);
+      std::string range, perms, offset, dev;
+      long inode = -1;
+      in >> range >> perms >> offset >> dev >> inode;
+      ids.push_back(inode);
+    }
+  }
+  return ids;
+}
+long SysvSegmentAt(const void* address) {
+  std::ifstream maps("/proc/self/maps");
+  const auto at = reinterpret_cast<uintptr_t>(address);
+  for (std::string line; std::getline(maps, line);) {
+    uintptr_t lo = 0;
+    uintptr_t hi = 0;
+    long inode = -1;
+    if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR " %*s %*s %*s %ld", &lo, &hi, &inode) ==
+            3 &&
+        at >= lo && at < hi && line.find("/SYSV") != std::string::npos) {
+      return inode;
+    }
+  }
+  return -1;
+}
+
 TEST(DataPlane, InPlaceTargetsAreBoundedByTheClientsSegmentAndReusedAcrossRequests) {
   Ends e = MakeEnds(kTransports[0], LayerOrdering::kFlush, storage::WriteMode::kRendezvous,
                     /*in_place=*/true);
@@ -294,6 +329,22 @@ TEST(DataPlane, InPlaceTargetsAreBoundedByTheClientsSegmentAndReusedAcrossReques
     ASSERT_TRUE(sink.has_value()) << sink.error();
     EXPECT_FALSE((*sink)->writes_in_place());
     EXPECT_EQ((*sink)->Finish(Status::Cancelled("not needed")).code(), Code::kCancelled);
+  }
+
+  // A buffer the client frees is let go by the server at its next request (it keeps the
+  // attachments of buffers in use only): the segment is mapped nowhere here any more.
+  {
+    const long freed = SysvSegmentAt((*buffer)->bytes().data());
+    ASSERT_GE(freed, 0) << "the target is not in System V shared memory";
+    buffer->reset();
+    auto next = e.client->Allocate(4096);
+    ASSERT_TRUE(next.has_value());
+    auto sink = e.server->OpenSink((*next)->Target());
+    ASSERT_TRUE(sink.has_value()) << sink.error();
+    EXPECT_TRUE((*sink)->writes_in_place());
+    EXPECT_EQ((*sink)->Finish(Status::Cancelled("not needed")).code(), Code::kCancelled);
+    const std::vector<long> mapped = SysvSegmentsMapped();
+    EXPECT_EQ(std::count(mapped.begin(), mapped.end(), freed), 0);
   }
 
   // Caller memory the client only registered is not shared: it goes over UCX.

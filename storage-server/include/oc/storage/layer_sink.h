@@ -112,8 +112,8 @@ class LayerSink {
   // bytes the store lends (Store::PinSlices) instead of copying them into staging buffers.
   virtual bool accepts_pinned() const { return false; }
 
-  // True if writes land in the target before Write()/WritePinned() return, at no cost beyond
-  // the copy (a target mapped into this process): then pinned slices are worth handing over
+  // True if the target is memory this process writes itself (mapped here), so a write costs
+  // its copy and nothing per write beyond it: then pinned slices are worth handing over
   // whatever their size.
   virtual bool writes_in_place() const { return false; }
 
