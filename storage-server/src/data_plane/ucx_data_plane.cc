@@ -2,14 +2,17 @@
 
 #include <sys/shm.h>
 
+#include <chrono>
 #include <cinttypes>
 #include <climits>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <iterator>
 #include <list>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -148,12 +151,16 @@ struct UcxDataPlane::Attached {
 };
 
 // The most recently used attached targets, by client worker address + packed rkey. An entry
-// keeps its segment's memory alive, so every lookup first drops the entries whose client is
-// gone or has freed the buffer (the segment's only attachment is ours), and at most
-// kCapacity stay.
+// keeps its segment's memory alive, so every lookup, and a sweeper thread every kSweepEvery
+// while the server is idle, drops the entries whose client is gone or has freed the buffer
+// (the segment's only attachment is ours); at most kCapacity stay.
 class UcxDataPlane::AttachedTargets {
  public:
   static constexpr size_t kCapacity = 16;
+  static constexpr std::chrono::seconds kSweepEvery{1};
+
+  AttachedTargets() : sweeper_([this] { SweepLoop(); }) {}
+  ~AttachedTargets() { Clear(); }
 
   std::shared_ptr<const Attached> Find(const std::string& key) {
     Entries gone;  // released outside the lock
@@ -176,10 +183,18 @@ class UcxDataPlane::AttachedTargets {
       gone.splice(gone.end(), entries_, std::prev(entries_.end()));
     }
   }
+  // Stops the sweeper and drops every entry. Idempotent.
   void Clear() {
     Entries gone;
-    std::lock_guard<std::mutex> lock(mu_);
-    gone.swap(entries_);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+      gone.swap(entries_);
+    }
+    cv_.notify_one();
+    if (sweeper_.joinable()) {
+      sweeper_.join();
+    }
   }
 
  private:
@@ -195,8 +210,22 @@ class UcxDataPlane::AttachedTargets {
     }
   }
 
+  void SweepLoop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!cv_.wait_for(lock, kSweepEvery, [&] { return stop_; })) {
+      Entries gone;
+      Sweep(gone);
+      lock.unlock();
+      gone.clear();  // rkeys destroyed outside the lock
+      lock.lock();
+    }
+  }
+
   std::mutex mu_;
-  Entries entries_;  // guarded by mu_, most recently used first
+  std::condition_variable cv_;
+  Entries entries_;      // guarded by mu_, most recently used first
+  bool stop_ = false;    // guarded by mu_
+  std::thread sweeper_;  // last: starts once the members above exist
 };
 
 Status DataPlaneOptions::Validate() const {

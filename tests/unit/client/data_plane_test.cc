@@ -339,12 +339,28 @@ TEST(DataPlane, InPlaceTargetsAreBoundedByTheClientsSegmentAndReusedAcrossReques
     buffer->reset();
     auto next = e.client->Allocate(4096);
     ASSERT_TRUE(next.has_value());
-    auto sink = e.server->OpenSink((*next)->Target());
-    ASSERT_TRUE(sink.has_value()) << sink.error();
-    EXPECT_TRUE((*sink)->writes_in_place());
-    EXPECT_EQ((*sink)->Finish(Status::Cancelled("not needed")).code(), Code::kCancelled);
+    {
+      auto sink = e.server->OpenSink((*next)->Target());
+      ASSERT_TRUE(sink.has_value()) << sink.error();
+      EXPECT_TRUE((*sink)->writes_in_place());
+      EXPECT_EQ((*sink)->Finish(Status::Cancelled("not needed")).code(), Code::kCancelled);
+    }  // the request is over: only the server's cache of attachments holds `next` now
     const std::vector<long> mapped = SysvSegmentsMapped();
     EXPECT_EQ(std::count(mapped.begin(), mapped.end(), freed), 0);
+
+    // And with no next request: an idle server lets it go too (a sweep every second).
+    const long idle = SysvSegmentAt((*next)->bytes().data());
+    ASSERT_GE(idle, 0);
+    next->reset();
+    auto still_mapped = [&] {
+      const std::vector<long> now = SysvSegmentsMapped();
+      return std::count(now.begin(), now.end(), idle) > 0;
+    };
+    const auto deadline = std::chrono::steady_clock::now() + kWait;
+    while (still_mapped() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_FALSE(still_mapped()) << "the server kept a freed buffer attached while idle";
   }
 
   // Caller memory the client only registered is not shared: it goes over UCX.
