@@ -76,6 +76,10 @@ struct DataPlaneOptions {
   Status Validate() const;
 };
 
+// True while a process other than this one still has System V segment `id` attached: the
+// client whose target it is (UcxDataPlane attaches such targets to write them in place).
+bool SegmentInUse(int id);
+
 class UcxDataPlane {
  public:
   static Result<std::unique_ptr<UcxDataPlane>> Create(const DataPlaneOptions& options);

@@ -39,10 +39,6 @@ struct InPlace {
   int segment = -1;  // the target's System V segment, when UCX attached it here (else -1)
 };
 
-// True while a process other than this one still has System V segment `id` attached: the
-// client, whose target it is.
-bool SegmentInUse(int id);
-
 class UcxLayerSink final : public LayerSink {
  public:
   // Takes ownership of `rkey` (unpacked for `endpoint`; null when writing in place).
