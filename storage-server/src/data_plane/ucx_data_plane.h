@@ -76,8 +76,8 @@ struct DataPlaneOptions {
   Status Validate() const;
 };
 
-// True while a process other than this one still has System V segment `id` attached: the
-// client whose target it is (UcxDataPlane attaches such targets to write them in place).
+// True while System V segment `id` has an attachment besides the server's own: the client's,
+// whose target it is (UcxDataPlane attaches such targets to write them in place).
 bool SegmentInUse(int id);
 
 class UcxDataPlane {

@@ -17,7 +17,6 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -243,36 +242,40 @@ TEST(DataPlane, WritesOutsideTheTargetAreRefusedBeforeAnyPut) {
   }
 }
 
-// The inodes of this process's System V shared-memory mappings (/proc/self/maps: a mapping
-// named /SYSV<key> has the segment id as its inode), and the one at `address` (-1 if none).
-std::vector<long> SysvSegmentsMapped() {
-  std::vector<long> ids;
+// This process's System V shared-memory mappings (/proc/self/maps: a mapping named /SYSV<key>
+// has the segment id as its inode).
+struct SysvMapping {
+  uintptr_t lo = 0;
+  uintptr_t hi = 0;
+  long id = -1;
+};
+std::vector<SysvMapping> SysvMappings() {
+  std::vector<SysvMapping> out;
   std::ifstream maps("/proc/self/maps");
   for (std::string line; std::getline(maps, line);) {
-    if (line.find("/SYSV") != std::string::npos) {
-      std::istringstream in(line);
-      std::string range, perms, offset, dev;
-      long inode = -1;
-      in >> range >> perms >> offset >> dev >> inode;
-      ids.push_back(inode);
+    SysvMapping m;
+    if (line.find("/SYSV") != std::string::npos &&
+        std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR " %*s %*s %*s %ld", &m.lo, &m.hi,
+                    &m.id) == 3) {
+      out.push_back(m);
     }
   }
-  return ids;
+  return out;
 }
+// The segment mapped at `address`, -1 if none.
 long SysvSegmentAt(const void* address) {
-  std::ifstream maps("/proc/self/maps");
   const auto at = reinterpret_cast<uintptr_t>(address);
-  for (std::string line; std::getline(maps, line);) {
-    uintptr_t lo = 0;
-    uintptr_t hi = 0;
-    long inode = -1;
-    if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR " %*s %*s %*s %ld", &lo, &hi, &inode) ==
-            3 &&
-        at >= lo && at < hi && line.find("/SYSV") != std::string::npos) {
-      return inode;
+  for (const SysvMapping& m : SysvMappings()) {
+    if (at >= m.lo && at < m.hi) {
+      return m.id;
     }
   }
   return -1;
+}
+// True if segment `id` is mapped anywhere in this process.
+bool SysvSegmentMapped(long id) {
+  const std::vector<SysvMapping> all = SysvMappings();
+  return std::any_of(all.begin(), all.end(), [&](const SysvMapping& m) { return m.id == id; });
 }
 
 TEST(DataPlane, InPlaceTargetsAreBoundedByTheClientsSegmentAndReusedAcrossRequests) {
@@ -345,17 +348,13 @@ TEST(DataPlane, InPlaceTargetsAreBoundedByTheClientsSegmentAndReusedAcrossReques
       EXPECT_TRUE((*sink)->writes_in_place());
       EXPECT_EQ((*sink)->Finish(Status::Cancelled("not needed")).code(), Code::kCancelled);
     }  // the request is over: only the server's cache of attachments holds `next` now
-    const std::vector<long> mapped = SysvSegmentsMapped();
-    EXPECT_EQ(std::count(mapped.begin(), mapped.end(), freed), 0);
+    EXPECT_FALSE(SysvSegmentMapped(freed));
 
     // And with no next request: an idle server lets it go too (a sweep every second).
     const long idle = SysvSegmentAt((*next)->bytes().data());
     ASSERT_GE(idle, 0);
     next->reset();
-    auto still_mapped = [&] {
-      const std::vector<long> now = SysvSegmentsMapped();
-      return std::count(now.begin(), now.end(), idle) > 0;
-    };
+    auto still_mapped = [&] { return SysvSegmentMapped(idle); };
     const auto deadline = std::chrono::steady_clock::now() + kWait;
     while (still_mapped() && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
