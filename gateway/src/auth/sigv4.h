@@ -16,11 +16,15 @@
 // ERRORS (the gateway's ToS3Error maps them; no other Status comes out of this module):
 //   S3 error code                      HTTP  Code               Subject     field
 //   SignatureDoesNotMatch               403  kUnauthenticated   kSignature  "" / "X-Amz-Signature"
+//     (also a presigned X-Amz-Signature of the wrong length or not lowercase hex, as S3)
 //   InvalidAccessKeyId                  403  kUnauthenticated   kAccessKey  ""
 //   RequestTimeTooSkewed                403  kOutOfRange        kSignature  "x-amz-date"
 //   AccessDenied (expired or not yet    403  kPermissionDenied  kSignature  "X-Amz-Expires" /
 //     valid presigned URL; missing or                                       "X-Amz-Date" /
 //     unparsable x-amz-date header)                                         "x-amz-date"
+//   AccessDenied (an x-amz-* or x-oc-*  403  kPermissionDenied  kSignature  the first such
+//     header the signature does not                                         header (lowercase)
+//     cover: CheckHeadersSigned)
 //   AuthorizationHeaderMalformed        400  kInvalidArgument   kSignature  "Authorization"
 //   AuthorizationQueryParametersError   400  kInvalidArgument   kSignature  "X-Amz-<Param>"
 //     (rule: kInvalidArgument+kSignature is AuthorizationHeaderMalformed when field is
@@ -119,6 +123,23 @@ inline constexpr int64_t kMaxPresignedExpiresSeconds = 604800;
 // Largest Authorization header / query credential accepted before parsing.
 inline constexpr size_t kMaxAuthorizationBytes = 8192;
 
+// The signing rule (docs/protocol.md, "Signing"): in an authenticated request every header
+// named x-amz-* or x-oc-* (any case) must be listed in SignedHeaders (X-Amz-SignedHeaders for
+// a presigned URL), so that whoever replays or relays a signed request cannot add one that
+// changes what it does (user metadata, x-amz-copy-source turning a PUT into a copy, a
+// descriptor's delivery or data-plane target). The one exception is x-amz-content-sha256,
+// which S3 also accepts unsigned: under header auth its value is the canonical request's
+// payload-hash line, so it is covered anyway, and under a presigned URL it is ignored (the
+// payload mode comes from the X-Amz-Content-Sha256 query parameter) and read by nothing else.
+// Anonymous requests are not checked: nothing was signed. Authenticate applies this rule
+// after the signature matches; it is exposed for tests.
+// Returns OK, or kPermissionDenied / kSignature / <first unsigned header, lowercase> with
+// every unsigned name in the message (AccessDenied, as S3's HeadersNotSigned).
+Status CheckHeadersSigned(const RequestView& req, const std::vector<std::string>& signed_headers);
+// How CheckHeadersSigned's message starts (S3's own wording); the unsigned names follow.
+inline constexpr std::string_view kHeadersNotSignedMessage =
+    "There were headers present in the request which were not signed";
+
 // Verifies requests against a Credentials set. Derived signing keys are cached per
 // (secret, date, region) in a small per-thread cache (no lock on the request path), so a
 // key costs four HMACs once a day per I/O thread.
@@ -128,7 +149,8 @@ class Authenticator {
   Authenticator(const Credentials& creds, AuthOptions options);
 
   // Authenticates `req` at server time `now`. Returns the user (nullptr if anonymous) and how
-  // the body must be checked; errors as listed at the top of this file.
+  // the body must be checked; errors as listed at the top of this file. A signed request
+  // also passes CheckHeadersSigned, so no header outside its signature can steer it.
   Result<AuthResult> Authenticate(const RequestView& req,
                                   std::chrono::system_clock::time_point now) const;
 

@@ -133,4 +133,36 @@ inline void SignInPlace(OwnedRequest* req, std::string_view amz_date,
                                                                 region, signed_headers, sig));
 }
 
+// Presigns `req` (method, path in req->target, headers) in place: appends the X-Amz-* query
+// parameters for `signed_headers` ("host;x-amz-meta-a") and the signature computed with the
+// step functions, valid for `expires` seconds from `amz_date`.
+inline void PresignInPlace(OwnedRequest* req, std::string_view signed_headers,
+                           std::string_view amz_date = kAwsDate,
+                           std::string_view expires = "86400") {
+  const std::string date(amz_date.substr(0, 8));
+  const std::string scope = date + "/us-east-1/s3/aws4_request";
+  std::string encoded_signed(signed_headers);
+  for (size_t at = encoded_signed.find(';'); at != std::string::npos;
+       at = encoded_signed.find(';', at)) {
+    encoded_signed.replace(at, 1, "%3B");
+  }
+  const std::string query =
+      "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=" + std::string(kAwsAccessKey) + "%2F" +
+      date + "%2Fus-east-1%2Fs3%2Faws4_request&X-Amz-Date=" + std::string(amz_date) +
+      "&X-Amz-Expires=" + std::string(expires) + "&X-Amz-SignedHeaders=" + encoded_signed;
+  const size_t q = req->target.find('?');
+  const std::string path = req->target.substr(0, q);
+  const std::string old_query = q == std::string::npos ? "" : req->target.substr(q + 1);
+  req->target = path + "?" + (old_query.empty() ? "" : old_query + "&") + query;
+  const std::vector<std::string> names = SplitSigned(signed_headers);
+  const std::string canonical =
+      CanonicalRequest(req->method, CanonicalUri(path).value(),
+                       CanonicalQuery(req->target.substr(req->target.find('?') + 1), false).value(),
+                       CanonicalHeaders(req->View(), names, "X-Amz-SignedHeaders").value(), names,
+                       "UNSIGNED-PAYLOAD");
+  req->target +=
+      "&X-Amz-Signature=" + SignatureHex(DeriveSigningKey(kAwsSecretKey, date, "us-east-1", "s3"),
+                                         StringToSign(amz_date, scope, canonical));
+}
+
 }  // namespace oc::gateway::auth::testing
