@@ -360,14 +360,20 @@ Result<UcxDataPlane::Remote> UcxDataPlane::Connect(const descriptor::DataPlaneTa
   }
   void* local = nullptr;
   if (ucp_rkey_ptr(remote.rkey, target.address, &local) == UCS_OK) {
+    // UCX attached the target in this process while unpacking: its own puts and gets would
+    // then be plain copies into and out of that memory, whatever process it belongs to. So
+    // the memory must be a System V segment whose owner page names the requesting worker,
+    // for every write mode and for reads, not only for writes in place
+    // (docs/decisions.md, "Data plane: attached targets must be the requester's own").
     std::optional<SysvMapping> segment = SysvMappingAt(local);
-    if (segment.has_value() && !OwnedBy(*segment, target.worker_address)) {
-      segment.reset();  // not this client's own target: over UCX, as for any memory
+    if (!segment.has_value() || !OwnedBy(*segment, target.worker_address)) {
+      const ucp_rkey_h key = std::exchange(remote.rkey, nullptr);
+      worker_->Submit([key] { ucp_rkey_destroy(key); });
+      return Status(Code::kPermissionDenied, Subject::kNone, "x-oc-target-rkey",
+                    "the rkey names shared memory that the requesting worker does not own");
     }
-    if (segment.has_value()) {
-      remote.segment = segment->id;  // its liveness tells whether the client is there
-    }
-    if (segment.has_value() && in_place) {
+    remote.segment = segment->id;  // its liveness tells whether the client is there
+    if (in_place) {
       auto entry = std::make_shared<const Attached>(*this, remote.endpoint, remote.rkey, *segment);
       remote.rkey = nullptr;  // the entry owns it now
       remote.direct = entry->Span(target.address, target.length);
