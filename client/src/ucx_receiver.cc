@@ -158,6 +158,7 @@ Result<std::unique_ptr<UcxReceiver>> UcxReceiver::Create(const DataPlaneOptions&
   data_plane::WorkerOptions wopts;
   wopts.transports = options.transports;
   wopts.keepalive_interval = options.keepalive_interval;
+  wopts.teardown_timeout = options.teardown_timeout;
   OC_ASSIGN_OR_RETURN(r->worker_, data_plane::UcxWorker::Create(wopts));
   ucp_am_handler_param_t param{};
   param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
@@ -192,7 +193,11 @@ UcxReceiver::~UcxReceiver() {
     (void)worker_.release();
     return;
   }
-  worker_.reset();  // stops the progress thread before the map goes
+  // Stops the progress thread before the map goes, then flushes the worker: the endpoints
+  // UCX created for servers that connected here may still owe them a wireup reply (a
+  // put-chunks whose bytes the server read in place never used the endpoint), and UCX 1.13
+  // aborts in ucp_worker_destroy while one is pending.
+  worker_.reset();
 }
 
 bool UcxReceiver::DrainReceives(uint64_t address, uint64_t length) {

@@ -18,8 +18,8 @@ import pytest
 
 from conftest import (RPC_SECRET, TEST_CONFIG, free_port, stop_processes, wait_healthy,
                       wait_port)
-from test_objectcache import (OC, expected_payload, get_layers, key_args, put_chunks, run,
-                              slice_bytes)
+from test_objectcache import (OC, chunk_object, expected_payload, get_layers, key_args,
+                              put_chunks, run, slice_bytes)
 
 pytestmark = [
     pytest.mark.skipif(not os.path.exists(OC), reason="oc CLI not built (OC_CLI_BIN)"),
@@ -222,3 +222,29 @@ def test_other_users_bucket_is_access_denied_and_nothing_is_written(remote, tmp)
     remote.user(ALICE)
     want = b"".join(slice_bytes(j, l, s, 9) for l in range(n_layers) for j in range(n))
     assert data == want
+
+
+def test_client_exits_zero_right_after_a_ucx_transfer(remote, tmp):
+    """A client process that exits right after its transfer exits 0: its data plane closes
+    in order (docs/decisions.md, "Data plane: orderly UCX teardown"). A put-chunks whose
+    bytes the server reads in place never uses the endpoint the server made to the client,
+    so the client's UCX may still owe the server a wireup reply at exit; UCX 1.13 aborted in
+    ucp_worker_destroy in 1 to 3 of 100 such runs before the worker was flushed first."""
+    RUNS = 250
+    bucket = f"kv-exit-{remote.transports or 'shm'}"
+    make_bucket(remote, bucket)
+    env = oc_env(remote)
+    failures = []
+    for i in range(RUNS):
+        n, n_layers, s, g = ((1, 4, 64, 4), (3, 1, 33, 4))[i % 2]
+        data = b"".join(chunk_object(j, n_layers, s, "kv_l2td", i) for j in range(n))
+        path = os.path.join(tmp, "exit.bin")
+        with open(path, "wb") as f:
+            f.write(data)
+        keys = key_args("compact", tmp, n, g, f"exit-{i}/")
+        p = run(["put-chunks", "--bucket", bucket, *keys, "--layers", str(n_layers),
+                 "--layer-bytes", str(s), "--layout", "kv_l2td", "--data", path,
+                 "--via", "ucx"], env=env, check=False)
+        if p.returncode != 0:
+            failures.append((i, p.returncode, p.stderr.decode()[-400:]))
+    assert failures == [], f"{len(failures)} of {RUNS} exited non-zero: {failures[:2]}"

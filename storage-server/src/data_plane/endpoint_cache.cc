@@ -22,15 +22,25 @@ void Endpoint::Close() {
   // Non-blocking close: a healthy endpoint flushes first, a failed one is released at once
   // (with peer error handling its outstanding requests complete as cancelled). The close
   // request (if any) is freed at once and completes on the progress thread.
-  const ucp_ep_h ep = ep_;
-  const bool force = failed();
-  cache_->worker_.Submit([ep, force] {
+  cache_->CloseUcxEndpoint(ep_, /*force=*/failed());
+}
+
+void EndpointCache::CloseUcxEndpoint(ucp_ep_h ep, bool force) {
+  closes_in_flight_.fetch_add(1, std::memory_order_acq_rel);
+  worker_.Submit([this, ep, force] {
     ucp_request_param_t param{};
-    param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    param.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+    param.op_attr_mask =
+        UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;  // 0: flush, then close
+    param.cb.send = [](void* request, ucs_status_t, void* user_data) {
+      static_cast<EndpointCache*>(user_data)->closes_in_flight_.fetch_sub(
+          1, std::memory_order_acq_rel);
+      ucp_request_free(request);
+    };
+    param.user_data = this;
     ucs_status_ptr_t sp = ucp_ep_close_nbx(ep, &param);
-    if (UCS_PTR_IS_PTR(sp)) {
-      ucp_request_free(sp);
+    if (!UCS_PTR_IS_PTR(sp)) {
+      closes_in_flight_.fetch_sub(1, std::memory_order_acq_rel);  // closed at once
     }
   });
 }
@@ -40,7 +50,7 @@ EndpointCache::EndpointCache(data_plane::UcxWorker& worker, uint64_t capacity)
   OC_CHECK(capacity > 0);
 }
 
-void EndpointCache::Shutdown() {
+bool EndpointCache::Shutdown(std::chrono::milliseconds timeout) {
   Lru lru;
   std::vector<std::shared_ptr<Endpoint>> graveyard;
   {
@@ -49,9 +59,18 @@ void EndpointCache::Shutdown() {
     by_key_.clear();
     graveyard.swap(graveyard_);
   }
-  lru.clear();  // closes every endpoint no request holds
+  lru.clear();  // closes every endpoint no request holds: flush, or force if it failed
   graveyard.clear();
+  // The closes run here (the owner stopped the worker's thread); each one sends what is
+  // pending on its lanes before the endpoint goes, so the worker can be destroyed after.
+  const bool closed =
+      worker_.ProgressUntil([&] { return closes_in_flight_.load(std::memory_order_acquire) == 0; },
+                            std::chrono::steady_clock::now() + timeout);
+  if (!closed) {
+    kLog.Warn("{} endpoint closes still in flight at shutdown", closes_in_flight_.load());
+  }
   shut_down_.store(true);
+  return closed;
 }
 
 EndpointCache::~EndpointCache() {

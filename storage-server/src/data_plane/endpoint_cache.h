@@ -20,6 +20,7 @@
 // Endpoint it handed out, and the UcxWorker must outlive the cache.
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <list>
 #include <memory>
@@ -92,10 +93,12 @@ class EndpointCache {
   // (close_now = false there; the endpoint is then closed when its last holder lets go).
   void Fail(Endpoint& endpoint, std::string_view reason, bool close_now);
 
-  // For the owner's teardown, before the worker is destroyed: closes every cached endpoint;
-  // endpoints released afterwards (by requests the worker's destruction completes) skip
-  // their UCX close, since destroying the worker releases them.
-  void Shutdown();
+  // For the owner's teardown, after UcxWorker::Stop() and before the worker is destroyed:
+  // closes every cached endpoint (with a flush; a failed one by force) and progresses the
+  // worker until every close issued since the cache was created has completed, or
+  // `timeout`; false then. Endpoints released afterwards (by requests the worker's
+  // destruction completes) skip their UCX close, since destroying the worker releases them.
+  bool Shutdown(std::chrono::milliseconds timeout);
 
   bool shut_down() const { return shut_down_.load(); }
 
@@ -111,6 +114,9 @@ class EndpointCache {
   // UCX error handler (progress thread): marks the endpoint failed and drops it.
   static void OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status);
   void Forget(Endpoint* endpoint);  // from ~Endpoint
+  // Posts ucp_ep_close_nbx on the owning thread (flush mode, or force), counted in
+  // closes_in_flight_ until UCX completes it.
+  void CloseUcxEndpoint(ucp_ep_h ep, bool force);
   void DropLocked(const std::string& key, std::vector<std::shared_ptr<Endpoint>>& out)
       OC_REQUIRES(mu_);
 
@@ -118,6 +124,7 @@ class EndpointCache {
   const uint64_t capacity_;
   std::atomic<bool> shut_down_{false};
   std::atomic<uint64_t> failures_{0};
+  std::atomic<uint64_t> closes_in_flight_{0};  // ucp_ep_close_nbx posted, not completed
 
   mutable std::mutex mu_;
   Lru lru_ OC_GUARDED_BY(mu_);  // most recently used first

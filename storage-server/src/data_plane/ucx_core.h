@@ -41,6 +41,7 @@
 #include <fmt/core.h>
 
 #include "oc/common/bytes.h"
+#include "oc/common/log.h"
 #include "oc/common/result.h"
 #include "oc/common/status.h"
 
@@ -273,6 +274,11 @@ struct WorkerOptions {
   // vanished peer is noticed; empty keeps UCX's default.
   // Default: ""
   std::string keepalive_interval;
+  // Longest wait, at teardown, for the worker's endpoints to flush (DestroyWorker). Past it
+  // the worker is leaked rather than destroyed: UCX 1.13 aborts the process when a worker
+  // is destroyed with a message still pending on a lane.
+  // Default: 5 s
+  std::chrono::milliseconds teardown_timeout{5'000};
 };
 
 class UcxWorker {
@@ -302,6 +308,7 @@ class UcxWorker {
     }
     ucp_config_release(config);
     OC_RETURN_IF_ERROR(s);
+    w->teardown_timeout_ = options.teardown_timeout;
 
     ucp_worker_params_t wparams{};
     wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
@@ -383,19 +390,69 @@ class UcxWorker {
     return std::this_thread::get_id() == progress_thread_.load(std::memory_order_acquire);
   }
 
-  // Stops the progress thread and destroys the worker; UCX completes every request still
-  // pending (their callbacks run here, on the calling thread, with an error status). The
-  // context stays, so memory mapped with it can still be unmapped. Idempotent.
+  // Progresses the worker on the calling thread until `done()` or `deadline`; false if the
+  // deadline passed first. REQUIRES: the caller owns the worker (after Stop()) and is not
+  // inside a UCX callback.
+  template <typename Done>
+  bool ProgressUntil(Done&& done, std::chrono::steady_clock::time_point deadline) {
+    while (!done()) {
+      if (std::chrono::steady_clock::now() >= deadline) {
+        return false;
+      }
+      (void)ucp_worker_progress(worker_);
+    }
+    return true;
+  }
+
+  // Flushes every endpoint of the worker, those UCX created for peers that connected to it
+  // included (their wireup replies), progressing until the flush completes or `deadline`.
+  // True once nothing is pending on any lane. REQUIRES: as ProgressUntil.
+  bool FlushAll(std::chrono::steady_clock::time_point deadline) {
+    bool done = false;
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    param.cb.send = [](void*, ucs_status_t, void* user_data) {
+      *static_cast<bool*>(user_data) = true;
+    };
+    param.user_data = &done;
+    ucs_status_ptr_t sp = ucp_worker_flush_nbx(worker_, &param);
+    if (!UCS_PTR_IS_PTR(sp)) {
+      return UCS_PTR_STATUS(sp) == UCS_OK;
+    }
+    if (ProgressUntil([&] { return done; }, deadline)) {
+      ucp_request_free(sp);
+      return true;
+    }
+    return false;  // the request still points at `done`: the caller leaks the worker
+  }
+
+  // Orderly teardown: stops the progress thread, flushes the worker (FlushAll, bounded by
+  // WorkerOptions::teardown_timeout) and destroys it. UCX 1.13 asserts in
+  // ucp_worker_destroy when a message is still pending on a lane (a wireup reply on a TCP
+  // lane that was still connecting), so a worker that does not flush in time is leaked,
+  // logged, instead: nothing progresses it any more, so UCX touches nothing after this.
+  // Owners close their own endpoints first (with a flush, progressing until each close
+  // completes). The context stays, so memory mapped with it can still be unmapped.
+  // Idempotent.
   void DestroyWorker() {
     Stop();
-    if (worker_ != nullptr) {
-      ucp_worker_destroy(std::exchange(worker_, nullptr));
+    if (worker_ == nullptr) {
+      return;
     }
+    if (!FlushAll(std::chrono::steady_clock::now() + teardown_timeout_)) {
+      static const Logger kLog{"data_plane"};
+      kLog.Error("UCX worker did not flush within {} ms at teardown; leaking it",
+                 teardown_timeout_.count());
+      worker_ = nullptr;
+      leaked_ = true;
+      return;
+    }
+    ucp_worker_destroy(std::exchange(worker_, nullptr));
   }
 
   ~UcxWorker() {
     DestroyWorker();
-    if (context_ != nullptr) {
+    if (context_ != nullptr && !leaked_) {
       ucp_cleanup(context_);
     }
   }
@@ -481,6 +538,8 @@ class UcxWorker {
 
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
+  bool leaked_ = false;  // DestroyWorker gave up on the worker: the context stays too
+  std::chrono::milliseconds teardown_timeout_{5'000};
   int efd_ = -1;
   std::vector<std::byte> address_;
   std::atomic<bool> stop_{false};

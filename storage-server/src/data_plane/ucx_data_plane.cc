@@ -29,6 +29,8 @@ const Logger kLog{"data_plane"};
 // Worker addresses and packed rkeys larger than this are refused before UCX parses them
 // (the descriptor's own limit, Limits::max_target_blob_bytes, is the same by default).
 constexpr uint64_t kMaxTargetBlobBytes = 8ull << 10;
+// Longest wait at shutdown for the endpoints' closes, and then for the worker's flush.
+constexpr std::chrono::milliseconds kTeardownTimeout{5'000};
 constexpr uint64_t kMinStagingBytes = 4ull << 10;
 constexpr uint64_t kMaxStagingBytes = 1ull << 30;
 constexpr uint32_t kMaxStagingBuffers = 1024;
@@ -261,6 +263,7 @@ Result<std::unique_ptr<UcxDataPlane>> UcxDataPlane::Create(const DataPlaneOption
   data_plane::WorkerOptions wopts;
   wopts.transports = options.transports;
   wopts.keepalive_interval = options.keepalive_interval;
+  wopts.teardown_timeout = kTeardownTimeout;
   OC_ASSIGN_OR_RETURN(plane->worker_, data_plane::UcxWorker::Create(wopts));
   OC_ASSIGN_OR_RETURN(plane->pool_, StagingPool::Create(*plane->worker_, options.staging_buffers,
                                                         options.staging_buffer_bytes));
@@ -283,16 +286,18 @@ UcxDataPlane::~UcxDataPlane() {
     return;
   }
   // Teardown order: callbacks touch the cache and the pool, so no callback may run once they
-  // go. Stop progress; close the cached endpoints; destroy the worker, which completes (with
-  // an error) every request still stuck on a vanished client, running its callback now; then
-  // the cache and the pool; the context last, since the pool's memory is mapped with it.
+  // go. Stop progress; close the cached endpoints with a flush, progressing until the closes
+  // complete (a failed endpoint by force); flush and destroy the worker, which completes
+  // (with an error) every request still stuck on a vanished client, running its callback
+  // now; then the cache and the pool; the context last, since the pool's memory is mapped
+  // with it (docs/decisions.md, "Data plane: orderly UCX teardown").
   copier_.reset();  // every sink has finished: nothing is queued
   worker_->Stop();
   attached_->Clear();  // their rkeys are destroyed now, on this thread
   if (endpoints_ != nullptr) {
-    endpoints_->Shutdown();
+    (void)endpoints_->Shutdown(kTeardownTimeout);  // late closes: DestroyWorker's flush waits
   }
-  worker_->DestroyWorker();
+  worker_->DestroyWorker();  // flushes the worker first; leaks it (logged) if that hangs
   endpoints_.reset();
   pool_.reset();
   worker_.reset();
@@ -355,14 +360,20 @@ Result<UcxDataPlane::Remote> UcxDataPlane::Connect(const descriptor::DataPlaneTa
   }
   void* local = nullptr;
   if (ucp_rkey_ptr(remote.rkey, target.address, &local) == UCS_OK) {
+    // UCX attached the target in this process while unpacking: its own puts and gets would
+    // then be plain copies into and out of that memory, whatever process it belongs to. So
+    // the memory must be a System V segment whose owner page names the requesting worker,
+    // for every write mode and for reads, not only for writes in place
+    // (docs/decisions.md, "Data plane: attached targets must be the requester's own").
     std::optional<SysvMapping> segment = SysvMappingAt(local);
-    if (segment.has_value() && !OwnedBy(*segment, target.worker_address)) {
-      segment.reset();  // not this client's own target: over UCX, as for any memory
+    if (!segment.has_value() || !OwnedBy(*segment, target.worker_address)) {
+      const ucp_rkey_h key = std::exchange(remote.rkey, nullptr);
+      worker_->Submit([key] { ucp_rkey_destroy(key); });
+      return Status(Code::kPermissionDenied, Subject::kNone, "x-oc-target-rkey",
+                    "the rkey names shared memory that the requesting worker does not own");
     }
-    if (segment.has_value()) {
-      remote.segment = segment->id;  // its liveness tells whether the client is there
-    }
-    if (segment.has_value() && in_place) {
+    remote.segment = segment->id;  // its liveness tells whether the client is there
+    if (in_place) {
       auto entry = std::make_shared<const Attached>(*this, remote.endpoint, remote.rkey, *segment);
       remote.rkey = nullptr;  // the entry owns it now
       remote.direct = entry->Span(target.address, target.length);

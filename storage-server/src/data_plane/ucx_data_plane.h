@@ -91,16 +91,18 @@ class UcxDataPlane {
   // kInvalidArgument naming x-oc-target-worker / x-oc-target-rkey / x-oc-target-address if
   // the worker address or rkey is empty, oversized or refused by UCX, or address + length
   // overflows, or x-oc-target-length if the target is memory the client's UCX allocated here
-  // (written in place, DataPlaneOptions::direct_writes) but reaches outside it; kUnavailable
-  // if the endpoint to that worker has failed.
+  // (written in place, DataPlaneOptions::direct_writes) but reaches outside it;
+  // kPermissionDenied (field x-oc-target-rkey) if UCX attached the target here (shared
+  // memory on this host) and it is not a System V segment whose owner page names that
+  // worker; kUnavailable if the endpoint to that worker has failed.
   Result<std::unique_ptr<LayerSink>> OpenSink(const descriptor::DataPlaneTarget& target);
 
   // A registered staging buffer for ReadRemote(); kUnavailable if none is free in time.
   Result<StagingBuffer> AcquireStaging();
   // Reads `length` bytes at `src_offset` of the client's buffer `source` into the first
   // bytes of `into` (ucp_get_nbx), waiting for completion. kOutOfRange if the range is not
-  // inside the source or does not fit `into` (nothing is read); kInvalidArgument as for
-  // OpenSink; kUnavailable on timeout or a failed endpoint.
+  // inside the source or does not fit `into` (nothing is read); kInvalidArgument and
+  // kPermissionDenied as for OpenSink; kUnavailable on timeout or a failed endpoint.
   Status ReadRemote(const descriptor::DataPlaneTarget& source, uint64_t src_offset,
                     const StagingBuffer& into, uint64_t length);
 

@@ -318,8 +318,8 @@ TEST(DataPlane, InPlaceTargetsAreBoundedByTheClientsSegmentAndReusedAcrossReques
   EXPECT_TRUE(AllZero(all.subspan(104'096, 300'000 - 104'096)));
   EXPECT_TRUE(AllZero(all.subspan(400'000)));
 
-  // Another client naming this buffer's rkey with its own worker does not get it written in
-  // place: the segment's owner page names this client's worker.
+  // Another client naming this buffer's rkey with its own worker is refused: the segment's
+  // owner page names this client's worker (StolenRkeyIsRefusedInEveryWriteMode).
   {
     DataPlaneOptions copts;
     copts.transports = "shm";
@@ -329,9 +329,9 @@ TEST(DataPlane, InPlaceTargetsAreBoundedByTheClientsSegmentAndReusedAcrossReques
     stolen.worker_address.assign((*other)->worker_address().begin(),
                                  (*other)->worker_address().end());
     auto sink = e.server->OpenSink(stolen);
-    ASSERT_TRUE(sink.has_value()) << sink.error();
-    EXPECT_FALSE((*sink)->writes_in_place());
-    EXPECT_EQ((*sink)->Finish(Status::Cancelled("not needed")).code(), Code::kCancelled);
+    ASSERT_FALSE(sink.has_value());
+    EXPECT_EQ(sink.error().code(), Code::kPermissionDenied);
+    EXPECT_EQ(sink.error().field(), "x-oc-target-rkey");
   }
 
   // A buffer the client frees is let go by the server at its next request (it keeps the
@@ -370,6 +370,56 @@ TEST(DataPlane, InPlaceTargetsAreBoundedByTheClientsSegmentAndReusedAcrossReques
   ASSERT_TRUE(sink.has_value()) << sink.error();
   EXPECT_FALSE((*sink)->writes_in_place());
   EXPECT_TRUE((*sink)->Finish(Status::Cancelled("not needed")).code() == Code::kCancelled);
+}
+
+// A client that sends another client's rkey (System V shared memory on this host) with its
+// own worker address gets nothing written into, or read out of, the other client's memory,
+// whatever the write mode: UCX attaches the segment here while unpacking the rkey, so its own
+// puts (WriteMode::kPut) and gets would reach that memory as plain copies. Before, only writes
+// in place checked the owner page, and a kPut went through.
+TEST(DataPlane, StolenRkeyIsRefusedInEveryWriteMode) {
+  for (storage::WriteMode mode : {storage::WriteMode::kPut, storage::WriteMode::kRendezvous}) {
+    for (bool in_place : {false, true}) {
+      SCOPED_TRACE(std::string(mode == storage::WriteMode::kPut ? "put" : "rendezvous") +
+                   (in_place ? " in place" : ""));
+      Ends e = MakeEnds(kTransports[0], LayerOrdering::kFlush, mode, in_place);
+      ASSERT_TRUE(e.server && e.client);
+      auto victim = e.client->Allocate(64 << 10);
+      ASSERT_TRUE(victim.has_value()) << victim.error();
+      DataPlaneOptions copts;
+      copts.transports = "shm";
+      auto thief = DataPlane::Open(copts);
+      ASSERT_TRUE(thief.has_value()) << thief.error();
+      DataPlaneTarget stolen = (*victim)->Target();
+      stolen.worker_address.assign((*thief)->worker_address().begin(),
+                                   (*thief)->worker_address().end());
+
+      auto sink = e.server->OpenSink(stolen);
+      if (sink.has_value()) {  // the old behaviour: show what it let through
+        (void)WriteBytes(**sink, 0, PatternBytes(7, 64 << 10));
+        (void)(*sink)->Finish(Status::Ok());
+      }
+      EXPECT_FALSE(sink.has_value()) << "a request with another client's rkey was served";
+      if (!sink.has_value()) {
+        EXPECT_EQ(sink.error().code(), Code::kPermissionDenied) << sink.error();
+        EXPECT_EQ(sink.error().field(), "x-oc-target-rkey");
+      }
+      EXPECT_TRUE(AllZero((*victim)->bytes())) << "the other client's memory was written";
+
+      // A descriptor PUT pulling from it is refused too (its bytes would be stored).
+      (*victim)->bytes()[0] = std::byte{42};
+      auto staging = e.server->AcquireStaging();
+      ASSERT_TRUE(staging.has_value());
+      const Status read = e.server->ReadRemote(stolen, 0, *staging, 4096);
+      EXPECT_EQ(read.code(), Code::kPermissionDenied) << read;
+      EXPECT_NE(staging->bytes()[0], std::byte{42}) << "the other client's memory was read";
+
+      // The owner itself is still served.
+      auto own = e.server->OpenSink((*victim)->Target());
+      ASSERT_TRUE(own.has_value()) << own.error();
+      EXPECT_EQ((*own)->Finish(Status::Cancelled("not needed")).code(), Code::kCancelled);
+    }
+  }
 }
 
 TEST(DataPlane, ServerErrorReachesTheClientWithItsCodeAndMessage) {

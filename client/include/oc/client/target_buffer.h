@@ -43,9 +43,10 @@ struct DataPlaneOptions {
   std::string keepalive_interval;
   // How long destroying a TargetBuffer or the DataPlane waits for rendezvous receives
   // still landing in it to complete (they normally finish in microseconds; a peer that
-  // died mid-transfer fails them once UCX notices). A buffer whose receives outlive it is
-  // leaked (owned memory) and a data plane whose receives outlive it leaks its UCX worker,
-  // both logged, rather than freeing memory UCX may still write.
+  // died mid-transfer fails them once UCX notices), and then, for the DataPlane, for its
+  // worker's endpoints to flush. A buffer whose receives outlive it is leaked (owned memory)
+  // and a data plane whose receives or flush outlive it leaks its UCX worker, both logged,
+  // rather than freeing memory UCX may still write or aborting inside UCX.
   // Default: 5 s
   std::chrono::milliseconds teardown_timeout{5'000};
 };
