@@ -248,8 +248,11 @@ struct Client::Impl {
   // signing every header in `headers`.
   Status Sign(std::string_view method, std::string_view raw_path, std::string_view raw_query,
               HttpHeaders& headers, ByteSpan body) const {
-    const std::string payload_hash = options.sign_payload ? auth::DigestHex(auth::Sha256Of(body))
-                                                          : std::string(kUnsignedPayload);
+    // A POST carries a descriptor, which the gateway requires to be signed (docs/protocol.md,
+    // "Signing"); other bodies are hashed only with sign_payload.
+    const bool hash = options.sign_payload || method == "POST";
+    const std::string payload_hash =
+        hash ? auth::DigestHex(auth::Sha256Of(body)) : std::string(kUnsignedPayload);
     const std::string amz_date = AmzDate(std::chrono::system_clock::now());
     headers.emplace_back("host", host_header);
     headers.emplace_back("x-amz-date", amz_date);

@@ -31,6 +31,9 @@ struct Request {
   std::vector<std::pair<std::string_view, std::string_view>> headers;
   std::string request_id;
   const auth::User* user = nullptr;  // nullptr: anonymous
+  // The body is covered by the signature: a hex x-amz-content-sha256 the gateway checks, or
+  // signed aws-chunked. False for UNSIGNED-PAYLOAD, presigned URLs and anonymous requests.
+  bool body_signed = false;
   std::optional<uint64_t> content_length;
   std::string body;  // BodyPolicy::kXml only
 

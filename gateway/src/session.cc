@@ -250,6 +250,8 @@ class Session : public SessionBase {
     }
     ex.auth = std::move(*authed);
     req.user = ex.auth.user;
+    req.body_signed = ex.auth.payload == auth::PayloadMode::kSigned ||
+                      ex.auth.payload == auth::PayloadMode::kStreamingSigned;
 
     if (req.route.op == S3Op::kMethodNotAllowed) {
       co_return co_await Finish(Response::Error(S3Error::kMethodNotAllowed));

@@ -40,6 +40,24 @@ bool IsDescriptorHeader(std::string_view name) {
   return name.size() >= 5 && EqualsIgnoreCase(name.substr(0, 5), "x-oc-");
 }
 
+// The signing rule for descriptors (docs/protocol.md, "Signing"): a descriptor in a POST body
+// must be covered by a signed request's signature like the x-oc-* headers it stands for, and a
+// data-plane target, which tells the server where to write, needs an authenticated request.
+Status CheckCovered(const Request& req, const descriptor::Descriptor& d) {
+  if (req.user == nullptr) {
+    if (d.target.has_value()) {
+      return Status(Code::kPermissionDenied, Subject::kDescriptor, "x-oc-target-address",
+                    "a data-plane target needs an authenticated request");
+    }
+    return Status::Ok();
+  }
+  if (req.method == "POST" && !req.body_signed) {
+    return Status(Code::kPermissionDenied, Subject::kSignature, "x-amz-content-sha256",
+                  "a descriptor POST body must be signed: send its SHA-256, not UNSIGNED-PAYLOAD");
+  }
+  return Status::Ok();
+}
+
 // The descriptor of a GET (headers) or POST (body; then no x-oc-* header may be present).
 Result<descriptor::Descriptor> DecodeDescriptor(const Request& req) {
   const descriptor::Limits limits;
@@ -64,6 +82,7 @@ Result<descriptor::Descriptor> DecodeDescriptor(const Request& req) {
     return d.error();
   }
   OC_RETURN_IF_ERROR(descriptor::Validate(*d, limits));
+  OC_RETURN_IF_ERROR(CheckCovered(req, *d));
   if (d->request_id.empty()) {
     d->request_id = req.request_id;
   }
