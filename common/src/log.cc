@@ -24,7 +24,29 @@ std::atomic<int>& LevelStorage() {
   return level;
 }
 
+constexpr char kHex[] = "0123456789abcdef";
+
+void AppendEscaped(unsigned char c, std::string* out) {
+  out->append("\\x");
+  out->push_back(kHex[c >> 4]);
+  out->push_back(kHex[c & 0xF]);
+}
+
 }  // namespace
+
+std::string LogField(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (const char ch : value) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x21 || c > 0x7E || c == '\\' || c == '"' || c == '=') {
+      AppendEscaped(c, &out);
+    } else {
+      out.push_back(ch);
+    }
+  }
+  return out;
+}
 
 void SetLogLevel(LogLevel level) { LevelStorage().store(static_cast<int>(level)); }
 
@@ -58,9 +80,19 @@ void WriteLogLine(LogLevel level, std::string_view component, std::string_view t
   std::tm tm{};
   gmtime_r(&secs, &tm);
   std::string line =
-      fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z {} {} {}\n", tm.tm_year + 1900,
+      fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z {} {} ", tm.tm_year + 1900,
                   tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, millis,
-                  kLetters[static_cast<int>(level)], component, text);
+                  kLetters[static_cast<int>(level)], component);
+  line.reserve(line.size() + text.size() + 1);
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7F) {
+      AppendEscaped(c, &line);  // one event, one line: no raw newline or escape sequence
+    } else {
+      line.push_back(ch);
+    }
+  }
+  line.push_back('\n');
   // One write(2) per line keeps lines whole across threads.
   const char* data = line.data();
   size_t left = line.size();

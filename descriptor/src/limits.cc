@@ -2,6 +2,8 @@
 
 #include <fmt/core.h>
 
+#include "oc/common/utf8.h"
+
 namespace oc::descriptor {
 namespace {
 
@@ -17,6 +19,12 @@ Status CheckRange(std::string_view field, uint64_t value, uint64_t max) {
   return Status::Ok();
 }
 
+// S3 keys are UTF-8, and the store's key encoding reserves NUL: the gateway refuses any other
+// key on every route, so such a chunk could be neither listed nor read back by name.
+bool IsValidKeyText(std::string_view key) {
+  return key.find('\0') == std::string_view::npos && IsValidUtf8(key);
+}
+
 Status CheckKeys(const Descriptor& d, const Limits& limits) {
   if (const auto* compact = std::get_if<CompactKeys>(&d.keys)) {
     OC_RETURN_IF_ERROR(CheckRange("x-oc-chunk-hashes", compact->hashes.size(), limits.max_chunks));
@@ -24,6 +32,10 @@ Status CheckKeys(const Descriptor& d, const Limits& limits) {
       return Invalid("x-oc-key-prefix",
                      fmt::format("{} bytes; with 32 hex characters the key exceeds {} bytes",
                                  compact->prefix.size(), limits.max_key_bytes));
+    }
+    // Hex digits appended keep a valid prefix valid.
+    if (!IsValidKeyText(compact->prefix)) {
+      return Invalid("x-oc-key-prefix", "not well-formed UTF-8, or holds NUL");
     }
     return Status::Ok();
   }
@@ -33,6 +45,10 @@ Status CheckKeys(const Descriptor& d, const Limits& limits) {
     if (names[i].empty() || names[i].size() > limits.max_key_bytes) {
       return Invalid("x-oc-chunk-names", fmt::format("name {} is {} bytes; must be 1..{}", i,
                                                      names[i].size(), limits.max_key_bytes));
+    }
+    if (!IsValidKeyText(names[i])) {
+      return Invalid("x-oc-chunk-names",
+                     fmt::format("name {} is not well-formed UTF-8, or holds NUL", i));
     }
   }
   return Status::Ok();

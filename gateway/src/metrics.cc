@@ -71,8 +71,9 @@ std::string Metrics::StatsJson() const {
     out += fmt::format("{}\"{}\":{}", first ? "" : ",", kS3ErrorRows[i].code, n);
     first = false;
   }
-  out += fmt::format("}},\"connections\":{{\"open\":{},\"refused\":{}}}", open_connections(),
-                     refused_connections_.load(std::memory_order_relaxed));
+  out += fmt::format("}},\"connections\":{{\"open\":{},\"refused\":{},\"shed\":{}}}",
+                     open_connections(), refused_connections_.load(std::memory_order_relaxed),
+                     shed_connections_.load(std::memory_order_relaxed));
   return out;
 }
 
@@ -142,8 +143,13 @@ std::string Metrics::Prometheus() const {
       "oc_gateway_open_connections {}\n"
       "# HELP oc_gateway_refused_connections_total Connections closed at the limit.\n"
       "# TYPE oc_gateway_refused_connections_total counter\n"
-      "oc_gateway_refused_connections_total {}\n",
-      open_connections(), refused_connections_.load(std::memory_order_relaxed));
+      "oc_gateway_refused_connections_total {}\n"
+      "# HELP oc_gateway_shed_connections_total Connections waiting for a request, closed at "
+      "the limit to admit a new one.\n"
+      "# TYPE oc_gateway_shed_connections_total counter\n"
+      "oc_gateway_shed_connections_total {}\n",
+      open_connections(), refused_connections_.load(std::memory_order_relaxed),
+      shed_connections_.load(std::memory_order_relaxed));
   return out;
 }
 

@@ -28,6 +28,7 @@ class Metrics {
   void ConnectionClosed() { open_connections_.fetch_sub(1, std::memory_order_relaxed); }
   int64_t open_connections() const { return open_connections_.load(std::memory_order_relaxed); }
   void ConnectionRefused() { refused_connections_.fetch_add(1, std::memory_order_relaxed); }
+  void ConnectionShed() { shed_connections_.fetch_add(1, std::memory_order_relaxed); }
 
   // JSON object members (without braces) for /stats: "operations": {...}, "errors": {...},
   // "connections": {...}.
@@ -51,6 +52,7 @@ class Metrics {
   std::array<std::atomic<uint64_t>, std::size(kS3ErrorRows)> errors_{};
   std::atomic<int64_t> open_connections_{0};
   std::atomic<uint64_t> refused_connections_{0};
+  std::atomic<uint64_t> shed_connections_{0};
 };
 
 }  // namespace oc::gateway

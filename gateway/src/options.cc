@@ -81,6 +81,9 @@ Status GatewayOptions::Validate() const {
   if (idle_timeout.count() <= 0) {
     return Status::InvalidArgument("gateway.idle_timeout", "must be positive");
   }
+  if (header_timeout.count() <= 0) {
+    return Status::InvalidArgument("gateway.header_timeout", "must be positive");
+  }
   if (read_timeout.count() <= 0) {
     return Status::InvalidArgument("gateway.read_timeout", "must be positive");
   }
@@ -108,6 +111,7 @@ Status ApplyConfig(const Config& config, GatewayOptions* o) {
   OC_RETURN_IF_ERROR(config.ReadSize("gateway.stream_piece_bytes", &o->stream_piece_bytes));
   OC_RETURN_IF_ERROR(config.ReadSize("gateway.max_drain_bytes", &o->max_drain_bytes));
   OC_RETURN_IF_ERROR(config.ReadDuration("gateway.idle_timeout", &o->idle_timeout));
+  OC_RETURN_IF_ERROR(config.ReadDuration("gateway.header_timeout", &o->header_timeout));
   OC_RETURN_IF_ERROR(config.ReadDuration("gateway.read_timeout", &o->read_timeout));
   OC_RETURN_IF_ERROR(config.Read("gateway.region", &o->region));
   OC_RETURN_IF_ERROR(config.Read("gateway.virtual_host_domain", &o->virtual_host_domain));
@@ -125,13 +129,13 @@ std::string ToJson(const GatewayOptions& o) {
       "{{\"listen\":{},\"io_threads\":{},\"store_threads\":{},\"max_connections\":{},"
       "\"max_header_bytes\":{},\"max_object_bytes\":{},\"max_xml_body_bytes\":{},"
       "\"stream_piece_bytes\":{},\"max_drain_bytes\":{},\"idle_timeout_ms\":{},"
-      "\"read_timeout_ms\":{},\"region\":{},\"virtual_host_domain\":{},"
+      "\"header_timeout_ms\":{},\"read_timeout_ms\":{},\"region\":{},\"virtual_host_domain\":{},"
       "\"credentials_file\":{},\"public_read_buckets\":{},\"grants\":{},\"tls\":{},"
       "\"access_log\":{}}}",
       JsonString(o.listen), o.io_threads, o.store_threads, o.max_connections, o.max_header_bytes,
       o.max_object_bytes, o.max_xml_body_bytes, o.stream_piece_bytes, o.max_drain_bytes,
-      o.idle_timeout.count(), o.read_timeout.count(), JsonString(o.region),
-      JsonString(o.virtual_host_domain), JsonString(o.credentials_file),
+      o.idle_timeout.count(), o.header_timeout.count(), o.read_timeout.count(),
+      JsonString(o.region), JsonString(o.virtual_host_domain), JsonString(o.credentials_file),
       JsonList(o.public_read_buckets), JsonList(o.grants),
       o.tls_cert_file.empty() ? "false" : "true", o.access_log ? "true" : "false");
 }

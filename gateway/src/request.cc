@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "auth/uri.h"
+#include "oc/common/utf8.h"
+
 namespace oc::gateway {
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
@@ -88,6 +91,17 @@ Response Response::FromStatus(const Status& status, const Request* request) {
       break;
   }
   return Error(error, std::move(field), std::move(value), std::move(message));
+}
+
+bool IsValidObjectKey(std::string_view key) {
+  return key.find('\0') == std::string_view::npos && IsValidUtf8(key);
+}
+
+Response InvalidKeyEncoding(std::string_view field, std::string_view key) {
+  return Response::Error(S3Error::kInvalidArgument, std::string(field),
+                         auth::UriEncode(key, /*encode_slash=*/false),
+                         "Object keys must be well-formed UTF-8 without NUL; this one is not "
+                         "(shown percent-encoded).");
 }
 
 Response Response::Xml(std::string body, unsigned status) {

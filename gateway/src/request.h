@@ -72,4 +72,13 @@ struct Response {
 
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 
+// True when `key` may name an object: well-formed UTF-8 (S3 keys are UTF-8) without NUL (the
+// store's key encoding reserves it). The empty key (a bucket-level request) passes.
+bool IsValidObjectKey(std::string_view key);
+
+// The answer to an object key that fails IsValidObjectKey (the request path, CopyObject's
+// source): 400 InvalidArgument naming `field`, with the key percent-encoded as its value, since
+// its raw bytes cannot be written in XML.
+Response InvalidKeyEncoding(std::string_view field, std::string_view key);
+
 }  // namespace oc::gateway

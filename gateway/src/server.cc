@@ -1,5 +1,9 @@
 #include "oc/gateway/server.h"
 
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdlib>
 #include <filesystem>
@@ -34,6 +38,51 @@ const Logger kLog{"gateway"};
 
 // How long shutdown waits for in-flight requests before closing what is left.
 constexpr std::chrono::seconds kShutdownGrace{30};
+// After an accept failure, the acceptor waits before the next attempt: out of file descriptors,
+// accepting again at once would fail again (and spin). Short when a connection was just shed
+// (its descriptor is being closed on its own thread), longer when none could be.
+constexpr std::chrono::milliseconds kAcceptRetryAfterShed{1};
+constexpr std::chrono::milliseconds kAcceptRetryDelay{50};
+// Descriptors kept for everything but client connections (the store's files, its RPC and
+// data-plane sockets, logs) when the open-file limit caps the connection count.
+constexpr uint64_t kReservedDescriptors = 256;
+// At most one accept-failure warning per this interval; the others are counted into it.
+constexpr std::chrono::seconds kAcceptWarnInterval{10};
+
+// Raises the soft open-file limit to the hard one: every connection is a descriptor, and the
+// soft default (often 1024) is below max_connections plus the store's own files. Returns the
+// soft limit in force afterwards.
+uint64_t RaiseOpenFileLimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) {
+    return 0;
+  }
+  if (limit.rlim_cur < limit.rlim_max) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) {
+      limit = raised;
+    }
+  }
+  return limit.rlim_cur == RLIM_INFINITY ? UINT64_MAX : static_cast<uint64_t>(limit.rlim_cur);
+}
+
+// Runs `ioc` until it stops. Nothing a client sends should throw, but a handler that did would
+// otherwise end the process from io_context::run(); asio lets run() be called again after an
+// exception, and the throwing operation's handler (a session's coroutine) is destroyed while
+// the exception unwinds, which closes that connection alone.
+void RunIoContext(asio::io_context& ioc) {
+  for (;;) {
+    try {
+      ioc.run();
+      return;
+    } catch (const std::exception& e) {
+      kLog.Error("an I/O handler threw, its connection is closed: {}", e.what());
+    } catch (...) {
+      kLog.Error("an I/O handler threw an unknown exception, its connection is closed");
+    }
+  }
+}
 
 Status FromAsio(const boost::system::error_code& ec, std::string_view what) {
   return Status::IOError(std::string(what) + ": " + ec.message());
@@ -77,6 +126,19 @@ class ServerImpl final : public Server {
   ~ServerImpl() override { pool_.join(); }
 
   Status Init() {
+    // The connection limit must be reached before the descriptor limit, or accepts fail with
+    // EMFILE instead of shedding idle connections: cap it below the open-file limit.
+    const uint64_t open_files = RaiseOpenFileLimit();
+    connection_limit_ = options_.max_connections;
+    if (open_files < connection_limit_ + kReservedDescriptors) {
+      connection_limit_ = open_files > 2 * kReservedDescriptors
+                              ? open_files - kReservedDescriptors
+                              : std::max<uint64_t>(open_files / 2, 1);
+      kLog.Warn(
+          "open-file limit {} is below max_connections {} + {} reserved: at most {} "
+          "connections",
+          open_files, options_.max_connections, kReservedDescriptors, connection_limit_);
+    }
     std::string host;
     uint16_t port = 0;
     OC_RETURN_IF_ERROR(SplitHostPort(options_.listen, "gateway.listen", &host, &port));
@@ -125,7 +187,7 @@ class ServerImpl final : public Server {
     std::vector<std::thread> threads;
     for (auto& ioc : iocs_) {
       guards.push_back(asio::make_work_guard(*ioc));
-      threads.emplace_back([&ioc] { ioc->run(); });
+      threads.emplace_back([&ioc] { RunIoContext(*ioc); });
     }
     asio::signal_set signals(*iocs_[0], SIGINT, SIGTERM);
     signals.async_wait([this](const boost::system::error_code& ec, int signal) {
@@ -177,8 +239,13 @@ class ServerImpl final : public Server {
   }
 
  private:
+  // Accepts forever, spreading connections over the io_contexts. At max_connections, and when
+  // out of descriptors, a connection still waiting for a request is shed to make room
+  // (ConnectionRegistry::ShedOne; docs/decisions.md, "Gateway: hostile HTTP input").
   asio::awaitable<void> AcceptLoop() {
     size_t next = 0;
+    uint64_t failures_unreported = 0;
+    auto next_warning = std::chrono::steady_clock::now();
     for (;;) {
       boost::system::error_code ec;
       asio::io_context& ioc = *iocs_[next];
@@ -192,17 +259,38 @@ class ServerImpl final : public Server {
         if (ec == asio::error::operation_aborted) {
           co_return;
         }
-        // EMFILE and friends: wait a little instead of spinning.
-        kLog.Warn("accept failed: {}", ec.message());
-        asio::steady_timer timer(*iocs_[0], std::chrono::milliseconds(50));
+        // EMFILE/ENFILE: the pending connection stays queued in the kernel. Free a descriptor
+        // by shedding a connection that waits for a request, and retry after a pause (never a
+        // spin); the warning is rate-limited, a flood must not flood the log.
+        bool shed = false;
+        if (ec == asio::error::no_descriptors || ec.value() == ENFILE) {
+          shed = registry_.ShedOne();
+          if (shed) {
+            metrics_.ConnectionShed();
+          }
+        }
+        ++failures_unreported;
+        if (std::chrono::steady_clock::now() >= next_warning) {
+          kLog.Warn("accept failed: {} (failures={})", ec.message(), failures_unreported);
+          failures_unreported = 0;
+          next_warning = std::chrono::steady_clock::now() + kAcceptWarnInterval;
+        }
+        asio::steady_timer timer(*iocs_[0], shed ? kAcceptRetryAfterShed : kAcceptRetryDelay);
         co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
         continue;
       }
-      if (metrics_.open_connections() >= static_cast<int64_t>(options_.max_connections)) {
-        metrics_.ConnectionRefused();
-        socket.close(ec);
-        continue;
+      if (metrics_.open_connections() >= static_cast<int64_t>(connection_limit_)) {
+        if (registry_.ShedOne()) {
+          metrics_.ConnectionShed();
+        } else {
+          metrics_.ConnectionRefused();
+          socket.close(ec);
+          continue;
+        }
       }
+      // Counted here, not when the session starts on its thread, so a burst of accepts sees
+      // the connections it already admitted.
+      metrics_.ConnectionOpened();
       // The session must be created on its own io_context's thread.
       asio::post(ioc, [this, &ioc, s = std::move(socket)]() mutable {
         StartSession(shared_, ioc, std::move(s));
@@ -225,6 +313,7 @@ class ServerImpl final : public Server {
   std::atomic<bool> stopping_{false};
   SessionShared shared_;
   uint16_t port_ = 0;
+  uint64_t connection_limit_ = 0;  // max_connections, or less under a low open-file limit
 
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;

@@ -1,6 +1,8 @@
 #include "session.h"
 
+#include <array>
 #include <chrono>
+#include <exception>
 #include <optional>
 #include <random>
 #include <string>
@@ -11,6 +13,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
@@ -19,7 +22,9 @@
 #include "auth/crypto.h"
 #include "auth/uri.h"
 #include "oc/common/log.h"
+#include "request_parser.h"
 #include "s3/s3_headers.h"
+#include "s3/s3_xml.h"
 
 namespace oc::gateway {
 namespace {
@@ -36,16 +41,27 @@ const Logger kAccessLog{"access"};
 // least 8 KiB (clients' minimum) carries ~90 bytes of header, so 1/64 plus one header.
 uint64_t RawBodyLimit(uint64_t decoded_limit) { return decoded_limit + decoded_limit / 64 + 4096; }
 
+// Bytes read for the first byte of a request when the buffer has no room reserved yet (a
+// connection that has not been served): small, so idle connections hold little memory.
+constexpr size_t kFirstReadBytes = 4096;
+
 // Runs `f` on the Store pool and resumes the calling coroutine on its own io_context, so
-// the I/O thread never blocks on the Store (STYLE 3.6 step 5).
+// the I/O thread never blocks on the Store (STYLE 3.6 step 5). An exception from `f` is
+// rethrown in the coroutine (the connection's last-resort catch), never on a pool thread,
+// where it would end the process.
 template <typename F>
 asio::awaitable<void> OnPool(asio::thread_pool& pool, F& f) {
-  co_await asio::async_initiate<decltype(asio::use_awaitable), void()>(
+  co_await asio::async_initiate<decltype(asio::use_awaitable), void(std::exception_ptr)>(
       [&pool, &f](auto handler) {
         asio::post(pool, [&f, handler = std::move(handler)]() mutable {
-          f();
+          std::exception_ptr failure;
+          try {
+            f();
+          } catch (...) {
+            failure = std::current_exception();
+          }
           auto ex = asio::get_associated_executor(handler);
-          asio::post(ex, std::move(handler));
+          asio::post(ex, [handler = std::move(handler), failure]() mutable { handler(failure); });
         });
       },
       asio::use_awaitable);
@@ -78,8 +94,6 @@ const std::string& CurrentHttpDate() {
   return cached;
 }
 
-std::string_view Sv(beast::string_view s) { return {s.data(), s.size()}; }
-
 // A request the HTTP parser rejected (as opposed to a closed, reset or idle connection).
 bool IsMalformed(const beast::error_code& ec) {
   return ec.category() == http::make_error_code(http::error::bad_method).category() &&
@@ -97,32 +111,53 @@ class Session : public SessionBase {
         opts_(*shared.options),
         stream_(std::move(stream)),
         buffer_(opts_.max_header_bytes + (64 << 10)),
-        piece_(opts_.stream_piece_bytes),
         id_(id) {
-    // Beast reads at most capacity - size (never less than 512) bytes per call and the
-    // buffer grows only as far as the headers need, so without this a 64 KiB body arrives
-    // in ~130 reads of 512 bytes, each with its own timer update (read_size.hpp).
-    buffer_.reserve(buffer_.max_size());
+    // The piece and the buffer's reserve are allocated when the first request header has
+    // arrived (EnsureBuffers): a connection that sends nothing costs a few KiB, not ~340.
+    // The acceptor counted the connection open (StartSession's contract); closed below.
     shared_.registry->Add(id_, this, &ioc);
-    shared_.metrics->ConnectionOpened();
   }
   ~Session() override {
     shared_.registry->Remove(id_);
     shared_.metrics->ConnectionClosed();
   }
 
-  void CloseIfIdle() override {
-    if (idle_) {
-      beast::error_code ec;
-      beast::get_lowest_layer(stream_).socket().close(ec);
+  bool CloseIfIdle() override {
+    if (!idle_) {
+      return false;
     }
+    beast::error_code ec;
+    beast::get_lowest_layer(stream_).socket().close(ec);
+    return true;
   }
 
+  // The connection's coroutine. Its catch is the last resort (STYLE 3.4): nothing a client
+  // sends should throw, but if anything does, the connection is logged with its request id,
+  // answered 500 when no response has begun, and closed; the server keeps serving.
   asio::awaitable<void> Run() {
+    std::string failure;
+    try {
+      co_await Connection();
+    } catch (const std::exception& e) {
+      failure = e.what();
+    } catch (...) {
+      failure = "unknown exception";
+    }
+    if (!failure.empty()) {
+      co_await AnswerFailure(failure);
+    }
+    Close();
+  }
+
+ private:
+  asio::awaitable<void> Connection() {
     beast::error_code ec;
-    beast::get_lowest_layer(stream_).socket().set_option(tcp::no_delay(true), ec);
+    Lowest().socket().set_option(tcp::no_delay(true), ec);
+    // A new connection has header_timeout from accept for its handshake and first header.
+    first_deadline_ = std::chrono::steady_clock::now() + opts_.header_timeout;
+    idle_ = true;
     if constexpr (kIsTls<Stream>) {
-      beast::get_lowest_layer(stream_).expires_after(opts_.idle_timeout);
+      Lowest().expires_at(first_deadline_);
       co_await stream_.async_handshake(asio::ssl::stream_base::server,
                                        asio::redirect_error(asio::use_awaitable, ec));
       if (ec) {
@@ -135,10 +170,43 @@ class Session : public SessionBase {
         break;
       }
     }
-    Close();
   }
 
- private:
+  // After an exception escaped a request: the log line, and a 500 if nothing was sent yet.
+  asio::awaitable<void> AnswerFailure(const std::string& what) {
+    const std::string request_id = ex_ ? ex_->req.request_id : std::string("-");
+    kLog.Error("req={} connection ended by an exception: {}", request_id, what);
+    if (!ex_ || response_started_) {
+      co_return;
+    }
+    try {
+      ErrorDetails details;
+      details.request_id = request_id;
+      const std::string body = RenderErrorXml(S3Error::kInternalError, details);
+      const std::string head = fmt::format(
+          "HTTP/1.1 500 Internal Server Error\r\nServer: ObjectCache\r\nConnection: close\r\n"
+          "x-amz-request-id: {}\r\nContent-Type: application/xml\r\nContent-Length: {}\r\n\r\n",
+          request_id, body.size());
+      const std::array<asio::const_buffer, 2> out = {asio::buffer(head), asio::buffer(body)};
+      beast::error_code ec;
+      Lowest().expires_after(opts_.read_timeout);
+      co_await asio::async_write(stream_, out, asio::redirect_error(asio::use_awaitable, ec));
+    } catch (...) {
+      // Nothing more can be said on this connection; Run closes it.
+    }
+  }
+
+  // The piece and the buffer's full reserve, once the connection has a request to serve.
+  void EnsureBuffers() {
+    if (piece_.empty()) {
+      piece_.resize(opts_.stream_piece_bytes);
+      // Beast reads at most capacity - size (never less than 512) bytes per call and the
+      // buffer grows only as far as the headers need, so without this a 64 KiB body arrives
+      // in ~130 reads of 512 bytes, each with its own timer update (read_size.hpp).
+      buffer_.reserve(buffer_.max_size());
+    }
+  }
+
   // State of one request; reset at its start.
   struct Exchange {
     Request req;
@@ -161,25 +229,60 @@ class Session : public SessionBase {
 
   // Reads and serves one request. Returns whether to keep the connection.
   asio::awaitable<bool> Serve() {
-    parser_.emplace();
-    parser_->header_limit(static_cast<uint32_t>(opts_.max_header_bytes));
-    parser_->body_limit(RawBodyLimit(opts_.max_object_bytes));
-    Lowest().expires_after(opts_.idle_timeout);
+    parser_.emplace(opts_.max_header_bytes, RawBodyLimit(opts_.max_object_bytes));
+    ex_.reset();
+    response_started_ = false;
     idle_ = true;
     if (shared_.stopping->load()) {
       co_return false;
     }
     beast::error_code ec;
+    // Deadlines (docs/decisions.md, "Gateway: hostile HTTP input"): a new connection has
+    // header_timeout from accept until its header is complete; a kept-alive one waits up to
+    // idle_timeout for the first byte of its next request, then has header_timeout.
+    const bool first = served_ == 0;
+    auto header_deadline =
+        first ? first_deadline_ : std::chrono::steady_clock::now() + opts_.header_timeout;
+    if (buffer_.size() == 0) {
+      if (first) {
+        Lowest().expires_at(first_deadline_);
+      } else {
+        set_state(ConnectionState::kWaiting);
+        Lowest().expires_after(opts_.idle_timeout);
+      }
+      const size_t room = std::min<size_t>(
+          buffer_.capacity() > 0 ? buffer_.capacity() : kFirstReadBytes, buffer_.max_size());
+      const size_t n = co_await stream_.async_read_some(
+          buffer_.prepare(room), asio::redirect_error(asio::use_awaitable, ec));
+      buffer_.commit(n);
+      if (ec) {
+        co_return false;  // closed, reset or idle: nothing to answer
+      }
+      if (!first) {
+        header_deadline = std::chrono::steady_clock::now() + opts_.header_timeout;
+      }
+    }
+    set_state(ConnectionState::kHeader);
+    Lowest().expires_at(header_deadline);
     co_await http::async_read_header(stream_, buffer_, *parser_,
                                      asio::redirect_error(asio::use_awaitable, ec));
     idle_ = false;
+    set_state(ConnectionState::kBusy);
+    ++served_;
     ex_.emplace();
     Exchange& ex = *ex_;
     ex.start = std::chrono::steady_clock::now();
     ex.req.request_id = NextRequestId();
     if (ec) {
       if (ec == http::error::header_limit) {
-        co_await Finish(Response::Error(S3Error::kRequestHeaderSectionTooLarge), true);
+        std::string message;
+        if (!parser_->oversized_field().empty()) {
+          message = fmt::format("The header field {} is longer than {} bytes.",
+                                parser_->oversized_field(), kMaxHeaderFieldBytes);
+        }
+        co_await Finish(
+            Response::Error(S3Error::kRequestHeaderSectionTooLarge, "", "", std::move(message)),
+            true);
       } else if (ec == http::error::body_limit) {
         // A Content-Length past every limit we accept: refused before any body byte is read.
         co_await Finish(Response::Error(S3Error::kEntityTooLarge), true);
@@ -190,36 +293,16 @@ class Session : public SessionBase {
       co_return false;  // closed, reset, idle or malformed
     }
 
-    auto& msg = parser_->get();
+    EnsureBuffers();
     Request& req = ex.req;
-    req.method = Sv(msg.method_string());
-    req.target = Sv(msg.target());
-    for (const auto& field : msg) {
-      req.headers.emplace_back(Sv(field.name_string()), Sv(field.value()));
-    }
-    if (parser_->content_length()) {
-      req.content_length = *parser_->content_length();
-    }
+    std::optional<Response> bad = PrepareRequest(*parser_, opts_.virtual_host_domain, &req);
     if (std::optional<std::string_view> e = req.Header("expect")) {
       ex.expect_continue = EqualsIgnoreCase(*e, "100-continue");
     }
     const bool has_body = !parser_->is_done();
-
-    Result<auth::ParsedTarget> target = auth::ParseTarget(req.target);
-    if (!target.has_value()) {
-      co_return co_await Finish(
-          Response::Error(S3Error::kInvalidRequest, "", "", "The request target is malformed."));
+    if (bad) {
+      co_return co_await Finish(std::move(*bad));
     }
-    req.parsed = std::move(*target);
-    RouteInput in;
-    in.method = req.method;
-    in.host = req.Header("host").value_or("");
-    in.path = req.parsed.path;
-    in.query = &req.parsed.query;
-    in.has_copy_source = req.Header("x-amz-copy-source").has_value();
-    in.has_credentials =
-        req.Header("authorization").has_value() || req.Query("X-Amz-Credential").has_value();
-    req.route = RouteRequest(in, opts_.virtual_host_domain);
 
     switch (req.route.op) {
       case S3Op::kHealthz: {
@@ -528,6 +611,7 @@ class Session : public SessionBase {
   // Writes `res` (its XML error, small body, or streamed reader), logs and counts the request.
   // `first` bytes of a streamed body are already in piece_. Returns keep-alive.
   asio::awaitable<bool> Finish(Response res, bool force_close = false, uint64_t first = 0) {
+    EnsureBuffers();
     Exchange& ex = *ex_;
     Request& req = ex.req;
     const bool head = req.method == "HEAD";
@@ -581,6 +665,7 @@ class Session : public SessionBase {
     }
     msg.keep_alive(keep_alive);
     Lowest().expires_after(opts_.read_timeout);
+    response_started_ = true;
     if (head || no_body_status) {
       http::response<http::empty_body> h{std::move(msg.base())};
       if (!no_body_status) {
@@ -643,7 +728,7 @@ class Session : public SessionBase {
                             static_cast<uint64_t>(us), res.error);
     if (opts_.access_log) {
       kAccessLog.Info("req={} op={} status={} bucket={} bytes_in={} bytes_out={} us={}{}",
-                      req.request_id, OpName(req.route.op), res.status, req.route.bucket,
+                      req.request_id, OpName(req.route.op), res.status, LogField(req.route.bucket),
                       ex.bytes_in, ex.bytes_out, us, ec ? " aborted=1" : "");
     }
     if (ec) {
@@ -681,10 +766,13 @@ class Session : public SessionBase {
   Stream stream_;
   beast::flat_buffer buffer_;
   std::vector<char> piece_;  // one bounded piece of body, either direction
-  std::optional<http::request_parser<http::buffer_body>> parser_;
+  std::optional<RequestParser> parser_;
   std::optional<Exchange> ex_;
   uint64_t id_;
-  bool idle_ = false;
+  std::chrono::steady_clock::time_point first_deadline_;  // header_timeout after accept
+  uint64_t served_ = 0;                                   // request headers read on this connection
+  bool idle_ = false;              // waiting for a request header (CloseIfIdle may close)
+  bool response_started_ = false;  // this request's response headers were (being) written
 };
 
 template <class Stream>
@@ -695,36 +783,6 @@ asio::awaitable<void> RunSession(std::unique_ptr<Session<Stream>> session) {
 std::atomic<uint64_t> g_next_session_id{1};
 
 }  // namespace
-
-void ConnectionRegistry::Add(uint64_t id, SessionBase* session, asio::io_context* ioc) {
-  std::lock_guard lock(mu_);
-  sessions_[id] = {session, ioc};
-}
-
-void ConnectionRegistry::Remove(uint64_t id) {
-  std::lock_guard lock(mu_);
-  sessions_.erase(id);
-}
-
-void ConnectionRegistry::CloseIdle() {
-  std::lock_guard lock(mu_);
-  for (const auto& [id, entry] : sessions_) {
-    asio::post(*entry.ioc, [this, id = id] {
-      SessionBase* session = nullptr;
-      {
-        std::lock_guard inner(mu_);
-        auto it = sessions_.find(id);
-        if (it != sessions_.end()) {
-          session = it->second.session;
-        }
-      }
-      // Same thread as the session: it cannot be destroyed between the lookup and the call.
-      if (session != nullptr) {
-        session->CloseIfIdle();
-      }
-    });
-  }
-}
 
 void StartSession(SessionShared& shared, asio::io_context& ioc, tcp::socket socket) {
   const uint64_t id = g_next_session_id.fetch_add(1);

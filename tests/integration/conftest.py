@@ -26,6 +26,7 @@ TEST_CONFIG = """
 [gateway]
 read_timeout = "2s"
 idle_timeout = "3s"
+header_timeout = "3s"
 max_header_bytes = "16KiB"
 max_object_bytes = "256MiB"
 """

@@ -211,7 +211,7 @@ def test_signed_payload_mismatch(server, made_bucket):
 
 def test_trickling_header_is_cut_off(server):
     """A client sending its header a byte at a time cannot hold the connection past the
-    header timeout (idle_timeout = 3s in the test config)."""
+    header timeout (header_timeout = 3s in the test config)."""
     start = time.time()
     with socket.create_connection(("127.0.0.1", server.port), timeout=15) as s:
         closed = False

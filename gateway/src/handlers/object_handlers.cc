@@ -284,6 +284,9 @@ Response HandleCopyObject(HandlerEnv& env, Request& req) {
   }
   const storage::ObjectKey src{std::string(path.substr(0, slash)),
                                std::string(path.substr(slash + 1))};
+  if (!IsValidObjectKey(src.name)) {
+    return InvalidKeyEncoding("x-amz-copy-source", src.name);
+  }
   if (std::optional<Response> denied = env.access->Check(req, S3Op::kGetObject, src.bucket)) {
     return std::move(*denied);
   }

@@ -4,6 +4,8 @@
 
 #include <fmt/core.h>
 
+#include "oc/common/utf8.h"
+
 namespace oc::gateway {
 namespace {
 
@@ -14,24 +16,6 @@ bool IsNameChar(char c) {
          c == '-' || c == '.' || c == ':' || static_cast<unsigned char>(c) >= 0x80;
 }
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
-
-void AppendUtf8(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out->push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
 
 class Parser {
  public:
@@ -351,32 +335,75 @@ void XmlWriter::Element(std::string_view name, uint64_t value) {
 }
 
 void AppendXmlEscaped(std::string_view text, std::string* out) {
-  for (char c : text) {
+  // U+FFFD REPLACEMENT CHARACTER, for what XML 1.0 cannot carry (as Go's encoding/xml and
+  // so MinIO write it): a byte that is not part of well-formed UTF-8, and a character outside
+  // XML 1.0's Char production (C0 controls other than tab, LF, CR; U+FFFE, U+FFFF), which
+  // not even a character reference may name. Listings with encoding-type=url carry such
+  // keys exactly (docs/decisions.md, "Gateway: hostile HTTP input").
+  static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
+  size_t i = 0;
+  while (i < text.size()) {
+    const char c = text[i];
     switch (c) {
       case '&':
         out->append("&amp;");
-        break;
+        ++i;
+        continue;
       case '<':
         out->append("&lt;");
-        break;
+        ++i;
+        continue;
       case '>':
         out->append("&gt;");
-        break;
+        ++i;
+        continue;
       case '"':
         out->append("&quot;");
-        break;
+        ++i;
+        continue;
       case '\'':
         out->append("&apos;");
-        break;
+        ++i;
+        continue;
+      // Written as references so a parser's line-end and whitespace normalisation keeps them.
+      case '\t':
+        out->append("&#x9;");
+        ++i;
+        continue;
+      case '\n':
+        out->append("&#xA;");
+        ++i;
+        continue;
+      case '\r':
+        out->append("&#xD;");
+        ++i;
+        continue;
       default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          // Control characters are legal in S3 keys; XML 1.0 allows only tab, LF, CR
-          // literally, so everything else becomes a character reference as S3 writes it.
-          out->append(fmt::format("&#x{:X};", static_cast<unsigned>(c)));
-        } else {
-          out->push_back(c);
-        }
+        break;
     }
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte < 0x80) {
+      out->push_back(c);
+      ++i;
+      continue;
+    }
+    if (byte < 0x20) {
+      out->append(kReplacement);
+      ++i;
+      continue;
+    }
+    std::optional<Utf8Char> ch = DecodeUtf8(text.substr(i));
+    if (!ch) {
+      out->append(kReplacement);
+      ++i;
+      continue;
+    }
+    if (ch->code_point == 0xFFFE || ch->code_point == 0xFFFF) {
+      out->append(kReplacement);
+    } else {
+      out->append(text.substr(i, ch->length));
+    }
+    i += ch->length;
   }
 }
 
@@ -389,7 +416,14 @@ const XmlNode* XmlNode::Child(std::string_view child_name) const {
   return nullptr;
 }
 
-Result<XmlNode> ParseXml(std::string_view document) { return Parser(document).Document(); }
+Result<XmlNode> ParseXml(std::string_view document) {
+  // XML 1.0 section 4.3.3: a document without an encoding declaration is UTF-8, and S3
+  // accepts nothing else; a stray byte here would otherwise reach a key.
+  if (!IsValidUtf8(document)) {
+    return Status::InvalidArgument("xml", "the document is not well-formed UTF-8");
+  }
+  return Parser(document).Document();
+}
 
 Result<std::vector<XmlPart>> ParseCompleteMultipartUpload(std::string_view body) {
   OC_ASSIGN_OR_RETURN(XmlNode root, ParseXml(body));

@@ -25,7 +25,10 @@ inline constexpr uint32_t kMaxXmlDepth = 16;
 // 10000 <Part> (3 nodes each); anything larger is refused before building more nodes.
 inline constexpr uint32_t kMaxXmlNodes = 40000;
 
-// Appends `text` to `out`, escaping &, <, >, " and ' (and control characters as references).
+// Appends `text` to `out` as XML 1.0 character data that is well-formed whatever the bytes:
+// &, <, >, " and ' as entities; tab, LF and CR as character references; every byte that is
+// not part of well-formed UTF-8 and every character XML 1.0 cannot carry (other C0 controls,
+// U+FFFE, U+FFFF) as U+FFFD. Everything else is copied.
 void AppendXmlEscaped(std::string_view text, std::string* out);
 
 class XmlWriter {
@@ -62,7 +65,7 @@ struct XmlNode {
 };
 
 // Parses a whole document; returns its root element. kInvalidArgument (field "xml") with the
-// byte offset on any violation.
+// byte offset on any violation, or when the document is not well-formed UTF-8.
 Result<XmlNode> ParseXml(std::string_view document);
 
 // --- The request bodies ---

@@ -56,6 +56,20 @@ TEST(Validate, EveryFailureNamesItsField) {
       {"long prefix",
        [](Descriptor& d) { std::get<CompactKeys>(d.keys).prefix = std::string(993, 'p'); },
        "x-oc-key-prefix"},
+      // S3 keys are UTF-8 and the store reserves NUL (docs/protocol.md, "Limits and
+      // validation"): a surrogate, a stray byte, an overlong form or NUL is refused.
+      {"name with a surrogate",
+       [](Descriptor& d) {
+         d.keys = ExplicitKeys{{"a", "k\xED\xA0\x80"}};
+       },
+       "x-oc-chunk-names"},
+      {"name with 0xFF", [](Descriptor& d) { d.keys = ExplicitKeys{{"k\xFF"}}; },
+       "x-oc-chunk-names"},
+      {"name with NUL", [](Descriptor& d) { d.keys = ExplicitKeys{{std::string("k\0", 2)}}; },
+       "x-oc-chunk-names"},
+      {"overlong prefix",
+       [](Descriptor& d) { std::get<CompactKeys>(d.keys).prefix = "m/\xC0\xAF"; },
+       "x-oc-key-prefix"},
       {"zero layers", [](Descriptor& d) { d.num_layers = 0; }, "x-oc-num-layers"},
       {"too many layers", [](Descriptor& d) { d.num_layers = 1025; }, "x-oc-num-layers"},
       {"zero tokens", [](Descriptor& d) { d.chunk_tokens = 0; }, "x-oc-chunk-tokens"},

@@ -6,7 +6,11 @@
 // Callers write key=value fields and always the request id where one exists; never
 // secrets. Thread safety: every function may be called from any thread; a line is
 // written with one write(2), so lines from different threads do not interleave.
+// A line never carries a raw control byte: bytes below 0x20 and 0x7F in the formatted text
+// (a request's key, header or query) are written as \xNN, so a client cannot forge or split
+// lines. A field whose value comes from a request goes through LogField as well.
 
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -21,6 +25,10 @@ void SetLogLevel(LogLevel level);
 LogLevel GetLogLevel();
 // Parses "debug", "info", "warn", "error", "off"; false if unknown.
 bool ParseLogLevel(std::string_view text, LogLevel* level);
+
+// `value` made safe for a key=value field: bytes outside visible ASCII (0x21..0x7E), and backslash,
+// '"' and '=', as \xNN, so the field ends at the next space and parses back unambiguously.
+std::string LogField(std::string_view value);
 
 namespace internal {
 void WriteLogLine(LogLevel level, std::string_view component, std::string_view text);

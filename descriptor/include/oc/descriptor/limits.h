@@ -57,12 +57,13 @@ struct Limits {
   Status Validate() const;
 };
 
-// Checks `d` against `limits`: N in 1..max_chunks; every object name 1..max_key_bytes bytes;
-// L, G, S in 1..max; S even for kv_2ltd; known layout and delivery; N·L·S without overflow
-// and <= max_total_bytes; a target's worker address and rkey non-empty and within
-// max_target_blob_bytes, address + length within 64 bits, length >= N·L·S; compute window
-// 1..max_compute_window_us when present; request id at most kMaxRequestIdBytes of visible
-// ASCII. OK, or the first failure as kInvalidArgument/kDescriptor naming the header.
+// Checks `d` against `limits`: N in 1..max_chunks; every object name (and key prefix)
+// well-formed UTF-8 without NUL, 1..max_key_bytes bytes; L, G, S in 1..max; S even for kv_2ltd;
+// known layout and delivery; N·L·S without overflow and <= max_total_bytes; a target's worker
+// address and rkey non-empty and within max_target_blob_bytes, address + length within 64 bits,
+// length >= N·L·S; compute window 1..max_compute_window_us when present; request id at most
+// kMaxRequestIdBytes of visible ASCII. OK, or the first failure as kInvalidArgument/kDescriptor
+// naming the header.
 Status Validate(const Descriptor& d, const Limits& limits);
 
 }  // namespace oc::descriptor

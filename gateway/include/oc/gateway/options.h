@@ -25,7 +25,10 @@ struct GatewayOptions {
   // Durable PUTs wait in fsync here: more threads let more PUTs share one WAL sync.
   // Default: 16
   uint32_t store_threads = 16;
-  // Open connections beyond this are accepted and closed at once.
+  // Open connections at most. At the limit a new connection is admitted by closing the
+  // oldest one still waiting for a request: first those that have sent nothing, then those
+  // part-way through a request header, then kept-alive ones between requests; when every
+  // connection is busy with a request, the new one is closed at once.
   // Default: 1024
   uint32_t max_connections = 1024;
   // Largest request header block; larger gets 400 RequestHeaderSectionTooLarge and a close.
@@ -45,10 +48,14 @@ struct GatewayOptions {
   // the connection; beyond it the connection is closed after the response.
   // Default: 1 MiB
   uint64_t max_drain_bytes = 1 << 20;
-  // How long a keep-alive connection may wait for the next request, and the whole header
-  // block may take to arrive (a trickling client cannot hold a connection).
+  // How long a kept-alive connection may wait for the first byte of its next request.
   // Default: 60s
   std::chrono::milliseconds idle_timeout = std::chrono::seconds(60);
+  // How long a request line and header block may take to arrive: from accept (TLS handshake
+  // included) on a new connection, from its first byte on a kept-alive one. A client that
+  // connects and sends nothing, or trickles its header (slowloris), is closed after this.
+  // Default: 10s
+  std::chrono::milliseconds header_timeout = std::chrono::seconds(10);
   // Limit for each body read or response write step (stream_piece_bytes or less): a body
   // must arrive at stream_piece_bytes per read_timeout at least.
   // Default: 30s
