@@ -252,3 +252,41 @@ def test_anonymous_reads_of_a_public_bucket_keep_working(server):
     status, _, resp = send(server, "PUT", path, [("Host", host(server))], b"overwrite")
     error_of(status, resp, "AccessDenied")
     assert s3.get_object(Bucket=PUBLIC_BUCKET, Key="open")["Body"].read() == b"for all"
+
+
+def test_anonymous_descriptor_request_may_not_name_a_target(server):
+    s3 = server.boto3()
+    try:
+        s3.create_bucket(Bucket=PUBLIC_BUCKET)
+    except s3.exceptions.BucketAlreadyOwnedByYou:
+        pass
+    put_toy_chunks(server, PUBLIC_BUCKET)
+    query = "objectcache="
+    anonymous = [("Host", host(server))] + list(TOY.items())
+    status, _, resp = send(server, "GET", target(f"/{PUBLIC_BUCKET}", query), anonymous)
+    assert status == 200 and resp == LAYER_MAJOR
+    target_fields = [("x-oc-target-worker", "00"), ("x-oc-target-rkey", "00"),
+                     ("x-oc-target-address", "4096"), ("x-oc-target-length", "24")]
+    status, _, resp = send(server, "GET", target(f"/{PUBLIC_BUCKET}", query),
+                           anonymous + target_fields)
+    error_of(status, resp, "AccessDenied", "x-oc-target-address")
+
+
+# ---- descriptor bodies ----
+
+def descriptor_body(fields):
+    return "".join(f"{k}: {v}\n" for k, v in fields.items()).encode()
+
+
+def test_descriptor_post_body_must_be_signed(server, made_bucket):
+    put_toy_chunks(server, made_bucket)
+    body = descriptor_body(TOY)
+    path, query = f"/{made_bucket}", "objectcache="
+    h = signed(server, "POST", path, query, {}, body)  # x-amz-content-sha256: the body's hash
+    status, _, resp = send(server, "POST", target(path, query), h, body)
+    assert status == 200 and resp == LAYER_MAJOR
+    # The same body under UNSIGNED-PAYLOAD: whoever relays it could rewrite the descriptor.
+    h = signed(server, "POST", path, query, {}, body, payload_hash="UNSIGNED-PAYLOAD")
+    tampered = descriptor_body(dict(TOY, **{"x-oc-delivery": "chunk-major"}))
+    status, _, resp = send(server, "POST", target(path, query), h, tampered)
+    error_of(status, resp, "AccessDenied", "x-amz-content-sha256")

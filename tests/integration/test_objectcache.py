@@ -5,6 +5,7 @@ buffer (shared memory, and TCP with UCX_TLS=tcp for both processes) and from the
 chunk-major) arrangement computed here from the source chunks. Per-layer notifications are
 checked from `oc get-layers`' "layer <l> <us>" lines. Runs over the embedded and the remote
 store (conftest's `server` fixture)."""
+import hashlib
 import os
 import shutil
 import signal
@@ -220,10 +221,10 @@ def test_partial_hit_and_probe(server, made_bucket, tmp):
 # SigV4 (and the gateway, like AWS) uses "objectcache=": curl requests spell it "?objectcache=".
 # It also signs a body's hash without sending x-amz-content-sha256, so PUTs name the payload
 # mode themselves (UNSIGNED-PAYLOAD), which curl then signs.
-def curl_sig(server):
+def curl_sig(server, payload_hash="UNSIGNED-PAYLOAD"):
     return ["--aws-sigv4", "aws:amz:us-east-1:s3", "--user",
             f"{server.access_key}:{server.secret_key}", "-H",
-            "x-amz-content-sha256: UNSIGNED-PAYLOAD"]
+            f"x-amz-content-sha256: {payload_hash}"]
 
 
 def curl(server, args, data=None):
@@ -289,7 +290,10 @@ def test_curl_walkthrough(server, made_bucket, tmp):
                 "x-oc-chunk-hashes: 73915cab52f8c56eb1816a3a2513692d\n"
                 "x-oc-chunk-hashes: a5e3d64f612716482e00d38104516b19\n"
                 "x-oc-num-layers: 2\nx-oc-chunk-tokens: 4\nx-oc-layer-bytes: 6\n")
-    status, h, body = curl(server, [*curl_sig(server), "-X", "POST", "-H",
+    # A descriptor body must be signed (docs/protocol.md, "Signing"): its SHA-256, not
+    # UNSIGNED-PAYLOAD.
+    digest = hashlib.sha256(open(desc, "rb").read()).hexdigest()
+    status, h, body = curl(server, [*curl_sig(server, digest), "-X", "POST", "-H",
                                     "Content-Type: text/plain", "--data-binary", "@" + desc, url])
     assert status == 200 and body == b"a0Ka0Vb0Kb0Va1Ka1Vb1Kb1V"
     # kv_2ltd objects answer the same payload.

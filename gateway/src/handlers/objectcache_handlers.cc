@@ -47,13 +47,14 @@ Status CheckCovered(const Request& req, const descriptor::Descriptor& d) {
   if (req.user == nullptr) {
     if (d.target.has_value()) {
       return Status(Code::kPermissionDenied, Subject::kDescriptor, "x-oc-target-address",
-                    "a data-plane target needs an authenticated request");
+                    "x-oc-target-address: a data-plane target needs an authenticated request");
     }
     return Status::Ok();
   }
   if (req.method == "POST" && !req.body_signed) {
-    return Status(Code::kPermissionDenied, Subject::kSignature, "x-amz-content-sha256",
-                  "a descriptor POST body must be signed: send its SHA-256, not UNSIGNED-PAYLOAD");
+    return Status(
+        Code::kPermissionDenied, Subject::kSignature, "x-amz-content-sha256",
+        "a descriptor POST body must be signed: x-amz-content-sha256 must be its SHA-256");
   }
   return Status::Ok();
 }
