@@ -7,15 +7,16 @@ bytes, and absent chunks stay absent."""
 import hashlib
 import hmac
 import socket
+import time
 
 import pytest
 
 import sigv4
 
 LAYERS = 2
-LAYER_BYTES = 32 << 10
-CHUNK = LAYERS * LAYER_BYTES  # 64 KiB per chunk object
-N = 4
+LAYER_BYTES = 64 << 10
+CHUNK = LAYERS * LAYER_BYTES  # 128 KiB per chunk object
+N = 8  # 1 MiB bodies: several of the gateway's 256 KiB body reads
 STREAMING = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"
 EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
 
@@ -45,6 +46,9 @@ def exchange(server, data, close_early=False):
     with socket.create_connection(("127.0.0.1", server.port), timeout=15) as s:
         s.sendall(data)
         if close_early:
+            # Let the server take in what was sent as body (not with the end of the stream),
+            # so it has received whole chunks when the client goes away.
+            time.sleep(0.5)
             s.shutdown(socket.SHUT_WR)
         out = []
         try:
@@ -144,7 +148,7 @@ def chunked_put(server, bucket, keys, body, bad_chunk):
     extra = {"content-encoding": "aws-chunked",
              "x-amz-decoded-content-length": str(len(body))}
     h = signed_put(server, bucket, keys, b"", payload_hash=STREAMING, extra=extra)
-    encoded = aws_chunked(server, h, body, 40 << 10, bad_chunk)
+    encoded = aws_chunked(server, h, body, 64 << 10, bad_chunk)
     h.update({"Content-Length": str(len(encoded)), "Connection": "close"})
     return exchange(server, request_bytes("PUT", f"/{bucket}?objectcache=", h, encoded))
 
@@ -156,7 +160,7 @@ def test_aws_chunked_with_a_bad_third_chunk_signature_stores_nothing(server, mad
     answer = chunked_put(server, made_bucket, keys, good, bad_chunk=None)
     assert status_of(answer) == 200, answer[:2000]
     assert stored(server, made_bucket, keys) == chunks_of(good)
-    # Chunks 1 and 2 (80 KiB: all of descriptor chunk 0) verify; chunk 3 does not.
+    # aws-chunked chunks 1 and 2 (128 KiB: all of descriptor chunk 0) verify; chunk 3 does not.
     answer = chunked_put(server, made_bucket, keys, body_of(4), bad_chunk=3)
     assert status_of(answer) == 403, answer[:2000]
     assert b"<Code>SignatureDoesNotMatch</Code>" in answer
@@ -176,14 +180,14 @@ def test_body_shorter_than_content_length_stores_nothing(server, made_bucket):
                    ("unsigned", signed_put(server, made_bucket, keys, evil,
                                            payload_hash="UNSIGNED-PAYLOAD"))]:
         h.update({"Content-Length": str(len(evil))})
-        # 2.5 chunks, then the client goes away: the server answers (or closes) only after
+        # 5.5 chunks, then the client goes away: the server answers (or closes) only after
         # it has given up the request.
         exchange(server, request_bytes("PUT", f"/{made_bucket}?objectcache=", h,
-                                       evil[:5 * CHUNK // 2]), close_early=True)
+                                       evil[:11 * CHUNK // 2]), close_early=True)
         assert stored(server, made_bucket, keys) == chunks_of(good), tag
     fresh = names("short-fresh")
     h = signed_put(server, made_bucket, fresh, evil, payload_hash="UNSIGNED-PAYLOAD")
     h.update({"Content-Length": str(len(evil))})
     exchange(server, request_bytes("PUT", f"/{made_bucket}?objectcache=", h,
-                                   evil[:5 * CHUNK // 2]), close_early=True)
+                                   evil[:11 * CHUNK // 2]), close_early=True)
     assert stored(server, made_bucket, fresh) == [None] * N
