@@ -14,8 +14,10 @@
 // Writes: every object version (and every part) gets a fresh data id. Extents are written
 // under it (small objects: in the commit batch; large ones: flushed unsynced in bounded
 // batches after a pending record), then one synced WriteBatch puts the metadata, removes
-// the pending record and DeleteRanges the extents of the version it replaces. Readers take
-// a RocksDB snapshot, so they keep seeing the version they opened.
+// the pending record and DeleteRanges the extents of the version it replaces. A group of
+// objects (PutGroup, rocks_group.cc: a descriptor PUT's chunks) stages every object the same
+// way and commits all their records in one such batch. Readers take a RocksDB snapshot, so
+// they keep seeing the version they opened.
 //
 // Locks: bucket_mu_ is held shared by every commit and exclusively by CreateBucket and
 // DeleteBucket (so a bucket cannot be emptied-and-deleted under a commit); a striped key
@@ -27,7 +29,8 @@
 // cannot share because the key lock is held across a synced Write. A commit is visible to
 // readers from its write, before it is acknowledged; a crash before the sync loses it (and
 // every later write: the WAL is replayed as a prefix), never an acknowledged one. The
-// other writes (buckets, multipart records, KV chunks) keep WriteOptions::sync.
+// same holds for group commits; the other writes (buckets, multipart records) keep
+// WriteOptions::sync.
 
 #include <array>
 #include <atomic>
