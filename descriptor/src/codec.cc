@@ -315,23 +315,24 @@ struct Scan {
 };
 
 // The version is checked before anything else, so a request in a later version gets this
-// error rather than one about a field this version does not know.
+// error rather than one about a field this version does not know. Only the first
+// x-oc-version counts here; a second one is refused by ScanFields in request order, like any
+// repeated field (so an unknown field before it is named first).
 template <typename ForEach>
 Status CheckVersion(ForEach&& for_each) {
   std::optional<std::string_view> version;
-  bool twice = false;
-  OC_RETURN_IF_ERROR(for_each([&](std::string_view name, std::string_view value) {
+  // Stops the walk at the first x-oc-version: a sentinel error, never returned.
+  const Status found = Status::Internal("found");
+  Status walked = for_each([&](std::string_view name, std::string_view value) {
     if (EqualsIgnoreCase(name, Name(Field::kVersion))) {
-      twice = twice || version.has_value();
       version = value;
+      return found;
     }
     return Status::Ok();
-  }));
+  });
   if (!version.has_value()) {
+    OC_RETURN_IF_ERROR(walked);  // a malformed body line before any version
     return Invalid(Name(Field::kVersion), "required; this server speaks version 1");
-  }
-  if (twice) {
-    return Invalid(Name(Field::kVersion), "given more than once");
   }
   if (*version != "1") {
     return Invalid(Name(Field::kVersion),
@@ -341,13 +342,21 @@ Status CheckVersion(ForEach&& for_each) {
   return Status::Ok();
 }
 
+bool IsTargetField(Field f) {
+  return f == Field::kTargetWorker || f == Field::kTargetRkey || f == Field::kTargetAddress ||
+         f == Field::kTargetLength;
+}
+
 template <typename ForEach>
-Result<Scan> ScanFields(ForEach&& for_each, const Limits& limits) {
+Result<Scan> ScanFields(ForEach&& for_each, const Limits& limits, Purpose purpose) {
   Scan scan;
   OC_RETURN_IF_ERROR(for_each([&](std::string_view name, std::string_view value) -> Status {
     const std::optional<Field> f = Lookup(name);
     if (!f.has_value()) {
       return Invalid(EchoName(name), "unknown descriptor field");
+    }
+    if (purpose == Purpose::kProbe && IsTargetField(*f)) {
+      return Status::Ok();
     }
     if (*f == Field::kChunkHashes || *f == Field::kChunkNames) {
       const bool hashes = *f == Field::kChunkHashes;
@@ -474,15 +483,19 @@ Result<uint32_t> Required32(const Scan& scan, Field f) {
 }
 
 template <typename ForEach>
-Result<Descriptor> Decode(ForEach&& for_each, const Limits& limits) {
+Result<Descriptor> Decode(ForEach&& for_each, const Limits& limits, Purpose purpose) {
   OC_RETURN_IF_ERROR(CheckVersion(for_each));
-  OC_ASSIGN_OR_RETURN(const Scan scan, ScanFields(for_each, limits));
+  OC_ASSIGN_OR_RETURN(const Scan scan, ScanFields(for_each, limits, purpose));
   Descriptor d;
   OC_ASSIGN_OR_RETURN(d.num_layers, Required32(scan, Field::kNumLayers));
   OC_ASSIGN_OR_RETURN(d.chunk_tokens, Required32(scan, Field::kChunkTokens));
   OC_ASSIGN_OR_RETURN(d.layer_bytes, Required64(scan, Field::kLayerBytes));
   if (const auto& v = scan.Get(Field::kLayout)) {
     OC_ASSIGN_OR_RETURN(d.layout, ParseLayout(*v));
+  } else if (purpose == Purpose::kPut) {
+    // The bytes are stored in this order; a default would silently mislabel LMCache's
+    // kv_2ltd chunks.
+    return Invalid(Name(Field::kLayout), "required for a descriptor PUT (kv_l2td or kv_2ltd)");
   }
   if (const auto& v = scan.Get(Field::kDelivery)) {
     OC_ASSIGN_OR_RETURN(d.delivery, ParseDelivery(*v));
@@ -616,7 +629,8 @@ std::string EncodeBody(const Descriptor& d) {
   return body;
 }
 
-Result<Descriptor> DecodeHeaders(std::span<const HeaderField> headers, const Limits& limits) {
+Result<Descriptor> DecodeHeaders(std::span<const HeaderField> headers, const Limits& limits,
+                                 Purpose purpose) {
   uint64_t bytes = 0;
   for (const HeaderField& h : headers) {
     if (!HasOcPrefix(h.name)) {
@@ -632,16 +646,16 @@ Result<Descriptor> DecodeHeaders(std::span<const HeaderField> headers, const Lim
   }
   return Decode(
       [headers](auto&& fn) { return ForEachHeader(headers, std::forward<decltype(fn)>(fn)); },
-      limits);
+      limits, purpose);
 }
 
-Result<Descriptor> DecodeBody(std::string_view body, const Limits& limits) {
+Result<Descriptor> DecodeBody(std::string_view body, const Limits& limits, Purpose purpose) {
   if (body.size() > limits.max_body_bytes) {
     return Invalid(kBodyField,
                    fmt::format("{} bytes; the limit is {}", body.size(), limits.max_body_bytes));
   }
   return Decode([body](auto&& fn) { return ForEachBodyLine(body, std::forward<decltype(fn)>(fn)); },
-                limits);
+                limits, purpose);
 }
 
 std::string_view ServeModeName(ServeMode mode) {

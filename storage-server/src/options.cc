@@ -12,7 +12,6 @@ namespace {
 constexpr uint32_t kMaxKvStagingBuffers = 1024;
 constexpr uint64_t kMaxKvStagingBufferBytes = 256ull << 20;
 constexpr uint64_t kMaxKvStagingBytes = 4ull << 30;
-constexpr uint32_t kMaxKvPendingCommits = 64;
 constexpr uint64_t kMaxKvPutReadBytes = 64ull << 20;
 
 // The [kv] table (conf/storage-server.toml, conf/objectcache.toml): KvOptions field by field.
@@ -26,7 +25,6 @@ Status ApplyKvConfig(const oc::Config& config, KvOptions* kv) {
   OC_RETURN_IF_ERROR(config.ReadDuration("kv.data_plane_timeout", &kv->data_plane_timeout));
   OC_RETURN_IF_ERROR(config.Read("kv.data_plane_direct_writes", &kv->data_plane_direct_writes));
   OC_RETURN_IF_ERROR(config.Read("kv.zero_copy", &kv->zero_copy));
-  OC_RETURN_IF_ERROR(config.Read("kv.max_pending_commits", &kv->max_pending_commits));
   OC_RETURN_IF_ERROR(config.ReadSize("kv.put_read_bytes", &kv->put_read_bytes));
   return Status::Ok();
 }
@@ -62,10 +60,6 @@ Status StoreOptions::Validate() const {
       kv.data_plane_staging_buffers * kv.data_plane_staging_buffer_bytes > kMaxKvStagingBytes) {
     return Status::InvalidArgument("kv.data_plane_staging_buffer_bytes",
                                    "must be at most 256MiB, and buffers x bytes at most 4GiB");
-  }
-  if (kv.max_pending_commits > kMaxKvPendingCommits) {
-    return Status::InvalidArgument("kv.max_pending_commits",
-                                   "must be 1.." + std::to_string(kMaxKvPendingCommits));
   }
   if (kv.put_read_bytes > kMaxKvPutReadBytes) {
     return Status::InvalidArgument("kv.put_read_bytes", "must be at most 64MiB");

@@ -36,14 +36,6 @@ constexpr uint64_t kDataIdBlock = 1 << 16;
 // Copy streams through a buffer of this size.
 constexpr uint64_t kCopyBufferBytes = 1 << 20;
 
-rocksdb::Slice AsSlice(const ExtentKey& key) { return {key.data(), key.size()}; }
-
-std::string PendingKey(uint64_t data_id) {
-  std::string key(8, '\0');
-  PutBigEndian64(data_id, reinterpret_cast<std::byte*>(key.data()));
-  return key;
-}
-
 Status BadKeyStatus(std::string field, std::string message) {
   return Status(Code::kInvalidArgument, Subject::kNone, std::move(field), std::move(message));
 }
@@ -121,14 +113,8 @@ class RocksWriter final : public ObjectWriter {
 
  private:
   Status EmitExtent(bool may_flush) {
-    if ((flags_ & kSegmentExtentHash) != 0) {
-      std::byte trailer[kExtentHashBytes];
-      PutLittleEndian64(ExtentHash(AsBytes(buf_)), trailer);
-      buf_.append(reinterpret_cast<const char*>(trailer), kExtentHashBytes);
-    }
-    const ExtentKey key = EncodeExtentKey(data_id_, next_extent_++);
-    rocksdb::Status s = batch_.Put(store_->extents_cf(), AsSlice(key), buf_);
-    OC_RETURN_IF_ERROR(FromRocks(s));
+    OC_RETURN_IF_ERROR(
+        AddExtent(&batch_, store_->extents_cf(), data_id_, next_extent_++, flags_, &buf_));
     batch_bytes_ += buf_.size();
     buf_.clear();
     if (may_flush && batch_bytes_ >= store_->options().write_batch_bytes) {
@@ -231,6 +217,23 @@ class RocksReader final : public ObjectReader {
 };
 
 }  // namespace
+
+std::string PendingKey(uint64_t data_id) {
+  std::string key(8, '\0');
+  PutBigEndian64(data_id, reinterpret_cast<std::byte*>(key.data()));
+  return key;
+}
+
+Status AddExtent(rocksdb::WriteBatch* batch, rocksdb::ColumnFamilyHandle* cf, uint64_t data_id,
+                 uint64_t index, uint8_t flags, std::string* bytes) {
+  if ((flags & kSegmentExtentHash) != 0) {
+    std::byte trailer[kExtentHashBytes];
+    PutLittleEndian64(ExtentHash(AsBytes(*bytes)), trailer);
+    bytes->append(reinterpret_cast<const char*>(trailer), kExtentHashBytes);
+  }
+  const ExtentKey key = EncodeExtentKey(data_id, index);
+  return FromRocks(batch->Put(cf, AsSlice(key), *bytes));
+}
 
 Status FromRocks(const rocksdb::Status& s) {
   if (s.ok()) {
@@ -525,8 +528,8 @@ Result<uint64_t> RocksStore::NewDataId() {
   return next_data_id_++;
 }
 
-std::mutex& RocksStore::KeyMutex(std::string_view db_key) {
-  return key_mu_[std::hash<std::string_view>{}(db_key) % kKeyStripes];
+size_t RocksStore::KeyStripe(std::string_view db_key) {
+  return std::hash<std::string_view>{}(db_key) % kKeyStripes;
 }
 
 Status RocksStore::CheckBucket(std::string_view bucket, const rocksdb::ReadOptions& ro) {

@@ -14,8 +14,10 @@
 // Writes: every object version (and every part) gets a fresh data id. Extents are written
 // under it (small objects: in the commit batch; large ones: flushed unsynced in bounded
 // batches after a pending record), then one synced WriteBatch puts the metadata, removes
-// the pending record and DeleteRanges the extents of the version it replaces. Readers take
-// a RocksDB snapshot, so they keep seeing the version they opened.
+// the pending record and DeleteRanges the extents of the version it replaces. A group of
+// objects (PutGroup, rocks_group.cc: a descriptor PUT's chunks) stages every object the same
+// way and commits all their records in one such batch. Readers take a RocksDB snapshot, so
+// they keep seeing the version they opened.
 //
 // Locks: bucket_mu_ is held shared by every commit and exclusively by CreateBucket and
 // DeleteBucket (so a bucket cannot be emptied-and-deleted under a commit); a striped key
@@ -27,7 +29,8 @@
 // cannot share because the key lock is held across a synced Write. A commit is visible to
 // readers from its write, before it is acknowledged; a crash before the sync loses it (and
 // every later write: the WAL is replayed as a prefix), never an acknowledged one. The
-// other writes (buckets, multipart records, KV chunks) keep WriteOptions::sync.
+// same holds for group commits; the other writes (buckets, multipart records) keep
+// WriteOptions::sync.
 
 #include <array>
 #include <atomic>
@@ -45,7 +48,9 @@
 #include <rocksdb/snapshot.h>
 #include <rocksdb/write_batch.h>
 
+#include "extent_key.h"
 #include "kv/kv_engine.h"
+#include "md5.h"
 #include "meta_codec.h"
 #include "oc/common/thread_annotations.h"
 #include "oc/storage/options.h"
@@ -58,6 +63,16 @@ namespace oc::storage {
 Status FromRocks(const rocksdb::Status& s);
 
 int64_t NowUnixMs();
+
+inline rocksdb::Slice AsSlice(const ExtentKey& key) { return {key.data(), key.size()}; }
+
+// Key of a data id's record in the pending column family.
+std::string PendingKey(uint64_t data_id);
+
+// Adds extent `index` of `data_id` to *batch in `cf`: *bytes, extended by their XXH3-64 when
+// `flags` has kSegmentExtentHash (extent_io.h reads both forms).
+Status AddExtent(rocksdb::WriteBatch* batch, rocksdb::ColumnFamilyHandle* cf, uint64_t data_id,
+                 uint64_t index, uint8_t flags, std::string* bytes);
 
 // Extent size of a new object or part: explicit, else the chunk's contiguous layer range
 // (S for KV_L2TD, S/2 for KV_2LTD), else `default_bytes` (types.h PutOptions).
@@ -120,6 +135,8 @@ class RocksStore final : public Store {
   Result<ObjectMeta> Copy(const ObjectKey& src, const ObjectKey& dst,
                           const std::optional<PutOptions>& replace) override;
   Result<ListResult> List(std::string_view bucket, const ListOptions& options) override;
+  // rocks_group.cc: one metadata batch commits the whole group.
+  Result<std::unique_ptr<ObjectGroupWriter>> PutGroup(std::string_view bucket) override;
 
   Result<std::string> CreateMultipartUpload(const ObjectKey& key,
                                             const PutOptions& options) override;
@@ -186,6 +203,22 @@ class RocksStore final : public Store {
                                  rocksdb::WriteBatch* batch);
   // Frees the extents of an uncommitted data id (a writer dropped without Commit).
   void DiscardData(uint64_t data_id, bool flushed);
+  // One object of an ObjectGroupWriter (rocks_group.cc): its extents are under segment.data_id
+  // (with a pending record once any reached RocksDB).
+  struct GroupMember {
+    std::string name;
+    PutOptions options;
+    Segment segment;
+    Md5Digest md5{};
+  };
+  // Commits `members` of `bucket` in one batch: *batch (their last extents) plus every
+  // object record, the removal of every pending record and the DeleteRange of every
+  // replaced version (and of a member whose name a later member repeats); returns once it is
+  // durable. *written tells whether the batch was written: if not, nothing refers to the
+  // members' extents and the caller frees them.
+  Result<std::vector<ObjectMeta>> CommitGroup(std::string_view bucket,
+                                              std::span<const GroupMember> members,
+                                              rocksdb::WriteBatch* batch, bool* written);
 
  private:
   explicit RocksStore(const StoreOptions& options);
@@ -194,7 +227,9 @@ class RocksStore final : public Store {
   Status CheckBucket(std::string_view bucket, const rocksdb::ReadOptions& ro);
   Result<std::optional<ObjectRecord>> GetRecord(const std::string& db_key,
                                                 const rocksdb::ReadOptions& ro);
-  std::mutex& KeyMutex(std::string_view db_key);
+  // The key_mu_ stripe of an object's metadata key.
+  static size_t KeyStripe(std::string_view db_key);
+  std::mutex& KeyMutex(std::string_view db_key) { return key_mu_[KeyStripe(db_key)]; }
   // CommitWrite's locked part: checks, builds and writes the batch under the key lock.
   Result<ObjectMeta> WriteCommit(const WriteTarget& target, const Segment& segment,
                                  const std::array<std::byte, 16>& md5, bool flushed,

@@ -310,8 +310,20 @@ def test_curl_walkthrough(server, made_bucket, tmp):
 
 def test_bad_descriptors_are_clean_errors(server, made_bucket, tmp):
     url = f"{server.endpoint}/{made_bucket}?objectcache="
-    curl(server, [*curl_sig(server), "-X", "PUT", "--data-binary", "@-", url, *TOY],
-         data=b"a0Ka0Va1Ka1Vb0Kb0Vb1Kb1V")
+    # x-oc-layout is required on a PUT (docs/protocol.md).
+    status, _, body = curl(server, [*curl_sig(server), "-X", "PUT", "--data-binary", "@-", url,
+                                    *TOY], data=b"a0Ka0Va1Ka1Vb0Kb0Vb1Kb1V")
+    assert status == 400 and b"<ArgumentName>x-oc-layout</ArgumentName>" in body, body
+    status, _, body = curl(server, [*curl_sig(server), "-X", "PUT", "--data-binary", "@-", url,
+                                    *TOY, "-H", "x-oc-layout: kv_l2td"],
+                           data=b"a0Ka0Va1Ka1Vb0Kb0Vb1Kb1V")
+    assert status == 200, body
+    # A probe ignores the target fields: the GET's header set, even one whose target the GET
+    # refuses, gets the probe's answer.
+    status, h, body = curl(server, [*curl_sig(server), url.replace("objectcache=",
+                                                                   "objectcache=&probe="),
+                                    *toy(x_oc_target_worker="00", x_oc_target_length="23")])
+    assert status == 200 and h["x-oc-matched-chunks"] == "2", body
     target = dict(x_oc_target_worker="00", x_oc_target_rkey="00",
                   x_oc_target_address="4096")
     bad = [

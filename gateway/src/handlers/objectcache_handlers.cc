@@ -59,8 +59,9 @@ Status CheckCovered(const Request& req, const descriptor::Descriptor& d) {
   return Status::Ok();
 }
 
-// The descriptor of a GET (headers) or POST (body; then no x-oc-* header may be present).
-Result<descriptor::Descriptor> DecodeDescriptor(const Request& req) {
+// The descriptor of a GET (headers) or POST (body; then no x-oc-* header may be present),
+// decoded for `purpose` (a probe ignores the target fields, a PUT requires x-oc-layout).
+Result<descriptor::Descriptor> DecodeDescriptor(const Request& req, descriptor::Purpose purpose) {
   const descriptor::Limits limits;
   Result<descriptor::Descriptor> d = Status::Internal("unset");
   if (req.method == "POST") {
@@ -70,14 +71,14 @@ Result<descriptor::Descriptor> DecodeDescriptor(const Request& req) {
                       "a POST carries the descriptor in its body only");
       }
     }
-    d = descriptor::DecodeBody(req.body, limits);
+    d = descriptor::DecodeBody(req.body, limits, purpose);
   } else {
     std::vector<descriptor::HeaderField> fields;
     fields.reserve(req.headers.size());
     for (const auto& [name, value] : req.headers) {
       fields.push_back({name, value});
     }
-    d = descriptor::DecodeHeaders(fields, limits);
+    d = descriptor::DecodeHeaders(fields, limits, purpose);
   }
   if (!d.has_value()) {
     return d.error();
@@ -197,11 +198,13 @@ Response GetIntoBody(HandlerEnv& env, Request& req, const descriptor::Descriptor
 Response HandleGetObjectCache(HandlerEnv& env, Request& req) {
   // Access was checked by Dispatch (kGetObjectCache reads, like GetObject).
   const Clock::time_point start = Clock::now();
-  Result<descriptor::Descriptor> d = DecodeDescriptor(req);
+  const bool probe = req.Query("probe").has_value();
+  Result<descriptor::Descriptor> d =
+      DecodeDescriptor(req, probe ? descriptor::Purpose::kProbe : descriptor::Purpose::kGet);
   if (!d.has_value()) {
     return Response::FromStatus(d.error(), &req);
   }
-  if (req.Query("probe")) {
+  if (probe) {
     return Probe(env, req, *d);
   }
   if (d->target) {
@@ -325,7 +328,7 @@ UploadStart OpenPutObjectCache(HandlerEnv& env, Request& req, uint64_t body_byte
     start.error = std::move(*denied);
     return start;
   }
-  Result<descriptor::Descriptor> d = DecodeDescriptor(req);
+  Result<descriptor::Descriptor> d = DecodeDescriptor(req, descriptor::Purpose::kPut);
   if (!d.has_value()) {
     start.error = Response::FromStatus(d.error(), &req);
     return start;

@@ -1,12 +1,10 @@
-// Descriptor PUT (kv_engine.h): N chunk objects, each stored atomically with its ChunkShape
-// (so its extents are one contiguous layer range), bytes pulled from the client's registered
-// buffer over UCX or read chunk-major from a ChunkSource. Chunk j is committed on a helper
-// thread while chunk j+1 arrives; at most max_pending_commits run at once, and concurrent
-// synced commits share WAL fsyncs through RocksDB's write groups (docs/decisions.md,
-// "KV: descriptor PUT commits").
-
-#include <deque>
-#include <future>
+// Descriptor PUT (kv_engine.h): N chunk objects with their ChunkShape (so each one's extents
+// are one contiguous layer range), bytes pulled from the client's registered buffer over UCX
+// or read chunk-major from a ChunkSource, stored all or nothing (docs/decisions.md, "KV: a
+// descriptor PUT is all-or-nothing"): every chunk is written into one ObjectGroupWriter as
+// its bytes arrive, invisible, and the group commits only after the last byte arrived and
+// the source reported its verified end. Any error before that drops the group, which frees
+// what it wrote; no chunk of the request becomes visible and earlier versions stay.
 
 #include <fmt/core.h>
 
@@ -20,8 +18,6 @@ namespace {
 uint64_t Micros(Clock::duration d) {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(d).count());
 }
-
-using Commit = std::future<Result<ObjectMeta>>;
 
 }  // namespace
 
@@ -46,21 +42,9 @@ Result<KvPutReport> PutChunks(Store& store, std::string_view bucket,
   PutOptions put;
   put.chunk = ChunkShape{d.layout, d.num_layers, d.layer_bytes};
   put.expected_size = chunk_bytes;
+  OC_ASSIGN_OR_RETURN(std::unique_ptr<ObjectGroupWriter> group, store.PutGroup(bucket));
 
-  std::deque<Commit> commits;
-  Status first_error;
-  auto settle = [&](Commit& c) {
-    const Clock::time_point t0 = Clock::now();
-    Result<ObjectMeta> r = c.get();
-    report.commit_wait_us += Micros(Clock::now() - t0);
-    if (r.has_value()) {
-      ++report.chunks;
-      report.bytes += chunk_bytes;
-    } else if (first_error.ok()) {
-      first_error = std::move(r).error();
-    }
-  };
-  auto receive = [&](ObjectWriter& writer, uint64_t chunk) -> Status {
+  auto receive = [&](uint64_t chunk) -> Status {
     // Chunk j's bytes sit at [j·L·S, (j+1)·L·S) of the source: its chunk-major offset.
     const uint64_t base = g.DestinationOffset(descriptor::Delivery::kChunkMajor, 0, chunk);
     uint64_t done = 0;
@@ -71,7 +55,7 @@ Result<KvPutReport> PutChunks(Store& store, std::string_view bucket,
         const uint64_t n = std::min<uint64_t>(chunk_bytes - done, staging.bytes().size());
         OC_RETURN_IF_ERROR(plane->ReadRemote(*d.target, base + done, staging, n));
         report.receive_us += Micros(Clock::now() - t0);
-        OC_RETURN_IF_ERROR(writer.Append(ByteSpan(staging.bytes().data(), n)));
+        OC_RETURN_IF_ERROR(group->Append(ByteSpan(staging.bytes().data(), n)));
         done += n;
         continue;
       }
@@ -85,43 +69,31 @@ Result<KvPutReport> PutChunks(Store& store, std::string_view bucket,
       if (n > want) {
         return Status::Internal("chunk source returned more bytes than asked");
       }
-      OC_RETURN_IF_ERROR(writer.Append(ByteSpan(heap.data(), n)));
+      OC_RETURN_IF_ERROR(group->Append(ByteSpan(heap.data(), n)));
       done += n;
     }
     return Status::Ok();
   };
 
-  for (uint64_t j = 0; j < d.num_chunks() && first_error.ok(); ++j) {
-    Result<std::unique_ptr<ObjectWriter>> opened =
-        store.Put({std::string(bucket), d.ObjectName(j)}, put);
-    if (!opened.has_value()) {
-      first_error = std::move(opened).error();
-      break;
-    }
-    std::unique_ptr<ObjectWriter> writer = std::move(*opened);
-    if (Status s = receive(*writer, j); !s.ok()) {
-      first_error = std::move(s);
-      break;  // the writer is discarded: nothing of chunk j becomes visible
-    }
-    commits.push_back(
-        std::async(std::launch::async, [w = std::move(writer)]() { return w->Commit(); }));
-    while (commits.size() >= options.max_pending_commits) {
-      settle(commits.front());
-      commits.pop_front();
-    }
+  // Every return before the group's Commit drops it: nothing of the request is visible.
+  for (uint64_t j = 0; j < d.num_chunks(); ++j) {
+    OC_RETURN_IF_ERROR(group->Begin(d.ObjectName(j), put));
+    OC_RETURN_IF_ERROR(receive(j));
   }
-  for (Commit& c : commits) {
-    settle(c);
-  }
-  if (first_error.ok() && body != nullptr && !d.target.has_value()) {
+  if (!d.target.has_value()) {
+    // The source's verified end (kv.h): a checked body reads 0 only once every check passed.
     std::byte extra{};
     OC_ASSIGN_OR_RETURN(uint64_t n, body->Read(MutableByteSpan(&extra, 1)));
     if (n != 0) {
-      first_error = Status(Code::kInvalidArgument, Subject::kEntity, "",
-                           fmt::format("body longer than the {} bytes of N·L·S", g.total_bytes()));
+      return Status(Code::kInvalidArgument, Subject::kEntity, "",
+                    fmt::format("body longer than the {} bytes of N·L·S", g.total_bytes()));
     }
   }
-  OC_RETURN_IF_ERROR(first_error);
+  const Clock::time_point commit_start = Clock::now();
+  OC_ASSIGN_OR_RETURN(std::vector<ObjectMeta> committed, group->Commit());
+  report.commit_wait_us = Micros(Clock::now() - commit_start);
+  report.chunks = committed.size();
+  report.bytes = g.total_bytes();
   report.total_us = Micros(Clock::now() - started);
   return report;
 }

@@ -25,9 +25,6 @@ Status KvOptions::Validate() const {
   if (data_plane_timeout.count() <= 0) {
     return Status::InvalidArgument("kv.data_plane_timeout", "must be positive");
   }
-  if (max_pending_commits == 0) {
-    return Status::InvalidArgument("kv.max_pending_commits", "must be positive");
-  }
   if (put_read_bytes == 0) {
     return Status::InvalidArgument("kv.put_read_bytes", "must be positive");
   }

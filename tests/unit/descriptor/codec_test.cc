@@ -323,6 +323,117 @@ TEST(Codec, EveryDecodeErrorNamesItsField) {
   }
 }
 
+// docs/protocol.md: after the version, the first offending field in request order is named,
+// in headers and in a POST body alike.
+TEST(Codec, TheFirstOffendingFieldInRequestOrderIsNamed) {
+  struct Row {
+    std::string_view what;
+    HeaderList extra;  // appended to MinimalHeaders, in this order
+    std::string_view field;
+  };
+  for (const Row& row : {
+           Row{"unknown before a repeated version",
+               {{"x-oc-bogus", "1"}, {"x-oc-version", "1"}},
+               "x-oc-bogus"},
+           Row{"repeated version before an unknown",
+               {{"x-oc-version", "1"}, {"x-oc-bogus", "1"}},
+               "x-oc-version"},
+           Row{"unknown before a repeated field",
+               {{"x-oc-bogus", "1"}, {"x-oc-num-layers", "3"}},
+               "x-oc-bogus"},
+           Row{"repeated field before an unknown",
+               {{"x-oc-num-layers", "3"}, {"x-oc-bogus", "1"}},
+               "x-oc-num-layers"},
+       }) {
+    SCOPED_TRACE(row.what);
+    HeaderList h = MinimalHeaders();
+    h.insert(h.end(), row.extra.begin(), row.extra.end());
+    Result<Descriptor> d = DecodeList(h);
+    ASSERT_FALSE(d.has_value());
+    EXPECT_EQ(d.error().field(), row.field) << d.error();
+    std::string body;
+    for (const auto& [name, value] : h) {
+      body += name + ": " + value + "\n";
+    }
+    Result<Descriptor> b = DecodeBody(body, Limits{});
+    ASSERT_FALSE(b.has_value());
+    EXPECT_EQ(b.error().field(), row.field) << b.error();
+  }
+  // In a body, a line without ':' is an offender in its place too.
+  const std::string head = "x-oc-version: 1\n";
+  Result<Descriptor> b = DecodeBody(head + "x-oc-bogus: 1\nno colon\n", Limits{});
+  ASSERT_FALSE(b.has_value());
+  EXPECT_EQ(b.error().field(), "x-oc-bogus") << b.error();
+  b = DecodeBody(head + "no colon\nx-oc-bogus: 1\n", Limits{});
+  ASSERT_FALSE(b.has_value());
+  EXPECT_EQ(b.error().field(), "body") << b.error();
+  // A later version is still refused first, whatever follows.
+  b = DecodeBody("x-oc-bogus: 1\nx-oc-version: 2\nx-oc-version: 1\n", Limits{});
+  ASSERT_FALSE(b.has_value());
+  EXPECT_EQ(b.error().field(), "x-oc-version") << b.error();
+}
+
+// docs/protocol.md, the batch existence query: target fields are ignored, so a client may
+// send the header set of its GET (even one the GET would refuse for its target).
+TEST(Codec, TheProbeIgnoresTargetFields) {
+  for (const HeaderList& target : {
+           HeaderList{{"x-oc-target-worker", "00"}},  // incomplete
+           HeaderList{{"x-oc-target-worker", "zz"},
+                      {"x-oc-target-rkey", "00"},
+                      {"x-oc-target-address", "1"},
+                      {"x-oc-target-length", "1"}},  // bad hex, too short for N·L·S
+           HeaderList{{"x-oc-target-worker", "00"},
+                      {"x-oc-target-rkey", "00"},
+                      {"x-oc-target-address", "1"},
+                      {"x-oc-target-length", "1"}},  // well formed but too short
+       }) {
+    HeaderList h = MinimalHeaders();
+    h.insert(h.end(), target.begin(), target.end());
+    SCOPED_TRACE(h.back().first + ": " + h.back().second);
+    Result<Descriptor> get = DecodeList(h);
+    const bool get_ok = get.has_value() && Validate(*get, Limits{}).ok();
+    EXPECT_FALSE(get_ok) << "the GET checks its target";
+    Result<Descriptor> probe = DecodeHeaders(View(h), Limits{}, Purpose::kProbe);
+    ASSERT_TRUE(probe.has_value()) << probe.error();
+    EXPECT_FALSE(probe->target.has_value());
+    EXPECT_TRUE(Validate(*probe, Limits{}).ok());
+    std::string body;
+    for (const auto& [name, value] : h) {
+      body += name + ": " + value + "\n";
+    }
+    Result<Descriptor> from_body = DecodeBody(body, Limits{}, Purpose::kProbe);
+    ASSERT_TRUE(from_body.has_value()) << from_body.error();
+    EXPECT_EQ(*from_body, *probe);
+  }
+  // Unknown fields are still refused in a probe.
+  HeaderList h = MinimalHeaders();
+  h.emplace_back("x-oc-target-colour", "blue");
+  Result<Descriptor> probe = DecodeHeaders(View(h), Limits{}, Purpose::kProbe);
+  ASSERT_FALSE(probe.has_value());
+  EXPECT_EQ(probe.error().field(), "x-oc-target-colour");
+}
+
+// docs/protocol.md, descriptor PUT: x-oc-layout is required (the bytes are stored in that
+// order); GET and probe default it to kv_l2td.
+TEST(Codec, APutRequiresTheLayout) {
+  HeaderList h = MinimalHeaders();
+  Result<Descriptor> put = DecodeHeaders(View(h), Limits{}, Purpose::kPut);
+  ASSERT_FALSE(put.has_value());
+  EXPECT_EQ(put.error().code(), Code::kInvalidArgument);
+  EXPECT_EQ(put.error().field(), "x-oc-layout") << put.error();
+  Result<Descriptor> get = DecodeList(h);
+  ASSERT_TRUE(get.has_value()) << get.error();
+  EXPECT_EQ(get->layout, StoredLayout::kL2TD);
+  h.emplace_back("x-oc-layout", "kv_2ltd");
+  put = DecodeHeaders(View(h), Limits{}, Purpose::kPut);
+  ASSERT_TRUE(put.has_value()) << put.error();
+  EXPECT_EQ(put->layout, StoredLayout::k2LTD);
+  // The encoders always write it, so liboc_client's PUTs carry it.
+  const Descriptor d = samples::Compact(3);
+  EXPECT_TRUE(DecodeHeaders(View(EncodeHeaders(d)), Limits{}, Purpose::kPut).has_value());
+  EXPECT_TRUE(DecodeBody(EncodeBody(d), Limits{}, Purpose::kPut).has_value());
+}
+
 TEST(Codec, UnsupportedVersionSaysWhichVersionIsSpoken) {
   HeaderList h = MinimalHeaders();
   h[0].second = "2";

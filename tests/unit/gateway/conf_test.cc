@@ -58,7 +58,6 @@ TEST(ConfFiles, KvTableListsEveryKeyAtItsDefault) {
     storage::StoreOptions store;
     store.kv.layerwise_threshold_bytes = 1;  // changed, so the file must set it back
     store.kv.data_plane_staging_buffers = 1;
-    store.kv.max_pending_commits = 1;
     store.kv.data_plane_direct_writes = false;
     ASSERT_TRUE(storage::ApplyConfig(*config, &store).ok());
     ASSERT_TRUE(store.Validate().ok());
@@ -69,7 +68,6 @@ TEST(ConfFiles, KvTableListsEveryKeyAtItsDefault) {
     EXPECT_EQ(store.kv.data_plane_staging_buffer_bytes, defaults.data_plane_staging_buffer_bytes);
     EXPECT_EQ(store.kv.data_plane_timeout, defaults.data_plane_timeout);
     EXPECT_EQ(store.kv.data_plane_direct_writes, defaults.data_plane_direct_writes);
-    EXPECT_EQ(store.kv.max_pending_commits, defaults.max_pending_commits);
     EXPECT_EQ(store.kv.put_read_bytes, defaults.put_read_bytes);
   }
 }
@@ -79,7 +77,7 @@ TEST(ConfFiles, KvTableSetsEveryField) {
       "[kv]\nlayerwise_threshold = \"1\"\ndata_plane_transports = \"tcp\"\n"
       "data_plane_staging_buffers = 3\ndata_plane_staging_buffer_bytes = \"64KiB\"\n"
       "data_plane_timeout = \"2s\"\ndata_plane_direct_writes = false\n"
-      "max_pending_commits = 2\nput_read_bytes = \"256KiB\"\n");
+      "put_read_bytes = \"256KiB\"\n");
   ASSERT_TRUE(config.has_value()) << config.error();
   storage::StoreOptions store;
   ASSERT_TRUE(storage::ApplyConfig(*config, &store).ok());
@@ -91,7 +89,6 @@ TEST(ConfFiles, KvTableSetsEveryField) {
   EXPECT_EQ(store.kv.data_plane_staging_buffer_bytes, 64u << 10);
   EXPECT_EQ(store.kv.data_plane_timeout, std::chrono::milliseconds(2'000));
   EXPECT_FALSE(store.kv.data_plane_direct_writes);
-  EXPECT_EQ(store.kv.max_pending_commits, 2u);
   EXPECT_EQ(store.kv.put_read_bytes, 256u << 10);
 }
 
@@ -108,7 +105,6 @@ TEST(ConfFiles, BadKvValuesAndUnknownKvKeysAreRefused) {
            Row{"[kv]\ndata_plane_staging_buffer_bytes = \"1GiB\"\n",
                "kv.data_plane_staging_buffer_bytes"},
            Row{"[kv]\ndata_plane_timeout = 5\n", "kv.data_plane_timeout"},
-           Row{"[kv]\nmax_pending_commits = 100\n", "kv.max_pending_commits"},
            Row{"[kv]\nput_read_bytes = \"1GiB\"\n", "kv.put_read_bytes"},
            Row{"[kv]\ndata_plane_transports = 3\n", "kv.data_plane_transports"},
            Row{"[kv]\ndata_plane_direct_writes = \"yes\"\n", "kv.data_plane_direct_writes"},

@@ -3,6 +3,7 @@
 //  - every acknowledged object reads back byte-exact (xxHash and size);
 //  - no partial object is visible: each visible object is a version the writer wrote whole
 //    for that key (the last acknowledged one, or the one in flight when it was killed);
+//  - a group of objects committed together (Store::PutGroup) is visible whole or not at all;
 //  - recovery freed every uncommitted write: the extent records are exactly those of the
 //    visible objects, and no write is left pending.
 
@@ -98,14 +99,30 @@ TEST(CrashTest, AcknowledgedObjectsSurviveSigkillAndNothingPartialIsVisible) {
   for (int round = 0; round < kRounds; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     const auto run_for = std::chrono::milliseconds(60 + rng() % 240);
+    // The last group the writer began and how many of its members it acknowledged: if the
+    // kill came before all were, that group was the last write, and must be all or nothing.
+    uint64_t last_group = 0;
+    std::vector<std::pair<std::string, Version>> group_members;
+    size_t group_acked = 0;
     for (const std::string& line : RunAndKill(dir.path().string(), rng(), run_for)) {
       std::istringstream in(line);
       char kind = 0;
       std::string key, hash_hex;
       Version v;
-      in >> kind >> key >> hash_hex >> v.size;
+      uint64_t group = 0;
+      in >> kind >> key >> hash_hex >> v.size >> group;
       ASSERT_FALSE(in.fail()) << line;
       v.hash = std::stoull(hash_hex, nullptr, 16);
+      if (kind == 'W' && group != 0) {
+        if (group != last_group) {
+          last_group = group;
+          group_members.clear();
+          group_acked = 0;
+        }
+        group_members.emplace_back(key, v);
+      } else if (kind == 'A' && group != 0) {
+        ++group_acked;
+      }
       if (kind == 'W') {
         maybe[key].push_back(v);
       } else {
@@ -133,10 +150,11 @@ TEST(CrashTest, AcknowledgedObjectsSurviveSigkillAndNothingPartialIsVisible) {
     for (const auto& [k, v] : maybe) {
       keys.insert(k);
     }
+    std::map<std::string, std::optional<Version>> visible;
     for (const std::string& key : keys) {
       SCOPED_TRACE(key);
       Result<std::unique_ptr<ObjectReader>> r = store.Get({"crash", key}, ByteRange::All());
-      std::optional<Version> seen;
+      std::optional<Version>& seen = visible[key];
       if (r.has_value()) {
         Result<std::string> bytes = ReadAll(**r, 1 << 20);
         ASSERT_TRUE(bytes.has_value()) << bytes.error();
@@ -155,6 +173,14 @@ TEST(CrashTest, AcknowledgedObjectsSurviveSigkillAndNothingPartialIsVisible) {
         committed[key] = seen;  // committed before the ack could be printed
       }
       maybe[key].clear();
+    }
+    if (group_acked < group_members.size()) {  // killed inside the last group
+      size_t shown = 0;
+      for (const auto& [key, v] : group_members) {
+        shown += visible[key] == v ? 1 : 0;
+      }
+      EXPECT_TRUE(shown == 0 || shown == group_members.size())
+          << shown << " of the " << group_members.size() << " objects of an unacknowledged group";
     }
     RocksStore& rocks = dynamic_cast<RocksStore&>(store);
     Result<uint64_t> extents = rocks.CountExtents();

@@ -1,14 +1,17 @@
 // storage_crash_writer DATA_DIR SEED: the writer half of the crash test (crash_test.cc).
 // Opens the store and writes objects of random sizes (some many extents and several
-// streamed flushes, many overwriting earlier keys) until killed. For every write it prints
-//   W <key> <xxh3-64 hex> <size>   before the first byte is appended (an intent), and
-//   A <key> <xxh3-64 hex> <size>   only after Commit returned (acknowledged),
-// each line with one write(2) to stdout, so what the test reads is exactly what the writer
-// knew at the moment it was killed.
+// streamed flushes, many overwriting earlier keys) until killed, one at a time or, one time
+// in four, as a group of 2-4 objects of distinct keys committed together (Store::PutGroup).
+// For every object it prints
+//   W <key> <xxh3-64 hex> <size> <group>   before its first byte is appended (an intent), and
+//   A <key> <xxh3-64 hex> <size> <group>   only after Commit returned (acknowledged),
+// <group> numbering the groups from 1 (0 for a single object), each line with one write(2)
+// to stdout, so what the test reads is exactly what the writer knew when it was killed.
 
 #include <unistd.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -23,11 +26,12 @@ namespace {
 constexpr int kKeys = 24;
 constexpr uint64_t kExtentBytes = 64 << 10;
 
-void Emit(char kind, const std::string& key, uint64_t hash, uint64_t size) {
+void Emit(char kind, const std::string& key, uint64_t hash, uint64_t size, uint64_t group) {
   char line[256];
   const int n =
-      std::snprintf(line, sizeof(line), "%c %s %016llx %llu\n", kind, key.c_str(),
-                    static_cast<unsigned long long>(hash), static_cast<unsigned long long>(size));
+      std::snprintf(line, sizeof(line), "%c %s %016llx %llu %llu\n", kind, key.c_str(),
+                    static_cast<unsigned long long>(hash), static_cast<unsigned long long>(size),
+                    static_cast<unsigned long long>(group));
   if (n <= 0 || ::write(1, line, static_cast<size_t>(n)) != n) {
     std::_Exit(3);
   }
@@ -61,23 +65,66 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::mt19937_64 rng(std::strtoull(argv[2], nullptr, 10));
-  for (;;) {
-    const std::string key = KeyName(static_cast<int>(rng() % kKeys));
-    uint64_t size = 0;
+  auto random_size = [&rng]() -> uint64_t {
     switch (rng() % 4) {
       case 0:
-        size = rng() % 100;
-        break;  // tiny, sometimes empty
+        return rng() % 100;  // tiny, sometimes empty
       case 1:
-        size = rng() % (3 * kExtentBytes);
-        break;  // one batch
+        return rng() % (3 * kExtentBytes);  // one batch
       default:
-        size = rng() % (20 * kExtentBytes);
-        break;  // streamed, many flushes
+        return rng() % (20 * kExtentBytes);  // streamed, many flushes
     }
+  };
+  uint64_t groups = 0;
+  for (;;) {
+    if (rng() % 4 == 0) {
+      const uint64_t group_id = ++groups;
+      std::vector<std::string> keys;
+      const size_t members = 2 + rng() % 3;
+      while (keys.size() < members) {
+        std::string k = KeyName(static_cast<int>(rng() % kKeys));
+        if (std::find(keys.begin(), keys.end(), k) == keys.end()) {
+          keys.push_back(std::move(k));
+        }
+      }
+      auto group = (*store)->PutGroup("crash");
+      if (!group.has_value()) {
+        std::fprintf(stderr, "group: %s\n", group.error().ToString().c_str());
+        return 1;
+      }
+      std::vector<std::pair<uint64_t, uint64_t>> written;  // hash, size
+      for (const std::string& k : keys) {
+        const uint64_t size = random_size();
+        const std::vector<std::byte> data = oc::testutil::PatternBytes(rng(), size);
+        const uint64_t hash = XXH3_64bits(data.data(), data.size());
+        Emit('W', k, hash, size, group_id);
+        oc::Status s = (*group)->Begin(k, {});
+        for (uint64_t pos = 0; s.ok() && pos < size;) {
+          const uint64_t n = std::min<uint64_t>(size - pos, 1 + rng() % (100 << 10));
+          s = (*group)->Append(oc::ByteSpan(data.data() + pos, n));
+          pos += n;
+        }
+        if (!s.ok()) {
+          std::fprintf(stderr, "group write: %s\n", s.ToString().c_str());
+          return 1;
+        }
+        written.emplace_back(hash, size);
+      }
+      auto metas = (*group)->Commit();
+      if (!metas.has_value()) {
+        std::fprintf(stderr, "group commit: %s\n", metas.error().ToString().c_str());
+        return 1;
+      }
+      for (size_t i = 0; i < keys.size(); ++i) {
+        Emit('A', keys[i], written[i].first, written[i].second, group_id);
+      }
+      continue;
+    }
+    const std::string key = KeyName(static_cast<int>(rng() % kKeys));
+    const uint64_t size = random_size();
     const std::vector<std::byte> data = oc::testutil::PatternBytes(rng(), size);
     const uint64_t hash = XXH3_64bits(data.data(), data.size());
-    Emit('W', key, hash, size);
+    Emit('W', key, hash, size, 0);
     auto writer = (*store)->Put({"crash", key}, {});
     if (!writer.has_value()) {
       std::fprintf(stderr, "put: %s\n", writer.error().ToString().c_str());
@@ -98,6 +145,6 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "commit: %s\n", meta.error().ToString().c_str());
       return 1;
     }
-    Emit('A', key, hash, size);
+    Emit('A', key, hash, size, 0);
   }
 }

@@ -4,6 +4,7 @@
 
 #include "kv/kv_engine.h"
 #include "kv_test_util.h"
+#include "rocks_store.h"
 #include "rpc/server.h"
 
 namespace oc::storage::kvtest {
@@ -110,7 +111,7 @@ TEST_F(KvPutTest, ChunksArePulledFromTheClientsBufferOverUcx) {
   }
 }
 
-TEST_F(KvPutTest, ABodyOfTheWrongLengthIsRefusedAndTheChunkInProgressIsNotVisible) {
+TEST_F(KvPutTest, ABodyOfTheWrongLengthIsRefusedAndNoChunkIsStored) {
   const Shape s{3, 2, 1'000, StoredLayout::kL2TD};
   Descriptor d = MakeDescriptor(s, false, 700);
   std::vector<std::vector<std::byte>> chunks;
@@ -126,8 +127,8 @@ TEST_F(KvPutTest, ABodyOfTheWrongLengthIsRefusedAndTheChunkInProgressIsNotVisibl
   EXPECT_EQ(r.error().subject(), Subject::kEntity);
   auto probe = store_->ProbeChunks(kBucket, d);
   ASSERT_TRUE(probe.has_value()) << probe.error();
-  EXPECT_EQ(probe->matched, 2u);  // chunks 0 and 1 are whole and committed; 2 is not there
-  EXPECT_EQ(probe->sizes[2], std::nullopt);
+  EXPECT_EQ(probe->matched, 0u);  // all or nothing: chunks 0 and 1 were whole, yet not stored
+  EXPECT_EQ(probe->sizes, std::vector<std::optional<uint64_t>>(s.n));
 
   Descriptor d2 = MakeDescriptor(s, true, 701);
   std::vector<std::byte> long_body = Body(chunks);
@@ -148,6 +149,117 @@ TEST_F(KvPutTest, ABodyOfTheWrongLengthIsRefusedAndTheChunkInProgressIsNotVisibl
   r = store_->PutChunks("no-such-bucket", d2, &unused);
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().code(), Code::kNotFound);
+}
+
+// A source that serves `bytes` and then fails, in place of more bytes or of its end.
+class FailingSource final : public ChunkSource {
+ public:
+  FailingSource(std::vector<std::byte> bytes, Status error)
+      : inner_(std::move(bytes), 5'000), error_(std::move(error)) {}
+  Result<uint64_t> Read(MutableByteSpan out) override {
+    OC_ASSIGN_OR_RETURN(const uint64_t n, inner_.Read(out));
+    if (n == 0) {
+      return error_;
+    }
+    return n;
+  }
+
+ private:
+  MemorySource inner_;
+  Status error_;
+};
+
+// What the store holds besides objects: extent records and pending (uncommitted) writes.
+struct Residue {
+  uint64_t extents = 0;
+  uint64_t pending = 0;
+  bool operator==(const Residue&) const = default;
+};
+Residue ResidueOf(Store& store) {
+  Residue r;
+  Result<uint64_t> extents = static_cast<RocksStore&>(store).CountExtents();
+  EXPECT_TRUE(extents.has_value());
+  r.extents = extents.has_value() ? *extents : 0;
+  Result<StoreStats> stats = store.Stats();
+  EXPECT_TRUE(stats.has_value());
+  if (!stats.has_value()) {
+    return r;
+  }
+  for (const auto& [name, value] : stats->figures) {
+    if (name == "writes_in_progress") {
+      r.pending = value;
+    }
+  }
+  return r;
+}
+
+// A store whose write batches flush every few extents, so a descriptor PUT has written some
+// chunks' extents to RocksDB (staged, pending) before it fails.
+class KvPutStagingTest : public KvPutTest {
+ protected:
+  void SetUp() override {
+    StoreOptions o = TestStoreOptions(dir_.path());
+    o.default_extent_bytes = 16 << 10;
+    o.write_batch_bytes = 16 << 10;
+    auto s = OpenLocalStore(o);
+    ASSERT_TRUE(s.has_value()) << s.error();
+    store_ = std::move(*s);
+    ASSERT_TRUE(store_->CreateBucket(kBucket, "tester").ok());
+  }
+};
+
+TEST_F(KvPutStagingTest, ASourceFailingAtChunk3StoresNothingAndKeepsEveryPreviousVersion) {
+  const Shape s{5, 4, 20'000, StoredLayout::kL2TD};  // 80 KB chunks, several flushes each
+  Descriptor d = MakeDescriptor(s, true, 900);
+  std::vector<std::vector<std::byte>> old_chunks, new_chunks;
+  for (uint64_t j = 0; j < s.n; ++j) {
+    old_chunks.push_back(ChunkBytes(900, j, s));
+    new_chunks.push_back(ChunkBytes(901, j, s));
+  }
+  // Chunks 0..3 stored (the previous versions); chunk 4 absent.
+  Descriptor four = d;
+  std::get<descriptor::CompactKeys>(four.keys).hashes.resize(4);
+  MemorySource first(Body({old_chunks.begin(), old_chunks.begin() + 4}), 7'000);
+  ASSERT_TRUE(store_->PutChunks(kBucket, four, &first).has_value());
+  const Residue before = ResidueOf(*store_);
+  EXPECT_EQ(before.pending, 0u);
+
+  struct Row {
+    std::string_view what;
+    uint64_t bytes;  // of the new body served before the error
+    Status error;
+  };
+  const uint64_t chunk = s.layers * s.s;
+  for (const Row& row : {
+           Row{"fails inside chunk 3", 3 * chunk + 12'345, Status::Cancelled("abandoned")},
+           Row{"fails at the start of chunk 3", 3 * chunk, Status::Unavailable("stalled")},
+           // Every byte arrived, but the source does not vouch for them (a bad payload hash).
+           Row{"fails instead of its end", s.n * chunk,
+               Status(Code::kInvalidArgument, Subject::kDigest, "x-amz-content-sha256", "bad")},
+       }) {
+    SCOPED_TRACE(row.what);
+    std::vector<std::byte> body = Body(new_chunks);
+    body.resize(row.bytes);
+    FailingSource source(std::move(body), row.error);
+    auto r = store_->PutChunks(kBucket, d, &source);
+    ASSERT_FALSE(r.has_value());
+    EXPECT_EQ(r.error().code(), row.error.code()) << r.error();
+    ExpectStored(*store_, four, {old_chunks.begin(), old_chunks.begin() + 4});
+    auto probe = store_->ProbeChunks(kBucket, d);
+    ASSERT_TRUE(probe.has_value()) << probe.error();
+    EXPECT_EQ(probe->matched, 4u);
+    EXPECT_EQ(probe->sizes[4], std::nullopt);
+    EXPECT_EQ(ResidueOf(*store_), before) << "the staged extents were not freed";
+  }
+  // The same request with a verified end replaces every chunk at once.
+  MemorySource good(Body(new_chunks), 9'000);
+  auto r = store_->PutChunks(kBucket, d, &good);
+  ASSERT_TRUE(r.has_value()) << r.error();
+  EXPECT_EQ(r->chunks, s.n);
+  ExpectStored(*store_, d, new_chunks);
+  EXPECT_EQ(ResidueOf(*store_).pending, 0u);
+  EXPECT_EQ(ResidueOf(*store_).extents, s.n * s.layers)  // one extent per layer slice
+      << "the replaced versions' extents were not freed";
 }
 
 TEST_F(KvPutTest, RemoteStoreServesTheDescriptorCallsOverTheRpc) {

@@ -15,6 +15,7 @@
 #include "kv/kv_engine.h"
 #include "kv_test_util.h"
 #include "oc/descriptor/codec.h"
+#include "rocks_store.h"
 #include "rpc/client_conn.h"
 #include "rpc/wire.h"
 #include "rpc_test_util.h"
@@ -462,6 +463,88 @@ TEST_F(RpcKvTest, TruncatedAndMisframedPutStreamsLeaveTheServerServing) {
   auto probe = remote_->ProbeChunks(kBucket, d);
   ASSERT_TRUE(probe.has_value()) << probe.error();
   EXPECT_EQ(probe->matched, 0u);
+}
+
+// A descriptor PUT over the RPC whose caller gives up after chunks 0..2 were streamed whole
+// (its source fails, it sends kAbort, or its connection drops) stores nothing on the server:
+// every chunk keeps its previous version, and the server frees what it staged.
+TEST_F(RpcKvTest, PutChunksAbortedAfterThreeWholeChunksStoresNothing) {
+  Start(1);
+  const Shape s{5, 2, 60'000, StoredLayout::kL2TD};
+  Descriptor d = MakeDescriptor(s, true, 70);
+  const std::vector<std::vector<std::byte>> old_chunks = StoreChunks(d, s, 70, s.n);
+  const uint64_t chunk = s.layers * s.s;
+  std::vector<std::byte> new_body;
+  for (uint64_t j = 0; j < s.n; ++j) {
+    const std::vector<std::byte> c = ChunkBytes(71, j, s);
+    new_body.insert(new_body.end(), c.begin(), c.end());
+  }
+  RocksStore& server_store = static_cast<RocksStore&>(*served_->local);
+  const Result<uint64_t> extents_before = server_store.CountExtents();
+  ASSERT_TRUE(extents_before.has_value());
+  auto expect_old = [&](std::string_view what) {
+    SCOPED_TRACE(what);
+    for (uint64_t j = 0; j < s.n; ++j) {
+      auto bytes =
+          GetString(*remote_, ObjectKey{kBucket, d.ObjectName(j)}, ByteRange::All(), 1 << 20);
+      ASSERT_TRUE(bytes.has_value()) << bytes.error();
+      EXPECT_TRUE(*bytes == std::string(reinterpret_cast<const char*>(old_chunks[j].data()),
+                                        old_chunks[j].size()))
+          << "chunk " << j << " was overwritten";
+    }
+    EXPECT_EQ(Figure(server_store.Stats().value(), "writes_in_progress"), 0u);
+    EXPECT_EQ(server_store.CountExtents().value(), *extents_before) << "staged extents left behind";
+  };
+
+  // The caller's source fails after 3 whole chunks: RemoteStore sends kAbort.
+  class Failing final : public ChunkSource {
+   public:
+    Failing(std::vector<std::byte> bytes) : inner_(std::move(bytes), 50'000) {}
+    Result<uint64_t> Read(MutableByteSpan out) override {
+      OC_ASSIGN_OR_RETURN(const uint64_t n, inner_.Read(out));
+      if (n == 0) {
+        return Status::Cancelled("the HTTP client left");
+      }
+      return n;
+    }
+
+   private:
+    kvtest::MemorySource inner_;
+  } failing({new_body.begin(), new_body.begin() + 3 * chunk});
+  auto put = remote_->PutChunks(kBucket, d, &failing);
+  ASSERT_FALSE(put.has_value());
+  EXPECT_EQ(put.error().code(), Code::kCancelled);
+  expect_old("caller source failed");
+
+  std::vector<std::byte> request;
+  rpc::EncodeFrame(&request, Op::kKvPutChunks, 0, 30, std::string(kBucket),
+                   descriptor::EncodeBody(d));
+  auto stream_three = [&](ClientConn& conn) {
+    ASSERT_TRUE(conn.WriteAll(request).ok());
+    for (uint64_t at = 0; at < 3 * chunk; at += 40'000) {
+      const uint64_t n = std::min<uint64_t>(40'000, 3 * chunk - at);
+      ASSERT_TRUE(conn.WriteFrame(Op::kData, 30, ByteSpan(new_body).subspan(at, n)).ok());
+    }
+  };
+  {  // kAbort after 3 whole chunks.
+    auto conn = Dial(*served_->server);
+    ASSERT_NE(conn, nullptr);
+    stream_three(*conn);
+    ASSERT_TRUE(conn->WriteFrame(Op::kAbort, 30, {}).ok());
+    EXPECT_EQ(ReadError(*conn, 30).code(), Code::kCancelled);
+  }
+  expect_old("kAbort");
+  {  // The connection drops after 3 whole chunks.
+    auto conn = Dial(*served_->server);
+    ASSERT_NE(conn, nullptr);
+    stream_three(*conn);
+  }
+  // No reply tells when the server's store call has ended after a drop: check over a second
+  // that no chunk changes (before, chunks 0..2 were committed as they arrived).
+  for (int i = 0; i < 10 && !HasFailure(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    expect_old("connection dropped");
+  }
 }
 
 // --- A scripted server: the client against streams a server breaks ---

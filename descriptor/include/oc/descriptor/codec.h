@@ -55,13 +55,27 @@ HeaderList EncodeHeaders(const Descriptor& d);
 inline constexpr size_t kBodyKeysPerLine = 64;
 std::string EncodeBody(const Descriptor& d);
 
+// What a descriptor is decoded for: the requests differ in the fields they require or ignore
+// (docs/protocol.md, "Requests").
+enum class Purpose : uint8_t {
+  kGet,    // GET or POST /{bucket}?objectcache: the fields as documented
+  kProbe,  // the batch existence query: x-oc-target-* fields are ignored (neither parsed nor
+           // checked), so a client may send the header set it will use for the GET
+  kPut,    // PUT /{bucket}?objectcache: x-oc-layout is required
+};
+
 // Decodes the `x-oc-*` headers among `headers`; other headers are ignored, an unknown
-// `x-oc-*` header is an error. kInvalidArgument/kDescriptor naming the field on any failure.
-Result<Descriptor> DecodeHeaders(std::span<const HeaderField> headers, const Limits& limits);
+// `x-oc-*` header is an error. kInvalidArgument/kDescriptor naming the field on any failure:
+// after the version (the first x-oc-version must be present and 1), the first offending
+// field in request order (unknown, or a single-valued field given again).
+Result<Descriptor> DecodeHeaders(std::span<const HeaderField> headers, const Limits& limits,
+                                 Purpose purpose = Purpose::kGet);
 
 // Decodes a POST body: "name: value" lines separated by LF or CRLF; blank lines and spaces
 // or tabs around names and values are ignored; every name must be a known `x-oc-*` field.
-Result<Descriptor> DecodeBody(std::string_view body, const Limits& limits);
+// Errors as for DecodeHeaders, lines taken in order (a line without ':' names "body").
+Result<Descriptor> DecodeBody(std::string_view body, const Limits& limits,
+                              Purpose purpose = Purpose::kGet);
 
 // How the server delivered the payload (DESIGN.md, Delivery): one batch and one completion
 // below the threshold Θ, layer by layer at or above it.

@@ -68,10 +68,6 @@ struct KvOptions {
   // zero-copy from the block cache"). Bodies always go through staging.
   // Default: true
   bool zero_copy = true;
-  // PutChunks commits chunk j while chunk j+1 arrives; at most this many commits run at once
-  // (concurrent synced commits share one WAL fsync through RocksDB's write groups).
-  // Default: 4
-  uint32_t max_pending_commits = 4;
   // Bytes PutChunks reads from a ChunkSource per call (its only buffer besides the store's
   // writers).
   // Default: 1 MiB
@@ -135,11 +131,15 @@ struct KvPutReport {
 
 // Where PutChunks pulls chunk bytes from when the descriptor has no data-plane target: the
 // N chunk objects back to back (chunk j at [j·L·S, (j+1)·L·S), each in its stored layout),
-// e.g. an HTTP request body.
+// e.g. an HTTP request body. PutChunks commits only once Read has returned 0, so a source
+// whose bytes are checked (a payload hash, aws-chunked signatures, the body's length) must
+// return 0 only after every check passed, and an error otherwise: the gateway's pipe returns
+// 0 once the session vouched for the whole body, the RPC's once the caller sent kCommit.
 class ChunkSource {
  public:
   virtual ~ChunkSource() = default;
-  // Fills up to out.size() bytes; returns how many (0 only at the end of the source).
+  // Fills up to out.size() bytes; returns how many (0 only at the verified end of the
+  // source). An error if the source was abandoned or failed its checks.
   virtual Result<uint64_t> Read(MutableByteSpan out) = 0;
 };
 

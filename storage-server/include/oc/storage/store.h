@@ -46,6 +46,32 @@ class ObjectWriter {
   virtual Result<ObjectMeta> Commit() = 0;
 };
 
+// Writes several new objects of one bucket that become visible together (a descriptor PUT's
+// N chunks; docs/decisions.md "KV: a descriptor PUT is all-or-nothing"). Objects are written
+// one after the other: Begin() starts the next one, Append() streams its bytes, which the
+// store writes out as they come under fresh internal ids, invisible to readers and holding
+// only a bounded amount in memory whatever the group's size. Commit() makes every object
+// visible and durable in one atomic step, each replacing its earlier version: readers and a
+// crash see all of them or none. Destroying the group without a successful Commit discards
+// every byte written; what a crash leaves behind is never visible and is freed at the store's
+// next open.
+class ObjectGroupWriter {
+ public:
+  virtual ~ObjectGroupWriter() = default;
+  // Starts object `name` (ending the previous one; see Commit for its checks).
+  // kInvalidArgument/kKey for a bad name; kInvalidArgument/kEntity if the previous object's
+  // expected_size was not met.
+  virtual Status Begin(std::string_view name, const PutOptions& options) = 0;
+  // Appends bytes to the object Begin started. REQUIRES: Begin was called.
+  virtual Status Append(ByteSpan data) = 0;
+  // Makes every object visible and durable; returns their metadata in Begin order.
+  // kInvalidArgument/kEntity if an object's expected_size was not met, kInvalidArgument/kDigest
+  // if its content_md5 differs, kNotFound/kBucket if the bucket was deleted meanwhile; on
+  // these nothing became visible. After Commit (either outcome) the group is spent. A name
+  // given twice keeps its last object.
+  virtual Result<std::vector<ObjectMeta>> Commit() = 0;
+};
+
 // Reads a resolved byte range of one version of an object.
 class ObjectReader {
  public:
@@ -92,6 +118,13 @@ class Store {
   // given (S3's x-amz-metadata-directive: REPLACE). Returns dst's new metadata.
   virtual Result<ObjectMeta> Copy(const ObjectKey& src, const ObjectKey& dst,
                                   const std::optional<PutOptions>& replace) = 0;
+  // Starts a group of new objects in `bucket` (ObjectGroupWriter above). kNotFound/kBucket if
+  // the bucket does not exist now (it is checked again at Commit); kUnimplemented from a
+  // store that cannot commit several objects atomically.
+  virtual Result<std::unique_ptr<ObjectGroupWriter>> PutGroup(std::string_view bucket) {
+    (void)bucket;
+    return Status::Unimplemented("this store cannot commit a group of objects atomically");
+  }
   // Keys of `bucket` in byte order, after options.start_after, grouped by delimiter.
   virtual Result<ListResult> List(std::string_view bucket, const ListOptions& options) = 0;
 
@@ -167,12 +200,14 @@ class Store {
                                         LayerSink* body_sink,
                                         const std::function<Status(const KvPlan&)>& on_plan) = 0;
 
-  // Stores the N chunks of `d`, each atomically and durably as an object with ChunkShape
-  // {layout, L, S} (extents of one contiguous layer range). Bytes come from the client's
-  // registered buffer over UCX when d.target is set (chunk j at [j·L·S, (j+1)·L·S) of it),
-  // else from `body`, the N objects back to back. kInvalidArgument/kEntity if the body is
-  // shorter or longer than N·L·S. Each chunk is atomic, the request is not: on an error the
-  // chunks committed before it stay (they are immutable, content-addressed KV).
+  // Stores the N chunks of `d` as objects with ChunkShape {layout, L, S} (extents of one
+  // contiguous layer range), all or nothing: they become visible and durable together, only
+  // after every byte arrived and `body` reported its end; on any error none is stored and
+  // every earlier version stays as it was. Bytes come from the client's registered buffer
+  // over UCX when d.target is set (chunk j at [j·L·S, (j+1)·L·S) of it), else from `body`,
+  // the N objects back to back, which must read 0 (its verified end, kv.h) right after N·L·S
+  // bytes. kInvalidArgument/kEntity if the body is shorter or longer than N·L·S; the source's
+  // error if it fails (e.g. kCancelled for an abandoned body).
   virtual Result<KvPutReport> PutChunks(std::string_view bucket, const descriptor::Descriptor& d,
                                         ChunkSource* body) = 0;
 

@@ -1,0 +1,262 @@
+// RocksStore::PutGroup: objects of one bucket written under fresh data ids and made visible
+// together by one metadata write (store.h, ObjectGroupWriter; docs/decisions.md "KV: a
+// descriptor PUT is all-or-nothing").
+//
+// The extents of every object of the group go into one shared WriteBatch, written unsynced
+// whenever it holds write_batch_bytes, so memory stays bounded whatever the group's size;
+// each data id's pending record goes into the batch of its first extent. Until the commit no
+// object record refers to those extents, so no reader can see them, and recovery at open
+// frees every pending id (rocks_store.h). The commit writes the last extents, every object
+// record, the removal of every pending record and the DeleteRange of every replaced version
+// in one batch under the keys' locks, then waits for a WAL sync like any object commit.
+
+#include <algorithm>
+#include <optional>
+#include <unordered_map>
+
+#include "meta_codec.h"
+#include "names.h"
+#include "oc/common/log.h"
+#include "rocks_store.h"
+#include "store_keys.h"
+
+namespace oc::storage {
+namespace {
+
+const Logger kLog{"storage"};
+
+class RocksGroupWriter final : public ObjectGroupWriter {
+ public:
+  RocksGroupWriter(RocksStore* store, std::string bucket, uint8_t flags)
+      : store_(store), bucket_(std::move(bucket)), flags_(flags) {}
+
+  ~RocksGroupWriter() override {
+    if (!written_) {
+      Discard();
+    }
+  }
+
+  Status Begin(std::string_view name, const PutOptions& options) override {
+    OC_RETURN_IF_ERROR(Usable());
+    failed_ = EndObject();
+    OC_RETURN_IF_ERROR(failed_);
+    OC_RETURN_IF_ERROR(ValidateObjectKey(name));
+    OC_ASSIGN_OR_RETURN(const uint64_t extent_bytes,
+                        ChooseExtentBytes(options, store_->options().default_extent_bytes));
+    Result<uint64_t> data_id = store_->NewDataId();
+    if (!data_id.has_value()) {
+      failed_ = data_id.error();
+      return failed_;
+    }
+    RocksStore::GroupMember m;
+    m.name = std::string(name);
+    m.options = options;
+    m.segment = Segment{*data_id, 0, extent_bytes, flags_};
+    members_.push_back(std::move(m));
+    md5_.emplace();
+    next_extent_ = 0;
+    buf_.clear();
+    return Status::Ok();
+  }
+
+  Status Append(ByteSpan data) override {
+    OC_RETURN_IF_ERROR(Usable());
+    if (!md5_.has_value()) {
+      return Status::FailedPrecondition(Subject::kEntity, "Append before Begin");
+    }
+    RocksStore::GroupMember& m = members_.back();
+    md5_->Update(data);
+    m.segment.size += data.size();
+    const uint64_t extent_bytes = m.segment.extent_bytes;
+    while (!data.empty()) {
+      if (buf_.capacity() < extent_bytes + kExtentHashBytes) {
+        uint64_t want = extent_bytes;
+        if (m.options.expected_size.has_value()) {
+          want = std::min(want, *m.options.expected_size);
+        }
+        buf_.reserve(want + kExtentHashBytes);
+      }
+      const uint64_t n = std::min<uint64_t>(extent_bytes - buf_.size(), data.size());
+      buf_.append(reinterpret_cast<const char*>(data.data()), n);
+      data = data.subspan(n);
+      if (buf_.size() == extent_bytes) {
+        failed_ = EmitExtent(/*may_flush=*/true);
+        OC_RETURN_IF_ERROR(failed_);
+      }
+    }
+    return Status::Ok();
+  }
+
+  Result<std::vector<ObjectMeta>> Commit() override {
+    OC_RETURN_IF_ERROR(Usable());
+    spent_ = true;
+    OC_RETURN_IF_ERROR(EndObject());
+    bool written = false;
+    Result<std::vector<ObjectMeta>> r = store_->CommitGroup(bucket_, members_, &batch_, &written);
+    // Written: the records refer to the extents, which stay even if the sync failed (the
+    // commit is then reported failed, as it may not survive a crash).
+    written_ = written;
+    return r;
+  }
+
+ private:
+  Status Usable() const {
+    if (spent_) {
+      return Status::FailedPrecondition(Subject::kEntity, "group already committed");
+    }
+    return failed_;
+  }
+
+  // Ends the object in progress: its last extent, its digest and the checks of its options.
+  Status EndObject() {
+    if (!md5_.has_value()) {
+      return Status::Ok();
+    }
+    if (!buf_.empty()) {
+      OC_RETURN_IF_ERROR(EmitExtent(/*may_flush=*/false));
+    }
+    RocksStore::GroupMember& m = members_.back();
+    m.md5 = md5_->Finish();
+    md5_.reset();
+    const PutOptions& o = m.options;
+    if (o.expected_size.has_value() && *o.expected_size != m.segment.size) {
+      return Status(Code::kInvalidArgument, Subject::kEntity, "Content-Length",
+                    "object " + m.name + " has " + std::to_string(m.segment.size) +
+                        " bytes, expected " + std::to_string(*o.expected_size));
+    }
+    if (o.content_md5.has_value() && *o.content_md5 != m.md5) {
+      return Status(Code::kInvalidArgument, Subject::kDigest, "Content-MD5",
+                    "Content-MD5 does not match the body");
+    }
+    return Status::Ok();
+  }
+
+  Status EmitExtent(bool may_flush) {
+    const uint64_t data_id = members_.back().segment.data_id;
+    if (next_extent_ == 0) {
+      OC_RETURN_IF_ERROR(FromRocks(batch_.Put(store_->pending_cf(), PendingKey(data_id), "")));
+    }
+    OC_RETURN_IF_ERROR(
+        AddExtent(&batch_, store_->extents_cf(), data_id, next_extent_++, flags_, &buf_));
+    batch_bytes_ += buf_.size();
+    buf_.clear();
+    if (may_flush && batch_bytes_ >= store_->options().write_batch_bytes) {
+      OC_RETURN_IF_ERROR(FromRocks(store_->db()->Write(store_->unsynced(), &batch_)));
+      batch_.Clear();
+      batch_bytes_ = 0;
+      flushed_members_ = members_.size();
+    }
+    return Status::Ok();
+  }
+
+  // Frees what earlier flushes wrote: the extents and pending records of every object begun
+  // before the last flush (extents still in batch_ never reached RocksDB).
+  void Discard() {
+    if (flushed_members_ == 0) {
+      return;
+    }
+    rocksdb::WriteBatch batch;
+    for (size_t i = 0; i < flushed_members_; ++i) {
+      const uint64_t id = members_[i].segment.data_id;
+      (void)batch.DeleteRange(store_->extents_cf(), AsSlice(ExtentRangeBegin(id)),
+                              AsSlice(ExtentRangeEnd(id)));
+      (void)batch.Delete(store_->pending_cf(), PendingKey(id));
+    }
+    // Unsynced: if this is lost in a crash, recovery frees the still-pending ids.
+    Status s = FromRocks(store_->db()->Write(store_->unsynced(), &batch));
+    if (!s.ok()) {
+      kLog.Warn("discarding {} staged objects failed: {}", flushed_members_, s.ToString());
+    }
+    flushed_members_ = 0;
+  }
+
+  RocksStore* const store_;
+  const std::string bucket_;
+  const uint8_t flags_;
+  std::vector<RocksStore::GroupMember> members_;
+  std::optional<Md5> md5_;  // of the object in progress; empty between objects
+  std::string buf_;         // the extent being filled
+  rocksdb::WriteBatch batch_;
+  uint64_t batch_bytes_ = 0;
+  uint64_t next_extent_ = 0;
+  size_t flushed_members_ = 0;  // members_[0, this) may have extents in RocksDB
+  bool spent_ = false;
+  bool written_ = false;
+  Status failed_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ObjectGroupWriter>> RocksStore::PutGroup(std::string_view bucket) {
+  OC_RETURN_IF_ERROR(CheckBucket(bucket, meta_read_));
+  const uint8_t flags = options_.extent_layout == ExtentLayout::kBlobFiles ? kSegmentExtentHash : 0;
+  return std::unique_ptr<ObjectGroupWriter>(new RocksGroupWriter(this, std::string(bucket), flags));
+}
+
+Result<std::vector<ObjectMeta>> RocksStore::CommitGroup(std::string_view bucket,
+                                                        std::span<const GroupMember> members,
+                                                        rocksdb::WriteBatch* batch, bool* written) {
+  *written = false;
+  std::vector<std::string> keys;
+  keys.reserve(members.size());
+  std::vector<size_t> stripes;
+  stripes.reserve(members.size());
+  for (const GroupMember& m : members) {
+    keys.push_back(ObjectDbKey(bucket, m.name));
+    stripes.push_back(KeyStripe(keys.back()));
+  }
+  // Every stripe once, in ascending order: single-key commits hold one stripe at a time, so
+  // taking several in a fixed order cannot deadlock with them or with another group.
+  std::sort(stripes.begin(), stripes.end());
+  stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
+  // A name given twice keeps its last object; the earlier one's extents are freed.
+  std::unordered_map<std::string_view, size_t> last;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    last[keys[i]] = i;
+  }
+  const int64_t now = NowUnixMs();
+  std::vector<ObjectMeta> metas;
+  metas.reserve(members.size());
+  uint64_t freed = 0;
+  uint64_t ticket = 0;
+  {
+    std::shared_lock bucket_lock(bucket_mu_);
+    std::vector<std::unique_lock<std::mutex>> key_locks;
+    key_locks.reserve(stripes.size());
+    for (const size_t s : stripes) {
+      key_locks.emplace_back(key_mu_[s]);
+    }
+    OC_RETURN_IF_ERROR(CheckBucket(bucket, meta_read_));
+    for (size_t i = 0; i < members.size(); ++i) {
+      const GroupMember& m = members[i];
+      OC_RETURN_IF_ERROR(FromRocks(batch->Delete(pending_cf_, PendingKey(m.segment.data_id))));
+      ObjectRecord record;
+      record.meta.size = m.segment.size;
+      record.meta.etag = HexEncode(m.md5);
+      record.meta.mtime_unix_ms = now;
+      record.meta.content_type = m.options.content_type;
+      record.meta.user_meta = m.options.user_meta;
+      record.meta.headers = m.options.headers;
+      record.meta.chunk = m.options.chunk;
+      record.segments.push_back(m.segment);
+      if (last[keys[i]] != i) {
+        freed += DeleteSegments(record.segments, batch);
+        metas.push_back(std::move(record.meta));
+        continue;
+      }
+      OC_ASSIGN_OR_RETURN(std::optional<ObjectRecord> old, GetRecord(keys[i], meta_read_));
+      OC_RETURN_IF_ERROR(FromRocks(batch->Put(objects_cf_, keys[i], EncodeObjectRecord(record))));
+      if (old.has_value()) {
+        freed += DeleteSegments(old->segments, batch);
+      }
+      metas.push_back(std::move(record.meta));
+    }
+    OC_ASSIGN_OR_RETURN(ticket, WriteForDurability(batch));
+    *written = true;
+  }
+  OC_RETURN_IF_ERROR(AwaitDurable(ticket));
+  NoteFreed(freed);
+  return metas;
+}
+
+}  // namespace oc::storage

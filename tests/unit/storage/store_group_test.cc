@@ -1,0 +1,140 @@
+// Store::PutGroup (store.h, ObjectGroupWriter) on RocksStore, both extent layouts: objects
+// written one after the other become visible together at Commit, replace their earlier
+// versions and free them; a dropped or failed group leaves nothing visible and frees what it
+// staged (extents and pending records); a name given twice keeps its last object.
+
+#include <gtest/gtest.h>
+
+#include "rocks_store.h"
+#include "store_test_util.h"
+
+namespace oc::storage::test {
+namespace {
+
+class StoreGroupTest : public ::testing::TestWithParam<ExtentLayout> {
+ protected:
+  void SetUp() override {
+    auto s = OpenLocalStore(SmallOptions(dir_.path(), GetParam()));
+    ASSERT_TRUE(s.has_value()) << s.error();
+    store_ = std::move(*s);
+    ASSERT_TRUE(store_->CreateBucket("grp", "o").ok());
+  }
+
+  uint64_t Extents() { return static_cast<RocksStore&>(*store_).CountExtents().value(); }
+  uint64_t Pending() {
+    Result<StoreStats> stats = store_->Stats();
+    EXPECT_TRUE(stats.has_value());
+    if (!stats.has_value()) {
+      return 0;
+    }
+    for (const auto& [name, value] : stats->figures) {
+      if (name == "writes_in_progress") {
+        return value;
+      }
+    }
+    return 0;
+  }
+  std::optional<std::string> Content(const std::string& name) {
+    Result<std::string> r = GetString(*store_, {"grp", name});
+    return r.has_value() ? std::optional<std::string>(*r) : std::nullopt;
+  }
+  // Writes `objects` (name, bytes) into `group` in 3000-byte appends.
+  static Status Write(ObjectGroupWriter& group,
+                      const std::vector<std::pair<std::string, std::string>>& objects) {
+    for (const auto& [name, bytes] : objects) {
+      PutOptions o;
+      o.expected_size = bytes.size();
+      OC_RETURN_IF_ERROR(group.Begin(name, o));
+      for (size_t pos = 0; pos < bytes.size(); pos += 3000) {
+        OC_RETURN_IF_ERROR(group.Append(AsBytes(std::string_view(bytes).substr(pos, 3000))));
+      }
+    }
+    return Status::Ok();
+  }
+
+  testutil::TempDir dir_;
+  std::unique_ptr<Store> store_;
+};
+
+TEST_P(StoreGroupTest, ObjectsAppearTogetherAtCommitAndReplaceEarlierVersions) {
+  ASSERT_TRUE(PutString(*store_, {"grp", "a"}, Bytes(1, 50'000)).has_value());
+  const uint64_t extents_of_old_a = Extents();
+  const std::vector<std::pair<std::string, std::string>> objects = {
+      {"a", Bytes(2, 40'000)}, {"b", Bytes(3, 70'000)}, {"c", Bytes(4, 10)}};
+  auto group = store_->PutGroup("grp");
+  ASSERT_TRUE(group.has_value()) << group.error();
+  ASSERT_TRUE(Write(**group, objects).ok());
+  // Extents have been flushed (write_batch_bytes is 16 KiB) but nothing is visible yet.
+  EXPECT_GT(Pending(), 0u);
+  EXPECT_EQ(Content("a"), Bytes(1, 50'000));
+  EXPECT_EQ(Content("b"), std::nullopt);
+  auto metas = (*group)->Commit();
+  ASSERT_TRUE(metas.has_value()) << metas.error();
+  ASSERT_EQ(metas->size(), 3u);
+  EXPECT_EQ((*metas)[1].size, 70'000u);
+  for (const auto& [name, bytes] : objects) {
+    EXPECT_EQ(Content(name), bytes) << name;
+  }
+  EXPECT_EQ(Pending(), 0u);
+  EXPECT_EQ(Extents(), (40'000 + 4095) / 4096 + (70'000 + 4095) / 4096 + 1)
+      << "old a had " << extents_of_old_a << " extents; they must be freed";
+  EXPECT_EQ((*group)->Commit().status().code(), Code::kFailedPrecondition);
+}
+
+TEST_P(StoreGroupTest, ADroppedOrFailedGroupLeavesNothingAndFreesWhatItStaged) {
+  ASSERT_TRUE(PutString(*store_, {"grp", "a"}, Bytes(1, 50'000)).has_value());
+  const uint64_t before = Extents();
+  {  // Dropped after flushes.
+    auto group = store_->PutGroup("grp");
+    ASSERT_TRUE(group.has_value());
+    ASSERT_TRUE(Write(**group, {{"a", Bytes(2, 60'000)}, {"x", Bytes(3, 60'000)}}).ok());
+    EXPECT_GT(Pending(), 0u);
+  }
+  EXPECT_EQ(Content("a"), Bytes(1, 50'000));
+  EXPECT_EQ(Content("x"), std::nullopt);
+  EXPECT_EQ(Extents(), before);
+  EXPECT_EQ(Pending(), 0u);
+  {  // An object shorter than its expected size: refused at the next Begin.
+    auto group = store_->PutGroup("grp");
+    ASSERT_TRUE(group.has_value());
+    PutOptions o;
+    o.expected_size = 30'000;
+    ASSERT_TRUE((*group)->Begin("a", o).ok());
+    ASSERT_TRUE((*group)->Append(AsBytes(Bytes(4, 29'999))).ok());
+    Status s = (*group)->Begin("y", {});
+    EXPECT_EQ(s.code(), Code::kInvalidArgument);
+    EXPECT_EQ(s.subject(), Subject::kEntity);
+    EXPECT_FALSE((*group)->Commit().has_value());
+  }
+  {  // The bucket deleted before the commit.
+    ASSERT_TRUE(store_->CreateBucket("gone", "o").ok());
+    auto group = store_->PutGroup("gone");
+    ASSERT_TRUE(group.has_value());
+    ASSERT_TRUE(Write(**group, {{"z", Bytes(5, 40'000)}}).ok());
+    ASSERT_TRUE(store_->DeleteBucket("gone").ok());
+    EXPECT_EQ((*group)->Commit().status().code(), Code::kNotFound);
+  }
+  EXPECT_EQ(Content("a"), Bytes(1, 50'000));
+  EXPECT_EQ(Extents(), before);
+  EXPECT_EQ(Pending(), 0u);
+  EXPECT_EQ(store_->PutGroup("no-such-bucket").status().code(), Code::kNotFound);
+}
+
+TEST_P(StoreGroupTest, ANameGivenTwiceKeepsItsLastObject) {
+  auto group = store_->PutGroup("grp");
+  ASSERT_TRUE(group.has_value());
+  ASSERT_TRUE(
+      Write(**group, {{"d", Bytes(6, 30'000)}, {"e", Bytes(7, 5)}, {"d", Bytes(8, 20'000)}}).ok());
+  ASSERT_TRUE((*group)->Commit().has_value());
+  EXPECT_EQ(Content("d"), Bytes(8, 20'000));
+  EXPECT_EQ(Content("e"), Bytes(7, 5));
+  EXPECT_EQ(Extents(), (20'000 + 4095) / 4096 + 1) << "the first d's extents were not freed";
+  EXPECT_EQ(Pending(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, StoreGroupTest,
+                         ::testing::Values(ExtentLayout::kSstBlocks, ExtentLayout::kBlobFiles),
+                         LayoutName);
+
+}  // namespace
+}  // namespace oc::storage::test
