@@ -195,7 +195,8 @@ def descriptor_get(server, bucket, extra_signed=None, unsigned=()):
 
 
 def put_toy_chunks(server, bucket):
-    h = signed(server, "PUT", f"/{bucket}", "objectcache=", TOY, CHUNKS)
+    h = signed(server, "PUT", f"/{bucket}", "objectcache=", dict(TOY, **{"x-oc-layout": "kv_l2td"}),
+               CHUNKS)
     status, _, resp = send(server, "PUT", target(f"/{bucket}", "objectcache="), h, CHUNKS)
     assert status == 200, resp
 
