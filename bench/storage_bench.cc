@@ -1,6 +1,6 @@
 // storage_bench: what one layer read of a KV-cache prefix costs the object store.
 //
-// A layer read (DESIGN.md, delivery) copies slice l (offset l*S, S bytes) of each of N chunk
+// A layer read (docs/design.md, delivery) copies slice l (offset l*S, S bytes) of each of N chunk
 // objects into a caller buffer, one call of Store::ReadSlices per batch of slices. Every
 // iteration reads one layer of all N objects, cycling l over the L = 32 layers, from a warm
 // store (every extent in RocksDB's block or blob cache). Benchmarks, for N in {16, 224,

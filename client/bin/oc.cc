@@ -1,4 +1,4 @@
-// `oc`: the ObjectCache client CLI for serving nodes and operators (DESIGN.md: Roles). This main
+// `oc`: the ObjectCache client CLI for serving nodes and operators (docs/design.md: Roles). This main
 // only dispatches to a subcommand; each lives in its own bin/oc_<name>.cc.
 
 #include <iostream>

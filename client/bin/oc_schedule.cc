@@ -1,5 +1,5 @@
 // `oc schedule`: what would the scheduler do? Reads a JSON array of layerwise requests and prints
-// the rate each policy gives them under a cap (issue 6; DESIGN.md: Scheduler).
+// the rate each policy gives them under a cap (issue 6; docs/design.md: Scheduler).
 //
 //   oc schedule --policy P --cap-gbps B [--margin-gbps D] REQUESTS.json
 //   oc schedule --config conf/scheduler.toml [--policy P ...] REQUESTS.json

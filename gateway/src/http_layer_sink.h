@@ -1,6 +1,6 @@
 #pragma once
 // HttpLayerSink: the LayerSink (storage/layer_sink.h) of a descriptor GET without a data-plane
-// target (DESIGN.md, Delivery: "the same bytes stream in the HTTP response body"). The
+// target (docs/design.md, Delivery: "the same bytes stream in the HTTP response body"). The
 // assembler, running Store::GetLayers on its own thread, fills staging buffers from a bounded
 // HeapBufferPool and hands them over in body order; the session reads the same buffers back
 // through Body() (a storage::ObjectReader, which the session already streams in bounded

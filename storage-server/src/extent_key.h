@@ -2,7 +2,7 @@
 // Keys of extent records: big-endian (data id, extent index), 16 bytes, so that the
 // extents of one object version sort together and in order, and every extent of a data id
 // lies in the half-open key range [ExtentRangeBegin(id), ExtentRangeEnd(id)) that one
-// DeleteRange frees (DESIGN.md, data model). Pure functions, thread-safe.
+// DeleteRange frees (docs/design.md, data model). Pure functions, thread-safe.
 
 #include <array>
 #include <cstdint>

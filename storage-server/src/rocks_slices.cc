@@ -1,4 +1,4 @@
-// ReadSlices: the KV-cache layer read (DESIGN.md, delivery). Every slice is copied once,
+// ReadSlices: the KV-cache layer read (docs/design.md, delivery). Every slice is copied once,
 // from the pinned RocksDB block/blob (PinnableSlice) straight into the caller's buffer.
 // Three strategies (SliceReadMode), compared by bench/storage_bench.cc: one Get per extent
 // on the calling thread, batched MultiGet, or one Get per extent with the slices spread

@@ -1,6 +1,6 @@
 #pragma once
 // EndpointCache: the server's UCX endpoints, one per client worker, keyed by the worker
-// address bytes the client sent in its descriptor (DESIGN.md, "Data plane": the server caches
+// address bytes the client sent in its descriptor (docs/design.md, "Data plane": the server caches
 // an endpoint per client worker). Bounded: the least recently used endpoint is dropped when
 // a new one would exceed the capacity. An endpoint that fails is marked failed and dropped
 // from the cache at once, so the next request from that worker address gets a fresh one.

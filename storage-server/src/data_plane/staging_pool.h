@@ -1,6 +1,6 @@
 #pragma once
 // StagingPool: a fixed set of equal staging buffers carved from one allocation that is
-// registered with UCX once (ucp_mem_map) and reused for every put and get (DESIGN.md,
+// registered with UCX once (ucp_mem_map) and reused for every put and get (docs/design.md,
 // "Delivery": staging memory is bounded and registered once). Buffers are lent as
 // StagingBuffer handles and come back when the handle is dropped or when the transfer that
 // took them completes.

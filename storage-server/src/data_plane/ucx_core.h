@@ -1,5 +1,5 @@
 #pragma once
-// The UCX seam shared by both ends of the data plane (DESIGN.md, "Data plane"): the one
+// The UCX seam shared by both ends of the data plane (docs/design.md, "Data plane"): the one
 // translation of ucs_status_t into oc::Status, the data-plane notification wire format
 // (docs/protocol.md, "Data plane"), and UcxWorker, a ucp context with one worker driven by a
 // dedicated progress thread. The storage server (ucx_layer_sink.cc) and the client library

@@ -1,5 +1,5 @@
 #pragma once
-// UcxDataPlane: the storage server's end of the UCX data plane (DESIGN.md, "Data plane").
+// UcxDataPlane: the storage server's end of the UCX data plane (docs/design.md, "Data plane").
 // It owns one UcxWorker (ucp context + worker + progress thread), the EndpointCache and the
 // registered StagingPool, and hands out one UcxLayerSink per descriptor request with a
 // data-plane target. For a descriptor PUT it pulls bytes out of the client's registered

@@ -1,7 +1,7 @@
 #pragma once
 // UcxLayerSink: the LayerSink that writes a request's payload into the client's registered
 // buffer with ucp_put_nbx and tells it about each layer with an active message ordered after
-// the layer's bytes (DESIGN.md, "Data plane"; wire format in ucx_core.h and docs/protocol.md).
+// the layer's bytes (docs/design.md, "Data plane"; wire format in ucx_core.h and docs/protocol.md).
 //
 // Every Write() is checked against the target's length before anything is posted.
 // WritePinned() sends straight from the store's memory (no memh: UCX registers it through its

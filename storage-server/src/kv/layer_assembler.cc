@@ -1,5 +1,5 @@
 // Layer-major (and chunk-major) assembly of a descriptor request into a LayerSink
-// (kv_engine.h, DESIGN.md "Delivery"). Every offset comes from descriptor::ChunkGeometry.
+// (kv_engine.h, docs/design.md "Delivery"). Every offset comes from descriptor::ChunkGeometry.
 
 #include <algorithm>
 

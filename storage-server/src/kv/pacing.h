@@ -1,6 +1,6 @@
 #pragma once
 // Pacing: the glue between the scheduler (oc_sched: admission, rates, the DWRR pacer) and
-// layerwise delivery (DESIGN.md: Scheduler; issue 6).
+// layerwise delivery (docs/design.md: Scheduler; issue 6).
 //
 // PacingService owns one sched::Scheduler for the whole store. GetLayers asks it for a
 // RequestPacer only when the plan is layerwise (W >= Θ, KvOptions' Θ being the one threshold);

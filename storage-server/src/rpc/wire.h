@@ -14,7 +14,7 @@
 //       16    8 body length  checked against a named maximum before anything is allocated
 //
 // Every integer on the wire is little-endian (the byte order of every machine we run on,
-// and of the token ids in DESIGN.md's chunk keys). Inside a body: strings and blobs are a
+// and of the token ids in docs/design.md's chunk keys). Inside a body: strings and blobs are a
 // u32 length then the bytes, the length checked against what remains of the frame;
 // vectors are a u32 count checked against the remaining bytes divided by the smallest
 // encoding of one element; optionals are a u8 0/1 then the value; a Status is (u8 code,

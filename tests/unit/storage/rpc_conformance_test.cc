@@ -1,6 +1,6 @@
 // Store conformance: the same behaviour checks for every Store operation, run against the
 // local RocksDB store, a remote store over the RPC to one server, and a remote store
-// spreading buckets over two servers (DESIGN.md: "the gateway cannot tell them apart;
+// spreading buckets over two servers (docs/design.md: "the gateway cannot tell them apart;
 // tests run both").
 
 #include <gtest/gtest.h>

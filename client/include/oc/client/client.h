@@ -1,6 +1,6 @@
 #pragma once
 // liboc_client: what a serving node needs to use ObjectCache as its KV-cache tier
-// (DESIGN.md: roles, "The descriptor", "Delivery"; docs/protocol.md is the wire contract).
+// (docs/design.md: roles, "The descriptor", "Delivery"; docs/protocol.md is the wire contract).
 //
 //   auto client = Client::Open(options);            // endpoint, SigV4 credentials
 //   client->PutChunks("kv", desc, chunk_major_bytes);  // N chunks in one descriptor PUT

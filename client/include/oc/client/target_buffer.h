@@ -1,5 +1,5 @@
 #pragma once
-// The client's end of the data plane (DESIGN.md, "Data plane"): memory the storage server
+// The client's end of the data plane (docs/design.md, "Data plane"): memory the storage server
 // writes layers into, and the notifications that say a layer has landed.
 //
 // DataPlane owns the client's UCX context, one worker and its progress thread. From it:

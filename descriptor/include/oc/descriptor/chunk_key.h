@@ -1,5 +1,5 @@
 #pragma once
-// Chunk keys: the client-side convention that names every G-token KV chunk (DESIGN.md,
+// Chunk keys: the client-side convention that names every G-token KV chunk (docs/design.md,
 // data model). The server treats keys as opaque; these functions are what a serving node
 // (and our `oc` client and tests) use to name chunks, and docs/protocol.md publishes the
 // test vectors that any other implementation can check itself against.

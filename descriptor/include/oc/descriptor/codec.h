@@ -77,7 +77,7 @@ Result<Descriptor> DecodeHeaders(std::span<const HeaderField> headers, const Lim
 Result<Descriptor> DecodeBody(std::string_view body, const Limits& limits,
                               Purpose purpose = Purpose::kGet);
 
-// How the server delivered the payload (DESIGN.md, Delivery): one batch and one completion
+// How the server delivered the payload (docs/design.md, Delivery): one batch and one completion
 // below the threshold Θ, layer by layer at or above it.
 enum class ServeMode : uint8_t { kChunkwise = 1, kLayerwise = 2 };
 std::string_view ServeModeName(ServeMode mode);

@@ -1,6 +1,6 @@
 #pragma once
 // The descriptor: one request naming N stored KV chunks and how their layers are to be
-// delivered (DESIGN.md, "The descriptor"; the ObjectCache paper's Table 1). A serving node
+// delivered (docs/design.md, "The descriptor"; the ObjectCache paper's Table 1). A serving node
 // builds one per prefix hit; the gateway decodes it from `x-oc-*` headers or a POST body
 // (codec.h), checks it against configured limits (limits.h) before any I/O, and the storage
 // server computes every offset from it (layout.h). No I/O here.

@@ -1,5 +1,5 @@
 #pragma once
-// Layout arithmetic of KV chunks (DESIGN.md: data model, the descriptor): where layer l of a
+// Layout arithmetic of KV chunks (docs/design.md: data model, the descriptor): where layer l of a
 // stored chunk object lives, where it lands in the client's target buffer, and how big a
 // chunk is for a given model shape (the ObjectCache paper's Equation 1). No manifest is ever
 // stored: every offset is computed here, and only here, from (N, L, S, layout, delivery).

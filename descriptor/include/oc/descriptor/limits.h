@@ -1,6 +1,6 @@
 #pragma once
 // Limits on descriptors, and Validate(): everything the gateway and storage server check
-// before any I/O or allocation proportional to the request (DESIGN.md: "Validated before any
+// before any I/O or allocation proportional to the request (docs/design.md: "Validated before any
 // I/O"). The decoders (codec.h) apply the size limits while parsing, so an oversized key list
 // is refused before a vector is built; Validate() then checks the decoded values.
 // Every failure is kInvalidArgument with Subject kDescriptor, its field naming the `x-oc-*`

@@ -1,5 +1,5 @@
 #pragma once
-// Admission of layerwise requests into the shared cap (DESIGN.md: Scheduler; issue 6).
+// Admission of layerwise requests into the shared cap (docs/design.md: Scheduler; issue 6).
 //
 // The storage server decides per request with IsLayerwise(W, Θ) (policy.h); only layerwise requests
 // are admitted. Scheduler::Admit() returns a Grant: an RAII token that owns the request's share and

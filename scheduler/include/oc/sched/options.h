@@ -1,7 +1,7 @@
 #pragma once
 // SchedulerOptions: the [scheduler] table of the storage server's config (conf/scheduler.toml lists
 // every key with its default), and the per-layer compute table used when a descriptor carries no
-// compute window (DESIGN.md: Scheduler; issue 6).
+// compute window (docs/design.md: Scheduler; issue 6).
 //
 // The compute table maps (model, context tokens, hit rate) to the per-layer compute window. Prefill
 // compute depends on how many tokens are NOT cached, so the table is keyed by the hit rate as well

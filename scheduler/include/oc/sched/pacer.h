@@ -1,5 +1,5 @@
 #pragma once
-// The pacer: turns per-request rates into a dispatch order for layer payloads (DESIGN.md:
+// The pacer: turns per-request rates into a dispatch order for layer payloads (docs/design.md:
 // Scheduler; issue 6, "The pacer").
 //
 // Each request is a flow with a FIFO of layer payloads and a token bucket at its assigned rate, two

@@ -1,5 +1,5 @@
 #pragma once
-// Bandwidth-allocation policies and the per-request demand they read (DESIGN.md: Scheduler).
+// Bandwidth-allocation policies and the per-request demand they read (docs/design.md: Scheduler).
 //
 // A layerwise request i is described by its per-layer payload s_i (bytes), its per-layer compute
 // window c_i (µs: how long the serving node computes one layer) and its total matched bytes W_i.
@@ -64,7 +64,7 @@ double ZeroStallRate(const Demand& demand);
 double TargetRate(const Demand& demand, double cap_bytes_per_sec, double margin_bytes_per_sec);
 
 // True when a request of `total_bytes` (W = N*L*S) is delivered layerwise and so shares the cap:
-// W >= Θ (DESIGN.md: Delivery). Smaller requests run chunkwise, outside the scheduler.
+// W >= Θ (docs/design.md: Delivery). Smaller requests run chunkwise, outside the scheduler.
 inline constexpr bool IsLayerwise(uint64_t total_bytes, uint64_t threshold_bytes) {
   return total_bytes >= threshold_bytes;
 }

@@ -1,5 +1,5 @@
 #pragma once
-// The KV-cache side of the Store (DESIGN.md: "The descriptor", "Delivery", "Data plane"):
+// The KV-cache side of the Store (docs/design.md: "The descriptor", "Delivery", "Data plane"):
 // the value types of the three descriptor calls every Store implements (store.h:
 // ProbeChunks, GetLayers, PutChunks), the options that steer them, and the two small
 // interfaces a caller plugs in: ChunkSource (where PutChunks pulls chunk bytes from) and

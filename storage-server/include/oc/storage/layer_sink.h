@@ -1,5 +1,5 @@
 #pragma once
-// LayerSink is where the layer-major assembler delivers one request's payload (DESIGN.md,
+// LayerSink is where the layer-major assembler delivers one request's payload (docs/design.md,
 // "Delivery"). The assembler borrows a staging buffer from the sink, fills it with
 // assembled bytes, hands it back with Write() and the target offset those bytes belong at,
 // and calls LayerReady(l) once every byte of layer l has been handed over. Finish() ends

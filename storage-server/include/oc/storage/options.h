@@ -19,7 +19,7 @@ namespace oc::storage {
 // anything is allocated (a writer buffers one extent).
 inline constexpr uint64_t kMaxExtentBytes = 64ull << 20;
 
-// Where extent values live in RocksDB (DESIGN.md, data model; chosen by
+// Where extent values live in RocksDB (docs/design.md, data model; chosen by
 // bench/storage_bench.cc, see docs/decisions.md).
 enum class ExtentLayout : uint8_t {
   // In SST data blocks with XXH3 block checksums (verified when a block is read from a

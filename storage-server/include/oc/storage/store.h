@@ -107,7 +107,7 @@ class Store {
   // past the end is clamped. Any range of an empty object reads zero bytes.
   virtual Result<std::unique_ptr<ObjectReader>> Get(const ObjectKey& key, ByteRange range) = 0;
   virtual Result<ObjectMeta> Head(const ObjectKey& key) = 0;
-  // The batch existence query (DESIGN.md, missing chunks): one answer per name, in order,
+  // The batch existence query (docs/design.md, missing chunks): one answer per name, in order,
   // nullopt for an absent object, all read from one consistent view of the store. Names
   // that are not valid keys are answered nullopt. kNotFound/kBucket if the bucket is absent.
   virtual Result<std::vector<std::optional<ObjectMeta>>> HeadMany(
@@ -173,7 +173,7 @@ class Store {
     return Status::Unimplemented("this store cannot lend slices without a copy");
   }
 
-  // --- KV-cache descriptor calls (kv.h; DESIGN.md "The descriptor", "Delivery") ---
+  // --- KV-cache descriptor calls (kv.h; docs/design.md "The descriptor", "Delivery") ---
   // Every one checks the descriptor's structure first (kInvalidArgument/kDescriptor naming
   // the x-oc-* field) and answers kNotFound/kBucket for an absent bucket. A present chunk of
   // the matched prefix whose size is not L·S, or whose stored ChunkShape disagrees with the

@@ -51,7 +51,7 @@ struct BucketInfo {
 };
 
 // The shape of a KV chunk object, stored with it when it is written with its layout known
-// (DESIGN.md, data model); the extent size then equals one contiguous layer range, so a
+// (docs/design.md, data model); the extent size then equals one contiguous layer range, so a
 // layer slice is one or two record reads.
 struct ChunkShape {
   descriptor::StoredLayout layout = descriptor::StoredLayout::kL2TD;
