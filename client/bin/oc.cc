@@ -1,5 +1,5 @@
-// `oc`: the ObjectCache client CLI for serving nodes and operators (docs/design.md: Roles). This main
-// only dispatches to a subcommand; each lives in its own bin/oc_<name>.cc.
+// `oc`: the ObjectCache client CLI for serving nodes and operators (docs/design.md: Roles). This
+// main only dispatches to a subcommand; each lives in its own bin/oc_<name>.cc.
 
 #include <iostream>
 #include <string_view>
