@@ -4,7 +4,6 @@
 #include <chrono>
 #include <exception>
 #include <optional>
-#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -65,33 +64,6 @@ asio::awaitable<void> OnPool(asio::thread_pool& pool, F& f) {
         });
       },
       asio::use_awaitable);
-}
-
-// 16 uppercase hex characters, like S3's x-amz-request-id.
-std::string NextRequestId() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  uint64_t v = rng();
-  std::string id(16, '0');
-  for (int i = 15; i >= 0; --i) {
-    id[static_cast<size_t>(i)] = kHex[v & 0xF];
-    v >>= 4;
-  }
-  return id;
-}
-
-// The Date header, formatted once per second per thread.
-const std::string& CurrentHttpDate() {
-  thread_local int64_t cached_second = -1;
-  thread_local std::string cached;
-  const auto now = std::chrono::system_clock::now();
-  const int64_t ms =
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
-  if (ms / 1000 != cached_second) {
-    cached_second = ms / 1000;
-    cached = FormatHttpDate(ms);
-  }
-  return cached;
 }
 
 // A request the HTTP parser rejected (as opposed to a closed, reset or idle connection).

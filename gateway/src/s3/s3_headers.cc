@@ -2,7 +2,9 @@
 
 #include <array>
 #include <charconv>
+#include <chrono>
 #include <ctime>
+#include <random>
 
 #include <fmt/core.h>
 
@@ -261,6 +263,31 @@ std::string Base64Encode(std::string_view bytes) {
     out.push_back(i + 2 < bytes.size() ? kBase64Alphabet[triple & 0x3F] : '=');
   }
   return out;
+}
+
+std::string NextRequestId() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  uint64_t v = rng();
+  std::string id(16, '0');
+  for (int i = 15; i >= 0; --i) {
+    id[static_cast<size_t>(i)] = kHex[v & 0xF];
+    v >>= 4;
+  }
+  return id;
+}
+
+const std::string& CurrentHttpDate() {
+  thread_local int64_t cached_second = -1;
+  thread_local std::string cached;
+  const auto now = std::chrono::system_clock::now();
+  const int64_t ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+  if (ms / 1000 != cached_second) {
+    cached_second = ms / 1000;
+    cached = FormatHttpDate(ms);
+  }
+  return cached;
 }
 
 }  // namespace oc::gateway

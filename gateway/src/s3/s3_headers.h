@@ -7,7 +7,8 @@
 //   4. else If-Modified-Since, not modified    -> 304   (ignored when If-None-Match is present)
 // Dates are compared at one-second granularity (HTTP dates have no fraction). An
 // unparseable date header is ignored (RFC 7232 3.3/3.4).
-// Pure functions; thread-safe.
+// Pure functions (but the clock and random source of CurrentHttpDate and NextRequestId);
+// thread-safe.
 
 #include <cstdint>
 #include <optional>
@@ -22,6 +23,12 @@ std::string FormatHttpDate(int64_t unix_ms);
 std::string FormatIso8601(int64_t unix_ms);
 // Unix seconds from an IMF-fixdate, RFC 850 or asctime date; nullopt otherwise.
 std::optional<int64_t> ParseHttpDate(std::string_view text);
+
+// The Date header for now, formatted once per second per calling thread; the reference stays
+// valid until this thread's next call.
+const std::string& CurrentHttpDate();
+// A fresh request id: 16 uppercase hex characters, like S3's x-amz-request-id.
+std::string NextRequestId();
 
 // "\"<etag>\"" as S3 sends it in the ETag header and XML.
 std::string QuoteEtag(std::string_view etag);
