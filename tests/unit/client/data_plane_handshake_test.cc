@@ -211,8 +211,12 @@ TEST(DataPlaneRkey, EntriesAreCheckedAgainstTheEndpointsViewBeforeUcxUnpacksThem
   const storage::EndpointInfo& info = (*endpoint)->info();
   const int sysv = RemoteMdOf(info, storage::MdComponent::kSysv);
   const int posix = RemoteMdOf(info, storage::MdComponent::kOther);
+  // With mode none over shm (tcp added only for the connection manager) the bytes go through
+  // shared memory: System V and POSIX lanes, none over TCP.
   ASSERT_GE(sysv, 0) << "no System V lane over shm";
   ASSERT_GE(posix, 0) << "no posix lane over shm";
+  EXPECT_FALSE((*endpoint)->info().tcp_lane);
+  EXPECT_FALSE((*endpoint)->peer_error_handling());
   auto buffer = e.client->Allocate(64 << 10);
   ASSERT_TRUE(buffer.has_value()) << buffer.error();
   const DataPlaneTarget good = (*buffer)->Target(e.connection);
