@@ -84,6 +84,11 @@ void BM_Put(benchmark::State& state) {
     state.SkipWithError("cannot open the data plane");
     return;
   }
+  auto connection = (*client)->Connect((*server)->listen_address(), (*server)->shared_memory());
+  if (!connection.has_value()) {
+    state.SkipWithError("cannot connect to the data plane");
+    return;
+  }
   auto target = (*client)->Allocate(kLayers * bytes);
   if (!target.has_value()) {
     state.SkipWithError("cannot allocate the target");
@@ -91,7 +96,7 @@ void BM_Put(benchmark::State& state) {
   }
   for (auto _ : state) {
     auto delivery = (*client)->Expect((*target)->address(), kLayers);
-    auto sink = (*server)->OpenSink((*target)->Target());
+    auto sink = (*server)->OpenSink((*target)->Target(*connection));
     if (!delivery.has_value() || !sink.has_value()) {
       state.SkipWithError("cannot open the request");
       return;

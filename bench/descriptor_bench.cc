@@ -48,9 +48,11 @@ Descriptor Make(int64_t n, int64_t form) {
   d.num_layers = 32;
   d.chunk_tokens = 16;
   d.layer_bytes = 64 << 10;
-  d.target = oc::descriptor::DataPlaneTarget{std::vector<std::byte>(300, std::byte{0x5a}),
-                                             std::vector<std::byte>(120, std::byte{0xa5}),
-                                             0x7f0000000000ull, uint64_t(n) * 32 * (64 << 10)};
+  d.target = oc::descriptor::DataPlaneTarget{};
+  d.target->connection.fill(std::byte{0x5a});
+  d.target->rkey.assign(120, std::byte{0xa5});
+  d.target->address = 0x7f0000000000ull;
+  d.target->length = uint64_t(n) * 32 * (64 << 10);
   d.compute_window_us = 600;
   d.request_id = "bench-0001";
   return d;

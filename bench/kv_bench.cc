@@ -79,6 +79,8 @@ struct World {
   std::unique_ptr<UcxDataPlane> plane_rndv;  // direct writes off
   std::unique_ptr<client::DataPlane> client;
   std::unique_ptr<client::TargetBuffer> target;
+  descriptor::ConnectionId connection{};       // to plane
+  descriptor::ConnectionId connection_rndv{};  // to plane_rndv
 };
 
 World w;  // torn down explicitly in main, before UCX's and the logger's statics go
@@ -124,6 +126,9 @@ World& Get(uint64_t g) {
     client::DataPlaneOptions co;
     co.transports = "shm";
     w.client = *client::DataPlane::Open(co);
+    w.connection = *w.client->Connect(w.plane->listen_address(), w.plane->shared_memory());
+    w.connection_rndv =
+        *w.client->Connect(w.plane_rndv->listen_address(), w.plane_rndv->shared_memory());
     w.target = *w.client->Allocate(uint64_t{kMaxTokens} * kLayers * kTokenLayerBytes);
   }
   // Warm: one body-sink pass over everything.
@@ -209,7 +214,7 @@ void BM_Deliver(benchmark::State& state) {
       writes += static_cast<double>(report->writes);
       continue;
     }
-    d.target = *w.target->Target(0, bytes);
+    d.target = *w.target->Target(mode == 3 ? w.connection_rndv : w.connection, 0, bytes);
     std::atomic<int64_t> first_ns{0};
     auto delivery = *w.client->Expect(d.target->address, kLayers, [&](uint32_t layer) {
       if (layer == 0) {

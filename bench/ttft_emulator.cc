@@ -387,7 +387,12 @@ class World {
       targets[i] = std::move(*t);
       std::memset(targets[i]->bytes().data(), 0x5a, targets[i]->length());  // fault pages in now
       ds[i] = MakeDescriptor(reqs[i]);
-      ds[i].target = targets[i]->Target();
+      Result<storage::DataPlaneInfo> where = engine.DataPlaneInfo();
+      if (!where.has_value()) return fail_all(where.error());
+      Result<descriptor::ConnectionId> connection =
+          (*c)->Connect(where->address, where->shared_memory);
+      if (!connection.has_value()) return fail_all(connection.error());
+      ds[i].target = targets[i]->Target(*connection);
       auto d = (*c)->Expect(ds[i].target->address, static_cast<uint32_t>(reqs[i].layers));
       if (!d.has_value()) return fail_all(d.error());
       deliveries[i] = std::move(*d);

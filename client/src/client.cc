@@ -4,8 +4,12 @@
 
 #include <algorithm>
 #include <condition_variable>
+#include <map>
 #include <mutex>
+#include <optional>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include "auth/crypto.h"
 #include "auth/sigv4.h"
@@ -365,6 +369,75 @@ struct Client::Impl {
     }
     return plane.get();
   }
+
+  // Where a bucket's data plane listens (the discovery answer), and our connection to it.
+  struct Route {
+    std::string address;
+    descriptor::ConnectionId connection{};
+  };
+
+  // The connection to the data plane serving `bucket`: discovered once per bucket (GET
+  // /{bucket}?objectcache&data-plane, docs/protocol.md "Data plane: connecting"), connected
+  // once per address by the DataPlane.
+  Result<Route> RouteFor(std::string_view bucket, DataPlane& data_plane) {
+    std::optional<std::pair<std::string, bool>> known;
+    {
+      std::lock_guard lock(routes_mu);
+      auto it = routes.find(bucket);
+      if (it != routes.end()) {
+        known = it->second;
+      }
+    }
+    if (!known.has_value()) {
+      OC_ASSIGN_OR_RETURN(Exchange ex, Execute("GET", Path(bucket), "objectcache&data-plane",
+                                               HttpHeaders{}, ByteSpan()));
+      if (!ex.ok()) {
+        return ex.Error();
+      }
+      const std::string* address = ex.head.Find("x-oc-data-plane-address");
+      const std::string* shm = ex.head.Find("x-oc-data-plane-shm");
+      if (address == nullptr || address->empty() || shm == nullptr) {
+        return Status::Corruption("data-plane discovery answer without its address");
+      }
+      known.emplace(*address, *shm == "1");
+      OC_RETURN_IF_ERROR(Drain(*ex.conn));
+      std::lock_guard lock(routes_mu);
+      if (routes.size() >= kMaxRoutes) {
+        routes.clear();  // bounded; rediscovered on use
+      }
+      routes[std::string(bucket)] = *known;
+    }
+    Route r;
+    r.address = known->first;
+    OC_ASSIGN_OR_RETURN(r.connection, data_plane.Connect(known->first, known->second));
+    return r;
+  }
+
+  // True if the gateway answered that the data plane does not know our connection (it
+  // restarted, or closed or evicted it): the route is then forgotten and closed, so the
+  // next request discovers and connects again.
+  bool ForgetIfStale(const Status& answer, std::string_view bucket, const Route& route) {
+    if (answer.code() != Code::kInvalidArgument || answer.field() != "x-oc-target-connection") {
+      return false;
+    }
+    {
+      std::lock_guard lock(routes_mu);
+      auto it = routes.find(bucket);
+      if (it != routes.end()) {
+        routes.erase(it);
+      }
+    }
+    Result<DataPlane*> p = Plane();
+    if (p.has_value()) {
+      (*p)->Disconnect(route.address, route.connection);
+    }
+    return true;
+  }
+
+  static constexpr size_t kMaxRoutes = 4096;
+  std::mutex routes_mu;
+  // bucket -> (address, the server's x-oc-data-plane-shm); guarded by routes_mu
+  std::map<std::string, std::pair<std::string, bool>, std::less<>> routes;
 };
 
 // ---------------------------------------------------------------------------------------
@@ -656,11 +729,21 @@ Result<PutChunksResult> Client::PutChunks(std::string_view bucket, Descriptor d,
   d.target.reset();
   OC_RETURN_IF_ERROR(descriptor::Validate(d, descriptor::Limits{}));
   const uint64_t total = PayloadBytes(d, d.num_chunks());
-  OC_ASSIGN_OR_RETURN(d.target, source.Target(offset, total));
-  OC_ASSIGN_OR_RETURN(Impl::Exchange ex, impl_->Execute("PUT", Impl::Path(bucket), "objectcache",
-                                                        PutHeaders(d), ByteSpan()));
-  if (!ex.ok()) {
-    return ex.Error();
+  OC_ASSIGN_OR_RETURN(DataPlane * plane, impl_->Plane());
+  Impl::Exchange ex;
+  for (int attempt = 0;; ++attempt) {
+    OC_ASSIGN_OR_RETURN(Impl::Route route, impl_->RouteFor(bucket, *plane));
+    OC_ASSIGN_OR_RETURN(d.target, source.Target(route.connection, offset, total));
+    OC_ASSIGN_OR_RETURN(
+        ex, impl_->Execute("PUT", Impl::Path(bucket), "objectcache", PutHeaders(d), ByteSpan()));
+    if (ex.ok()) {
+      break;
+    }
+    Status answer = ex.Error();
+    // Refused before any byte moved: connect again once.
+    if (attempt > 0 || !impl_->ForgetIfStale(answer, bucket, route)) {
+      return answer;
+    }
   }
   OC_RETURN_IF_ERROR(Drain(*ex.conn));
   PutChunksResult r;
@@ -750,8 +833,9 @@ Result<LayerHandle> Client::GetLayers(std::string_view bucket, Descriptor d,
   d.target.reset();
   OC_RETURN_IF_ERROR(descriptor::Validate(d, descriptor::Limits{}));
   const uint64_t total = PayloadBytes(d, d.num_chunks());
-  OC_ASSIGN_OR_RETURN(d.target, buffer.Target(offset, total));
   OC_ASSIGN_OR_RETURN(DataPlane * plane, impl_->Plane());
+  OC_ASSIGN_OR_RETURN(Impl::Route route, impl_->RouteFor(bucket, *plane));
+  OC_ASSIGN_OR_RETURN(d.target, buffer.Target(route.connection, offset, total));
   auto state = std::make_unique<LayerHandle::State>();
   state->impl = impl_.get();
   state->num_layers = d.num_layers;
@@ -760,15 +844,18 @@ Result<LayerHandle> Client::GetLayers(std::string_view bucket, Descriptor d,
                       plane->Expect(d.target->address, d.num_layers, std::move(on_layer)));
   Impl::DescriptorRequest req = impl_->BuildDescriptorRequest(d);
   LayerHandle::State* s = state.get();
-  state->thread = std::thread([s, req = std::move(req), bucket = std::string(bucket)]() mutable {
-    Impl::Exchange ex;
-    Result<LayersResult> r = SendDescriptorGet(*s->impl, bucket, std::move(req), &ex);
-    if (!r.has_value()) {
-      s->Finish(r.error(), {});
-      return;
-    }
-    s->Finish(Drain(*ex.conn), std::move(*r));
-  });
+  state->thread = std::thread(
+      [s, req = std::move(req), bucket = std::string(bucket), route = std::move(route)]() mutable {
+        Impl::Exchange ex;
+        Result<LayersResult> r = SendDescriptorGet(*s->impl, bucket, std::move(req), &ex);
+        if (!r.has_value()) {
+          // The next request connects again if this one named a connection the server lost.
+          (void)s->impl->ForgetIfStale(r.error(), bucket, route);
+          s->Finish(r.error(), {});
+          return;
+        }
+        s->Finish(Drain(*ex.conn), std::move(*r));
+      });
   return LayerHandle(std::move(state));
 }
 

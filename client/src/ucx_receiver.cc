@@ -6,6 +6,8 @@
 #include <cstring>
 #include <vector>
 
+#include <openssl/rand.h>
+
 #include <fmt/core.h>
 
 #include "oc/common/log.h"
@@ -20,11 +22,7 @@ class UcxTargetBuffer final : public TargetBuffer {
   // `owned`: the mapping allocated the memory (DataPlane::Allocate), else it is the caller's.
   UcxTargetBuffer(UcxReceiver& receiver, data_plane::UcxWorker& worker,
                   std::unique_ptr<data_plane::MappedMemory> mapping, bool owned)
-      : receiver_(receiver),
-        worker_(worker),
-        mapping_(std::move(mapping)),
-        owned_(owned),
-        worker_address_(worker.address()) {
+      : receiver_(receiver), worker_(worker), mapping_(std::move(mapping)), owned_(owned) {
     receiver_.AddMapped(address(), length());
   }
   ~UcxTargetBuffer() override {
@@ -47,14 +45,12 @@ class UcxTargetBuffer final : public TargetBuffer {
   }
   MutableByteSpan bytes() const override { return mapping_->bytes(); }
   ByteSpan rkey() const override { return mapping_->rkey(); }
-  ByteSpan worker_address() const override { return worker_address_; }
 
  private:
   UcxReceiver& receiver_;
   data_plane::UcxWorker& worker_;
   std::unique_ptr<data_plane::MappedMemory> mapping_;
   const bool owned_;
-  ByteSpan worker_address_;
 };
 
 }  // namespace
@@ -130,22 +126,24 @@ class UcxDelivery final : public Delivery {
 
 }  // namespace
 
-Result<descriptor::DataPlaneTarget> TargetBuffer::Target(uint64_t offset, uint64_t length) const {
+Result<descriptor::DataPlaneTarget> TargetBuffer::Target(const descriptor::ConnectionId& connection,
+                                                         uint64_t offset, uint64_t length) const {
   if (length == 0 || offset > this->length() || length > this->length() - offset) {
     return Status::OutOfRange(
         fmt::format("target [{}, +{}) outside the {}-byte buffer", offset, length, this->length()));
   }
   descriptor::DataPlaneTarget t;
-  const ByteSpan worker = worker_address();
   const ByteSpan key = rkey();
-  t.worker_address.assign(worker.begin(), worker.end());
+  t.connection = connection;
   t.rkey.assign(key.begin(), key.end());
   t.address = address() + offset;
   t.length = length;
   return t;
 }
 
-descriptor::DataPlaneTarget TargetBuffer::Target() const { return *Target(0, length()); }
+descriptor::DataPlaneTarget TargetBuffer::Target(const descriptor::ConnectionId& connection) const {
+  return *Target(connection, 0, length());
+}
 
 Result<std::unique_ptr<DataPlane>> DataPlane::Open(const DataPlaneOptions& options) {
   OC_ASSIGN_OR_RETURN(std::unique_ptr<UcxReceiver> r, UcxReceiver::Create(options));
@@ -155,10 +153,19 @@ Result<std::unique_ptr<DataPlane>> DataPlane::Open(const DataPlaneOptions& optio
 Result<std::unique_ptr<UcxReceiver>> UcxReceiver::Create(const DataPlaneOptions& options) {
   std::unique_ptr<UcxReceiver> r(new UcxReceiver());
   r->teardown_timeout_ = options.teardown_timeout;
+  r->connect_timeout_ = options.connect_timeout;
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(r->secret_.data()),
+                 static_cast<int>(r->secret_.size())) != 1) {
+    return Status::Internal("RAND_bytes failed");
+  }
+  r->owner_ = data_plane::MakeOwnerToken(r->secret_);
+  const std::string transports = data_plane::EffectiveTransports(options.transports);
+  r->shared_memory_ = data_plane::AllowsSharedMemory(transports);
   data_plane::WorkerOptions wopts;
-  wopts.transports = options.transports;
+  wopts.transports = data_plane::WithConnectionManager(transports);
   wopts.keepalive_interval = options.keepalive_interval;
   wopts.teardown_timeout = options.teardown_timeout;
+  wopts.client_id = r->shared_memory_ ? data_plane::kClientIdSharedMemory : 0;
   OC_ASSIGN_OR_RETURN(r->worker_, data_plane::UcxWorker::Create(wopts));
   ucp_am_handler_param_t param{};
   param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
@@ -171,6 +178,10 @@ Result<std::unique_ptr<UcxReceiver>> UcxReceiver::Create(const DataPlaneOptions&
       ucp_worker_set_am_recv_handler(r->worker_->worker(), &param), "set_am_recv_handler"));
   param.id = data_plane::kDataAmId;
   param.cb = &UcxReceiver::OnData;
+  OC_RETURN_IF_ERROR(data_plane::FromUcs(
+      ucp_worker_set_am_recv_handler(r->worker_->worker(), &param), "set_am_recv_handler"));
+  param.id = data_plane::kWelcomeAmId;
+  param.cb = &UcxReceiver::OnWelcome;
   OC_RETURN_IF_ERROR(data_plane::FromUcs(
       ucp_worker_set_am_recv_handler(r->worker_->worker(), &param), "set_am_recv_handler"));
   r->worker_->Start();
@@ -193,10 +204,24 @@ UcxReceiver::~UcxReceiver() {
     (void)worker_.release();
     return;
   }
-  // Stops the progress thread before the map goes, then flushes the worker: the endpoints
-  // UCX created for servers that connected here may still owe them a wireup reply (a
-  // put-chunks whose bytes the server read in place never used the endpoint), and UCX 1.13
-  // aborts in ucp_worker_destroy while one is pending.
+  // Stops the progress thread, closes the connections (a healthy one with a flush, so the
+  // server sees an orderly disconnect; a failed one by force) and progresses until the
+  // closes complete, then flushes the worker: UCX 1.13 aborts in ucp_worker_destroy while a
+  // message is still pending on a lane.
+  std::vector<std::shared_ptr<ServerConnection>> open;
+  {
+    std::lock_guard<std::mutex> lock(conn_mu_);
+    for (auto& [address, c] : connections_) {
+      open.push_back(std::move(c));
+    }
+    connections_.clear();
+  }
+  worker_->Stop();
+  CloseConnections(std::move(open));  // runs here: the thread stopped
+  if (!worker_->ProgressUntil([&] { return closes_in_flight_ == 0; },
+                              std::chrono::steady_clock::now() + teardown_timeout_)) {
+    kLog.Warn("{} data-plane connection closes still in flight at teardown", closes_in_flight_);
+  }
   worker_.reset();
 }
 
@@ -242,9 +267,8 @@ Result<std::unique_ptr<TargetBuffer>> UcxReceiver::Allocate(uint64_t length) {
   if (length == 0) {
     return Status::InvalidArgument("length", "target buffer of 0 bytes");
   }
-  Result<std::unique_ptr<data_plane::MappedMemory>> mapping = worker_->Call([&] {
-    return data_plane::MappedMemory::Allocate(worker_->context(), length, worker_->address());
-  });
+  Result<std::unique_ptr<data_plane::MappedMemory>> mapping = worker_->Call(
+      [&] { return data_plane::MappedMemory::Allocate(worker_->context(), length, owner_); });
   if (!mapping.has_value()) {
     return Status::ResourceExhausted(
         "length", fmt::format("cannot allocate {} bytes: {}", length, mapping.error().message()));

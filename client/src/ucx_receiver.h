@@ -1,18 +1,24 @@
 #pragma once
 // UcxReceiver: the UCX implementation of oc::client::DataPlane (target_buffer.h). It owns a
 // UcxWorker (ucp context + worker owned by its progress thread, shared code with the server
-// in storage-server/src/data_plane/ucx_core.h), maps target buffers, and routes the
-// data-plane active messages (wire format in ucx_core.h, docs/protocol.md "Data plane") to
-// the Delivery registered for their request key.
+// in storage-server/src/data_plane/ucx_core.h), connects to storage servers' data planes
+// (handshake.h: its endpoint to their listener, hello, welcome with the connection id), maps
+// target buffers, and routes the data-plane active messages (wire format in ucx_core.h,
+// docs/protocol.md "Data plane") to the Delivery registered for their request key, whichever
+// connection they came on.
 // Thread safety: as DataPlane.
 
 #include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
+#include "handshake.h"
 #include "oc/client/target_buffer.h"
 #include "oc/common/thread_annotations.h"
 #include "ucx_core.h"
@@ -22,12 +28,25 @@ namespace oc::client {
 struct DeliveryState;
 struct RecvOp;
 
+// One connection to a storage server's data plane (handshake.h).
+struct ServerConnection {
+  std::string address;    // as given to Connect
+  ucp_ep_h ep = nullptr;  // owning thread only; null once closed
+  // Guarded by UcxReceiver::conn_mu_.
+  bool welcomed = false;
+  bool failed = false;
+  descriptor::ConnectionId id{};
+  Status error;  // why it failed
+};
+
 class UcxReceiver final : public DataPlane {
  public:
   static Result<std::unique_ptr<UcxReceiver>> Create(const DataPlaneOptions& options);
   ~UcxReceiver() override;
 
-  ByteSpan worker_address() const override { return worker_->address(); }
+  Result<descriptor::ConnectionId> Connect(std::string_view address,
+                                           bool server_shared_memory) override;
+  void Disconnect(std::string_view address, const descriptor::ConnectionId& id) override;
   Result<std::unique_ptr<TargetBuffer>> Allocate(uint64_t length) override;
   Result<std::unique_ptr<TargetBuffer>> Wrap(MutableByteSpan memory) override;
   Result<std::unique_ptr<Delivery>> Expect(uint64_t target_address, uint32_t num_layers,
@@ -55,9 +74,30 @@ class UcxReceiver final : public DataPlane {
   // True if [address, address + length) lies inside one mapped buffer.
   bool InsideMapped(uint64_t address, uint64_t length);
   static void OnReceived(void* request, ucs_status_t status, size_t length, void* user_data);
+  // The server's welcome (progress thread): completes the connection it came on.
+  static ucs_status_t OnWelcome(void* arg, const void* header, size_t header_length, void* data,
+                                size_t length, const ucp_am_recv_param_t* param);
+  // UCX error handler of a connection's endpoint (progress thread).
+  static void OnConnectionError(void* arg, ucp_ep_h ep, ucs_status_t status);
+  // Creates the endpoint to `address` and sends the hello. REQUIRES: on the owning thread.
+  Status StartConnection(ServerConnection& c, bool server_shared_memory);
+  // Closes the UCX endpoints of `doomed` (force if failed) on the owning thread.
+  void CloseConnections(std::vector<std::shared_ptr<ServerConnection>> doomed);
 
   std::unique_ptr<data_plane::UcxWorker> worker_;
   std::chrono::milliseconds teardown_timeout_{5'000};
+  std::chrono::milliseconds connect_timeout_{10'000};
+  bool shared_memory_ = true;         // our transports allow shared memory (handshake.h)
+  data_plane::OwnerSecret secret_{};  // sent in every hello; its token heads every Allocate
+  data_plane::OwnerToken owner_{};
+  // Endpoint closes posted and not completed (owning thread only).
+  uint64_t closes_in_flight_ = 0;
+  std::mutex conn_mu_;
+  std::condition_variable conn_cv_;
+  // By server address; an entry is replaced once it failed.
+  std::map<std::string, std::shared_ptr<ServerConnection>, std::less<>> connections_
+      OC_GUARDED_BY(conn_mu_);
+  std::unordered_map<ucp_ep_h, ServerConnection*> by_ep_ OC_GUARDED_BY(conn_mu_);
   // Owning thread only: set when teardown starts; rendezvous data arriving later is refused
   // (UCX answers the sender with an error instead of fetching the bytes).
   bool closing_ = false;

@@ -23,7 +23,7 @@ enum class Field : uint8_t {
   kLayerBytes,
   kLayout,
   kDelivery,
-  kTargetWorker,
+  kTargetConnection,
   kTargetRkey,
   kTargetAddress,
   kTargetLength,
@@ -35,7 +35,7 @@ enum class Field : uint8_t {
 constexpr std::array<std::string_view, static_cast<size_t>(Field::kCount)> kFieldNames = {
     "x-oc-version",       "x-oc-key-prefix",        "x-oc-chunk-hashes", "x-oc-chunk-names",
     "x-oc-num-layers",    "x-oc-chunk-tokens",      "x-oc-layer-bytes",  "x-oc-layout",
-    "x-oc-delivery",      "x-oc-target-worker",     "x-oc-target-rkey",  "x-oc-target-address",
+    "x-oc-delivery",      "x-oc-target-connection", "x-oc-target-rkey",  "x-oc-target-address",
     "x-oc-target-length", "x-oc-compute-window-us", "x-oc-request-id",
 };
 
@@ -266,6 +266,16 @@ Result<std::vector<std::byte>> ParseHexBlob(Field f, std::string_view value, uin
   return out;
 }
 
+// x-oc-target-connection: exactly 32 hex digits (docs/protocol.md).
+Result<ConnectionId> ParseConnectionId(std::string_view value) {
+  ConnectionId id{};
+  if (value.size() != 2 * id.size() || !HexDecodeTo(value, id)) {
+    return Invalid(Name(Field::kTargetConnection),
+                   fmt::format("expected {} hex digits", 2 * id.size()));
+  }
+  return id;
+}
+
 Result<StoredLayout> ParseLayout(std::string_view value) {
   for (const StoredLayout l : {StoredLayout::kL2TD, StoredLayout::k2LTD}) {
     if (EqualsIgnoreCase(value, StoredLayoutName(l))) {
@@ -343,7 +353,7 @@ Status CheckVersion(ForEach&& for_each) {
 }
 
 bool IsTargetField(Field f) {
-  return f == Field::kTargetWorker || f == Field::kTargetRkey || f == Field::kTargetAddress ||
+  return f == Field::kTargetConnection || f == Field::kTargetRkey || f == Field::kTargetAddress ||
          f == Field::kTargetLength;
 }
 
@@ -441,7 +451,7 @@ Result<ChunkKeys> DecodeKeys(ForEach&& for_each, const Scan& scan, const Limits&
 }
 
 Result<std::optional<DataPlaneTarget>> DecodeTarget(const Scan& scan, const Limits& limits) {
-  constexpr std::array<Field, 4> kTargetFields = {Field::kTargetWorker, Field::kTargetRkey,
+  constexpr std::array<Field, 4> kTargetFields = {Field::kTargetConnection, Field::kTargetRkey,
                                                   Field::kTargetAddress, Field::kTargetLength};
   bool any = false;
   for (const Field f : kTargetFields) {
@@ -456,9 +466,7 @@ Result<std::optional<DataPlaneTarget>> DecodeTarget(const Scan& scan, const Limi
     }
   }
   DataPlaneTarget t;
-  OC_ASSIGN_OR_RETURN(t.worker_address,
-                      ParseHexBlob(Field::kTargetWorker, *scan.Get(Field::kTargetWorker),
-                                   limits.max_target_blob_bytes));
+  OC_ASSIGN_OR_RETURN(t.connection, ParseConnectionId(*scan.Get(Field::kTargetConnection)));
   OC_ASSIGN_OR_RETURN(t.rkey, ParseHexBlob(Field::kTargetRkey, *scan.Get(Field::kTargetRkey),
                                            limits.max_target_blob_bytes));
   OC_ASSIGN_OR_RETURN(t.address,
@@ -585,7 +593,7 @@ HeaderList Encode(const Descriptor& d, size_t keys_per_value) {
   add(Field::kLayout, std::string(StoredLayoutName(d.layout)));
   add(Field::kDelivery, std::string(DeliveryName(d.delivery)));
   if (d.target.has_value()) {
-    add(Field::kTargetWorker, HexEncode(d.target->worker_address));
+    add(Field::kTargetConnection, HexEncode(d.target->connection));
     add(Field::kTargetRkey, HexEncode(d.target->rkey));
     add(Field::kTargetAddress, std::to_string(d.target->address));
     add(Field::kTargetLength, std::to_string(d.target->length));

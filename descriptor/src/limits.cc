@@ -55,8 +55,6 @@ Status CheckKeys(const Descriptor& d, const Limits& limits) {
 }
 
 Status CheckTarget(const DataPlaneTarget& t, const Limits& limits, uint64_t payload) {
-  OC_RETURN_IF_ERROR(
-      CheckRange("x-oc-target-worker", t.worker_address.size(), limits.max_target_blob_bytes));
   OC_RETURN_IF_ERROR(CheckRange("x-oc-target-rkey", t.rkey.size(), limits.max_target_blob_bytes));
   uint64_t end = 0;
   if (__builtin_add_overflow(t.address, t.length, &end)) {

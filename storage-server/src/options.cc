@@ -19,6 +19,7 @@ constexpr uint64_t kMaxKvPutReadBytes = 64ull << 20;
 Status ApplyKvConfig(const oc::Config& config, KvOptions* kv) {
   OC_RETURN_IF_ERROR(config.ReadSize("kv.layerwise_threshold", &kv->layerwise_threshold_bytes));
   OC_RETURN_IF_ERROR(config.Read("kv.data_plane_transports", &kv->data_plane_transports));
+  OC_RETURN_IF_ERROR(config.Read("kv.data_plane_listen", &kv->data_plane_listen));
   OC_RETURN_IF_ERROR(config.Read("kv.data_plane_staging_buffers", &kv->data_plane_staging_buffers));
   OC_RETURN_IF_ERROR(
       config.ReadSize("kv.data_plane_staging_buffer_bytes", &kv->data_plane_staging_buffer_bytes));

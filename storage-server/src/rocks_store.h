@@ -173,6 +173,9 @@ class RocksStore final : public Store {
                                 ChunkSource* body) override {
     return kv_->PutChunks(bucket, d, body);
   }
+  Result<DataPlaneInfo> DataPlane(std::string_view /*bucket*/) override {
+    return kv_->DataPlaneInfo();
+  }
 
   // Compacts the extent column family (and with it the blob files) now; what the
   // background reclaimer runs. Also a test hook.

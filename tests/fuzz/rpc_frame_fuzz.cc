@@ -85,7 +85,7 @@ void CheckBody(const rpc::FrameHeader& h, oc::ByteSpan body) {
     case rpc::Op::kKvGetLayers:
     case rpc::Op::kKvPutChunks:
       if (!reply) {
-        RoundTrip<std::string, std::string>(body);
+        RoundTrip<std::string, std::string, std::string>(body);  // bucket, descriptor, principal
       } else if (h.op == rpc::Op::kKvProbe) {
         RoundTrip<oc::storage::KvProbeResult>(body);
       } else if (h.op == rpc::Op::kKvGetLayers) {
@@ -96,6 +96,13 @@ void CheckBody(const rpc::FrameHeader& h, oc::ByteSpan body) {
       break;
     case rpc::Op::kKvPlan:
       RoundTrip<oc::storage::KvPlan>(body);
+      break;
+    case rpc::Op::kKvDataPlane:
+      if (reply) {
+        RoundTrip<oc::storage::DataPlaneInfo>(body);
+      } else {
+        RoundTrip<std::string>(body);
+      }
       break;
     case rpc::Op::kKvLayerReady:
       RoundTrip<uint32_t>(body);

@@ -215,14 +215,14 @@ def test_unsigned_delivery_does_not_change_a_descriptor_get(server, made_bucket)
 
 def test_unsigned_target_is_refused_before_any_connection(server, made_bucket):
     put_toy_chunks(server, made_bucket)
-    target_headers = [("x-oc-target-worker", "00"), ("x-oc-target-rkey", "00"),
+    target_headers = [("x-oc-target-connection", "00" * 16), ("x-oc-target-rkey", "00"),
                       ("x-oc-target-address", "4096"), ("X-OC-Target-Length", "24")]
     status, _, resp = descriptor_get(server, made_bucket, unsigned=target_headers)
-    unsigned_refused(status, resp, "x-oc-target-worker")
+    unsigned_refused(status, resp, "x-oc-target-connection")
     root = ET.fromstring(resp)
     for name, _ in target_headers:
         assert name.lower() in root.findtext("Message"), resp
-    # Control: signed, the same (bogus) worker gets past auth to the descriptor checks.
+    # Control: signed, the same (bogus) connection gets past auth to the descriptor checks.
     status, _, resp = descriptor_get(server, made_bucket, {k.lower(): v for k, v in target_headers})
     assert status != 403, resp
 
@@ -266,7 +266,7 @@ def test_anonymous_descriptor_request_may_not_name_a_target(server):
     anonymous = [("Host", host(server))] + list(TOY.items())
     status, _, resp = send(server, "GET", target(f"/{PUBLIC_BUCKET}", query), anonymous)
     assert status == 200 and resp == LAYER_MAJOR
-    target_fields = [("x-oc-target-worker", "00"), ("x-oc-target-rkey", "00"),
+    target_fields = [("x-oc-target-connection", "00" * 16), ("x-oc-target-rkey", "00"),
                      ("x-oc-target-address", "4096"), ("x-oc-target-length", "24")]
     status, _, resp = send(server, "GET", target(f"/{PUBLIC_BUCKET}", query),
                            anonymous + target_fields)

@@ -7,6 +7,7 @@ checked from `oc get-layers`' "layer <l> <us>" lines. Runs over the embedded and
 store (conftest's `server` fixture)."""
 import hashlib
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -322,9 +323,9 @@ def test_bad_descriptors_are_clean_errors(server, made_bucket, tmp):
     # refuses, gets the probe's answer.
     status, h, body = curl(server, [*curl_sig(server), url.replace("objectcache=",
                                                                    "objectcache=&probe="),
-                                    *toy(x_oc_target_worker="00", x_oc_target_length="23")])
+                                    *toy(x_oc_target_connection="00", x_oc_target_length="23")])
     assert status == 200 and h["x-oc-matched-chunks"] == "2", body
-    target = dict(x_oc_target_worker="00", x_oc_target_rkey="00",
+    target = dict(x_oc_target_connection="00" * 16, x_oc_target_rkey="00",
                   x_oc_target_address="4096")
     bad = [
         (toy(x_oc_num_layers="4096"), "x-oc-num-layers"),
@@ -343,14 +344,106 @@ def test_bad_descriptors_are_clean_errors(server, made_bucket, tmp):
     # A caller that may not read the bucket (anonymous on a private bucket).
     status, _, body = curl(server, [url, *TOY])
     assert status == 403 and b"AccessDenied" in body
-    # A worker address and rkey that are not UCX's: an error, and the server keeps serving.
+    # A connection id the data plane never issued: refused naming it, before any I/O, and the
+    # server keeps serving.
     status, _, body = curl(server, [*curl_sig(server), url, *toy(
-        x_oc_target_worker="0123456789abcdef", x_oc_target_rkey="deadbeef",
+        x_oc_target_connection="0123456789abcdef0123456789abcdef", x_oc_target_rkey="deadbeef",
         x_oc_target_address="4096", x_oc_target_length="24")])
-    assert status >= 400, body
+    assert status == 400, body
+    assert b"<ArgumentName>x-oc-target-connection</ArgumentName>" in body, body
+    assert b"connect again" in body, body
     assert server.alive()
     status, _, body = curl(server, [*curl_sig(server), url, *TOY])
     assert status == 200 and body == b"a0Ka0Vb0Kb0Va1Ka1Vb1Kb1V"
+
+
+# The cross-process client of the unit tests (tests/unit/client/data_plane_peer.cc): it
+# connects to a data plane, allocates a System V target and publishes connection id, rkey,
+# address and length; "die" mode then waits to be killed.
+PEER = os.environ.get("OC_DATA_PLANE_PEER_BIN", "")
+
+
+def discover(server, bucket, sig):
+    """The discovery answer: where the bucket's data plane listens."""
+    status, h, body = curl(server, [*sig, f"{server.endpoint}/{bucket}?data-plane=&objectcache="])
+    assert status == 200, body
+    return h["x-oc-data-plane-address"], h["x-oc-data-plane-shm"]
+
+
+def sysv_entry(rkey):
+    """Offset of the 12-byte System V entry of a packed rkey (UCX 1.13: u64 map, memory type,
+    then per map bit a length byte and that many bytes), or None."""
+    at, md_map = 9, int.from_bytes(rkey[:8], "little")
+    while md_map:
+        md_map &= md_map - 1
+        size = rkey[at]
+        if size == 12:
+            return at + 1
+        at += 1 + size
+    return None
+
+
+class Peer:
+    """A data_plane_peer process connected to `address`; its target's fields."""
+
+    def __init__(self, tmp, address, shm, tls="-"):
+        self.dir = tempfile.mkdtemp(dir=tmp)
+        self.proc = subprocess.Popen([PEER, self.dir, tls, "2", "4096", "die", address, shm],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        path = os.path.join(self.dir, "target")
+        deadline = time.time() + 20
+        while not os.path.exists(path):
+            failed = os.path.join(self.dir, "failed")
+            assert not os.path.exists(failed), open(failed).read()
+            assert time.time() < deadline, "data_plane_peer did not publish its target"
+            time.sleep(0.02)
+        self.connection, self.rkey, self.address, self.length = open(path).read().split()
+
+    def headers(self, **changes):
+        fields = dict(x_oc_target_connection=self.connection, x_oc_target_rkey=self.rkey,
+                      x_oc_target_address=self.address, x_oc_target_length="24")
+        fields.update(changes)
+        return toy(**fields)
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+@pytest.mark.skipif(not os.path.exists(PEER), reason="data_plane_peer not built")
+def test_hostile_targets_never_reach_ucx(server, made_bucket, tmp):
+    """Client bytes that UCX would parse (issue 13, trust boundary): a connection the server
+    issued, with rkeys of the right length that are not what it packed, are refused naming
+    x-oc-target-rkey before UCX sees them; the server stays up and serves the next request,
+    and the real target is still written byte-exact."""
+    url = f"{server.endpoint}/{made_bucket}?objectcache="
+    curl(server, [*curl_sig(server), "-X", "PUT", "--data-binary", "@-", url, *TOY],
+         data=b"a0Ka0Va1Ka1Vb0Kb0Vb1Kb1V")
+    address, shm = discover(server, made_bucket, curl_sig(server))
+    peer = Peer(tmp, address, shm)
+    try:
+        rkey = bytes.fromhex(peer.rkey)
+        garbage = bytes(random.Random(7).getrandbits(8) for _ in range(len(rkey)))
+        # The key's System V entry (12 bytes: segment id, address) naming a segment that
+        # does not exist: the map and entry sizes are the client's own.
+        no_segment = bytearray(rkey)
+        sysv_at = sysv_entry(rkey)
+        assert sysv_at is not None, peer.rkey
+        no_segment[sysv_at:sysv_at + 4] = (0x7ffffff0).to_bytes(4, "little")
+        for bad in (garbage, bytes(no_segment), rkey[:-1], b"\x00" * len(rkey)):
+            status, _, body = curl(server, [*curl_sig(server), url,
+                                            *peer.headers(x_oc_target_rkey=bad.hex())])
+            assert status == 400, (bad.hex(), body)
+            assert b"<ArgumentName>x-oc-target-rkey</ArgumentName>" in body, body
+            assert server.alive()
+        status, _, body = curl(server, [*curl_sig(server), url, *TOY])
+        assert status == 200 and body == b"a0Ka0Vb0Kb0Va1Ka1Vb1Kb1V"
+        # The real target of that connection is written.
+        status, h, body = curl(server, [*curl_sig(server), url, *peer.headers()])
+        assert status == 200 and h["x-oc-matched-chunks"] == "2", body
+    finally:
+        peer.stop()
+    assert server.alive()
 
 
 def test_client_killed_mid_transfer_and_concurrent_clients(server, made_bucket, tmp):

@@ -18,8 +18,8 @@ import pytest
 
 from conftest import (RPC_SECRET, TEST_CONFIG, free_port, stop_processes, wait_healthy,
                       wait_port)
-from test_objectcache import (OC, chunk_object, expected_payload, get_layers, key_args,
-                              put_chunks, run, slice_bytes)
+from test_objectcache import (OC, PEER, TOY, Peer, chunk_object, expected_payload, get_layers,
+                              key_args, put_chunks, run, slice_bytes)
 
 pytestmark = [
     pytest.mark.skipif(not os.path.exists(OC), reason="oc CLI not built (OC_CLI_BIN)"),
@@ -248,3 +248,58 @@ def test_client_exits_zero_right_after_a_ucx_transfer(remote, tmp):
         if p.returncode != 0:
             failures.append((i, p.returncode, p.stderr.decode()[-400:]))
     assert failures == [], f"{len(failures)} of {RUNS} exited non-zero: {failures[:2]}"
+
+
+def sig(who):
+    return ["--aws-sigv4", "aws:amz:us-east-1:s3", "--user", f"{who[1]}:{who[2]}", "-H",
+            "x-amz-content-sha256: UNSIGNED-PAYLOAD"]
+
+
+def curl(args, data=None):
+    p = subprocess.run(["curl", "-sS", "-D", "-", *args], input=data, capture_output=True,
+                       timeout=60)
+    assert p.returncode == 0, p.stderr.decode()
+    head, _, body = p.stdout.partition(b"\r\n\r\n")
+    lines = head.decode().split("\r\n")
+    headers = {k.lower(): v.strip() for k, v in (x.split(":", 1) for x in lines[1:] if ":" in x)}
+    return int(lines[0].split()[1]), headers, body
+
+
+@pytest.mark.skipif(not os.path.exists(PEER), reason="data_plane_peer not built")
+def test_a_connection_serves_only_the_credential_that_first_used_it(remote, tmp):
+    """The connection id travels in its owner's signed headers; a holder of another
+    credential that copies it (with the rkey) is refused with 403 naming
+    x-oc-target-connection, by the storage server's data plane (the gateway forwards the
+    principal over the RPC), and its owner is still served."""
+    tag = remote.transports or "shm"
+    mine, theirs = f"kv-conn-a-{tag}", f"kv-conn-b-{tag}"
+    make_bucket(remote, mine, who=ALICE)
+    make_bucket(remote, theirs, who=BOB)
+    for bucket, who in ((mine, ALICE), (theirs, BOB)):
+        status, _, body = curl([*sig(who), "-X", "PUT", "--data-binary", "@-",
+                                f"{remote.endpoint}/{bucket}?objectcache=", *TOY],
+                               data=b"a0Ka0Va1Ka1Vb0Kb0Vb1Kb1V")
+        assert status == 200, body
+    status, h, body = curl([*sig(ALICE), f"{remote.endpoint}/{mine}?data-plane=&objectcache="])
+    assert status == 200, body
+    peer = Peer(tmp, h["x-oc-data-plane-address"], h["x-oc-data-plane-shm"],
+                remote.transports or "-")
+    try:
+        # Alice's first request binds the connection to her.
+        status, _, body = curl([*sig(ALICE), f"{remote.endpoint}/{mine}?objectcache=",
+                                *peer.headers()])
+        assert status == 200, body
+        # Bob names it for his own bucket (same storage server, same data plane).
+        status, _, body = curl([*sig(BOB), f"{remote.endpoint}/{theirs}?objectcache=",
+                                *peer.headers()])
+        assert status == 403, body
+        assert b"<ArgumentName>x-oc-target-connection</ArgumentName>" in body, body
+        status, _, body = curl([*sig(BOB), "-X", "PUT", "--data-binary", "",
+                                f"{remote.endpoint}/{theirs}?objectcache=", *peer.headers()])
+        assert status == 403, body
+        # Alice still is.
+        status, _, body = curl([*sig(ALICE), f"{remote.endpoint}/{mine}?objectcache=",
+                                *peer.headers()])
+        assert status == 200, body
+    finally:
+        peer.stop()

@@ -1,10 +1,10 @@
 // The descriptor requests of docs/protocol.md (issue 5): GET/POST /{bucket}?objectcache
 // (layers into a data-plane target, or streamed in the body), the same with &probe (the
-// batch existence query), and PUT /{bucket}?objectcache (N chunks in one request, from the
-// body or pulled over UCX). Like every handler they run on the Store pool after the session
-// authenticated the request; access is checked exactly as for GetObject (reads) and PutObject
-// (the PUT). The descriptor is decoded and validated before any Store call: a bad one is a 400
-// naming the x-oc-* field.
+// batch existence query) and with &data-plane (where the client's UCX connects), and PUT
+// /{bucket}?objectcache (N chunks in one request, from the body or pulled over UCX). Like every
+// handler they run on the Store pool after the session authenticated the request; access is checked
+// exactly as for GetObject (reads) and PutObject (the PUT). The descriptor is decoded and validated
+// before any Store call: a bad one is a 400 naming the x-oc-* field.
 
 #include <chrono>
 #include <condition_variable>
@@ -88,6 +88,11 @@ Result<descriptor::Descriptor> DecodeDescriptor(const Request& req, descriptor::
   if (d->request_id.empty()) {
     d->request_id = req.request_id;
   }
+  if (d->target.has_value()) {
+    // The data plane binds a connection to the first principal naming it (never from the
+    // wire: docs/decisions.md, "Data plane: who connects to whom").
+    d->target->principal = req.user != nullptr ? req.user->access_key : std::string();
+  }
   return d;
 }
 
@@ -95,6 +100,20 @@ void AddSummary(const descriptor::ResponseSummary& summary, Response* res) {
   for (auto& [name, value] : descriptor::EncodeResponse(summary)) {
     res->AddHeader(std::move(name), std::move(value));
   }
+}
+
+// GET /{bucket}?objectcache&data-plane: where a client's UCX connects to reach the data
+// plane that serves this bucket (docs/protocol.md, "Data plane: connecting").
+Response DataPlaneAddress(HandlerEnv& env, Request& req) {
+  Result<storage::DataPlaneInfo> r = env.store->DataPlane(req.route.bucket);
+  if (!r.has_value()) {
+    return Response::FromStatus(r.error(), &req);
+  }
+  Response res;
+  res.AddHeader("x-oc-version", "1");
+  res.AddHeader("x-oc-data-plane-address", r->address);
+  res.AddHeader("x-oc-data-plane-shm", r->shared_memory ? "1" : "0");
+  return res;
 }
 
 Response Probe(HandlerEnv& env, Request& req, const descriptor::Descriptor& d) {
@@ -198,6 +217,9 @@ Response GetIntoBody(HandlerEnv& env, Request& req, const descriptor::Descriptor
 Response HandleGetObjectCache(HandlerEnv& env, Request& req) {
   // Access was checked by Dispatch (kGetObjectCache reads, like GetObject).
   const Clock::time_point start = Clock::now();
+  if (req.Query("data-plane")) {
+    return DataPlaneAddress(env, req);
+  }
   const bool probe = req.Query("probe").has_value();
   Result<descriptor::Descriptor> d =
       DecodeDescriptor(req, probe ? descriptor::Purpose::kProbe : descriptor::Purpose::kGet);

@@ -1,5 +1,8 @@
 #include "endpoint_cache.h"
 
+#include <openssl/rand.h>
+
+#include "handshake.h"
 #include "oc/common/check.h"
 #include "oc/common/log.h"
 
@@ -7,6 +10,8 @@ namespace oc::storage {
 namespace {
 
 const Logger kLog{"data_plane"};
+
+constexpr std::string_view kConnectionField = "x-oc-target-connection";
 
 }  // namespace
 
@@ -21,7 +26,10 @@ void Endpoint::Close() {
   }
   // Non-blocking close: a healthy endpoint flushes first, a failed one is released at once
   // (with peer error handling its outstanding requests complete as cancelled). The close
-  // request (if any) is freed at once and completes on the progress thread.
+  // request (if any) is freed at once and completes on the progress thread. A client that
+  // closed first shows up as a failed endpoint here (the connection manager reports it), so
+  // the server never flushes towards a peer that is gone: that flush is what UCX logged as
+  // "error during flush: Endpoint timeout" (docs/decisions.md).
   cache_->CloseUcxEndpoint(ep_, /*force=*/failed());
 }
 
@@ -45,8 +53,8 @@ void EndpointCache::CloseUcxEndpoint(ucp_ep_h ep, bool force) {
   });
 }
 
-EndpointCache::EndpointCache(data_plane::UcxWorker& worker, uint64_t capacity)
-    : worker_(worker), capacity_(capacity) {
+EndpointCache::EndpointCache(data_plane::UcxWorker& worker, uint64_t capacity, bool shared_memory)
+    : worker_(worker), capacity_(capacity), shared_memory_(shared_memory) {
   OC_CHECK(capacity > 0);
 }
 
@@ -86,70 +94,137 @@ EndpointCache::~EndpointCache() {
   graveyard.clear();
 }
 
-Result<std::shared_ptr<Endpoint>> EndpointCache::Get(ByteSpan worker_address) {
-  std::string key(AsText(worker_address));
-  std::vector<std::shared_ptr<Endpoint>> doomed;  // destroyed after the lock is released
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    doomed.swap(graveyard_);
-    auto it = by_key_.find(key);
-    if (it != by_key_.end()) {
-      if (!(*it->second)->failed()) {
-        lru_.splice(lru_.begin(), lru_, it->second);
-        return *lru_.begin();
-      }
-      DropLocked(key, doomed);
-    }
+void EndpointCache::Accept(ucp_listener_h listener, ucp_conn_request_h request) {
+  ucp_conn_request_attr_t attr{};
+  attr.field_mask = UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ID | UCP_CONN_REQUEST_ATTR_FIELD_CLIENT_ADDR;
+  descriptor::ConnectionId id{};
+  if (shut_down_.load() || ucp_conn_request_query(request, &attr) != UCS_OK ||
+      RAND_bytes(reinterpret_cast<unsigned char*>(id.data()), static_cast<int>(id.size())) != 1) {
+    kLog.Warn("data-plane connection request rejected");
+    (void)ucp_listener_reject(listener, request);
+    return;
   }
-  doomed.clear();
-
-  // Create without holding mu_: Call waits for the owning thread, whose error handler takes
-  // mu_.
-  std::shared_ptr<Endpoint> endpoint(new Endpoint(this, key));
+  const ucp_err_handling_mode_t mode = data_plane::ErrorMode(
+      (attr.client_id & data_plane::kClientIdSharedMemory) != 0, shared_memory_,
+      data_plane::IsLoopback(reinterpret_cast<const sockaddr*>(&attr.client_address)));
+  std::shared_ptr<Endpoint> endpoint(new Endpoint(this, id));
+  endpoint->peer_error_handling_ = mode == UCP_ERR_HANDLING_MODE_PEER;
   ucp_ep_params_t params{};
-  params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+  params.field_mask = UCP_EP_PARAM_FIELD_CONN_REQUEST | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                       UCP_EP_PARAM_FIELD_ERR_HANDLER;
-  params.address = reinterpret_cast<const ucp_address_t*>(worker_address.data());
+  params.conn_request = request;
+  params.err_mode = mode;
   params.err_handler.cb = &EndpointCache::OnEndpointError;
   params.err_handler.arg = this;
-  // Created and registered on the owning thread, where the error handler also runs, so no
-  // error can arrive for an endpoint the cache does not know yet.
-  const ucs_status_t st = worker_.Call([&] {
-    ucp_ep_h ep = nullptr;
-    params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-    ucs_status_t created = ucp_ep_create(worker_.worker(), &params, &ep);
-    if (created == UCS_ERR_UNREACHABLE) {
-      // No transport to this peer can report peer failure (UCX 1.13 shared memory).
-      params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
-      created = ucp_ep_create(worker_.worker(), &params, &ep);
-      endpoint->peer_error_handling_ = false;
-    }
-    if (created == UCS_OK) {
-      std::lock_guard<std::mutex> lock(mu_);
-      endpoint->ep_ = ep;
-      by_ep_[ep] = endpoint.get();
-    }
-    return created;
-  });
+  ucp_ep_h ep = nullptr;
+  const ucs_status_t st = ucp_ep_create(worker_.worker(), &params, &ep);
   if (st != UCS_OK) {
-    Status s = data_plane::FromUcs(st, "ucp_ep_create");
-    return Status::InvalidArgument("x-oc-target-worker", std::string(s.message()));
+    kLog.Warn("data-plane connection not accepted: ucp_ep_create: {}", ucs_status_string(st));
+    return;
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = by_key_.find(key);
-    if (it != by_key_.end()) {
-      // Another request created one meanwhile: keep ours for this request only.
-      return endpoint;
-    }
-    lru_.push_front(endpoint);
-    by_key_[key] = lru_.begin();
+    endpoint->ep_ = ep;
+    by_ep_[ep] = endpoint.get();
+    lru_.push_front(std::move(endpoint));
+    by_key_[id] = lru_.begin();
     while (lru_.size() > capacity_) {
-      DropLocked(lru_.back()->key_, doomed);
+      DropLocked(lru_.back()->id_, graveyard_);  // closed outside this callback
     }
   }
-  doomed.clear();
-  return endpoint;
+  worker_.Defer([this] { ReleaseGraveyard(); });
+  kLog.Debug("data-plane connection accepted peer_error_handling={}",
+             mode == UCP_ERR_HANDLING_MODE_PEER);
+}
+
+void EndpointCache::OnHello(ucp_ep_h ep, ByteSpan header) {
+  Result<data_plane::OwnerSecret> secret = data_plane::DecodeHello(header);
+  descriptor::ConnectionId id{};
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto found = by_ep_.find(ep);
+    if (found == by_ep_.end()) {
+      return;  // closed meanwhile, or not ours
+    }
+    Endpoint& endpoint = *found->second;
+    Status refused;
+    if (!secret.has_value()) {
+      refused = secret.error();
+    } else if (endpoint.welcomed_ || endpoint.failed()) {
+      refused = Status::Corruption("a second hello on one connection");
+    } else {
+      endpoint.info_ = QueryEndpointInfo(ep);
+      if (!endpoint.peer_error_handling_ && endpoint.info_.tcp_lane) {
+        // UCX 1.13 without peer error handling over TCP crashed after the peer went away
+        // (docs/decisions.md, "Data plane: noticing a vanished client"): the two ends disagree
+        // about their transports, so the connection is refused rather than used.
+        refused = Status::FailedPrecondition(
+            Subject::kNone,
+            "the client announced shared memory but the connection uses TCP; configure the "
+            "same transports on both ends");
+      }
+    }
+    if (!refused.ok()) {
+      kLog.Warn("data-plane hello refused: {}", refused.ToString());
+      if (!endpoint.failed_.exchange(true)) {
+        failures_.fetch_add(1, std::memory_order_relaxed);
+      }
+      DropLocked(endpoint.id_, graveyard_);
+    } else {
+      endpoint.owner_ = data_plane::MakeOwnerToken(*secret);
+      endpoint.welcomed_ = true;
+      id = endpoint.id_;
+    }
+    if (!refused.ok()) {
+      worker_.Defer([this] { ReleaseGraveyard(); });
+      return;
+    }
+  }
+  auto* welcome =
+      new std::array<std::byte, data_plane::kWelcomeBytes>(data_plane::EncodeWelcome(id));
+  ucp_request_param_t param{};
+  param.op_attr_mask =
+      UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+  param.flags = UCP_AM_SEND_FLAG_REPLY;
+  param.cb.send = [](void* request, ucs_status_t, void* user_data) {
+    delete static_cast<std::array<std::byte, data_plane::kWelcomeBytes>*>(user_data);
+    ucp_request_free(request);
+  };
+  param.user_data = welcome;
+  ucs_status_ptr_t sp = ucp_am_send_nbx(ep, data_plane::kWelcomeAmId, welcome->data(),
+                                        welcome->size(), nullptr, 0, &param);
+  if (!UCS_PTR_IS_PTR(sp)) {
+    delete welcome;  // sent (or failed) at once; the callback does not run
+  }
+}
+
+void EndpointCache::ReleaseGraveyard() {
+  std::vector<std::shared_ptr<Endpoint>> doomed;  // destroyed after the lock is released
+  std::lock_guard<std::mutex> lock(mu_);
+  doomed.swap(graveyard_);
+}
+
+Result<std::shared_ptr<Endpoint>> EndpointCache::Find(const descriptor::ConnectionId& id,
+                                                      std::string_view principal) {
+  std::vector<std::shared_ptr<Endpoint>> doomed;  // destroyed after the lock is released
+  std::lock_guard<std::mutex> lock(mu_);
+  doomed.swap(graveyard_);
+  auto it = by_key_.find(id);
+  if (it == by_key_.end() || !(*it->second)->welcomed_ || (*it->second)->failed()) {
+    return Status::InvalidArgument(
+        std::string(kConnectionField),
+        "no such data-plane connection here (unknown, closed or failed): connect again");
+  }
+  Endpoint& endpoint = **it->second;
+  if (!endpoint.bound_) {
+    endpoint.bound_ = true;
+    endpoint.principal_ = std::string(principal);
+  } else if (endpoint.principal_ != principal) {
+    return Status(Code::kPermissionDenied, Subject::kNone, std::string(kConnectionField),
+                  "the data-plane connection belongs to another principal");
+  }
+  lru_.splice(lru_.begin(), lru_, it->second);
+  return *lru_.begin();
 }
 
 uint64_t EndpointCache::size() const {
@@ -159,20 +234,30 @@ uint64_t EndpointCache::size() const {
 
 void EndpointCache::OnEndpointError(void* arg, ucp_ep_h ep, ucs_status_t status) {
   auto* self = static_cast<EndpointCache*>(arg);
-  std::lock_guard<std::mutex> lock(self->mu_);
-  auto found = self->by_ep_.find(ep);
-  if (found == self->by_ep_.end()) {
-    return;  // closed and forgotten already
+  {
+    std::lock_guard<std::mutex> lock(self->mu_);
+    auto found = self->by_ep_.find(ep);
+    if (found == self->by_ep_.end()) {
+      return;  // closed and forgotten already
+    }
+    Endpoint* endpoint = found->second;
+    if (!endpoint->failed_.exchange(true, std::memory_order_acq_rel)) {
+      self->failures_.fetch_add(1, std::memory_order_relaxed);
+      // A client closing its connection is reported as a reset: the ordinary end of one.
+      if (status == UCS_ERR_CONNECTION_RESET) {
+        kLog.Info("data-plane connection closed by the client");
+      } else {
+        kLog.Warn("endpoint failed status={}; dropped from cache", ucs_status_string(status));
+      }
+    }
+    auto it = self->by_key_.find(endpoint->id_);
+    if (it != self->by_key_.end() && it->second->get() == endpoint) {
+      self->DropLocked(endpoint->id_, self->graveyard_);
+    }
   }
-  Endpoint* endpoint = found->second;
-  if (!endpoint->failed_.exchange(true, std::memory_order_acq_rel)) {
-    self->failures_.fetch_add(1, std::memory_order_relaxed);
-    kLog.Warn("endpoint failed status={}; dropped from cache", ucs_status_string(status));
-  }
-  auto it = self->by_key_.find(endpoint->key_);
-  if (it != self->by_key_.end() && it->second->get() == endpoint) {
-    self->DropLocked(endpoint->key_, self->graveyard_);
-  }
+  // Force-closed once outside this callback (closing an endpoint from its own error callback
+  // is not allowed).
+  self->worker_.Defer([self] { self->ReleaseGraveyard(); });
 }
 
 void EndpointCache::Fail(Endpoint& endpoint, std::string_view reason, bool close_now) {
@@ -183,9 +268,9 @@ void EndpointCache::Fail(Endpoint& endpoint, std::string_view reason, bool close
       failures_.fetch_add(1, std::memory_order_relaxed);
       kLog.Warn("endpoint failed: {}; dropped from cache", reason);
     }
-    auto it = by_key_.find(endpoint.key_);
+    auto it = by_key_.find(endpoint.id_);
     if (it != by_key_.end() && it->second->get() == &endpoint) {
-      DropLocked(endpoint.key_, close_now ? doomed : graveyard_);
+      DropLocked(endpoint.id_, close_now ? doomed : graveyard_);
     }
   }
   if (close_now) {
@@ -202,8 +287,7 @@ void EndpointCache::Forget(Endpoint* endpoint) {
   }
 }
 
-void EndpointCache::DropLocked(const std::string& key,
-                               std::vector<std::shared_ptr<Endpoint>>& out) {
+void EndpointCache::DropLocked(const Key& key, std::vector<std::shared_ptr<Endpoint>>& out) {
   auto it = by_key_.find(key);
   if (it == by_key_.end()) {
     return;

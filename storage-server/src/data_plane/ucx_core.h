@@ -279,6 +279,10 @@ struct WorkerOptions {
   // is destroyed with a message still pending on a lane.
   // Default: 5 s
   std::chrono::milliseconds teardown_timeout{5'000};
+  // The worker's client_id, sent in the connection requests of endpoints it creates to a
+  // listener (handshake.h: kClientIdSharedMemory).
+  // Default: 0
+  uint64_t client_id = 0;
 };
 
 class UcxWorker {
@@ -311,8 +315,9 @@ class UcxWorker {
     w->teardown_timeout_ = options.teardown_timeout;
 
     ucp_worker_params_t wparams{};
-    wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+    wparams.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE | UCP_WORKER_PARAM_FIELD_CLIENT_ID;
     wparams.thread_mode = UCS_THREAD_MODE_SINGLE;
+    wparams.client_id = options.client_id;
     OC_RETURN_IF_ERROR(
         FromUcs(ucp_worker_create(w->context_, &wparams, &w->worker_), "ucp_worker_create"));
     OC_RETURN_IF_ERROR(FromUcs(ucp_worker_get_efd(w->worker_, &w->efd_), "ucp_worker_get_efd"));
@@ -362,6 +367,19 @@ class UcxWorker {
       tasks_.push_back(std::move(task));
     }
     Wake();
+  }
+
+  // Queues `task` for the progress thread's next turn even when called on that thread: how a
+  // UCX callback has work done outside any callback (closing endpoints). Tasks queued while
+  // the thread is stopped run at the next Stop() or never, when the worker goes first.
+  void Defer(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lock(tasks_mu_);
+      tasks_.push_back(std::move(task));
+    }
+    if (running_.load(std::memory_order_acquire)) {
+      Wake();
+    }
   }
 
   // Runs `f` on the owning thread as Submit does and waits for its result (f must return a
@@ -553,18 +571,21 @@ class UcxWorker {
 };
 
 // A target that UCX allocates for a client (MappedMemory::Allocate) begins with one page
-// naming its owner: the SHA-256 of a domain string and the owning worker's address. A server
-// that finds the segment attached writes it in place only if that page names the worker the
-// request's notifications go to, so a client cannot aim in-place writes at another client's
-// segment by sending its rkey: no more than it could with rendezvous writes, which the owner's
-// own worker checks.
+// naming its owner: the SHA-256 of a domain string and the owning data plane's secret, a
+// random value the client sends only to the servers its UCX connects to (HelloMessage), never
+// in an HTTP header. A server writes in place, or lets UCX attach the segment at all, only if
+// that page names the connection the request's notifications go to, so a client cannot aim
+// writes at another client's segment by sending its rkey (docs/decisions.md, "Data plane:
+// attached targets must be the requester's own").
 inline constexpr uint64_t kOwnerPageBytes = 4096;
+inline constexpr size_t kOwnerSecretBytes = 32;
+using OwnerSecret = std::array<std::byte, kOwnerSecretBytes>;
 using OwnerToken = std::array<std::byte, SHA256_DIGEST_LENGTH>;
-inline OwnerToken MakeOwnerToken(ByteSpan worker_address) {
-  static constexpr std::string_view kDomain = "objectcache data-plane target owner v1";
-  std::vector<unsigned char> in(kDomain.begin(), kDomain.end());
-  const auto* w = reinterpret_cast<const unsigned char*>(worker_address.data());
-  in.insert(in.end(), w, w + worker_address.size());
+inline OwnerToken MakeOwnerToken(const OwnerSecret& secret) {
+  static constexpr std::string_view kDomain = "objectcache data-plane target owner v2";
+  std::array<unsigned char, kDomain.size() + kOwnerSecretBytes> in{};
+  std::memcpy(in.data(), kDomain.data(), kDomain.size());
+  std::memcpy(in.data() + kDomain.size(), secret.data(), secret.size());
   OwnerToken token;
   SHA256(in.data(), in.size(), reinterpret_cast<unsigned char*>(token.data()));
   return token;
@@ -586,14 +607,14 @@ class MappedMemory {
     OC_RETURN_IF_ERROR(m->Pack());
     return m;
   }
-  // Has UCX allocate `length` bytes for the worker at `owner` (its address) and map them: on
+  // Has UCX allocate `length` bytes for the data plane whose token is `owner` and map them: on
   // one host UCX takes shared memory (UCX_ALLOC_PRIO: System V first), which a peer's UCX
   // attaches when it unpacks the rkey, so a server on the same host can write it in place
   // (UcxDataPlane). The mapping starts with an owner page (OwnerToken) before the bytes.
   // Elsewhere UCX falls back to ordinary pages. The bytes are zeroed and live as long as the
   // mapping.
   static Result<std::unique_ptr<MappedMemory>> Allocate(ucp_context_h context, uint64_t length,
-                                                        ByteSpan owner) {
+                                                        const OwnerToken& owner) {
     std::unique_ptr<MappedMemory> m(new MappedMemory(context));
     ucp_mem_map_params_t params{};
     params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
@@ -611,8 +632,7 @@ class MappedMemory {
     // Shared-memory and mmap pages come zeroed from the kernel, UCX's heap fallback does not.
     auto* start = static_cast<std::byte*>(attr.address);
     std::memset(start, 0, params.length);
-    const OwnerToken token = MakeOwnerToken(owner);
-    std::memcpy(start, token.data(), token.size());
+    std::memcpy(start, owner.data(), owner.size());
     m->bytes_ = MutableByteSpan(start + kOwnerPageBytes, length);
     OC_RETURN_IF_ERROR(m->Pack());
     return m;

@@ -18,7 +18,9 @@
 
 #include <fmt/core.h>
 
+#include "handshake.h"
 #include "oc/common/log.h"
+#include "rkey_check.h"
 #include "ucx_layer_sink.h"
 
 namespace oc::storage {
@@ -26,42 +28,14 @@ namespace {
 
 const Logger kLog{"data_plane"};
 
-// Worker addresses and packed rkeys larger than this are refused before UCX parses them
-// (the descriptor's own limit, Limits::max_target_blob_bytes, is the same by default).
+// Packed rkeys larger than this are refused before they are parsed (the descriptor's own
+// limit, Limits::max_target_blob_bytes, is the same by default).
 constexpr uint64_t kMaxTargetBlobBytes = 8ull << 10;
 // Longest wait at shutdown for the endpoints' closes, and then for the worker's flush.
 constexpr std::chrono::milliseconds kTeardownTimeout{5'000};
 constexpr uint64_t kMinStagingBytes = 4ull << 10;
 constexpr uint64_t kMaxStagingBytes = 1ull << 30;
 constexpr uint32_t kMaxStagingBuffers = 1024;
-// ucp_ep_rkey_unpack takes no length, so the server unpacks from a zero-padded copy: even a
-// key that passes RkeyIsWhole cannot make UCX read past what the client sent.
-constexpr size_t kRkeyPadding = 64;
-
-// Walks a packed rkey the way UCX 1.13's ucp_rkey_pack lays it out: a 64-bit little-endian
-// map of memory domains, one memory-type byte, then per domain in the map one length byte
-// and that many bytes (anything after is an optional trailer). A key that runs out before
-// the walk ends is truncated or not an rkey at all; refusing it here keeps UCX from parsing
-// it (UCX checks none of this).
-bool RkeyIsWhole(ByteSpan rkey) {
-  constexpr size_t kFixed = sizeof(uint64_t) + 1;
-  if (rkey.size() < kFixed) {
-    return false;
-  }
-  uint64_t md_map = GetLittleEndian64(rkey.data());
-  size_t at = kFixed;
-  for (; md_map != 0; md_map &= md_map - 1) {
-    if (at >= rkey.size()) {
-      return false;
-    }
-    at += 1 + static_cast<size_t>(rkey[at]);
-    if (at > rkey.size()) {
-      return false;
-    }
-  }
-  return true;
-}
-
 struct SysvMapping {
   uintptr_t lo = 0;
   uintptr_t hi = 0;
@@ -104,10 +78,8 @@ std::optional<SysvMapping> SysvMappingAt(const void* local) {
   return found;
 }
 
-// True if the segment starts with the owner page of the worker at `worker_address`
-// (data_plane::MakeOwnerToken).
-bool OwnedBy(const SysvMapping& m, ByteSpan worker_address) {
-  const data_plane::OwnerToken want = data_plane::MakeOwnerToken(worker_address);
+// True if the segment starts with the owner page `want` (data_plane::MakeOwnerToken).
+bool OwnedBy(const SysvMapping& m, const data_plane::OwnerToken& want) {
   return m.hi - m.lo > data_plane::kOwnerPageBytes &&
          std::memcmp(reinterpret_cast<const void*>(m.lo), want.data(), want.size()) == 0;
 }
@@ -152,7 +124,7 @@ struct UcxDataPlane::Attached {
   const int segment;
 };
 
-// The most recently used attached targets, by client worker address + packed rkey. An entry
+// The most recently used attached targets, by connection id + packed rkey. An entry
 // keeps its segment's memory alive, so every lookup, and a sweeper thread every kSweepEvery
 // while the server is idle, drops the entries whose client is gone or has freed the buffer
 // (the segment's only attachment is ours); at most kCapacity stay.
@@ -260,8 +232,12 @@ UcxDataPlane::UcxDataPlane(const DataPlaneOptions& options) : options_(options) 
 Result<std::unique_ptr<UcxDataPlane>> UcxDataPlane::Create(const DataPlaneOptions& options) {
   OC_RETURN_IF_ERROR(options.Validate());
   std::unique_ptr<UcxDataPlane> plane(new UcxDataPlane(options));
+  OC_ASSIGN_OR_RETURN(const sockaddr_storage listen,
+                      data_plane::ParseSocketAddress(options.listen, "data_plane.listen"));
+  const std::string transports = data_plane::EffectiveTransports(options.transports);
+  plane->shared_memory_ = data_plane::AllowsSharedMemory(transports);
   data_plane::WorkerOptions wopts;
-  wopts.transports = options.transports;
+  wopts.transports = data_plane::WithConnectionManager(transports);
   wopts.keepalive_interval = options.keepalive_interval;
   wopts.teardown_timeout = kTeardownTimeout;
   OC_ASSIGN_OR_RETURN(plane->worker_, data_plane::UcxWorker::Create(wopts));
@@ -269,15 +245,17 @@ Result<std::unique_ptr<UcxDataPlane>> UcxDataPlane::Create(const DataPlaneOption
                                                         options.staging_buffer_bytes));
   plane->pinned_ = std::make_unique<ByteBudget>(uint64_t{options.staging_buffers} *
                                                 options.staging_buffer_bytes);
-  plane->endpoints_ = std::make_unique<EndpointCache>(*plane->worker_, options.max_endpoints);
+  plane->endpoints_ = std::make_unique<EndpointCache>(*plane->worker_, options.max_endpoints,
+                                                      plane->shared_memory_);
   plane->attached_ = std::make_unique<AttachedTargets>();
+  OC_RETURN_IF_ERROR(plane->Listen(listen));
   plane->worker_->Start();
   kLog.Info(
-      "data plane up transports={} staging_buffers={} staging_buffer_bytes={} ordering={} "
-      "direct_writes={}",
-      options.transports.empty() ? "ucx-default" : options.transports, options.staging_buffers,
-      options.staging_buffer_bytes, options.ordering == LayerOrdering::kFlush ? "flush" : "fence",
-      options.direct_writes);
+      "data plane up listen={} transports={} shared_memory={} staging_buffers={} "
+      "staging_buffer_bytes={} ordering={} direct_writes={}",
+      plane->listen_address_, wopts.transports.empty() ? "ucx-default" : wopts.transports,
+      plane->shared_memory_, options.staging_buffers, options.staging_buffer_bytes,
+      options.ordering == LayerOrdering::kFlush ? "flush" : "fence", options.direct_writes);
   return plane;
 }
 
@@ -293,6 +271,10 @@ UcxDataPlane::~UcxDataPlane() {
   // with it (docs/decisions.md, "Data plane: orderly UCX teardown").
   copier_.reset();  // every sink has finished: nothing is queued
   worker_->Stop();
+  if (listener_ != nullptr) {
+    ucp_listener_destroy(listener_);  // no new connection from here on
+    listener_ = nullptr;
+  }
   attached_->Clear();  // their rkeys are destroyed now, on this thread
   if (endpoints_ != nullptr) {
     (void)endpoints_->Shutdown(kTeardownTimeout);  // late closes: DestroyWorker's flush waits
@@ -303,12 +285,45 @@ UcxDataPlane::~UcxDataPlane() {
   worker_.reset();
 }
 
+Status UcxDataPlane::Listen(const sockaddr_storage& address) {
+  ucp_listener_params_t params{};
+  params.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
+  params.sockaddr.addr = reinterpret_cast<const sockaddr*>(&address);
+  params.sockaddr.addrlen = data_plane::SocketAddressBytes(address);
+  params.conn_handler.cb = [](ucp_conn_request_h request, void* arg) {
+    auto* self = static_cast<UcxDataPlane*>(arg);
+    self->endpoints_->Accept(self->listener_, request);
+  };
+  params.conn_handler.arg = this;
+  OC_RETURN_IF_ERROR(data_plane::FromUcs(
+      ucp_listener_create(worker_->worker(), &params, &listener_), "ucp_listener_create"));
+  ucp_listener_attr_t attr{};
+  attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
+  OC_RETURN_IF_ERROR(
+      data_plane::FromUcs(ucp_listener_query(listener_, &attr), "ucp_listener_query"));
+  listen_address_ = data_plane::FormatSocketAddress(attr.sockaddr);
+  // The hello of a connecting client: UCX names the endpoint it came on (sent with
+  // UCP_AM_SEND_FLAG_REPLY), which is the one Accept created.
+  ucp_am_handler_param_t hello{};
+  hello.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
+                     UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+  hello.id = data_plane::kHelloAmId;
+  hello.flags = UCP_AM_FLAG_WHOLE_MSG;
+  hello.cb = [](void* arg, const void* header, size_t header_length, void*, size_t,
+                const ucp_am_recv_param_t* param) -> ucs_status_t {
+    if ((param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) != 0 && param->reply_ep != nullptr) {
+      static_cast<EndpointCache*>(arg)->OnHello(
+          param->reply_ep, ByteSpan(static_cast<const std::byte*>(header), header_length));
+    }
+    return UCS_OK;
+  };
+  hello.arg = endpoints_.get();
+  return data_plane::FromUcs(ucp_worker_set_am_recv_handler(worker_->worker(), &hello),
+                             "ucp_worker_set_am_recv_handler(hello)");
+}
+
 Result<UcxDataPlane::Remote> UcxDataPlane::Connect(const descriptor::DataPlaneTarget& target,
                                                    bool in_place) {
-  if (target.worker_address.empty() || target.worker_address.size() > kMaxTargetBlobBytes) {
-    return Status::InvalidArgument("x-oc-target-worker",
-                                   fmt::format("must be 1..{} bytes", kMaxTargetBlobBytes));
-  }
   if (target.rkey.empty() || target.rkey.size() > kMaxTargetBlobBytes) {
     return Status::InvalidArgument("x-oc-target-rkey",
                                    fmt::format("must be 1..{} bytes", kMaxTargetBlobBytes));
@@ -317,19 +332,17 @@ Result<UcxDataPlane::Remote> UcxDataPlane::Connect(const descriptor::DataPlaneTa
   if (target.length == 0 || __builtin_add_overflow(target.address, target.length, &end)) {
     return Status::InvalidArgument("x-oc-target-address", "address + length overflows");
   }
-  if (!RkeyIsWhole(target.rkey)) {
-    return Status::InvalidArgument("x-oc-target-rkey", "not a whole packed rkey");
-  }
+  // The connection first (unknown id: 400; another principal's: 403), then the rkey against
+  // what that connection's endpoint reaches, all before UCX sees a byte of either.
   Remote remote;
-  OC_ASSIGN_OR_RETURN(remote.endpoint, endpoints_->Get(target.worker_address));
-  if (remote.endpoint->failed()) {
-    return Status::Unavailable("data-plane endpoint to the client failed");
-  }
+  OC_ASSIGN_OR_RETURN(remote.endpoint, endpoints_->Find(target.connection, target.principal));
   std::string attach_key;
   if (in_place) {
-    attach_key.reserve(target.worker_address.size() + target.rkey.size());
-    attach_key.append(reinterpret_cast<const char*>(target.worker_address.data()),
-                      target.worker_address.size());
+    // A target attached before under this connection and exactly this rkey passed every
+    // check below then, and its segment is still the client's (the cache drops it otherwise).
+    attach_key.reserve(target.connection.size() + target.rkey.size());
+    attach_key.append(reinterpret_cast<const char*>(target.connection.data()),
+                      target.connection.size());
     attach_key.append(reinterpret_cast<const char*>(target.rkey.data()), target.rkey.size());
     std::shared_ptr<const Attached> known = attached_->Find(attach_key);
     if (known != nullptr && known->endpoint == remote.endpoint) {
@@ -341,17 +354,22 @@ Result<UcxDataPlane::Remote> UcxDataPlane::Connect(const descriptor::DataPlaneTa
       }
     }
   }
-  std::vector<std::byte> padded(target.rkey.size() + kRkeyPadding);
-  std::memcpy(padded.data(), target.rkey.data(), target.rkey.size());
+  OC_ASSIGN_OR_RETURN(CheckedRkey checked,
+                      CheckRkey(target.rkey, remote.endpoint->info(), target.address, target.length,
+                                remote.endpoint->owner()));
   const ucs_status_t st = worker_->Call([&] {
     ucs_status_t unpacked = UCS_ERR_CONNECTION_RESET;
     (void)remote.endpoint->Post([&](ucp_ep_h ep) {
-      unpacked = ucp_ep_rkey_unpack(ep, padded.data(), &remote.rkey);
+      unpacked = ucp_ep_rkey_unpack(ep, checked.packed.data(), &remote.rkey);
       return UCS_STATUS_PTR(UCS_OK);
     });
     return unpacked;
   });
   if (remote.endpoint->failed()) {
+    if (remote.rkey != nullptr) {
+      const ucp_rkey_h key = std::exchange(remote.rkey, nullptr);
+      worker_->Submit([key] { ucp_rkey_destroy(key); });
+    }
     return Status::Unavailable("data-plane endpoint to the client failed");
   }
   if (st != UCS_OK) {
@@ -362,15 +380,16 @@ Result<UcxDataPlane::Remote> UcxDataPlane::Connect(const descriptor::DataPlaneTa
   if (ucp_rkey_ptr(remote.rkey, target.address, &local) == UCS_OK) {
     // UCX attached the target in this process while unpacking: its own puts and gets would
     // then be plain copies into and out of that memory, whatever process it belongs to. So
-    // the memory must be a System V segment whose owner page names the requesting worker,
-    // for every write mode and for reads, not only for writes in place
+    // the memory must be a System V segment whose owner page names the requesting
+    // connection, for every write mode and for reads, not only for writes in place
     // (docs/decisions.md, "Data plane: attached targets must be the requester's own").
+    // CheckRkey checked the segment before UCX attached it; this checks the mapping UCX made.
     std::optional<SysvMapping> segment = SysvMappingAt(local);
-    if (!segment.has_value() || !OwnedBy(*segment, target.worker_address)) {
+    if (!segment.has_value() || !OwnedBy(*segment, remote.endpoint->owner())) {
       const ucp_rkey_h key = std::exchange(remote.rkey, nullptr);
       worker_->Submit([key] { ucp_rkey_destroy(key); });
       return Status(Code::kPermissionDenied, Subject::kNone, "x-oc-target-rkey",
-                    "the rkey names shared memory that the requesting worker does not own");
+                    "the rkey names shared memory that the requesting connection does not own");
     }
     remote.segment = segment->id;  // its liveness tells whether the client is there
     if (in_place) {

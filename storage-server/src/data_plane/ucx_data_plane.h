@@ -1,11 +1,14 @@
 #pragma once
 // UcxDataPlane: the storage server's end of the UCX data plane (docs/design.md, "Data plane").
-// It owns one UcxWorker (ucp context + worker + progress thread), the EndpointCache and the
-// registered StagingPool, and hands out one UcxLayerSink per descriptor request with a
-// data-plane target. For a descriptor PUT it pulls bytes out of the client's registered
-// buffer with ReadRemote().
+// It owns one UcxWorker (ucp context + worker + progress thread), a UCX listener on a socket
+// address that clients connect to (handshake.h; docs/protocol.md, "Data plane: connecting"),
+// the EndpointCache of their connections and the registered StagingPool, and hands out one
+// UcxLayerSink per descriptor request with a data-plane target. For a descriptor PUT it pulls
+// bytes out of the client's registered buffer with ReadRemote().
 // Thread safety: every method may be called from any thread. The data plane must outlive
 // every sink it opened.
+
+#include <sys/socket.h>
 
 #include <chrono>
 #include <cstdint>
@@ -39,10 +42,16 @@ enum class WriteMode {
 };
 
 struct DataPlaneOptions {
-  // UCX transports (UCX_TLS syntax); empty: UCX's own configuration.
+  // Socket address ("host:port", "[v6]:port") of the listener clients connect to; port 0
+  // picks a free one. The discovery answer (Store::DataPlane) hands clients the address
+  // actually bound, so it must be one they can reach.
+  // Default: "127.0.0.1:0"
+  std::string listen = "127.0.0.1:0";
+  // UCX transports (UCX_TLS syntax); empty: UCX's own configuration. tcp is added when
+  // missing, for UCX's connection manager (handshake.h).
   // Default: ""
   std::string transports;
-  // Endpoints kept to client workers; the least recently used is closed beyond this.
+  // Client connections kept; the least recently used is closed beyond this.
   // Default: 256
   uint64_t max_endpoints = 256;
   // Registered staging buffers shared by all requests: bounds staging memory.
@@ -88,13 +97,13 @@ class UcxDataPlane {
   UcxDataPlane& operator=(const UcxDataPlane&) = delete;
 
   // A sink writing into `target` for one request. Checks the target before any I/O:
-  // kInvalidArgument naming x-oc-target-worker / x-oc-target-rkey / x-oc-target-address if
-  // the worker address or rkey is empty, oversized or refused by UCX, or address + length
-  // overflows, or x-oc-target-length if the target is memory the client's UCX allocated here
-  // (written in place, DataPlaneOptions::direct_writes) but reaches outside it;
-  // kPermissionDenied (field x-oc-target-rkey) if UCX attached the target here (shared
-  // memory on this host) and it is not a System V segment whose owner page names that
-  // worker; kUnavailable if the endpoint to that worker has failed.
+  // kInvalidArgument naming x-oc-target-connection if no such connection is open here;
+  // kPermissionDenied naming it if another principal named it first; kInvalidArgument naming
+  // x-oc-target-rkey / x-oc-target-address if the rkey is empty, oversized or refused
+  // (CheckRkey), or address + length overflows, or x-oc-target-length if the target is
+  // shared memory of the client but reaches outside it; kPermissionDenied (field
+  // x-oc-target-rkey) if the rkey names shared memory whose owner page does not name that
+  // connection; kUnavailable if the connection has failed.
   Result<std::unique_ptr<LayerSink>> OpenSink(const descriptor::DataPlaneTarget& target);
 
   // A registered staging buffer for ReadRemote(); kUnavailable if none is free in time.
@@ -106,8 +115,11 @@ class UcxDataPlane {
   Status ReadRemote(const descriptor::DataPlaneTarget& source, uint64_t src_offset,
                     const StagingBuffer& into, uint64_t length);
 
-  // This server's worker address (tests, logs).
-  ByteSpan worker_address() const { return worker_->address(); }
+  // The address the listener is bound to ("ip:port"): what clients connect to.
+  const std::string& listen_address() const { return listen_address_; }
+  // True if this server's transports allow shared memory (the discovery answer's
+  // x-oc-data-plane-shm; handshake.h, ErrorMode).
+  bool shared_memory() const { return shared_memory_; }
   EndpointCache& endpoints() { return *endpoints_; }
   StagingPool& staging() { return *pool_; }
   // Bytes of zero-copy writes in flight, bounded like the staging memory (count x bytes).
@@ -119,6 +131,8 @@ class UcxDataPlane {
 
  private:
   explicit UcxDataPlane(const DataPlaneOptions& options);
+  // Creates the listener and registers the hello handler. REQUIRES: before worker_->Start().
+  Status Listen(const sockaddr_storage& address);
   struct Remote;    // endpoint + unpacked rkey of one target
   struct Attached;  // a client segment attached here, written in place
   class AttachedTargets;
@@ -133,6 +147,9 @@ class UcxDataPlane {
   std::unique_ptr<ByteBudget> pinned_;
   std::unique_ptr<EndpointCache> endpoints_;
   std::unique_ptr<AttachedTargets> attached_;  // cleared before the worker goes
+  ucp_listener_h listener_ = nullptr;          // destroyed once the progress thread stopped
+  std::string listen_address_;
+  bool shared_memory_ = true;
   std::once_flag copier_once_;
   std::unique_ptr<CopyEngine> copier_;
 };

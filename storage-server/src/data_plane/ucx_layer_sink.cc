@@ -136,7 +136,12 @@ struct UcxLayerSink::State {
   // One operation completed (callback or immediate).
   void OpDone(ucs_status_t status, std::string_view what) {
     if (status != UCS_OK) {
-      FailEndpoint(data_plane::FromUcs(status, what), /*close_now=*/false);
+      // UCX cancels what is in flight on an endpoint whose connection ended (the client
+      // closed it or went away): for the request that is the client failing, not a cancel.
+      FailEndpoint(status == UCS_ERR_CANCELED ? Status::Unavailable(fmt::format(
+                                                    "{}: the connection to the client ended", what))
+                                              : data_plane::FromUcs(status, what),
+                   /*close_now=*/false);
     }
     {
       std::lock_guard<std::mutex> lock(mu);

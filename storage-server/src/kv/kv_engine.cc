@@ -39,6 +39,7 @@ Result<UcxDataPlane*> KvEngine::DataPlane() {
   if (plane_ == nullptr) {
     DataPlaneOptions o;
     o.transports = options_.data_plane_transports;
+    o.listen = options_.data_plane_listen;
     o.staging_buffers = options_.data_plane_staging_buffers;
     o.staging_buffer_bytes = options_.data_plane_staging_buffer_bytes;
     o.op_timeout = options_.data_plane_timeout;
@@ -46,6 +47,11 @@ Result<UcxDataPlane*> KvEngine::DataPlane() {
     OC_ASSIGN_OR_RETURN(plane_, UcxDataPlane::Create(o));
   }
   return plane_.get();
+}
+
+Result<storage::DataPlaneInfo> KvEngine::DataPlaneInfo() {
+  OC_ASSIGN_OR_RETURN(UcxDataPlane * plane, DataPlane());
+  return storage::DataPlaneInfo{plane->listen_address(), plane->shared_memory()};
 }
 
 Result<KvProbeResult> KvEngine::ProbeChunks(std::string_view bucket,
@@ -68,7 +74,7 @@ Result<KvGetReport> KvEngine::GetLayers(std::string_view bucket, const descripto
   std::unique_ptr<LayerSink> target_sink;
   LayerSink* sink = body_sink;
   if (d.target.has_value()) {
-    // The target is checked (worker, rkey, address) before anything is announced.
+    // The target is checked (connection, rkey, address) before anything is announced.
     OC_ASSIGN_OR_RETURN(UcxDataPlane * plane, DataPlane());
     OC_ASSIGN_OR_RETURN(target_sink, plane->OpenSink(*d.target));
     sink = target_sink.get();

@@ -106,6 +106,8 @@ class KvEngine {
 
   // The data plane, opened on first use. kUnavailable-class errors from UCX.
   Result<UcxDataPlane*> DataPlane();
+  // Where clients connect to it (Store::DataPlane), opening it on first use.
+  Result<storage::DataPlaneInfo> DataPlaneInfo();
   // The scheduler's pacing of layerwise requests; null when KvOptions::scheduler is unset or
   // invalid (logged at construction).
   PacingService* pacing() { return pacing_.get(); }

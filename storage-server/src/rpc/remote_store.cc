@@ -445,7 +445,8 @@ class RemoteStore final : public Store {
                                     const descriptor::Descriptor& d) override {
     OC_ASSIGN_OR_RETURN(KvProbeResult r,
                         CallValue<KvProbeResult>(For(bucket), Op::kKvProbe, Retry::kIfPooled,
-                                                 bucket, descriptor::EncodeBody(d)));
+                                                 bucket, descriptor::EncodeBody(d),
+                                                 std::string()));  // no principal: no target
     if (r.sizes.size() != d.num_chunks()) {
       return Status::Internal("storage server answered KvProbe with a wrong count");
     }
@@ -454,6 +455,11 @@ class RemoteStore final : public Store {
   Result<KvGetReport> GetLayers(std::string_view bucket, const descriptor::Descriptor& d,
                                 LayerSink* body_sink,
                                 const std::function<Status(const KvPlan&)>& on_plan) override;
+  // The data plane of the storage server that owns the bucket (descriptor requests of a
+  // bucket go to that server, which writes the targets with its own data plane).
+  Result<DataPlaneInfo> DataPlane(std::string_view bucket) override {
+    return CallValue<DataPlaneInfo>(For(bucket), Op::kKvDataPlane, Retry::kIfPooled, bucket);
+  }
   Result<KvPutReport> PutChunks(std::string_view bucket, const descriptor::Descriptor& d,
                                 ChunkSource* body) override;
 
@@ -569,7 +575,8 @@ class RemoteStore final : public Store {
 Result<Lease> RemoteStore::SendKvRequest(std::string_view bucket, Op op, uint64_t rid,
                                          const descriptor::Descriptor& d) {
   std::vector<std::byte> frame;
-  EncodeFrame(&frame, op, 0, rid, bucket, descriptor::EncodeBody(d));
+  EncodeFrame(&frame, op, 0, rid, bucket, descriptor::EncodeBody(d),
+              d.target.has_value() ? d.target->principal : std::string());
   if (frame.size() - kHeaderBytes > kMaxKvRequestBodyBytes) {
     return Status(Code::kInvalidArgument, Subject::kDescriptor, "body",
                   "descriptor too large for the storage RPC");

@@ -901,6 +901,14 @@ asio::awaitable<bool> Connection::Dispatch(const FrameHeader& h) {
       co_return co_await ServeKvGetLayers(h);
     case Op::kKvPutChunks:
       co_return co_await ServeKvPutChunks(h);
+    case Op::kKvDataPlane: {
+      std::string bucket;
+      if (Status d = DecodeBody(body, &bucket); !d.ok()) {
+        co_return co_await Reject(rid, d);
+      }
+      const Result<DataPlaneInfo> r = co_await OnPool([&] { return store.DataPlane(bucket); });
+      co_return co_await ReplyResult(h.op, rid, r);
+    }
     case Op::kKvPlan:
     case Op::kKvData:
     case Op::kKvLayerReady:
@@ -1091,7 +1099,9 @@ asio::awaitable<bool> Connection::ServeKvProbe(const FrameHeader& h) {
   const uint64_t rid = h.request_id;
   std::string bucket;
   std::string text;
-  if (Status d = DecodeBody(ByteSpan(body_.data(), body_.size()), &bucket, &text); !d.ok()) {
+  std::string principal;  // unused: a probe moves no byte over the data plane
+  if (Status d = DecodeBody(ByteSpan(body_.data(), body_.size()), &bucket, &text, &principal);
+      !d.ok()) {
     co_return co_await Reject(rid, d);
   }
   Result<descriptor::Descriptor> d = DecodeDescriptorText(text);
@@ -1113,12 +1123,17 @@ asio::awaitable<bool> Connection::ServeKvGetLayers(const FrameHeader& h) {
   const uint64_t rid = h.request_id;
   std::string bucket;
   std::string text;
-  if (Status d = DecodeBody(ByteSpan(body_.data(), body_.size()), &bucket, &text); !d.ok()) {
+  std::string principal;
+  if (Status d = DecodeBody(ByteSpan(body_.data(), body_.size()), &bucket, &text, &principal);
+      !d.ok()) {
     co_return co_await Reject(rid, d);
   }
   Result<descriptor::Descriptor> decoded = DecodeDescriptorText(text);
   if (!decoded.has_value()) {
     co_return co_await SendError(rid, decoded.error());
+  }
+  if (decoded->target.has_value()) {
+    decoded->target->principal = std::move(principal);
   }
   server_.kv_gets.fetch_add(1, std::memory_order_relaxed);
   const bool to_target = decoded->target.has_value();
@@ -1175,10 +1190,15 @@ asio::awaitable<bool> Connection::ServeKvPutChunks(const FrameHeader& h) {
   const uint64_t rid = h.request_id;
   std::string bucket;
   std::string text;
-  if (Status d = DecodeBody(ByteSpan(body_.data(), body_.size()), &bucket, &text); !d.ok()) {
+  std::string principal;
+  if (Status d = DecodeBody(ByteSpan(body_.data(), body_.size()), &bucket, &text, &principal);
+      !d.ok()) {
     co_return co_await Reject(rid, d);
   }
   Result<descriptor::Descriptor> decoded = DecodeDescriptorText(text);
+  if (decoded.has_value() && decoded->target.has_value()) {
+    decoded->target->principal = std::move(principal);
+  }
   const bool to_target = decoded.has_value() && decoded->target.has_value();
   std::shared_ptr<KvPutStream> stream;
   if (decoded.has_value()) {

@@ -179,6 +179,8 @@ std::string_view OpName(Op op) {
       return "KvLayerReady";
     case Op::kKvPutChunks:
       return "KvPutChunks";
+    case Op::kKvDataPlane:
+      return "KvDataPlane";
   }
   return "unknown";
 }
@@ -740,6 +742,15 @@ bool Decode(WireReader& r, KvGetReport* v) {
   return true;
 }
 
+void Encode(WireWriter& w, const DataPlaneInfo& v) {
+  w.Str(v.address);
+  w.U8(v.shared_memory ? 1 : 0);
+}
+
+bool Decode(WireReader& r, DataPlaneInfo* v) {
+  return r.Str(&v->address) && r.Bool(&v->shared_memory);
+}
+
 void Encode(WireWriter& w, const KvProbeResult& v) {
   w.U64(v.matched);
   w.U32(static_cast<uint32_t>(v.sizes.size()));
@@ -930,8 +941,13 @@ Status ValidateBody(Op op, uint16_t flags, ByteSpan body) {
                : op == Op::kKvGetLayers ? DecodeBody(body, &get)
                                         : DecodeBody(body, &put);
       }
-      OC_RETURN_IF_ERROR(DecodeBody(body, &s1, &s2));
+      std::string principal;
+      OC_RETURN_IF_ERROR(DecodeBody(body, &s1, &s2, &principal));
       return DecodeDescriptorText(s2).status();
+    }
+    case Op::kKvDataPlane: {
+      DataPlaneInfo info;
+      return reply ? DecodeBody(body, &info) : DecodeBody(body, &s1);
     }
     case Op::kKvPlan: {
       KvPlan plan;

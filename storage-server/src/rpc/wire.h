@@ -55,8 +55,8 @@ inline constexpr uint64_t kStreamChunkBytes = 1ull << 20;
 // least this much whatever their configuration, so a valid call is never refused for size.
 inline constexpr uint64_t kMaxRequestBodyBytes = 1ull << 20;
 // Largest request body of a descriptor call (kKvProbe, kKvGetLayers, kKvPutChunks): the
-// bucket and the descriptor in the POST-body text of docs/protocol.md. The gateway accepts
-// descriptor bodies of up to descriptor::Limits::max_body_bytes (8 MiB); re-encoding may
+// bucket, the descriptor in the POST-body text of docs/protocol.md and the principal. The gateway
+// accepts descriptor bodies of up to descriptor::Limits::max_body_bytes (8 MiB); re-encoding may
 // percent-encode names the client sent raw (at most 3x), so the wire allows three times that
 // plus room for the bucket. Servers accept it for these ops only, whatever
 // rpc.max_frame_bytes says.
@@ -97,15 +97,17 @@ enum class Op : uint8_t {
   kStats = 50,            // (empty)                      / StoreStats
   // The descriptor calls (docs/protocol.md, "Storage RPC"). The descriptor travels as its
   // POST-body text (descriptor/codec.h) and is decoded and validated by the server with
-  // DecodeDescriptorText.
-  kKvProbe = 60,       // bucket, descriptor            / KvProbeResult
-  kKvGetLayers = 61,   // bucket, descriptor            / kKvPlan, then (no target) kKvData and
+  // DecodeDescriptorText; the principal (the request's access key, "" anonymous) follows it
+  // and becomes the target's DataPlaneTarget::principal, which the text never carries.
+  kKvProbe = 60,       // bucket, descriptor, principal / KvProbeResult
+  kKvGetLayers = 61,   // bucket, descriptor, principal / kKvPlan, then (no target) kKvData and
                        // kKvLayerReady frames, then KvGetReport (or kError at any point)
   kKvPlan = 62,        // (server only) KvPlan, before any byte moves
   kKvData = 63,        // (server only) u64 payload offset, then the bytes
   kKvLayerReady = 64,  // (server only) u32 layer
-  kKvPutChunks = 65,   // bucket, descriptor; then kData* (no target only), then kCommit or
-                       // kAbort (no reply of their own) / KvPutReport
+  kKvPutChunks = 65,   // bucket, descriptor, principal; then kData* (no target only), then
+                       // kCommit or kAbort (no reply of their own) / KvPutReport
+  kKvDataPlane = 66,   // bucket                        / DataPlaneInfo: where clients connect
 };
 
 // True for the request ops that may carry up to kMaxKvRequestBodyBytes.
@@ -231,6 +233,7 @@ void Encode(WireWriter& w, const KvPlan& v);
 void Encode(WireWriter& w, const KvGetReport& v);
 void Encode(WireWriter& w, const KvProbeResult& v);
 void Encode(WireWriter& w, const KvPutReport& v);
+void Encode(WireWriter& w, const DataPlaneInfo& v);
 template <typename T>
 void Encode(WireWriter& w, std::span<const T> v) {
   w.U32(static_cast<uint32_t>(v.size()));
@@ -267,6 +270,7 @@ bool Decode(WireReader& r, KvPlan* v);  // also checks matched <= num_chunks, a 
 bool Decode(WireReader& r, KvGetReport* v);
 bool Decode(WireReader& r, KvProbeResult* v);
 bool Decode(WireReader& r, KvPutReport* v);
+bool Decode(WireReader& r, DataPlaneInfo* v);
 bool Decode(WireReader& r, std::vector<BucketInfo>* v);
 bool Decode(WireReader& r, std::vector<CompletedPart>* v);
 bool Decode(WireReader& r, std::vector<SliceRequest>* v);

@@ -1,13 +1,15 @@
 // data_plane_peer: a client process for the cross-process data-plane tests
-// (data_plane_test.cc). It opens a client DataPlane, allocates a target of
-// num_layers x layer_bytes, and publishes the target (hex worker address, hex rkey, address,
-// length, one per line) in <dir>/target, written to a temporary name and renamed so the test
-// never reads half a file. Then, by mode:
+// (data_plane_test.cc). It opens a client DataPlane, connects it to the server's data plane
+// at <server> (host:port; <shm> 1 if the server's transports allow shared memory), allocates
+// a target of num_layers x layer_bytes, and publishes the target (hex connection id, hex
+// rkey, address, length, one per line) in <dir>/target, written to a temporary name and renamed so
+// the test never reads half a file. Then, by mode:
 //   die:    after layer 0 lands, creates <dir>/layer0 and sleeps until killed, so the test
 //           can kill it in the middle of a transfer;
 //   verify: waits for the whole request, checks every layer l against PatternBytes(l, S),
 //           and creates <dir>/ok or <dir>/failed (with the reason), then exits.
-// Usage: data_plane_peer <dir> <transports|-> <num_layers> <layer_bytes> <die|verify>
+// Usage: data_plane_peer <dir> <transports|-> <num_layers> <layer_bytes> <die|verify> <server>
+//        <shm>
 // Every wait is bounded; exit status 0 only in verify mode with every byte right.
 
 #include <unistd.h>
@@ -34,8 +36,10 @@ void Touch(const std::filesystem::path& path, const std::string& text) {
 }
 
 int Run(int argc, char** argv) {
-  if (argc != 6) {
-    std::fprintf(stderr, "usage: data_plane_peer <dir> <transports|-> <L> <S> <die|verify>\n");
+  if (argc != 8) {
+    std::fprintf(stderr,
+                 "usage: data_plane_peer <dir> <transports|-> <L> <S> <die|verify> <server> "
+                 "<shm>\n");
     return 2;
   }
   const std::filesystem::path dir = argv[1];
@@ -52,6 +56,11 @@ int Run(int argc, char** argv) {
     Touch(dir / "failed", plane.error().ToString());
     return 1;
   }
+  auto connection = (*plane)->Connect(argv[6], std::strcmp(argv[7], "1") == 0);
+  if (!connection.has_value()) {
+    Touch(dir / "failed", connection.error().ToString());
+    return 1;
+  }
   auto buffer = (*plane)->Allocate(uint64_t{num_layers} * layer_bytes);
   if (!buffer.has_value()) {
     Touch(dir / "failed", buffer.error().ToString());
@@ -62,10 +71,10 @@ int Run(int argc, char** argv) {
     Touch(dir / "failed", delivery.error().ToString());
     return 1;
   }
-  const oc::descriptor::DataPlaneTarget target = (*buffer)->Target();
+  const oc::descriptor::DataPlaneTarget target = (*buffer)->Target(*connection);
   {
     std::ofstream out(dir / "target.tmp");
-    out << oc::HexEncode(target.worker_address) << "\n"
+    out << oc::HexEncode(target.connection) << "\n"
         << oc::HexEncode(target.rkey) << "\n"
         << target.address << "\n"
         << target.length << "\n";

@@ -23,6 +23,7 @@
 
 #include <gtest/gtest.h>
 
+#include "data_plane_test_util.h"
 #include "oc/client/target_buffer.h"
 #include "oc/common/bytes.h"
 #include "oc/storage/layer_sink.h"
@@ -44,72 +45,15 @@ using storage::StagingBuffer;
 using storage::UcxDataPlane;
 using testutil::PatternBytes;
 
-constexpr std::chrono::milliseconds kWait{20'000};
-
-// The transports both ends are restricted to, so each row is deterministic whatever the
-// environment sets: UCX's "shm" alias (posix/sysv shared memory for messages, CMA for puts)
-// and "tcp".
-struct Transport {
-  const char* name;
-  const char* tls;
-};
-constexpr Transport kTransports[] = {{"shm", "shm"}, {"tcp", "tcp"}};
-
-struct Ends {
-  std::unique_ptr<UcxDataPlane> server;
-  std::unique_ptr<DataPlane> client;
-};
-
-// `in_place`: the server writes targets UCX attached in its process in place (the default
-// of the product); off, every byte goes through UCX, which is what most rows test.
-storage::DataPlaneOptions ServerOptions(const Transport& t, LayerOrdering ordering,
-                                        storage::WriteMode mode = storage::WriteMode::kPut,
-                                        bool in_place = false) {
-  storage::DataPlaneOptions o;
-  o.transports = t.tls;
-  o.ordering = ordering;
-  o.write_mode = mode;
-  o.direct_writes = in_place;
-  o.staging_buffers = 4;
-  o.staging_buffer_bytes = 64 << 10;
-  o.op_timeout = kWait;
-  return o;
-}
-
-Ends MakeEnds(const Transport& t, LayerOrdering ordering,
-              storage::WriteMode mode = storage::WriteMode::kPut, bool in_place = false) {
-  Ends e;
-  auto server = UcxDataPlane::Create(ServerOptions(t, ordering, mode, in_place));
-  EXPECT_TRUE(server.has_value()) << server.error();
-  if (server.has_value()) {
-    e.server = std::move(*server);
-  }
-  DataPlaneOptions copts;
-  copts.transports = t.tls;
-  auto client = DataPlane::Open(copts);
-  EXPECT_TRUE(client.has_value()) << client.error();
-  if (client.has_value()) {
-    e.client = std::move(*client);
-  }
-  return e;
-}
-
-// Writes `bytes` at `offset` of the target, one staging buffer at a time.
-Status WriteBytes(LayerSink& sink, uint64_t offset, ByteSpan bytes) {
-  while (!bytes.empty()) {
-    OC_ASSIGN_OR_RETURN(StagingBuffer buffer, sink.AcquireBuffer());
-    const uint64_t n = std::min<uint64_t>(bytes.size(), buffer.bytes().size());
-    std::memcpy(buffer.bytes().data(), bytes.data(), n);
-    OC_RETURN_IF_ERROR(sink.Write(offset, std::move(buffer), n));
-    offset += n;
-    bytes = bytes.subspan(n);
-  }
-  return Status::Ok();
-}
-
-bool AllZero(ByteSpan bytes) {
-  return std::all_of(bytes.begin(), bytes.end(), [](std::byte b) { return b == std::byte{0}; });
-}
+using dptest::AllZero;
+using dptest::ConnectTo;
+using dptest::Ends;
+using dptest::kTransports;
+using dptest::kWait;
+using dptest::MakeEnds;
+using dptest::ServerOptions;
+using dptest::Transport;
+using dptest::WriteBytes;
 
 // --------------------------------------------------------------------------------------
 // In one process.
@@ -155,7 +99,7 @@ TEST(DataPlane, LayersLandByteExactInOrderAndBeforeTheirNotification) {
       auto delivery = e.client->Expect(target.address(), kLayers, on_layer);
       ASSERT_TRUE(delivery.has_value()) << delivery.error();
 
-      auto sink = e.server->OpenSink(target.Target());
+      auto sink = e.server->OpenSink(target.Target(e.connection));
       ASSERT_TRUE(sink.has_value()) << sink.error();
       // Only a shared-memory target UCX allocated (System V) is written in place.
       EXPECT_EQ((*sink)->writes_in_place(), mode.in_place && std::string(t.name) == "shm");
@@ -197,7 +141,7 @@ TEST(DataPlane, WritesOutsideTheTargetAreRefusedBeforeAnyPut) {
     // are reachable through the rkey, so only the sink's check keeps them untouched.
     auto buffer = e.client->Allocate(kGuard + kTargetBytes + kGuard);
     ASSERT_TRUE(buffer.has_value()) << buffer.error();
-    auto target = (*buffer)->Target(kGuard, kTargetBytes);
+    auto target = (*buffer)->Target(e.connection, kGuard, kTargetBytes);
     ASSERT_TRUE(target.has_value());
     auto sink = e.server->OpenSink(*target);
     ASSERT_TRUE(sink.has_value()) << sink.error();
@@ -286,7 +230,7 @@ TEST(DataPlane, InPlaceTargetsAreBoundedByTheClientsSegmentAndReusedAcrossReques
   auto buffer = e.client->Allocate(kBytes);
   ASSERT_TRUE(buffer.has_value()) << buffer.error();
   // A length past the client's segment: the server does not take the client's word for it.
-  DataPlaneTarget too_long = (*buffer)->Target();
+  DataPlaneTarget too_long = (*buffer)->Target(e.connection);
   too_long.length = kBytes + (64 << 20);
   auto refused = e.server->OpenSink(too_long);
   ASSERT_FALSE(refused.has_value());
@@ -297,7 +241,7 @@ TEST(DataPlane, InPlaceTargetsAreBoundedByTheClientsSegmentAndReusedAcrossReques
   // each byte-exact, nothing outside its window written.
   for (uint64_t offset : {uint64_t{4096}, uint64_t{300'000}}) {
     SCOPED_TRACE(offset);
-    auto target = (*buffer)->Target(offset, 100'000);
+    auto target = (*buffer)->Target(e.connection, offset, 100'000);
     ASSERT_TRUE(target.has_value());
     auto delivery = e.client->Expect(target->address, 1);
     ASSERT_TRUE(delivery.has_value());
@@ -318,16 +262,16 @@ TEST(DataPlane, InPlaceTargetsAreBoundedByTheClientsSegmentAndReusedAcrossReques
   EXPECT_TRUE(AllZero(all.subspan(104'096, 300'000 - 104'096)));
   EXPECT_TRUE(AllZero(all.subspan(400'000)));
 
-  // Another client naming this buffer's rkey with its own worker is refused: the segment's
-  // owner page names this client's worker (StolenRkeyIsRefusedInEveryWriteMode).
+  // Another client naming this buffer's rkey with its own connection is refused: the
+  // segment's owner page names this client's data plane (StolenRkeyIsRefusedInEveryWriteMode).
   {
     DataPlaneOptions copts;
     copts.transports = "shm";
     auto other = DataPlane::Open(copts);
     ASSERT_TRUE(other.has_value()) << other.error();
-    DataPlaneTarget stolen = (*buffer)->Target();
-    stolen.worker_address.assign((*other)->worker_address().begin(),
-                                 (*other)->worker_address().end());
+    auto other_connection = ConnectTo(**other, *e.server);
+    ASSERT_TRUE(other_connection.has_value()) << other_connection.error();
+    DataPlaneTarget stolen = (*buffer)->Target(*other_connection);
     auto sink = e.server->OpenSink(stolen);
     ASSERT_FALSE(sink.has_value());
     EXPECT_EQ(sink.error().code(), Code::kPermissionDenied);
@@ -343,7 +287,7 @@ TEST(DataPlane, InPlaceTargetsAreBoundedByTheClientsSegmentAndReusedAcrossReques
     auto next = e.client->Allocate(4096);
     ASSERT_TRUE(next.has_value());
     {
-      auto sink = e.server->OpenSink((*next)->Target());
+      auto sink = e.server->OpenSink((*next)->Target(e.connection));
       ASSERT_TRUE(sink.has_value()) << sink.error();
       EXPECT_TRUE((*sink)->writes_in_place());
       EXPECT_EQ((*sink)->Finish(Status::Cancelled("not needed")).code(), Code::kCancelled);
@@ -366,14 +310,14 @@ TEST(DataPlane, InPlaceTargetsAreBoundedByTheClientsSegmentAndReusedAcrossReques
   std::vector<std::byte> own(4096);
   auto wrapped = e.client->Wrap(MutableByteSpan(own));
   ASSERT_TRUE(wrapped.has_value());
-  auto sink = e.server->OpenSink((*wrapped)->Target());
+  auto sink = e.server->OpenSink((*wrapped)->Target(e.connection));
   ASSERT_TRUE(sink.has_value()) << sink.error();
   EXPECT_FALSE((*sink)->writes_in_place());
   EXPECT_TRUE((*sink)->Finish(Status::Cancelled("not needed")).code() == Code::kCancelled);
 }
 
 // A client that sends another client's rkey (System V shared memory on this host) with its
-// own worker address gets nothing written into, or read out of, the other client's memory,
+// own connection gets nothing written into, or read out of, the other client's memory,
 // whatever the write mode: UCX attaches the segment here while unpacking the rkey, so its own
 // puts (WriteMode::kPut) and gets would reach that memory as plain copies. Before, only writes
 // in place checked the owner page, and a kPut went through.
@@ -390,9 +334,9 @@ TEST(DataPlane, StolenRkeyIsRefusedInEveryWriteMode) {
       copts.transports = "shm";
       auto thief = DataPlane::Open(copts);
       ASSERT_TRUE(thief.has_value()) << thief.error();
-      DataPlaneTarget stolen = (*victim)->Target();
-      stolen.worker_address.assign((*thief)->worker_address().begin(),
-                                   (*thief)->worker_address().end());
+      auto thief_connection = ConnectTo(**thief, *e.server);
+      ASSERT_TRUE(thief_connection.has_value()) << thief_connection.error();
+      DataPlaneTarget stolen = (*victim)->Target(*thief_connection);
 
       auto sink = e.server->OpenSink(stolen);
       if (sink.has_value()) {  // the old behaviour: show what it let through
@@ -415,7 +359,7 @@ TEST(DataPlane, StolenRkeyIsRefusedInEveryWriteMode) {
       EXPECT_NE(staging->bytes()[0], std::byte{42}) << "the other client's memory was read";
 
       // The owner itself is still served.
-      auto own = e.server->OpenSink((*victim)->Target());
+      auto own = e.server->OpenSink((*victim)->Target(e.connection));
       ASSERT_TRUE(own.has_value()) << own.error();
       EXPECT_EQ((*own)->Finish(Status::Cancelled("not needed")).code(), Code::kCancelled);
     }
@@ -431,7 +375,7 @@ TEST(DataPlane, ServerErrorReachesTheClientWithItsCodeAndMessage) {
     ASSERT_TRUE(buffer.has_value());
     auto delivery = e.client->Expect((*buffer)->address(), 2);
     ASSERT_TRUE(delivery.has_value());
-    auto sink = e.server->OpenSink((*buffer)->Target());
+    auto sink = e.server->OpenSink((*buffer)->Target(e.connection));
     ASSERT_TRUE(sink.has_value()) << sink.error();
     ASSERT_TRUE(WriteBytes(**sink, 0, PatternBytes(0, 4096)).ok());
     ASSERT_TRUE((*sink)->LayerReady(0).ok());
@@ -455,7 +399,7 @@ TEST(DataPlane, FinishWithFewerLayersLeavesTheRestOutOfRange) {
   ASSERT_TRUE(buffer.has_value());
   auto delivery = e.client->Expect((*buffer)->address(), 3);
   ASSERT_TRUE(delivery.has_value());
-  auto sink = e.server->OpenSink((*buffer)->Target());
+  auto sink = e.server->OpenSink((*buffer)->Target(e.connection));
   ASSERT_TRUE(sink.has_value());
   ASSERT_TRUE(WriteBytes(**sink, 0, PatternBytes(0, 4096)).ok());
   ASSERT_TRUE((*sink)->LayerReady(0).ok());
@@ -473,7 +417,7 @@ TEST(DataPlane, BadTargetsGiveCleanErrorsBeforeAnyWrite) {
     ASSERT_TRUE(e.server && e.client);
     auto buffer = e.client->Allocate(4096);
     ASSERT_TRUE(buffer.has_value());
-    const DataPlaneTarget good = (*buffer)->Target();
+    const DataPlaneTarget good = (*buffer)->Target(e.connection);
 
     struct Row {
       const char* what;
@@ -481,10 +425,10 @@ TEST(DataPlane, BadTargetsGiveCleanErrorsBeforeAnyWrite) {
       const char* field;
     };
     std::vector<Row> rows;
-    rows.push_back({"empty worker address", good, "x-oc-target-worker"});
-    rows.back().target.worker_address.clear();
-    rows.push_back({"oversized worker address", good, "x-oc-target-worker"});
-    rows.back().target.worker_address.resize(64 << 10);
+    rows.push_back({"unknown connection", good, "x-oc-target-connection"});
+    rows.back().target.connection[15] ^= std::byte{1};
+    rows.push_back({"no connection", good, "x-oc-target-connection"});
+    rows.back().target.connection = {};
     rows.push_back({"empty rkey", good, "x-oc-target-rkey"});
     rows.back().target.rkey.clear();
     rows.push_back({"oversized rkey", good, "x-oc-target-rkey"});
@@ -511,7 +455,7 @@ TEST(DataPlane, MalformedRkeysAreRefusedBeforeUcxParsesThem) {
     ASSERT_TRUE(e.server && e.client);
     auto buffer = e.client->Allocate(4096);
     ASSERT_TRUE(buffer.has_value());
-    const DataPlaneTarget good = (*buffer)->Target();
+    const DataPlaneTarget good = (*buffer)->Target(e.connection);
     struct Row {
       const char* what;
       std::vector<std::byte> rkey;
@@ -536,21 +480,23 @@ TEST(DataPlane, MalformedRkeysAreRefusedBeforeUcxParsesThem) {
   }
 }
 
-TEST(DataPlane, WorkerThatIsGoneGivesAnErrorNotAHang) {
+TEST(DataPlane, ClientThatIsGoneGivesAnErrorNotAHang) {
   for (const Transport& t : kTransports) {
     SCOPED_TRACE(t.name);
     Ends e = MakeEnds(t, LayerOrdering::kFlush);
     ASSERT_TRUE(e.server && e.client);
-    // A well-formed target of a client that has shut down: its worker and memory are gone.
+    // A well-formed target of a client that has shut down: its connection and memory are gone.
     DataPlaneTarget stale;
     {
       DataPlaneOptions copts;
       copts.transports = t.tls;
       auto gone = DataPlane::Open(copts);
       ASSERT_TRUE(gone.has_value());
+      auto connection = ConnectTo(**gone, *e.server);
+      ASSERT_TRUE(connection.has_value()) << connection.error();
       auto buffer = (*gone)->Allocate(64 << 10);
       ASSERT_TRUE(buffer.has_value());
-      stale = (*buffer)->Target();
+      stale = (*buffer)->Target(*connection);
     }
     auto sink = e.server->OpenSink(stale);
     if (!sink.has_value()) {
@@ -582,12 +528,14 @@ TEST(DataPlane, ReadRemotePullsTheClientsBytes) {
 
     auto staging = e.server->AcquireStaging();
     ASSERT_TRUE(staging.has_value());
-    ASSERT_TRUE(e.server->ReadRemote((*buffer)->Target(), 1000, *staging, 40'000).ok());
+    ASSERT_TRUE(e.server->ReadRemote((*buffer)->Target(e.connection), 1000, *staging, 40'000).ok());
     EXPECT_EQ(std::memcmp(staging->bytes().data(), source.data() + 1000, 40'000), 0);
 
-    EXPECT_EQ(e.server->ReadRemote((*buffer)->Target(), 20'000, *staging, 40'000).code(),
+    EXPECT_EQ(
+        e.server->ReadRemote((*buffer)->Target(e.connection), 20'000, *staging, 40'000).code(),
+        Code::kOutOfRange);
+    EXPECT_EQ(e.server->ReadRemote((*buffer)->Target(e.connection), 0, *staging, 0).code(),
               Code::kOutOfRange);
-    EXPECT_EQ(e.server->ReadRemote((*buffer)->Target(), 0, *staging, 0).code(), Code::kOutOfRange);
   }
 }
 
@@ -602,34 +550,6 @@ TEST(DataPlane, ExpectRefusesADuplicateRequestKey) {
   EXPECT_EQ((*client)->Expect(0x2000, 0).error().code(), Code::kInvalidArgument);
   first->reset();
   EXPECT_TRUE((*client)->Expect(0x1000, 4).has_value());
-}
-
-TEST(DataPlane, EndpointCacheIsBoundedAndReusesEndpoints) {
-  storage::DataPlaneOptions o = ServerOptions(kTransports[0], LayerOrdering::kFlush);
-  o.max_endpoints = 2;
-  auto server = UcxDataPlane::Create(o);
-  ASSERT_TRUE(server.has_value());
-  std::vector<std::unique_ptr<DataPlane>> clients;
-  for (int i = 0; i < 3; ++i) {
-    DataPlaneOptions copts;
-    copts.transports = "shm,tcp";
-    auto c = DataPlane::Open(copts);
-    ASSERT_TRUE(c.has_value());
-    clients.push_back(std::move(*c));
-  }
-  auto a1 = (*server)->endpoints().Get(clients[0]->worker_address());
-  ASSERT_TRUE(a1.has_value());
-  auto a2 = (*server)->endpoints().Get(clients[0]->worker_address());
-  ASSERT_TRUE(a2.has_value());
-  EXPECT_EQ(a1->get(), a2->get());
-  EXPECT_EQ((*server)->endpoints().size(), 1u);
-  ASSERT_TRUE((*server)->endpoints().Get(clients[1]->worker_address()).has_value());
-  ASSERT_TRUE((*server)->endpoints().Get(clients[2]->worker_address()).has_value());
-  EXPECT_EQ((*server)->endpoints().size(), 2u);
-  // clients[0] was least recently used: evicted, so asking again makes a new endpoint.
-  auto a3 = (*server)->endpoints().Get(clients[0]->worker_address());
-  ASSERT_TRUE(a3.has_value());
-  EXPECT_NE(a1->get(), a3->get());
 }
 
 TEST(DataPlaneOptions, ValidateNamesTheFieldAtFault) {
@@ -696,78 +616,6 @@ TEST(StagingPool, LendsBoundedBuffersAndReplacesRetiredOnes) {
 }
 
 // --------------------------------------------------------------------------------------
-// Wire format.
-
-TEST(DataPlaneWire, NotificationsRoundTrip) {
-  using data_plane::MessageKind;
-  using data_plane::Notification;
-  struct Row {
-    const char* what;
-    Notification n;
-  };
-  for (const Row& row :
-       {Row{"layer-ready", {MessageKind::kLayerReady, Code::kOk, 0x7f00'1234'5678ull, 31, 0}},
-        Row{"done", {MessageKind::kDone, Code::kOk, 1, 32, 0}},
-        Row{"error", {MessageKind::kError, Code::kNotFound, ~0ull, 0, 17}}}) {
-    SCOPED_TRACE(row.what);
-    const auto bytes = data_plane::EncodeNotification(row.n);
-    auto back = data_plane::DecodeNotification(bytes);
-    ASSERT_TRUE(back.has_value()) << back.error();
-    EXPECT_EQ(back->kind, row.n.kind);
-    EXPECT_EQ(back->code, row.n.code);
-    EXPECT_EQ(back->request_key, row.n.request_key);
-    EXPECT_EQ(back->layer, row.n.layer);
-    EXPECT_EQ(back->message_bytes, row.n.message_bytes);
-  }
-}
-
-TEST(DataPlaneWire, KnownAnswerMatchesTheProtocolDocument) {
-  // docs/protocol.md, "Data plane": layer-ready for layer 3 of the request at 0x10.
-  data_plane::Notification n;
-  n.kind = data_plane::MessageKind::kLayerReady;
-  n.request_key = 0x10;
-  n.layer = 3;
-  EXPECT_EQ(HexEncode(data_plane::EncodeNotification(n)),
-            "4f434450"
-            "01"
-            "01"
-            "00"
-            "00"
-            "1000000000000000"
-            "03000000"
-            "00000000");
-}
-
-TEST(DataPlaneWire, MalformedHeadersAreRejected) {
-  data_plane::Notification n;
-  n.kind = data_plane::MessageKind::kError;
-  n.code = Code::kInternal;
-  n.message_bytes = 5;
-  const auto good = data_plane::EncodeNotification(n);
-  ASSERT_TRUE(data_plane::DecodeNotification(good).has_value());
-  struct Row {
-    const char* what;
-    size_t index;
-    uint8_t value;
-  };
-  for (const Row& row : {Row{"magic", 0, 'X'}, Row{"version", 4, 2}, Row{"kind 0", 5, 0},
-                         Row{"kind 4", 5, 4}, Row{"code past the enum", 6, 200},
-                         Row{"error without a code", 6, 0}, Row{"message too long", 21, 0x10}}) {
-    SCOPED_TRACE(row.what);
-    auto bad = good;
-    bad[row.index] = static_cast<std::byte>(row.value);
-    auto r = data_plane::DecodeNotification(bad);
-    ASSERT_FALSE(r.has_value());
-    EXPECT_EQ(r.error().code(), Code::kCorruption);
-  }
-  EXPECT_FALSE(data_plane::DecodeNotification(ByteSpan(good).subspan(1)).has_value());
-  n.kind = data_plane::MessageKind::kDone;
-  n.code = Code::kOk;
-  n.message_bytes = 3;  // only errors carry text
-  EXPECT_FALSE(data_plane::DecodeNotification(data_plane::EncodeNotification(n)).has_value());
-}
-
-// --------------------------------------------------------------------------------------
 // Across processes.
 
 // Waits until `path` exists; false after kWait.
@@ -784,11 +632,14 @@ bool WaitForFile(const std::filesystem::path& path) {
 
 DataPlaneTarget ReadTarget(const std::filesystem::path& path) {
   std::ifstream in(path);
-  std::string worker, rkey;
+  std::string connection, rkey;
   DataPlaneTarget t;
-  in >> worker >> rkey >> t.address >> t.length;
-  t.worker_address = *HexDecode(worker);
-  t.rkey = *HexDecode(rkey);
+  in >> connection >> rkey >> t.address >> t.length;
+  const std::vector<std::byte> id = HexDecode(connection).value_or(std::vector<std::byte>{});
+  if (id.size() == t.connection.size()) {
+    std::copy(id.begin(), id.end(), t.connection.begin());
+  }
+  t.rkey = HexDecode(rkey).value_or(std::vector<std::byte>{});
   return t;
 }
 
@@ -822,13 +673,15 @@ TEST(DataPlane, ClientThatDiesMidTransferIsDroppedAndTheNextClientIsServed) {
       options.op_timeout = std::chrono::milliseconds(2000);  // how long a stalled write may take
       auto server = UcxDataPlane::Create(options);
       ASSERT_TRUE(server.has_value()) << server.error();
-      const std::vector<std::string> args = {std::to_string(kLayers), std::to_string(kLayerBytes)};
+      const std::vector<std::string> args = {std::to_string(kLayers), std::to_string(kLayerBytes),
+                                             (*server)->listen_address(),
+                                             (*server)->shared_memory() ? "1" : "0"};
 
       // 1. A client that is killed after layer 0 has landed.
       {
         testutil::TempDir dir;
-        testutil::ChildProcess peer(OC_DATA_PLANE_PEER,
-                                    {dir.path().string(), t.tls, args[0], args[1], "die"});
+        testutil::ChildProcess peer(OC_DATA_PLANE_PEER, {dir.path().string(), t.tls, args[0],
+                                                         args[1], "die", args[2], args[3]});
         ASSERT_TRUE(WaitForFile(dir.path() / "target")) << ReadText(dir.path() / "failed");
         const DataPlaneTarget target = ReadTarget(dir.path() / "target");
         auto sink = (*server)->OpenSink(target);
@@ -866,8 +719,8 @@ TEST(DataPlane, ClientThatDiesMidTransferIsDroppedAndTheNextClientIsServed) {
       // 2. A new client is served in full.
       {
         testutil::TempDir dir;
-        testutil::ChildProcess peer(OC_DATA_PLANE_PEER,
-                                    {dir.path().string(), t.tls, args[0], args[1], "verify"});
+        testutil::ChildProcess peer(OC_DATA_PLANE_PEER, {dir.path().string(), t.tls, args[0],
+                                                         args[1], "verify", args[2], args[3]});
         ASSERT_TRUE(WaitForFile(dir.path() / "target")) << ReadText(dir.path() / "failed");
         auto sink = (*server)->OpenSink(ReadTarget(dir.path() / "target"));
         ASSERT_TRUE(sink.has_value()) << sink.error();

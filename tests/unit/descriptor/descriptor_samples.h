@@ -45,10 +45,13 @@ inline Descriptor Full(uint64_t n) {
   Descriptor d = Compact(n);
   d.layout = StoredLayout::k2LTD;
   d.delivery = Delivery::kChunkMajor;
-  d.target = DataPlaneTarget{{std::byte{0x01}, std::byte{0xab}, std::byte{0x00}},
-                             {std::byte{0xff}, std::byte{0x10}},
-                             0x7f0000001000ull,
-                             n * 32 * (1ull << 20)};
+  d.target = DataPlaneTarget{};
+  for (size_t i = 0; i < d.target->connection.size(); ++i) {
+    d.target->connection[i] = static_cast<std::byte>(0xa0 + i);  // a0a1...af
+  }
+  d.target->rkey = {std::byte{0xff}, std::byte{0x10}};
+  d.target->address = 0x7f0000001000ull;
+  d.target->length = n * 32 * (1ull << 20);
   d.compute_window_us = 850;
   d.request_id = "req-0001";
   return d;

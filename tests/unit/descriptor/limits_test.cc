@@ -94,10 +94,6 @@ TEST(Validate, EveryFailureNamesItsField) {
          d.target.reset();
        },
        "x-oc-layer-bytes"},
-      {"empty worker", [](Descriptor& d) { d.target->worker_address.clear(); },
-       "x-oc-target-worker"},
-      {"long worker", [](Descriptor& d) { d.target->worker_address.resize(8193); },
-       "x-oc-target-worker"},
       {"empty rkey", [](Descriptor& d) { d.target->rkey.clear(); }, "x-oc-target-rkey"},
       {"long rkey", [](Descriptor& d) { d.target->rkey.resize(8193); }, "x-oc-target-rkey"},
       {"target wraps", [](Descriptor& d) { d.target->address = kMax64 - d.target->length + 1; },

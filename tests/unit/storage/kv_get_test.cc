@@ -121,9 +121,9 @@ TEST_F(KvGetTest, UcxTargetGetsByteExactLayersOverShmAndTcp) {
         Descriptor d = MakeDescriptor(c.shape, c.compact, seed, c.delivery);
         auto chunks = StoreChunks(d, c.shape, seed);
         const uint64_t w = c.shape.n * c.shape.layers * c.shape.s;
-        auto rx = Receiver::Open(t, w + 64);  // a little more than needed: stays untouched
+        auto rx = Receiver::Open(t, w + 64, Where(**plane));  // a little more: stays untouched
         ASSERT_TRUE(rx.has_value()) << rx.error();
-        d.target = rx->buffer->Target();
+        d.target = rx->Target();
         auto delivery = rx->plane->Expect(d.target->address, c.shape.layers);
         ASSERT_TRUE(delivery.has_value()) << delivery.error();
         auto plan = kv::PlanRequest(*store_, kBucket, d, c.threshold);
@@ -179,9 +179,9 @@ TEST_F(KvGetTest, StoreGetLayersThroughItsOwnDataPlaneAndIntoABody) {
   EXPECT_EQ(report->assigned_rate_gbps, 0);
 
   // Into a target over shared memory.
-  auto rx = Receiver::Open(kTransports[0], want.size());
+  auto rx = Receiver::Open(kTransports[0], want.size(), WhereIs(*store_, kBucket));
   ASSERT_TRUE(rx.has_value()) << rx.error();
-  d.target = rx->buffer->Target();
+  d.target = rx->Target();
   auto delivery = rx->plane->Expect(d.target->address, s.layers);
   ASSERT_TRUE(delivery.has_value());
   report = store_->GetLayers(kBucket, d, nullptr, {});
@@ -224,9 +224,9 @@ TEST_F(KvGetTest, PartialHitServesTheLongestPrefixAndNeverZeroFills) {
     EXPECT_TRUE(body.body() == want_body);
 
     // Target: offsets with N = 5, slices of chunks 2..4 untouched.
-    auto rx = Receiver::Open(kTransports[0], s.n * s.layers * s.s);
+    auto rx = Receiver::Open(kTransports[0], s.n * s.layers * s.s, WhereIs(*store_, kBucket));
     ASSERT_TRUE(rx.has_value()) << rx.error();
-    d.target = rx->buffer->Target();
+    d.target = rx->Target();
     auto delivery = rx->plane->Expect(d.target->address, s.layers);
     ASSERT_TRUE(delivery.has_value());
     auto report = store_->GetLayers(kBucket, d, nullptr, {});
@@ -255,9 +255,9 @@ TEST_F(KvGetTest, NoChunkPresentDeliversNothingAndFinishes) {
   EXPECT_TRUE(sink.layers().empty());
   EXPECT_TRUE(sink.finished() && sink.final_status().ok());
 
-  auto rx = Receiver::Open(kTransports[0], s.n * s.layers * s.s);
+  auto rx = Receiver::Open(kTransports[0], s.n * s.layers * s.s, WhereIs(*store_, kBucket));
   ASSERT_TRUE(rx.has_value());
-  d.target = rx->buffer->Target();
+  d.target = rx->Target();
   auto delivery = rx->plane->Expect(d.target->address, s.layers);
   ASSERT_TRUE(delivery.has_value());
   ASSERT_TRUE(store_->GetLayers(kBucket, d, nullptr, {}).has_value());
@@ -312,7 +312,7 @@ TEST_F(KvGetTest, BadRequestsFailBeforeAnyWrite) {
   const Shape s{3, 2, 500, StoredLayout::kL2TD};
   Descriptor d = MakeDescriptor(s, true, 41);
   auto chunks = StoreChunks(d, s, 41);
-  auto rx = Receiver::Open(kTransports[0], s.n * s.layers * s.s);
+  auto rx = Receiver::Open(kTransports[0], s.n * s.layers * s.s, WhereIs(*store_, kBucket));
   ASSERT_TRUE(rx.has_value());
 
   struct Row {
@@ -322,15 +322,18 @@ TEST_F(KvGetTest, BadRequestsFailBeforeAnyWrite) {
   };
   std::vector<Row> rows;
   rows.push_back({"target too small", d, "x-oc-target-length"});
-  rows.back().d.target = rx->buffer->Target();
+  rows.back().d.target = rx->Target();
   rows.back().d.target->length -= 1;
   rows.push_back({"rkey not an rkey", d, "x-oc-target-rkey"});
-  rows.back().d.target = rx->buffer->Target();
+  rows.back().d.target = rx->Target();
   rows.back().d.target->rkey.resize(3);
+  rows.push_back({"unknown connection", d, "x-oc-target-connection"});
+  rows.back().d.target = rx->Target();
+  rows.back().d.target->connection[0] ^= std::byte{0xff};
   rows.push_back({"odd S for kv_2ltd", d, "x-oc-layer-bytes"});
   rows.back().d.layout = StoredLayout::k2LTD;
   rows.back().d.layer_bytes = 501;
-  rows.back().d.target = rx->buffer->Target();
+  rows.back().d.target = rx->Target();
   for (const Row& row : rows) {
     SCOPED_TRACE(row.what);
     auto r = store_->GetLayers(kBucket, row.d, nullptr, [](const KvPlan&) {
@@ -393,9 +396,9 @@ TEST_F(KvGetTest, ClientThatDisappearsMidTransferIsCleanedUpAndTheNextRequestWor
     SCOPED_TRACE(zero_copy ? "zero-copy" : "staging");
     // The client's memory outlives its UCX worker, as a crashed process's would not
     // matter: what is under test is the server noticing and cleaning up.
-    auto rx = Receiver::Open(kTransports[1], w);
+    auto rx = Receiver::Open(kTransports[1], w, Where(**plane));
     ASSERT_TRUE(rx.has_value());
-    d.target = rx->buffer->Target();
+    d.target = rx->Target();
     auto plan = kv::PlanRequest(*store_, kBucket, d, kLayerwiseAlways);
     ASSERT_TRUE(plan.has_value());
     auto sink = (*plane)->OpenSink(*d.target);
@@ -421,9 +424,9 @@ TEST_F(KvGetTest, ClientThatDisappearsMidTransferIsCleanedUpAndTheNextRequestWor
   EXPECT_EQ((*plane)->pinned_budget().free(), (*plane)->pinned_budget().capacity());
 
   // A new client is served by the same server data plane.
-  auto rx = Receiver::Open(kTransports[1], w);
+  auto rx = Receiver::Open(kTransports[1], w, Where(**plane));
   ASSERT_TRUE(rx.has_value());
-  d.target = rx->buffer->Target();
+  d.target = rx->Target();
   auto delivery = rx->plane->Expect(d.target->address, s.layers);
   ASSERT_TRUE(delivery.has_value());
   auto plan = kv::PlanRequest(*store_, kBucket, d, kLayerwiseAlways);

@@ -97,12 +97,12 @@ TEST_F(KvPutTest, ChunksArePulledFromTheClientsBufferOverUcx) {
       for (uint64_t j = 0; j < shape.n; ++j) {
         chunks.push_back(ChunkBytes(seed, j, shape));
       }
-      auto rx = Receiver::Open(t, shape.n * shape.layers * shape.s);
+      auto rx = Receiver::Open(t, shape.n * shape.layers * shape.s, WhereIs(*store_, kBucket));
       ASSERT_TRUE(rx.has_value()) << rx.error();
       const std::vector<std::byte> source = Body(chunks);
       ASSERT_EQ(source.size(), rx->memory.size());
       std::copy(source.begin(), source.end(), rx->memory.begin());  // into the mapped memory
-      d.target = rx->buffer->Target();
+      d.target = rx->Target();
       auto report = store_->PutChunks(kBucket, d, nullptr);
       ASSERT_TRUE(report.has_value()) << report.error();
       EXPECT_EQ(report->chunks, shape.n);
@@ -307,9 +307,9 @@ TEST_F(KvPutTest, RemoteStoreServesTheDescriptorCallsOverTheRpc) {
     OraclePayload(chunks, s, delivery, 3, 3, want);
     EXPECT_TRUE(sink.body() == want);
 
-    auto rx = Receiver::Open(kTransports[0], s.n * s.layers * s.s);
+    auto rx = Receiver::Open(kTransports[0], s.n * s.layers * s.s, WhereIs(rs, kBucket));
     ASSERT_TRUE(rx.has_value()) << rx.error();
-    d.target = rx->buffer->Target();
+    d.target = rx->Target();
     auto notes = rx->plane->Expect(d.target->address, s.layers);
     ASSERT_TRUE(notes.has_value());
     got = rs.GetLayers(kBucket, d, nullptr, {});

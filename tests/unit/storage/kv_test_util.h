@@ -12,6 +12,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "oc/client/target_buffer.h"
@@ -235,16 +236,34 @@ struct Receiver {
   std::unique_ptr<client::DataPlane> plane;
   std::vector<std::byte> memory;
   std::unique_ptr<client::TargetBuffer> buffer;
+  descriptor::ConnectionId connection{};  // to `server` of Open
 
-  static Result<Receiver> Open(const Transport& t, uint64_t length) {
+  // Connects to the data plane `server` (Store::DataPlane, or Where(UcxDataPlane)).
+  static Result<Receiver> Open(const Transport& t, uint64_t length, const DataPlaneInfo& server) {
     Receiver r;
     client::DataPlaneOptions o;
     o.transports = t.tls;
     OC_ASSIGN_OR_RETURN(r.plane, client::DataPlane::Open(o));
+    OC_ASSIGN_OR_RETURN(r.connection, r.plane->Connect(server.address, server.shared_memory));
     r.memory.assign(length, kUntouched);
     OC_ASSIGN_OR_RETURN(r.buffer, r.plane->Wrap(MutableByteSpan(r.memory)));
     return r;
   }
+  // The whole buffer as a target of the connection.
+  descriptor::DataPlaneTarget Target() const { return buffer->Target(connection); }
 };
+
+// Where a data plane (UcxDataPlane) listens.
+template <typename Plane>
+DataPlaneInfo Where(const Plane& plane) {
+  return DataPlaneInfo{plane.listen_address(), plane.shared_memory()};
+}
+
+// Where a store's data plane listens; fails the test (empty address) if it cannot open.
+inline DataPlaneInfo WhereIs(Store& store, std::string_view bucket) {
+  Result<DataPlaneInfo> where = store.DataPlane(bucket);
+  EXPECT_TRUE(where.has_value()) << where.error();
+  return where.has_value() ? *where : DataPlaneInfo{};
+}
 
 }  // namespace oc::storage::kvtest

@@ -36,6 +36,7 @@ using kvtest::Receiver;
 using kvtest::Shape;
 using kvtest::StoredLayout;
 using kvtest::VectorSink;
+using kvtest::WhereIs;
 using rpc::ClientConn;
 using rpc::FrameHeader;
 using rpc::Op;
@@ -145,9 +146,9 @@ TEST_F(RpcKvTest, TargetGetIsWrittenByTheServerOverShmAndTcp) {
       Descriptor d = MakeDescriptor(s, true, seed);
       auto chunks = StoreChunks(d, s, seed, s.n);
       const uint64_t w = s.n * s.layers * s.s;
-      auto rx = Receiver::Open(t, w + 64);
+      auto rx = Receiver::Open(t, w + 64, WhereIs(*remote_, kBucket));
       ASSERT_TRUE(rx.has_value()) << rx.error();
-      d.target = rx->buffer->Target();
+      d.target = rx->Target();
       auto delivery = rx->plane->Expect(d.target->address, s.layers);
       ASSERT_TRUE(delivery.has_value()) << delivery.error();
       auto report = remote_->GetLayers(kBucket, d, nullptr, {});
@@ -187,9 +188,9 @@ TEST_F(RpcKvTest, PartialHitProbeAndGetServeTheLongestPrefix) {
   EXPECT_TRUE(sink.body() == want);
   EXPECT_EQ(report->plan.matched, 2u);
 
-  auto rx = Receiver::Open(kTransports[0], s.n * s.layers * s.s);
+  auto rx = Receiver::Open(kTransports[0], s.n * s.layers * s.s, WhereIs(*remote_, kBucket));
   ASSERT_TRUE(rx.has_value()) << rx.error();
-  d.target = rx->buffer->Target();
+  d.target = rx->Target();
   auto delivery = rx->plane->Expect(d.target->address, s.layers);
   ASSERT_TRUE(delivery.has_value());
   report = remote_->GetLayers(kBucket, d, nullptr, {});
@@ -216,10 +217,10 @@ TEST_F(RpcKvTest, PutChunksFromBodyAndPulledFromTargetStoreEveryChunk) {
     Result<KvPutReport> put = Status::Internal("unset");
     std::optional<Result<Receiver>> rx;
     if (pull) {
-      rx.emplace(Receiver::Open(kTransports[0], all.size()));
+      rx.emplace(Receiver::Open(kTransports[0], all.size(), WhereIs(*remote_, kBucket)));
       ASSERT_TRUE(rx->has_value()) << rx->error();
       std::copy(all.begin(), all.end(), (*rx)->memory.begin());
-      d.target = (*rx)->buffer->Target();
+      d.target = (*rx)->Target();
       put = remote_->PutChunks(kBucket, d, nullptr);
     } else {
       kvtest::MemorySource source(all, 300'000);
@@ -385,7 +386,7 @@ TEST_F(RpcKvTest, BadDescriptorFramesAreRefused) {
       auto conn = Dial(*served_->server);
       ASSERT_NE(conn, nullptr);
       std::vector<std::byte> frame;
-      rpc::EncodeFrame(&frame, op, 0, 8, std::string(kBucket), row.text);
+      rpc::EncodeFrame(&frame, op, 0, 8, std::string(kBucket), row.text, std::string());
       ASSERT_TRUE(conn->WriteAll(frame).ok());
       Status st = ReadError(*conn, 8);
       EXPECT_EQ(st.code(), Code::kInvalidArgument);
@@ -431,7 +432,7 @@ TEST_F(RpcKvTest, TruncatedAndMisframedPutStreamsLeaveTheServerServing) {
   Descriptor d = MakeDescriptor(s, true, 4);
   std::vector<std::byte> request;
   rpc::EncodeFrame(&request, Op::kKvPutChunks, 0, 20, std::string(kBucket),
-                   descriptor::EncodeBody(d));
+                   descriptor::EncodeBody(d), std::string());
   const std::vector<std::byte> piece(50'000, std::byte{7});
   // The body stops mid-way and the connection closes.
   {
@@ -705,8 +706,13 @@ TEST_F(RpcKvTest, DISABLED_MeasureRemoteLayerwiseGetBeforeAndAfter) {
   StoreChunks(d, s, 1, s.n);
   const uint64_t w = s.n * s.layers * s.s;
   kv::KvEngine before(*remote_, kv);  // the former RemoteStore path, in this process
-  auto rx = Receiver::Open(kTransports[0], w);
+  auto rx = Receiver::Open(kTransports[0], w, WhereIs(*remote_, kBucket));
   ASSERT_TRUE(rx.has_value()) << rx.error();
+  // The caller's engine writes with its own data plane: a second connection.
+  auto before_plane = before.DataPlaneInfo();
+  ASSERT_TRUE(before_plane.has_value()) << before_plane.error();
+  auto before_connection = rx->plane->Connect(before_plane->address, before_plane->shared_memory);
+  ASSERT_TRUE(before_connection.has_value()) << before_connection.error();
   constexpr int kReps = 7;
   std::vector<double> gbps[4];  // before/after x target/body
   for (int rep = 0; rep < kReps; ++rep) {
@@ -716,7 +722,7 @@ TEST_F(RpcKvTest, DISABLED_MeasureRemoteLayerwiseGetBeforeAndAfter) {
       Descriptor dd = d;
       std::unique_ptr<client::Delivery> delivery;
       if (target) {
-        dd.target = rx->buffer->Target();
+        dd.target = after ? rx->Target() : rx->buffer->Target(*before_connection);
         auto e = rx->plane->Expect(dd.target->address, s.layers);
         ASSERT_TRUE(e.has_value());
         delivery = std::move(*e);

@@ -127,7 +127,7 @@ TEST(RpcWire, EveryKnownOpHasANameAndUnknownOnesDoNot) {
       EXPECT_NE(OpName(static_cast<Op>(v)), "unknown");
     }
   }
-  EXPECT_EQ(known, 31);
+  EXPECT_EQ(known, 32);
   EXPECT_FALSE(IsKnownOp(0));
   EXPECT_FALSE(IsKnownOp(255));
 }
@@ -179,7 +179,17 @@ TEST(RpcWire, DescriptorCallTypesRoundTripAndBadValuesAreRefused) {
   WireWriter rw(&req);
   Encode(rw, std::string_view("bucket"));
   Encode(rw, std::string_view("x-oc-version: 1\nx-oc-num-layers: 2\n"));
+  Encode(rw, std::string_view("principal"));
   EXPECT_EQ(ValidateBody(Op::kKvGetLayers, 0, req).subject(), Subject::kDescriptor);
+  // Where a bucket's data plane listens.
+  std::vector<std::byte> info;
+  WireWriter iw(&info);
+  Encode(iw, DataPlaneInfo{"127.0.0.1:4000", true});
+  DataPlaneInfo decoded;
+  ASSERT_TRUE(DecodeBody(info, &decoded).ok());
+  EXPECT_EQ(decoded.address, "127.0.0.1:4000");
+  EXPECT_TRUE(decoded.shared_memory);
+  EXPECT_TRUE(ValidateBody(Op::kKvDataPlane, rpc::kFlagReply, info).ok());
 }
 
 TEST(RpcWire, FieldsRoundTrip) {

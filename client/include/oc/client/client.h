@@ -118,14 +118,18 @@ class Client {
   // sent. kInvalidArgument/kDescriptor if chunks.size() != N·L·S.
   Result<PutChunksResult> PutChunks(std::string_view bucket, const descriptor::Descriptor& d,
                                     ByteSpan chunks);
-  // The same, the server pulling bytes [offset, offset + N·L·S) of `source` over UCX.
+  // The same, the server pulling bytes [offset, offset + N·L·S) of `source` over UCX (connected
+  // as for GetLayers; retried once on a fresh connection if the server lost the old one).
   Result<PutChunksResult> PutChunks(std::string_view bucket, descriptor::Descriptor d,
                                     const TargetBuffer& source, uint64_t offset = 0);
   // The batch existence query: how many leading chunks of `d` are present, and each size.
   Result<ProbeResult> ProbeChunks(std::string_view bucket, const descriptor::Descriptor& d);
   // Descriptor GET into `buffer` over UCX: d.target is set to bytes [offset, offset + N·L·S)
-  // of it. `on_layer` runs once per layer as it lands. POST is used when the headers would
-  // exceed the descriptor header limit. REQUIRES: `buffer` outlives the handle.
+  // of it, under the data plane's connection to the server that serves `bucket` (discovered
+  // with GET /{bucket}?objectcache&data-plane and connected on first use, then reused; an
+  // answer that the server lost the connection makes the next call connect again). `on_layer` runs
+  // once per layer as it lands. POST is used when the headers would exceed the descriptor header
+  // limit. REQUIRES: `buffer` outlives the handle.
   Result<LayerHandle> GetLayers(std::string_view bucket, descriptor::Descriptor d,
                                 const TargetBuffer& buffer, LayerCallback on_layer = {},
                                 uint64_t offset = 0);

@@ -3,9 +3,13 @@
 // writes layers into, and the notifications that say a layer has landed.
 //
 // DataPlane owns the client's UCX context, one worker and its progress thread. From it:
+//  - Connect(): the connection to a storage server's data plane (the address the gateway's
+//    discovery answer gives: GET /{bucket}?objectcache&data-plane). Its UCX connects to the
+//    server's listener and the server answers with a connection id, which descriptors name
+//    (docs/protocol.md, "Data plane: connecting"). One connection per server, reused.
 //  - TargetBuffer: memory (allocated here, or the caller's, wrapped) mapped for remote
-//    access. Target() gives exactly the descriptor's data-plane target fields: worker
-//    address, packed rkey, buffer address and length.
+//    access. Target(connection) gives exactly the descriptor's data-plane target fields:
+//    connection id, packed rkey, buffer address and length.
 //  - Delivery: the notifications of one request. The server sends "layer l ready" after
 //    the bytes of layer l are in the buffer, then "done" or an error. The bytes arrive either
 //    as one-sided puts or as rendezvous messages that the progress thread receives into the
@@ -25,6 +29,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "oc/common/bytes.h"
 #include "oc/common/result.h"
@@ -49,6 +54,9 @@ struct DataPlaneOptions {
   // rather than freeing memory UCX may still write or aborting inside UCX.
   // Default: 5 s
   std::chrono::milliseconds teardown_timeout{5'000};
+  // Longest wait for a server's welcome when connecting (Connect).
+  // Default: 10 s
+  std::chrono::milliseconds connect_timeout{10'000};
 };
 
 // Called once per layer-ready notification, in arrival order, on the progress thread.
@@ -64,14 +72,14 @@ class TargetBuffer {
   uint64_t length() const { return bytes().size(); }
   // The packed remote key of the mapping (opaque bytes).
   virtual ByteSpan rkey() const = 0;
-  // The owning data plane's worker address (opaque bytes).
-  virtual ByteSpan worker_address() const = 0;
 
-  // The descriptor's target for bytes [offset, offset + length) of this buffer.
-  // kOutOfRange if that range is not inside the buffer or is empty.
-  Result<descriptor::DataPlaneTarget> Target(uint64_t offset, uint64_t length) const;
+  // The descriptor's target for bytes [offset, offset + length) of this buffer, written by
+  // the data plane that issued `connection` (DataPlane::Connect). kOutOfRange if that range
+  // is not inside the buffer or is empty.
+  Result<descriptor::DataPlaneTarget> Target(const descriptor::ConnectionId& connection,
+                                             uint64_t offset, uint64_t length) const;
   // The descriptor's target for the whole buffer.
-  descriptor::DataPlaneTarget Target() const;
+  descriptor::DataPlaneTarget Target(const descriptor::ConnectionId& connection) const;
 };
 
 class Delivery {
@@ -97,8 +105,19 @@ class DataPlane {
   static Result<std::unique_ptr<DataPlane>> Open(const DataPlaneOptions& options);
   virtual ~DataPlane() = default;
 
-  // This worker's address, the descriptor's x-oc-target-worker.
-  virtual ByteSpan worker_address() const = 0;
+  // The connection to the storage server's data plane listening at `address` ("ip:port" or
+  // "[v6]:port": the discovery answer's x-oc-data-plane-address), connecting on first use:
+  // returns the id the server issued, the x-oc-target-connection of descriptors it serves.
+  // `server_shared_memory` is the answer's x-oc-data-plane-shm (both ends derive UCX's
+  // error-handling mode from it). A healthy connection is reused; one the server closed or
+  // that failed is replaced. kInvalidArgument (field "address") if the address does not
+  // resolve; kUnavailable if the server does not welcome the connection within
+  // DataPlaneOptions::connect_timeout, or closes it.
+  virtual Result<descriptor::ConnectionId> Connect(std::string_view address,
+                                                   bool server_shared_memory) = 0;
+  // Closes the connection to `address` if its id is still `id`, so the next Connect makes a
+  // new one (after the server answered that it does not know the id).
+  virtual void Disconnect(std::string_view address, const descriptor::ConnectionId& id) = 0;
 
   // Allocates `length` bytes (page-aligned, zeroed) and maps them. kInvalidArgument if
   // length is 0; kResourceExhausted if the memory cannot be had.

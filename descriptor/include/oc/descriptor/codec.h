@@ -4,8 +4,9 @@
 // the body of `POST /{bucket}?objectcache` when the key list is too large for headers. One
 // parser serves both. Version 1 (`x-oc-version: 1`); any other version is refused.
 //
-// Encodings: numbers in decimal; hashes, the UCX worker address and the rkey in hex (either
-// case on input, lowercase on output); the key prefix and explicit names percent-encoded
+// Encodings: numbers in decimal; hashes, the data-plane connection id (exactly 32 digits)
+// and the rkey in hex (either case on input, lowercase on output); the key prefix and explicit
+// names percent-encoded
 // (%XX for any byte, so every byte an S3 key can hold is expressible); lists comma-separated
 // and, for the two key lists, repeatable (values of repeated lines are appended in order,
 // as HTTP list headers combine).

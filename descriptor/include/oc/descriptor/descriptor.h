@@ -13,6 +13,8 @@
 // ObjectName(j) builds one name on demand, so no one has to materialise all N names.
 // Thread safety: a value type.
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -42,13 +44,24 @@ struct ExplicitKeys {
 
 using ChunkKeys = std::variant<CompactKeys, ExplicitKeys>;
 
+// A data-plane connection: 128 random bits the storage server's data plane issued when the
+// client's UCX connected to its listener (docs/protocol.md, "Data plane: connecting").
+inline constexpr size_t kConnectionIdBytes = 16;
+using ConnectionId = std::array<std::byte, kConnectionIdBytes>;
+
 // Where the server writes the assembled payload over the data plane (UCX). Without one, the
 // payload streams back in the HTTP response body.
 struct DataPlaneTarget {
-  std::vector<std::byte> worker_address;  // the client's ucp worker address, opaque bytes
-  std::vector<std::byte> rkey;            // packed remote key of the mapped buffer
-  uint64_t address = 0;                   // remote virtual address of the buffer's first byte
-  uint64_t length = 0;                    // buffer bytes; must hold N·L·S
+  ConnectionId connection{};    // the client's connection to the serving data plane
+  std::vector<std::byte> rkey;  // packed remote key of the mapped buffer
+  uint64_t address = 0;         // remote virtual address of the buffer's first byte
+  uint64_t length = 0;          // buffer bytes; must hold N·L·S
+  // The credential (access key) of the request that carries this target; "" for anonymous.
+  // Not part of the descriptor wire: the gateway sets it after authenticating the request,
+  // and the storage RPC carries it beside the descriptor. The data plane binds a connection
+  // to the first principal that names it (docs/decisions.md, "Data plane: who connects to
+  // whom").
+  std::string principal;
 
   bool operator==(const DataPlaneTarget&) const = default;
 };

@@ -45,7 +45,7 @@ struct Limits {
   // prefix + 32 hex characters.
   // Default: 1024
   uint64_t max_key_bytes = 1024;
-  // Bytes of the UCX worker address and of the packed rkey, each, after hex decoding.
+  // Bytes of the packed rkey after hex decoding.
   // Default: 8 KiB
   uint64_t max_target_blob_bytes = 8ull << 10;
   // c, per-layer compute window in microseconds.
@@ -59,9 +59,9 @@ struct Limits {
 
 // Checks `d` against `limits`: N in 1..max_chunks; every object name (and key prefix)
 // well-formed UTF-8 without NUL, 1..max_key_bytes bytes; L, G, S in 1..max; S even for kv_2ltd;
-// known layout and delivery; N·L·S without overflow and <= max_total_bytes; a target's worker
-// address and rkey non-empty and within max_target_blob_bytes, address + length within 64 bits,
-// length >= N·L·S; compute window 1..max_compute_window_us when present; request id at most
+// known layout and delivery; N·L·S without overflow and <= max_total_bytes; a target's rkey
+// non-empty and within max_target_blob_bytes, address + length within 64 bits, length >= N·L·S;
+// compute window 1..max_compute_window_us when present; request id at most
 // kMaxRequestIdBytes of visible ASCII. OK, or the first failure as kInvalidArgument/kDescriptor
 // naming the header.
 Status Validate(const Descriptor& d, const Limits& limits);

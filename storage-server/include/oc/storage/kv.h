@@ -43,10 +43,16 @@ struct KvOptions {
   // ~128 MiB (docs/decisions.md, "KV: Θ").
   // Default: 128 MiB
   uint64_t layerwise_threshold_bytes = 128ull << 20;
-  // The store's own UCX data plane (opened on the first request with a target): transports
-  // in UCX_TLS syntax, "" for UCX's own configuration.
+  // The store's own UCX data plane (opened on the first discovery or request with a target):
+  // transports in UCX_TLS syntax, "" for UCX's own configuration (tcp is added for UCX's
+  // connection manager when missing).
   // Default: ""
   std::string data_plane_transports;
+  // Socket address its listener binds, "host:port"; port 0 picks a free one. Clients learn
+  // the bound address from the discovery request (docs/protocol.md, "Data plane:
+  // connecting"), so it must be an address they can reach.
+  // Default: "127.0.0.1:0"
+  std::string data_plane_listen = "127.0.0.1:0";
   // Registered staging buffers of that data plane, shared by every request: the bound on
   // staging memory of all UCX deliveries and pulls together.
   // Default: 8

@@ -211,6 +211,12 @@ class Store {
   virtual Result<KvPutReport> PutChunks(std::string_view bucket, const descriptor::Descriptor& d,
                                         ChunkSource* body) = 0;
 
+  // The data plane serving `bucket`'s descriptor requests with a target: the listener a
+  // client's UCX connects to before it names the connection in a target. Opens the data
+  // plane on first use; kUnavailable-class errors if it cannot be had (UCX). The caller
+  // checks the bucket and access first.
+  virtual Result<DataPlaneInfo> DataPlane(std::string_view bucket) = 0;
+
   // --- Operations ---
   // kOk when the engine (or every remote server) answers; engine figures for /stats.
   virtual Result<StoreStats> Stats() = 0;

@@ -186,6 +186,13 @@ enum class SliceStatus : uint8_t {
 };
 
 // Engine figures for /stats and /metrics; names are stable snake_case.
+// Where a client's UCX connects for the descriptor requests of a bucket with a data-plane
+// target (Store::DataPlane; docs/protocol.md, "Data plane: connecting").
+struct DataPlaneInfo {
+  std::string address;         // "ip:port" ("[v6]:port") of the data plane's UCX listener
+  bool shared_memory = false;  // its transports allow shared memory (the handshake's mode)
+};
+
 struct StoreStats {
   std::vector<std::pair<std::string, uint64_t>> figures;
 };
