@@ -417,8 +417,8 @@ def test_hostile_targets_never_reach_ucx(server, made_bucket, tmp):
     x-oc-target-rkey before UCX sees them; the server stays up and serves the next request,
     and the real target is still written byte-exact."""
     url = f"{server.endpoint}/{made_bucket}?objectcache="
-    curl(server, [*curl_sig(server), "-X", "PUT", "--data-binary", "@-", url, *TOY],
-         data=b"a0Ka0Va1Ka1Vb0Kb0Vb1Kb1V")
+    curl(server, [*curl_sig(server), "-X", "PUT", "--data-binary", "@-", url, *TOY, "-H",
+                  "x-oc-layout: kv_l2td"], data=b"a0Ka0Va1Ka1Vb0Kb0Vb1Kb1V")
     address, shm = discover(server, made_bucket, curl_sig(server))
     peer = Peer(tmp, address, shm)
     try:

@@ -277,7 +277,8 @@ def test_a_connection_serves_only_the_credential_that_first_used_it(remote, tmp)
     make_bucket(remote, theirs, who=BOB)
     for bucket, who in ((mine, ALICE), (theirs, BOB)):
         status, _, body = curl([*sig(who), "-X", "PUT", "--data-binary", "@-",
-                                f"{remote.endpoint}/{bucket}?objectcache=", *TOY],
+                                f"{remote.endpoint}/{bucket}?objectcache=", *TOY, "-H",
+                                "x-oc-layout: kv_l2td"],
                                data=b"a0Ka0Va1Ka1Vb0Kb0Vb1Kb1V")
         assert status == 200, body
     status, h, body = curl([*sig(ALICE), f"{remote.endpoint}/{mine}?data-plane=&objectcache="])
@@ -295,7 +296,8 @@ def test_a_connection_serves_only_the_credential_that_first_used_it(remote, tmp)
         assert status == 403, body
         assert b"<ArgumentName>x-oc-target-connection</ArgumentName>" in body, body
         status, _, body = curl([*sig(BOB), "-X", "PUT", "--data-binary", "",
-                                f"{remote.endpoint}/{theirs}?objectcache=", *peer.headers()])
+                                f"{remote.endpoint}/{theirs}?objectcache=", *peer.headers(),
+                                "-H", "x-oc-layout: kv_l2td"])
         assert status == 403, body
         # Alice still is.
         status, _, body = curl([*sig(ALICE), f"{remote.endpoint}/{mine}?objectcache=",

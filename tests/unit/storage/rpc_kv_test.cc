@@ -519,7 +519,7 @@ TEST_F(RpcKvTest, PutChunksAbortedAfterThreeWholeChunksStoresNothing) {
 
   std::vector<std::byte> request;
   rpc::EncodeFrame(&request, Op::kKvPutChunks, 0, 30, std::string(kBucket),
-                   descriptor::EncodeBody(d));
+                   descriptor::EncodeBody(d), std::string());  // principal: anonymous
   auto stream_three = [&](ClientConn& conn) {
     ASSERT_TRUE(conn.WriteAll(request).ok());
     for (uint64_t at = 0; at < 3 * chunk; at += 40'000) {
