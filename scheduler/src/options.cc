@@ -188,8 +188,6 @@ Status ApplyConfig(const oc::Config& config, SchedulerOptions* options) {
   OC_RETURN_IF_ERROR(config.Read("scheduler.cap_gbps", &o.cap_gbps));
   OC_RETURN_IF_ERROR(config.Read("scheduler.margin_gbps", &o.margin_gbps));
   OC_RETURN_IF_ERROR(config.ReadDuration("scheduler.epoch", &o.epoch));
-  OC_RETURN_IF_ERROR(
-      config.ReadSize("scheduler.layerwise_threshold", &o.layerwise_threshold_bytes));
   std::string policy(PolicyName(o.policy));
   OC_RETURN_IF_ERROR(config.Read("scheduler.policy", &policy));
   Result<Policy> parsed = ParsePolicy(policy);

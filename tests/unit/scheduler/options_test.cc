@@ -133,7 +133,6 @@ TEST(SchedulerOptions, ApplyConfigReadsEveryKey) {
 cap_gbps = 40
 margin_gbps = 2.5
 epoch = "250us"
-layerwise_threshold = "64MiB"
 policy = "bw-prop"
 work_conserving = true
 drr_quantum = "256KiB"
@@ -146,7 +145,6 @@ compute_table = ["Mistral-7B, 8192, 0.5, 4000", "Mistral-7B, 8192, 0.9, 1000"]
   EXPECT_EQ(o.cap_gbps, 40);
   EXPECT_EQ(o.margin_gbps, 2.5);
   EXPECT_EQ(o.epoch, std::chrono::microseconds(250));
-  EXPECT_EQ(o.layerwise_threshold_bytes, 64u << 20);
   EXPECT_EQ(o.policy, Policy::kBwProp);
   EXPECT_TRUE(o.work_conserving);
   EXPECT_EQ(o.drr_quantum_bytes, 256u << 10);
@@ -178,6 +176,19 @@ TEST(SchedulerOptions, ApplyConfigErrorsLeaveOptionsUntouched) {
   }
 }
 
+// Θ is the KV engine's ([kv] layerwise_threshold): a [scheduler] Θ would be a second one that
+// nothing reads, so it is an unknown key (a startup error in the servers).
+TEST(SchedulerOptions, ThetaIsNotASchedulerKey) {
+  Result<Config> config = Config::Parse("[scheduler]\nlayerwise_threshold = \"64MiB\"\n");
+  ASSERT_TRUE(config.has_value());
+  SchedulerOptions o;
+  ASSERT_TRUE(ApplyConfig(*config, &o).ok());
+  EXPECT_EQ(o.layerwise_threshold_bytes, SchedulerOptions{}.layerwise_threshold_bytes);
+  Status unknown = config->CheckNoUnknownKeys();
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.ToString().find("scheduler.layerwise_threshold"), std::string::npos) << unknown;
+}
+
 TEST(SchedulerOptions, UnknownKeyIsCaught) {
   Result<Config> config = Config::Parse("[scheduler]\ncap_gpbs = 10\n");
   ASSERT_TRUE(config.has_value());
@@ -195,7 +206,6 @@ TEST(SchedulerOptions, ShippedConfMatchesTheDefaults) {
   o.cap_gbps = 1;  // every field must come back from the file
   o.margin_gbps = 1;
   o.epoch = std::chrono::microseconds(1);
-  o.layerwise_threshold_bytes = 1;
   o.policy = Policy::kEqual;
   o.work_conserving = true;
   o.drr_quantum_bytes = 1;
@@ -207,7 +217,6 @@ TEST(SchedulerOptions, ShippedConfMatchesTheDefaults) {
   EXPECT_EQ(o.cap_gbps, d.cap_gbps);
   EXPECT_EQ(o.margin_gbps, d.margin_gbps);
   EXPECT_EQ(o.epoch, d.epoch);
-  EXPECT_EQ(o.layerwise_threshold_bytes, d.layerwise_threshold_bytes);
   EXPECT_EQ(o.policy, d.policy);
   EXPECT_EQ(o.work_conserving, d.work_conserving);
   EXPECT_EQ(o.drr_quantum_bytes, d.drr_quantum_bytes);

@@ -62,7 +62,9 @@ struct SchedulerOptions {
   // Default: 10 ms
   std::chrono::microseconds epoch{10'000};
   // Θ: a request with W = N*L*S >= Θ is delivered layerwise and shares B; smaller ones run
-  // chunkwise outside the scheduler.
+  // chunkwise outside the scheduler. Not a config key: the storage server sets it from the KV
+  // engine's Θ (`[kv] layerwise_threshold`, KvOptions), so one Θ decides both the delivery
+  // mode and admission.
   // Default: 512 MiB (the paper's Θ ≈ 512 MB at 100 Gbps)
   uint64_t layerwise_threshold_bytes = uint64_t{512} << 20;
   // The allocation policy.
@@ -86,8 +88,8 @@ struct SchedulerOptions {
   Status Validate() const;
 };
 
-// Reads the [scheduler] table: scheduler.cap_gbps, margin_gbps, epoch, layerwise_threshold, policy,
-// work_conserving, drr_quantum, default_model, compute_table (an array of row strings that replaces
+// Reads the [scheduler] table: scheduler.cap_gbps, margin_gbps, epoch, policy, work_conserving,
+// drr_quantum, default_model, compute_table (an array of row strings that replaces
 // the default table). Absent keys keep *options' values. Returns the first read or validation error
 // (kInvalidArgument naming the key).
 Status ApplyConfig(const oc::Config& config, SchedulerOptions* options);
