@@ -119,7 +119,7 @@ std::string Joined(const std::vector<std::string>& names) {
   return out;
 }
 
-std::string Sign(const auth::CredentialScope& scope, std::string_view amz_date,
+std::string Sign(const sigv4::CredentialScope& scope, std::string_view amz_date,
                  std::string_view canonical) {
   const auth::User* user = Creds().Find(scope.access_key);
   return sigv4::SignatureHex(
@@ -189,7 +189,7 @@ bool ResignPresigned(Request* r) {
       OnlyParam(*t, "X-Amz-Signature") == nullptr) {
     return false;
   }
-  oc::Result<auth::CredentialScope> scope = auth::ParseCredential(*credential, "X-Amz-Credential");
+  oc::Result<sigv4::CredentialScope> scope = auth::ParseCredential(*credential, "X-Amz-Credential");
   oc::Result<std::vector<std::string>> names =
       auth::ParseSignedHeaders(*signed_text, "X-Amz-SignedHeaders");
   if (!scope.has_value() || !names.has_value() || Creds().Find(scope->access_key) == nullptr) {
