@@ -12,10 +12,10 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
-#include <cctype>
 #include <limits>
 
 #include "fmt/format.h"
+#include "oc/common/text.h"
 
 namespace oc::client {
 namespace {
@@ -44,13 +44,6 @@ Status FromAsio(const beast::error_code& ec, std::string_view what) {
     return Status::IOError(fmt::format("{}: timed out", what));
   }
   return Status::IOError(fmt::format("{}: {}", what, ec.message()));
-}
-
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
 }
 
 class BeastConnection final : public HttpConnection {
@@ -117,7 +110,7 @@ class BeastConnection final : public HttpConnection {
     for (const auto& field : msg) {
       const auto name = field.name_string();
       const auto value = field.value();
-      head.headers.emplace_back(Lower(std::string_view(name.data(), name.size())),
+      head.headers.emplace_back(AsciiLower(std::string_view(name.data(), name.size())),
                                 std::string(value.data(), value.size()));
     }
     if (parser_->content_length()) {

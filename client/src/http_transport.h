@@ -19,12 +19,14 @@
 #include <vector>
 
 #include "oc/common/bytes.h"
+#include "oc/common/headers.h"
 #include "oc/common/result.h"
 #include "oc/common/status.h"
 
 namespace oc::client {
 
-using HttpHeaders = std::vector<std::pair<std::string, std::string>>;
+// Headers to send or as received, owned (the one owned list type, oc/common/headers.h).
+using HttpHeaders = HeaderList;
 
 struct HttpRequest {
   std::string method;   // "GET"

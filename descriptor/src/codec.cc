@@ -7,6 +7,7 @@
 #include <fmt/core.h>
 
 #include "oc/common/bytes.h"
+#include "oc/common/text.h"
 #include "oc/common/units.h"
 
 namespace oc::descriptor {
@@ -53,21 +54,6 @@ Status Invalid(std::string_view field, std::string message) {
                 std::move(message));
 }
 
-char Lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-// `input` equals `lower` (a lowercase constant) ignoring the case of `input`.
-bool EqualsIgnoreCase(std::string_view input, std::string_view lower) {
-  if (input.size() != lower.size()) {
-    return false;
-  }
-  for (size_t i = 0; i < input.size(); ++i) {
-    if (Lower(input[i]) != lower[i]) {
-      return false;
-    }
-  }
-  return true;
-}
-
 bool HasOcPrefix(std::string_view name) {
   return name.size() >= kPrefix.size() && EqualsIgnoreCase(name.substr(0, kPrefix.size()), kPrefix);
 }
@@ -81,24 +67,12 @@ std::optional<Field> Lookup(std::string_view name) {
   return std::nullopt;
 }
 
-bool IsOws(char c) { return c == ' ' || c == '\t'; }
-
-std::string_view TrimOws(std::string_view s) {
-  while (!s.empty() && IsOws(s.front())) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && IsOws(s.back())) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
 // An unknown name, made safe to echo: at most kMaxEchoedNameChars, lowercase.
 std::string EchoName(std::string_view name) {
   std::string out;
   for (const char c : name.substr(0, kMaxEchoedNameChars)) {
     const auto b = static_cast<unsigned char>(c);
-    out.push_back(b >= 0x21 && b <= 0x7e ? Lower(c) : '?');
+    out.push_back(b >= 0x21 && b <= 0x7e ? AsciiLower(c) : '?');
   }
   return out;
 }
@@ -109,7 +83,7 @@ template <typename Fn>
 Status ForEachItem(std::string_view list, Fn&& fn) {
   while (true) {
     const size_t comma = list.find(',');
-    const std::string_view item = TrimOws(list.substr(0, comma));
+    const std::string_view item = Trim(list.substr(0, comma));
     if (!item.empty()) {
       OC_RETURN_IF_ERROR(fn(item));
     }
@@ -136,7 +110,7 @@ template <typename Fn>
 Status ForEachHeader(std::span<const HeaderField> headers, Fn&& fn) {
   for (const HeaderField& h : headers) {
     if (HasOcPrefix(h.name)) {
-      OC_RETURN_IF_ERROR(fn(h.name, TrimOws(h.value)));
+      OC_RETURN_IF_ERROR(fn(h.name, Trim(h.value)));
     }
   }
   return Status::Ok();
@@ -154,7 +128,7 @@ Status ForEachBodyLine(std::string_view body, Fn&& fn) {
     if (!line.empty() && line.back() == '\r') {
       line.remove_suffix(1);
     }
-    line = TrimOws(line);
+    line = Trim(line);
     if (line.empty()) {
       continue;
     }
@@ -162,7 +136,7 @@ Status ForEachBodyLine(std::string_view body, Fn&& fn) {
     if (colon == std::string_view::npos) {
       return Invalid(kBodyField, fmt::format("line {}: expected 'name: value'", line_number));
     }
-    OC_RETURN_IF_ERROR(fn(TrimOws(line.substr(0, colon)), TrimOws(line.substr(colon + 1))));
+    OC_RETURN_IF_ERROR(fn(Trim(line.substr(0, colon)), Trim(line.substr(colon + 1))));
   }
   return Status::Ok();
 }
@@ -188,17 +162,6 @@ Result<uint32_t> ParseDecimal32(Field f, std::string_view value) {
   return static_cast<uint32_t>(v);
 }
 
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  c = Lower(c);
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  return -1;
-}
-
 // Visible ASCII other than ',' and '%' stands for itself in a percent-encoded value.
 bool IsRawEncoded(unsigned char b) { return b >= 0x21 && b <= 0x7e && b != ',' && b != '%'; }
 
@@ -217,35 +180,26 @@ Result<std::string> PercentDecode(Field f, std::string_view encoded, uint64_t ma
   if (encoded.size() > 3 * max_bytes) {
     return Invalid(Name(f), fmt::format("{} is longer than {} bytes", What(index), max_bytes));
   }
+  // Every byte outside the escapes must stand for itself; a wrong one is reported where it
+  // comes before any malformed escape (so errors name the first fault either way).
+  size_t bad_byte = 0;
+  while (
+      bad_byte < encoded.size() &&
+      (encoded[bad_byte] == '%' || IsRawEncoded(static_cast<unsigned char>(encoded[bad_byte])))) {
+    ++bad_byte;
+  }
   std::string out;
-  out.reserve(encoded.size());
-  size_t i = 0;
-  while (i < encoded.size()) {
-    // A run of bytes that stand for themselves is copied at once: names are mostly raw.
-    size_t run = i;
-    while (run < encoded.size() && IsRawEncoded(static_cast<unsigned char>(encoded[run]))) {
-      ++run;
-    }
-    out.append(encoded.data() + i, run - i);
-    i = run;
-    if (i == encoded.size()) {
-      break;
-    }
-    const auto b = static_cast<unsigned char>(encoded[i]);
-    if (b != '%') {
-      return Invalid(Name(f), fmt::format("{}: byte 0x{:02x} at offset {} must be "
-                                          "percent-encoded",
-                                          What(index), b, i));
-    }
-    const int hi = i + 2 < encoded.size() ? HexDigit(encoded[i + 1]) : -1;
-    const int lo = i + 2 < encoded.size() ? HexDigit(encoded[i + 2]) : -1;
-    if (hi < 0 || lo < 0) {
-      return Invalid(Name(f), fmt::format("{}: '%' at offset {} is not followed by two hex "
-                                          "digits",
-                                          What(index), i));
-    }
-    out.push_back(static_cast<char>((hi << 4) | lo));
-    i += 3;
+  const size_t bad_escape = PercentDecodeAppend(encoded.substr(0, bad_byte), out);
+  if (bad_escape != kPercentDecodeOk) {
+    return Invalid(Name(f), fmt::format("{}: '%' at offset {} is not followed by two hex "
+                                        "digits",
+                                        What(index), bad_escape));
+  }
+  if (bad_byte < encoded.size()) {
+    return Invalid(
+        Name(f), fmt::format("{}: byte 0x{:02x} at offset {} must be "
+                             "percent-encoded",
+                             What(index), static_cast<unsigned char>(encoded[bad_byte]), bad_byte));
   }
   if (out.size() > max_bytes) {
     return Invalid(
@@ -708,7 +662,7 @@ Result<ResponseSummary> DecodeResponse(std::span<const HeaderField> headers) {
   for (const HeaderField& h : headers) {
     for (const auto& [name, slot] : slots) {
       if (EqualsIgnoreCase(h.name, name)) {
-        *slot = TrimOws(h.value);
+        *slot = Trim(h.value);
       }
     }
   }

@@ -2,38 +2,13 @@
 
 #include <algorithm>
 
-#include "auth/uri.h"
 #include "oc/common/utf8.h"
+#include "oc/sigv4/uri.h"
 
 namespace oc::gateway {
 
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  for (size_t i = 0; i < a.size(); ++i) {
-    char x = a[i];
-    char y = b[i];
-    if (x >= 'A' && x <= 'Z') {
-      x = static_cast<char>(x - 'A' + 'a');
-    }
-    if (y >= 'A' && y <= 'Z') {
-      y = static_cast<char>(y - 'A' + 'a');
-    }
-    if (x != y) {
-      return false;
-    }
-  }
-  return true;
-}
-
 std::optional<std::string_view> Request::Header(std::string_view name) const {
-  for (const auto& [k, v] : headers) {
-    if (EqualsIgnoreCase(k, name)) {
-      return v;
-    }
-  }
-  return std::nullopt;
+  return FindHeader(headers, name);
 }
 
 std::optional<std::string_view> Request::Query(std::string_view name) const {
@@ -99,7 +74,7 @@ bool IsValidObjectKey(std::string_view key) {
 
 Response InvalidKeyEncoding(std::string_view field, std::string_view key) {
   return Response::Error(S3Error::kInvalidArgument, std::string(field),
-                         auth::UriEncode(key, /*encode_slash=*/false),
+                         sigv4::UriEncode(key, /*encode_slash=*/false),
                          "Object keys must be well-formed UTF-8 without NUL; this one is not "
                          "(shown percent-encoded).");
 }

@@ -15,7 +15,8 @@
 #include <vector>
 
 #include "auth/credentials.h"
-#include "auth/uri.h"
+#include "oc/common/headers.h"
+#include "oc/sigv4/uri.h"
 #include "oc/storage/store.h"
 #include "router.h"
 #include "s3/s3_errors.h"
@@ -25,10 +26,11 @@ namespace oc::gateway {
 struct Request {
   std::string_view method;
   std::string_view target;  // raw request-target
-  auth::ParsedTarget parsed;
+  sigv4::ParsedTarget parsed;
   Route route;
-  // Every header as received (views into the parser's storage).
-  std::vector<std::pair<std::string_view, std::string_view>> headers;
+  // Every header as received (views into the parser's storage): the one header view, handed
+  // as is to the verifier (sigv4::RequestView) and the descriptor decoder.
+  std::vector<HeaderField> headers;
   std::string request_id;
   const auth::User* user = nullptr;  // nullptr: anonymous
   // The body is covered by the signature: a hex x-amz-content-sha256 the gateway checks, or
@@ -47,7 +49,7 @@ struct Request {
 
 struct Response {
   unsigned status = 200;
-  std::vector<std::pair<std::string, std::string>> headers;
+  HeaderList headers;
   std::string content_type;  // empty: none (or the stream's)
   std::string body;
   // A streamed body: `stream_length` bytes from the reader's current position.
@@ -69,8 +71,6 @@ struct Response {
     headers.emplace_back(std::move(name), std::move(value));
   }
 };
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 
 // True when `key` may name an object: well-formed UTF-8 (S3 keys are UTF-8) without NUL (the
 // store's key encoding reserves it). The empty key (a bucket-level request) passes.

@@ -4,7 +4,7 @@
 
 #include <boost/beast/http/error.hpp>
 
-#include "auth/uri.h"
+#include "oc/sigv4/uri.h"
 
 namespace oc::gateway {
 namespace {
@@ -89,7 +89,7 @@ std::optional<Response> PrepareRequest(const RequestParser& parser,
   if (parser.content_length()) {
     req->content_length = *parser.content_length();
   }
-  Result<auth::ParsedTarget> target = auth::ParseTarget(req->target);
+  Result<sigv4::ParsedTarget> target = sigv4::ParseTarget(req->target);
   if (!target.has_value()) {
     return Response::Error(S3Error::kInvalidRequest, "", "", "The request target is malformed.");
   }

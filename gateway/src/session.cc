@@ -18,9 +18,8 @@
 #include <boost/beast/ssl.hpp>
 
 #include "auth/aws_chunked.h"
-#include "auth/crypto.h"
-#include "auth/uri.h"
 #include "oc/common/log.h"
+#include "oc/common/text.h"
 #include "request_parser.h"
 #include "s3/s3_headers.h"
 #include "s3/s3_xml.h"
@@ -294,7 +293,7 @@ class Session : public SessionBase {
     }
 
     // Authenticate before anything else about the request is believed (STYLE 3.6 step 3).
-    auth::RequestView view;
+    sigv4::RequestView view;
     view.method = req.method;
     view.target = req.target;
     view.headers = req.headers;
@@ -461,7 +460,7 @@ class Session : public SessionBase {
       }
     } else {
       req.body = std::move(raw);
-      if (Status s = auth::CheckPayloadSha256(ex.auth, auth::Sha256Of(req.body)); !s.ok()) {
+      if (Status s = auth::CheckPayloadSha256(ex.auth, sigv4::Sha256Of(req.body)); !s.ok()) {
         co_return Response::FromStatus(s, &req);
       }
     }
@@ -495,7 +494,7 @@ class Session : public SessionBase {
       decoder.emplace(ex.auth);
     }
     const bool hash = ex.auth.payload == auth::PayloadMode::kSigned;
-    auth::Sha256 sha;
+    sigv4::Sha256 sha;
     UploadStart start;
     auto open = [&] { start = OpenUpload(*shared_.env, req, body_bytes); };
     co_await OnPool(*shared_.pool, open);

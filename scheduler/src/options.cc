@@ -8,22 +8,13 @@
 
 #include <fmt/core.h>
 
+#include "oc/common/text.h"
 #include "oc/common/units.h"
 
 namespace oc::sched {
 namespace {
 
 constexpr std::string_view kTableField = "scheduler.compute_table";
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
 
 bool ParseDouble(std::string_view text, double* out) {
   if (text.empty()) {

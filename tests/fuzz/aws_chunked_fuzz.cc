@@ -14,16 +14,18 @@
 #include <vector>
 
 #include "auth/aws_chunked.h"
-#include "auth/crypto.h"
+#include "oc/sigv4/crypto.h"
+#include "oc/sigv4/signing.h"
 
 namespace {
 
 namespace auth = oc::gateway::auth;
+namespace sigv4 = oc::sigv4;
 
 const auth::StreamingSigner& Signer() {
   static const auth::StreamingSigner signer{
-      auth::DeriveSigningKey("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "20130524", "us-east-1",
-                             "s3"),
+      sigv4::DeriveSigningKey("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "20130524", "us-east-1",
+                              "s3"),
       "20130524T000000Z", "20130524/us-east-1/s3/aws4_request",
       "4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9"};
   return signer;
@@ -109,10 +111,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < sizes.size(); ++i) {
     const char fill = static_cast<char>('a' + i % 26);
     const std::string chunk_data(sizes[i], fill);
-    const std::string sts = "AWS4-HMAC-SHA256-PAYLOAD\n" + Signer().amz_date + "\n" +
-                            Signer().scope + "\n" + previous + "\n" +
-                            std::string(auth::kEmptySha256Hex) + "\n" + auth::Sha256Hex(chunk_data);
-    previous = auth::SignatureHex(Signer().signing_key, sts);
+    const std::string sts =
+        "AWS4-HMAC-SHA256-PAYLOAD\n" + Signer().amz_date + "\n" + Signer().scope + "\n" + previous +
+        "\n" + std::string(sigv4::kEmptySha256Hex) + "\n" + sigv4::Sha256Hex(chunk_data);
+    previous = sigv4::SignatureHex(Signer().signing_key, sts);
     body += Chunk(sizes[i], previous, fill);
     expected += chunk_data;
   }

@@ -3,7 +3,6 @@
 // and clock. Must not crash, leak or hang. Property checked on top: when the request carries a
 // parsable Authorization header for a known user, re-signing it with the SigV4 step functions
 // must never end in SignatureDoesNotMatch (the verifier and the steps agree on every input).
-#include <cctype>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -14,7 +13,9 @@
 
 #include "auth/credentials.h"
 #include "auth/sigv4.h"
-#include "auth/uri.h"
+#include "oc/common/text.h"
+#include "oc/sigv4/signing.h"
+#include "oc/sigv4/uri.h"
 
 namespace {
 
@@ -24,6 +25,7 @@ using oc::gateway::auth::Credentials;
 using oc::gateway::auth::RequestView;
 using oc::gateway::auth::User;
 namespace auth = oc::gateway::auth;
+namespace sigv4 = oc::sigv4;
 
 const Credentials& Creds() {
   static const Credentials creds =
@@ -42,13 +44,7 @@ struct Request {
   std::string method;
   std::string target;
   std::vector<std::pair<std::string, std::string>> headers;
-  RequestView View() const {
-    RequestView v{method, target, {}};
-    for (const auto& [n, val] : headers) {
-      v.headers.emplace_back(n, val);
-    }
-    return v;
-  }
+  RequestView View() const { return RequestView{method, target, oc::HeaderViews(headers)}; }
 };
 
 Request Split(std::string_view in) {
@@ -71,30 +67,17 @@ Request Split(std::string_view in) {
   return r;
 }
 
-bool IEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) {
-    return false;
-  }
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i]))) {
-      return false;
-    }
-  }
-  return true;
-}
-
 // Replaces the signature of the (single) Authorization header by the correct one, if the
 // request is complete enough to compute it. Returns false when it is not.
 bool Resign(Request* r) {
   std::pair<std::string, std::string>* authz = nullptr;
-  std::string_view date, payload = auth::kEmptySha256Hex;
+  std::string_view date, payload = sigv4::kEmptySha256Hex;
   for (auto& h : r->headers) {
-    if (IEquals(h.first, "authorization")) {
+    if (oc::EqualsIgnoreCase(h.first, "authorization")) {
       authz = &h;
-    } else if (IEquals(h.first, "x-amz-date")) {
+    } else if (oc::EqualsIgnoreCase(h.first, "x-amz-date")) {
       date = h.second;
-    } else if (IEquals(h.first, "x-amz-content-sha256")) {
+    } else if (oc::EqualsIgnoreCase(h.first, "x-amz-content-sha256")) {
       payload = h.second;
     }
   }
@@ -111,21 +94,21 @@ bool Resign(Request* r) {
   }
   const std::string_view target = r->target;
   const size_t q = target.find('?');
-  oc::Result<std::string> uri = auth::CanonicalUri(target.substr(0, q));
+  oc::Result<std::string> uri = sigv4::CanonicalUri(target.substr(0, q));
   oc::Result<std::string> query =
-      auth::CanonicalQuery(q == std::string_view::npos ? "" : target.substr(q + 1), false);
+      sigv4::CanonicalQuery(q == std::string_view::npos ? "" : target.substr(q + 1), false);
   const RequestView view = r->View();
   oc::Result<std::string> headers =
-      auth::CanonicalHeaders(view, parsed->signed_headers, "Authorization");
+      sigv4::CanonicalHeaders(view, parsed->signed_headers, "Authorization");
   if (!uri.has_value() || !query.has_value() || !headers.has_value()) {
     return false;
   }
   const std::string canonical =
-      auth::CanonicalRequest(r->method, *uri, *query, *headers, parsed->signed_headers, payload);
+      sigv4::CanonicalRequest(r->method, *uri, *query, *headers, parsed->signed_headers, payload);
   const std::string sig =
-      auth::SignatureHex(auth::DeriveSigningKey(user->secret_key, parsed->credential.date,
-                                                parsed->credential.region, "s3"),
-                         auth::StringToSign(date, parsed->credential.Scope(), canonical));
+      sigv4::SignatureHex(sigv4::DeriveSigningKey(user->secret_key, parsed->credential.date,
+                                                  parsed->credential.region, "s3"),
+                          sigv4::StringToSign(date, parsed->credential.Scope(), canonical));
   std::string signed_list;
   for (const std::string& h : parsed->signed_headers) {
     signed_list += (signed_list.empty() ? "" : ";") + h;
@@ -143,7 +126,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view in(reinterpret_cast<const char*>(data), size);
   Request req = Split(in);
   (void)authenticator.Authenticate(req.View(), Now());
-  (void)auth::ParseTarget(req.target);
+  (void)sigv4::ParseTarget(req.target);
   (void)auth::ParseAuthorization(in);
 
   if (Resign(&req)) {

@@ -30,11 +30,14 @@
 
 #include "auth/credentials.h"
 #include "auth/sigv4.h"
-#include "auth/uri.h"
+#include "oc/common/text.h"
+#include "oc/sigv4/signing.h"
+#include "oc/sigv4/uri.h"
 
 namespace {
 
 namespace auth = oc::gateway::auth;
+namespace sigv4 = oc::sigv4;
 namespace beast = boost::beast;
 namespace http = beast::http;
 
@@ -58,16 +61,6 @@ std::chrono::system_clock::time_point Now() {
 
 std::string_view Sv(beast::string_view s) { return {s.data(), s.size()}; }
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') {
-      c = static_cast<char>(c - 'A' + 'a');
-    }
-  }
-  return out;
-}
-
 // The request the verifier sees, owning its strings so that re-signing can edit it.
 struct Request {
   std::string method;
@@ -75,17 +68,13 @@ struct Request {
   std::vector<std::pair<std::string, std::string>> headers;
 
   auth::RequestView View() const {
-    auth::RequestView v{method, target, {}};
-    for (const auto& [n, val] : headers) {
-      v.headers.emplace_back(n, val);
-    }
-    return v;
+    return auth::RequestView{method, target, oc::HeaderViews(headers)};
   }
   // The only value of header `name` (any case), or nullptr if absent or repeated.
   std::string* Only(std::string_view name) {
     std::string* found = nullptr;
     for (auto& [n, v] : headers) {
-      if (Lower(n) == name) {
+      if (oc::AsciiLower(n) == name) {
         if (found != nullptr) {
           return nullptr;
         }
@@ -130,12 +119,12 @@ std::string Joined(const std::vector<std::string>& names) {
   return out;
 }
 
-std::string Sign(const auth::CredentialScope& scope, std::string_view amz_date,
+std::string Sign(const sigv4::CredentialScope& scope, std::string_view amz_date,
                  std::string_view canonical) {
   const auth::User* user = Creds().Find(scope.access_key);
-  return auth::SignatureHex(
-      auth::DeriveSigningKey(user->secret_key, scope.date, scope.region, "s3"),
-      auth::StringToSign(amz_date, scope.Scope(), canonical));
+  return sigv4::SignatureHex(
+      sigv4::DeriveSigningKey(user->secret_key, scope.date, scope.region, "s3"),
+      sigv4::StringToSign(amz_date, scope.Scope(), canonical));
 }
 
 // Replaces the Authorization header's signature by the right one. False when the request is
@@ -151,21 +140,21 @@ bool ResignHeader(Request* r) {
       std::count(parsed->signed_headers.begin(), parsed->signed_headers.end(), "authorization")) {
     return false;
   }
-  std::string payload(auth::kEmptySha256Hex);
+  std::string payload(sigv4::kEmptySha256Hex);
   if (const std::string* sha = r->Only("x-amz-content-sha256")) {
     payload = *sha;
   }
   const size_t q = r->target.find('?');
-  oc::Result<std::string> uri = auth::CanonicalUri(std::string_view(r->target).substr(0, q));
+  oc::Result<std::string> uri = sigv4::CanonicalUri(std::string_view(r->target).substr(0, q));
   oc::Result<std::string> query =
-      auth::CanonicalQuery(q == std::string::npos ? "" : r->target.substr(q + 1), false);
+      sigv4::CanonicalQuery(q == std::string::npos ? "" : r->target.substr(q + 1), false);
   oc::Result<std::string> headers =
-      auth::CanonicalHeaders(r->View(), parsed->signed_headers, "Authorization");
+      sigv4::CanonicalHeaders(r->View(), parsed->signed_headers, "Authorization");
   if (!uri.has_value() || !query.has_value() || !headers.has_value()) {
     return false;
   }
   const std::string canonical =
-      auth::CanonicalRequest(r->method, *uri, *query, *headers, parsed->signed_headers, payload);
+      sigv4::CanonicalRequest(r->method, *uri, *query, *headers, parsed->signed_headers, payload);
   *authorization = "AWS4-HMAC-SHA256 Credential=" + parsed->credential.access_key + "/" +
                    parsed->credential.Scope() + ",SignedHeaders=" + Joined(parsed->signed_headers) +
                    ",Signature=" + Sign(parsed->credential, *date, canonical);
@@ -173,7 +162,7 @@ bool ResignHeader(Request* r) {
 }
 
 // The decoded value of query parameter `name` when it appears exactly once.
-const std::string* OnlyParam(const auth::ParsedTarget& t, std::string_view name) {
+const std::string* OnlyParam(const sigv4::ParsedTarget& t, std::string_view name) {
   const std::string* found = nullptr;
   for (const auto& [n, v] : t.query) {
     if (n == name) {
@@ -189,7 +178,7 @@ const std::string* OnlyParam(const auth::ParsedTarget& t, std::string_view name)
 // Replaces a presigned URL's X-Amz-Signature value (spelled literally in the raw target) by
 // the right one. False when the URL is not complete enough to sign.
 bool ResignPresigned(Request* r) {
-  oc::Result<auth::ParsedTarget> t = auth::ParseTarget(r->target);
+  oc::Result<sigv4::ParsedTarget> t = sigv4::ParseTarget(r->target);
   if (!t.has_value()) {
     return false;
   }
@@ -200,7 +189,7 @@ bool ResignPresigned(Request* r) {
       OnlyParam(*t, "X-Amz-Signature") == nullptr) {
     return false;
   }
-  oc::Result<auth::CredentialScope> scope = auth::ParseCredential(*credential, "X-Amz-Credential");
+  oc::Result<sigv4::CredentialScope> scope = auth::ParseCredential(*credential, "X-Amz-Credential");
   oc::Result<std::vector<std::string>> names =
       auth::ParseSignedHeaders(*signed_text, "X-Amz-SignedHeaders");
   if (!scope.has_value() || !names.has_value() || Creds().Find(scope->access_key) == nullptr) {
@@ -214,10 +203,10 @@ bool ResignPresigned(Request* r) {
   }
   const size_t q = r->target.find('?');
   const std::string raw_query = r->target.substr(q + 1);
-  oc::Result<std::string> uri = auth::CanonicalUri(std::string_view(r->target).substr(0, q));
-  oc::Result<std::string> query = auth::CanonicalQuery(raw_query, /*skip_signature=*/true);
+  oc::Result<std::string> uri = sigv4::CanonicalUri(std::string_view(r->target).substr(0, q));
+  oc::Result<std::string> query = sigv4::CanonicalQuery(raw_query, /*skip_signature=*/true);
   oc::Result<std::string> headers =
-      auth::CanonicalHeaders(r->View(), *names, "X-Amz-SignedHeaders");
+      sigv4::CanonicalHeaders(r->View(), *names, "X-Amz-SignedHeaders");
   if (!uri.has_value() || !query.has_value() || !headers.has_value()) {
     return false;
   }
@@ -234,7 +223,7 @@ bool ResignPresigned(Request* r) {
   at += kParam.size();
   const size_t end = r->target.find('&', at);
   const std::string canonical =
-      auth::CanonicalRequest(r->method, *uri, *query, *headers, *names, payload);
+      sigv4::CanonicalRequest(r->method, *uri, *query, *headers, *names, payload);
   r->target.replace(at, end == std::string::npos ? std::string::npos : end - at,
                     Sign(*scope, *date, canonical));
   return true;
@@ -246,7 +235,7 @@ std::vector<std::string> ClaimedSignedHeaders(Request& r) {
     oc::Result<auth::AuthorizationHeader> parsed = auth::ParseAuthorization(*authorization);
     return parsed.has_value() ? parsed->signed_headers : std::vector<std::string>{};
   }
-  oc::Result<auth::ParsedTarget> t = auth::ParseTarget(r.target);
+  oc::Result<sigv4::ParsedTarget> t = sigv4::ParseTarget(r.target);
   const std::string* list = t.has_value() ? OnlyParam(*t, "X-Amz-SignedHeaders") : nullptr;
   if (list == nullptr) {
     return {};
@@ -271,7 +260,7 @@ void CheckSigningRule(Request& r, const oc::Result<auth::AuthResult>& result) {
       return;  // anonymous: nothing was signed
     }
     for (const auto& [name, value] : r.headers) {
-      const std::string lower = Lower(name);
+      const std::string lower = oc::AsciiLower(name);
       if (MustBeSigned(lower) && !is_signed(lower)) {
         std::abort();  // accepted a signed request with a header outside its signature
       }
@@ -281,8 +270,9 @@ void CheckSigningRule(Request& r, const oc::Result<auth::AuthResult>& result) {
   const oc::Status& s = result.error();
   if (s.code() == oc::Code::kPermissionDenied &&
       s.message().starts_with(auth::kHeadersNotSignedMessage)) {
-    const bool present = std::any_of(r.headers.begin(), r.headers.end(),
-                                     [&](const auto& h) { return Lower(h.first) == s.field(); });
+    const bool present = std::any_of(r.headers.begin(), r.headers.end(), [&](const auto& h) {
+      return oc::AsciiLower(h.first) == s.field();
+    });
     if (!MustBeSigned(std::string(s.field())) || !present || is_signed(std::string(s.field()))) {
       std::abort();  // refused a header that is signed or not there
     }

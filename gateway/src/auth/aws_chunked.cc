@@ -4,12 +4,13 @@
 #include <utility>
 
 #include "oc/common/check.h"
+#include "oc/common/text.h"
 
 namespace oc::gateway::auth {
 namespace {
 
 constexpr std::string_view kSignaturePrefix = ";chunk-signature=";
-constexpr size_t kSignatureHexChars = 64;
+constexpr size_t kSignatureHexChars = 2 * sigv4::kSha256Bytes;
 constexpr size_t kMaxSizeHexDigits = 16;
 
 Status Framing(std::string message) {
@@ -19,29 +20,6 @@ Status Framing(std::string message) {
 Status LengthMismatch(std::string message) {
   return Status(Code::kInvalidArgument, Subject::kEntity, "x-amz-decoded-content-length",
                 std::move(message));
-}
-
-int HexDigit(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
-}
-
-std::string_view TrimSpaces(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
-    s.remove_suffix(1);
-  }
-  return s;
 }
 
 }  // namespace
@@ -144,9 +122,9 @@ Status AwsChunkedDecoder::VerifyChunk() {
   sts.append(signer_.amz_date).push_back('\n');
   sts.append(signer_.scope).push_back('\n');
   sts.append(previous_signature_).push_back('\n');
-  sts.append(kEmptySha256Hex).push_back('\n');
-  sts.append(DigestHex(chunk_hash_.Finish()));
-  if (!ConstantTimeEquals(SignatureHex(signer_.signing_key, sts), chunk_signature_)) {
+  sts.append(sigv4::kEmptySha256Hex).push_back('\n');
+  sts.append(sigv4::DigestHex(chunk_hash_.Finish()));
+  if (!sigv4::ConstantTimeEquals(sigv4::SignatureHex(signer_.signing_key, sts), chunk_signature_)) {
     return Status(Code::kUnauthenticated, Subject::kSignature, "chunk-signature",
                   "chunk signature does not match at decoded offset " +
                       std::to_string(decoded_ - chunk_size_));
@@ -182,7 +160,7 @@ Status AwsChunkedDecoder::ParseTrailer() {
     return Framing("repeated trailer");
   }
   trailer_seen_ = true;
-  if (TrimSpaces(line.substr(colon + 1)) != checksum_->FinishBase64()) {
+  if (Trim(line.substr(colon + 1)) != checksum_->FinishBase64()) {
     return Status(Code::kInvalidArgument, Subject::kDigest,
                   std::string(ChecksumHeaderName(*algorithm)),
                   "the trailer checksum does not match the payload");

@@ -42,11 +42,11 @@
 #include <string>
 
 #include "auth/checksum.h"
-#include "auth/crypto.h"
 #include "auth/sigv4.h"
 #include "oc/common/bytes.h"
 #include "oc/common/result.h"
 #include "oc/common/status.h"
+#include "oc/sigv4/crypto.h"
 
 namespace oc::gateway::auth {
 
@@ -105,7 +105,7 @@ class AwsChunkedDecoder {
   size_t crlf_seen_ = 0;            // bytes of the CRLF after the data seen so far
   std::string chunk_signature_;     // claimed signature of the current chunk
   std::string previous_signature_;  // the chain
-  Sha256 chunk_hash_;
+  sigv4::Sha256 chunk_hash_;
   // Set in unsigned-trailer mode: the payload checksum the trailer must carry.
   std::optional<Checksum> checksum_;
   bool trailer_seen_ = false;

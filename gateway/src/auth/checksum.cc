@@ -5,6 +5,7 @@
 #include <array>
 
 #include "oc/common/check.h"
+#include "oc/common/text.h"
 
 namespace oc::gateway::auth {
 namespace {
@@ -60,10 +61,7 @@ constexpr Name kNames[] = {{"x-amz-checksum-crc32", ChecksumAlgorithm::kCrc32},
 
 std::optional<ChecksumAlgorithm> ChecksumFromHeaderName(std::string_view name) {
   for (const Name& n : kNames) {
-    if (n.header.size() == name.size() &&
-        std::equal(name.begin(), name.end(), n.header.begin(), [](char a, char b) {
-          return static_cast<char>((a >= 'A' && a <= 'Z') ? a - 'A' + 'a' : a) == b;
-        })) {
+    if (EqualsIgnoreCase(name, n.header)) {
       return n.algorithm;
     }
   }
@@ -137,7 +135,7 @@ std::string Checksum::FinishBase64() {
       return Base64(out, 20);
     }
     case ChecksumAlgorithm::kSha256: {
-      const Sha256Digest d = sha256_.Finish();
+      const sigv4::Sha256Digest d = sha256_.Finish();
       return Base64(reinterpret_cast<const unsigned char*>(d.data()), d.size());
     }
   }

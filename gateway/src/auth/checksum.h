@@ -12,8 +12,8 @@
 #include <string>
 #include <string_view>
 
-#include "auth/crypto.h"
 #include "oc/common/bytes.h"
+#include "oc/sigv4/crypto.h"
 
 namespace oc::gateway::auth {
 
@@ -35,7 +35,7 @@ class Checksum {
  private:
   ChecksumAlgorithm algorithm_;
   uint64_t crc_ = 0;
-  Sha256 sha256_;
+  sigv4::Sha256 sha256_;
   std::unique_ptr<evp_md_ctx_st, void (*)(evp_md_ctx_st*)> sha1_;
 };
 

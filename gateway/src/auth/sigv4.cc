@@ -1,5 +1,5 @@
-// SigV4 verification: Authorization header and presigned URLs (Tasks 2-4 of the AWS signing
-// process), the signing-key cache and the time checks.
+// SigV4 verification: Authorization header and presigned URLs, the signing-key cache and the
+// time checks. The signature itself is recomputed with oc_sigv4's steps (oc/sigv4/signing.h).
 #include "auth/sigv4.h"
 
 #include <algorithm>
@@ -7,14 +7,18 @@
 #include <unordered_map>
 
 #include "auth/checksum.h"
-#include "auth/uri.h"
+#include "oc/common/text.h"
+#include "oc/sigv4/uri.h"
 
 namespace oc::gateway::auth {
 namespace {
 
-constexpr std::string_view kAlgorithm = "AWS4-HMAC-SHA256";
-constexpr std::string_view kService = "s3";
-constexpr std::string_view kUnsignedPayload = "UNSIGNED-PAYLOAD";
+using sigv4::CredentialScope;
+using sigv4::kAlgorithm;
+using sigv4::kUnsignedPayload;
+using sigv4::ParsedTarget;
+using sigv4::Sha256Digest;
+constexpr std::string_view kService = sigv4::kS3Service;
 constexpr std::string_view kStreamingPayload = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD";
 constexpr std::string_view kUnsignedTrailerPayload = "STREAMING-UNSIGNED-PAYLOAD-TRAILER";
 // x-amz-* and x-oc-* request headers must be signed (CheckHeadersSigned); this one is
@@ -39,24 +43,6 @@ Status Malformed(std::string_view field, std::string message) {
 Status AccessDenied(std::string_view field, std::string message) {
   return Status(Code::kPermissionDenied, Subject::kSignature, std::string(field),
                 std::move(message));
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
-bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           const auto lx = static_cast<char>((x >= 'A' && x <= 'Z') ? x - 'A' + 'a' : x);
-           const auto ly = static_cast<char>((y >= 'A' && y <= 'Z') ? y - 'A' + 'a' : y);
-           return lx == ly;
-         });
 }
 
 // The values of header `name` (any case); `count` says how many times it appeared.
@@ -108,16 +94,6 @@ std::optional<Seconds> ParseAmzDate(std::string_view s) {
          std::chrono::seconds(ss);
 }
 
-std::string Lowercase(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') {
-      c = static_cast<char>(c - 'A' + 'a');
-    }
-  }
-  return out;
-}
-
 // Classifies an x-amz-content-sha256 value (header, or query for presigned URLs).
 Status ClassifyPayload(std::string_view value, const AuthOptions& options, AuthResult* out) {
   constexpr std::string_view kField = "x-amz-content-sha256";
@@ -137,19 +113,15 @@ Status ClassifyPayload(std::string_view value, const AuthOptions& options, AuthR
     return Status(Code::kUnimplemented, Subject::kNone, std::string(kField),
                   "streaming mode not supported: " + std::string(value));
   }
-  if (value.size() != 2 * kSha256Bytes) {
+  if (value.size() != 2 * sigv4::kSha256Bytes) {
     return Status::InvalidArgument(std::string(kField),
                                    "must be UNSIGNED-PAYLOAD, "
                                    "STREAMING-AWS4-HMAC-SHA256-PAYLOAD or a SHA-256 in hex");
   }
-  std::string lower(value);
-  for (char& c : lower) {
-    if (c >= 'A' && c <= 'F') {
-      c = static_cast<char>(c - 'A' + 'a');
-    } else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
-      return Status::InvalidArgument(std::string(kField), "not a SHA-256 in hex");
-    }
+  if (!std::all_of(value.begin(), value.end(), [](char c) { return HexDigit(c) >= 0; })) {
+    return Status::InvalidArgument(std::string(kField), "not a SHA-256 in hex");
   }
+  std::string lower = AsciiLower(value);
   out->payload = PayloadMode::kSigned;
   out->payload_sha256 = std::move(lower);
   return Status::Ok();
@@ -184,7 +156,7 @@ Sha256Digest CachedSigningKey(std::string_view secret, std::string_view date,
   if (cache.size() >= kMaxCachedSigningKeys) {
     cache.clear();
   }
-  const Sha256Digest signing_key = DeriveSigningKey(secret, date, region, kService);
+  const Sha256Digest signing_key = sigv4::DeriveSigningKey(secret, date, region, kService);
   cache.emplace(std::move(key), signing_key);
   return signing_key;
 }
@@ -252,7 +224,7 @@ Result<AuthResult> AuthenticateHeader(const RequestView& req, const ParsedTarget
   // A generic SigV4 client may omit the header: it then signed the hash of its body, which
   // for a body-less request is the empty hash; the body check at the end enforces it.
   const std::string_view payload_hash =
-      content_sha.count == 1 ? content_sha.value : kEmptySha256Hex;
+      content_sha.count == 1 ? content_sha.value : sigv4::kEmptySha256Hex;
   OC_RETURN_IF_ERROR(ClassifyPayload(payload_hash, options, &result));
   if (IsAwsChunked(result.payload)) {
     const HeaderLookup decoded = FindHeader(req, "x-amz-decoded-content-length");
@@ -282,17 +254,17 @@ Result<AuthResult> AuthenticateHeader(const RequestView& req, const ParsedTarget
   }
 
   // S3 signs the path encoded once: re-encode what ParseTarget decoded.
-  const std::string uri = UriEncode(target.path, /*encode_slash=*/false);
-  const std::string query = CanonicalQuery(target.query, /*skip_signature=*/false);
+  const std::string uri = sigv4::UriEncode(target.path, /*encode_slash=*/false);
+  const std::string query = sigv4::CanonicalQuery(target.query, /*skip_signature=*/false);
   OC_ASSIGN_OR_RETURN(std::string headers,
-                      CanonicalHeaders(req, auth.signed_headers, "Authorization"));
+                      sigv4::CanonicalHeaders(req, auth.signed_headers, "Authorization"));
   const std::string canonical =
-      CanonicalRequest(req.method, uri, query, headers, auth.signed_headers, payload_hash);
+      sigv4::CanonicalRequest(req.method, uri, query, headers, auth.signed_headers, payload_hash);
   const std::string scope = auth.credential.Scope();
-  const std::string sts = StringToSign(date_header.value, scope, canonical);
+  const std::string sts = sigv4::StringToSign(date_header.value, scope, canonical);
   const Sha256Digest key =
       CachedSigningKey(user->secret_key, auth.credential.date, auth.credential.region);
-  if (!ConstantTimeEquals(SignatureHex(key, sts), auth.signature)) {
+  if (!sigv4::ConstantTimeEquals(sigv4::SignatureHex(key, sts), auth.signature)) {
     return SignatureMismatch("", sts);
   }
   OC_RETURN_IF_ERROR(CheckHeadersSigned(req, auth.signed_headers));
@@ -375,15 +347,15 @@ Result<AuthResult> AuthenticatePresigned(const RequestView& req, const ParsedTar
                                    "presigned URLs cannot sign a streaming payload");
   }
 
-  const std::string uri = UriEncode(target.path, /*encode_slash=*/false);
-  const std::string query = CanonicalQuery(target.query, /*skip_signature=*/true);
+  const std::string uri = sigv4::UriEncode(target.path, /*encode_slash=*/false);
+  const std::string query = sigv4::CanonicalQuery(target.query, /*skip_signature=*/true);
   OC_ASSIGN_OR_RETURN(std::string headers,
-                      CanonicalHeaders(req, signed_headers, "X-Amz-SignedHeaders"));
+                      sigv4::CanonicalHeaders(req, signed_headers, "X-Amz-SignedHeaders"));
   const std::string canonical =
-      CanonicalRequest(req.method, uri, query, headers, signed_headers, payload_hash);
-  const std::string sts = StringToSign(amz_date, credential.Scope(), canonical);
+      sigv4::CanonicalRequest(req.method, uri, query, headers, signed_headers, payload_hash);
+  const std::string sts = sigv4::StringToSign(amz_date, credential.Scope(), canonical);
   const Sha256Digest key = CachedSigningKey(user->secret_key, credential.date, credential.region);
-  if (!ConstantTimeEquals(SignatureHex(key, sts), signature)) {
+  if (!sigv4::ConstantTimeEquals(sigv4::SignatureHex(key, sts), signature)) {
     return SignatureMismatch("X-Amz-Signature", sts);
   }
   OC_RETURN_IF_ERROR(CheckHeadersSigned(req, signed_headers));
@@ -395,7 +367,7 @@ Result<AuthResult> AuthenticatePresigned(const RequestView& req, const ParsedTar
 Status CheckHeadersSigned(const RequestView& req, const std::vector<std::string>& signed_headers) {
   std::vector<std::string> unsigned_names;
   for (const auto& [name, value] : req.headers) {
-    std::string lower = Lowercase(name);
+    std::string lower = AsciiLower(name);
     if (!(lower.starts_with("x-amz-") || lower.starts_with("x-oc-")) ||
         lower == kContentSha256Header ||
         std::find(signed_headers.begin(), signed_headers.end(), lower) != signed_headers.end()) {
@@ -422,26 +394,12 @@ Status CheckHeadersSigned(const RequestView& req, const std::vector<std::string>
   return AccessDenied(first, std::move(message));
 }
 
-Sha256Digest DeriveSigningKey(std::string_view secret, std::string_view date,
-                              std::string_view region, std::string_view service) {
-  std::string k_secret = "AWS4";
-  k_secret.append(secret);
-  const Sha256Digest k_date = HmacSha256(std::string_view(k_secret), date);
-  const Sha256Digest k_region = HmacSha256(ByteSpan(k_date), region);
-  const Sha256Digest k_service = HmacSha256(ByteSpan(k_region), service);
-  return HmacSha256(ByteSpan(k_service), "aws4_request");
-}
-
-std::string SignatureHex(const Sha256Digest& signing_key, std::string_view string_to_sign) {
-  return DigestHex(HmacSha256(ByteSpan(signing_key), string_to_sign));
-}
-
 Authenticator::Authenticator(const Credentials& creds, AuthOptions options)
     : creds_(creds), options_(std::move(options)) {}
 
 Result<AuthResult> Authenticator::Authenticate(const RequestView& req,
                                                Clock::time_point now) const {
-  OC_ASSIGN_OR_RETURN(ParsedTarget target, ParseTarget(req.target));
+  OC_ASSIGN_OR_RETURN(ParsedTarget target, sigv4::ParseTarget(req.target));
   const HeaderLookup authorization = FindHeader(req, "authorization");
   // Any of the SigV4 query parameters makes it a presigned request, so a URL missing one of
   // them is an AuthorizationQueryParametersError, never an anonymous request.
@@ -477,7 +435,7 @@ Status CheckPayloadSha256(const AuthResult& auth, const Sha256Digest& actual) {
   if (auth.payload != PayloadMode::kSigned) {
     return Status::Ok();
   }
-  if (!ConstantTimeEquals(DigestHex(actual), auth.payload_sha256)) {
+  if (!sigv4::ConstantTimeEquals(sigv4::DigestHex(actual), auth.payload_sha256)) {
     return Status(Code::kInvalidArgument, Subject::kDigest, "x-amz-content-sha256",
                   "the provided x-amz-content-sha256 does not match what was computed");
   }

@@ -1,6 +1,9 @@
 #pragma once
 // AWS Signature Version 4 verification for the S3 gateway, as pure functions over a view of
-// the request as received (no Beast types: the gateway adapts its request into RequestView).
+// the request as received (no Beast types: the gateway adapts its request into
+// sigv4::RequestView). The signing steps themselves (canonical request, string to sign,
+// signing key) are oc_sigv4's (oc/sigv4/signing.h), the same code the client signs with;
+// this file parses what a request claims and checks it.
 // Covers the Authorization header (payload hash, UNSIGNED-PAYLOAD, or
 // STREAMING-AWS4-HMAC-SHA256-PAYLOAD) and presigned URLs (X-Amz-* query parameters).
 // Source of truth: AWS "Signature Version 4 signing process" and the S3 API reference
@@ -55,19 +58,14 @@
 #include <vector>
 
 #include "auth/credentials.h"
-#include "auth/crypto.h"
 #include "oc/common/result.h"
 #include "oc/common/status.h"
+#include "oc/sigv4/crypto.h"
+#include "oc/sigv4/signing.h"
 
 namespace oc::gateway::auth {
 
-// The request as received, views into the gateway's buffers; valid for one call.
-struct RequestView {
-  std::string_view method;  // "GET"
-  std::string_view target;  // raw request-target: path ["?" query], still percent-encoded
-  // Every header as received: names in any case, values untrimmed, repeats allowed.
-  std::vector<std::pair<std::string_view, std::string_view>> headers;
-};
+using sigv4::RequestView;  // the request as received, views valid for one call
 
 // What x-amz-content-sha256 (or a presigned URL) says about the body.
 enum class PayloadMode {
@@ -86,10 +84,10 @@ inline bool IsAwsChunked(PayloadMode mode) {
 
 // What the aws-chunked decoder needs to verify the chunk signature chain.
 struct StreamingSigner {
-  Sha256Digest signing_key{};  // kSigning of the request's scope
-  std::string amz_date;        // "20130524T000000Z", the request's x-amz-date
-  std::string scope;           // "20130524/us-east-1/s3/aws4_request"
-  std::string seed_signature;  // the Authorization header's signature, lowercase hex
+  sigv4::Sha256Digest signing_key{};  // kSigning of the request's scope
+  std::string amz_date;               // "20130524T000000Z", the request's x-amz-date
+  std::string scope;                  // "20130524/us-east-1/s3/aws4_request"
+  std::string seed_signature;         // the Authorization header's signature, lowercase hex
 };
 
 struct AuthResult {
@@ -164,26 +162,19 @@ class Authenticator {
 // XAmzContentSHA256Mismatch check at body end: OK when `auth.payload` is not kSigned or
 // `actual` (SHA-256 of the body received) equals auth.payload_sha256; else kInvalidArgument /
 // kDigest / "x-amz-content-sha256".
-Status CheckPayloadSha256(const AuthResult& auth, const Sha256Digest& actual);
+Status CheckPayloadSha256(const AuthResult& auth, const sigv4::Sha256Digest& actual);
 
-// ---- The SigV4 steps, exposed for tests and for the aws-chunked decoder. ----
+// ---- Parsing what a request claims (the signing steps are in oc/sigv4/signing.h). ----
 
 // Credential "<access key>/<yyyymmdd>/<region>/<service>/aws4_request".
-struct CredentialScope {
-  std::string access_key;
-  std::string date;
-  std::string region;
-  std::string service;
-  std::string Scope() const;  // "<date>/<region>/<service>/aws4_request"
-};
 // kInvalidArgument / kSignature / `field` on a malformed credential.
-Result<CredentialScope> ParseCredential(std::string_view credential, std::string_view field);
+Result<sigv4::CredentialScope> ParseCredential(std::string_view credential, std::string_view field);
 
 // "AWS4-HMAC-SHA256 Credential=..., SignedHeaders=a;b, Signature=hex" (any order, optional
 // spaces after the commas). kUnimplemented / kSignature for another algorithm;
 // kInvalidArgument / kSignature / "Authorization" when malformed.
 struct AuthorizationHeader {
-  CredentialScope credential;
+  sigv4::CredentialScope credential;
   std::vector<std::string> signed_headers;  // lowercase, as listed (must be sorted, unique)
   std::string signature;                    // 64 lowercase hex chars
 };
@@ -191,36 +182,5 @@ Result<AuthorizationHeader> ParseAuthorization(std::string_view value);
 // "host;range;x-amz-date": lowercase names separated by ';', which must include "host".
 // kInvalidArgument / kSignature / `field` otherwise.
 Result<std::vector<std::string>> ParseSignedHeaders(std::string_view list, std::string_view field);
-
-// Task 1 pieces. CanonicalUri: the path as received with every byte outside the unreserved
-// set and '/' percent-encoded once (existing %XX escapes are normalised to uppercase, not
-// encoded again: S3 does not double-encode). CanonicalQuery: pairs decoded, re-encoded with
-// UriEncode, sorted by name then value, joined with '&'; `skip_signature` drops
-// X-Amz-Signature (presigned). Both return nullopt-like errors on malformed escapes.
-Result<std::string> CanonicalUri(std::string_view raw_path);
-Result<std::string> CanonicalQuery(std::string_view raw_query, bool skip_signature);
-// The same from query pairs already decoded (ParsedTarget::query).
-std::string CanonicalQuery(const std::vector<std::pair<std::string, std::string>>& decoded,
-                           bool skip_signature);
-// The canonical headers block for `signed_headers` (lowercase names): each
-// "name:value\n", value trimmed, inner runs of spaces folded to one, repeats joined with ','.
-// kInvalidArgument / kSignature / `field` when a signed header is absent (except that a
-// missing "host" is an error too: it must always be signed).
-Result<std::string> CanonicalHeaders(const RequestView& req,
-                                     const std::vector<std::string>& signed_headers,
-                                     std::string_view field);
-std::string CanonicalRequest(std::string_view method, std::string_view canonical_uri,
-                             std::string_view canonical_query, std::string_view canonical_headers,
-                             const std::vector<std::string>& signed_headers,
-                             std::string_view payload_hash);
-// Task 2: "AWS4-HMAC-SHA256\n<amz date>\n<scope>\n<hex sha256(canonical request)>".
-std::string StringToSign(std::string_view amz_date, std::string_view scope,
-                         std::string_view canonical_request);
-// Task 3 (uncached; Authenticator caches it): kSigning = HMAC(HMAC(HMAC(HMAC("AWS4" + secret,
-// date), region), service), "aws4_request").
-Sha256Digest DeriveSigningKey(std::string_view secret, std::string_view date,
-                              std::string_view region, std::string_view service);
-// Task 4: lowercase hex HMAC(signing key, string to sign).
-std::string SignatureHex(const Sha256Digest& signing_key, std::string_view string_to_sign);
 
 }  // namespace oc::gateway::auth

@@ -2,9 +2,9 @@
 // GetBucketAcl, GetBucketVersioning, ListObjects (v1) and ListObjectsV2.
 #include <charconv>
 
-#include "auth/uri.h"
 #include "handlers/handlers.h"
 #include "oc/common/bytes.h"
+#include "oc/sigv4/uri.h"
 #include "s3/s3_headers.h"
 #include "s3/s3_xml.h"
 
@@ -31,7 +31,7 @@ Result<uint32_t> ParseMaxKeys(const Request& req, std::string_view param) {
 struct ListEncoding {
   bool url = false;
   std::string operator()(std::string_view s) const {
-    return url ? auth::UriEncode(s, /*encode_slash=*/false) : std::string(s);
+    return url ? sigv4::UriEncode(s, /*encode_slash=*/false) : std::string(s);
   }
 };
 

@@ -1,6 +1,7 @@
 #include <algorithm>
 
 #include "handlers/handlers.h"
+#include "oc/common/text.h"
 #include "s3/s3_headers.h"
 #include "s3/s3_xml.h"
 
@@ -12,28 +13,12 @@ constexpr std::string_view kMetaPrefix = "x-amz-meta-";
 constexpr std::string_view kStoredHeaders[] = {"cache-control", "content-disposition",
                                                "content-encoding", "content-language", "expires"};
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') {
-      c = static_cast<char>(c - 'A' + 'a');
-    }
-  }
-  return out;
-}
-
 // "aws-chunked" is a transfer detail of streaming uploads, not part of the object (S3 drops it).
 std::string WithoutAwsChunked(std::string_view encoding) {
   std::string out;
   while (!encoding.empty()) {
     const size_t comma = encoding.find(',');
-    std::string_view item = encoding.substr(0, comma);
-    while (!item.empty() && item.front() == ' ') {
-      item.remove_prefix(1);
-    }
-    while (!item.empty() && item.back() == ' ') {
-      item.remove_suffix(1);
-    }
+    const std::string_view item = Trim(encoding.substr(0, comma), " ");
     if (!item.empty() && !EqualsIgnoreCase(item, "aws-chunked")) {
       if (!out.empty()) {
         out.push_back(',');
@@ -53,7 +38,7 @@ std::string WithoutAwsChunked(std::string_view encoding) {
 storage::PutOptions PutOptionsFromHeaders(const Request& req) {
   storage::PutOptions options;
   for (const auto& [name, value] : req.headers) {
-    const std::string lower = Lower(name);
+    const std::string lower = AsciiLower(name);
     if (lower.starts_with(kMetaPrefix)) {
       options.user_meta.emplace_back(lower.substr(kMetaPrefix.size()), std::string(value));
     } else if (lower == "content-type") {

@@ -5,8 +5,8 @@
 #include <charconv>
 #include <cstring>
 
-#include "auth/uri.h"
 #include "handlers/handlers.h"
+#include "oc/common/text.h"
 #include "s3/http_range.h"
 #include "s3/s3_headers.h"
 #include "s3/s3_xml.h"
@@ -270,7 +270,7 @@ Response HandleCopyObject(HandlerEnv& env, Request& req) {
     }
     source = source.substr(0, version);
   }
-  std::optional<std::string> decoded = auth::PercentDecode(source);
+  std::optional<std::string> decoded = PercentDecode(source);
   std::string_view path = decoded ? std::string_view(*decoded) : std::string_view();
   if (path.starts_with('/')) {
     path.remove_prefix(1);

@@ -14,8 +14,9 @@
 #include <thread>
 
 #include "fmt/format.h"
-#include "handlers.h"
+#include "handlers/handlers.h"
 #include "http_layer_sink.h"
+#include "oc/common/text.h"
 #include "oc/descriptor/codec.h"
 #include "oc/descriptor/limits.h"
 
@@ -73,12 +74,7 @@ Result<descriptor::Descriptor> DecodeDescriptor(const Request& req, descriptor::
     }
     d = descriptor::DecodeBody(req.body, limits, purpose);
   } else {
-    std::vector<descriptor::HeaderField> fields;
-    fields.reserve(req.headers.size());
-    for (const auto& [name, value] : req.headers) {
-      fields.push_back({name, value});
-    }
-    d = descriptor::DecodeHeaders(fields, limits, purpose);
+    d = descriptor::DecodeHeaders(req.headers, limits, purpose);
   }
   if (!d.has_value()) {
     return d.error();

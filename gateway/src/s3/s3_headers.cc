@@ -8,6 +8,8 @@
 
 #include <fmt/core.h>
 
+#include "oc/common/text.h"
+
 namespace oc::gateway {
 namespace {
 
@@ -61,16 +63,6 @@ std::string_view StripTag(std::string_view tag) {
     tag = tag.substr(1, tag.size() - 2);
   }
   return tag;
-}
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
-    s.remove_suffix(1);
-  }
-  return s;
 }
 
 }  // namespace

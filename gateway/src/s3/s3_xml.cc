@@ -4,6 +4,7 @@
 
 #include <fmt/core.h>
 
+#include "oc/common/text.h"
 #include "oc/common/utf8.h"
 
 namespace oc::gateway {
@@ -15,7 +16,7 @@ bool IsNameChar(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
          c == '-' || c == '.' || c == ':' || static_cast<unsigned char>(c) >= 0x80;
 }
-bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+bool IsSpace(char c) { return kXmlWhitespace.find(c) != std::string_view::npos; }
 
 class Parser {
  public:
@@ -283,16 +284,6 @@ class Parser {
   std::string error_;
 };
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && IsSpace(s.front())) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() && IsSpace(s.back())) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
 Status Malformed(std::string message) { return Status::InvalidArgument("xml", std::move(message)); }
 
 }  // namespace
@@ -440,13 +431,13 @@ Result<std::vector<XmlPart>> ParseCompleteMultipartUpload(std::string_view body)
     if (number == nullptr || etag == nullptr) {
       return Malformed("Part without PartNumber or ETag");
     }
-    const std::string_view digits = Trim(number->text);
+    const std::string_view digits = Trim(number->text, kXmlWhitespace);
     uint32_t n = 0;
     auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
     if (digits.empty() || ec != std::errc() || p != digits.data() + digits.size()) {
       return Malformed("PartNumber is not a number");
     }
-    std::string_view tag = Trim(etag->text);
+    std::string_view tag = Trim(etag->text, kXmlWhitespace);
     if (tag.size() >= 2 && tag.front() == '"' && tag.back() == '"') {
       tag = tag.substr(1, tag.size() - 2);
     }
@@ -466,7 +457,7 @@ Result<XmlDeleteRequest> ParseDeleteObjects(std::string_view body) {
   XmlDeleteRequest request;
   for (const XmlNode& child : root.children) {
     if (child.name == "Quiet") {
-      const std::string_view v = Trim(child.text);
+      const std::string_view v = Trim(child.text, kXmlWhitespace);
       if (v == "true") {
         request.quiet = true;
       } else if (v != "false") {
@@ -495,7 +486,7 @@ Result<std::string> ParseCreateBucketConfiguration(std::string_view body) {
     return Malformed("root is not CreateBucketConfiguration");
   }
   const XmlNode* location = root.Child("LocationConstraint");
-  return location == nullptr ? std::string() : std::string(Trim(location->text));
+  return location == nullptr ? std::string() : std::string(Trim(location->text, kXmlWhitespace));
 }
 
 }  // namespace oc::gateway

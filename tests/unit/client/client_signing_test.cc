@@ -21,6 +21,7 @@
 #include "auth/sigv4.h"
 #include "oc/client/client.h"
 #include "oc/descriptor/chunk_key.h"
+#include "oc/sigv4/crypto.h"
 
 namespace oc::client {
 namespace {
@@ -197,7 +198,7 @@ TEST(ClientSigning, GatewayVerifierAcceptsEveryRequestKind) {
       EXPECT_EQ(ok->payload,
                 row.sign_payload ? auth::PayloadMode::kSigned : auth::PayloadMode::kUnsigned);
       if (row.sign_payload) {
-        EXPECT_TRUE(auth::CheckPayloadSha256(*ok, auth::Sha256Of(r.body)).ok());
+        EXPECT_TRUE(auth::CheckPayloadSha256(*ok, sigv4::Sha256Of(r.body)).ok());
       }
       // Every x-oc-* header is signed, so none can be changed in flight.
       for (const auto& [n, v] : r.headers) {

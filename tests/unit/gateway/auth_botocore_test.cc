@@ -7,10 +7,11 @@
 #include <string>
 
 #include "auth/aws_chunked.h"
-#include "auth/crypto.h"
 #include "auth/sigv4.h"
 #include "auth_botocore_vectors.h"
 #include "auth_test_util.h"
+#include "oc/sigv4/crypto.h"
+#include "oc/sigv4/signing.h"
 
 namespace oc::gateway::auth {
 namespace {
@@ -71,8 +72,8 @@ TEST(Botocore, SignedRequestsAuthenticateAndBodiesMatch) {
     EXPECT_EQ(r->user->access_key, testing::kAwsAccessKey);
     EXPECT_EQ(r->presigned, v.presigned);
     if (r->payload == PayloadMode::kSigned) {
-      EXPECT_TRUE(CheckPayloadSha256(*r, Sha256Of(v.body)).ok());
-      EXPECT_FALSE(CheckPayloadSha256(*r, Sha256Of(std::string(v.body) + "x")).ok());
+      EXPECT_TRUE(CheckPayloadSha256(*r, sigv4::Sha256Of(v.body)).ok());
+      EXPECT_FALSE(CheckPayloadSha256(*r, sigv4::Sha256Of(std::string(v.body) + "x")).ok());
     } else if (IsAwsChunked(r->payload)) {
       // The TLS uploads: aws-chunked with an x-amz-checksum-* trailer, fed byte by byte.
       EXPECT_EQ(r->payload, PayloadMode::kStreamingUnsignedTrailer);

@@ -6,8 +6,9 @@
 // x-amz-date (header auth) or X-Amz-Date (presigned, 3600 s).
 
 #include <string_view>
-#include <utility>
 #include <vector>
+
+#include "oc/common/headers.h"
 
 namespace oc::gateway::auth::testing {
 
@@ -17,7 +18,7 @@ struct BotocoreVector {
   std::string_view target;
   bool presigned;
   bool sigv2;  // a SigV2 request, which must be refused as unsupported (kUnimplemented)
-  std::vector<std::pair<std::string_view, std::string_view>> headers;
+  std::vector<oc::HeaderField> headers;  // the one header view (oc/common/headers.h)
   std::string_view body;
 };
 

@@ -11,6 +11,7 @@
 #include "auth/sigv4.h"
 #include "auth_test_util.h"
 #include "auth_vectors.h"
+#include "oc/sigv4/signing.h"
 
 namespace oc::gateway::auth {
 namespace {
@@ -93,8 +94,9 @@ std::string SignedBody(const StreamingSigner& s, const std::vector<uint64_t>& si
   for (uint64_t size : all) {
     const std::string data(size, fill);
     const std::string sts = "AWS4-HMAC-SHA256-PAYLOAD\n" + s.amz_date + "\n" + s.scope + "\n" +
-                            previous + "\n" + std::string(kEmptySha256Hex) + "\n" + Sha256Hex(data);
-    previous = SignatureHex(s.signing_key, sts);
+                            previous + "\n" + std::string(sigv4::kEmptySha256Hex) + "\n" +
+                            sigv4::Sha256Hex(data);
+    previous = sigv4::SignatureHex(s.signing_key, sts);
     body += ChunkBytes(size, previous, fill);
   }
   return body;

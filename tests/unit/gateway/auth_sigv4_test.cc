@@ -10,9 +10,10 @@
 #include <thread>
 #include <vector>
 
-#include "auth/crypto.h"
 #include "auth_test_util.h"
 #include "auth_vectors.h"
+#include "oc/sigv4/crypto.h"
+#include "oc/sigv4/signing.h"
 
 namespace oc::gateway::auth {
 namespace {
@@ -69,21 +70,21 @@ TEST_F(SigV4Test, BuildsThePublishedCanonicalRequestAndStringToSign) {
   const testing::HeaderVector v = testing::AwsHeaderVectors()[0];
   const OwnedRequest req = FromVector(v);
   const std::vector<std::string> names = testing::SplitSigned(v.signed_headers);
-  Result<std::string> headers = CanonicalHeaders(req.View(), names, "Authorization");
+  Result<std::string> headers = sigv4::CanonicalHeaders(req.View(), names, "Authorization");
   ASSERT_TRUE(headers.has_value()) << headers.error();
-  const std::string canonical =
-      CanonicalRequest("GET", CanonicalUri("/test.txt").value(), CanonicalQuery("", false).value(),
-                       *headers, names, testing::kEmptyHash);
+  const std::string canonical = sigv4::CanonicalRequest(
+      "GET", sigv4::CanonicalUri("/test.txt").value(), sigv4::CanonicalQuery("", false).value(),
+      *headers, names, testing::kEmptyHash);
   EXPECT_EQ(canonical, v.canonical_request);
-  EXPECT_EQ(StringToSign(testing::kAwsDate, testing::kAwsScope, canonical),
+  EXPECT_EQ(sigv4::StringToSign(testing::kAwsDate, testing::kAwsScope, canonical),
             testing::kAwsGetStringToSign);
 }
 
 // AWS General Reference, "Examples of how to derive a signing key for Signature Version 4"
 // (secret wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY, 20120215, us-east-1, iam).
 TEST(SigV4Steps, DerivesThePublishedSigningKey) {
-  EXPECT_EQ(DigestHex(DeriveSigningKey("wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "20120215",
-                                       "us-east-1", "iam")),
+  EXPECT_EQ(sigv4::DigestHex(sigv4::DeriveSigningKey("wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+                                                     "20120215", "us-east-1", "iam")),
             "f4780e2d9f65fa895f9c67b32ce1baf0b0d8a43505a000a1a9e090d414db404d");
 }
 
@@ -92,8 +93,8 @@ TEST_F(SigV4Test, PutExampleBodyMatchesItsSignedHashAndAnotherBodyDoesNot) {
   Result<AuthResult> r = auth_.Authenticate(req.View(), AwsTime());
   ASSERT_TRUE(r.has_value()) << r.error();
   EXPECT_EQ(r->payload_sha256, "44ce7dd67c959e0d3524ffac1771dfbba87d2b6b4b4e99e42034a8b803f8b072");
-  EXPECT_TRUE(CheckPayloadSha256(*r, Sha256Of(testing::kAwsPutBody)).ok());
-  Status bad = CheckPayloadSha256(*r, Sha256Of("Welcome to Amazon S3!"));
+  EXPECT_TRUE(CheckPayloadSha256(*r, sigv4::Sha256Of(testing::kAwsPutBody)).ok());
+  Status bad = CheckPayloadSha256(*r, sigv4::Sha256Of("Welcome to Amazon S3!"));
   EXPECT_EQ(bad.code(), Code::kInvalidArgument);
   EXPECT_EQ(bad.subject(), Subject::kDigest);
   EXPECT_EQ(bad.field(), "x-amz-content-sha256");
@@ -411,8 +412,8 @@ TEST_F(SigV4Test, MissingPayloadHashHeaderMeansAnEmptyBody) {
   Result<AuthResult> r = auth_.Authenticate(req.View(), AwsTime());
   ASSERT_TRUE(r.has_value()) << r.error();
   EXPECT_EQ(r->payload, PayloadMode::kSigned);
-  EXPECT_TRUE(CheckPayloadSha256(*r, Sha256Of("")).ok());
-  EXPECT_FALSE(CheckPayloadSha256(*r, Sha256Of("x")).ok());
+  EXPECT_TRUE(CheckPayloadSha256(*r, sigv4::Sha256Of("")).ok());
+  EXPECT_FALSE(CheckPayloadSha256(*r, sigv4::Sha256Of("x")).ok());
 }
 
 TEST_F(SigV4Test, StreamingNeedsOneDecimalDecodedLength) {
@@ -566,11 +567,11 @@ TEST_F(SigV4Test, PresignedExpiryOfAWeekIsAccepted) {
       "&X-Amz-Date=20130524T000000Z&X-Amz-Expires=604800&X-Amz-SignedHeaders=host";
   OwnedRequest req{"GET", "/b/k?" + query_base, {{"Host", "localhost:9000"}}};
   const std::string canonical =
-      CanonicalRequest("GET", "/b/k", CanonicalQuery(query_base, false).value(),
-                       "host:localhost:9000\n", {"host"}, "UNSIGNED-PAYLOAD");
-  const std::string sig =
-      SignatureHex(DeriveSigningKey(testing::kAwsSecretKey, "20130524", "us-east-1", "s3"),
-                   StringToSign(testing::kAwsDate, testing::kAwsScope, canonical));
+      sigv4::CanonicalRequest("GET", "/b/k", sigv4::CanonicalQuery(query_base, false).value(),
+                              "host:localhost:9000\n", {"host"}, "UNSIGNED-PAYLOAD");
+  const std::string sig = sigv4::SignatureHex(
+      sigv4::DeriveSigningKey(testing::kAwsSecretKey, "20130524", "us-east-1", "s3"),
+      sigv4::StringToSign(testing::kAwsDate, testing::kAwsScope, canonical));
   req.target += "&X-Amz-Signature=" + sig;
   EXPECT_TRUE(auth_.Authenticate(req.View(), AwsTime() + 604800s).has_value());
   ExpectStatus(auth_.Authenticate(req.View(), AwsTime() + 604801s), Code::kPermissionDenied,
@@ -591,13 +592,13 @@ TEST(SigV4Steps, CanonicalUriEncodesOnceAndNormalisesEscapes) {
         Row{"/a+b", "/a%2Bb"}, Row{"/a%20b/c", "/a%20b/c"}, Row{"/a%2Fb", "/a/b"},
         Row{"/a//b/./../c", "/a//b/./../c"}, Row{"/%25", "/%25"}}) {
     SCOPED_TRACE(row.raw);
-    Result<std::string> c = CanonicalUri(row.raw);
+    Result<std::string> c = sigv4::CanonicalUri(row.raw);
     ASSERT_TRUE(c.has_value()) << c.error();
     EXPECT_EQ(*c, row.canonical);
   }
   for (std::string_view bad : {"/%", "/%4", "/%G1", "/%%"}) {
     SCOPED_TRACE(bad);
-    EXPECT_FALSE(CanonicalUri(bad).has_value());
+    EXPECT_FALSE(sigv4::CanonicalUri(bad).has_value());
   }
 }
 
@@ -616,11 +617,11 @@ TEST(SigV4Steps, CanonicalQuerySortsByNameThenValueWithRfc3986Encoding) {
         Row{"a=b=c", false, "a=b%3Dc"}, Row{"X-Amz-Signature=abc&b=1", true, "b=1"},
         Row{"X-Amz-Signature=abc&b=1", false, "X-Amz-Signature=abc&b=1"}}) {
     SCOPED_TRACE(row.raw);
-    Result<std::string> c = CanonicalQuery(row.raw, row.skip_signature);
+    Result<std::string> c = sigv4::CanonicalQuery(row.raw, row.skip_signature);
     ASSERT_TRUE(c.has_value()) << c.error();
     EXPECT_EQ(*c, row.canonical);
   }
-  EXPECT_FALSE(CanonicalQuery("a=%zz", false).has_value());
+  EXPECT_FALSE(sigv4::CanonicalQuery("a=%zz", false).has_value());
 }
 
 TEST(SigV4Steps, CanonicalHeadersTrimFoldAndJoinRepeats) {
@@ -630,10 +631,11 @@ TEST(SigV4Steps, CanonicalHeadersTrimFoldAndJoinRepeats) {
                    {"X-Amz-Meta-A", "  a   b \t c  "},
                    {"x-amz-meta-b", "1"},
                    {"X-AMZ-META-B", " 2 "}}};
-  Result<std::string> c = CanonicalHeaders(req, {"host", "x-amz-meta-a", "x-amz-meta-b"}, "f");
+  Result<std::string> c =
+      sigv4::CanonicalHeaders(req, {"host", "x-amz-meta-a", "x-amz-meta-b"}, "f");
   ASSERT_TRUE(c.has_value()) << c.error();
   EXPECT_EQ(*c, "host:h\nx-amz-meta-a:a b c\nx-amz-meta-b:1,2\n");
-  Result<std::string> missing = CanonicalHeaders(req, {"host", "range"}, "f");
+  Result<std::string> missing = sigv4::CanonicalHeaders(req, {"host", "range"}, "f");
   ASSERT_FALSE(missing.has_value());
   EXPECT_EQ(missing.error().field(), "f");
 }

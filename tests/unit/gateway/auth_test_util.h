@@ -12,6 +12,9 @@
 #include "auth/credentials.h"
 #include "auth/sigv4.h"
 #include "auth_vectors.h"
+#include "oc/common/headers.h"
+#include "oc/common/text.h"
+#include "oc/sigv4/signing.h"
 
 namespace oc::gateway::auth::testing {
 
@@ -34,13 +37,7 @@ struct OwnedRequest {
   std::string target;
   std::vector<std::pair<std::string, std::string>> headers;
 
-  RequestView View() const {
-    RequestView v{method, target, {}};
-    for (const auto& [n, val] : headers) {
-      v.headers.emplace_back(n, val);
-    }
-    return v;
-  }
+  RequestView View() const { return RequestView{method, target, HeaderViews(headers)}; }
   void Set(std::string_view name, std::string value) {
     for (auto& [n, v] : headers) {
       if (n == name) {
@@ -75,14 +72,14 @@ inline std::string SignHeaderRequest(const OwnedRequest& req, std::string_view s
   const std::string_view target = view.target;
   const size_t q = target.find('?');
   const std::vector<std::string> names = SplitSigned(signed_headers);
-  const std::string canonical = CanonicalRequest(
-      view.method, CanonicalUri(target.substr(0, q)).value(),
-      CanonicalQuery(q == std::string_view::npos ? "" : target.substr(q + 1), false).value(),
-      CanonicalHeaders(view, names, "Authorization").value(), names, payload_hash);
+  const std::string canonical = sigv4::CanonicalRequest(
+      view.method, sigv4::CanonicalUri(target.substr(0, q)).value(),
+      sigv4::CanonicalQuery(q == std::string_view::npos ? "" : target.substr(q + 1), false).value(),
+      sigv4::CanonicalHeaders(view, names, "Authorization").value(), names, payload_hash);
   const std::string date(amz_date.substr(0, 8));
   const std::string scope = date + "/" + std::string(region) + "/s3/aws4_request";
-  return SignatureHex(DeriveSigningKey(secret, date, region, "s3"),
-                      StringToSign(amz_date, scope, canonical));
+  return sigv4::SignatureHex(sigv4::DeriveSigningKey(secret, date, region, "s3"),
+                             sigv4::StringToSign(amz_date, scope, canonical));
 }
 
 inline std::string AuthorizationValue(std::string_view access_key, std::string_view date,
@@ -115,11 +112,7 @@ inline void SignInPlace(OwnedRequest* req, std::string_view amz_date,
   }
   std::vector<std::string> names;
   for (const auto& [n, v] : req->headers) {
-    std::string lower;
-    for (char c : n) {
-      lower.push_back(static_cast<char>((c >= 'A' && c <= 'Z') ? c - 'A' + 'a' : c));
-    }
-    names.push_back(lower);
+    names.push_back(AsciiLower(n));
   }
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
@@ -155,14 +148,15 @@ inline void PresignInPlace(OwnedRequest* req, std::string_view signed_headers,
   const std::string old_query = q == std::string::npos ? "" : req->target.substr(q + 1);
   req->target = path + "?" + (old_query.empty() ? "" : old_query + "&") + query;
   const std::vector<std::string> names = SplitSigned(signed_headers);
-  const std::string canonical =
-      CanonicalRequest(req->method, CanonicalUri(path).value(),
-                       CanonicalQuery(req->target.substr(req->target.find('?') + 1), false).value(),
-                       CanonicalHeaders(req->View(), names, "X-Amz-SignedHeaders").value(), names,
-                       "UNSIGNED-PAYLOAD");
+  const std::string canonical = sigv4::CanonicalRequest(
+      req->method, sigv4::CanonicalUri(path).value(),
+      sigv4::CanonicalQuery(req->target.substr(req->target.find('?') + 1), false).value(),
+      sigv4::CanonicalHeaders(req->View(), names, "X-Amz-SignedHeaders").value(), names,
+      "UNSIGNED-PAYLOAD");
   req->target +=
-      "&X-Amz-Signature=" + SignatureHex(DeriveSigningKey(kAwsSecretKey, date, "us-east-1", "s3"),
-                                         StringToSign(amz_date, scope, canonical));
+      "&X-Amz-Signature=" +
+      sigv4::SignatureHex(sigv4::DeriveSigningKey(kAwsSecretKey, date, "us-east-1", "s3"),
+                          sigv4::StringToSign(amz_date, scope, canonical));
 }
 
 }  // namespace oc::gateway::auth::testing

@@ -27,20 +27,19 @@
 #include <utility>
 #include <vector>
 
+#include "oc/common/headers.h"
 #include "oc/common/result.h"
 #include "oc/descriptor/descriptor.h"
 #include "oc/descriptor/limits.h"
 
 namespace oc::descriptor {
 
-// A received header, viewed (names compare case-insensitively).
-struct HeaderField {
-  std::string_view name;
-  std::string_view value;
-};
+// A received header, viewed (names compare case-insensitively): the one header view
+// (oc/common/headers.h), so the gateway hands its parsed request headers over as they are.
+using HeaderField = oc::HeaderField;
 
 // Headers to send: lowercase names, values ready for the wire.
-using HeaderList = std::vector<std::pair<std::string, std::string>>;
+using HeaderList = oc::HeaderList;
 
 // Bytes `headers` occupy on the wire as counted against Limits::max_header_bytes:
 // name + value + 4 (": " and CRLF) per header.

@@ -1,7 +1,8 @@
 #pragma once
-// SHA-256, HMAC-SHA256 and constant-time comparison over OpenSSL, for SigV4 and for the
-// gateway's payload checks (x-amz-content-sha256, aws-chunked). Hex encoding is
-// oc::HexEncode (oc/common/bytes.h).
+// SHA-256, HMAC-SHA256 and constant-time comparison over OpenSSL (kept out of this header),
+// for SigV4 signing and verification and for the gateway's payload checks
+// (x-amz-content-sha256, aws-chunked). Hex encoding is oc::HexEncode (oc/common/bytes.h).
+// Part of oc_sigv4, which the gateway's verifier and the client both link.
 // Thread safety: the free functions are pure; a Sha256 object is used by one thread at a time.
 
 #include <array>
@@ -13,7 +14,7 @@
 
 struct evp_md_ctx_st;  // OpenSSL's EVP_MD_CTX, kept out of this header
 
-namespace oc::gateway::auth {
+namespace oc::sigv4 {
 
 inline constexpr size_t kSha256Bytes = 32;
 using Sha256Digest = std::array<std::byte, kSha256Bytes>;
@@ -61,4 +62,4 @@ inline std::string DigestHex(const Sha256Digest& d) { return HexEncode(ByteSpan(
 // cannot learn a correct signature prefix by timing (CRYPTO_memcmp).
 bool ConstantTimeEquals(std::string_view a, std::string_view b);
 
-}  // namespace oc::gateway::auth
+}  // namespace oc::sigv4

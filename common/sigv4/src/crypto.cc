@@ -1,4 +1,4 @@
-#include "auth/crypto.h"
+#include "oc/sigv4/crypto.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
@@ -8,7 +8,7 @@
 
 #include "oc/common/check.h"
 
-namespace oc::gateway::auth {
+namespace oc::sigv4 {
 namespace {
 
 constexpr size_t kSha256BlockBytes = 64;
@@ -110,4 +110,4 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   return CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
-}  // namespace oc::gateway::auth
+}  // namespace oc::sigv4

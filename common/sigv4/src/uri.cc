@@ -1,6 +1,10 @@
-#include "auth/uri.h"
+#include "oc/sigv4/uri.h"
 
-namespace oc::gateway::auth {
+#include <optional>
+
+#include "oc/common/text.h"
+
+namespace oc::sigv4 {
 namespace {
 
 constexpr char kUpperHex[] = "0123456789ABCDEF";
@@ -8,19 +12,6 @@ constexpr char kUpperHex[] = "0123456789ABCDEF";
 bool IsUnreserved(unsigned char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' ||
          c == '.' || c == '_' || c == '~';
-}
-
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') {
-    return c - '0';
-  }
-  if (c >= 'a' && c <= 'f') {
-    return c - 'a' + 10;
-  }
-  if (c >= 'A' && c <= 'F') {
-    return c - 'A' + 10;
-  }
-  return -1;
 }
 
 }  // namespace
@@ -47,31 +38,6 @@ std::string UriEncode(std::string_view in, bool encode_slash) {
     const char escaped[3] = {'%', kUpperHex[c >> 4], kUpperHex[c & 0xf]};
     out.append(escaped, 3);
     i = run + 1;
-  }
-  return out;
-}
-
-std::optional<std::string> PercentDecode(std::string_view in) {
-  std::string out;
-  out.reserve(in.size());
-  size_t i = 0;
-  while (i < in.size()) {
-    const size_t pct = in.find('%', i);
-    if (pct == std::string_view::npos) {
-      out.append(in.data() + i, in.size() - i);
-      break;
-    }
-    out.append(in.data() + i, pct - i);
-    if (pct + 2 >= in.size()) {  // needs two more characters
-      return std::nullopt;
-    }
-    const int hi = HexValue(in[pct + 1]);
-    const int lo = HexValue(in[pct + 2]);
-    if (hi < 0 || lo < 0) {
-      return std::nullopt;
-    }
-    out.push_back(static_cast<char>((hi << 4) | lo));
-    i = pct + 3;
   }
   return out;
 }
@@ -109,4 +75,4 @@ Result<ParsedTarget> ParseTarget(std::string_view target) {
   return out;
 }
 
-}  // namespace oc::gateway::auth
+}  // namespace oc::sigv4

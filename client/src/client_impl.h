@@ -1,0 +1,119 @@
+#pragma once
+// Client::Impl: what every call of the client shares: the endpoint, the keep-alive connection
+// pool, SigV4 signing (through oc_sigv4, the code the gateway verifies with), request
+// execution with the stale-connection retry, the descriptor request shape (GET headers or
+// POST body), and the per-bucket route to the data plane. Private to liboc_client
+// (client_impl.cc; the calls in client.cc and descriptor_calls.cc).
+// Thread safety: every method may be called concurrently; the pool, the data plane and the
+// routes are guarded by their mutexes.
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "http_transport.h"
+#include "oc/client/client.h"
+#include "oc/common/bytes.h"
+#include "oc/common/result.h"
+#include "oc/common/status.h"
+#include "oc/descriptor/descriptor.h"
+
+namespace oc::client {
+
+// Reads what is left of a body (a few bytes at most for the answers it is used on).
+Status Drain(HttpConnection& conn);
+
+// Byte count of the whole payload, N·L·S, assuming Validate() passed.
+inline uint64_t PayloadBytes(const descriptor::Descriptor& d, uint64_t chunks) {
+  return chunks * d.num_layers * d.layer_bytes;
+}
+
+struct Client::Impl {
+  ClientOptions options;
+  std::string host;  // "127.0.0.1"
+  std::string port;  // "9000"
+  std::string host_header;
+
+  std::mutex pool_mu;
+  std::vector<std::unique_ptr<HttpConnection>> idle;  // guarded by pool_mu
+
+  std::mutex plane_mu;
+  std::unique_ptr<DataPlane> plane;  // guarded by plane_mu; opened on first use
+
+  // A response whose body is still to be read; gives its connection back when destroyed
+  // if the body was read to the end.
+  struct Exchange {
+    Impl* impl = nullptr;
+    std::unique_ptr<HttpConnection> conn;
+    HttpResponseHead head;
+    Exchange() = default;
+    Exchange(Exchange&&) = default;
+    Exchange& operator=(Exchange&&) = default;
+    ~Exchange() {
+      if (impl != nullptr && conn != nullptr && conn->reusable()) {
+        impl->Release(std::move(conn));
+      }
+    }
+    bool ok() const { return head.status >= 200 && head.status < 300; }
+    // The error answer as a Status (reads the error body).
+    Status Error() {
+      Result<std::string> body = conn->ReadBodyString(1 << 20);
+      return StatusFromS3Response(head.status, body.has_value() ? *body : std::string());
+    }
+  };
+
+  Result<std::unique_ptr<HttpConnection>> Acquire(bool* reused);
+  void Release(std::unique_ptr<HttpConnection> conn);
+
+  // Adds host, x-amz-date, x-amz-content-sha256 and (with credentials) Authorization,
+  // signing every header in `headers`. `target` is the raw request-target.
+  Status Sign(std::string_view method, std::string_view target, HttpHeaders& headers,
+              ByteSpan body) const;
+
+  // Signs and sends one request; returns the exchange with the response header read. A
+  // request on a reused connection that the server had closed is retried on the next one:
+  // idle connections age together, so several in the pool may be stale (each failed one is
+  // dropped; a failure on a fresh connection is returned).
+  Result<Exchange> Execute(std::string_view method, std::string_view raw_path,
+                           std::string_view raw_query, HttpHeaders headers, ByteSpan body);
+
+  // Path of a bucket or object, SigV4-encoded.
+  static std::string Path(std::string_view bucket, std::string_view key = {});
+
+  // The descriptor request: headers for a GET, or a POST body when they are too large.
+  struct DescriptorRequest {
+    std::string method;
+    HttpHeaders headers;
+    std::string body;
+  };
+  DescriptorRequest BuildDescriptorRequest(const descriptor::Descriptor& d) const;
+
+  Result<DataPlane*> Plane();
+
+  // Where a bucket's data plane listens (the discovery answer), and our connection to it.
+  struct Route {
+    std::string address;
+    descriptor::ConnectionId connection{};
+  };
+
+  // The connection to the data plane serving `bucket`: discovered once per bucket (GET
+  // /{bucket}?objectcache&data-plane, docs/protocol.md "Data plane: connecting"), connected
+  // once per address by the DataPlane.
+  Result<Route> RouteFor(std::string_view bucket, DataPlane& data_plane);
+
+  // True if the gateway answered that the data plane does not know our connection (it
+  // restarted, or closed or evicted it): the route is then forgotten and closed, so the
+  // next request discovers and connects again.
+  bool ForgetIfStale(const Status& answer, std::string_view bucket, const Route& route);
+
+  static constexpr size_t kMaxRoutes = 4096;
+  std::mutex routes_mu;
+  // bucket -> (address, the server's x-oc-data-plane-shm); guarded by routes_mu
+  std::map<std::string, std::pair<std::string, bool>, std::less<>> routes;
+};
+
+}  // namespace oc::client
