@@ -40,9 +40,9 @@
 #include "data_plane/ucx_data_plane.h"
 #include "kv/kv_engine.h"
 #include "oc/client/target_buffer.h"
-#include "oc/storage/open.h"
+#include "oc/storage/local_store.h"
 #include "oc/testutil/testutil.h"
-#include "rocks_store.h"
+#include "rocks/rocks_store.h"
 
 namespace {
 
@@ -132,7 +132,7 @@ World& Get(uint64_t g) {
     w.target = *w.client->Allocate(uint64_t{kMaxTokens} * kLayers * kTokenLayerBytes);
   }
   // Warm: one body-sink pass over everything.
-  kv::PlanResult plan = *kv::PlanRequest(*w.store, kBucket, d, 1);
+  kv::PlanResult plan = *kv::PlanRequest(static_cast<RocksStore&>(*w.store), kBucket, d, 1);
   HeapBufferPool pool(1, 4 << 20);
   struct Discard final : LayerSink {
     HeapBufferPool& p;
@@ -143,7 +143,8 @@ World& Get(uint64_t g) {
     Status LayerReady(uint32_t) override { return Status::Ok(); }
     Status Finish(const Status& s) override { return s; }
   } discard(pool);
-  (void)kv::Assemble(*w.store, kBucket, d, plan, discard, {.dense = true}, Clock::now());
+  (void)kv::Assemble(static_cast<RocksStore&>(*w.store), kBucket, d, plan, discard, {.dense = true},
+                     Clock::now());
   return w;
 }
 
@@ -201,10 +202,12 @@ void BM_Deliver(benchmark::State& state) {
   const double cpu_start = ProcessCpuSeconds();
   for (auto _ : state) {
     const Clock::time_point start = Clock::now();
-    kv::PlanResult plan = *kv::PlanRequest(*w.store, kBucket, d, threshold);
+    kv::PlanResult plan =
+        *kv::PlanRequest(static_cast<RocksStore&>(*w.store), kBucket, d, threshold);
     if (mode == 2) {
       MemoryBodySink sink(body, start);
-      auto report = kv::Assemble(*w.store, kBucket, d, plan, sink, {.dense = true}, start);
+      auto report = kv::Assemble(static_cast<RocksStore&>(*w.store), kBucket, d, plan, sink,
+                                 {.dense = true}, start);
       if (!report.has_value()) {
         state.SkipWithError(report.error().ToString().c_str());
         break;
@@ -224,7 +227,8 @@ void BM_Deliver(benchmark::State& state) {
     auto sink = *(mode == 3 ? w.plane_rndv : w.plane)->OpenSink(*d.target);
     kv::AssembleOptions ao;
     ao.zero_copy = mode != 4;
-    auto report = kv::Assemble(*w.store, kBucket, d, plan, *sink, ao, start);
+    auto report =
+        kv::Assemble(static_cast<RocksStore&>(*w.store), kBucket, d, plan, *sink, ao, start);
     Status done = delivery->Wait(std::chrono::seconds(60));
     if (!report.has_value() || !done.ok()) {
       state.SkipWithError("delivery failed");

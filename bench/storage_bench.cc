@@ -1,7 +1,8 @@
 // storage_bench: what one layer read of a KV-cache prefix costs the object store.
 //
 // A layer read (docs/design.md, delivery) copies slice l (offset l*S, S bytes) of each of N chunk
-// objects into a caller buffer, one call of Store::ReadSlices per batch of slices. Every
+// objects into a caller buffer, one call of ReadSlices (the local store as the KV engine's
+// kv::SliceSource, storage-server/src/kv/slice_source.h) per batch of slices. Every
 // iteration reads one layer of all N objects, cycling l over the L = 32 layers, from a warm
 // store (every extent in RocksDB's block or blob cache). Benchmarks, for N in {16, 224,
 // 3584} and S in {64 KiB, 256 KiB, 1 MiB}:
@@ -55,15 +56,17 @@
 #include <thread>
 #include <vector>
 
+#include "kv/slice_source.h"
 #include "oc/common/units.h"
-#include "oc/storage/open.h"
+#include "oc/storage/local_store.h"
 #include "oc/testutil/testutil.h"
 
 namespace {
 
 using oc::storage::ExtentLayout;
-using oc::storage::SliceRead;
 using oc::storage::SliceReadMode;
+using oc::storage::kv::SliceRead;
+using oc::storage::kv::SliceStatus;
 
 constexpr uint32_t kLayers = 32;
 constexpr uint64_t kDistinctBytes = 128ull << 20;
@@ -171,8 +174,9 @@ bool UseStore(benchmark::State& state, int layout, int mode) {
     for (uint64_t d = 0; d < c.objects; ++d) {
       for (uint32_t l = 0; l < kLayers; ++l) {
         const SliceRead one{ObjectName(s, d), l * s, oc::MutableByteSpan(buf)};
-        auto r = b.store->ReadSlices("kvc", std::span<const SliceRead>(&one, 1));
-        if (!r.has_value() || (*r)[0] != oc::storage::SliceStatus::kOk ||
+        auto r = dynamic_cast<oc::storage::kv::SliceSource&>(*b.store).ReadSlices(
+            "kvc", std::span<const SliceRead>(&one, 1));
+        if (!r.has_value() || (*r)[0] != SliceStatus::kOk ||
             std::memcmp(buf.data(), c.bytes.data() + (d * kLayers + l) * s, s) != 0) {
           state.SkipWithError("warm-up read failed or returned wrong bytes");
           return false;
@@ -253,15 +257,14 @@ void BM_ReadSlices(benchmark::State& state) {
       }
     }
   }
-  oc::storage::Store& store = *State().store;
+  oc::storage::kv::SliceSource& store = dynamic_cast<oc::storage::kv::SliceSource&>(*State().store);
   uint32_t layer = 0;
   bool ok = true;
   const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
     for (const std::vector<SliceRead>& batch : calls[layer]) {
       auto r = store.ReadSlices("kvc", batch);
-      ok = ok && r.has_value() && r->size() == batch.size() &&
-           (*r)[0] == oc::storage::SliceStatus::kOk;
+      ok = ok && r.has_value() && r->size() == batch.size() && (*r)[0] == SliceStatus::kOk;
     }
     layer = (layer + 1) % kLayers;
   }

@@ -42,11 +42,12 @@
 
 #include "kv/kv_engine.h"
 #include "kv/pacing.h"
+#include "kv/slice_source.h"
 #include "oc/client/target_buffer.h"
 #include "oc/sched/grant.h"
 #include "oc/sched/options.h"
 #include "oc/sched/policy.h"
-#include "oc/storage/open.h"
+#include "oc/storage/local_store.h"
 #include "oc/testutil/testutil.h"
 
 namespace {
@@ -286,7 +287,8 @@ class World {
     kv.data_plane_transports = "shm";
     kv.scheduler = std::move(scheduler);
     OC_RETURN_IF_ERROR(kv.Validate());
-    auto engine = std::make_unique<storage::kv::KvEngine>(*store_, kv);
+    auto engine = std::make_unique<storage::kv::KvEngine>(
+        dynamic_cast<storage::kv::SliceSource&>(*store_), kv);
     if (kv.scheduler != nullptr && engine->pacing() == nullptr) {
       return Status::InvalidArgument("scheduler", "the engine rejected the scheduler options");
     }

@@ -15,7 +15,7 @@
 #include "oc/common/config.h"
 #include "oc/gateway/options.h"
 #include "oc/gateway/server.h"
-#include "oc/storage/open.h"
+#include "oc/storage/local_store.h"
 #include "oc/storage/options.h"
 #if __has_include("oc/sched/options.h")
 #include "oc/sched/options.h"

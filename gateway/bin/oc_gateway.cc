@@ -13,8 +13,7 @@
 #include "oc/common/config.h"
 #include "oc/gateway/options.h"
 #include "oc/gateway/server.h"
-#include "oc/storage/open.h"
-#include "oc/storage/options.h"
+#include "oc/storage/remote_store.h"
 
 namespace po = boost::program_options;
 

@@ -22,9 +22,9 @@
 #include "oc/common/log.h"
 #include "oc/common/units.h"
 #include "oc/sched/options.h"
-#include "oc/storage/open.h"
+#include "oc/storage/local_store.h"
 #include "oc/storage/options.h"
-#include "rpc/server.h"
+#include "oc/storage/rpc_server.h"
 
 namespace {
 

@@ -1,6 +1,7 @@
 #include "oc/storage/options.h"
 
 #include <string>
+#include <string_view>
 
 #include "oc/common/config.h"
 #include "oc/storage/types.h"
@@ -31,6 +32,41 @@ Status ApplyKvConfig(const oc::Config& config, KvOptions* kv) {
 }
 
 }  // namespace
+
+Status KvOptions::Validate() const {
+  if (layerwise_threshold_bytes == 0) {
+    return Status::InvalidArgument("kv.layerwise_threshold", "must be positive");
+  }
+  if (data_plane_staging_buffers == 0) {
+    return Status::InvalidArgument("kv.data_plane_staging_buffers", "must be positive");
+  }
+  {
+    // host:port with a decimal port (the host is resolved when the data plane opens).
+    const size_t colon = data_plane_listen.rfind(':');
+    const std::string_view port = colon == std::string::npos
+                                      ? std::string_view()
+                                      : std::string_view(data_plane_listen).substr(colon + 1);
+    uint64_t value = 0;
+    bool digits = !port.empty() && port.size() <= 5 && colon > 0;
+    for (const char c : port) {
+      digits = digits && c >= '0' && c <= '9';
+      value = value * 10 + static_cast<uint64_t>(c - '0');
+    }
+    if (!digits || value > 65535) {
+      return Status::InvalidArgument("kv.data_plane_listen", "must be host:port");
+    }
+  }
+  if (data_plane_staging_buffer_bytes == 0) {
+    return Status::InvalidArgument("kv.data_plane_staging_buffer_bytes", "must be positive");
+  }
+  if (data_plane_timeout.count() <= 0) {
+    return Status::InvalidArgument("kv.data_plane_timeout", "must be positive");
+  }
+  if (put_read_bytes == 0) {
+    return Status::InvalidArgument("kv.put_read_bytes", "must be positive");
+  }
+  return Status::Ok();
+}
 
 Status StoreOptions::Validate() const {
   if (data_dir.empty()) {

@@ -70,11 +70,6 @@ void CheckBody(const rpc::FrameHeader& h, oc::ByteSpan body) {
         RoundTrip<oc::storage::ListResult>(body);
       }
       break;
-    case rpc::Op::kReadSlices:
-      if (!reply) {
-        RoundTrip<std::string, std::vector<rpc::SliceRequest>>(body);
-      }
-      break;
     case rpc::Op::kCopy:
       if (!reply) {
         RoundTrip<oc::storage::ObjectKey, oc::storage::ObjectKey,

@@ -21,7 +21,7 @@ uint64_t Micros(Clock::duration d) {
 
 }  // namespace
 
-Result<KvPutReport> PutChunks(Store& store, std::string_view bucket,
+Result<KvPutReport> PutChunks(SliceSource& source, std::string_view bucket,
                               const descriptor::Descriptor& d, ChunkSource* body,
                               UcxDataPlane* plane, const KvOptions& options) {
   const Clock::time_point started = Clock::now();
@@ -42,7 +42,7 @@ Result<KvPutReport> PutChunks(Store& store, std::string_view bucket,
   PutOptions put;
   put.chunk = ChunkShape{d.layout, d.num_layers, d.layer_bytes};
   put.expected_size = chunk_bytes;
-  OC_ASSIGN_OR_RETURN(std::unique_ptr<ObjectGroupWriter> group, store.PutGroup(bucket));
+  OC_ASSIGN_OR_RETURN(std::unique_ptr<ObjectGroupWriter> group, source.PutGroup(bucket));
 
   auto receive = [&](uint64_t chunk) -> Status {
     // Chunk j's bytes sit at [j·L·S, (j+1)·L·S) of the source: its chunk-major offset.

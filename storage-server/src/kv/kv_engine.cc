@@ -14,7 +14,8 @@ uint64_t Micros(Clock::duration d) {
 
 }  // namespace
 
-KvEngine::KvEngine(Store& store, KvOptions options) : store_(store), options_(std::move(options)) {
+KvEngine::KvEngine(SliceSource& source, KvOptions options)
+    : source_(source), options_(std::move(options)) {
   if (options_.scheduler != nullptr) {
     static const sched::SteadyClock kSteadyClock;
     PacingOptions po;
@@ -57,7 +58,7 @@ Result<storage::DataPlaneInfo> KvEngine::DataPlaneInfo() {
 Result<KvProbeResult> KvEngine::ProbeChunks(std::string_view bucket,
                                             const descriptor::Descriptor& d) {
   OC_ASSIGN_OR_RETURN(PlanResult plan,
-                      PlanRequest(store_, bucket, d, options_.layerwise_threshold_bytes));
+                      PlanRequest(source_, bucket, d, options_.layerwise_threshold_bytes));
   return KvProbeResult{plan.plan.matched, std::move(plan.sizes)};
 }
 
@@ -69,7 +70,7 @@ Result<KvGetReport> KvEngine::GetLayers(std::string_view bucket, const descripto
     return Status::InvalidArgument("body_sink", "a descriptor without a target needs a body sink");
   }
   OC_ASSIGN_OR_RETURN(PlanResult plan,
-                      PlanRequest(store_, bucket, d, options_.layerwise_threshold_bytes));
+                      PlanRequest(source_, bucket, d, options_.layerwise_threshold_bytes));
   const uint64_t plan_us = Micros(Clock::now() - started);
   std::unique_ptr<LayerSink> target_sink;
   LayerSink* sink = body_sink;
@@ -101,7 +102,7 @@ Result<KvGetReport> KvEngine::GetLayers(std::string_view bucket, const descripto
   }
   options.pacer = pacer.get();
   OC_ASSIGN_OR_RETURN(KvGetReport report,
-                      Assemble(store_, bucket, d, plan, *sink, options, started));
+                      Assemble(source_, bucket, d, plan, *sink, options, started));
   report.timings.plan_us = plan_us;
   return report;
 }
@@ -112,7 +113,7 @@ Result<KvPutReport> KvEngine::PutChunks(std::string_view bucket, const descripto
   if (d.target.has_value()) {
     OC_ASSIGN_OR_RETURN(plane, DataPlane());
   }
-  return kv::PutChunks(store_, bucket, d, body, plane, options_);
+  return kv::PutChunks(source_, bucket, d, body, plane, options_);
 }
 
 }  // namespace oc::storage::kv

@@ -1,8 +1,9 @@
 #pragma once
-// KvEngine: the descriptor calls of the Store (kv.h, store.h) implemented over any Store's
-// object calls — HeadMany for planning, ReadSlices for layer reads, Put for chunk writes —
-// plus a UCX data plane for data-plane targets and pulls (src/data_plane). RocksStore
-// delegates to one over itself; RemoteStore over its RPC calls.
+// KvEngine: the descriptor calls of the Store (kv.h, store.h) implemented over a backend's
+// SliceSource (slice_source.h) — HeadMany for planning, ReadSlices/PinSlices for layer reads,
+// PutGroup for chunk writes — plus a UCX data plane for data-plane targets and pulls
+// (src/data_plane). RocksStore builds one over itself and delegates its descriptor calls to
+// it; RemoteStore forwards them whole to the storage server, whose RocksStore runs them.
 //
 // Planning (PlanRequest): one HeadMany of the N names; M = the longest present prefix. A
 // present chunk of the prefix whose size is not L·S, or whose stored ChunkShape disagrees
@@ -15,8 +16,8 @@
 // each filled buffer is handed to Write() at once, so reading the next buffer overlaps the
 // write of the previous one. Layerwise, a buffer never spans two layers and LayerReady(l)
 // follows layer l's last write; chunkwise, buffers span layers and every layer is announced
-// after the last write. Zero-copy (into a sink that accepts_pinned(), from a store that
-// SupportsPinnedSlices()): the same visit, but each slice's bytes are pinned where the store
+// after the last write. Zero-copy (into a sink that accepts_pinned(), from a source that
+// SupportsPinnedSlices()): the same visit, but each slice's bytes are pinned where the backend
 // holds them (one PinSlices per staging buffer's worth) and handed to WritePinned() without a
 // copy on this side.
 // Thread safety: KvEngine methods may be called concurrently.
@@ -30,12 +31,12 @@
 #include <string_view>
 #include <vector>
 
+#include "kv/slice_source.h"
 #include "oc/common/result.h"
 #include "oc/common/thread_annotations.h"
 #include "oc/descriptor/descriptor.h"
 #include "oc/storage/kv.h"
 #include "oc/storage/layer_sink.h"
-#include "oc/storage/store.h"
 
 namespace oc::storage {
 
@@ -59,7 +60,7 @@ struct PlanResult {
 };
 
 // Plans a descriptor request (see the header comment). `threshold` is Θ.
-Result<PlanResult> PlanRequest(Store& store, std::string_view bucket,
+Result<PlanResult> PlanRequest(SliceSource& source, std::string_view bucket,
                                const descriptor::Descriptor& d, uint64_t threshold);
 
 struct AssembleOptions {
@@ -67,8 +68,8 @@ struct AssembleOptions {
   bool dense = false;
   // Called before each layer's first write in layerwise delivery; none: unpaced.
   LayerPacer* pacer = nullptr;
-  // Hand the store's own memory to a sink that takes it (LayerSink::WritePinned) instead of
-  // copying through staging buffers, when the store can lend it and each stored range of a
+  // Hand the backend's own memory to a sink that takes it (LayerSink::WritePinned) instead of
+  // copying through staging buffers, when the source can lend it and each stored range of a
   // slice (S, or S/2 for kv_2ltd) is at least zero_copy_min_bytes: every range is then its
   // own message, and below ~128 KiB the messages cost more CPU than the copy they save
   // (kv_bench, docs/decisions.md "KV path: zero-copy from the block cache").
@@ -79,20 +80,21 @@ struct AssembleOptions {
 // Delivers plan's M chunks into `sink` and ends it with Finish() (also on error). Returns
 // the report; the first error of reads or the sink otherwise. `started` is when the
 // request began (for total_us).
-Result<KvGetReport> Assemble(Store& store, std::string_view bucket, const descriptor::Descriptor& d,
-                             const PlanResult& plan, LayerSink& sink,
-                             const AssembleOptions& options, Clock::time_point started);
+Result<KvGetReport> Assemble(SliceSource& source, std::string_view bucket,
+                             const descriptor::Descriptor& d, const PlanResult& plan,
+                             LayerSink& sink, const AssembleOptions& options,
+                             Clock::time_point started);
 
 // Stores the N chunks of `d` (see Store::PutChunks): pulled over `plane` from d.target when
 // set (REQUIRES plane then), else read from `body`.
-Result<KvPutReport> PutChunks(Store& store, std::string_view bucket,
+Result<KvPutReport> PutChunks(SliceSource& source, std::string_view bucket,
                               const descriptor::Descriptor& d, ChunkSource* body,
                               UcxDataPlane* plane, const KvOptions& options);
 
 class KvEngine {
  public:
-  // `store` must outlive the engine.
-  KvEngine(Store& store, KvOptions options);
+  // `source` must outlive the engine.
+  KvEngine(SliceSource& source, KvOptions options);
   ~KvEngine();
   KvEngine(const KvEngine&) = delete;
   KvEngine& operator=(const KvEngine&) = delete;
@@ -113,7 +115,7 @@ class KvEngine {
   PacingService* pacing() { return pacing_.get(); }
 
  private:
-  Store& store_;
+  SliceSource& source_;
   const KvOptions options_;
   std::mutex plane_mu_;
   std::unique_ptr<UcxDataPlane> plane_ OC_GUARDED_BY(plane_mu_);

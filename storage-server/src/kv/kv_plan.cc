@@ -1,5 +1,5 @@
 // Planning of descriptor requests (kv_engine.h): storage-side descriptor checks, the batch
-// HEAD, the matched prefix and its shape checks; KvOptions and HeapBufferPool (kv.h).
+// HEAD, the matched prefix and its shape checks.
 
 #include <algorithm>
 #include <limits>
@@ -9,86 +9,9 @@
 #include <fmt/core.h>
 
 #include "kv/kv_engine.h"
-#include "oc/common/check.h"
 #include "oc/descriptor/limits.h"
 
-namespace oc::storage {
-
-Status KvOptions::Validate() const {
-  if (layerwise_threshold_bytes == 0) {
-    return Status::InvalidArgument("kv.layerwise_threshold", "must be positive");
-  }
-  if (data_plane_staging_buffers == 0) {
-    return Status::InvalidArgument("kv.data_plane_staging_buffers", "must be positive");
-  }
-  {
-    // host:port with a decimal port (the host is resolved when the data plane opens).
-    const size_t colon = data_plane_listen.rfind(':');
-    const std::string_view port = colon == std::string::npos
-                                      ? std::string_view()
-                                      : std::string_view(data_plane_listen).substr(colon + 1);
-    uint64_t value = 0;
-    bool digits = !port.empty() && port.size() <= 5 && colon > 0;
-    for (const char c : port) {
-      digits = digits && c >= '0' && c <= '9';
-      value = value * 10 + static_cast<uint64_t>(c - '0');
-    }
-    if (!digits || value > 65535) {
-      return Status::InvalidArgument("kv.data_plane_listen", "must be host:port");
-    }
-  }
-  if (data_plane_staging_buffer_bytes == 0) {
-    return Status::InvalidArgument("kv.data_plane_staging_buffer_bytes", "must be positive");
-  }
-  if (data_plane_timeout.count() <= 0) {
-    return Status::InvalidArgument("kv.data_plane_timeout", "must be positive");
-  }
-  if (put_read_bytes == 0) {
-    return Status::InvalidArgument("kv.put_read_bytes", "must be positive");
-  }
-  return Status::Ok();
-}
-
-HeapBufferPool::HeapBufferPool(uint32_t count, uint64_t buffer_bytes)
-    : count_(count), buffer_bytes_(buffer_bytes) {
-  OC_CHECK(count > 0 && buffer_bytes > 0);
-  memory_ = std::make_unique<std::byte[]>(uint64_t{count} * buffer_bytes);
-  for (uint32_t i = count; i > 0; --i) {
-    free_.push_back(i - 1);
-  }
-}
-
-Result<StagingBuffer> HeapBufferPool::Acquire(std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!cv_.wait_for(lock, timeout, [&] { return !free_.empty(); })) {
-    return Status::Unavailable("no staging buffer came back in time");
-  }
-  const uint32_t slot = free_.back();
-  free_.pop_back();
-  peak_lent_ = std::max(peak_lent_, count_ - static_cast<uint32_t>(free_.size()));
-  return StagingBuffer(
-      this, slot, MutableByteSpan(memory_.get() + uint64_t{slot} * buffer_bytes_, buffer_bytes_));
-}
-
-void HeapBufferPool::Release(uint32_t slot) noexcept {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    free_.push_back(slot);
-  }
-  cv_.notify_one();
-}
-
-uint32_t HeapBufferPool::free_count() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return static_cast<uint32_t>(free_.size());
-}
-
-uint32_t HeapBufferPool::peak_lent() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return peak_lent_;
-}
-
-namespace kv {
+namespace oc::storage::kv {
 namespace {
 
 Status ShapeError(std::string field, std::string message) {
@@ -114,7 +37,7 @@ Status CheckDescriptor(const descriptor::Descriptor& d) {
   return descriptor::Validate(d, kLimits);
 }
 
-Result<PlanResult> PlanRequest(Store& store, std::string_view bucket,
+Result<PlanResult> PlanRequest(SliceSource& source, std::string_view bucket,
                                const descriptor::Descriptor& d, uint64_t threshold) {
   OC_RETURN_IF_ERROR(CheckDescriptor(d));
   const uint64_t n = d.num_chunks();
@@ -123,7 +46,7 @@ Result<PlanResult> PlanRequest(Store& store, std::string_view bucket,
   for (uint64_t j = 0; j < n; ++j) {
     names.push_back(d.ObjectName(j));
   }
-  OC_ASSIGN_OR_RETURN(std::vector<std::optional<ObjectMeta>> metas, store.HeadMany(bucket, names));
+  OC_ASSIGN_OR_RETURN(std::vector<std::optional<ObjectMeta>> metas, source.HeadMany(bucket, names));
   if (metas.size() != n) {
     return Status::Internal("HeadMany answered a wrong number of names");
   }
@@ -179,5 +102,4 @@ Result<PlanResult> PlanRequest(Store& store, std::string_view bucket,
   return out;
 }
 
-}  // namespace kv
-}  // namespace oc::storage
+}  // namespace oc::storage::kv

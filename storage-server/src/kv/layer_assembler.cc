@@ -29,13 +29,13 @@ Status ChangedStatus(std::string_view name) {
 }
 
 // Fills staging buffers with contiguous destination runs and hands them to the sink; or, when
-// the store lends its memory and the sink takes it (`pinned`), hands the sink each slice's
-// bytes where the store holds them, in batches of one staging buffer's worth.
+// the source lends its memory and the sink takes it (`pinned`), hands the sink each slice's
+// bytes where the backend holds them, in batches of one staging buffer's worth.
 class Assembler {
  public:
-  Assembler(Store& store, std::string_view bucket, const PlanResult& plan, LayerSink& sink,
+  Assembler(SliceSource& source, std::string_view bucket, const PlanResult& plan, LayerSink& sink,
             KvGetReport& report, bool pinned)
-      : store_(store),
+      : source_(source),
         bucket_(bucket),
         plan_(plan),
         sink_(sink),
@@ -84,7 +84,7 @@ class Assembler {
       return Status::Ok();
     }
     const Clock::time_point t0 = Clock::now();
-    Result<std::vector<SliceStatus>> statuses = store_.ReadSlices(bucket_, reads_);
+    Result<std::vector<SliceStatus>> statuses = source_.ReadSlices(bucket_, reads_);
     report_.timings.read_us += Micros(Clock::now() - t0);
     OC_RETURN_IF_ERROR(statuses.status());
     for (size_t i = 0; i < reads_.size(); ++i) {
@@ -108,7 +108,7 @@ class Assembler {
     }
     const Clock::time_point t0 = Clock::now();
     std::vector<PinnedPiece> pieces;
-    Result<std::vector<SliceStatus>> statuses = store_.PinSlices(bucket_, pins_, &pieces);
+    Result<std::vector<SliceStatus>> statuses = source_.PinSlices(bucket_, pins_, &pieces);
     report_.timings.read_us += Micros(Clock::now() - t0);
     OC_RETURN_IF_ERROR(statuses.status());
     for (size_t i = 0; i < pins_.size(); ++i) {
@@ -141,7 +141,7 @@ class Assembler {
   }
 
  private:
-  Store& store_;
+  SliceSource& source_;
   const std::string_view bucket_;
   const PlanResult& plan_;
   LayerSink& sink_;
@@ -220,9 +220,10 @@ Status Deliver(Assembler& a, const descriptor::Descriptor& d, const PlanResult& 
 
 }  // namespace
 
-Result<KvGetReport> Assemble(Store& store, std::string_view bucket, const descriptor::Descriptor& d,
-                             const PlanResult& plan, LayerSink& sink,
-                             const AssembleOptions& options, Clock::time_point started) {
+Result<KvGetReport> Assemble(SliceSource& source, std::string_view bucket,
+                             const descriptor::Descriptor& d, const PlanResult& plan,
+                             LayerSink& sink, const AssembleOptions& options,
+                             Clock::time_point started) {
   KvGetReport report;
   report.plan = plan.plan;
   if (options.pacer != nullptr) {
@@ -234,8 +235,8 @@ Result<KvGetReport> Assemble(Store& store, std::string_view bucket, const descri
       d.layout == descriptor::StoredLayout::k2LTD ? d.layer_bytes / 2 : d.layer_bytes;
   const bool pinned = !options.dense && options.zero_copy &&
                       (range_bytes >= options.zero_copy_min_bytes || sink.writes_in_place()) &&
-                      sink.accepts_pinned() && store.SupportsPinnedSlices();
-  Assembler a(store, bucket, plan, sink, report, pinned);
+                      sink.accepts_pinned() && source.SupportsPinnedSlices();
+  Assembler a(source, bucket, plan, sink, report, pinned);
   Status delivered = Deliver(a, d, plan, sink, options, report);
   a.Drop();  // a buffer not handed over goes back before Finish waits for the others
   Status finished = sink.Finish(delivered);

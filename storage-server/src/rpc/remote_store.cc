@@ -1,4 +1,4 @@
-// RemoteStore: the Store interface over the storage RPC (ConnectRemoteStore in open.h).
+// RemoteStore: the Store interface over the storage RPC (ConnectRemoteStore in remote_store.h).
 //
 // Endpoints: each bucket lives on one server, chosen by XXH3-64 (seed 0) of its name modulo
 // the number of endpoints, so every gateway with the same endpoint list agrees without
@@ -37,7 +37,7 @@
 #include "oc/common/log.h"
 #include "oc/common/thread_annotations.h"
 #include "oc/descriptor/codec.h"
-#include "oc/storage/open.h"
+#include "oc/storage/remote_store.h"
 #include "rpc/client_conn.h"
 #include "rpc/wire.h"
 #include "stream_copy.h"
@@ -436,10 +436,6 @@ class RemoteStore final : public Store {
                                         options);
   }
 
-  // --- Slices ---
-  Result<std::vector<SliceStatus>> ReadSlices(std::string_view bucket,
-                                              std::span<const SliceRead> slices) override;
-
   // --- KV-cache descriptor calls (see the header comment) ---
   Result<KvProbeResult> ProbeChunks(std::string_view bucket,
                                     const descriptor::Descriptor& d) override {
@@ -778,110 +774,6 @@ Result<KvPutReport> RemoteStore::PutChunks(std::string_view bucket, const descri
     return MalformedReply(Op::kKvPutChunks, dec);
   }
   return report;
-}
-
-Result<std::vector<SliceStatus>> RemoteStore::ReadSlices(std::string_view bucket,
-                                                         std::span<const SliceRead> slices) {
-  std::vector<SliceRequest> requests;
-  requests.reserve(slices.size());
-  for (const SliceRead& s : slices) {
-    requests.push_back(SliceRequest{s.name, s.offset, s.dest.size()});
-  }
-  const uint64_t rid = NextRid();
-  Endpoint& ep = For(bucket);
-  std::vector<std::byte> frame;
-  EncodeFrame(&frame, Op::kReadSlices, 0, rid, bucket, requests);
-  if (frame.size() - kHeaderBytes > kMaxRequestBodyBytes) {
-    return Status::InvalidArgument("slices", "too many slices for one RPC request");
-  }
-  for (int attempt = 0;; ++attempt) {
-    bool reused = false;
-    OC_ASSIGN_OR_RETURN(std::unique_ptr<ClientConn> conn, ep.Acquire(rid, &reused));
-    Lease lease(&ep, std::move(conn));
-    std::vector<SliceStatus> statuses;
-    statuses.reserve(slices.size());
-    // Each slice arrives as one kSliceData frame, in order; its bytes are read straight
-    // into the caller's buffer. The call ends with a kReadSlices reply carrying the count.
-    Status st = lease->WriteAll(frame);
-    while (st.ok()) {
-      Result<FrameHeader> h = lease->ReadHeader(kMaxFrameBodyBytes);
-      if (!h.has_value()) {
-        st = h.error();
-        break;
-      }
-      if (h->request_id != rid || (h->flags & kFlagReply) == 0) {
-        lease->MarkBroken();
-        st = Status::Internal("storage server answered another call in ReadSlices");
-        break;
-      }
-      if (h->op == Op::kSliceData) {
-        std::array<std::byte, 5> prefix;
-        if (h->body_length < prefix.size()) {
-          lease->MarkBroken();
-          st = Status::Internal("short slice frame");
-          break;
-        }
-        if (st = lease->ReadExact(prefix); !st.ok()) {
-          break;
-        }
-        const uint32_t index = GetLittleEndian32(prefix.data());
-        const uint8_t code = static_cast<uint8_t>(prefix[4]);
-        const uint64_t data_bytes = h->body_length - prefix.size();
-        const bool ok = code == static_cast<uint8_t>(SliceStatus::kOk);
-        if (index != statuses.size() || index >= slices.size() ||
-            code > static_cast<uint8_t>(SliceStatus::kShort) ||
-            data_bytes != (ok ? slices[index].dest.size() : 0)) {
-          lease->MarkBroken();
-          st = Status::Internal("storage server sent a slice frame that does not match");
-          break;
-        }
-        if (ok) {
-          if (st = lease->ReadExact(slices[index].dest); !st.ok()) {
-            break;
-          }
-        }
-        statuses.push_back(static_cast<SliceStatus>(code));
-        continue;
-      }
-      // The end of the call: the count, or an error.
-      std::vector<std::byte> body(h->body_length);
-      if (h->op != Op::kReadSlices && h->op != Op::kError) {
-        lease->MarkBroken();
-        st = Status::Internal("storage server sent an unexpected frame in ReadSlices");
-        break;
-      }
-      if (h->body_length > kMaxRequestBodyBytes) {
-        lease->MarkBroken();
-        st = Status::Internal("oversized end frame in ReadSlices");
-        break;
-      }
-      if (st = lease->ReadExact(body); !st.ok()) {
-        break;
-      }
-      lease.MarkClean();
-      if (h->op == Op::kError) {
-        Status remote;
-        if (Status d = DecodeBody(body, &remote); !d.ok()) {
-          lease.MarkDirty();
-          return MalformedReply(Op::kReadSlices, d);
-        }
-        return remote;
-      }
-      uint32_t count = 0;
-      if (Status d = DecodeBody(body, &count);
-          !d.ok() || count != slices.size() || statuses.size() != slices.size()) {
-        lease.MarkDirty();
-        return Status::Internal("storage server ended ReadSlices with a wrong count");
-      }
-      return statuses;
-    }
-    // st is the failure. Retry only a call that delivered nothing yet on a pooled connection.
-    if (reused && attempt == 0 && statuses.empty() && !lease->healthy()) {
-      continue;
-    }
-    kLog.Warn("call failed req={:016x} op=ReadSlices error={}", rid, st.ToString());
-    return st;
-  }
 }
 
 Result<ObjectMeta> RemoteStore::CopyAcross(const ObjectKey& src, const ObjectKey& dst,

@@ -1,4 +1,4 @@
-#include "rpc/server.h"
+#include "oc/storage/rpc_server.h"
 
 // g++ 12 at -O2 reports Asio's coroutine frame allocator (awaitable_frame_base's sized
 // operator new/delete pair) as mismatched: a known false positive (GCC bug 109224).
@@ -91,10 +91,6 @@ Status RpcServerOptions::Validate() const {
         "rpc.max_frame_bytes",
         fmt::format("must be {}..{}", FormatSize(kMinFrameBytes), FormatSize(kMaxFrameBodyBytes)));
   }
-  if (max_slice_batch_bytes == 0 || max_slice_batch_bytes > kMaxFrameBodyBytes) {
-    return Status::InvalidArgument("rpc.max_slice_batch_bytes",
-                                   fmt::format("must be 1..{}", FormatSize(kMaxFrameBodyBytes)));
-  }
   for (const auto& [name, value] :
        {std::pair{"rpc.handshake_timeout", handshake_timeout},
         std::pair{"rpc.idle_timeout", idle_timeout}, std::pair{"rpc.io_timeout", io_timeout}}) {
@@ -111,10 +107,9 @@ Status RpcServerOptions::Validate() const {
 std::string RpcServerOptions::ToString() const {
   return fmt::format(
       "rpc.listen={} rpc.io_threads={} rpc.store_threads={} rpc.max_frame_bytes={} "
-      "rpc.max_slice_batch_bytes={} rpc.handshake_timeout={} rpc.idle_timeout={} "
-      "rpc.io_timeout={} rpc.max_connections={}",
-      listen, io_threads, store_threads, max_frame_bytes, max_slice_batch_bytes,
-      FormatMs(handshake_timeout), FormatMs(idle_timeout), FormatMs(io_timeout), max_connections);
+      "rpc.handshake_timeout={} rpc.idle_timeout={} rpc.io_timeout={} rpc.max_connections={}",
+      listen, io_threads, store_threads, max_frame_bytes, FormatMs(handshake_timeout),
+      FormatMs(idle_timeout), FormatMs(io_timeout), max_connections);
 }
 
 Status ApplyConfig(const Config& config, RpcServerOptions* options) {
@@ -122,7 +117,6 @@ Status ApplyConfig(const Config& config, RpcServerOptions* options) {
   OC_RETURN_IF_ERROR(config.Read("rpc.io_threads", &options->io_threads));
   OC_RETURN_IF_ERROR(config.Read("rpc.store_threads", &options->store_threads));
   OC_RETURN_IF_ERROR(config.ReadSize("rpc.max_frame_bytes", &options->max_frame_bytes));
-  OC_RETURN_IF_ERROR(config.ReadSize("rpc.max_slice_batch_bytes", &options->max_slice_batch_bytes));
   OC_RETURN_IF_ERROR(config.ReadDuration("rpc.handshake_timeout", &options->handshake_timeout));
   OC_RETURN_IF_ERROR(config.ReadDuration("rpc.idle_timeout", &options->idle_timeout));
   OC_RETURN_IF_ERROR(config.ReadDuration("rpc.io_timeout", &options->io_timeout));
@@ -550,7 +544,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::awaitable<bool> ServeWrite(const FrameHeader& h,
                                    Result<std::unique_ptr<ObjectWriter>> writer);
   asio::awaitable<bool> ServeGet(const FrameHeader& h);
-  asio::awaitable<bool> ServeReadSlices(const FrameHeader& h);
   asio::awaitable<bool> ServeStats(const FrameHeader& h);
   asio::awaitable<bool> ServeKvProbe(const FrameHeader& h);
   asio::awaitable<bool> ServeKvGetLayers(const FrameHeader& h);
@@ -583,7 +576,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool timed_out_ = false;
   std::vector<std::byte> body_;   // the current frame's body
   std::vector<std::byte> out_;    // the reply being written
-  std::vector<std::byte> chunk_;  // a streamed piece or a slice batch
+  std::vector<std::byte> chunk_;  // a streamed piece
 };
 
 asio::awaitable<void> Connection::Watchdog() {
@@ -891,8 +884,6 @@ asio::awaitable<bool> Connection::Dispatch(const FrameHeader& h) {
           co_await OnPool([&] { return store.ListMultipartUploads(bucket, options); });
       co_return co_await ReplyResult(h.op, rid, r);
     }
-    case Op::kReadSlices:
-      co_return co_await ServeReadSlices(h);
     case Op::kStats:
       co_return co_await ServeStats(h);
     case Op::kKvProbe:
@@ -917,7 +908,6 @@ asio::awaitable<bool> Connection::Dispatch(const FrameHeader& h) {
     case Op::kData:
     case Op::kCommit:
     case Op::kAbort:
-    case Op::kSliceData:
       break;
   }
   co_return co_await Reject(
@@ -1015,65 +1005,6 @@ asio::awaitable<bool> Connection::ServeGet(const FrameHeader& h) {
   }
   co_await DestroyOnPool(std::move(reader));
   co_return open;
-}
-
-asio::awaitable<bool> Connection::ServeReadSlices(const FrameHeader& h) {
-  const uint64_t rid = h.request_id;
-  std::string bucket;
-  std::vector<SliceRequest> slices;
-  if (Status d = DecodeBody(ByteSpan(body_.data(), body_.size()), &bucket, &slices); !d.ok()) {
-    co_return co_await Reject(rid, d);
-  }
-  const uint64_t max_batch = server_.options.max_slice_batch_bytes;
-  for (const SliceRequest& s : slices) {
-    if (s.length > max_batch) {
-      co_return co_await SendError(
-          rid, Status::InvalidArgument("slices", fmt::format("a slice of {} bytes exceeds the "
-                                                             "server's batch limit of {}",
-                                                             s.length, max_batch)));
-    }
-  }
-  // Consecutive slices are read in batches of at most max_batch bytes, each batch one
-  // Store::ReadSlices call, and sent as one kSliceData frame per slice.
-  size_t begin = 0;
-  while (begin < slices.size()) {
-    size_t end = begin;
-    uint64_t bytes = 0;
-    while (end < slices.size() && bytes + slices[end].length <= max_batch) {
-      bytes += slices[end].length;
-      ++end;
-    }
-    chunk_.resize(bytes);
-    NoteMemory();
-    std::vector<SliceRead> batch;
-    batch.reserve(end - begin);
-    uint64_t at = 0;
-    for (size_t i = begin; i < end; ++i) {
-      batch.push_back(SliceRead{slices[i].name, slices[i].offset,
-                                MutableByteSpan(chunk_.data() + at, slices[i].length)});
-      at += slices[i].length;
-    }
-    const Result<std::vector<SliceStatus>> statuses =
-        co_await OnPool([&] { return server_.store->ReadSlices(bucket, batch); });
-    if (!statuses.has_value()) {
-      co_return co_await SendError(rid, statuses.error());
-    }
-    if (statuses->size() != batch.size()) {
-      co_return co_await SendError(rid, Status::Internal("store returned a wrong slice count"));
-    }
-    for (size_t i = 0; i < batch.size(); ++i) {
-      std::array<std::byte, 5> prefix;
-      PutLittleEndian32(static_cast<uint32_t>(begin + i), prefix.data());
-      prefix[4] = static_cast<std::byte>((*statuses)[i]);
-      const ByteSpan data =
-          (*statuses)[i] == SliceStatus::kOk ? ByteSpan(batch[i].dest) : ByteSpan();
-      if (!co_await WriteData(Op::kSliceData, rid, prefix, data)) {
-        co_return false;
-      }
-    }
-    begin = end;
-  }
-  co_return co_await Reply(Op::kReadSlices, rid, static_cast<uint32_t>(slices.size()));
 }
 
 asio::awaitable<bool> Connection::ServeStats(const FrameHeader& h) {

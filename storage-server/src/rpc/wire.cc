@@ -20,7 +20,6 @@ constexpr size_t kMinListEntryBytes = kMinStringBytes + kMinObjectMetaBytes;
 constexpr size_t kMinCompletedPartBytes = 4 + kMinStringBytes;
 constexpr size_t kMinPartInfoBytes = 4 + 8 + kMinStringBytes + 8;
 constexpr size_t kMinUploadInfoBytes = 2 * kMinStringBytes + 8;
-constexpr size_t kMinSliceRequestBytes = kMinStringBytes + 8 + 8;
 constexpr size_t kMinFigureBytes = kMinStringBytes + 8;
 
 constexpr uint8_t kMaxCode = static_cast<uint8_t>(Code::kInternal);
@@ -161,10 +160,6 @@ std::string_view OpName(Op op) {
       return "ListParts";
     case Op::kListUploads:
       return "ListMultipartUploads";
-    case Op::kReadSlices:
-      return "ReadSlices";
-    case Op::kSliceData:
-      return "SliceData";
     case Op::kStats:
       return "Stats";
     case Op::kKvProbe:
@@ -619,16 +614,6 @@ bool Decode(WireReader& r, ListUploadsResult* v) {
          r.Str(&v->next_key_marker) && r.Str(&v->next_upload_id_marker);
 }
 
-void Encode(WireWriter& w, const SliceRequest& v) {
-  w.Str(v.name);
-  w.U64(v.offset);
-  w.U64(v.length);
-}
-
-bool Decode(WireReader& r, SliceRequest* v) {
-  return r.Str(&v->name) && r.U64(&v->offset) && r.U64(&v->length);
-}
-
 void Encode(WireWriter& w, const GetReply& v) {
   Encode(w, v.meta);
   w.U64(v.offset);
@@ -662,11 +647,6 @@ bool Decode(WireReader& r, std::vector<BucketInfo>* v) {
 bool Decode(WireReader& r, std::vector<CompletedPart>* v) {
   return DecodeVector(r, v, kMinCompletedPartBytes,
                       [](WireReader& rr, CompletedPart* p) { return Decode(rr, p); });
-}
-
-bool Decode(WireReader& r, std::vector<SliceRequest>* v) {
-  return DecodeVector(r, v, kMinSliceRequestBytes,
-                      [](WireReader& rr, SliceRequest* s) { return Decode(rr, s); });
 }
 
 bool Decode(WireReader& r, std::vector<std::string>* v) { return DecodeStrings(r, v); }
@@ -911,20 +891,6 @@ Status ValidateBody(Op op, uint16_t flags, ByteSpan body) {
       ListUploadsResult uploads;
       ListUploadsOptions options;
       return reply ? DecodeBody(body, &uploads) : DecodeBody(body, &s1, &options);
-    }
-    case Op::kReadSlices: {
-      std::vector<SliceRequest> slices;
-      return reply ? DecodeBody(body, &u1) : DecodeBody(body, &s1, &slices);
-    }
-    case Op::kSliceData: {
-      WireReader r(body);
-      uint8_t status = 0;
-      if (r.U32(&u1) && r.U8(&status) && status > static_cast<uint8_t>(SliceStatus::kShort)) {
-        r.Fail("slice.status", "unknown slice status");
-      }
-      ByteSpan rest;
-      (void)r.Take(r.ok() ? r.remaining() : 0, &rest);
-      return r.Finish();
     }
     case Op::kStats: {
       StoreStats stats;

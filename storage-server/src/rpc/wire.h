@@ -92,9 +92,10 @@ enum class Op : uint8_t {
   kAbortUpload = 33,      // key, upload id               / (empty)
   kListParts = 34,        // key, upload id, marker u32, max u32 / ListPartsResult
   kListUploads = 35,      // bucket, ListUploadsOptions   / ListUploadsResult
-  kReadSlices = 40,       // bucket, vector<SliceRequest> / kSliceData per slice, then u32 count
-  kSliceData = 41,        // (server only) u32 index, u8 SliceStatus, then the slice bytes if kOk
-  kStats = 50,            // (empty)                      / StoreStats
+  // 40 and 41 are reserved: they were ReadSlices and its SliceData frames, superseded by the
+  // descriptor calls below (the storage server reads slices itself). A peer that still sends
+  // them gets the error frame for an unknown op. Never reuse them.
+  kStats = 50,  // (empty)                      / StoreStats
   // The descriptor calls (docs/protocol.md, "Storage RPC"). The descriptor travels as its
   // POST-body text (descriptor/codec.h) and is decoded and validated by the server with
   // DecodeDescriptorText; the principal (the request's access key, "" anonymous) follows it
@@ -145,13 +146,6 @@ void EncodeHeader(const FrameHeader& header, std::span<std::byte, kHeaderBytes> 
 // can echo the request id.
 Status DecodeHeader(std::span<const std::byte, kHeaderBytes> in, uint64_t max_body_bytes,
                     FrameHeader* header);
-
-// One slice of a kReadSlices request: the dest buffer stays on the caller's side.
-struct SliceRequest {
-  std::string name;
-  uint64_t offset = 0;
-  uint64_t length = 0;
-};
 
 // The resolved range a kGet reply announces before its data frames.
 struct GetReply {
@@ -226,7 +220,6 @@ void Encode(WireWriter& w, const CompletedPart& v);
 void Encode(WireWriter& w, const ListPartsResult& v);
 void Encode(WireWriter& w, const ListUploadsOptions& v);
 void Encode(WireWriter& w, const ListUploadsResult& v);
-void Encode(WireWriter& w, const SliceRequest& v);
 void Encode(WireWriter& w, const GetReply& v);
 void Encode(WireWriter& w, const StoreStats& v);
 void Encode(WireWriter& w, const KvPlan& v);
@@ -263,7 +256,6 @@ bool Decode(WireReader& r, CompletedPart* v);
 bool Decode(WireReader& r, ListPartsResult* v);
 bool Decode(WireReader& r, ListUploadsOptions* v);
 bool Decode(WireReader& r, ListUploadsResult* v);
-bool Decode(WireReader& r, SliceRequest* v);
 bool Decode(WireReader& r, GetReply* v);
 bool Decode(WireReader& r, StoreStats* v);
 bool Decode(WireReader& r, KvPlan* v);  // also checks matched <= num_chunks, a known mode
@@ -273,7 +265,6 @@ bool Decode(WireReader& r, KvPutReport* v);
 bool Decode(WireReader& r, DataPlaneInfo* v);
 bool Decode(WireReader& r, std::vector<BucketInfo>* v);
 bool Decode(WireReader& r, std::vector<CompletedPart>* v);
-bool Decode(WireReader& r, std::vector<SliceRequest>* v);
 bool Decode(WireReader& r, std::vector<std::string>* v);
 void Encode(WireWriter& w, const std::optional<ObjectMeta>& v);
 bool Decode(WireReader& r, std::vector<std::optional<ObjectMeta>>* v);
@@ -301,7 +292,7 @@ Status DecodeBody(ByteSpan body, Fields*... fields) {
 
 // Decodes `body` as the frame (op, flags) would be decoded by its receiver and discards
 // the result: the single entry point of the fuzz target, and a check that every op in
-// the table has a decoder. kData and the byte tail of kSliceData are opaque.
+// the table has a decoder. kData is opaque.
 Status ValidateBody(Op op, uint16_t flags, ByteSpan body);
 
 // "host:port" or "[v6-address]:port", as in --listen and RemoteStoreOptions::endpoints.

@@ -21,7 +21,7 @@
 #include <random>
 #include <sstream>
 
-#include "rocks_store.h"
+#include "rocks/rocks_store.h"
 #include "store_test_util.h"
 
 namespace oc::storage::test {

@@ -17,7 +17,7 @@
 #include <random>
 #include <string>
 
-#include "oc/storage/open.h"
+#include "oc/storage/local_store.h"
 #include "oc/testutil/testutil.h"
 
 namespace {

@@ -1,4 +1,4 @@
-#include "extent_key.h"
+#include "rocks/extent_key.h"
 
 #include <gtest/gtest.h>
 

@@ -75,7 +75,7 @@ TEST_F(KvGetTest, BodySinkGetsDenseByteExactPayloadInIncreasingOffsets) {
     ++seed;
     Descriptor d = MakeDescriptor(c.shape, c.compact, seed, c.delivery);
     auto chunks = StoreChunks(d, c.shape, seed);
-    auto plan = kv::PlanRequest(*store_, kBucket, d, c.threshold);
+    auto plan = kv::PlanRequest(source(), kBucket, d, c.threshold);
     ASSERT_TRUE(plan.has_value()) << plan.error();
     EXPECT_EQ(plan->plan.matched, c.shape.n);
     EXPECT_EQ(plan->plan.mode,
@@ -83,7 +83,7 @@ TEST_F(KvGetTest, BodySinkGetsDenseByteExactPayloadInIncreasingOffsets) {
     VectorSink sink(3, 4096);
     kv::AssembleOptions options;
     options.dense = true;
-    auto report = kv::Assemble(*store_, kBucket, d, *plan, sink, options, kv::Clock::now());
+    auto report = kv::Assemble(source(), kBucket, d, *plan, sink, options, kv::Clock::now());
     ASSERT_TRUE(report.has_value()) << report.error();
     EXPECT_TRUE(sink.finished());
     EXPECT_TRUE(sink.final_status().ok());
@@ -126,7 +126,7 @@ TEST_F(KvGetTest, UcxTargetGetsByteExactLayersOverShmAndTcp) {
         d.target = rx->Target();
         auto delivery = rx->plane->Expect(d.target->address, c.shape.layers);
         ASSERT_TRUE(delivery.has_value()) << delivery.error();
-        auto plan = kv::PlanRequest(*store_, kBucket, d, c.threshold);
+        auto plan = kv::PlanRequest(source(), kBucket, d, c.threshold);
         ASSERT_TRUE(plan.has_value()) << plan.error();
         auto sink = (*plane)->OpenSink(*d.target);
         ASSERT_TRUE(sink.has_value()) << sink.error();
@@ -134,7 +134,7 @@ TEST_F(KvGetTest, UcxTargetGetsByteExactLayersOverShmAndTcp) {
         options.zero_copy = zero_copy;
         options.zero_copy_min_bytes = 1;  // these slices are small
         const uint64_t pinned_before = (*plane)->pinned_budget().taken_total();
-        auto report = kv::Assemble(*store_, kBucket, d, *plan, **sink, options, kv::Clock::now());
+        auto report = kv::Assemble(source(), kBucket, d, *plan, **sink, options, kv::Clock::now());
         ASSERT_TRUE(report.has_value()) << report.error();
         ASSERT_TRUE((*delivery)->Wait(kWait).ok());
         EXPECT_EQ((*delivery)->layers_ready(), c.shape.layers);
@@ -208,7 +208,7 @@ TEST_F(KvGetTest, PartialHitServesTheLongestPrefixAndNeverZeroFills) {
     EXPECT_EQ(probe->sizes[3], s.layers * s.s);  // present but after the gap
     EXPECT_EQ(probe->sizes[4], std::nullopt);
 
-    auto plan = kv::PlanRequest(*store_, kBucket, d, threshold);
+    auto plan = kv::PlanRequest(source(), kBucket, d, threshold);
     ASSERT_TRUE(plan.has_value()) << plan.error();
     EXPECT_EQ(plan->plan.matched, 2u);
     EXPECT_EQ(plan->plan.payload_bytes, 2 * s.layers * s.s);
@@ -218,7 +218,7 @@ TEST_F(KvGetTest, PartialHitServesTheLongestPrefixAndNeverZeroFills) {
     kv::AssembleOptions dense;
     dense.dense = true;
     ASSERT_TRUE(
-        kv::Assemble(*store_, kBucket, d, *plan, body, dense, kv::Clock::now()).has_value());
+        kv::Assemble(source(), kBucket, d, *plan, body, dense, kv::Clock::now()).has_value());
     std::vector<std::byte> want_body(2 * s.layers * s.s);
     OraclePayload(chunks, s, d.delivery, /*n=*/2, /*m=*/2, want_body);
     EXPECT_TRUE(body.body() == want_body);
@@ -399,7 +399,7 @@ TEST_F(KvGetTest, ClientThatDisappearsMidTransferIsCleanedUpAndTheNextRequestWor
     auto rx = Receiver::Open(kTransports[1], w, Where(**plane));
     ASSERT_TRUE(rx.has_value());
     d.target = rx->Target();
-    auto plan = kv::PlanRequest(*store_, kBucket, d, kLayerwiseAlways);
+    auto plan = kv::PlanRequest(source(), kBucket, d, kLayerwiseAlways);
     ASSERT_TRUE(plan.has_value());
     auto sink = (*plane)->OpenSink(*d.target);
     ASSERT_TRUE(sink.has_value());
@@ -411,7 +411,7 @@ TEST_F(KvGetTest, ClientThatDisappearsMidTransferIsCleanedUpAndTheNextRequestWor
     options.pacer = &pacer;
     options.zero_copy = zero_copy;
     options.zero_copy_min_bytes = 1;
-    auto report = kv::Assemble(*store_, kBucket, d, *plan, **sink, options, kv::Clock::now());
+    auto report = kv::Assemble(source(), kBucket, d, *plan, **sink, options, kv::Clock::now());
     // Either the failure is seen (kUnavailable) or the writes had all left before the
     // worker closed; in both cases every staging buffer must come back.
     if (!report.has_value()) {
@@ -429,11 +429,11 @@ TEST_F(KvGetTest, ClientThatDisappearsMidTransferIsCleanedUpAndTheNextRequestWor
   d.target = rx->Target();
   auto delivery = rx->plane->Expect(d.target->address, s.layers);
   ASSERT_TRUE(delivery.has_value());
-  auto plan = kv::PlanRequest(*store_, kBucket, d, kLayerwiseAlways);
+  auto plan = kv::PlanRequest(source(), kBucket, d, kLayerwiseAlways);
   ASSERT_TRUE(plan.has_value());
   auto sink = (*plane)->OpenSink(*d.target);
   ASSERT_TRUE(sink.has_value()) << sink.error();
-  auto report = kv::Assemble(*store_, kBucket, d, *plan, **sink, {}, kv::Clock::now());
+  auto report = kv::Assemble(source(), kBucket, d, *plan, **sink, {}, kv::Clock::now());
   ASSERT_TRUE(report.has_value()) << report.error();
   ASSERT_TRUE((*delivery)->Wait(kWait).ok());
   std::vector<std::byte> want(w);

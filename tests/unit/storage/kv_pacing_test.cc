@@ -203,7 +203,7 @@ TEST_F(KvPacingTest, ConcurrentLayerwiseRequestsNeverExceedTheCapOverAnyWindow) 
     for (const Req& r : reqs) {
       auto run = std::make_unique<Running>();
       run->d = Stored(r.shape, ++seed, r.compute_us);
-      auto plan = kv::PlanRequest(*store_, kBucket, run->d, kLayerwiseAlways);
+      auto plan = kv::PlanRequest(source(), kBucket, run->d, kLayerwiseAlways);
       ASSERT_TRUE(plan.has_value()) << plan.error();
       ASSERT_EQ(plan->plan.mode, ServeMode::kLayerwise);
       run->plan = std::move(*plan);
@@ -223,7 +223,7 @@ TEST_F(KvPacingTest, ConcurrentLayerwiseRequestsNeverExceedTheCapOverAnyWindow) 
         kv::AssembleOptions o;
         o.dense = true;
         o.pacer = p->pacer.get();
-        auto report = kv::Assemble(*store_, kBucket, p->d, p->plan, *p->sink, o, kv::Clock::now());
+        auto report = kv::Assemble(source(), kBucket, p->d, p->plan, *p->sink, o, kv::Clock::now());
         p->result = report.status();
         p->pacer.reset();  // releases the grant
       });
@@ -267,7 +267,7 @@ TEST_F(KvPacingTest, CancelledRequestReleasesItsShareToTheOthers) {
     for (int i = 0; i < 3; ++i) {
       auto run = std::make_unique<Running>();
       run->d = Stored({2, 10, 20'000, StoredLayout::kL2TD}, 900 + i, 100);
-      auto plan = kv::PlanRequest(*store_, kBucket, run->d, kLayerwiseAlways);
+      auto plan = kv::PlanRequest(source(), kBucket, run->d, kLayerwiseAlways);
       ASSERT_TRUE(plan.has_value()) << plan.error();
       run->plan = std::move(*plan);
       run->sink = std::make_unique<RecordingSink>(clock, log);
@@ -284,7 +284,7 @@ TEST_F(KvPacingTest, CancelledRequestReleasesItsShareToTheOthers) {
         kv::AssembleOptions o;
         o.dense = true;
         o.pacer = p->pacer.get();
-        auto report = kv::Assemble(*store_, kBucket, p->d, p->plan, *p->sink, o, kv::Clock::now());
+        auto report = kv::Assemble(source(), kBucket, p->d, p->plan, *p->sink, o, kv::Clock::now());
         p->result = report.status();
         p->pacer.reset();
       });
@@ -355,7 +355,7 @@ TEST_F(KvPacingTest, ChunkwiseRequestsBypassThePoolAndLayerwiseOnesEnterIt) {
     ASSERT_TRUE(service.has_value()) << service.error();
     Running run;
     run.d = Stored({3, 4, 10'000, StoredLayout::kL2TD}, ++seed, row.compute_us);
-    auto plan = kv::PlanRequest(*store_, kBucket, run.d, row.threshold);
+    auto plan = kv::PlanRequest(source(), kBucket, run.d, row.threshold);
     ASSERT_TRUE(plan.has_value()) << plan.error();
     run.plan = std::move(*plan);
     auto pacer = (*service)->ForPlan(run.d, run.plan.plan);
@@ -374,7 +374,7 @@ TEST_F(KvPacingTest, ChunkwiseRequestsBypassThePoolAndLayerwiseOnesEnterIt) {
     RecordingSink sink(clock, log);
     kv::AssembleOptions o;
     o.dense = true;
-    auto report = kv::Assemble(*store_, kBucket, run.d, run.plan, sink, o, kv::Clock::now());
+    auto report = kv::Assemble(source(), kBucket, run.d, run.plan, sink, o, kv::Clock::now());
     ASSERT_TRUE(report.has_value()) << report.error();
     EXPECT_EQ(report->assigned_rate_gbps, 0.0);
     EXPECT_EQ(sink.bytes(), run.plan.plan.payload_bytes);

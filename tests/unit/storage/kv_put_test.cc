@@ -4,8 +4,9 @@
 
 #include "kv/kv_engine.h"
 #include "kv_test_util.h"
-#include "rocks_store.h"
-#include "rpc/server.h"
+#include "oc/storage/remote_store.h"
+#include "oc/storage/rpc_server.h"
+#include "rocks/rocks_store.h"
 
 namespace oc::storage::kvtest {
 namespace {

@@ -15,12 +15,13 @@
 #include <string_view>
 #include <vector>
 
+#include "kv/slice_source.h"
 #include "oc/client/target_buffer.h"
 #include "oc/common/bytes.h"
 #include "oc/descriptor/descriptor.h"
 #include "oc/storage/kv.h"
 #include "oc/storage/layer_sink.h"
-#include "oc/storage/open.h"
+#include "oc/storage/local_store.h"
 #include "oc/storage/store.h"
 #include "oc/testutil/testutil.h"
 
@@ -61,6 +62,9 @@ class KvStoreTest : public ::testing::Test {
     store_ = std::move(*s);
     ASSERT_TRUE(store_->CreateBucket(kBucket, "tester").ok());
   }
+
+  // The local store as the KV engine sees it (src/kv/slice_source.h).
+  kv::SliceSource& source() { return dynamic_cast<kv::SliceSource&>(*store_); }
 
   testutil::TempDir dir_;
   std::unique_ptr<Store> store_;

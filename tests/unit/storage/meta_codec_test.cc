@@ -1,4 +1,4 @@
-#include "meta_codec.h"
+#include "rocks/meta_codec.h"
 
 #include <gtest/gtest.h>
 

@@ -9,7 +9,7 @@
 
 #include <fmt/core.h>
 
-#include "md5.h"
+#include "rocks/md5.h"
 #include "rpc/wire.h"
 #include "rpc_test_util.h"
 
@@ -392,30 +392,6 @@ TEST_P(StoreConformance, MultipartUploadEndToEnd) {
   EXPECT_EQ(store().AbortMultipartUpload({"bkt", "aborted"}, *other).subject(), Subject::kUpload);
   EXPECT_EQ(store().CompleteMultipartUpload({"bkt", "aborted"}, *other, parts).error().subject(),
             Subject::kUpload);
-}
-
-TEST_P(StoreConformance, ReadSlicesFillsCallerBuffersAndReportsMissing) {
-  const std::string a = Bytes(21, 8192);
-  const std::string b = Bytes(22, 3000);
-  ASSERT_TRUE(PutString(store(), {"bkt", "a"}, a).has_value());
-  ASSERT_TRUE(PutString(store(), {"bkt", "b"}, b).has_value());
-  std::vector<std::byte> buffer(4096 + 1000 + 10 + 64 + 0, std::byte{0x55});
-  MutableByteSpan all(buffer);
-  const std::vector<SliceRead> slices = {
-      {"a", 4096, all.subspan(0, 4096)},     // the second half of a
-      {"b", 2000, all.subspan(4096, 1000)},  // the tail of b
-      {"missing", 0, all.subspan(5096, 10)},
-      {"b", 2990, all.subspan(5106, 64)},  // runs past the end of b
-      {"a", 0, all.subspan(5170, 0)},      // empty
-  };
-  Result<std::vector<SliceStatus>> st = store().ReadSlices("bkt", slices);
-  ASSERT_TRUE(st.has_value()) << st.error();
-  EXPECT_EQ(*st,
-            (std::vector<SliceStatus>{SliceStatus::kOk, SliceStatus::kOk, SliceStatus::kMissing,
-                                      SliceStatus::kShort, SliceStatus::kOk}));
-  EXPECT_EQ(AsText(ByteSpan(buffer).subspan(0, 4096)), a.substr(4096));
-  EXPECT_EQ(AsText(ByteSpan(buffer).subspan(4096, 1000)), b.substr(2000));
-  EXPECT_EQ(store().ReadSlices("nobucket", slices).error().subject(), Subject::kBucket);
 }
 
 TEST_P(StoreConformance, StatsAnswer) {

@@ -15,7 +15,7 @@
 #include "kv/kv_engine.h"
 #include "kv_test_util.h"
 #include "oc/descriptor/codec.h"
-#include "rocks_store.h"
+#include "rocks/rocks_store.h"
 #include "rpc/client_conn.h"
 #include "rpc/wire.h"
 #include "rpc_test_util.h"
@@ -686,74 +686,6 @@ TEST(RpcKvClient, BrokenOrFailedStreamsFinishTheSinkOnceWithTheError) {
     EXPECT_EQ(sink.final_.code(), row.want);
     remote.reset();  // closes the client side, so the server thread's drain ends
   }
-}
-
-// A measurement, not a test: run it by hand with --gtest_also_run_disabled_tests. Remote-mode
-// layerwise GET of one Llama-3.1-8B-like request (N = 4, L = 32, S = 256 KiB: 32 MiB, warm)
-// into a UCX shared-memory target and into a body, alternating in one run between the
-// former path (a KvEngine in the caller over the RPC's ReadSlices, writing from the caller's
-// own data plane: what RemoteStore did before the descriptor ops) and the descriptor ops
-// (the server's engine and data plane). Prints median GB/s of each and the ratio.
-TEST_F(RpcKvTest, DISABLED_MeasureRemoteLayerwiseGetBeforeAndAfter) {
-  KvOptions kv;
-  kv.layerwise_threshold_bytes = 1;
-  served_ = Serve({}, kv);
-  ASSERT_NE(served_, nullptr);
-  remote_ = Connect({served_->server->endpoint()});
-  ASSERT_TRUE(remote_->CreateBucket(kBucket, "tester").ok());
-  const Shape s{4, 32, 256 << 10, StoredLayout::kL2TD};
-  Descriptor d = MakeDescriptor(s, true, 1);
-  StoreChunks(d, s, 1, s.n);
-  const uint64_t w = s.n * s.layers * s.s;
-  kv::KvEngine before(*remote_, kv);  // the former RemoteStore path, in this process
-  auto rx = Receiver::Open(kTransports[0], w, WhereIs(*remote_, kBucket));
-  ASSERT_TRUE(rx.has_value()) << rx.error();
-  // The caller's engine writes with its own data plane: a second connection.
-  auto before_plane = before.DataPlaneInfo();
-  ASSERT_TRUE(before_plane.has_value()) << before_plane.error();
-  auto before_connection = rx->plane->Connect(before_plane->address, before_plane->shared_memory);
-  ASSERT_TRUE(before_connection.has_value()) << before_connection.error();
-  constexpr int kReps = 7;
-  std::vector<double> gbps[4];  // before/after x target/body
-  for (int rep = 0; rep < kReps; ++rep) {
-    for (int path = 0; path < 4; ++path) {
-      const bool after = path % 2 == 1;
-      const bool target = path < 2;
-      Descriptor dd = d;
-      std::unique_ptr<client::Delivery> delivery;
-      if (target) {
-        dd.target = after ? rx->Target() : rx->buffer->Target(*before_connection);
-        auto e = rx->plane->Expect(dd.target->address, s.layers);
-        ASSERT_TRUE(e.has_value());
-        delivery = std::move(*e);
-      }
-      VectorSink sink(4, 1 << 20);
-      const auto t0 = std::chrono::steady_clock::now();
-      Result<KvGetReport> r = after ? remote_->GetLayers(kBucket, dd, target ? nullptr : &sink, {})
-                                    : before.GetLayers(kBucket, dd, target ? nullptr : &sink, {});
-      ASSERT_TRUE(r.has_value()) << r.error();
-      if (target) {
-        ASSERT_TRUE(delivery->Wait(kWait).ok());
-      } else {
-        ASSERT_EQ(sink.body().size(), w);
-      }
-      const double sec =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      gbps[path].push_back(static_cast<double>(w) / sec / 1e9);
-    }
-  }
-  auto median = [](std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
-  const char* names[] = {"target before (caller engine)", "target after (server engine)",
-                         "body before (caller engine)", "body after (server engine)"};
-  for (int path = 0; path < 4; ++path) {
-    std::printf("%-32s %.2f GB/s (median of %d, %llu MiB)\n", names[path], median(gbps[path]),
-                kReps, static_cast<unsigned long long>(w >> 20));
-  }
-  std::printf("ratio after/before: target %.2fx, body %.2fx\n", median(gbps[1]) / median(gbps[0]),
-              median(gbps[3]) / median(gbps[2]));
 }
 
 }  // namespace

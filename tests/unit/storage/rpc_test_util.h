@@ -8,10 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "oc/storage/open.h"
+#include "oc/storage/local_store.h"
+#include "oc/storage/remote_store.h"
+#include "oc/storage/rpc_server.h"
 #include "oc/storage/store.h"
 #include "oc/testutil/testutil.h"
-#include "rpc/server.h"
 #include "store_test_util.h"
 
 namespace oc::storage::test {

@@ -96,6 +96,9 @@ TEST(RpcWire, BadHeadersAreRefusedNamingTheField) {
                          Row{"version", 4, 2, Code::kUnimplemented, "version"},
                          Row{"op zero", 5, 0, Code::kUnimplemented, "op"},
                          Row{"op unknown", 5, 200, Code::kUnimplemented, "op"},
+                         // Reserved: the former ReadSlices and SliceData (wire.h).
+                         Row{"op 40 (was ReadSlices)", 5, 40, Code::kUnimplemented, "op"},
+                         Row{"op 41 (was SliceData)", 5, 41, Code::kUnimplemented, "op"},
                          Row{"flags", 6, 0x80, Code::kInvalidArgument, "flags"},
                          Row{"length", 23, 1, Code::kResourceExhausted, "body_length"}}) {
     SCOPED_TRACE(row.name);
@@ -127,7 +130,7 @@ TEST(RpcWire, EveryKnownOpHasANameAndUnknownOnesDoNot) {
       EXPECT_NE(OpName(static_cast<Op>(v)), "unknown");
     }
   }
-  EXPECT_EQ(known, 32);
+  EXPECT_EQ(known, 30);
   EXPECT_FALSE(IsKnownOp(0));
   EXPECT_FALSE(IsKnownOp(255));
 }
@@ -244,7 +247,7 @@ TEST(RpcWire, FieldsRoundTrip) {
   EXPECT_EQ(seven, 7u);
 }
 
-TEST(RpcWire, MultipartSliceAndStatsTypesRoundTrip) {
+TEST(RpcWire, MultipartAndStatsTypesRoundTrip) {
   ListPartsResult parts;
   parts.parts = {{1, 5u << 20, "aa", 10}, {2, 7, "bb", 11}};
   parts.truncated = true;
@@ -254,20 +257,18 @@ TEST(RpcWire, MultipartSliceAndStatsTypesRoundTrip) {
   uploads.common_prefixes = {"c/"};
   uploads.next_key_marker = "k";
   uploads.next_upload_id_marker = "id-1";
-  const std::vector<SliceRequest> slices = {{"s0", 0, 100}, {"s1", 1ull << 40, 0}};
   StoreStats stats;
   stats.figures = {{"a", 1}, {"b", ~0ull}};
   const std::vector<std::optional<ObjectMeta>> metas = {SampleMeta(), std::nullopt};
   const std::vector<CompletedPart> done = {{1, "e1"}, {3, "e3"}};
 
-  const auto body = BodyOf(parts, uploads, slices, stats, metas, done);
+  const auto body = BodyOf(parts, uploads, stats, metas, done);
   ListPartsResult parts2;
   ListUploadsResult uploads2;
-  std::vector<SliceRequest> slices2;
   StoreStats stats2;
   std::vector<std::optional<ObjectMeta>> metas2;
   std::vector<CompletedPart> done2;
-  ASSERT_TRUE(DecodeBody(body, &parts2, &uploads2, &slices2, &stats2, &metas2, &done2).ok());
+  ASSERT_TRUE(DecodeBody(body, &parts2, &uploads2, &stats2, &metas2, &done2).ok());
   ASSERT_EQ(parts2.parts.size(), 2u);
   EXPECT_EQ(parts2.parts[0].size, 5u << 20);
   EXPECT_EQ(parts2.parts[1].etag, "bb");
@@ -275,8 +276,6 @@ TEST(RpcWire, MultipartSliceAndStatsTypesRoundTrip) {
   ASSERT_EQ(uploads2.uploads.size(), 1u);
   EXPECT_EQ(uploads2.uploads[0].upload_id, "id-1");
   EXPECT_EQ(uploads2.next_upload_id_marker, "id-1");
-  ASSERT_EQ(slices2.size(), 2u);
-  EXPECT_EQ(slices2[1].offset, 1ull << 40);
   EXPECT_EQ(stats2.figures, stats.figures);
   ASSERT_EQ(metas2.size(), 2u);
   ASSERT_TRUE(metas2[0].has_value());
@@ -373,15 +372,12 @@ TEST(RpcWire, ValidateBodyAcceptsWhatEncodersProduceForEveryOp) {
        BodyOf(key, std::string("id"), std::vector<CompletedPart>{{1, "e"}})},
       {Op::kListParts, 0, BodyOf(key, std::string("id"), uint32_t{0}, uint32_t{1000})},
       {Op::kListUploads, 0, BodyOf(std::string("b"), ListUploadsOptions{})},
-      {Op::kReadSlices, 0, BodyOf(std::string("b"), std::vector<SliceRequest>{{"k", 0, 8}})},
-      {Op::kReadSlices, kFlagReply, BodyOf(uint32_t{1})},
-      {Op::kSliceData, kFlagReply, BodyOf(uint32_t{0}, uint8_t{0}, uint64_t{77})},
       {Op::kStats, kFlagReply, BodyOf(StoreStats{{{"x", 1}}})},
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(OpName(row.op));
     EXPECT_TRUE(ValidateBody(row.op, row.flags, row.body).ok());
-    if (!row.body.empty() && row.op != Op::kSliceData) {
+    if (!row.body.empty()) {
       EXPECT_FALSE(
           ValidateBody(row.op, row.flags, ByteSpan(row.body).first(row.body.size() - 1)).ok());
     }

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "rocks_store.h"
+#include "rocks/rocks_store.h"
 #include "store_test_util.h"
 
 namespace oc::storage::test {

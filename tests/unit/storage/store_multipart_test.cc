@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include "md5.h"
-#include "rocks_store.h"
+#include "rocks/md5.h"
+#include "rocks/rocks_store.h"
 #include "store_test_util.h"
 
 namespace oc::storage::test {

@@ -1,5 +1,6 @@
-// ReadSlices: layer slices of many objects into caller buffers, in every read mode and
-// both extent layouts; missing and short objects; slices spanning extents and parts.
+// ReadSlices and PinSlices of the local store as the KV engine's SliceSource
+// (src/kv/slice_source.h): layer slices of many objects into caller buffers, in every read
+// mode and both extent layouts; missing and short objects; slices spanning extents and parts.
 
 #include <gtest/gtest.h>
 
@@ -7,10 +8,16 @@
 #include <span>
 #include <thread>
 
+#include "kv/slice_source.h"
 #include "store_test_util.h"
 
 namespace oc::storage::test {
 namespace {
+
+using kv::PinnedPiece;
+using kv::SlicePin;
+using kv::SliceRead;
+using kv::SliceStatus;
 
 struct Mode {
   ExtentLayout layout;
@@ -27,6 +34,8 @@ class SlicesTest : public ::testing::TestWithParam<Mode> {
     store_ = std::move(*s);
     ASSERT_TRUE(store_->CreateBucket("kvc", "me").ok());
   }
+
+  kv::SliceSource& source() { return dynamic_cast<kv::SliceSource&>(*store_); }
 
   testutil::TempDir dir_;
   std::unique_ptr<Store> store_;
@@ -69,7 +78,7 @@ TEST_P(SlicesTest, ReadsLayerSlicesOfManyChunksIntoPlace) {
           SliceRead{"c" + std::to_string(j), layer * kS,
                     MutableByteSpan(reinterpret_cast<std::byte*>(dest.data()) + j * kS, kS)});
     }
-    Result<std::vector<SliceStatus>> r = store_->ReadSlices("kvc", slices);
+    Result<std::vector<SliceStatus>> r = source().ReadSlices("kvc", slices);
     ASSERT_TRUE(r.has_value()) << r.error();
     for (int j = 0; j < kChunks; ++j) {
       EXPECT_EQ((*r)[j], SliceStatus::kOk);
@@ -96,7 +105,7 @@ TEST_P(SlicesTest, ReportsMissingAndShortPerSlice) {
       {"empty", 0, at(4, 0)},      // zero bytes of an empty object
       {"", 0, at(5, 10)},          // not a valid key: missing
   };
-  Result<std::vector<SliceStatus>> r = store_->ReadSlices("kvc", slices);
+  Result<std::vector<SliceStatus>> r = source().ReadSlices("kvc", slices);
   ASSERT_TRUE(r.has_value()) << r.error();
   const std::vector<SliceStatus> want = {SliceStatus::kOk,    SliceStatus::kMissing,
                                          SliceStatus::kShort, SliceStatus::kOk,
@@ -106,8 +115,8 @@ TEST_P(SlicesTest, ReportsMissingAndShortPerSlice) {
   EXPECT_TRUE(buf.substr(3 * 5000, 4100) == a.substr(4090, 4100));
   EXPECT_EQ(buf.substr(5000, 100), std::string(100, '\x55')) << "a missing slice was written";
   EXPECT_EQ(buf.substr(2 * 5000, 2000), std::string(2000, '\x55')) << "a short slice was written";
-  EXPECT_EQ(store_->ReadSlices("nobucket", slices).error().subject(), Subject::kBucket);
-  Result<std::vector<SliceStatus>> none = store_->ReadSlices("kvc", {});
+  EXPECT_EQ(source().ReadSlices("nobucket", slices).error().subject(), Subject::kBucket);
+  Result<std::vector<SliceStatus>> none = source().ReadSlices("kvc", {});
   ASSERT_TRUE(none.has_value());
   EXPECT_TRUE(none->empty());
 }
@@ -128,7 +137,7 @@ std::vector<std::string> Gather(std::span<const SlicePin> slices,
 }
 
 TEST_P(SlicesTest, PinSlicesLendsTheSameBytesWithoutACopy) {
-  ASSERT_TRUE(store_->SupportsPinnedSlices());
+  ASSERT_TRUE(source().SupportsPinnedSlices());
   const std::string a = Bytes(1, 10000);
   ASSERT_TRUE(PutString(*store_, {"kvc", "a"}, a).has_value());
   const std::vector<SlicePin> slices = {
@@ -139,7 +148,7 @@ TEST_P(SlicesTest, PinSlicesLendsTheSameBytesWithoutACopy) {
       {"", 0, 10},          // not a valid key: missing
   };
   std::vector<PinnedPiece> pieces;
-  Result<std::vector<SliceStatus>> r = store_->PinSlices("kvc", slices, &pieces);
+  Result<std::vector<SliceStatus>> r = source().PinSlices("kvc", slices, &pieces);
   ASSERT_TRUE(r.has_value()) << r.error();
   const std::vector<SliceStatus> want = {SliceStatus::kOk, SliceStatus::kMissing,
                                          SliceStatus::kShort, SliceStatus::kOk,
@@ -159,7 +168,7 @@ TEST_P(SlicesTest, PinSlicesLendsTheSameBytesWithoutACopy) {
   EXPECT_TRUE(Gather(slices, pieces)[3] == a.substr(4090, 4100));
   pieces.clear();
 
-  EXPECT_EQ(store_->PinSlices("nobucket", slices, &pieces).error().subject(), Subject::kBucket);
+  EXPECT_EQ(source().PinSlices("nobucket", slices, &pieces).error().subject(), Subject::kBucket);
   EXPECT_TRUE(pieces.empty());
 }
 
@@ -185,7 +194,7 @@ TEST_P(SlicesTest, SliceSpansMultipartSegments) {
   const std::vector<SliceRead> slices = {
       {"mp", offset, MutableByteSpan(reinterpret_cast<std::byte*>(dest.data()), 16000)},
       {"mp", 0, MutableByteSpan(reinterpret_cast<std::byte*>(dest.data()) + 16000, 4000)}};
-  Result<std::vector<SliceStatus>> r = store_->ReadSlices("kvc", slices);
+  Result<std::vector<SliceStatus>> r = source().ReadSlices("kvc", slices);
   ASSERT_TRUE(r.has_value()) << r.error();
   EXPECT_EQ((*r)[0], SliceStatus::kOk);
   EXPECT_TRUE(dest.substr(0, 16000) == all.substr(offset, 16000));
@@ -212,7 +221,7 @@ TEST_P(SlicesTest, SeesOneVersionWhileOverwritten) {
           {"o" + std::to_string(j), 0,
            MutableByteSpan(reinterpret_cast<std::byte*>(dest.data()) + j * 8192, 8192)});
     }
-    Result<std::vector<SliceStatus>> r = store_->ReadSlices("kvc", slices);
+    Result<std::vector<SliceStatus>> r = source().ReadSlices("kvc", slices);
     ASSERT_TRUE(r.has_value());
     for (int j = 0; j < 8; ++j) {
       const std::string_view s = std::string_view(dest).substr(j * 8192, 8192);

@@ -7,9 +7,9 @@
 #include <thread>
 #include <vector>
 
-#include "md5.h"
 #include "oc/common/config.h"
-#include "rocks_store.h"
+#include "rocks/md5.h"
+#include "rocks/rocks_store.h"
 #include "store_test_util.h"
 
 namespace oc::storage::test {

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "oc/common/bytes.h"
-#include "oc/storage/open.h"
+#include "oc/storage/local_store.h"
 #include "oc/storage/store.h"
 #include "oc/testutil/testutil.h"
 

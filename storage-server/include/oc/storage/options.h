@@ -1,10 +1,10 @@
 #pragma once
-// Options of the local RocksDB store and of the remote-store client. Plain fields with
-// defaults; Validate() checks them once at startup.
+// Options of the local RocksDB store (OpenLocalStore, local_store.h) with its KV engine's, and
+// their config tables. Plain fields with defaults; Validate() checks them once at startup.
+// The remote-store client's options are in remote_store.h.
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "oc/common/status.h"
 #include "oc/storage/kv.h"
@@ -31,7 +31,8 @@ enum class ExtentLayout : uint8_t {
   kBlobFiles = 1,
 };
 
-// How ReadSlices fetches extents (see bench/storage_bench.cc for the measurements).
+// How the store reads the KV engine's layer slices (ReadSlices, src/rocks/rocks_slices.cc; see
+// bench/storage_bench.cc for the measurements).
 enum class SliceReadMode : uint8_t {
   kAuto = 0,     // the measured best for the slice count and size
   kSerialGet,    // one Get per extent on the calling thread
@@ -53,14 +54,14 @@ struct StoreOptions {
   // is for benchmarks that measure the engine without the disk.
   // Default: true
   bool sync_writes = true;
-  // Threads that serve ReadSlices and other parallel reads (the calling thread works too);
+  // Threads that serve layer-slice reads and other parallel reads (the calling thread works too);
   // 0 reads on the calling thread only.
   // Default: 4
   uint32_t read_threads = 4;
   // Where extent values live.
   // Default: kSstBlocks (measured: see docs/decisions.md, "Extent layout")
   ExtentLayout extent_layout = ExtentLayout::kSstBlocks;
-  // How ReadSlices fetches extents.
+  // How layer-slice reads (ReadSlices) fetch extents.
   // Default: kAuto
   SliceReadMode slice_read_mode = SliceReadMode::kAuto;
   // A streaming writer flushes its extents to RocksDB (unsynced, invisible until Commit)
@@ -83,18 +84,5 @@ struct StoreOptions {
 // KvOptions field by field) into *options, leaving absent keys unchanged. kInvalidArgument
 // naming the key on a bad value.
 Status ApplyConfig(const oc::Config& config, StoreOptions* options);
-
-struct RemoteStoreOptions {
-  // host:port of each oc-storage-server; buckets are spread over them by hash of name.
-  // Default: none (required)
-  std::vector<std::string> endpoints;
-  // Shared secret every RPC connection must present (OC_RPC_SECRET).
-  // Default: "" (required)
-  std::string secret;
-  // Idle connections kept per endpoint.
-  // Default: 16
-  uint32_t max_idle_connections = 16;
-  Status Validate() const;
-};
 
 }  // namespace oc::storage

@@ -1,7 +1,11 @@
 #pragma once
 // Store owns buckets and objects. The gateway sees only this interface; OpenLocalStore()
-// (open.h) backs it with RocksDB in process, ConnectRemoteStore() with the storage RPC to
-// one or more oc-storage-server daemons. Both behave identically, and tests run both.
+// (local_store.h, target oc_storage_rocks) backs it with RocksDB in process,
+// ConnectRemoteStore() (remote_store.h, target oc_storage_rpc_client) with the storage RPC to
+// one or more oc-storage-server daemons. Both behave identically, and tests run both. The
+// descriptor calls below are the KV engine's (src/kv/) in a local store and forwarded whole
+// to the storage server by a remote one; how the engine reads a backend's bytes is internal
+// (src/kv/slice_source.h).
 //
 // Visibility and durability: an object appears only whole, when its writer commits; an
 // overwrite replaces it atomically; a reader sees one version from open to close even if
@@ -154,24 +158,6 @@ class Store {
                                             uint32_t part_number_marker, uint32_t max_parts) = 0;
   virtual Result<ListUploadsResult> ListMultipartUploads(std::string_view bucket,
                                                          const ListUploadsOptions& options) = 0;
-
-  // --- KV-cache layer reads ---
-  // Reads every slice into its dest, in parallel and batched where the engine allows.
-  // Returns one SliceStatus per slice, in order; a missing object is not an error.
-  virtual Result<std::vector<SliceStatus>> ReadSlices(std::string_view bucket,
-                                                      std::span<const SliceRead> slices) = 0;
-  // The zero-copy form of ReadSlices for a store that holds the bytes in its own memory:
-  // appends each kOk slice's pieces to *pieces (types.h, PinnedPiece) instead of copying
-  // them. Only when SupportsPinnedSlices(); others answer kUnimplemented.
-  virtual bool SupportsPinnedSlices() const { return false; }
-  virtual Result<std::vector<SliceStatus>> PinSlices(std::string_view bucket,
-                                                     std::span<const SlicePin> slices,
-                                                     std::vector<PinnedPiece>* pieces) {
-    (void)bucket;
-    (void)slices;
-    (void)pieces;
-    return Status::Unimplemented("this store cannot lend slices without a copy");
-  }
 
   // --- KV-cache descriptor calls (kv.h; docs/design.md "The descriptor", "Delivery") ---
   // Every one checks the descriptor's structure first (kInvalidArgument/kDescriptor naming

@@ -5,7 +5,6 @@
 
 #include <array>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -153,39 +152,6 @@ struct ListUploadsResult {
   std::string next_upload_id_marker;
 };
 
-// One slice of a layer read: `dest.size()` bytes of object `name` from `offset`.
-struct SliceRead {
-  std::string name;
-  uint64_t offset = 0;
-  MutableByteSpan dest;
-};
-
-// One slice of a zero-copy layer read (Store::PinSlices): `length` bytes of object `name`
-// from `offset`.
-struct SlicePin {
-  std::string_view name;
-  uint64_t offset = 0;
-  uint64_t length = 0;
-};
-
-// Bytes of a pinned slice, lent by the store without a copy. A slice that spans several
-// stored extents comes back as several pieces. `bytes` stay valid, and the store's memory
-// stays reserved for them, while any copy of `hold` lives; it may be released on any thread,
-// but before the store is closed.
-struct PinnedPiece {
-  size_t slice = 0;     // index into the PinSlices request
-  uint64_t within = 0;  // offset of bytes.data() in that slice
-  ByteSpan bytes;
-  std::shared_ptr<const void> hold;
-};
-
-enum class SliceStatus : uint8_t {
-  kOk = 0,   // dest filled
-  kMissing,  // no such object
-  kShort,    // the object ends before offset + dest.size(); dest is not filled
-};
-
-// Engine figures for /stats and /metrics; names are stable snake_case.
 // Where a client's UCX connects for the descriptor requests of a bucket with a data-plane
 // target (Store::DataPlane; docs/protocol.md, "Data plane: connecting").
 struct DataPlaneInfo {
@@ -193,6 +159,7 @@ struct DataPlaneInfo {
   bool shared_memory = false;  // its transports allow shared memory (the handshake's mode)
 };
 
+// Engine figures for /stats and /metrics; names are stable snake_case.
 struct StoreStats {
   std::vector<std::pair<std::string, uint64_t>> figures;
 };

@@ -10,9 +10,9 @@
 
 #include <rocksdb/db.h>
 
-#include "meta_codec.h"
 #include "oc/common/bytes.h"
 #include "oc/common/status.h"
+#include "rocks/meta_codec.h"
 
 namespace oc::storage {
 

@@ -1,4 +1,4 @@
-#include "thread_pool.h"
+#include "rocks/thread_pool.h"
 
 namespace oc::storage {
 

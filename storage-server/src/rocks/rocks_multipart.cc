@@ -7,10 +7,10 @@
 
 #include <rocksdb/snapshot.h>
 
-#include "md5.h"
 #include "names.h"
-#include "rocks_store.h"
-#include "store_keys.h"
+#include "rocks/md5.h"
+#include "rocks/rocks_store.h"
+#include "rocks/store_keys.h"
 
 namespace oc::storage {
 namespace {

@@ -1,5 +1,10 @@
 #pragma once
-// RocksStore: the Store backed by one RocksDB database (private to storage-server/src).
+// RocksStore: the Store backed by one RocksDB database (target oc_storage_rocks, opened by
+// OpenLocalStore in local_store.h). It is also the KV engine's SliceSource
+// (src/kv/slice_source.h): it builds its kv::KvEngine over itself and delegates the
+// descriptor calls to it. Its parts, one idea per file: rocks_store.cc (core, buckets,
+// stats), rocks_open.cc, rocks_write.cc, rocks_read.cc, rocks_group.cc, rocks_multipart.cc,
+// rocks_list.cc, rocks_slices.cc, rocks_reclaim.cc, wal_sync.cc.
 //
 // Column families (keys -> values):
 //   default   "next_data_id" -> u64 LE: ceiling of data ids handed out (reserved in blocks)
@@ -24,7 +29,7 @@
 // mutex serialises the read-old-metadata/write-new step of commits to the same key.
 // Durability and group commit: an object or part commit (and Delete) writes its batch
 // unsynced under the key lock, releases the lock, and returns only after a WAL sync that
-// started after its write has finished (WalSync below). One fdatasync covers every commit
+// started after its write has finished (WalSync, wal_sync.h). One fdatasync covers every commit
 // written before it, including commits to the same key, which RocksDB's own write groups
 // cannot share because the key lock is held across a synced Write. A commit is visible to
 // readers from its write, before it is acknowledged; a crash before the sync loses it (and
@@ -48,18 +53,19 @@
 #include <rocksdb/snapshot.h>
 #include <rocksdb/write_batch.h>
 
-#include "extent_key.h"
 #include "kv/kv_engine.h"
-#include "md5.h"
-#include "meta_codec.h"
+#include "kv/slice_source.h"
 #include "oc/common/thread_annotations.h"
 #include "oc/storage/options.h"
 #include "oc/storage/store.h"
-#include "thread_pool.h"
+#include "rocks/extent_key.h"
+#include "rocks/md5.h"
+#include "rocks/meta_codec.h"
+#include "rocks/thread_pool.h"
 
 namespace oc::storage {
 
-// The one translation of RocksDB errors (STYLE.md 3.4).
+// The one translation of RocksDB errors: nothing above this seam sees a rocksdb::Status.
 Status FromRocks(const rocksdb::Status& s);
 
 int64_t NowUnixMs();
@@ -79,43 +85,9 @@ Status AddExtent(rocksdb::WriteBatch* batch, rocksdb::ColumnFamilyHandle* cf, ui
 // kInvalidArgument for a bad chunk shape or a size outside 1..kMaxExtentBytes.
 Result<uint64_t> ChooseExtentBytes(const PutOptions& options, uint64_t default_bytes);
 
-// Group commit over RocksDB's WAL: writers record their unsynced writes (Written) and wait
-// for a sync that covers them (AwaitSynced). The first waiter with no sync running leads:
-// it gathers the writers it expects (as many as the last sync covered, or both cohorts when
-// writers piled up during that sync) for at most half the last sync's duration (capped by
-// kMaxGatherWait), then runs SyncWAL for all of them. Without the gathering, closed-loop
-// clients split into two cohorts that alternate syncs, halving the commits per fsync.
-// Thread-safe.
-class WalSync {
- public:
-  explicit WalSync(rocksdb::DB* db) : db_(db) {}
-  // Notes a write that has returned from DB::Write; returns its ticket.
-  uint64_t Written();
-  // Returns once every write up to `ticket` is on stable storage; the sync's error if the
-  // sync that covered it failed.
-  Status AwaitSynced(uint64_t ticket);
+class WalSync;
 
- private:
-  // Gathering never waits longer than this, whatever the disk's sync time.
-  static constexpr std::chrono::microseconds kMaxGatherWait{1000};
-  // Gathering never expects more writers than this.
-  static constexpr uint64_t kMaxGroup = 1024;
-
-  rocksdb::DB* const db_;
-  std::mutex mu_;
-  std::condition_variable synced_cv_;   // a sync finished
-  std::condition_variable written_cv_;  // a write arrived (the gathering leader waits on it)
-  uint64_t written_ OC_GUARDED_BY(mu_) = 0;
-  uint64_t synced_ OC_GUARDED_BY(mu_) = 0;        // every ticket up to it is durable
-  Status failure_ OC_GUARDED_BY(mu_);             // set by a failed sync, then kept
-  uint64_t failed_after_ OC_GUARDED_BY(mu_) = 0;  // tickets above it get failure_
-  bool syncing_ OC_GUARDED_BY(mu_) = false;
-  uint64_t last_group_ OC_GUARDED_BY(mu_) = 1;  // writes the last sync covered
-  uint64_t written_at_sync_end_ OC_GUARDED_BY(mu_) = 0;
-  std::chrono::microseconds last_sync_time_ OC_GUARDED_BY(mu_){0};
-};
-
-class RocksStore final : public Store {
+class RocksStore final : public Store, public kv::SliceSource {
  public:
   static Result<std::unique_ptr<RocksStore>> Open(const StoreOptions& options);
   ~RocksStore() override;
@@ -129,13 +101,14 @@ class RocksStore final : public Store {
                                             const PutOptions& options) override;
   Result<std::unique_ptr<ObjectReader>> Get(const ObjectKey& key, ByteRange range) override;
   Result<ObjectMeta> Head(const ObjectKey& key) override;
+  // Store's and SliceSource's (one override answers both).
   Result<std::vector<std::optional<ObjectMeta>>> HeadMany(
       std::string_view bucket, std::span<const std::string> names) override;
   Status Delete(const ObjectKey& key) override;
   Result<ObjectMeta> Copy(const ObjectKey& src, const ObjectKey& dst,
                           const std::optional<PutOptions>& replace) override;
   Result<ListResult> List(std::string_view bucket, const ListOptions& options) override;
-  // rocks_group.cc: one metadata batch commits the whole group.
+  // rocks_group.cc: one metadata batch commits the whole group. Store's and SliceSource's.
   Result<std::unique_ptr<ObjectGroupWriter>> PutGroup(std::string_view bucket) override;
 
   Result<std::string> CreateMultipartUpload(const ObjectKey& key,
@@ -151,13 +124,15 @@ class RocksStore final : public Store {
   Result<ListUploadsResult> ListMultipartUploads(std::string_view bucket,
                                                  const ListUploadsOptions& options) override;
 
-  Result<std::vector<SliceStatus>> ReadSlices(std::string_view bucket,
-                                              std::span<const SliceRead> slices) override;
-  bool SupportsPinnedSlices() const override { return true; }
-  Result<std::vector<SliceStatus>> PinSlices(std::string_view bucket,
-                                             std::span<const SlicePin> slices,
-                                             std::vector<PinnedPiece>* pieces) override;
   Result<StoreStats> Stats() override;
+
+  // The KV engine's slice reads (kv::SliceSource; rocks_slices.cc).
+  Result<std::vector<kv::SliceStatus>> ReadSlices(std::string_view bucket,
+                                                  std::span<const kv::SliceRead> slices) override;
+  bool SupportsPinnedSlices() const override { return true; }
+  Result<std::vector<kv::SliceStatus>> PinSlices(std::string_view bucket,
+                                                 std::span<const kv::SlicePin> slices,
+                                                 std::vector<kv::PinnedPiece>* pieces) override;
 
   // The KV-cache descriptor calls, delegated to kv::KvEngine (src/kv/) over this store.
   Result<KvProbeResult> ProbeChunks(std::string_view bucket,
@@ -183,7 +158,7 @@ class RocksStore final : public Store {
   // Number of extent records visible now; a test hook.
   Result<uint64_t> CountExtents();
 
-  // --- used by the writer and reader classes in rocks_store.cc ---
+  // --- used by the writer and reader classes (rocks_write.cc, rocks_read.cc) ---
   struct WriteTarget {
     // An object commit when upload_id is empty, else a part commit.
     ObjectKey key;
@@ -247,13 +222,14 @@ class RocksStore final : public Store {
   void NoteFreed(uint64_t bytes);
   void ReclaimLoop();
   Status ReadSlice(const rocksdb::ReadOptions& meta_ro, const rocksdb::ReadOptions& extent_ro,
-                   std::string_view bucket, const SliceRead& slice, SliceStatus* out);
+                   std::string_view bucket, const kv::SliceRead& slice, kv::SliceStatus* out);
   // Read options for one slice batch, both on `snapshot`; checks the bucket in it.
   Status SnapshotReads(std::string_view bucket, rocksdb::ManagedSnapshot& snapshot,
                        rocksdb::ReadOptions* meta_ro, rocksdb::ReadOptions* extent_ro);
   Status ReadSlicesMultiGet(const rocksdb::ReadOptions& meta_ro,
                             const rocksdb::ReadOptions& extent_ro, std::string_view bucket,
-                            std::span<const SliceRead> slices, std::vector<SliceStatus>* out);
+                            std::span<const kv::SliceRead> slices,
+                            std::vector<kv::SliceStatus>* out);
   // What MultiGetSlices visits: `n` bytes at `within` of a fetched extent of `segment` (the
   // pinned `value`, which the visitor may move out), which are bytes [done, done + n) of
   // slice `slice`.
@@ -263,8 +239,8 @@ class RocksStore final : public Store {
   // Every slice's metadata in one MultiGet (*out: kOk, kMissing or kShort per slice), then
   // every extent the kOk slices cover in MultiGet batches, each handed to `visit`.
   Status MultiGetSlices(const rocksdb::ReadOptions& meta_ro, const rocksdb::ReadOptions& extent_ro,
-                        std::string_view bucket, std::span<const SlicePin> slices,
-                        std::vector<SliceStatus>* out, const ExtentVisitor& visit);
+                        std::string_view bucket, std::span<const kv::SlicePin> slices,
+                        std::vector<kv::SliceStatus>* out, const ExtentVisitor& visit);
   Result<UploadRecord> GetUpload(const rocksdb::ReadOptions& ro, const ObjectKey& key,
                                  std::string_view upload_id);
   // Every part record of `upload_id`, ascending by part number.

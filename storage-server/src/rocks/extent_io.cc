@@ -1,4 +1,4 @@
-#include "extent_io.h"
+#include "rocks/extent_io.h"
 
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
 #include <xxhash.h>
@@ -6,9 +6,9 @@
 #include <algorithm>
 #include <cstring>
 
-#include "extent_key.h"
 #include "oc/common/check.h"
-#include "rocks_store.h"
+#include "rocks/extent_key.h"
+#include "rocks/rocks_store.h"
 
 namespace oc::storage {
 namespace {

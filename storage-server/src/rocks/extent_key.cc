@@ -1,4 +1,4 @@
-#include "extent_key.h"
+#include "rocks/extent_key.h"
 
 #include "oc/common/bytes.h"
 #include "oc/common/check.h"

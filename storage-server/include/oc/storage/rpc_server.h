@@ -1,11 +1,12 @@
 #pragma once
-// RpcServer serves one Store over the storage RPC (wire.h) to authenticated clients: the
-// daemon oc-storage-server runs one, and tests run one in process over a real store.
+// RpcServer serves one Store over the storage RPC (src/rpc/wire.h) to authenticated clients
+// (target oc_storage_rpc_server; src/rpc/server.cc): the daemon oc-storage-server runs one
+// over OpenLocalStore, and tests run one in process over a real store.
 //
 // Threads: `io_threads` run Asio (one coroutine per connection, on its own strand); every
 // Store call runs on a separate pool of `store_threads`, so RocksDB never blocks I/O.
-// Each connection serves one call at a time and holds at most one frame body, one
-// streamed piece (kStreamChunkBytes) or one slice batch (max_slice_batch_bytes) in memory.
+// Each connection serves one call at a time and holds at most one frame body or one
+// streamed piece (kStreamChunkBytes) in memory.
 // Every read and write has a deadline. A client that breaks the protocol (bad magic,
 // version, op, flags, oversize length, malformed body, no handshake, wrong secret) gets an
 // error frame and its connection is closed; the others are not affected.
@@ -46,10 +47,6 @@ struct RpcServerOptions {
   // at most kMaxFrameBodyBytes.
   // Default: 4 MiB
   uint64_t max_frame_bytes = 4ull << 20;
-  // Staging memory per connection for one ReadSlices batch; a single slice larger than
-  // this is refused with kInvalidArgument.
-  // Default: 16 MiB
-  uint64_t max_slice_batch_bytes = 16ull << 20;
   // Time a new connection has to complete the handshake.
   // Default: 10s
   std::chrono::milliseconds handshake_timeout{10'000};

@@ -1,5 +1,8 @@
 #pragma once
-// Factories for the two Store implementations. The gateway names only these.
+// The local Store: RocksDB in this process, with the KV engine and its UCX data plane
+// (target oc_storage_rocks, which links oc_storage_kv; src/rocks/). What `objectcache serve`
+// and oc-storage-server link.
+// Thread safety: the returned Store is thread-safe (store.h).
 
 #include <memory>
 
@@ -13,9 +16,5 @@ namespace oc::storage {
 // directory cannot be used, kInvalidArgument for bad options. Recovers after a crash:
 // objects whose writes were not committed leave nothing visible and their space is freed.
 Result<std::unique_ptr<Store>> OpenLocalStore(const StoreOptions& options);
-
-// A Store that forwards every call over the storage RPC. Connects lazily; kUnavailable
-// from calls while a server is unreachable.
-Result<std::unique_ptr<Store>> ConnectRemoteStore(const RemoteStoreOptions& options);
 
 }  // namespace oc::storage

@@ -1,4 +1,5 @@
-// ReadSlices: the KV-cache layer read (docs/design.md, delivery). Every slice is copied once,
+// ReadSlices and PinSlices: RocksStore as the KV engine's SliceSource (src/kv/slice_source.h),
+// the KV-cache layer read (docs/design.md, delivery). Every slice is copied once,
 // from the pinned RocksDB block/blob (PinnableSlice) straight into the caller's buffer.
 // Three strategies (SliceReadMode), compared by bench/storage_bench.cc: one Get per extent
 // on the calling thread, batched MultiGet, or one Get per extent with the slices spread
@@ -8,13 +9,19 @@
 
 #include <rocksdb/snapshot.h>
 
-#include "extent_io.h"
-#include "extent_key.h"
 #include "names.h"
-#include "rocks_store.h"
-#include "store_keys.h"
+#include "rocks/extent_io.h"
+#include "rocks/extent_key.h"
+#include "rocks/rocks_store.h"
+#include "rocks/store_keys.h"
 
 namespace oc::storage {
+
+using kv::PinnedPiece;
+using kv::SlicePin;
+using kv::SliceRead;
+using kv::SliceStatus;
+
 namespace {
 
 // Keys per MultiGet call: enough to batch the lookups, few enough to keep the pinned

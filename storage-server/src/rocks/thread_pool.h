@@ -1,6 +1,6 @@
 #pragma once
-// A fixed pool of worker threads running queued tasks in FIFO order. Used by ReadSlices to
-// spread extent reads over StoreOptions::read_threads threads. Thread safety: Submit may be
+// A fixed pool of worker threads running queued tasks in FIFO order. Used by RocksStore::ReadSlices
+// to spread extent reads over StoreOptions::read_threads threads. Thread safety: Submit may be
 // called from any thread; the destructor runs the queued tasks' remainder and joins.
 
 #include <condition_variable>

@@ -6,8 +6,8 @@
 
 #include <rocksdb/snapshot.h>
 
-#include "rocks_store.h"
-#include "store_keys.h"
+#include "rocks/rocks_store.h"
+#include "rocks/store_keys.h"
 
 namespace oc::storage {
 

@@ -14,11 +14,11 @@
 #include <optional>
 #include <unordered_map>
 
-#include "meta_codec.h"
 #include "names.h"
 #include "oc/common/log.h"
-#include "rocks_store.h"
-#include "store_keys.h"
+#include "rocks/meta_codec.h"
+#include "rocks/rocks_store.h"
+#include "rocks/store_keys.h"
 
 namespace oc::storage {
 namespace {

@@ -1,0 +1,97 @@
+#pragma once
+// SliceSource: all the KV engine (kv_engine.h) sees of the storage backend it serves. Three
+// jobs: the batch HEAD that plans a descriptor request, the layer-slice reads that fill it
+// (copied into the engine's staging buffers, or lent without a copy), and the group writer
+// that stores a descriptor PUT's chunks all or nothing. RocksStore (src/rocks/) implements it
+// and builds its engine over itself; a RADOS backend beside rocks/ would do the same. The
+// interface is internal to storage-server: the gateway sees only Store (store.h), whose
+// descriptor calls a local store answers with its engine and a remote store forwards whole
+// to the storage server (kKv* ops), so slices never cross the RPC
+// (docs/decisions.md, "Storage: the KV engine reads a SliceSource, not a Store").
+//
+// HeadMany and PutGroup have Store's contracts (store.h), so a backend that is also a Store
+// answers both interfaces with one override each.
+// Thread safety: every method may be called concurrently from any thread.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "oc/common/bytes.h"
+#include "oc/common/result.h"
+#include "oc/common/status.h"
+#include "oc/storage/store.h"
+#include "oc/storage/types.h"
+
+namespace oc::storage::kv {
+
+// One slice of a layer read: `dest.size()` bytes of object `name` from `offset`.
+struct SliceRead {
+  std::string name;
+  uint64_t offset = 0;
+  MutableByteSpan dest;
+};
+
+// One slice of a zero-copy layer read (SliceSource::PinSlices): `length` bytes of object
+// `name` from `offset`.
+struct SlicePin {
+  std::string_view name;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
+// Bytes of a pinned slice, lent by the backend without a copy. A slice that spans several
+// stored extents comes back as several pieces. `bytes` stay valid, and the backend's memory
+// stays reserved for them, while any copy of `hold` lives; it may be released on any thread,
+// but before the backend is closed.
+struct PinnedPiece {
+  size_t slice = 0;     // index into the PinSlices request
+  uint64_t within = 0;  // offset of bytes.data() in that slice
+  ByteSpan bytes;
+  std::shared_ptr<const void> hold;
+};
+
+enum class SliceStatus : uint8_t {
+  kOk = 0,   // dest filled
+  kMissing,  // no such object
+  kShort,    // the object ends before offset + dest.size(); dest is not filled
+};
+
+class SliceSource {
+ public:
+  virtual ~SliceSource() = default;
+
+  // The batch existence query of planning: Store::HeadMany's contract.
+  virtual Result<std::vector<std::optional<ObjectMeta>>> HeadMany(
+      std::string_view bucket, std::span<const std::string> names) = 0;
+
+  // Reads every slice into its dest, in parallel and batched where the backend allows, all
+  // from one consistent view. Returns one SliceStatus per slice, in order; a missing object
+  // is not an error. kNotFound/kBucket if the bucket is absent.
+  virtual Result<std::vector<SliceStatus>> ReadSlices(std::string_view bucket,
+                                                      std::span<const SliceRead> slices) = 0;
+
+  // The zero-copy form of ReadSlices for a backend that holds the bytes in its own memory:
+  // appends each kOk slice's pieces to *pieces instead of copying them. Only when
+  // SupportsPinnedSlices(); others answer kUnimplemented.
+  virtual bool SupportsPinnedSlices() const { return false; }
+  virtual Result<std::vector<SliceStatus>> PinSlices(std::string_view bucket,
+                                                     std::span<const SlicePin> slices,
+                                                     std::vector<PinnedPiece>* pieces) {
+    (void)bucket;
+    (void)slices;
+    (void)pieces;
+    return Status::Unimplemented("this backend cannot lend slices without a copy");
+  }
+
+  // Starts a group of new objects that become visible together (a descriptor PUT's chunks):
+  // Store::PutGroup's contract.
+  virtual Result<std::unique_ptr<ObjectGroupWriter>> PutGroup(std::string_view bucket) = 0;
+};
+
+}  // namespace oc::storage::kv

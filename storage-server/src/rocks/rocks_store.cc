@@ -1,0 +1,197 @@
+// RocksStore, the core: the one translation of RocksDB errors, construction and shutdown,
+// the lookups every part shares (bucket check, object record, key lock stripe), the bucket
+// calls and Stats. The other parts: rocks_open.cc, rocks_write.cc, rocks_read.cc,
+// rocks_group.cc, rocks_multipart.cc, rocks_list.cc, rocks_slices.cc, rocks_reclaim.cc.
+#include "rocks/rocks_store.h"
+
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <shared_mutex>
+
+#include "kv/kv_engine.h"
+#include "kv/pacing.h"
+#include "names.h"
+#include "rocks/store_keys.h"
+#include "rocks/wal_sync.h"
+
+namespace oc::storage {
+
+Status FromRocks(const rocksdb::Status& s) {
+  if (s.ok()) {
+    return Status::Ok();
+  }
+  if (s.IsNotFound()) {
+    return Status::NotFound(Subject::kNone, s.ToString());
+  }
+  if (s.IsCorruption()) {
+    return Status::Corruption(s.ToString());
+  }
+  if (s.IsInvalidArgument()) {
+    return Status(Code::kInvalidArgument, Subject::kNone, "", s.ToString());
+  }
+  if (s.IsBusy() || s.IsTryAgain() || s.IsShutdownInProgress()) {
+    return Status::Unavailable(s.ToString());
+  }
+  if (s.IsNoSpace()) {
+    return Status::ResourceExhausted("", s.ToString());
+  }
+  return Status::IOError(s.ToString());
+}
+
+int64_t NowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+RocksStore::RocksStore(const StoreOptions& options) : options_(options) {
+  meta_read_.verify_checksums = true;
+  extent_read_.verify_checksums = options_.extent_layout == ExtentLayout::kSstBlocks;
+  extent_read_.fill_cache = true;
+  synced_.sync = options_.sync_writes;
+  unsynced_.sync = false;
+}
+
+RocksStore::~RocksStore() {
+  kv_.reset();
+  {
+    std::lock_guard lock(reclaim_mu_);
+    stopping_ = true;
+  }
+  reclaim_cv_.notify_all();
+  if (reclaimer_.joinable()) {
+    reclaimer_.join();
+  }
+  pool_.reset();
+  if (db_ != nullptr) {
+    for (rocksdb::ColumnFamilyHandle* h : handles_) {
+      (void)db_->DestroyColumnFamilyHandle(h);
+    }
+    (void)db_->Close();
+  }
+}
+
+size_t RocksStore::KeyStripe(std::string_view db_key) {
+  return std::hash<std::string_view>{}(db_key) % kKeyStripes;
+}
+
+Status RocksStore::CheckBucket(std::string_view bucket, const rocksdb::ReadOptions& ro) {
+  rocksdb::PinnableSlice value;
+  rocksdb::Status s =
+      db_->Get(ro, buckets_cf_, rocksdb::Slice(bucket.data(), bucket.size()), &value);
+  if (s.IsNotFound()) {
+    return Status::NotFound(Subject::kBucket, std::string(bucket));
+  }
+  return FromRocks(s);
+}
+
+Result<std::optional<ObjectRecord>> RocksStore::GetRecord(const std::string& db_key,
+                                                          const rocksdb::ReadOptions& ro) {
+  rocksdb::PinnableSlice value;
+  rocksdb::Status s = db_->Get(ro, objects_cf_, db_key, &value);
+  if (s.IsNotFound()) {
+    return std::optional<ObjectRecord>();
+  }
+  OC_RETURN_IF_ERROR(FromRocks(s));
+  OC_ASSIGN_OR_RETURN(ObjectRecord record, DecodeObjectRecord(value.ToStringView()));
+  return std::optional<ObjectRecord>(std::move(record));
+}
+
+// --- Buckets ---
+
+Status RocksStore::CreateBucket(std::string_view bucket, std::string_view owner) {
+  OC_RETURN_IF_ERROR(ValidateBucketName(bucket));
+  std::unique_lock lock(bucket_mu_);
+  Status exists = CheckBucket(bucket, meta_read_);
+  if (exists.ok()) {
+    return Status::AlreadyExists(Subject::kBucket, std::string(bucket));
+  }
+  if (!exists.IsNotFound()) {
+    return exists;
+  }
+  BucketRecord record{std::string(owner), NowUnixMs()};
+  return FromRocks(db_->Put(synced_, buckets_cf_, rocksdb::Slice(bucket.data(), bucket.size()),
+                            EncodeBucketRecord(record)));
+}
+
+Status RocksStore::DeleteBucket(std::string_view bucket) {
+  std::unique_lock lock(bucket_mu_);
+  OC_RETURN_IF_ERROR(CheckBucket(bucket, meta_read_));
+  const std::string prefix = BucketPrefix(bucket);
+  for (rocksdb::ColumnFamilyHandle* cf : {objects_cf_, uploads_cf_}) {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(meta_read_, cf));
+    it->Seek(prefix);
+    OC_RETURN_IF_ERROR(FromRocks(it->status()));
+    if (it->Valid() && it->key().starts_with(prefix)) {
+      return Status::FailedPrecondition(
+          Subject::kBucket,
+          cf == objects_cf_ ? "bucket is not empty" : "bucket has multipart uploads in progress");
+    }
+  }
+  return FromRocks(db_->Delete(synced_, buckets_cf_, rocksdb::Slice(bucket.data(), bucket.size())));
+}
+
+Result<BucketInfo> RocksStore::HeadBucket(std::string_view bucket) {
+  std::string value;
+  rocksdb::Status s =
+      db_->Get(meta_read_, buckets_cf_, rocksdb::Slice(bucket.data(), bucket.size()), &value);
+  if (s.IsNotFound()) {
+    return Status::NotFound(Subject::kBucket, std::string(bucket));
+  }
+  OC_RETURN_IF_ERROR(FromRocks(s));
+  OC_ASSIGN_OR_RETURN(BucketRecord record, DecodeBucketRecord(value));
+  return BucketInfo{std::string(bucket), std::move(record.owner), record.created_unix_ms};
+}
+
+Result<std::vector<BucketInfo>> RocksStore::ListBuckets() {
+  std::vector<BucketInfo> out;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(meta_read_, buckets_cf_));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    OC_ASSIGN_OR_RETURN(BucketRecord record, DecodeBucketRecord(it->value().ToStringView()));
+    out.push_back(
+        BucketInfo{it->key().ToString(), std::move(record.owner), record.created_unix_ms});
+  }
+  OC_RETURN_IF_ERROR(FromRocks(it->status()));
+  return out;
+}
+
+// --- Operations ---
+
+Result<StoreStats> RocksStore::Stats() {
+  StoreStats stats;
+  auto add_int = [&](std::string name, rocksdb::ColumnFamilyHandle* cf, const char* property) {
+    uint64_t v = 0;
+    if (db_->GetIntProperty(cf, property, &v)) {
+      stats.figures.emplace_back(std::move(name), v);
+    }
+  };
+  add_int("objects_estimated", objects_cf_, "rocksdb.estimate-num-keys");
+  add_int("extents_estimated", extents_cf_, "rocksdb.estimate-num-keys");
+  add_int("uploads_estimated", uploads_cf_, "rocksdb.estimate-num-keys");
+  add_int("extent_live_data_bytes", extents_cf_, "rocksdb.estimate-live-data-size");
+  add_int("extent_sst_bytes", extents_cf_, "rocksdb.total-sst-files-size");
+  add_int("extent_blob_bytes", extents_cf_, "rocksdb.total-blob-file-size");
+  add_int("extent_live_blob_bytes", extents_cf_, "rocksdb.live-blob-file-size");
+  add_int("memtable_bytes", extents_cf_, "rocksdb.cur-size-all-mem-tables");
+  add_int("pending_compaction_bytes", extents_cf_, "rocksdb.estimate-pending-compaction-bytes");
+  add_int("running_compactions", default_cf_, "rocksdb.num-running-compactions");
+  add_int("block_cache_usage_bytes", default_cf_, "rocksdb.block-cache-usage");
+  add_int("block_cache_pinned_bytes", default_cf_, "rocksdb.block-cache-pinned-usage");
+  add_int("block_cache_capacity_bytes", default_cf_, "rocksdb.block-cache-capacity");
+  if (kv_ != nullptr && kv_->pacing() != nullptr) {
+    kv::AppendStatsFigures(kv_->pacing()->Stats(), &stats.figures);  // per active request
+  }
+  uint64_t pending = 0;
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(meta_read_, pending_cf_));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      ++pending;
+    }
+    OC_RETURN_IF_ERROR(FromRocks(it->status()));
+  }
+  stats.figures.emplace_back("writes_in_progress", pending);
+  return stats;
+}
+
+}  // namespace oc::storage

@@ -1,0 +1,350 @@
+// RocksStore, writing one object or part: the streaming writer (extents buffered, flushed
+// unsynced under a pending record, committed in one batch), the commit under the key lock
+// with the WAL group sync, Delete, and Copy (rocks_store.h: "Writes", "Locks").
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+
+#include "names.h"
+#include "oc/common/log.h"
+#include "rocks/extent_io.h"
+#include "rocks/extent_key.h"
+#include "rocks/md5.h"
+#include "rocks/rocks_store.h"
+#include "rocks/store_keys.h"
+#include "rocks/wal_sync.h"
+#include "stream_copy.h"
+
+namespace oc::storage {
+namespace {
+
+const Logger kLog{"storage"};
+
+// Copy streams through a buffer of this size.
+constexpr uint64_t kCopyBufferBytes = 1 << 20;
+
+Status BadKeyStatus(std::string field, std::string message) {
+  return Status(Code::kInvalidArgument, Subject::kNone, std::move(field), std::move(message));
+}
+
+class RocksWriter final : public ObjectWriter {
+ public:
+  RocksWriter(RocksStore* store, RocksStore::WriteTarget target, uint64_t data_id,
+              uint64_t extent_bytes, uint8_t flags)
+      : store_(store),
+        target_(std::move(target)),
+        data_id_(data_id),
+        extent_bytes_(extent_bytes),
+        flags_(flags) {}
+
+  ~RocksWriter() override {
+    if (!spent_) {
+      store_->DiscardData(data_id_, flushed_);
+    }
+  }
+
+  Status Append(ByteSpan data) override {
+    if (spent_) {
+      return Status::FailedPrecondition(Subject::kEntity, "writer already committed");
+    }
+    OC_RETURN_IF_ERROR(failed_);
+    md5_.Update(data);
+    size_ += data.size();
+    while (!data.empty()) {
+      if (buf_.capacity() == 0) {
+        uint64_t want = extent_bytes_;
+        if (target_.options.expected_size.has_value()) {
+          want = std::min(want, *target_.options.expected_size);
+        }
+        buf_.reserve(want + kExtentHashBytes);
+      }
+      const uint64_t n = std::min<uint64_t>(extent_bytes_ - buf_.size(), data.size());
+      buf_.append(reinterpret_cast<const char*>(data.data()), n);
+      data = data.subspan(n);
+      if (buf_.size() == extent_bytes_) {
+        failed_ = EmitExtent(/*may_flush=*/true);
+        OC_RETURN_IF_ERROR(failed_);
+      }
+    }
+    return Status::Ok();
+  }
+
+  Result<ObjectMeta> Commit() override {
+    if (spent_) {
+      return Status::FailedPrecondition(Subject::kEntity, "writer already committed");
+    }
+    spent_ = true;
+    Status s = failed_;
+    if (s.ok() && !buf_.empty()) {
+      s = EmitExtent(/*may_flush=*/false);
+    }
+    const Md5Digest md5 = md5_.Finish();
+    const PutOptions& o = target_.options;
+    if (s.ok() && o.expected_size.has_value() && *o.expected_size != size_) {
+      s = Status(Code::kInvalidArgument, Subject::kEntity, "Content-Length",
+                 "body has " + std::to_string(size_) + " bytes, expected " +
+                     std::to_string(*o.expected_size));
+    }
+    if (s.ok() && o.content_md5.has_value() && *o.content_md5 != md5) {
+      s = Status(Code::kInvalidArgument, Subject::kDigest, "Content-MD5",
+                 "Content-MD5 does not match the body");
+    }
+    if (!s.ok()) {
+      store_->DiscardData(data_id_, flushed_);
+      return s;
+    }
+    // CommitWrite frees the extents itself when it fails before writing the record.
+    return store_->CommitWrite(target_, Segment{data_id_, size_, extent_bytes_, flags_}, md5,
+                               flushed_, &batch_);
+  }
+
+ private:
+  Status EmitExtent(bool may_flush) {
+    OC_RETURN_IF_ERROR(
+        AddExtent(&batch_, store_->extents_cf(), data_id_, next_extent_++, flags_, &buf_));
+    batch_bytes_ += buf_.size();
+    buf_.clear();
+    if (may_flush && batch_bytes_ >= store_->options().write_batch_bytes) {
+      return Flush();
+    }
+    return Status::Ok();
+  }
+
+  // Writes the buffered extents unsynced; the first flush also records the data id as
+  // pending, in the same batch, so recovery can free it if Commit never happens.
+  Status Flush() {
+    if (!flushed_) {
+      OC_RETURN_IF_ERROR(FromRocks(batch_.Put(store_->pending_cf(), PendingKey(data_id_), "")));
+    }
+    OC_RETURN_IF_ERROR(FromRocks(store_->db()->Write(store_->unsynced(), &batch_)));
+    flushed_ = true;
+    batch_.Clear();
+    batch_bytes_ = 0;
+    return Status::Ok();
+  }
+
+  RocksStore* const store_;
+  const RocksStore::WriteTarget target_;
+  const uint64_t data_id_;
+  const uint64_t extent_bytes_;
+  const uint8_t flags_;
+  Md5 md5_;
+  std::string buf_;  // the extent being filled
+  rocksdb::WriteBatch batch_;
+  uint64_t batch_bytes_ = 0;
+  uint64_t next_extent_ = 0;
+  uint64_t size_ = 0;
+  bool flushed_ = false;
+  bool spent_ = false;
+  Status failed_;
+};
+
+}  // namespace
+
+std::string PendingKey(uint64_t data_id) {
+  std::string key(8, '\0');
+  PutBigEndian64(data_id, reinterpret_cast<std::byte*>(key.data()));
+  return key;
+}
+
+Status AddExtent(rocksdb::WriteBatch* batch, rocksdb::ColumnFamilyHandle* cf, uint64_t data_id,
+                 uint64_t index, uint8_t flags, std::string* bytes) {
+  if ((flags & kSegmentExtentHash) != 0) {
+    std::byte trailer[kExtentHashBytes];
+    PutLittleEndian64(ExtentHash(AsBytes(*bytes)), trailer);
+    bytes->append(reinterpret_cast<const char*>(trailer), kExtentHashBytes);
+  }
+  const ExtentKey key = EncodeExtentKey(data_id, index);
+  return FromRocks(batch->Put(cf, AsSlice(key), *bytes));
+}
+
+// Extent size of a new object or part: explicit, else the chunk's contiguous layer range
+// (S for KV_L2TD, S/2 for KV_2LTD), else the store default (types.h PutOptions).
+Result<uint64_t> ChooseExtentBytes(const PutOptions& o, uint64_t default_bytes) {
+  if (o.chunk.has_value()) {
+    const ChunkShape& c = *o.chunk;
+    if (c.num_layers == 0 || c.layer_bytes == 0 ||
+        (c.layout == descriptor::StoredLayout::k2LTD && c.layer_bytes % 2 != 0)) {
+      return BadKeyStatus("chunk", "chunk shape needs L > 0 and S > 0 (even for KV_2LTD)");
+    }
+  }
+  uint64_t bytes = default_bytes;
+  if (o.extent_bytes != 0) {
+    bytes = o.extent_bytes;
+  } else if (o.chunk.has_value()) {
+    bytes = o.chunk->layout == descriptor::StoredLayout::kL2TD ? o.chunk->layer_bytes
+                                                               : o.chunk->layer_bytes / 2;
+  }
+  if (bytes == 0 || bytes > kMaxExtentBytes) {
+    return BadKeyStatus("extent_bytes",
+                        "extent size must be 1.." + std::to_string(kMaxExtentBytes));
+  }
+  return bytes;
+}
+
+Result<std::unique_ptr<ObjectWriter>> RocksStore::Put(const ObjectKey& key,
+                                                      const PutOptions& options) {
+  OC_RETURN_IF_ERROR(ValidateObjectKey(key.name));
+  OC_ASSIGN_OR_RETURN(uint64_t extent_bytes,
+                      ChooseExtentBytes(options, options_.default_extent_bytes));
+  OC_RETURN_IF_ERROR(CheckBucket(key.bucket, meta_read_));
+  return NewWriter(WriteTarget{key, "", 0, options}, extent_bytes);
+}
+
+Result<std::unique_ptr<ObjectWriter>> RocksStore::NewWriter(WriteTarget target,
+                                                            uint64_t extent_bytes) {
+  OC_ASSIGN_OR_RETURN(uint64_t data_id, NewDataId());
+  const uint8_t flags = options_.extent_layout == ExtentLayout::kBlobFiles ? kSegmentExtentHash : 0;
+  return std::unique_ptr<ObjectWriter>(
+      new RocksWriter(this, std::move(target), data_id, extent_bytes, flags));
+}
+
+Result<ObjectMeta> RocksStore::CommitWrite(const WriteTarget& target, const Segment& segment,
+                                           const std::array<std::byte, 16>& md5, bool flushed,
+                                           rocksdb::WriteBatch* batch) {
+  uint64_t freed = 0;
+  uint64_t ticket = 0;
+  Result<ObjectMeta> meta = WriteCommit(target, segment, md5, flushed, batch, &freed, &ticket);
+  if (!meta.has_value()) {
+    DiscardData(segment.data_id, flushed);  // nothing refers to the extents
+    return meta;
+  }
+  // Written: the record is visible and refers to the extents, so they stay even if the sync
+  // fails (the commit is then reported failed, as it may not survive a crash).
+  OC_RETURN_IF_ERROR(AwaitDurable(ticket));
+  NoteFreed(freed);
+  return meta;
+}
+
+Result<ObjectMeta> RocksStore::WriteCommit(const WriteTarget& target, const Segment& segment,
+                                           const std::array<std::byte, 16>& md5, bool flushed,
+                                           rocksdb::WriteBatch* batch, uint64_t* freed_out,
+                                           uint64_t* ticket_out) {
+  const std::string object_key = ObjectDbKey(target.key.bucket, target.key.name);
+  const int64_t now = NowUnixMs();
+  std::shared_lock bucket_lock(bucket_mu_);
+  std::lock_guard key_lock(KeyMutex(object_key));
+  OC_RETURN_IF_ERROR(CheckBucket(target.key.bucket, meta_read_));
+  if (flushed) {
+    OC_RETURN_IF_ERROR(FromRocks(batch->Delete(pending_cf_, PendingKey(segment.data_id))));
+  }
+  ObjectMeta meta;
+  meta.size = segment.size;
+  meta.etag = HexEncode(md5);
+  meta.mtime_unix_ms = now;
+  uint64_t freed = 0;
+  if (target.upload_id.empty()) {
+    OC_ASSIGN_OR_RETURN(std::optional<ObjectRecord> old, GetRecord(object_key, meta_read_));
+    ObjectRecord record;
+    record.meta = meta;
+    record.meta.content_type = target.options.content_type;
+    record.meta.user_meta = target.options.user_meta;
+    record.meta.headers = target.options.headers;
+    record.meta.chunk = target.options.chunk;
+    record.segments.push_back(segment);
+    OC_RETURN_IF_ERROR(FromRocks(batch->Put(objects_cf_, object_key, EncodeObjectRecord(record))));
+    if (old.has_value()) {
+      freed = DeleteSegments(old->segments, batch);
+    }
+    meta = std::move(record.meta);
+  } else {
+    const std::string upload_key =
+        UploadDbKey(target.key.bucket, target.key.name, target.upload_id);
+    rocksdb::PinnableSlice upload;
+    rocksdb::Status s = db_->Get(meta_read_, uploads_cf_, upload_key, &upload);
+    if (s.IsNotFound()) {
+      return Status::NotFound(Subject::kUpload, target.upload_id);
+    }
+    OC_RETURN_IF_ERROR(FromRocks(s));
+    const std::string part_key = PartDbKey(target.upload_id, target.part_number);
+    std::string old_part;
+    s = db_->Get(meta_read_, parts_cf_, part_key, &old_part);
+    if (!s.IsNotFound()) {
+      OC_RETURN_IF_ERROR(FromRocks(s));
+      OC_ASSIGN_OR_RETURN(PartRecord old, DecodePartRecord(old_part));
+      freed = DeleteSegments({old.segment}, batch);
+    }
+    PartRecord part{segment, md5, now};
+    OC_RETURN_IF_ERROR(FromRocks(batch->Put(parts_cf_, part_key, EncodePartRecord(part))));
+  }
+  OC_ASSIGN_OR_RETURN(*ticket_out, WriteForDurability(batch));
+  *freed_out = freed;
+  return meta;
+}
+
+Result<uint64_t> RocksStore::WriteForDurability(rocksdb::WriteBatch* batch) {
+  OC_RETURN_IF_ERROR(FromRocks(db_->Write(unsynced_, batch)));
+  return wal_sync_ != nullptr ? wal_sync_->Written() : 0;
+}
+
+Status RocksStore::AwaitDurable(uint64_t ticket) {
+  return wal_sync_ != nullptr ? wal_sync_->AwaitSynced(ticket) : Status::Ok();
+}
+
+void RocksStore::DiscardData(uint64_t data_id, bool flushed) {
+  if (!flushed) {
+    return;  // nothing reached RocksDB
+  }
+  rocksdb::WriteBatch batch;
+  (void)batch.DeleteRange(extents_cf_, AsSlice(ExtentRangeBegin(data_id)),
+                          AsSlice(ExtentRangeEnd(data_id)));
+  (void)batch.Delete(pending_cf_, PendingKey(data_id));
+  // Unsynced: if this is lost in a crash, recovery frees the still-pending id.
+  Status s = FromRocks(db_->Write(unsynced_, &batch));
+  if (!s.ok()) {
+    kLog.Warn("discarding data id {} failed: {}", data_id, s.ToString());
+  }
+}
+
+Status RocksStore::Delete(const ObjectKey& key) {
+  OC_RETURN_IF_ERROR(ValidateObjectKey(key.name));
+  const std::string object_key = ObjectDbKey(key.bucket, key.name);
+  std::shared_lock bucket_lock(bucket_mu_);
+  std::unique_lock key_lock(KeyMutex(object_key));
+  OC_RETURN_IF_ERROR(CheckBucket(key.bucket, meta_read_));
+  OC_ASSIGN_OR_RETURN(std::optional<ObjectRecord> record, GetRecord(object_key, meta_read_));
+  if (!record.has_value()) {
+    return Status::NotFound(Subject::kKey, key.name);
+  }
+  rocksdb::WriteBatch batch;
+  OC_RETURN_IF_ERROR(FromRocks(batch.Delete(objects_cf_, object_key)));
+  const uint64_t freed = DeleteSegments(record->segments, &batch);
+  OC_ASSIGN_OR_RETURN(const uint64_t ticket, WriteForDurability(&batch));
+  key_lock.unlock();
+  bucket_lock.unlock();
+  OC_RETURN_IF_ERROR(AwaitDurable(ticket));
+  NoteFreed(freed);
+  return Status::Ok();
+}
+
+Result<ObjectMeta> RocksStore::Copy(const ObjectKey& src, const ObjectKey& dst,
+                                    const std::optional<PutOptions>& replace) {
+  OC_RETURN_IF_ERROR(ValidateObjectKey(src.name));
+  OC_RETURN_IF_ERROR(ValidateObjectKey(dst.name));
+  if (src.bucket == dst.bucket && src.name == dst.name) {
+    // Same key: the bytes stay where they are; only the metadata (and mtime) change.
+    const std::string object_key = ObjectDbKey(dst.bucket, dst.name);
+    std::shared_lock bucket_lock(bucket_mu_);
+    std::lock_guard key_lock(KeyMutex(object_key));
+    OC_RETURN_IF_ERROR(CheckBucket(dst.bucket, meta_read_));
+    OC_ASSIGN_OR_RETURN(std::optional<ObjectRecord> record, GetRecord(object_key, meta_read_));
+    if (!record.has_value()) {
+      return Status::NotFound(Subject::kKey, src.name);
+    }
+    if (replace.has_value()) {
+      record->meta.content_type = replace->content_type;
+      record->meta.user_meta = replace->user_meta;
+      record->meta.headers = replace->headers;
+    }
+    record->meta.mtime_unix_ms = NowUnixMs();
+    OC_RETURN_IF_ERROR(
+        FromRocks(db_->Put(synced_, objects_cf_, object_key, EncodeObjectRecord(*record))));
+    return std::move(record->meta);
+  }
+  return StreamCopy(*this, src, *this, dst, replace, kCopyBufferBytes);
+}
+
+}  // namespace oc::storage

@@ -1,0 +1,59 @@
+#include "rocks/wal_sync.h"
+
+#include <algorithm>
+
+#include "rocks/rocks_store.h"
+
+namespace oc::storage {
+
+uint64_t WalSync::Written() {
+  std::lock_guard lock(mu_);
+  const uint64_t ticket = ++written_;
+  written_cv_.notify_one();  // only a gathering leader waits on it
+  return ticket;
+}
+
+Status WalSync::AwaitSynced(uint64_t ticket) {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    if (!failure_.ok() && ticket > failed_after_) {
+      return failure_;
+    }
+    if (synced_ >= ticket) {
+      return Status::Ok();
+    }
+    if (syncing_) {
+      synced_cv_.wait(lock);
+      continue;
+    }
+    // Lead the next sync. Writers that piled up during the last sync are one cohort; the
+    // writers that sync released are the other, and come back within a round trip.
+    syncing_ = true;
+    const uint64_t piled_up = written_at_sync_end_ - synced_;
+    const uint64_t expect = std::min<uint64_t>(piled_up + last_group_, kMaxGroup);
+    const auto wait = std::min<std::chrono::microseconds>(kMaxGatherWait, last_sync_time_ / 2);
+    const auto deadline = std::chrono::steady_clock::now() + wait;
+    written_cv_.wait_until(lock, deadline, [&] { return written_ - synced_ >= expect; });
+    const uint64_t target = written_;
+    lock.unlock();
+    const auto start = std::chrono::steady_clock::now();
+    Status s = FromRocks(db_->SyncWAL());
+    const auto took = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::steady_clock::now() - start);
+    lock.lock();
+    syncing_ = false;
+    last_sync_time_ = took;
+    last_group_ = std::max<uint64_t>(1, target - synced_);
+    written_at_sync_end_ = written_;
+    if (s.ok()) {
+      synced_ = target;
+    } else if (failure_.ok()) {
+      // Sticky: what was written after a failed sync cannot be promised either.
+      failure_ = std::move(s);
+      failed_after_ = synced_;
+    }
+    synced_cv_.notify_all();
+  }
+}
+
+}  // namespace oc::storage

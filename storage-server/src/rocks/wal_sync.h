@@ -1,0 +1,53 @@
+#pragma once
+// WalSync: the group commit of RocksStore's object, part and group commits over RocksDB's WAL
+// (rocks_store.h, "Durability and group commit").
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+
+#include <rocksdb/db.h>
+
+#include "oc/common/status.h"
+#include "oc/common/thread_annotations.h"
+
+namespace oc::storage {
+
+// Group commit over RocksDB's WAL: writers record their unsynced writes (Written) and wait
+// for a sync that covers them (AwaitSynced). The first waiter with no sync running leads:
+// it gathers the writers it expects (as many as the last sync covered, or both cohorts when
+// writers piled up during that sync) for at most half the last sync's duration (capped by
+// kMaxGatherWait), then runs SyncWAL for all of them. Without the gathering, closed-loop
+// clients split into two cohorts that alternate syncs, halving the commits per fsync.
+// Thread-safe.
+class WalSync {
+ public:
+  explicit WalSync(rocksdb::DB* db) : db_(db) {}
+  // Notes a write that has returned from DB::Write; returns its ticket.
+  uint64_t Written();
+  // Returns once every write up to `ticket` is on stable storage; the sync's error if the
+  // sync that covered it failed.
+  Status AwaitSynced(uint64_t ticket);
+
+ private:
+  // Gathering never waits longer than this, whatever the disk's sync time.
+  static constexpr std::chrono::microseconds kMaxGatherWait{1000};
+  // Gathering never expects more writers than this.
+  static constexpr uint64_t kMaxGroup = 1024;
+
+  rocksdb::DB* const db_;
+  std::mutex mu_;
+  std::condition_variable synced_cv_;   // a sync finished
+  std::condition_variable written_cv_;  // a write arrived (the gathering leader waits on it)
+  uint64_t written_ OC_GUARDED_BY(mu_) = 0;
+  uint64_t synced_ OC_GUARDED_BY(mu_) = 0;        // every ticket up to it is durable
+  Status failure_ OC_GUARDED_BY(mu_);             // set by a failed sync, then kept
+  uint64_t failed_after_ OC_GUARDED_BY(mu_) = 0;  // tickets above it get failure_
+  bool syncing_ OC_GUARDED_BY(mu_) = false;
+  uint64_t last_group_ OC_GUARDED_BY(mu_) = 1;  // writes the last sync covered
+  uint64_t written_at_sync_end_ OC_GUARDED_BY(mu_) = 0;
+  std::chrono::microseconds last_sync_time_ OC_GUARDED_BY(mu_){0};
+};
+
+}  // namespace oc::storage
