@@ -21,6 +21,8 @@
 //    unknown), and the trailer goes. UCX unpacks that copy, zero-padded.
 // Thread safety: pure functions (CheckRkey reads the System V segment table).
 
+#include <ucp/api/ucp.h>
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
