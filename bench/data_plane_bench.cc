@@ -27,9 +27,9 @@
 #include <string>
 #include <vector>
 
+#include "data_plane/ucx_data_plane.h"
 #include "oc/client/target_buffer.h"
 #include "oc/storage/layer_sink.h"
-#include "ucx_data_plane.h"
 
 namespace {
 

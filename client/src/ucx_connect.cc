@@ -1,10 +1,13 @@
-// UcxReceiver's connections to storage servers' data planes (handshake.h; docs/protocol.md,
-// "Data plane: connecting"): the endpoint to a server's listener, the hello carrying this
-// data plane's owner secret, the welcome carrying the connection id.
+// UcxReceiver's connections to storage servers' data planes (oc/descriptor/data_plane_wire.h;
+// docs/protocol.md, "Data plane: connecting"): the endpoint to a server's listener, the hello
+// carrying this data plane's owner secret, the welcome carrying the connection id.
 
 #include <fmt/core.h>
 
 #include "oc/common/log.h"
+#include "oc/descriptor/data_plane_wire.h"
+#include "oc/ucx/socket_address.h"
+#include "oc/ucx/transports.h"
 #include "ucx_receiver.h"
 
 namespace oc::client {
@@ -12,23 +15,22 @@ namespace {
 
 const Logger kLog{"client.data_plane"};
 
-using Hello = std::array<std::byte, data_plane::kHelloBytes>;
+using Hello = std::array<std::byte, descriptor::kHelloBytes>;
 
 }  // namespace
 
 Status UcxReceiver::StartConnection(ServerConnection& c, bool server_shared_memory) {
-  OC_ASSIGN_OR_RETURN(const sockaddr_storage addr,
-                      data_plane::ParseSocketAddress(c.address, "address"));
+  OC_ASSIGN_OR_RETURN(const sockaddr_storage addr, ucx::ParseSocketAddress(c.address, "address"));
   const ucp_err_handling_mode_t mode =
-      data_plane::ErrorMode(shared_memory_, server_shared_memory,
-                            data_plane::IsLoopback(reinterpret_cast<const sockaddr*>(&addr)));
+      ucx::ErrorMode(shared_memory_, server_shared_memory,
+                     ucx::IsLoopback(reinterpret_cast<const sockaddr*>(&addr)));
   ucp_ep_params_t params{};
   params.field_mask = UCP_EP_PARAM_FIELD_FLAGS | UCP_EP_PARAM_FIELD_SOCK_ADDR |
                       UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
   // The client id announces whether our transports allow shared memory (ErrorMode).
   params.flags = UCP_EP_PARAMS_FLAGS_CLIENT_SERVER | UCP_EP_PARAMS_FLAGS_SEND_CLIENT_ID;
   params.sockaddr.addr = reinterpret_cast<const sockaddr*>(&addr);
-  params.sockaddr.addrlen = data_plane::SocketAddressBytes(addr);
+  params.sockaddr.addrlen = ucx::SocketAddressBytes(addr);
   params.err_mode = mode;
   params.err_handler.cb = &UcxReceiver::OnConnectionError;
   params.err_handler.arg = this;
@@ -44,7 +46,7 @@ Status UcxReceiver::StartConnection(ServerConnection& c, bool server_shared_memo
     by_ep_[ep] = &c;
   }
   // Sent with the reply flag, so the server's handler learns the endpoint it came on.
-  auto* hello = new Hello(data_plane::EncodeHello(secret_));
+  auto* hello = new Hello(descriptor::EncodeHello(secret_));
   ucp_request_param_t param{};
   param.op_attr_mask =
       UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
@@ -55,7 +57,7 @@ Status UcxReceiver::StartConnection(ServerConnection& c, bool server_shared_memo
   };
   param.user_data = hello;
   ucs_status_ptr_t sp =
-      ucp_am_send_nbx(ep, data_plane::kHelloAmId, hello->data(), hello->size(), nullptr, 0, &param);
+      ucp_am_send_nbx(ep, descriptor::kHelloAmId, hello->data(), hello->size(), nullptr, 0, &param);
   if (!UCS_PTR_IS_PTR(sp)) {
     delete hello;
     if (UCS_PTR_IS_ERR(sp)) {
@@ -178,7 +180,7 @@ ucs_status_t UcxReceiver::OnWelcome(void* arg, const void* header, size_t header
     return UCS_OK;
   }
   Result<descriptor::ConnectionId> id =
-      data_plane::DecodeWelcome(ByteSpan(static_cast<const std::byte*>(header), header_length));
+      descriptor::DecodeWelcome(ByteSpan(static_cast<const std::byte*>(header), header_length));
   {
     std::lock_guard<std::mutex> lock(self->conn_mu_);
     auto it = self->by_ep_.find(param->reply_ep);

@@ -11,6 +11,10 @@
 #include <fmt/core.h>
 
 #include "oc/common/log.h"
+#include "oc/descriptor/data_plane_wire.h"
+#include "oc/ucx/mapped_memory.h"
+#include "oc/ucx/status.h"
+#include "oc/ucx/transports.h"
 
 namespace oc::client {
 namespace {
@@ -20,8 +24,8 @@ const Logger kLog{"client.data_plane"};
 class UcxTargetBuffer final : public TargetBuffer {
  public:
   // `owned`: the mapping allocated the memory (DataPlane::Allocate), else it is the caller's.
-  UcxTargetBuffer(UcxReceiver& receiver, data_plane::UcxWorker& worker,
-                  std::unique_ptr<data_plane::MappedMemory> mapping, bool owned)
+  UcxTargetBuffer(UcxReceiver& receiver, ucx::UcxWorker& worker,
+                  std::unique_ptr<ucx::MappedMemory> mapping, bool owned)
       : receiver_(receiver), worker_(worker), mapping_(std::move(mapping)), owned_(owned) {
     receiver_.AddMapped(address(), length());
   }
@@ -48,8 +52,8 @@ class UcxTargetBuffer final : public TargetBuffer {
 
  private:
   UcxReceiver& receiver_;
-  data_plane::UcxWorker& worker_;
-  std::unique_ptr<data_plane::MappedMemory> mapping_;
+  ucx::UcxWorker& worker_;
+  std::unique_ptr<ucx::MappedMemory> mapping_;
   const bool owned_;
 };
 
@@ -158,32 +162,32 @@ Result<std::unique_ptr<UcxReceiver>> UcxReceiver::Create(const DataPlaneOptions&
                  static_cast<int>(r->secret_.size())) != 1) {
     return Status::Internal("RAND_bytes failed");
   }
-  r->owner_ = data_plane::MakeOwnerToken(r->secret_);
-  const std::string transports = data_plane::EffectiveTransports(options.transports);
-  r->shared_memory_ = data_plane::AllowsSharedMemory(transports);
-  data_plane::WorkerOptions wopts;
-  wopts.transports = data_plane::WithConnectionManager(transports);
+  r->owner_ = ucx::MakeOwnerToken(r->secret_);
+  const std::string transports = ucx::EffectiveTransports(options.transports);
+  r->shared_memory_ = ucx::AllowsSharedMemory(transports);
+  ucx::WorkerOptions wopts;
+  wopts.transports = ucx::WithConnectionManager(transports);
   wopts.keepalive_interval = options.keepalive_interval;
   wopts.teardown_timeout = options.teardown_timeout;
-  wopts.client_id = r->shared_memory_ ? data_plane::kClientIdSharedMemory : 0;
-  OC_ASSIGN_OR_RETURN(r->worker_, data_plane::UcxWorker::Create(wopts));
+  wopts.client_id = r->shared_memory_ ? descriptor::kClientIdSharedMemory : 0;
+  OC_ASSIGN_OR_RETURN(r->worker_, ucx::UcxWorker::Create(wopts));
   ucp_am_handler_param_t param{};
   param.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
                      UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
-  param.id = data_plane::kAmId;
+  param.id = descriptor::kNotificationAmId;
   param.flags = UCP_AM_FLAG_WHOLE_MSG;
   param.cb = &UcxReceiver::OnMessage;
   param.arg = r.get();
-  OC_RETURN_IF_ERROR(data_plane::FromUcs(
-      ucp_worker_set_am_recv_handler(r->worker_->worker(), &param), "set_am_recv_handler"));
-  param.id = data_plane::kDataAmId;
+  OC_RETURN_IF_ERROR(ucx::FromUcs(ucp_worker_set_am_recv_handler(r->worker_->worker(), &param),
+                                  "set_am_recv_handler"));
+  param.id = descriptor::kDataAmId;
   param.cb = &UcxReceiver::OnData;
-  OC_RETURN_IF_ERROR(data_plane::FromUcs(
-      ucp_worker_set_am_recv_handler(r->worker_->worker(), &param), "set_am_recv_handler"));
-  param.id = data_plane::kWelcomeAmId;
+  OC_RETURN_IF_ERROR(ucx::FromUcs(ucp_worker_set_am_recv_handler(r->worker_->worker(), &param),
+                                  "set_am_recv_handler"));
+  param.id = descriptor::kWelcomeAmId;
   param.cb = &UcxReceiver::OnWelcome;
-  OC_RETURN_IF_ERROR(data_plane::FromUcs(
-      ucp_worker_set_am_recv_handler(r->worker_->worker(), &param), "set_am_recv_handler"));
+  OC_RETURN_IF_ERROR(ucx::FromUcs(ucp_worker_set_am_recv_handler(r->worker_->worker(), &param),
+                                  "set_am_recv_handler"));
   r->worker_->Start();
   return r;
 }
@@ -267,8 +271,8 @@ Result<std::unique_ptr<TargetBuffer>> UcxReceiver::Allocate(uint64_t length) {
   if (length == 0) {
     return Status::InvalidArgument("length", "target buffer of 0 bytes");
   }
-  Result<std::unique_ptr<data_plane::MappedMemory>> mapping = worker_->Call(
-      [&] { return data_plane::MappedMemory::Allocate(worker_->context(), length, owner_); });
+  Result<std::unique_ptr<ucx::MappedMemory>> mapping = worker_->Call(
+      [&] { return ucx::MappedMemory::Allocate(worker_->context(), length, owner_); });
   if (!mapping.has_value()) {
     return Status::ResourceExhausted(
         "length", fmt::format("cannot allocate {} bytes: {}", length, mapping.error().message()));
@@ -281,8 +285,8 @@ Result<std::unique_ptr<TargetBuffer>> UcxReceiver::Wrap(MutableByteSpan memory) 
   if (memory.empty()) {
     return Status::InvalidArgument("memory", "target buffer of 0 bytes");
   }
-  OC_ASSIGN_OR_RETURN(std::unique_ptr<data_plane::MappedMemory> mapping, worker_->Call([&] {
-    return data_plane::MappedMemory::Map(worker_->context(), memory.data(), memory.size());
+  OC_ASSIGN_OR_RETURN(std::unique_ptr<ucx::MappedMemory> mapping, worker_->Call([&] {
+    return ucx::MappedMemory::Map(worker_->context(), memory.data(), memory.size());
   }));
   return std::unique_ptr<TargetBuffer>(
       std::make_unique<UcxTargetBuffer>(*this, *worker_, std::move(mapping), /*owned=*/false));
@@ -334,8 +338,8 @@ ucs_status_t UcxReceiver::OnData(void* arg, const void* header, size_t header_le
     // that these bytes were not taken.
     return UCS_ERR_REJECTED;
   }
-  Result<data_plane::DataHeader> h =
-      data_plane::DecodeDataHeader(ByteSpan(static_cast<const std::byte*>(header), header_length));
+  Result<descriptor::DataHeader> h =
+      descriptor::DecodeDataHeader(ByteSpan(static_cast<const std::byte*>(header), header_length));
   uint64_t dest = 0;
   // The server checked the write against the target; the client checks it again against its
   // own mappings, so a confused or hostile server cannot make it write elsewhere.
@@ -386,12 +390,12 @@ ucs_status_t UcxReceiver::OnMessage(void* arg, const void* header, size_t header
 }
 
 void UcxReceiver::Handle(ByteSpan header, ByteSpan data) {
-  Result<data_plane::Notification> decoded = data_plane::DecodeNotification(header);
+  Result<descriptor::Notification> decoded = descriptor::DecodeNotification(header);
   if (!decoded.has_value()) {
     kLog.Warn("dropped a data-plane message: {}", decoded.error().ToString());
     return;
   }
-  const data_plane::Notification& n = *decoded;
+  const descriptor::Notification& n = *decoded;
   std::shared_ptr<DeliveryState> state;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -410,7 +414,7 @@ void UcxReceiver::Handle(ByteSpan header, ByteSpan data) {
       return;  // nothing may follow done or error
     }
     switch (n.kind) {
-      case data_plane::MessageKind::kLayerReady:
+      case descriptor::NotificationKind::kLayerReady:
         if (n.layer >= s.num_layers || s.ready[n.layer]) {
           s.finished = true;
           s.final = Status::Corruption(fmt::format("unexpected layer-ready for layer {}", n.layer));
@@ -420,14 +424,14 @@ void UcxReceiver::Handle(ByteSpan header, ByteSpan data) {
           call_back = static_cast<bool>(s.on_layer);
         }
         break;
-      case data_plane::MessageKind::kDone:
+      case descriptor::NotificationKind::kDone:
         s.finished = true;
         if (n.layer != s.ready_count) {
           s.final = Status::Corruption(
               fmt::format("done after {} layers, {} received", n.layer, s.ready_count));
         }
         break;
-      case data_plane::MessageKind::kError:
+      case descriptor::NotificationKind::kError:
         s.finished = true;
         if (data.size() != n.message_bytes) {
           s.final = Status::Corruption("error notification with a bad message length");

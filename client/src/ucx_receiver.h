@@ -1,11 +1,11 @@
 #pragma once
 // UcxReceiver: the UCX implementation of oc::client::DataPlane (target_buffer.h). It owns a
-// UcxWorker (ucp context + worker owned by its progress thread, shared code with the server
-// in storage-server/src/data_plane/ucx_core.h), connects to storage servers' data planes
-// (handshake.h: its endpoint to their listener, hello, welcome with the connection id), maps
-// target buffers, and routes the data-plane active messages (wire format in ucx_core.h,
-// docs/protocol.md "Data plane") to the Delivery registered for their request key, whichever
-// connection they came on.
+// UcxWorker (ucp context + worker owned by its progress thread: oc_ucx, oc/ucx/worker.h, the
+// code the server's data plane uses too), connects to storage servers' data planes (its
+// endpoint to their listener, hello, welcome with the connection id), maps target buffers, and
+// routes the data-plane active messages to the Delivery registered for their request key,
+// whichever connection they came on. Every byte format it sends or receives is in
+// oc/descriptor/data_plane_wire.h (docs/protocol.md, "Data plane").
 // Thread safety: as DataPlane.
 
 #include <chrono>
@@ -18,17 +18,17 @@
 #include <unordered_set>
 #include <vector>
 
-#include "handshake.h"
 #include "oc/client/target_buffer.h"
 #include "oc/common/thread_annotations.h"
-#include "ucx_core.h"
+#include "oc/ucx/owner_token.h"
+#include "oc/ucx/worker.h"
 
 namespace oc::client {
 
 struct DeliveryState;
 struct RecvOp;
 
-// One connection to a storage server's data plane (handshake.h).
+// One connection to a storage server's data plane (the handshake of data_plane_wire.h).
 struct ServerConnection {
   std::string address;    // as given to Connect
   ucp_ep_h ep = nullptr;  // owning thread only; null once closed
@@ -84,12 +84,12 @@ class UcxReceiver final : public DataPlane {
   // Closes the UCX endpoints of `doomed` (force if failed) on the owning thread.
   void CloseConnections(std::vector<std::shared_ptr<ServerConnection>> doomed);
 
-  std::unique_ptr<data_plane::UcxWorker> worker_;
+  std::unique_ptr<ucx::UcxWorker> worker_;
   std::chrono::milliseconds teardown_timeout_{5'000};
   std::chrono::milliseconds connect_timeout_{10'000};
-  bool shared_memory_ = true;         // our transports allow shared memory (handshake.h)
-  data_plane::OwnerSecret secret_{};  // sent in every hello; its token heads every Allocate
-  data_plane::OwnerToken owner_{};
+  bool shared_memory_ = true;  // our transports allow shared memory (transports.h)
+  ucx::OwnerSecret secret_{};  // sent in every hello; its token heads every Allocate
+  ucx::OwnerToken owner_{};
   // Endpoint closes posted and not completed (owning thread only).
   uint64_t closes_in_flight_ = 0;
   std::mutex conn_mu_;

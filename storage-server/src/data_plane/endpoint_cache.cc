@@ -1,10 +1,13 @@
-#include "endpoint_cache.h"
+#include "data_plane/endpoint_cache.h"
 
 #include <openssl/rand.h>
 
-#include "handshake.h"
 #include "oc/common/check.h"
 #include "oc/common/log.h"
+#include "oc/descriptor/data_plane_wire.h"
+#include "oc/ucx/owner_token.h"
+#include "oc/ucx/socket_address.h"
+#include "oc/ucx/transports.h"
 
 namespace oc::storage {
 namespace {
@@ -53,7 +56,7 @@ void EndpointCache::CloseUcxEndpoint(ucp_ep_h ep, bool force) {
   });
 }
 
-EndpointCache::EndpointCache(data_plane::UcxWorker& worker, uint64_t capacity, bool shared_memory)
+EndpointCache::EndpointCache(ucx::UcxWorker& worker, uint64_t capacity, bool shared_memory)
     : worker_(worker), capacity_(capacity), shared_memory_(shared_memory) {
   OC_CHECK(capacity > 0);
 }
@@ -104,9 +107,9 @@ void EndpointCache::Accept(ucp_listener_h listener, ucp_conn_request_h request) 
     (void)ucp_listener_reject(listener, request);
     return;
   }
-  const ucp_err_handling_mode_t mode = data_plane::ErrorMode(
-      (attr.client_id & data_plane::kClientIdSharedMemory) != 0, shared_memory_,
-      data_plane::IsLoopback(reinterpret_cast<const sockaddr*>(&attr.client_address)));
+  const ucp_err_handling_mode_t mode =
+      ucx::ErrorMode((attr.client_id & descriptor::kClientIdSharedMemory) != 0, shared_memory_,
+                     ucx::IsLoopback(reinterpret_cast<const sockaddr*>(&attr.client_address)));
   std::shared_ptr<Endpoint> endpoint(new Endpoint(this, id));
   endpoint->peer_error_handling_ = mode == UCP_ERR_HANDLING_MODE_PEER;
   ucp_ep_params_t params{};
@@ -138,7 +141,7 @@ void EndpointCache::Accept(ucp_listener_h listener, ucp_conn_request_h request) 
 }
 
 void EndpointCache::OnHello(ucp_ep_h ep, ByteSpan header) {
-  Result<data_plane::OwnerSecret> secret = data_plane::DecodeHello(header);
+  Result<ucx::OwnerSecret> secret = descriptor::DecodeHello(header);
   descriptor::ConnectionId id{};
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -171,7 +174,7 @@ void EndpointCache::OnHello(ucp_ep_h ep, ByteSpan header) {
       }
       DropLocked(endpoint.id_, graveyard_);
     } else {
-      endpoint.owner_ = data_plane::MakeOwnerToken(*secret);
+      endpoint.owner_ = ucx::MakeOwnerToken(*secret);
       endpoint.welcomed_ = true;
       id = endpoint.id_;
     }
@@ -181,17 +184,17 @@ void EndpointCache::OnHello(ucp_ep_h ep, ByteSpan header) {
     }
   }
   auto* welcome =
-      new std::array<std::byte, data_plane::kWelcomeBytes>(data_plane::EncodeWelcome(id));
+      new std::array<std::byte, descriptor::kWelcomeBytes>(descriptor::EncodeWelcome(id));
   ucp_request_param_t param{};
   param.op_attr_mask =
       UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
   param.flags = UCP_AM_SEND_FLAG_REPLY;
   param.cb.send = [](void* request, ucs_status_t, void* user_data) {
-    delete static_cast<std::array<std::byte, data_plane::kWelcomeBytes>*>(user_data);
+    delete static_cast<std::array<std::byte, descriptor::kWelcomeBytes>*>(user_data);
     ucp_request_free(request);
   };
   param.user_data = welcome;
-  ucs_status_ptr_t sp = ucp_am_send_nbx(ep, data_plane::kWelcomeAmId, welcome->data(),
+  ucs_status_ptr_t sp = ucp_am_send_nbx(ep, descriptor::kWelcomeAmId, welcome->data(),
                                         welcome->size(), nullptr, 0, &param);
   if (!UCS_PTR_IS_PTR(sp)) {
     delete welcome;  // sent (or failed) at once; the callback does not run

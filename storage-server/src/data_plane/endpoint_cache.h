@@ -12,7 +12,7 @@
 // capacity. An endpoint that fails is marked failed and dropped at once, so its id becomes
 // unknown and the client connects again.
 // Failure is found two ways, chosen per connection by the error-handling mode both ends
-// derive (handshake.h, ErrorMode; docs/decisions.md, "Data plane: noticing a vanished
+// derive (oc/ucx/transports.h, ErrorMode; docs/decisions.md, "Data plane: noticing a vanished
 // client"):
 //  - UCX peer error handling (UCP_ERR_HANDLING_MODE_PEER + keepalive): UCX calls the error
 //    handler and completes the endpoint's requests with an error (TCP, verbs).
@@ -39,11 +39,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "data_plane/rkey_check.h"
 #include "oc/common/result.h"
 #include "oc/common/thread_annotations.h"
 #include "oc/descriptor/descriptor.h"
-#include "rkey_check.h"
-#include "ucx_core.h"
+#include "oc/ucx/owner_token.h"
+#include "oc/ucx/worker.h"
 
 namespace oc::storage {
 
@@ -62,7 +63,7 @@ class Endpoint {
   // True once the endpoint failed (UCX error or timeout); it then carries no more traffic.
   bool failed() const { return failed_.load(std::memory_order_seq_cst); }
   // Set by the client's hello, before Find() can return the endpoint; constant afterwards.
-  const data_plane::OwnerToken& owner() const { return owner_; }
+  const ucx::OwnerToken& owner() const { return owner_; }
   const EndpointInfo& info() const { return info_; }
 
   // Posts one operation: returns post(ep), or an error status pointer without calling it if
@@ -86,7 +87,7 @@ class Endpoint {
   const descriptor::ConnectionId id_;
   ucp_ep_h ep_ = nullptr;
   bool peer_error_handling_ = true;
-  data_plane::OwnerToken owner_{};
+  ucx::OwnerToken owner_{};
   EndpointInfo info_;
   std::atomic<bool> failed_{false};
   std::atomic<bool> closed_{false};
@@ -100,7 +101,7 @@ class EndpointCache {
  public:
   // REQUIRES: capacity > 0; `worker` outlives the cache. `shared_memory`: this server's
   // transports allow shared memory (ErrorMode).
-  EndpointCache(data_plane::UcxWorker& worker, uint64_t capacity, bool shared_memory);
+  EndpointCache(ucx::UcxWorker& worker, uint64_t capacity, bool shared_memory);
   ~EndpointCache();
   EndpointCache(const EndpointCache&) = delete;
   EndpointCache& operator=(const EndpointCache&) = delete;
@@ -157,7 +158,7 @@ class EndpointCache {
   void ReleaseGraveyard();
   void DropLocked(const Key& key, std::vector<std::shared_ptr<Endpoint>>& out) OC_REQUIRES(mu_);
 
-  data_plane::UcxWorker& worker_;
+  ucx::UcxWorker& worker_;
   const uint64_t capacity_;
   const bool shared_memory_;
   std::atomic<bool> shut_down_{false};

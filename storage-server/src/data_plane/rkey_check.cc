@@ -1,4 +1,4 @@
-#include "rkey_check.h"
+#include "data_plane/rkey_check.h"
 
 #include <sys/ipc.h>
 #include <sys/shm.h>
@@ -70,7 +70,7 @@ Status Invalid(std::string message) {
 // owner page names `owner`. Read through our own read-only attachment, detached at once, so
 // UCX never attaches a segment that fails here.
 Status CheckSysvSegment(uint32_t id, uint64_t base, uint64_t address, uint64_t length,
-                        const data_plane::OwnerToken& owner) {
+                        const ucx::OwnerToken& owner) {
   shmid_ds ds{};
   if (id > static_cast<uint32_t>(INT32_MAX) || ::shmctl(static_cast<int>(id), IPC_STAT, &ds) != 0) {
     return Invalid(fmt::format("names System V segment {}, which does not exist", id));
@@ -79,7 +79,7 @@ Status CheckSysvSegment(uint32_t id, uint64_t base, uint64_t address, uint64_t l
   uint64_t segment_end = 0;
   if (__builtin_add_overflow(address, length, &target_end) ||
       __builtin_add_overflow(base, static_cast<uint64_t>(ds.shm_segsz), &segment_end) ||
-      ds.shm_segsz <= data_plane::kOwnerPageBytes || address < base + data_plane::kOwnerPageBytes ||
+      ds.shm_segsz <= ucx::kOwnerPageBytes || address < base + ucx::kOwnerPageBytes ||
       target_end > segment_end) {
     return Status::InvalidArgument("x-oc-target-length",
                                    "the target is not inside the memory the client mapped");
@@ -144,7 +144,7 @@ EndpointInfo QueryEndpointInfo(ucp_ep_h ep) {
 }
 
 Result<CheckedRkey> CheckRkey(ByteSpan rkey, const EndpointInfo& info, uint64_t address,
-                              uint64_t length, const data_plane::OwnerToken& owner) {
+                              uint64_t length, const ucx::OwnerToken& owner) {
   constexpr size_t kFixed = sizeof(uint64_t) + 1;
   if (rkey.size() < kFixed) {
     return Invalid("not a whole packed rkey");

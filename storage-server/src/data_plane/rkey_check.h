@@ -21,6 +21,8 @@
 //    unknown), and the trailer goes. UCX unpacks that copy, zero-padded.
 // Thread safety: pure functions (CheckRkey reads the System V segment table).
 
+#include <ucp/api/ucp.h>
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -29,7 +31,7 @@
 
 #include "oc/common/bytes.h"
 #include "oc/common/result.h"
-#include "ucx_core.h"
+#include "oc/ucx/owner_token.h"
 
 namespace oc::storage {
 
@@ -76,6 +78,6 @@ inline constexpr size_t kRkeyPadding = 64;
 // kPermissionDenied naming x-oc-target-rkey when the segment's owner page names another
 // connection.
 Result<CheckedRkey> CheckRkey(ByteSpan rkey, const EndpointInfo& info, uint64_t address,
-                              uint64_t length, const data_plane::OwnerToken& owner);
+                              uint64_t length, const ucx::OwnerToken& owner);
 
 }  // namespace oc::storage

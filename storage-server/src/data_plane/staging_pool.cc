@@ -1,4 +1,4 @@
-#include "staging_pool.h"
+#include "data_plane/staging_pool.h"
 
 #include <sys/mman.h>
 
@@ -8,8 +8,8 @@
 
 namespace oc::storage {
 
-Result<std::unique_ptr<StagingPool>> StagingPool::Create(data_plane::UcxWorker& worker,
-                                                         uint32_t count, uint64_t buffer_bytes) {
+Result<std::unique_ptr<StagingPool>> StagingPool::Create(ucx::UcxWorker& worker, uint32_t count,
+                                                         uint64_t buffer_bytes) {
   uint64_t total = 0;
   if (count == 0 || buffer_bytes == 0 ||
       __builtin_mul_overflow(uint64_t{count}, buffer_bytes, &total)) {
@@ -23,7 +23,7 @@ Result<std::unique_ptr<StagingPool>> StagingPool::Create(data_plane::UcxWorker& 
   }
   pool->base_ = static_cast<std::byte*>(mem);
   OC_ASSIGN_OR_RETURN(pool->mapping_, worker.Call([&] {
-    return data_plane::MappedMemory::Map(worker.context(), mem, total);
+    return ucx::MappedMemory::Map(worker.context(), mem, total);
   }));
   std::lock_guard<std::mutex> lock(pool->mu_);
   pool->free_.reserve(count);
@@ -76,8 +76,8 @@ Status StagingPool::Retire(uint32_t slot) {
   if (mem == MAP_FAILED) {
     return Status::ResourceExhausted("staging_buffers", "cannot replace a retired buffer");
   }
-  Result<std::unique_ptr<data_plane::MappedMemory>> mapping = worker_.Call(
-      [&] { return data_plane::MappedMemory::Map(worker_.context(), mem, buffer_bytes_); });
+  Result<std::unique_ptr<ucx::MappedMemory>> mapping =
+      worker_.Call([&] { return ucx::MappedMemory::Map(worker_.context(), mem, buffer_bytes_); });
   if (!mapping.has_value()) {
     ::munmap(mem, buffer_bytes_);
     return mapping.error();

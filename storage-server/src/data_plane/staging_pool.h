@@ -19,7 +19,8 @@
 #include "oc/common/result.h"
 #include "oc/common/thread_annotations.h"
 #include "oc/storage/layer_sink.h"
-#include "ucx_core.h"
+#include "oc/ucx/mapped_memory.h"
+#include "oc/ucx/worker.h"
 
 namespace oc::storage {
 
@@ -28,7 +29,7 @@ class StagingPool final : public StagingBuffer::Owner {
   // Allocates count x buffer_bytes and maps it. kInvalidArgument if count or buffer_bytes
   // is 0 or the product overflows; kResourceExhausted if the memory cannot be had.
   // REQUIRES: `worker` outlives the pool.
-  static Result<std::unique_ptr<StagingPool>> Create(data_plane::UcxWorker& worker, uint32_t count,
+  static Result<std::unique_ptr<StagingPool>> Create(ucx::UcxWorker& worker, uint32_t count,
                                                      uint64_t buffer_bytes);
   ~StagingPool();
   StagingPool(const StagingPool&) = delete;
@@ -60,14 +61,14 @@ class StagingPool final : public StagingBuffer::Owner {
     std::byte* data = nullptr;
     ucp_mem_h memh = nullptr;
   };
-  StagingPool(data_plane::UcxWorker& worker, uint32_t count, uint64_t buffer_bytes)
+  StagingPool(ucx::UcxWorker& worker, uint32_t count, uint64_t buffer_bytes)
       : worker_(worker), count_(count), buffer_bytes_(buffer_bytes) {}
 
-  data_plane::UcxWorker& worker_;
+  ucx::UcxWorker& worker_;
   const uint32_t count_;
   const uint64_t buffer_bytes_;
   std::byte* base_ = nullptr;  // mmap'ed count_ * buffer_bytes_
-  std::unique_ptr<data_plane::MappedMemory> mapping_;
+  std::unique_ptr<ucx::MappedMemory> mapping_;
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -75,7 +76,7 @@ class StagingPool final : public StagingBuffer::Owner {
   std::vector<Slot> slots_ OC_GUARDED_BY(mu_);
   // Replacement memory of retired slots, unmapped at destruction; the memory they replaced
   // is leaked on purpose (see Retire).
-  std::vector<std::unique_ptr<data_plane::MappedMemory>> replacements_ OC_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<ucx::MappedMemory>> replacements_ OC_GUARDED_BY(mu_);
   std::vector<std::byte*> replacement_memory_ OC_GUARDED_BY(mu_);
   uint64_t retired_ OC_GUARDED_BY(mu_) = 0;
 };

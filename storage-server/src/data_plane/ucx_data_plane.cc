@@ -1,4 +1,4 @@
-#include "ucx_data_plane.h"
+#include "data_plane/ucx_data_plane.h"
 
 #include <sys/shm.h>
 
@@ -18,10 +18,15 @@
 
 #include <fmt/core.h>
 
-#include "handshake.h"
+#include "data_plane/rkey_check.h"
+#include "data_plane/ucx_layer_sink.h"
 #include "oc/common/log.h"
-#include "rkey_check.h"
-#include "ucx_layer_sink.h"
+#include "oc/descriptor/data_plane_wire.h"
+#include "oc/ucx/op_waiter.h"
+#include "oc/ucx/owner_token.h"
+#include "oc/ucx/socket_address.h"
+#include "oc/ucx/status.h"
+#include "oc/ucx/transports.h"
 
 namespace oc::storage {
 namespace {
@@ -78,9 +83,9 @@ std::optional<SysvMapping> SysvMappingAt(const void* local) {
   return found;
 }
 
-// True if the segment starts with the owner page `want` (data_plane::MakeOwnerToken).
-bool OwnedBy(const SysvMapping& m, const data_plane::OwnerToken& want) {
-  return m.hi - m.lo > data_plane::kOwnerPageBytes &&
+// True if the segment starts with the owner page `want` (ucx::MakeOwnerToken).
+bool OwnedBy(const SysvMapping& m, const ucx::OwnerToken& want) {
+  return m.hi - m.lo > ucx::kOwnerPageBytes &&
          std::memcmp(reinterpret_cast<const void*>(m.lo), want.data(), want.size()) == 0;
 }
 
@@ -110,7 +115,7 @@ struct UcxDataPlane::Attached {
     uintptr_t end = 0;
     if (ucp_rkey_ptr(rkey, address, &local) != UCS_OK ||
         __builtin_add_overflow(reinterpret_cast<uintptr_t>(local), length, &end) ||
-        reinterpret_cast<uintptr_t>(local) < lo + data_plane::kOwnerPageBytes || end > hi) {
+        reinterpret_cast<uintptr_t>(local) < lo + ucx::kOwnerPageBytes || end > hi) {
       return {};
     }
     return MutableByteSpan(static_cast<std::byte*>(local), length);
@@ -233,14 +238,14 @@ Result<std::unique_ptr<UcxDataPlane>> UcxDataPlane::Create(const DataPlaneOption
   OC_RETURN_IF_ERROR(options.Validate());
   std::unique_ptr<UcxDataPlane> plane(new UcxDataPlane(options));
   OC_ASSIGN_OR_RETURN(const sockaddr_storage listen,
-                      data_plane::ParseSocketAddress(options.listen, "data_plane.listen"));
-  const std::string transports = data_plane::EffectiveTransports(options.transports);
-  plane->shared_memory_ = data_plane::AllowsSharedMemory(transports);
-  data_plane::WorkerOptions wopts;
-  wopts.transports = data_plane::WithConnectionManager(transports);
+                      ucx::ParseSocketAddress(options.listen, "data_plane.listen"));
+  const std::string transports = ucx::EffectiveTransports(options.transports);
+  plane->shared_memory_ = ucx::AllowsSharedMemory(transports);
+  ucx::WorkerOptions wopts;
+  wopts.transports = ucx::WithConnectionManager(transports);
   wopts.keepalive_interval = options.keepalive_interval;
   wopts.teardown_timeout = kTeardownTimeout;
-  OC_ASSIGN_OR_RETURN(plane->worker_, data_plane::UcxWorker::Create(wopts));
+  OC_ASSIGN_OR_RETURN(plane->worker_, ucx::UcxWorker::Create(wopts));
   OC_ASSIGN_OR_RETURN(plane->pool_, StagingPool::Create(*plane->worker_, options.staging_buffers,
                                                         options.staging_buffer_bytes));
   plane->pinned_ = std::make_unique<ByteBudget>(uint64_t{options.staging_buffers} *
@@ -289,25 +294,24 @@ Status UcxDataPlane::Listen(const sockaddr_storage& address) {
   ucp_listener_params_t params{};
   params.field_mask = UCP_LISTENER_PARAM_FIELD_SOCK_ADDR | UCP_LISTENER_PARAM_FIELD_CONN_HANDLER;
   params.sockaddr.addr = reinterpret_cast<const sockaddr*>(&address);
-  params.sockaddr.addrlen = data_plane::SocketAddressBytes(address);
+  params.sockaddr.addrlen = ucx::SocketAddressBytes(address);
   params.conn_handler.cb = [](ucp_conn_request_h request, void* arg) {
     auto* self = static_cast<UcxDataPlane*>(arg);
     self->endpoints_->Accept(self->listener_, request);
   };
   params.conn_handler.arg = this;
-  OC_RETURN_IF_ERROR(data_plane::FromUcs(
-      ucp_listener_create(worker_->worker(), &params, &listener_), "ucp_listener_create"));
+  OC_RETURN_IF_ERROR(ucx::FromUcs(ucp_listener_create(worker_->worker(), &params, &listener_),
+                                  "ucp_listener_create"));
   ucp_listener_attr_t attr{};
   attr.field_mask = UCP_LISTENER_ATTR_FIELD_SOCKADDR;
-  OC_RETURN_IF_ERROR(
-      data_plane::FromUcs(ucp_listener_query(listener_, &attr), "ucp_listener_query"));
-  listen_address_ = data_plane::FormatSocketAddress(attr.sockaddr);
+  OC_RETURN_IF_ERROR(ucx::FromUcs(ucp_listener_query(listener_, &attr), "ucp_listener_query"));
+  listen_address_ = ucx::FormatSocketAddress(attr.sockaddr);
   // The hello of a connecting client: UCX names the endpoint it came on (sent with
   // UCP_AM_SEND_FLAG_REPLY), which is the one Accept created.
   ucp_am_handler_param_t hello{};
   hello.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_FLAGS |
                      UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
-  hello.id = data_plane::kHelloAmId;
+  hello.id = descriptor::kHelloAmId;
   hello.flags = UCP_AM_FLAG_WHOLE_MSG;
   hello.cb = [](void* arg, const void* header, size_t header_length, void*, size_t,
                 const ucp_am_recv_param_t* param) -> ucs_status_t {
@@ -318,8 +322,8 @@ Status UcxDataPlane::Listen(const sockaddr_storage& address) {
     return UCS_OK;
   };
   hello.arg = endpoints_.get();
-  return data_plane::FromUcs(ucp_worker_set_am_recv_handler(worker_->worker(), &hello),
-                             "ucp_worker_set_am_recv_handler(hello)");
+  return ucx::FromUcs(ucp_worker_set_am_recv_handler(worker_->worker(), &hello),
+                      "ucp_worker_set_am_recv_handler(hello)");
 }
 
 Result<UcxDataPlane::Remote> UcxDataPlane::Connect(const descriptor::DataPlaneTarget& target,
@@ -373,8 +377,8 @@ Result<UcxDataPlane::Remote> UcxDataPlane::Connect(const descriptor::DataPlaneTa
     return Status::Unavailable("data-plane endpoint to the client failed");
   }
   if (st != UCS_OK) {
-    return Status::InvalidArgument(
-        "x-oc-target-rkey", std::string(data_plane::FromUcs(st, "ucp_ep_rkey_unpack").message()));
+    return Status::InvalidArgument("x-oc-target-rkey",
+                                   std::string(ucx::FromUcs(st, "ucp_ep_rkey_unpack").message()));
   }
   void* local = nullptr;
   if (ucp_rkey_ptr(remote.rkey, target.address, &local) == UCS_OK) {
@@ -441,11 +445,11 @@ Status UcxDataPlane::ReadRemote(const descriptor::DataPlaneTarget& source, uint6
     std::memcpy(into.bytes().data(), remote.direct.data() + src_offset, length);
     return Status::Ok();
   }
-  data_plane::OpWaiter* waiter = data_plane::OpWaiter::New();
+  ucx::OpWaiter* waiter = ucx::OpWaiter::New();
   ucp_request_param_t param{};
   param.op_attr_mask =
       UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMH;
-  param.cb.send = &data_plane::OpWaiter::OnComplete;
+  param.cb.send = &ucx::OpWaiter::OnComplete;
   param.user_data = waiter;
   param.memh = pool_->memh(into.slot());
   // Everything by value: after a timeout this function returns while the task may not have
@@ -469,7 +473,7 @@ Status UcxDataPlane::ReadRemote(const descriptor::DataPlaneTarget& source, uint6
   if (st != UCS_OK) {
     endpoints_->Fail(*remote.endpoint, ucs_status_string(st), /*close_now=*/false);
   }
-  return data_plane::FromUcs(st, "ucp_get_nbx");
+  return ucx::FromUcs(st, "ucp_get_nbx");
 }
 
 }  // namespace oc::storage

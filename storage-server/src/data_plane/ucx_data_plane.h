@@ -1,12 +1,11 @@
 #pragma once
 // UcxDataPlane: the storage server's end of the UCX data plane (docs/design.md, "Data plane").
 // It owns one UcxWorker (ucp context + worker + progress thread), a UCX listener on a socket
-// address that clients connect to (handshake.h; docs/protocol.md, "Data plane: connecting"),
-// the EndpointCache of their connections and the registered StagingPool, and hands out one
-// UcxLayerSink per descriptor request with a data-plane target. For a descriptor PUT it pulls
-// bytes out of the client's registered buffer with ReadRemote().
-// Thread safety: every method may be called from any thread. The data plane must outlive
-// every sink it opened.
+// address that clients connect to (oc/descriptor/data_plane_wire.h; docs/protocol.md, "Data plane:
+// connecting"), the EndpointCache of their connections and the registered StagingPool, and hands
+// out one UcxLayerSink per descriptor request with a data-plane target. For a descriptor PUT it
+// pulls bytes out of the client's registered buffer with ReadRemote(). Thread safety: every method
+// may be called from any thread. The data plane must outlive every sink it opened.
 
 #include <sys/socket.h>
 
@@ -16,13 +15,13 @@
 #include <mutex>
 #include <string>
 
-#include "copy_engine.h"
-#include "endpoint_cache.h"
+#include "data_plane/copy_engine.h"
+#include "data_plane/endpoint_cache.h"
+#include "data_plane/staging_pool.h"
 #include "oc/common/result.h"
 #include "oc/descriptor/descriptor.h"
 #include "oc/storage/layer_sink.h"
-#include "staging_pool.h"
-#include "ucx_core.h"
+#include "oc/ucx/worker.h"
 
 namespace oc::storage {
 
@@ -48,7 +47,7 @@ struct DataPlaneOptions {
   // Default: "127.0.0.1:0"
   std::string listen = "127.0.0.1:0";
   // UCX transports (UCX_TLS syntax); empty: UCX's own configuration. tcp is added when
-  // missing, for UCX's connection manager (handshake.h).
+  // missing, for UCX's connection manager (oc/ucx/transports.h).
   // Default: ""
   std::string transports;
   // Client connections kept; the least recently used is closed beyond this.
@@ -118,14 +117,14 @@ class UcxDataPlane {
   // The address the listener is bound to ("ip:port"): what clients connect to.
   const std::string& listen_address() const { return listen_address_; }
   // True if this server's transports allow shared memory (the discovery answer's
-  // x-oc-data-plane-shm; handshake.h, ErrorMode).
+  // x-oc-data-plane-shm; oc/ucx/transports.h, ErrorMode).
   bool shared_memory() const { return shared_memory_; }
   EndpointCache& endpoints() { return *endpoints_; }
   StagingPool& staging() { return *pool_; }
   // Bytes of zero-copy writes in flight, bounded like the staging memory (count x bytes).
   ByteBudget& pinned_budget() { return *pinned_; }
   const DataPlaneOptions& options() const { return options_; }
-  data_plane::UcxWorker& worker() { return *worker_; }
+  ucx::UcxWorker& worker() { return *worker_; }
   // Copies the bytes of in-place writes (started on first use).
   CopyEngine& copier();
 
@@ -142,7 +141,7 @@ class UcxDataPlane {
 
   const DataPlaneOptions options_;
   // Destruction order matters: endpoints, then pool, then worker (declared first).
-  std::unique_ptr<data_plane::UcxWorker> worker_;
+  std::unique_ptr<ucx::UcxWorker> worker_;
   std::unique_ptr<StagingPool> pool_;
   std::unique_ptr<ByteBudget> pinned_;
   std::unique_ptr<EndpointCache> endpoints_;

@@ -1,4 +1,4 @@
-#include "ucx_layer_sink.h"
+#include "data_plane/ucx_layer_sink.h"
 
 #include <condition_variable>
 #include <cstring>
@@ -11,9 +11,11 @@
 
 #include <fmt/core.h>
 
+#include "data_plane/ucx_data_plane.h"
 #include "oc/common/check.h"
 #include "oc/common/log.h"
-#include "ucx_data_plane.h"
+#include "oc/descriptor/data_plane_wire.h"
+#include "oc/ucx/status.h"
 
 namespace oc::storage {
 namespace {
@@ -27,7 +29,7 @@ const Logger kLog{"data_plane"};
 struct NotifyOp {
   UcxLayerSink::State* state = nullptr;
   uint64_t writes_before = 0;  // kRendezvous: ready once this many writes are complete
-  std::array<std::byte, data_plane::kHeaderBytes> header{};
+  std::array<std::byte, descriptor::kNotificationBytes> header{};
   std::string message;
   bool ready = false;  // the bytes before it are complete (guarded by State::mu)
 };
@@ -42,7 +44,7 @@ struct PutOp {
   uint64_t charge = 0;               // WritePinned: bytes taken from the plane's ByteBudget
   bool abandoned = false;            // guarded by State::mu: its slot was retired (AbandonPuts)
   uint64_t seq = 0;                  // order among this request's writes
-  std::array<std::byte, data_plane::kHeaderBytes> header{};  // kRendezvous: the AM header
+  std::array<std::byte, descriptor::kDataHeaderBytes> header{};  // kRendezvous: the AM header
 };
 
 struct UcxLayerSink::State {
@@ -140,7 +142,7 @@ struct UcxLayerSink::State {
       // closed it or went away): for the request that is the client failing, not a cancel.
       FailEndpoint(status == UCS_ERR_CANCELED ? Status::Unavailable(fmt::format(
                                                     "{}: the connection to the client ended", what))
-                                              : data_plane::FromUcs(status, what),
+                                              : ucx::FromUcs(status, what),
                    /*close_now=*/false);
     }
     {
@@ -254,8 +256,8 @@ struct UcxLayerSink::State {
         pending.pop_front();
         // After a transfer error only the error message goes out; nothing goes to a failed
         // endpoint.
-        skip = (!error.ok() && static_cast<data_plane::MessageKind>(op->header[5]) !=
-                                   data_plane::MessageKind::kError) ||
+        skip = (!error.ok() && static_cast<descriptor::NotificationKind>(op->header[5]) !=
+                                   descriptor::NotificationKind::kError) ||
                endpoint->failed();
         if (!skip) {
           ++in_flight;
@@ -273,8 +275,8 @@ struct UcxLayerSink::State {
       param.user_data = op;
       param.flags = UCP_AM_SEND_FLAG_EAGER;
       ucs_status_ptr_t sp = endpoint->Post([&](ucp_ep_h ep) {
-        return ucp_am_send_nbx(ep, data_plane::kAmId, op->header.data(), op->header.size(),
-                               op->message.data(), op->message.size(), &param);
+        return ucp_am_send_nbx(ep, descriptor::kNotificationAmId, op->header.data(),
+                               op->header.size(), op->message.data(), op->message.size(), &param);
       });
       if (!UCS_PTR_IS_PTR(sp)) {
         Sent(op, UCS_PTR_STATUS(sp));
@@ -286,10 +288,10 @@ struct UcxLayerSink::State {
   // made here, in call order; the ordering step runs on the owning thread after every put
   // submitted before it: ucp_worker_fence (kFence), or ucp_ep_flush_nbx whose completion
   // marks the entry ready (kFlush).
-  Status Enqueue(const data_plane::Notification& n, std::string message) {
+  Status Enqueue(const descriptor::Notification& n, std::string message) {
     auto* op = new NotifyOp();
     op->state = this;
-    op->header = data_plane::EncodeNotification(n);
+    op->header = descriptor::EncodeNotification(n);
     op->message = std::move(message);
     if (ordered_by_completions()) {
       // A rendezvous send completes when the client has the bytes, an in-place copy when it
@@ -413,7 +415,7 @@ void UcxLayerSink::Post(PutOp* op, const void* data, uint64_t length, uint64_t d
   }
   const uint64_t remote = s.address + dest_offset;
   if (s.rendezvous()) {
-    op->header = data_plane::EncodeDataHeader({s.address, dest_offset});
+    op->header = descriptor::EncodeDataHeader({s.address, dest_offset});
   }
   s.plane.worker().Submit([&s, op, data, length, remote, memh] {
     ucp_request_param_t param{};
@@ -428,7 +430,7 @@ void UcxLayerSink::Post(PutOp* op, const void* data, uint64_t length, uint64_t d
       if (s.rendezvous()) {
         param.op_attr_mask |= UCP_OP_ATTR_FIELD_FLAGS;
         param.flags = UCP_AM_SEND_FLAG_RNDV;
-        return ucp_am_send_nbx(ep, data_plane::kDataAmId, op->header.data(), op->header.size(),
+        return ucp_am_send_nbx(ep, descriptor::kDataAmId, op->header.data(), op->header.size(),
                                data, length, &param);
       }
       return ucp_put_nbx(ep, data, length, remote, s.rkey, &param);
@@ -496,8 +498,8 @@ Status UcxLayerSink::LayerReady(uint32_t layer) {
                          /*close_now=*/true);
     return state_->CurrentError();
   }
-  data_plane::Notification n;
-  n.kind = data_plane::MessageKind::kLayerReady;
+  descriptor::Notification n;
+  n.kind = descriptor::NotificationKind::kLayerReady;
   n.request_key = state_->address;
   n.layer = layer;
   ++state_->layers_notified;
@@ -513,16 +515,16 @@ Status UcxLayerSink::Finish(const Status& final) {
     error = final;
   }
   if (!s.endpoint->failed()) {
-    data_plane::Notification n;
+    descriptor::Notification n;
     n.request_key = s.address;
     std::string message;
     if (error.ok()) {
-      n.kind = data_plane::MessageKind::kDone;
+      n.kind = descriptor::NotificationKind::kDone;
       n.layer = s.layers_notified;
     } else {
-      n.kind = data_plane::MessageKind::kError;
+      n.kind = descriptor::NotificationKind::kError;
       n.code = error.code();
-      message = std::string(error.message().substr(0, data_plane::kMaxErrorMessageBytes));
+      message = std::string(error.message().substr(0, descriptor::kMaxErrorMessageBytes));
       n.message_bytes = static_cast<uint32_t>(message.size());
     }
     (void)s.Enqueue(n, std::move(message));

@@ -1,7 +1,8 @@
 #pragma once
 // UcxLayerSink: the LayerSink that writes a request's payload into the client's registered
 // buffer with ucp_put_nbx and tells it about each layer with an active message ordered after
-// the layer's bytes (docs/design.md, "Data plane"; wire format in ucx_core.h and docs/protocol.md).
+// the layer's bytes (docs/design.md, "Data plane"; wire format in
+// oc/descriptor/data_plane_wire.h and docs/protocol.md).
 //
 // Every Write() is checked against the target's length before anything is posted.
 // WritePinned() sends straight from the store's memory (no memh: UCX registers it through its
@@ -19,12 +20,13 @@
 // a sink destroyed after a timeout never leaves a callback pointing at freed memory.
 // Thread safety: as LayerSink; completions run on the UcxWorker's progress thread.
 
+#include <ucp/api/ucp.h>
+
 #include <memory>
 
-#include "endpoint_cache.h"
+#include "data_plane/endpoint_cache.h"
 #include "oc/descriptor/descriptor.h"
 #include "oc/storage/layer_sink.h"
-#include "ucx_core.h"
 
 namespace oc::storage {
 

@@ -3,7 +3,8 @@
 // whom"): connection ids issued by the server's listener, refused when unknown or named by
 // another principal; rkeys checked entry by entry against the endpoint's own view of the
 // client's memory domains (posix refused, System V segments checked before UCX attaches
-// them); the wire formats of the notifications, hello and welcome. Real UCX, one process.
+// them). Real UCX, one process. The byte formats are tested in
+// tests/unit/descriptor/data_plane_wire_test.cc, the transport rules in tests/unit/ucx.
 
 #include <sys/ipc.h>
 #include <sys/shm.h>
@@ -15,11 +16,10 @@
 
 #include <gtest/gtest.h>
 
+#include "data_plane/rkey_check.h"
 #include "data_plane_test_util.h"
-#include "handshake.h"
 #include "oc/testutil/testutil.h"
-#include "rkey_check.h"
-#include "ucx_core.h"
+#include "oc/ucx/owner_token.h"
 
 namespace oc {
 namespace {
@@ -227,7 +227,7 @@ TEST(DataPlaneRkey, EntriesAreCheckedAgainstTheEndpointsViewBeforeUcxUnpacksThem
   ASSERT_GE(checked->sysv_id, 0);
   std::vector<std::byte> segment_entry(12);
   PutLittleEndian32(static_cast<uint32_t>(checked->sysv_id), segment_entry.data());
-  PutLittleEndian64(good.address - data_plane::kOwnerPageBytes, segment_entry.data() + 4);
+  PutLittleEndian64(good.address - ucx::kOwnerPageBytes, segment_entry.data() + 4);
   // A System V segment id nobody created.
   const int unused = ::shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
   ASSERT_GE(unused, 0);
@@ -339,146 +339,6 @@ TEST(DataPlaneRkey, EndpointInfoNamesEachRemoteMemoryDomainOnALane) {
   EXPECT_EQ(info.remote_mds[1], storage::MdComponent::kTcp);
   EXPECT_EQ(info.remote_mds[63], storage::MdComponent::kIb);
   EXPECT_TRUE(info.tcp_lane);
-}
-
-// --------------------------------------------------------------------------------------
-// Handshake rules.
-
-TEST(DataPlaneHandshake, TransportsAndErrorModeFollowBothEnds) {
-  EXPECT_EQ(data_plane::WithConnectionManager("shm"), "shm,tcp");
-  EXPECT_EQ(data_plane::WithConnectionManager("sysv,cma"), "sysv,cma,tcp");
-  EXPECT_EQ(data_plane::WithConnectionManager("tcp"), "tcp");
-  EXPECT_EQ(data_plane::WithConnectionManager("shm,tcp"), "shm,tcp");
-  EXPECT_EQ(data_plane::WithConnectionManager(""), "");
-  EXPECT_EQ(data_plane::WithConnectionManager("^ib"), "^ib");
-  EXPECT_TRUE(data_plane::AllowsSharedMemory(""));
-  EXPECT_TRUE(data_plane::AllowsSharedMemory("shm"));
-  EXPECT_TRUE(data_plane::AllowsSharedMemory("tcp,sysv"));
-  EXPECT_TRUE(data_plane::AllowsSharedMemory("^ib"));
-  EXPECT_FALSE(data_plane::AllowsSharedMemory("tcp"));
-  EXPECT_FALSE(data_plane::AllowsSharedMemory("cma,tcp"));
-  EXPECT_FALSE(data_plane::AllowsSharedMemory("^shm"));
-  EXPECT_EQ(data_plane::ErrorMode(true, true, true), UCP_ERR_HANDLING_MODE_NONE);
-  EXPECT_EQ(data_plane::ErrorMode(true, true, false), UCP_ERR_HANDLING_MODE_PEER);
-  EXPECT_EQ(data_plane::ErrorMode(true, false, true), UCP_ERR_HANDLING_MODE_PEER);
-  EXPECT_EQ(data_plane::ErrorMode(false, true, true), UCP_ERR_HANDLING_MODE_PEER);
-  for (const char* text : {"127.0.0.1:0", "127.0.0.1:65535", "[::1]:80", "localhost:7"}) {
-    SCOPED_TRACE(text);
-    auto parsed = data_plane::ParseSocketAddress(text, "f");
-    ASSERT_TRUE(parsed.has_value()) << parsed.error();
-    EXPECT_TRUE(data_plane::IsLoopback(reinterpret_cast<const sockaddr*>(&*parsed)));
-  }
-  auto v4 = data_plane::ParseSocketAddress("10.1.2.3:4567", "f");
-  ASSERT_TRUE(v4.has_value());
-  EXPECT_FALSE(data_plane::IsLoopback(reinterpret_cast<const sockaddr*>(&*v4)));
-  EXPECT_EQ(data_plane::FormatSocketAddress(*v4), "10.1.2.3:4567");
-  for (const char* bad : {"", "1.2.3.4", ":80", "1.2.3.4:", "1.2.3.4:x"}) {
-    SCOPED_TRACE(bad);
-    auto r = data_plane::ParseSocketAddress(bad, "data_plane.listen");
-    ASSERT_FALSE(r.has_value());
-    EXPECT_EQ(r.error().field(), "data_plane.listen");
-  }
-}
-
-TEST(DataPlaneHandshake, HelloAndWelcomeRoundTripAndRefuseOtherBytes) {
-  data_plane::OwnerSecret secret;
-  for (size_t i = 0; i < secret.size(); ++i) {
-    secret[i] = static_cast<std::byte>(i);
-  }
-  const auto hello = data_plane::EncodeHello(secret);
-  EXPECT_EQ(HexEncode(ByteSpan(hello).first(8)), "4f43484901000000");  // "OCHI", version 1
-  auto back = data_plane::DecodeHello(hello);
-  ASSERT_TRUE(back.has_value());
-  EXPECT_EQ(*back, secret);
-  ConnectionId id;
-  for (size_t i = 0; i < id.size(); ++i) {
-    id[i] = static_cast<std::byte>(0xa0 + i);
-  }
-  const auto welcome = data_plane::EncodeWelcome(id);
-  EXPECT_EQ(HexEncode(welcome), "4f43574501000000a0a1a2a3a4a5a6a7a8a9aaabacadaeaf");
-  auto id_back = data_plane::DecodeWelcome(welcome);
-  ASSERT_TRUE(id_back.has_value());
-  EXPECT_EQ(*id_back, id);
-  auto bad_hello = hello;
-  bad_hello[4] = std::byte{2};
-  EXPECT_FALSE(data_plane::DecodeHello(bad_hello).has_value());
-  EXPECT_FALSE(data_plane::DecodeHello(ByteSpan(hello).first(39)).has_value());
-  EXPECT_FALSE(data_plane::DecodeWelcome(hello).has_value());
-  auto bad_welcome = welcome;
-  bad_welcome[0] = std::byte{'X'};
-  EXPECT_FALSE(data_plane::DecodeWelcome(bad_welcome).has_value());
-}
-
-// --------------------------------------------------------------------------------------
-// Wire format.
-
-TEST(DataPlaneWire, NotificationsRoundTrip) {
-  using data_plane::MessageKind;
-  using data_plane::Notification;
-  struct Row {
-    const char* what;
-    Notification n;
-  };
-  for (const Row& row :
-       {Row{"layer-ready", {MessageKind::kLayerReady, Code::kOk, 0x7f00'1234'5678ull, 31, 0}},
-        Row{"done", {MessageKind::kDone, Code::kOk, 1, 32, 0}},
-        Row{"error", {MessageKind::kError, Code::kNotFound, ~0ull, 0, 17}}}) {
-    SCOPED_TRACE(row.what);
-    const auto bytes = data_plane::EncodeNotification(row.n);
-    auto back = data_plane::DecodeNotification(bytes);
-    ASSERT_TRUE(back.has_value()) << back.error();
-    EXPECT_EQ(back->kind, row.n.kind);
-    EXPECT_EQ(back->code, row.n.code);
-    EXPECT_EQ(back->request_key, row.n.request_key);
-    EXPECT_EQ(back->layer, row.n.layer);
-    EXPECT_EQ(back->message_bytes, row.n.message_bytes);
-  }
-}
-
-TEST(DataPlaneWire, KnownAnswerMatchesTheProtocolDocument) {
-  // docs/protocol.md, "Data plane": layer-ready for layer 3 of the request at 0x10.
-  data_plane::Notification n;
-  n.kind = data_plane::MessageKind::kLayerReady;
-  n.request_key = 0x10;
-  n.layer = 3;
-  EXPECT_EQ(HexEncode(data_plane::EncodeNotification(n)),
-            "4f434450"
-            "01"
-            "01"
-            "00"
-            "00"
-            "1000000000000000"
-            "03000000"
-            "00000000");
-}
-
-TEST(DataPlaneWire, MalformedHeadersAreRejected) {
-  data_plane::Notification n;
-  n.kind = data_plane::MessageKind::kError;
-  n.code = Code::kInternal;
-  n.message_bytes = 5;
-  const auto good = data_plane::EncodeNotification(n);
-  ASSERT_TRUE(data_plane::DecodeNotification(good).has_value());
-  struct Row {
-    const char* what;
-    size_t index;
-    uint8_t value;
-  };
-  for (const Row& row : {Row{"magic", 0, 'X'}, Row{"version", 4, 2}, Row{"kind 0", 5, 0},
-                         Row{"kind 4", 5, 4}, Row{"code past the enum", 6, 200},
-                         Row{"error without a code", 6, 0}, Row{"message too long", 21, 0x10}}) {
-    SCOPED_TRACE(row.what);
-    auto bad = good;
-    bad[row.index] = static_cast<std::byte>(row.value);
-    auto r = data_plane::DecodeNotification(bad);
-    ASSERT_FALSE(r.has_value());
-    EXPECT_EQ(r.error().code(), Code::kCorruption);
-  }
-  EXPECT_FALSE(data_plane::DecodeNotification(ByteSpan(good).subspan(1)).has_value());
-  n.kind = data_plane::MessageKind::kDone;
-  n.code = Code::kOk;
-  n.message_bytes = 3;  // only errors carry text
-  EXPECT_FALSE(data_plane::DecodeNotification(data_plane::EncodeNotification(n)).has_value());
 }
 
 }  // namespace

@@ -23,13 +23,12 @@
 
 #include <gtest/gtest.h>
 
+#include "data_plane/ucx_data_plane.h"
 #include "data_plane_test_util.h"
 #include "oc/client/target_buffer.h"
 #include "oc/common/bytes.h"
 #include "oc/storage/layer_sink.h"
 #include "oc/testutil/testutil.h"
-#include "ucx_core.h"
-#include "ucx_data_plane.h"
 
 namespace oc {
 namespace {

@@ -10,10 +10,10 @@
 
 #include <gtest/gtest.h>
 
+#include "data_plane/ucx_data_plane.h"
 #include "oc/client/target_buffer.h"
 #include "oc/common/bytes.h"
 #include "oc/storage/layer_sink.h"
-#include "ucx_data_plane.h"
 
 namespace oc::dptest {
 
