@@ -122,7 +122,7 @@ for f in cmake_files:
                     errors.append(f"{f}: {target} names another module's sources ({w})")
         else:
             for w in words[1:]:
-                if w.endswith("_internals") and not in_tests:
+                if w.endswith("_internals") and not in_tests and not target.endswith("_internals"):
                     errors.append(f"{f}: {target} links the testing-only {w}")
             if target == "oc_client":
                 linked = {w for w in words[1:] if w.startswith("oc_")}
@@ -163,8 +163,6 @@ for f in files:
             if "<" in path or "*" in path:
                 continue
             errors.append(f"{f}:{lineno}: cites {path}, which is not in the tree")
-    if re.search(r"(?<![/\w])DESIGN\.md", "\n".join(lines)) and f != "docs/design.md":
-        errors.append(f"{f}: cites DESIGN.md, which is not in the tree (docs/design.md is)")
 
 if errors:
     print(f"check-deps: {len(errors)} problem(s):", file=sys.stderr)
