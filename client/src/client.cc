@@ -11,6 +11,14 @@
 #include "fmt/format.h"
 
 namespace oc::client {
+namespace {
+
+// Descriptor GETs started beyond requests_in_flight wait their turn; more than this many
+// waiting is a caller that never waits for its handles: GetLayers then fails with
+// kResourceExhausted instead of growing a queue without end.
+constexpr uint32_t kMaxQueuedRequests = 4096;
+
+}  // namespace
 
 // ---------------------------------------------------------------------------------------
 // Options
@@ -24,6 +32,9 @@ Status ClientOptions::Validate() const {
   }
   if (timeout.count() <= 0) {
     return Status::InvalidArgument("timeout", "must be positive");
+  }
+  if (requests_in_flight == 0) {
+    return Status::InvalidArgument("requests_in_flight", "must be positive");
   }
   return Status::Ok();
 }
@@ -77,6 +88,11 @@ Result<std::unique_ptr<Client>> Client::Open(const ClientOptions& options) {
   if (impl->host.empty() || impl->port.empty()) {
     return Status::InvalidArgument("endpoint", "must be http://host[:port]");
   }
+  BoundedExecutor::Options requests;
+  requests.threads = options.requests_in_flight;
+  requests.max_queued = kMaxQueuedRequests;
+  requests.field = "requests_in_flight";
+  impl->requests = std::make_unique<BoundedExecutor>(std::move(requests));
   return std::unique_ptr<Client>(new Client(std::move(impl)));
 }
 

@@ -18,6 +18,7 @@
 #include "http_transport.h"
 #include "oc/client/client.h"
 #include "oc/common/bytes.h"
+#include "oc/common/executor.h"
 #include "oc/common/result.h"
 #include "oc/common/status.h"
 #include "oc/descriptor/descriptor.h"
@@ -114,6 +115,11 @@ struct Client::Impl {
   std::mutex routes_mu;
   // bucket -> (address, the server's x-oc-data-plane-shm); guarded by routes_mu
   std::map<std::string, std::pair<std::string, bool>, std::less<>> routes;
+
+  // Runs the HTTP exchanges of GetLayers and GetLayersHttp (ClientOptions::
+  // requests_in_flight workers). Last member: destroyed first, it drains its tasks while the
+  // pool and the data plane they use still exist.
+  std::unique_ptr<BoundedExecutor> requests;
 };
 
 }  // namespace oc::client

@@ -2,8 +2,8 @@
 // UCX), ProbeChunks, and GetLayers / GetLayersHttp (the layers into a data-plane target or
 // streamed in the body), each validated before anything is sent.
 #include <algorithm>
+#include <functional>
 #include <string>
-#include <thread>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -200,6 +200,19 @@ Result<LayersResult> SendDescriptorGet(Client::Impl& impl, std::string_view buck
   return ParseLayersAnswer(ex->head);
 }
 
+// Runs `exchange` (which ends by calling State::Finish) on the client's request executor, then
+// State::End once the exchange's locals are released, so the handle may be destroyed. The
+// executor's refusal (kResourceExhausted: requests_in_flight reached) is returned as is.
+Result<LayerHandle> StartExchange(Client::Impl& impl, std::unique_ptr<LayerHandle::State> state,
+                                  std::function<void(LayerHandle::State*)> exchange) {
+  LayerHandle::State* s = state.get();
+  OC_RETURN_IF_ERROR(impl.requests->Submit([s, exchange = std::move(exchange)] {
+    exchange(s);
+    s->End();
+  }));
+  return LayerHandle(std::move(state));
+}
+
 }  // namespace
 
 Result<LayerHandle> Client::GetLayers(std::string_view bucket, Descriptor d,
@@ -218,20 +231,21 @@ Result<LayerHandle> Client::GetLayers(std::string_view bucket, Descriptor d,
   OC_ASSIGN_OR_RETURN(state->delivery,
                       plane->Expect(d.target->address, d.num_layers, std::move(on_layer)));
   Impl::DescriptorRequest req = impl_->BuildDescriptorRequest(d);
-  LayerHandle::State* s = state.get();
-  state->thread = std::thread(
-      [s, req = std::move(req), bucket = std::string(bucket), route = std::move(route)]() mutable {
-        Impl::Exchange ex;
-        Result<LayersResult> r = SendDescriptorGet(*s->impl, bucket, std::move(req), &ex);
-        if (!r.has_value()) {
-          // The next request connects again if this one named a connection the server lost.
-          (void)s->impl->ForgetIfStale(r.error(), bucket, route);
-          s->Finish(r.error(), {});
-          return;
-        }
-        s->Finish(Drain(*ex.conn), std::move(*r));
-      });
-  return LayerHandle(std::move(state));
+  return StartExchange(*impl_, std::move(state),
+                       [req = std::move(req), bucket = std::string(bucket),
+                        route = std::move(route)](LayerHandle::State* s) mutable {
+                         Impl::Exchange ex;
+                         Result<LayersResult> r =
+                             SendDescriptorGet(*s->impl, bucket, std::move(req), &ex);
+                         if (!r.has_value()) {
+                           // The next request connects again if this one named a connection the
+                           // server lost.
+                           (void)s->impl->ForgetIfStale(r.error(), bucket, route);
+                           s->Finish(r.error(), {});
+                           return;
+                         }
+                         s->Finish(Drain(*ex.conn), std::move(*r));
+                       });
 }
 
 Result<LayerHandle> Client::GetLayersHttp(std::string_view bucket, Descriptor d,
@@ -249,9 +263,10 @@ Result<LayerHandle> Client::GetLayersHttp(std::string_view bucket, Descriptor d,
   state->timeout = impl_->options.timeout;
   state->on_layer = std::move(on_layer);
   Impl::DescriptorRequest req = impl_->BuildDescriptorRequest(d);
-  LayerHandle::State* s = state.get();
-  state->thread =
-      std::thread([s, req = std::move(req), bucket = std::string(bucket), d, out, n]() mutable {
+  return StartExchange(
+      *impl_, std::move(state),
+      [req = std::move(req), bucket = std::string(bucket), d, out,
+       n](LayerHandle::State* s) mutable {
         Impl::Exchange exchange;
         Result<LayersResult> r = SendDescriptorGet(*s->impl, bucket, std::move(req), &exchange);
         Impl::Exchange* ex = &exchange;
@@ -318,7 +333,6 @@ Result<LayerHandle> Client::GetLayersHttp(std::string_view bucket, Descriptor d,
         Status drained = Drain(*ex->conn);
         s->Finish(std::move(drained), std::move(*r));
       });
-  return LayerHandle(std::move(state));
 }
 
 }  // namespace oc::client

@@ -1,34 +1,25 @@
 // LayerHandle: waiting for the layers of a descriptor GET, on the UCX path (the Delivery)
-// or the HTTP path (layers counted off the body by the exchange thread).
+// or the HTTP path (layers counted off the body by the exchange task).
 #include "layer_handle.h"
-
-#include <algorithm>
 
 #include "fmt/format.h"
 
 namespace oc::client {
-namespace {
-
-// Slice of a WaitLayer on the data plane between checks of the HTTP answer (an HTTP error
-// means no notification will come).
-constexpr std::chrono::milliseconds kWaitSlice{20};
-
-}  // namespace
 
 LayerHandle::LayerHandle(std::unique_ptr<State> state) : state_(std::move(state)) {}
 LayerHandle::LayerHandle(LayerHandle&&) noexcept = default;
 LayerHandle& LayerHandle::operator=(LayerHandle&& other) noexcept {
   if (this != &other) {
-    if (state_ && state_->thread.joinable()) {
-      state_->thread.join();
+    if (state_) {
+      state_->WaitEnded();
     }
     state_ = std::move(other.state_);
   }
   return *this;
 }
 LayerHandle::~LayerHandle() {
-  if (state_ && state_->thread.joinable()) {
-    state_->thread.join();
+  if (state_) {
+    state_->WaitEnded();
   }
 }
 
@@ -40,7 +31,7 @@ Status LayerHandle::WaitLayer(uint32_t layer, std::chrono::milliseconds timeout)
     return Status::OutOfRange(fmt::format("layer {} of a {}-layer request", layer, s.num_layers));
   }
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  if (s.delivery == nullptr) {  // HTTP: the exchange thread counts layers
+  if (s.delivery == nullptr) {  // HTTP: the exchange task counts layers
     std::unique_lock lock(s.mu);
     if (!s.cv.wait_until(lock, deadline, [&] { return s.ready > layer || s.finished; })) {
       return Status::Unavailable(fmt::format("timed out waiting for layer {}", layer));
@@ -56,26 +47,9 @@ Status LayerHandle::WaitLayer(uint32_t layer, std::chrono::milliseconds timeout)
                     "matched)",
                     layer, s.result.summary.matched_chunks, s.result.summary.matched_chunks));
   }
-  // UCX: wait on the delivery in slices, giving up early when the HTTP answer is an error
-  // (then no notification will come).
-  Status last;
-  for (;;) {
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) {
-      return last.ok() ? Status::Unavailable("timed out") : last;
-    }
-    const auto slice = std::min<std::chrono::milliseconds>(
-        kWaitSlice, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now) +
-                        std::chrono::milliseconds(1));
-    last = s.delivery->WaitLayer(layer, slice);
-    if (last.ok() || last.code() != Code::kUnavailable) {
-      return last;
-    }
-    std::lock_guard lock(s.mu);
-    if (s.finished && !s.status.ok()) {
-      return s.status;
-    }
-  }
+  // UCX: the Delivery ends on the server's notifications, or on the HTTP answer's error
+  // (State::Finish aborts it): one wait.
+  return s.delivery->WaitLayer(layer, timeout);
 }
 
 Result<LayersResult> LayerHandle::Wait() {

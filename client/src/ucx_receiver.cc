@@ -122,6 +122,17 @@ class UcxDelivery final : public Delivery {
     return state_->ready_count;
   }
 
+  void Abort(const Status& error) override {
+    DeliveryState& s = *state_;
+    std::lock_guard<std::mutex> lock(s.mu);
+    if (s.finished) {
+      return;
+    }
+    s.finished = true;
+    s.final = error.ok() ? Status::Internal("a delivery aborted without an error") : error;
+    s.cv.notify_all();
+  }
+
  private:
   UcxReceiver& owner_;
   const uint64_t key_;

@@ -25,7 +25,7 @@
 //
 // Thread safety: every Client method may be called concurrently. A LayerHandle is used by
 // one thread at a time; callbacks run on the data plane's progress thread (UCX) or the
-// request's own thread (HTTP) and must not block.
+// request's exchange task (HTTP, on the client's request executor) and must not block.
 
 #include <chrono>
 #include <cstdint>

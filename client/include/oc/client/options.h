@@ -35,6 +35,11 @@ struct ClientOptions {
   // Idle keep-alive connections kept for reuse.
   // Default: 8
   uint32_t max_idle_connections = 8;
+  // Descriptor GETs (GetLayers, GetLayersHttp) whose HTTP exchanges run at once, each on one
+  // of this many worker threads; later ones wait their turn in order (up to 4096 waiting,
+  // then kResourceExhausted). Threads start on demand.
+  // Default: 16
+  uint32_t requests_in_flight = 16;
   // Descriptors whose x-oc-* headers (as descriptor::HeaderBytes counts them) exceed this go
   // in a POST body instead of GET headers. Below the gateway's whole-header limit
   // (GatewayOptions::max_header_bytes, 16 KiB by default) with room for auth headers.

@@ -1,0 +1,141 @@
+// LayerHandle against a real gateway over a local store, in process (oc_gateway's Server,
+// OpenLocalStore, liboc_client over loopback and UCX on TCP): the HTTP answer of a descriptor
+// GET ends the data-plane wait when it is an error (the exchange fails the Delivery itself,
+// so a waiter wakes on one condition), and GetLayers runs on the client's bounded request
+// executor.
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "oc/client/client.h"
+#include "oc/descriptor/descriptor.h"
+#include "oc/gateway/server.h"
+#include "oc/storage/local_store.h"
+#include "oc/testutil/testutil.h"
+
+namespace oc::client {
+namespace {
+
+using descriptor::Descriptor;
+using descriptor::StoredLayout;
+
+constexpr char kBucket[] = "kv-layers";
+constexpr uint32_t kLayers = 4;
+constexpr uint64_t kLayerBytes = 4096;
+
+// A gateway serving a local store on a free port, run on its own thread until destroyed.
+class GatewayFixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    storage::StoreOptions so;
+    so.data_dir = (dir_.path() / "data").string();
+    so.sync_writes = false;
+    so.kv.data_plane_transports = "tcp";
+    auto store = storage::OpenLocalStore(so);
+    ASSERT_TRUE(store.has_value()) << store.error();
+    store_ = std::move(*store);
+    gateway::GatewayOptions go;
+    go.listen = "127.0.0.1:0";
+    go.credentials_file = (dir_.path() / "credentials.toml").string();
+    go.access_log = false;
+    auto setup = gateway::EnsureCredentialsFile(go.credentials_file);
+    ASSERT_TRUE(setup.has_value()) << setup.error();
+    auto server = gateway::Server::Create(go, store_.get());
+    ASSERT_TRUE(server.has_value()) << server.error();
+    server_ = std::move(*server);
+    run_ = std::thread([this] { (void)server_->Run(); });
+    ClientOptions co;
+    co.endpoint = "http://127.0.0.1:" + std::to_string(server_->port());
+    co.access_key = setup->access_key;
+    co.secret_key = setup->secret_key;
+    co.data_plane.transports = "tcp";
+    auto client = Client::Open(co);
+    ASSERT_TRUE(client.has_value()) << client.error();
+    client_ = std::move(*client);
+    const Status made = client_->CreateBucket(kBucket);
+    ASSERT_TRUE(made.ok()) << made.ToString();
+  }
+  void TearDown() override {
+    client_.reset();
+    if (server_ != nullptr) {
+      server_->Stop();
+      run_.join();
+    }
+  }
+
+  static Descriptor Toy(StoredLayout layout) {
+    Descriptor d;
+    d.keys = descriptor::ExplicitKeys{{"llama@1@0@h0@bfloat16", "llama@1@0@h1@bfloat16"}};
+    d.num_layers = kLayers;
+    d.chunk_tokens = 16;
+    d.layer_bytes = kLayerBytes;
+    d.layout = layout;
+    return d;
+  }
+
+  testutil::TempDir dir_;
+  std::unique_ptr<storage::Store> store_;
+  std::unique_ptr<gateway::Server> server_;
+  std::thread run_;
+  std::unique_ptr<Client> client_;
+};
+
+TEST_F(GatewayFixture, AnHttpErrorAnswerEndsTheDataPlaneWait) {
+  const Descriptor stored = Toy(StoredLayout::kL2TD);
+  const std::vector<std::byte> chunks = testutil::PatternBytes(7, 2 * kLayers * kLayerBytes);
+  ASSERT_TRUE(client_->PutChunks(kBucket, stored, chunks).has_value());
+  auto plane = client_->data_plane();
+  ASSERT_TRUE(plane.has_value()) << plane.error();
+  auto buffer = (*plane)->Allocate(chunks.size());
+  ASSERT_TRUE(buffer.has_value()) << buffer.error();
+
+  // The same chunks asked for in the other layout: the gateway refuses the plan (400 naming
+  // x-oc-layout) before any byte moves, so no data-plane notification will ever come.
+  auto h = client_->GetLayers(kBucket, Toy(StoredLayout::k2LTD), **buffer);
+  ASSERT_TRUE(h.has_value()) << h.error();
+  const Status layer = h->WaitLayer(0);
+  EXPECT_EQ(layer.code(), Code::kInvalidArgument) << layer;
+  EXPECT_EQ(layer.field(), "x-oc-layout") << layer;
+  Result<LayersResult> end = h->Wait();
+  ASSERT_FALSE(end.has_value());
+  EXPECT_EQ(end.error().code(), Code::kInvalidArgument);
+  // The Delivery itself carries the answer's error: a wait that may not block at all sees it
+  // (the data plane alone would report a timeout).
+  for (uint32_t l = 0; l < kLayers; ++l) {
+    const Status now = h->WaitLayer(l, std::chrono::milliseconds(0));
+    EXPECT_EQ(now.code(), Code::kInvalidArgument) << l << " " << now;
+  }
+}
+
+TEST_F(GatewayFixture, ManyGetLayersShareTheBoundedRequestExecutor) {
+  const Descriptor d = Toy(StoredLayout::kL2TD);
+  const std::vector<std::byte> chunks = testutil::PatternBytes(9, 2 * kLayers * kLayerBytes);
+  ASSERT_TRUE(client_->PutChunks(kBucket, d, chunks).has_value());
+  // More requests than requests_in_flight (16): the later ones wait their turn and all end.
+  constexpr int kRequests = 40;
+  std::vector<std::vector<std::byte>> outs(kRequests, std::vector<std::byte>(chunks.size()));
+  std::vector<LayerHandle> handles;
+  for (int i = 0; i < kRequests; ++i) {
+    auto h = client_->GetLayersHttp(kBucket, d, outs[i]);
+    ASSERT_TRUE(h.has_value()) << h.error();
+    handles.push_back(std::move(*h));
+  }
+  for (int i = 0; i < kRequests; ++i) {
+    Result<LayersResult> r = handles[i].Wait();
+    ASSERT_TRUE(r.has_value()) << i << " " << r.error();
+    EXPECT_EQ(r->summary.matched_chunks, 2u);
+    EXPECT_EQ(handles[i].layers_ready(), kLayers);
+  }
+}
+
+TEST(ClientOptions, RequestsInFlightMustBePositive) {
+  ClientOptions o;
+  o.requests_in_flight = 0;
+  EXPECT_EQ(o.Validate().field(), "requests_in_flight");
+}
+
+}  // namespace
+}  // namespace oc::client
