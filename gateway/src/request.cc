@@ -29,6 +29,9 @@ Response Response::Error(S3Error error, std::string field, std::string value, st
   r.error_field = std::move(field);
   r.error_value = std::move(value);
   r.error_message = std::move(message);
+  if (error == S3Error::kSlowDown) {
+    r.AddHeader("Retry-After", std::to_string(kSlowDownRetryAfterSeconds));
+  }
   return r;
 }
 

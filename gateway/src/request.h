@@ -47,6 +47,8 @@ struct Request {
   std::string Resource() const;
 };
 
+class DeferredResponse;  // deferred_response.h
+
 struct Response {
   unsigned status = 200;
   HeaderList headers;
@@ -60,6 +62,10 @@ struct Response {
   std::string error_field;
   std::string error_value;
   std::string error_message;
+  // Set instead of everything above when a descriptor task answers later (a descriptor GET
+  // into a data-plane target): the session waits for it without holding a thread, then sends
+  // the response it completes with (deferred_response.h).
+  std::shared_ptr<DeferredResponse> deferred;
 
   static Response Error(S3Error error, std::string field = {}, std::string value = {},
                         std::string message = {});

@@ -23,6 +23,7 @@
 #include "access.h"
 #include "auth/credentials.h"
 #include "auth/sigv4.h"
+#include "deferred_response.h"
 #include "handlers/handlers.h"
 #include "metrics.h"
 #include "oc/common/log.h"
@@ -110,6 +111,18 @@ class ServerImpl final : public Server {
     }
     acceptor_.emplace(*iocs_[0]);
     env_.store = store_;
+    env_.descriptors = store_->descriptor_executor();
+    if (env_.descriptors == nullptr) {
+      // A store that forwards descriptor calls (RemoteStore): the relaying runs on our own
+      // executor, sized like a store's default one.
+      BoundedExecutor::Options o;
+      o.threads = storage::DescriptorThreadsFor(0);
+      o.field = std::string(kDescriptorExecutorField);
+      o.start_all = true;
+      own_descriptors_ = std::make_unique<BoundedExecutor>(std::move(o));
+      env_.descriptors = own_descriptors_.get();
+    }
+    env_.deferred = &deferred_;
     env_.options = &options_;
     env_.access = &access_;
     env_.metrics = &metrics_;
@@ -123,7 +136,15 @@ class ServerImpl final : public Server {
     shared_.stopping = &stopping_;
   }
 
-  ~ServerImpl() override { pool_.join(); }
+  // Descriptor tasks still running post their deferred responses to our io_contexts, and
+  // those on our own executor use the store: wait for them before anything is torn down.
+  ~ServerImpl() override {
+    deferred_.WaitIdle();
+    if (own_descriptors_ != nullptr) {
+      own_descriptors_->Shutdown();
+    }
+    pool_.join();
+  }
 
   Status Init() {
     // The connection limit must be reached before the descriptor limit, or accepts fail with
@@ -307,6 +328,8 @@ class ServerImpl final : public Server {
   HandlerEnv env_;
   std::vector<std::unique_ptr<asio::io_context>> iocs_;
   asio::thread_pool pool_;
+  std::unique_ptr<BoundedExecutor> own_descriptors_;  // only in front of a remote store
+  DeferredTracker deferred_;
   std::optional<tcp::acceptor> acceptor_;
   std::optional<asio::ssl::context> tls_;
   ConnectionRegistry registry_;

@@ -18,6 +18,7 @@
 #include <boost/beast/ssl.hpp>
 
 #include "auth/aws_chunked.h"
+#include "deferred_response.h"
 #include "oc/common/log.h"
 #include "oc/common/text.h"
 #include "request_parser.h"
@@ -350,6 +351,11 @@ class Session : public SessionBase {
       }
     };
     co_await OnPool(*shared_.pool, job);
+    if (res.deferred) {  // a descriptor task answers when its transfer ends: wait off the pool
+      const std::shared_ptr<DeferredResponse> pending = std::move(res.deferred);
+      co_await WhenReady(pending);
+      res = pending->Take();
+    }
     if (!read_status.ok()) {
       kLog.Error("req={} read failed before the response: {}", ex.req.request_id,
                  read_status.ToString());

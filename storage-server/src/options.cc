@@ -1,7 +1,9 @@
 #include "oc/storage/options.h"
 
+#include <algorithm>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "oc/common/config.h"
 #include "oc/storage/types.h"
@@ -28,6 +30,7 @@ Status ApplyKvConfig(const oc::Config& config, KvOptions* kv) {
   OC_RETURN_IF_ERROR(config.Read("kv.data_plane_direct_writes", &kv->data_plane_direct_writes));
   OC_RETURN_IF_ERROR(config.Read("kv.zero_copy", &kv->zero_copy));
   OC_RETURN_IF_ERROR(config.ReadSize("kv.put_read_bytes", &kv->put_read_bytes));
+  OC_RETURN_IF_ERROR(config.Read("kv.descriptor_threads", &kv->descriptor_threads));
   return Status::Ok();
 }
 
@@ -65,7 +68,21 @@ Status KvOptions::Validate() const {
   if (put_read_bytes == 0) {
     return Status::InvalidArgument("kv.put_read_bytes", "must be positive");
   }
+  if (descriptor_threads > kMaxDescriptorThreads) {
+    return Status::InvalidArgument(
+        "kv.descriptor_threads",
+        "must be 0 (from the cores) .. " + std::to_string(kMaxDescriptorThreads));
+  }
   return Status::Ok();
+}
+
+uint32_t DescriptorThreadsFor(uint32_t configured) {
+  if (configured != 0) {
+    return configured;
+  }
+  const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
+  return std::clamp(cores * kDescriptorThreadsPerCore, kMinDescriptorThreads,
+                    kMaxDescriptorThreads);
 }
 
 Status StoreOptions::Validate() const {

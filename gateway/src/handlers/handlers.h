@@ -17,8 +17,15 @@
 
 namespace oc::gateway {
 
+class DeferredTracker;  // deferred_response.h
+
 struct HandlerEnv {
   storage::Store* store = nullptr;
+  // Where descriptor transfers run (the store's descriptor executor, or the server's own in
+  // front of a store without one: Store::descriptor_executor). Never null while serving.
+  BoundedExecutor* descriptors = nullptr;
+  // Counts the deferred responses of descriptor tasks (deferred_response.h).
+  DeferredTracker* deferred = nullptr;
   const GatewayOptions* options = nullptr;
   Access* access = nullptr;
   Metrics* metrics = nullptr;

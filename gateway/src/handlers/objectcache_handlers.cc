@@ -5,14 +5,19 @@
 // handler they run on the Store pool after the session authenticated the request; access is checked
 // exactly as for GetObject (reads) and PutObject (the PUT). The descriptor is decoded and validated
 // before any Store call: a bad one is a 400 naming the x-oc-* field.
+//
+// The transfers themselves (GetLayers and PutChunks) run on the descriptor executor
+// (HandlerEnv::descriptors), never on a thread of their own: when all its workers are busy the
+// request is answered 503 SlowDown with Retry-After before anything is read or stored
+// (docs/decisions.md, "One bounded executor for descriptor work").
 
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <mutex>
-#include <thread>
 
+#include "deferred_response.h"
 #include "fmt/format.h"
 #include "handlers/handlers.h"
 #include "http_layer_sink.h"
@@ -131,32 +136,48 @@ Response Probe(HandlerEnv& env, Request& req, const descriptor::Descriptor& d) {
 }
 
 // A descriptor GET with a data-plane target: the Store writes the client's memory; the answer
-// carries only headers, sent once the transfer ended.
+// carries only headers, sent once the transfer ended. The transfer runs on the descriptor
+// executor and completes a deferred response, so no Store pool thread waits for it. The task
+// may use `req`: the session that owns it is suspended on this very response until Complete.
 Response GetIntoTarget(HandlerEnv& env, Request& req, const descriptor::Descriptor& d,
                        Clock::time_point start) {
-  Result<storage::KvGetReport> r = env.store->GetLayers(req.route.bucket, d, nullptr, {});
-  if (!r.has_value()) {
-    return Response::FromStatus(r.error(), &req);
+  auto pending = std::make_shared<DeferredResponse>(env.deferred);
+  storage::Store* store = env.store;
+  Request* request = &req;
+  const Status admitted = env.descriptors->Submit([pending, store, request, d, start] {
+    Result<storage::KvGetReport> r = store->GetLayers(request->route.bucket, d, nullptr, {});
+    if (!r.has_value()) {
+      pending->Complete(Response::FromStatus(r.error(), request));
+      return;
+    }
+    descriptor::ResponseSummary s;
+    s.matched_chunks = r->plan.matched;
+    s.mode = r->plan.mode;
+    s.request_id = d.request_id;
+    s.storage_us = r->timings.read_us;
+    s.transfer_us = r->timings.transfer_us;
+    const uint64_t total = Micros(start);
+    s.gateway_us = total > r->timings.total_us ? total - r->timings.total_us : 0;
+    Response res;
+    AddSummary(s, &res);
+    res.AddHeader("x-oc-assigned-rate-gbps", fmt::format("{}", r->assigned_rate_gbps));
+    pending->Complete(std::move(res));
+  });
+  if (!admitted.ok()) {
+    return Response::FromStatus(admitted, &req);
   }
-  descriptor::ResponseSummary s;
-  s.matched_chunks = r->plan.matched;
-  s.mode = r->plan.mode;
-  s.request_id = d.request_id;
-  s.storage_us = r->timings.read_us;
-  s.transfer_us = r->timings.transfer_us;
-  const uint64_t total = Micros(start);
-  s.gateway_us = total > r->timings.total_us ? total - r->timings.total_us : 0;
   Response res;
-  AddSummary(s, &res);
-  res.AddHeader("x-oc-assigned-rate-gbps", fmt::format("{}", r->assigned_rate_gbps));
+  res.deferred = std::move(pending);
   return res;
 }
 
-// A descriptor GET without a target: GetLayers runs on its own thread into an HttpLayerSink
-// whose body reader the session streams. The handler waits only for the plan (or an error
-// before any byte), so the status line and headers (matched chunks, mode, Content-Length)
-// go out before the payload. Storage and transfer timings are not known when the headers are
-// sent; only x-oc-gateway-us is.
+// A descriptor GET without a target: GetLayers runs on the descriptor executor into an
+// HttpLayerSink whose body reader the session streams. The handler waits only for the plan (or
+// an error before any byte), so the status line and headers (matched chunks, mode,
+// Content-Length) go out before the payload. Storage and transfer timings are not known when
+// the headers are sent; only x-oc-gateway-us is. A slow reader holds its worker at most
+// kPipeTimeout per stalled step (the sink fails, GetLayers ends, the worker is free), and one
+// that disconnects frees it at once (the sink's kCancelled).
 Response GetIntoBody(HandlerEnv& env, Request& req, const descriptor::Descriptor& d,
                      Clock::time_point start) {
   struct Shared {
@@ -170,23 +191,27 @@ Response GetIntoBody(HandlerEnv& env, Request& req, const descriptor::Descriptor
   auto sink = std::make_shared<HttpLayerSink>(kBodyBuffers, kBodyBufferBytes, kPipeTimeout);
   storage::Store* store = env.store;
   std::string bucket = req.route.bucket;
-  std::thread([shared, sink, store, bucket = std::move(bucket), d]() {
-    Result<storage::KvGetReport> r =
-        store->GetLayers(bucket, d, sink.get(), [&](const storage::KvPlan& plan) {
-          std::lock_guard lock(shared->mu);
-          shared->plan = plan;
-          shared->cv.notify_all();
-          return Status::Ok();
-        });
-    std::lock_guard lock(shared->mu);
-    shared->ended = true;
-    if (!r.has_value()) {
-      shared->error = r.error();
-    }
-    shared->cv.notify_all();
-  }).detach();
-  // The thread owns the sink (shared) and the store outlives every request (the server
-  // drains requests before destroying it). The body reader keeps the pipe alive.
+  // The task owns the sink (shared) and the store outlives every task (its executor, or the
+  // server's, is drained before it is destroyed). The body reader keeps the pipe alive.
+  const Status admitted =
+      env.descriptors->Submit([shared, sink, store, bucket = std::move(bucket), d]() {
+        Result<storage::KvGetReport> r =
+            store->GetLayers(bucket, d, sink.get(), [&](const storage::KvPlan& plan) {
+              std::lock_guard lock(shared->mu);
+              shared->plan = plan;
+              shared->cv.notify_all();
+              return Status::Ok();
+            });
+        std::lock_guard lock(shared->mu);
+        shared->ended = true;
+        if (!r.has_value()) {
+          shared->error = r.error();
+        }
+        shared->cv.notify_all();
+      });
+  if (!admitted.ok()) {
+    return Response::FromStatus(admitted, &req);
+  }
 
   std::unique_lock lock(shared->mu);
   shared->cv.wait(lock, [&] { return shared->plan.has_value() || shared->ended; });
@@ -233,35 +258,18 @@ Response HandleGetObjectCache(HandlerEnv& env, Request& req) {
 
 // ---------------------------------------------------------------------------------------
 // PUT /{bucket}?objectcache: the session streams the body into the ObjectWriter returned
-// here; it feeds a bounded pipe that Store::PutChunks, on its own thread, reads as its
-// ChunkSource. Commit() closes the pipe and waits for PutChunks.
+// here; it feeds a bounded pipe that Store::PutChunks, a task on the descriptor executor,
+// reads as its ChunkSource. Commit() closes the pipe and waits for PutChunks; destroying the
+// writer without Commit abandons the body and waits for PutChunks to give up.
 
 namespace {
 
-class ChunkPipeWriter final : public storage::ObjectWriter, public storage::ChunkSource {
+// The pipe between the session (ObjectWriter side) and PutChunks (ChunkSource side), shared by
+// the writer and the task, so that either may end first.
+class ChunkPipe final : public storage::ChunkSource {
  public:
-  ChunkPipeWriter(storage::Store* store, std::string bucket, descriptor::Descriptor d) {
-    thread_ = std::thread([this, store, bucket = std::move(bucket), d = std::move(d)] {
-      Result<storage::KvPutReport> r =
-          store->PutChunks(bucket, d, d.target ? nullptr : static_cast<ChunkSource*>(this));
-      std::lock_guard lock(mu_);
-      done_ = true;
-      result_ = r.has_value() ? Status::Ok() : r.error();
-      cv_.notify_all();
-    });
-  }
-  ~ChunkPipeWriter() override {
-    {
-      std::lock_guard lock(mu_);
-      closed_ = true;
-      aborted_ = !committed_;
-      cv_.notify_all();
-    }
-    thread_.join();
-  }
-
-  // ObjectWriter (session side).
-  Status Append(ByteSpan data) override {
+  // Session side.
+  Status Append(ByteSpan data) {
     std::unique_lock lock(mu_);
     while (!data.empty()) {
       if (!cv_.wait_for(lock, kPipeTimeout, [&] { return done_ || queued_ < kMaxQueuedBytes; })) {
@@ -281,18 +289,26 @@ class ChunkPipeWriter final : public storage::ObjectWriter, public storage::Chun
     }
     return Status::Ok();
   }
-  Result<storage::ObjectMeta> Commit() override {
+  // Ends the body (committed: it is whole; else abandoned) and waits for PutChunks' result.
+  Result<uint64_t> Close(bool committed) {
     std::unique_lock lock(mu_);
-    committed_ = true;
+    committed_ = committed_ || committed;
     closed_ = true;
+    aborted_ = !committed_;
     cv_.notify_all();
     cv_.wait(lock, [&] { return done_; });
     if (!result_.ok()) {
       return result_;
     }
-    storage::ObjectMeta meta;
-    meta.size = received_;
-    return meta;
+    return received_;
+  }
+
+  // Task side: PutChunks' outcome.
+  void Done(Status result) {
+    std::lock_guard lock(mu_);
+    done_ = true;
+    result_ = std::move(result);
+    cv_.notify_all();
   }
 
   // ChunkSource (PutChunks side).
@@ -335,7 +351,29 @@ class ChunkPipeWriter final : public storage::ObjectWriter, public storage::Chun
   bool aborted_ = false;           // guarded by mu_
   bool done_ = false;              // guarded by mu_
   Status result_;                  // guarded by mu_
-  std::thread thread_;
+};
+
+class ChunkPipeWriter final : public storage::ObjectWriter {
+ public:
+  explicit ChunkPipeWriter(std::shared_ptr<ChunkPipe> pipe) : pipe_(std::move(pipe)) {}
+  ~ChunkPipeWriter() override {
+    if (!spent_) {
+      (void)pipe_->Close(/*committed=*/false);
+    }
+  }
+
+  Status Append(ByteSpan data) override { return pipe_->Append(data); }
+  Result<storage::ObjectMeta> Commit() override {
+    spent_ = true;
+    OC_ASSIGN_OR_RETURN(const uint64_t received, pipe_->Close(/*committed=*/true));
+    storage::ObjectMeta meta;
+    meta.size = received;
+    return meta;
+  }
+
+ private:
+  std::shared_ptr<ChunkPipe> pipe_;
+  bool spent_ = false;
 };
 
 }  // namespace
@@ -362,7 +400,19 @@ UploadStart OpenPutObjectCache(HandlerEnv& env, Request& req, uint64_t body_byte
     return start;
   }
   req.request_id = d->request_id;
-  start.writer = std::make_unique<ChunkPipeWriter>(env.store, req.route.bucket, std::move(*d));
+  auto pipe = std::make_shared<ChunkPipe>();
+  storage::Store* store = env.store;
+  const Status admitted = env.descriptors->Submit(
+      [pipe, store, bucket = std::string(req.route.bucket), d = std::move(*d)] {
+        Result<storage::KvPutReport> r =
+            store->PutChunks(bucket, d, d.target ? nullptr : pipe.get());
+        pipe->Done(r.has_value() ? Status::Ok() : r.error());
+      });
+  if (!admitted.ok()) {
+    start.error = Response::FromStatus(admitted, &req);  // nothing read, nothing stored
+    return start;
+  }
+  start.writer = std::make_unique<ChunkPipeWriter>(std::move(pipe));
   return start;
 }
 

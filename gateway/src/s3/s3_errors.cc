@@ -87,7 +87,13 @@ S3Error ToS3Error(const Status& status) {
           return S3Error::kAccessDenied;
       }
     case Code::kResourceExhausted:
-      return subject == Subject::kEntity ? S3Error::kEntityTooLarge : S3Error::kServiceUnavailable;
+      if (subject == Subject::kEntity) {
+        return S3Error::kEntityTooLarge;
+      }
+      // Every worker of the descriptor executor is busy (oc/storage/kv.h): the request was
+      // refused before any work, and S3 clients back off and retry on SlowDown.
+      return status.field() == kDescriptorExecutorField ? S3Error::kSlowDown
+                                                        : S3Error::kServiceUnavailable;
     case Code::kUnavailable:
       return S3Error::kServiceUnavailable;
     case Code::kUnimplemented:

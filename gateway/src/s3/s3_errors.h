@@ -33,6 +33,13 @@ inline constexpr S3ErrorRow kS3ErrorRows[] = {
 
 const S3ErrorRow& ErrorRow(S3Error error);
 
+// The field of the refusal of a full descriptor executor (the store's KvOptions::
+// descriptor_threads, or the gateway's own in front of a remote store): kResourceExhausted
+// with it is SlowDown, which S3 clients retry after backing off.
+inline constexpr std::string_view kDescriptorExecutorField = "kv.descriptor_threads";
+// Seconds a SlowDown answer asks the client to wait (Retry-After).
+inline constexpr int kSlowDownRetryAfterSeconds = 1;
+
 // One switch over Code x Subject (minio's toAPIErrorCode): which S3 error a Status is.
 S3Error ToS3Error(const Status& status);
 

@@ -14,8 +14,21 @@ uint64_t Micros(Clock::duration d) {
 
 }  // namespace
 
+namespace {
+
+BoundedExecutor::Options ExecutorOptions(const KvOptions& options) {
+  BoundedExecutor::Options o;
+  o.threads = DescriptorThreadsFor(options.descriptor_threads);
+  o.max_queued = 0;  // docs/decisions.md, "One bounded executor for descriptor work"
+  o.field = "kv.descriptor_threads";
+  o.start_all = true;  // a fixed pool: the server's thread count does not grow with load
+  return o;
+}
+
+}  // namespace
+
 KvEngine::KvEngine(SliceSource& source, KvOptions options)
-    : source_(source), options_(std::move(options)) {
+    : source_(source), options_(std::move(options)), executor_(ExecutorOptions(options_)) {
   if (options_.scheduler != nullptr) {
     static const sched::SteadyClock kSteadyClock;
     PacingOptions po;
@@ -33,7 +46,7 @@ KvEngine::KvEngine(SliceSource& source, KvOptions options)
   }
 }
 
-KvEngine::~KvEngine() = default;
+KvEngine::~KvEngine() { Shutdown(); }
 
 Result<UcxDataPlane*> KvEngine::DataPlane() {
   std::lock_guard<std::mutex> lock(plane_mu_);

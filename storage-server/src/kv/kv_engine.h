@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "kv/slice_source.h"
+#include "oc/common/executor.h"
 #include "oc/common/result.h"
 #include "oc/common/thread_annotations.h"
 #include "oc/descriptor/descriptor.h"
@@ -114,9 +115,17 @@ class KvEngine {
   // invalid (logged at construction).
   PacingService* pacing() { return pacing_.get(); }
 
+  // The store's descriptor executor (Store::descriptor_executor): DescriptorThreadsFor(
+  // KvOptions::descriptor_threads) workers, no queue.
+  BoundedExecutor& executor() { return executor_; }
+  // Refuses new descriptor tasks and waits for the running ones to end: the store calls it
+  // before it tears the engine (and what its tasks read) down. Idempotent.
+  void Shutdown() { executor_.Shutdown(); }
+
  private:
   SliceSource& source_;
   const KvOptions options_;
+  BoundedExecutor executor_;
   std::mutex plane_mu_;
   std::unique_ptr<UcxDataPlane> plane_ OC_GUARDED_BY(plane_mu_);
   std::unique_ptr<PacingService> pacing_;

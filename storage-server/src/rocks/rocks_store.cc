@@ -54,6 +54,9 @@ RocksStore::RocksStore(const StoreOptions& options) : options_(options) {
 }
 
 RocksStore::~RocksStore() {
+  if (kv_ != nullptr) {
+    kv_->Shutdown();  // descriptor tasks still running call kv_: drain them first
+  }
   kv_.reset();
   {
     std::lock_guard lock(reclaim_mu_);

@@ -151,6 +151,7 @@ class RocksStore final : public Store, public kv::SliceSource {
   Result<DataPlaneInfo> DataPlane(std::string_view /*bucket*/) override {
     return kv_->DataPlaneInfo();
   }
+  BoundedExecutor* descriptor_executor() override { return &kv_->executor(); }
 
   // Compacts the extent column family (and with it the blob files) now; what the
   // background reclaimer runs. Also a test hook.

@@ -1022,6 +1022,23 @@ asio::awaitable<bool> Connection::ServeStats(const FrameHeader& h) {
 }
 
 // --- Descriptor calls ---
+
+namespace {
+
+// Runs a descriptor call's store task on the store's descriptor executor, shared with any
+// other front end of the store (docs/decisions.md, "One bounded executor for descriptor
+// work"): kResourceExhausted (field "kv.descriptor_threads") when it is full. A store without
+// one (it forwards descriptor calls itself) uses the store pool.
+template <typename Server, typename F>
+Status SubmitDescriptorTask(Server& server, F task) {
+  if (BoundedExecutor* executor = server.store->descriptor_executor()) {
+    return executor->Submit(std::move(task));
+  }
+  asio::post(server.store_pool, std::move(task));
+  return Status::Ok();
+}
+
+}  // namespace
 // The descriptor arrives as its POST-body text and is checked here with the gateway's limits
 // (DecodeDescriptorText): a bad one is answered with the field at fault and the connection
 // stays usable, since the frame itself was well formed.
@@ -1073,14 +1090,19 @@ asio::awaitable<bool> Connection::ServeKvGetLayers(const FrameHeader& h) {
   if (!to_target) {
     server_.NotePeak(body_.capacity() + kKvStreamBuffers * kStreamChunkBytes);
   }
-  asio::post(server_.store_pool, [stream, store = server_.store, bucket = std::move(bucket),
-                                  d = std::move(*decoded), to_target,
-                                  guard = asio::make_work_guard(server_.io)]() mutable {
-    Result<KvGetReport> r =
-        store->GetLayers(bucket, d, to_target ? nullptr : stream.get(),
-                         [&stream](const KvPlan& plan) { return stream->PushPlan(plan); });
-    stream->Done(std::move(r));
-  });
+  // On the store's descriptor executor (Store::descriptor_executor); a full one refuses the
+  // call (kResourceExhausted) before anything is read.
+  const Status admitted = SubmitDescriptorTask(
+      server_, [stream, store = server_.store, bucket = std::move(bucket), d = std::move(*decoded),
+                to_target, guard = asio::make_work_guard(server_.io)]() mutable {
+        Result<KvGetReport> r =
+            store->GetLayers(bucket, d, to_target ? nullptr : stream.get(),
+                             [&stream](const KvPlan& plan) { return stream->PushPlan(plan); });
+        stream->Done(std::move(r));
+      });
+  if (!admitted.ok()) {
+    co_return co_await SendError(rid, admitted);
+  }
   for (;;) {
     bool done = false;
     std::optional<KvGetStream::Frame> f = stream->Next(&done);
@@ -1136,11 +1158,16 @@ asio::awaitable<bool> Connection::ServeKvPutChunks(const FrameHeader& h) {
     server_.kv_puts.fetch_add(1, std::memory_order_relaxed);
     stream = std::make_shared<KvPutStream>(server_.options.io_timeout);
     stream->set_wake(Waker());
-    asio::post(server_.store_pool,
-               [stream, store = server_.store, bucket = std::move(bucket), d = std::move(*decoded),
-                to_target, guard = asio::make_work_guard(server_.io)]() mutable {
-                 stream->Done(store->PutChunks(bucket, d, to_target ? nullptr : stream.get()));
-               });
+    const Status admitted =
+        SubmitDescriptorTask(server_, [stream, store = server_.store, bucket = std::move(bucket),
+                                       d = std::move(*decoded), to_target,
+                                       guard = asio::make_work_guard(server_.io)]() mutable {
+          stream->Done(store->PutChunks(bucket, d, to_target ? nullptr : stream.get()));
+        });
+    if (!admitted.ok()) {  // refused: drain the body to kCommit, then answer the refusal
+      stream = nullptr;
+      decoded = admitted;
+    }
   }
   auto abandon = [&stream] {
     if (stream != nullptr) {

@@ -3,7 +3,9 @@
 // table if they have one.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <thread>
 
 #include "oc/common/config.h"
 #include "oc/gateway/options.h"
@@ -69,6 +71,7 @@ TEST(ConfFiles, KvTableListsEveryKeyAtItsDefault) {
     EXPECT_EQ(store.kv.data_plane_timeout, defaults.data_plane_timeout);
     EXPECT_EQ(store.kv.data_plane_direct_writes, defaults.data_plane_direct_writes);
     EXPECT_EQ(store.kv.put_read_bytes, defaults.put_read_bytes);
+    EXPECT_EQ(store.kv.descriptor_threads, defaults.descriptor_threads);
   }
 }
 
@@ -77,7 +80,7 @@ TEST(ConfFiles, KvTableSetsEveryField) {
       "[kv]\nlayerwise_threshold = \"1\"\ndata_plane_transports = \"tcp\"\n"
       "data_plane_staging_buffers = 3\ndata_plane_staging_buffer_bytes = \"64KiB\"\n"
       "data_plane_timeout = \"2s\"\ndata_plane_direct_writes = false\n"
-      "put_read_bytes = \"256KiB\"\n");
+      "put_read_bytes = \"256KiB\"\ndescriptor_threads = 3\n");
   ASSERT_TRUE(config.has_value()) << config.error();
   storage::StoreOptions store;
   ASSERT_TRUE(storage::ApplyConfig(*config, &store).ok());
@@ -90,6 +93,17 @@ TEST(ConfFiles, KvTableSetsEveryField) {
   EXPECT_EQ(store.kv.data_plane_timeout, std::chrono::milliseconds(2'000));
   EXPECT_FALSE(store.kv.data_plane_direct_writes);
   EXPECT_EQ(store.kv.put_read_bytes, 256u << 10);
+  EXPECT_EQ(store.kv.descriptor_threads, 3u);
+  EXPECT_EQ(storage::DescriptorThreadsFor(store.kv.descriptor_threads), 3u);
+}
+
+// kv.descriptor_threads = 0 (the default) sizes the executor from the machine's cores.
+TEST(ConfFiles, DescriptorThreadsDefaultComesFromTheCores) {
+  const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
+  EXPECT_EQ(storage::DescriptorThreadsFor(0),
+            std::clamp(cores * storage::kDescriptorThreadsPerCore, storage::kMinDescriptorThreads,
+                       storage::kMaxDescriptorThreads));
+  EXPECT_GE(storage::DescriptorThreadsFor(0), storage::kMinDescriptorThreads);
 }
 
 TEST(ConfFiles, BadKvValuesAndUnknownKvKeysAreRefused) {
@@ -106,6 +120,8 @@ TEST(ConfFiles, BadKvValuesAndUnknownKvKeysAreRefused) {
                "kv.data_plane_staging_buffer_bytes"},
            Row{"[kv]\ndata_plane_timeout = 5\n", "kv.data_plane_timeout"},
            Row{"[kv]\nput_read_bytes = \"1GiB\"\n", "kv.put_read_bytes"},
+           Row{"[kv]\ndescriptor_threads = 5000\n", "kv.descriptor_threads"},
+           Row{"[kv]\ndescriptor_threads = -1\n", "kv.descriptor_threads"},
            Row{"[kv]\ndata_plane_transports = 3\n", "kv.data_plane_transports"},
            Row{"[kv]\ndata_plane_direct_writes = \"yes\"\n", "kv.data_plane_direct_writes"},
        }) {

@@ -7,6 +7,8 @@
 #include <set>
 #include <string>
 
+#include "request.h"
+
 namespace oc::gateway {
 namespace {
 
@@ -59,11 +61,31 @@ TEST(S3Errors, StatusMapsToTheS3Code) {
       {Status::IOError("disk"), "InternalError"},
       {Status::Corruption("crc"), "InternalError"},
       {Status::Unavailable("down"), "ServiceUnavailable"},
+      {Status::ResourceExhausted("", "rpc connections"), "ServiceUnavailable"},
+      {Status::ResourceExhausted("kv.descriptor_threads", "all workers busy"), "SlowDown"},
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(row.status.ToString());
     EXPECT_EQ(ErrorRow(ToS3Error(row.status)).code, row.code);
   }
+}
+
+// A full descriptor executor is 503 SlowDown with Retry-After: what S3 clients back off on.
+TEST(S3Errors, SlowDownAsksTheClientToRetryLater) {
+  const Response r = Response::FromStatus(
+      Status::ResourceExhausted(std::string(kDescriptorExecutorField), "all workers busy"));
+  EXPECT_EQ(r.status, 503u);
+  ASSERT_TRUE(r.error.has_value());
+  EXPECT_EQ(ErrorRow(*r.error).code, "SlowDown");
+  bool retry_after = false;
+  for (const auto& [name, value] : r.headers) {
+    if (name == "Retry-After") {
+      retry_after = true;
+      EXPECT_EQ(value, std::to_string(kSlowDownRetryAfterSeconds));
+    }
+  }
+  EXPECT_TRUE(retry_after);
+  EXPECT_TRUE(r.error_field.empty() || ErrorRow(*r.error).http_status >= 500);
 }
 
 TEST(S3Errors, Golden4xxNamesTheArgument) {

@@ -78,6 +78,14 @@ struct KvOptions {
   // writers).
   // Default: 1 MiB
   uint64_t put_read_bytes = 1ull << 20;
+  // Workers of the store's descriptor executor (Store::descriptor_executor): the descriptor
+  // GETs and PUTs that move bytes (into a body, a data-plane target, or from either) at once,
+  // in this process, whichever front end (gateway or RPC server) took them. One more is
+  // refused with kResourceExhausted naming this key (the gateway answers 503 SlowDown); none
+  // waits in a queue (docs/decisions.md, "One bounded executor for descriptor work").
+  // 0 sizes it from the machine: DescriptorThreadsFor(0).
+  // Default: 0 (kDescriptorThreadsPerCore per core, at least kMinDescriptorThreads)
+  uint32_t descriptor_threads = 0;
 
   // kInvalidArgument naming the field for zero counts, sizes or timeouts.
   // The [scheduler] table (oc/sched/options.h): when set, layerwise GetLayers are admitted into
@@ -88,6 +96,20 @@ struct KvOptions {
 
   Status Validate() const;
 };
+
+// Sizing of the descriptor executor when KvOptions::descriptor_threads is 0. A transfer holds
+// its worker for its whole length but mostly waits (a client reading the body, the pacer, the
+// data plane's completions), so a core keeps many in flight; each body-delivered GET also
+// stages 4 MiB, so the bound is one on staging memory too.
+inline constexpr uint32_t kDescriptorThreadsPerCore = 16;
+inline constexpr uint32_t kMinDescriptorThreads = 16;
+// Largest descriptor_threads accepted.
+inline constexpr uint32_t kMaxDescriptorThreads = 4096;
+
+// The executor size for `configured` (KvOptions::descriptor_threads): itself when non-zero,
+// else kDescriptorThreadsPerCore x the cores std::thread::hardware_concurrency() reports (at
+// least kMinDescriptorThreads).
+uint32_t DescriptorThreadsFor(uint32_t configured);
 
 // What GetLayers decided before any byte moves; the gateway builds its response headers
 // from it (x-oc-matched-chunks, x-oc-mode, Content-Length, x-oc-request-id).

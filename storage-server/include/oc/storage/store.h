@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "oc/common/executor.h"
 #include "oc/common/result.h"
 #include "oc/common/status.h"
 #include "oc/descriptor/descriptor.h"
@@ -196,6 +197,18 @@ class Store {
   // error if it fails (e.g. kCancelled for an abandoned body).
   virtual Result<KvPutReport> PutChunks(std::string_view bucket, const descriptor::Descriptor& d,
                                         ChunkSource* body) = 0;
+
+  // The bounded executor a front end (the gateway, the RPC server) runs this store's
+  // descriptor transfers on: every GetLayers and PutChunks that moves bytes, so that their
+  // threads are bounded per process whichever front end took them (docs/design.md
+  // "Delivery"; docs/decisions.md "One bounded executor for descriptor work"). A front end
+  // Submit()s a task that makes the blocking call; a refusal (kResourceExhausted, field
+  // "kv.descriptor_threads") is its answer to the client, with nothing stored or sent. A local
+  // store's KV engine owns it (KvOptions::descriptor_threads) and drains it before the store
+  // closes. nullptr from a store that runs no descriptor work itself (RemoteStore forwards it
+  // to the storage server, whose store runs it): the front end then relays on one of its own,
+  // sized by DescriptorThreadsFor(0).
+  virtual BoundedExecutor* descriptor_executor() { return nullptr; }
 
   // The data plane serving `bucket`'s descriptor requests with a target: the listener a
   // client's UCX connects to before it names the connection in a target. Opens the data
