@@ -1,8 +1,8 @@
 #pragma once
 // HttpLayerSink: the LayerSink (storage/layer_sink.h) of a descriptor GET without a data-plane
 // target (docs/design.md, Delivery: "the same bytes stream in the HTTP response body"). The
-// assembler, running Store::GetLayers on its own thread, fills staging buffers from a bounded
-// HeapBufferPool and hands them over in body order; the session reads the same buffers back
+// assembler, running Store::GetLayers on the descriptor executor, fills staging buffers from a
+// bounded HeapBufferPool and hands them over in body order; the session reads the same buffers back
 // through Body() (a storage::ObjectReader, which the session already streams in bounded
 // pieces) and each buffer returns to the pool once its bytes are copied out. So staging
 // memory is the pool's count x size whatever the payload, and the one copy per byte is the

@@ -32,7 +32,11 @@ RCVBUF = 64 << 10
 @pytest.fixture(scope="module")
 def small_server():
     root = tempfile.mkdtemp(prefix="oc-exec-")
-    srv = Server("embedded", root, extra_config=f"\n[kv]\ndescriptor_threads = {WORKERS}\n")
+    srv = Server("embedded", root)
+    # Not conftest's short timeouts: a held response must survive the test's own pauses (a
+    # write waits up to read_timeout for the client to read).
+    with open(srv.config, "w") as f:
+        f.write(f'[gateway]\nread_timeout = "60s"\n\n[kv]\ndescriptor_threads = {WORKERS}\n')
     srv.start()
     yield srv
     codes = srv.stop()

@@ -1,6 +1,8 @@
 #pragma once
 // Server: the S3 gateway (DESIGN: roles). HTTP/1.1 over Boost.Beast, one coroutine per
-// connection on `io_threads` io_contexts, Store calls on a separate pool of `store_threads`.
+// connection on `io_threads` io_contexts, Store calls on a separate pool of `store_threads`,
+// descriptor transfers on the store's descriptor executor (Store::descriptor_executor; a
+// full one is answered 503 SlowDown).
 // It sees storage only through oc::storage::Store, so `objectcache serve` (OpenLocalStore)
 // and `oc-gateway` (ConnectRemoteStore) run the same code.
 //

@@ -4,7 +4,9 @@
 // over OpenLocalStore, and tests run one in process over a real store.
 //
 // Threads: `io_threads` run Asio (one coroutine per connection, on its own strand); every
-// Store call runs on a separate pool of `store_threads`, so RocksDB never blocks I/O.
+// Store call runs on a separate pool of `store_threads`, so RocksDB never blocks I/O, except
+// the descriptor transfers (KvGetLayers, KvPutChunks), which run on the store's descriptor
+// executor (Store::descriptor_executor) and are refused with kResourceExhausted when it is full.
 // Each connection serves one call at a time and holds at most one frame body or one
 // streamed piece (kStreamChunkBytes) in memory.
 // Every read and write has a deadline. A client that breaks the protocol (bad magic,
