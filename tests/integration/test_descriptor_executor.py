@@ -123,29 +123,29 @@ class Held:
         return ET.fromstring(body)
 
 
-def put(srv, bucket, keys, body, attempts=100):
-    """A descriptor PUT, retried on 503 SlowDown after its Retry-After as S3 clients do."""
+def admitted(srv, bucket, method, keys, body=b"", attempts=100):
+    """A request held open once admitted, retried on 503 SlowDown after its Retry-After (a
+    worker is free again only once its previous task returned, just after that task's answer
+    went out)."""
     for _ in range(attempts):
-        r = Held(srv, bucket, "PUT", keys, body)
+        r = Held(srv, bucket, method, keys, body)
         if r.admitted():
-            status, answer = r.finish()
-            assert status == 200, answer
-            return
+            return r
         assert r.status == 503 and r.error().findtext("Code") == "SlowDown"
         time.sleep(int(r.headers["retry-after"]) / 10)  # a tenth: keep the test short
-    raise AssertionError("descriptor PUT still refused after retries")
+    raise AssertionError(f"descriptor {method} still refused after retries")
 
 
-def get(srv, bucket, keys, attempts=100):
-    for _ in range(attempts):
-        r = Held(srv, bucket, "GET", keys)
-        if r.admitted():
-            status, body = r.finish()
-            assert status == 200
-            return body
-        assert r.status == 503 and r.error().findtext("Code") == "SlowDown"
-        time.sleep(int(r.headers["retry-after"]) / 10)
-    raise AssertionError("descriptor GET still refused after retries")
+def put(srv, bucket, keys, body):
+    """A descriptor PUT, retried on 503 SlowDown as S3 clients do."""
+    status, answer = admitted(srv, bucket, "PUT", keys, body).finish()
+    assert status == 200, answer
+
+
+def get(srv, bucket, keys):
+    status, body = admitted(srv, bucket, "GET", keys).finish()
+    assert status == 200
+    return body
 
 
 def stored(srv, bucket, keys):
@@ -166,7 +166,7 @@ def test_full_executor_answers_slow_down_and_stores_nothing(small_server):
     keys = names("stored")
     put(srv, bucket, keys, body_of(1))
     # WORKERS body-delivered GETs whose bodies nobody reads: each holds its worker.
-    held = [Held(srv, bucket, "GET", keys) for _ in range(WORKERS)]
+    held = [admitted(srv, bucket, "GET", keys) for _ in range(WORKERS)]
     assert [h.status for h in held] == [200] * WORKERS
     # One more descriptor PUT: refused before anything is read or stored.
     new_keys = names("refused")
@@ -202,14 +202,14 @@ def test_many_concurrent_requests_complete_with_bounded_threads(small_server):
     # Far more requests than workers, all at once: GETs left unread, PUTs waiting to send.
     gets = [Held(srv, bucket, "GET", keys) for _ in range(16)]
     puts = [Held(srv, bucket, "PUT", names(f"p{i}"), body_of(10 + i)) for i in range(8)]
-    admitted = [r for r in gets + puts if r.admitted()]
+    running = [r for r in gets + puts if r.admitted()]
     threads, _ = proc_status(pid)
     # A thread per request would be 24 more; the executor's workers were already running.
     assert threads <= threads0 + 4, f"threads {threads0} -> {threads} with 24 requests open"
-    assert len(admitted) <= WORKERS
+    assert len(running) <= WORKERS
     # Every request completes: the admitted ones now, the refused ones retried after.
     want = get_layer_major(body_of(3))
-    for r in admitted:
+    for r in running:
         status, body = r.finish()
         assert status == 200
         if r.method == "GET":
