@@ -19,6 +19,7 @@
 #include <string_view>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "oc/common/bytes.h"
@@ -123,6 +124,33 @@ using GetCall = Call<Op::kGet, &Store::Get, Retry::kIfPooled, ObjectKey, ByteRan
 template <typename... Fields>
 Status DecodeRequest(ByteSpan body, std::tuple<Fields...>* request) {
   return std::apply([body](Fields&... f) { return DecodeBody(body, &f...); }, *request);
+}
+
+namespace internal {
+
+// True if a request field held as P binds to an argument of type A without a temporary: a
+// reference field must get exactly its type (a converted argument would leave the tuple
+// holding a reference to a temporary that dies at once); views convert by value.
+template <typename P, typename A>
+inline constexpr bool kBindsDirectly =
+    !std::is_reference_v<P> || std::is_same_v<std::remove_cvref_t<P>, std::remove_cvref_t<A>>;
+
+template <typename Params, typename... Args, size_t... I>
+constexpr bool AllBindDirectly(std::index_sequence<I...>) {
+  return (kBindsDirectly<std::tuple_element_t<I, Params>, Args> && ...);
+}
+
+}  // namespace internal
+
+// The client's parameters of call C, checked at compile time: one argument per request
+// field, each binding to its field without a temporary.
+template <typename C, typename... Args>
+typename C::Params MakeParams(const Args&... args) {
+  using Params = typename C::Params;
+  static_assert(sizeof...(Args) == std::tuple_size_v<Params>, "one argument per request field");
+  static_assert(internal::AllBindDirectly<Params, Args...>(std::index_sequence_for<Args...>{}),
+                "a request field would bind to a converted temporary: pass its exact type");
+  return Params(args...);
 }
 
 // Builds a call's request frame from the client's parameters.

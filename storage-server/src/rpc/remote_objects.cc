@@ -165,7 +165,7 @@ Result<BucketInfo> RemoteStore::HeadBucket(std::string_view bucket) {
 template <typename C, typename... Args>
 Result<std::unique_ptr<ObjectWriter>> RemoteStore::OpenWriter(Endpoint& ep, const Args&... args) {
   const uint64_t rid = NextRid();
-  OC_ASSIGN_OR_RETURN(CallResult r, OpenCall<C>(ep, rid, typename C::Params(args...)));
+  OC_ASSIGN_OR_RETURN(CallResult r, OpenCall<C>(ep, rid, MakeParams<C>(args...)));
   if (Status d = DecodeBody(r.body); !d.ok()) {
     return MalformedReply(C::op, d);
   }
@@ -180,7 +180,7 @@ Result<std::unique_ptr<ObjectWriter>> RemoteStore::Put(const ObjectKey& key,
 Result<std::unique_ptr<ObjectReader>> RemoteStore::Get(const ObjectKey& key, ByteRange range) {
   const uint64_t rid = NextRid();
   OC_ASSIGN_OR_RETURN(CallResult call,
-                      OpenCall<GetCall>(For(key.bucket), rid, GetCall::Params(key, range)));
+                      OpenCall<GetCall>(For(key.bucket), rid, MakeParams<GetCall>(key, range)));
   GetReply reply;
   if (Status d = DecodeBody(call.body, &reply); !d.ok()) {
     return MalformedReply(Op::kGet, d);

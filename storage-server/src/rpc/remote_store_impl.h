@@ -87,7 +87,7 @@ class RemoteStore final : public Store {
   // Unary call C on `ep` with the request fields `params` (calls.h, in wire order).
   template <typename C, typename... Args>
   typename C::Return Unary(Endpoint& ep, const Args&... args) {
-    return UnaryCall<C>(ep, NextRid(), typename C::Params(args...));
+    return UnaryCall<C>(ep, NextRid(), MakeParams<C>(args...));
   }
   // Opens a streamed writer with call C (PutBeginCall or UploadPartBeginCall).
   template <typename C, typename... Args>
