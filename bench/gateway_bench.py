@@ -10,7 +10,8 @@ Reported per run: ops/s, MB/s, p50 and p99 latency (wrk --latency), server CPU p
 (utime + stime of the server processes from /proc, divided by the requests served).
 
 Usage: bench/gateway_bench.py [--seconds 5] [--modes embedded,remote] [--sizes 4096,...]
-       [--conc 1,8,32] [--ops GET,PUT] [--out results.json]
+       [--conc 1,8,32] [--ops GET,PUT] [--out FILE]
+--out defaults to bench/results/<YYYY-MM-DD>/gateway_bench.json (UTC date).
 Binaries: OC_OBJECTCACHE_BIN, OC_GATEWAY_BIN, OC_STORAGE_SERVER_BIN (default: build/release).
 """
 import argparse
@@ -129,7 +130,8 @@ def main():
     ap.add_argument("--sizes", default="4096,65536,1048576")
     ap.add_argument("--conc", default="1,8,32")
     ap.add_argument("--ops", default="GET,PUT")
-    ap.add_argument("--out", default="gateway_bench.json")
+    ap.add_argument("--out", default=os.path.join(
+        HERE, "results", time.strftime("%Y-%m-%d", time.gmtime()), "gateway_bench.json"))
     args = ap.parse_args()
     args.sizes = [int(x) for x in args.sizes.split(",")]
     args.conc = [int(x) for x in args.conc.split(",")]
@@ -147,6 +149,7 @@ def main():
             print("remote: oc-storage-server not built, skipped", flush=True)
             continue
         bench_mode(mode, args, results)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump({"benchmark": "gateway_bench", "results": results}, f, indent=1)
     print(f"wrote {args.out}")

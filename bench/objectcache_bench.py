@@ -8,7 +8,9 @@ again, then writes
 the JSON (results, ratios, environment) and a PNG with matplotlib (Debian's
 python3-matplotlib).
 
-  bench/objectcache_bench.py --build build/cli --out bench/results/objectcache [--quick]
+  bench/objectcache_bench.py --build build/cli [--out PREFIX] [--quick]
+
+--out defaults to bench/results/<YYYY-MM-DD>/objectcache (UTC date): PREFIX.json, PREFIX.png.
 
 --quick uses G = 16, 256, context 4K and 16K at 87.5% hit only (fewer range GETs).
 """
@@ -134,7 +136,9 @@ def plot(rows, png):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build/release")
-    ap.add_argument("--out", default="bench/results/objectcache")
+    ap.add_argument("--out", default=os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "results",
+        time.strftime("%Y-%m-%d", time.gmtime()), "objectcache"))
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--repeat", default="3")
     # TOML appended to the server's config for the chunkwise pass: a Θ above every payload

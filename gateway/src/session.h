@@ -1,7 +1,8 @@
 #pragma once
 // One client connection: a coroutine that reads a request header, routes, authenticates,
 // validates, streams the body, runs the handler on the Store pool, streams the response,
-// and loops while the connection is kept alive (STYLE 3.6). Only session.cc includes Beast.
+// and loops while the connection is kept alive (STYLE 3.6). Only the session files include
+// Beast (session_impl.h: the class, and which file holds which seam).
 // Thread safety: a session lives on one io_context (one thread); the registry
 // (connection_registry.h) is shared.
 

@@ -1,7 +1,7 @@
 #pragma once
 // ClientConn is one blocking client connection of the storage RPC (wire.h): a POSIX TCP
 // socket whose every read and write waits with poll() against a deadline. The remote
-// store (remote_store.cc) pools these; tests use them to speak the protocol directly.
+// store (remote_pool.h) pools these; tests use them to speak the protocol directly.
 //
 // The client is blocking on purpose: Store is a synchronous interface called from the
 // gateway's own worker threads, and a plain socket per call keeps Asio out of the caller.

@@ -1,7 +1,11 @@
 #pragma once
-// The storage RPC wire format, shared by the server (server.cc) and its client
-// (remote_store.cc) and private to storage-server. Pure encoding and decoding: no I/O, no
-// Asio, no RocksDB, so the fuzz preset builds it alone (target oc_storage_wire).
+// The storage RPC wire format, shared by the server (server_connection.h) and its client
+// (remote_store_impl.h) and private to storage-server; docs/protocol.md, "Storage RPC", is the
+// reference. Pure encoding and decoding: no I/O, no Asio, no RocksDB, so the fuzz preset
+// builds it alone (target oc_storage_wire): frame.cc (op names, the header),
+// wire_primitives.cc (WireWriter, WireReader), object_codecs.cc and kv_codecs.cc (the value
+// codecs), validate_body.cc (every message's decoder), connect_params.cc (host:port, the
+// secret compare). calls.h gives each call's request fields and reply as types.
 //
 // A connection carries frames. Every frame is a fixed 24-byte header and a body:
 //

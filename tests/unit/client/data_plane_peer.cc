@@ -1,5 +1,5 @@
 // data_plane_peer: a client process for the cross-process data-plane tests
-// (data_plane_test.cc). It opens a client DataPlane, connects it to the server's data plane
+// (data_plane_failure_test.cc). It opens a client DataPlane, connects it to the server's data plane
 // at <server> (host:port; <shm> 1 if the server's transports allow shared memory), allocates
 // a target of num_layers x layer_bytes, and publishes the target (hex connection id, hex
 // rkey, address, length, one per line) in <dir>/target, written to a temporary name and renamed so

@@ -1,5 +1,5 @@
 #pragma once
-// Helpers shared by the data-plane tests (data_plane_test.cc, data_plane_handshake_test.cc):
+// Helpers shared by the data-plane tests (data_plane_*_test.cc):
 // a server UcxDataPlane and a client DataPlane connected to it in one process, restricted to
 // one transport so each row is deterministic.
 

@@ -1,5 +1,9 @@
 #include "oc/sched/options.h"
 
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -228,6 +232,49 @@ TEST(SchedulerOptions, ShippedConfMatchesTheDefaults) {
     EXPECT_EQ(o.compute_table[i].context_tokens, d.compute_table[i].context_tokens);
     EXPECT_EQ(o.compute_table[i].hit_rate, d.compute_table[i].hit_rate);
     EXPECT_EQ(o.compute_table[i].per_layer_compute_us, d.compute_table[i].per_layer_compute_us);
+  }
+}
+
+// bench/data/objectcache-table-a8.csv is the one copy of the paper's Table A8 that the TTFT
+// emulator reads; the built-in default repeats its per-layer column (ms there, µs here), so the
+// two cannot drift apart. The total column (what the emulator uses, / 32 layers) must round to
+// the per-layer column, as the paper prints it to 0.01 ms.
+TEST(ComputeTable, DefaultMatchesTableA8Csv) {
+  std::ifstream in(OC_TABLE_A8_CSV);
+  ASSERT_TRUE(in) << OC_TABLE_A8_CSV;
+  std::vector<std::string> header;
+  std::vector<std::map<std::string, double>> rows;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') {
+      continue;
+    }
+    std::vector<std::string> fields;
+    std::stringstream ss(line);
+    for (std::string f; std::getline(ss, f, ',');) {
+      fields.push_back(f);
+    }
+    if (header.empty()) {
+      header = fields;
+      continue;
+    }
+    ASSERT_EQ(fields.size(), header.size()) << line;
+    std::map<std::string, double>& row = rows.emplace_back();
+    for (size_t i = 0; i < fields.size(); ++i) {
+      row[header[i]] = std::stod(fields[i]);
+    }
+  }
+  const std::vector<ComputeTableRow> table = DefaultComputeTable();
+  ASSERT_EQ(rows.size(), table.size());
+  for (std::map<std::string, double>& row : rows) {
+    SCOPED_TRACE(testing::Message() << row["context_tokens"] << " @ " << row["hit_rate"]);
+    const auto it = std::find_if(table.begin(), table.end(), [&](const ComputeTableRow& t) {
+      return static_cast<double>(t.context_tokens) == row["context_tokens"] &&
+             t.hit_rate == row["hit_rate"];
+    });
+    ASSERT_NE(it, table.end());
+    EXPECT_EQ(it->model, kModel);
+    EXPECT_NEAR(it->per_layer_compute_us, row["per_layer_compute_ms"] * 1000, 1e-6);
+    EXPECT_NEAR(row["total_compute_ms"] / 32, row["per_layer_compute_ms"], 0.005 + 1e-9);
   }
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // RpcServer serves one Store over the storage RPC (src/rpc/wire.h) to authenticated clients
-// (target oc_storage_rpc_server; src/rpc/server.cc): the daemon oc-storage-server runs one
-// over OpenLocalStore, and tests run one in process over a real store.
+// (target oc_storage_rpc_server; src/rpc/server_connection.h lists its files): the daemon
+// oc-storage-server runs one over OpenLocalStore, and tests run one in process over a real store.
 //
 // Threads: `io_threads` run Asio (one coroutine per connection, on its own strand); every
 // Store call runs on a separate pool of `store_threads`, so RocksDB never blocks I/O, except
@@ -98,7 +98,7 @@ class RpcServer {
   std::vector<std::pair<std::string, uint64_t>> Figures() const;
 
  private:
-  friend class Connection;  // server.cc: one client connection
+  friend class Connection;  // src/rpc/server_connection.h: one client connection
   struct Impl;
   explicit RpcServer(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -1,0 +1,241 @@
+// Request bodies (session_impl.h): 100 Continue once auth and size checks have passed, the
+// body read in bounded pieces under read_timeout, a small XML body read whole and checked
+// against its payload hash or aws-chunked signatures, a PutObject/UploadPart body streamed
+// through those checks into the Store writer (committed only when all pass), and the drain of
+// what is left of a body after an early error.
+#include "session_impl.h"
+
+#include <optional>
+#include <string>
+#include <utility>
+
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "auth/aws_chunked.h"
+#include "oc/sigv4/crypto.h"
+
+namespace oc::gateway {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+
+}  // namespace
+
+template <class Stream>
+asio::awaitable<bool> Session<Stream>::SendContinue() {
+  Exchange& ex = *ex_;
+  if (!ex.expect_continue || ex.continue_sent) {
+    co_return true;
+  }
+  ex.continue_sent = true;
+  http::response<http::empty_body> cont{http::status::continue_, 11};
+  beast::error_code ec;
+  Lowest().expires_after(opts_.read_timeout);
+  co_await http::async_write(stream_, cont, asio::redirect_error(asio::use_awaitable, ec));
+  co_return !ec;
+}
+
+template <class Stream>
+asio::awaitable<std::pair<size_t, beast::error_code>> Session<Stream>::ReadPiece() {
+  auto& body = parser_->get().body();
+  body.data = piece_.data();
+  body.size = piece_.size();
+  beast::error_code ec;
+  if (!parser_->is_done()) {
+    Lowest().expires_after(opts_.read_timeout);
+    co_await http::async_read(stream_, buffer_, *parser_,
+                              asio::redirect_error(asio::use_awaitable, ec));
+    if (ec == http::error::need_buffer) {
+      ec = {};
+    }
+  }
+  const size_t n = piece_.size() - body.size;
+  ex_->bytes_in += n;
+  co_return std::make_pair(n, ec);
+}
+
+template <class Stream>
+Response Session<Stream>::BodyReadError(const beast::error_code& ec) {
+  ex_->must_close = true;
+  if (ec == http::error::body_limit) {
+    return Response::Error(S3Error::kEntityTooLarge);
+  }
+  if (ec == beast::error::timeout) {
+    return Response::Error(S3Error::kRequestTimeout);
+  }
+  return Response::Error(S3Error::kIncompleteBody);
+}
+
+template <class Stream>
+asio::awaitable<std::optional<Response>> Session<Stream>::ReadXmlBody() {
+  Exchange& ex = *ex_;
+  Request& req = ex.req;
+  if (req.content_length && *req.content_length > opts_.max_xml_body_bytes) {
+    co_return Response::Error(S3Error::kMaxMessageLengthExceeded);
+  }
+  if (!co_await SendContinue()) {
+    ex.must_close = true;
+    co_return Response::Error(S3Error::kRequestTimeout);
+  }
+  std::string raw;
+  for (;;) {
+    auto [n, ec] = co_await ReadPiece();
+    if (ec) {
+      co_return BodyReadError(ec);
+    }
+    if (raw.size() + n > RawBodyLimit(opts_.max_xml_body_bytes)) {
+      ex.must_close = true;
+      co_return Response::Error(S3Error::kMaxMessageLengthExceeded);
+    }
+    raw.append(piece_.data(), n);
+    if (parser_->is_done()) {
+      break;
+    }
+  }
+  if (auth::IsAwsChunked(ex.auth.payload)) {
+    auth::AwsChunkedDecoder decoder(ex.auth);
+    ByteSpan input = AsBytes(raw);
+    while (!input.empty()) {
+      Result<auth::AwsChunkedDecoder::Step> step = decoder.Next(input);
+      if (!step.has_value()) {
+        co_return Response::FromStatus(step.error(), &req);
+      }
+      req.body.append(AsText(step->payload));
+      input = input.subspan(step->consumed);
+    }
+    if (Status s = decoder.Finish(); !s.ok()) {
+      co_return Response::FromStatus(s, &req);
+    }
+  } else {
+    req.body = std::move(raw);
+    if (Status s = auth::CheckPayloadSha256(ex.auth, sigv4::Sha256Of(req.body)); !s.ok()) {
+      co_return Response::FromStatus(s, &req);
+    }
+  }
+  if (req.body.size() > opts_.max_xml_body_bytes) {
+    co_return Response::Error(S3Error::kMaxMessageLengthExceeded);
+  }
+  co_return std::nullopt;
+}
+
+template <class Stream>
+asio::awaitable<bool> Session<Stream>::ServeUpload() {
+  Exchange& ex = *ex_;
+  Request& req = ex.req;
+  const bool streaming = auth::IsAwsChunked(ex.auth.payload);
+  const bool chunked_transfer = !req.content_length.has_value();
+  if (chunked_transfer && !parser_->chunked()) {
+    co_return co_await Finish(Response::Error(S3Error::kMissingContentLength));
+  }
+  const uint64_t body_bytes =
+      streaming ? ex.auth.decoded_content_length : req.content_length.value_or(0);
+  if (body_bytes > opts_.max_object_bytes) {
+    co_return co_await Finish(Response::Error(S3Error::kEntityTooLarge));
+  }
+  if (!streaming) {
+    parser_->body_limit(opts_.max_object_bytes);
+  }
+
+  std::optional<auth::AwsChunkedDecoder> decoder;
+  if (streaming) {
+    decoder.emplace(ex.auth);
+  }
+  const bool hash = ex.auth.payload == auth::PayloadMode::kSigned;
+  sigv4::Sha256 sha;
+  UploadStart start;
+  auto open = [&] { start = OpenUpload(*shared_.env, req, body_bytes); };
+  co_await OnPool(*shared_.pool, open);
+  if (!start.writer) {
+    co_return co_await Finish(std::move(start.error));
+  }
+  if (!co_await SendContinue()) {
+    co_return false;
+  }
+
+  Status body_status;
+  Response res;
+  bool done = false;
+  while (!done) {
+    auto [n, ec] = co_await ReadPiece();
+    if (ec) {
+      start.writer.reset();  // discards everything appended: nothing half-written is visible
+      co_return co_await Finish(BodyReadError(ec));
+    }
+    const bool last = parser_->is_done();
+    // Decode, hash and append on the pool; on the last piece also check and commit.
+    auto step = [&] {
+      ByteSpan input(reinterpret_cast<const std::byte*>(piece_.data()), n);
+      if (decoder) {
+        while (!input.empty() && body_status.ok()) {
+          Result<auth::AwsChunkedDecoder::Step> s = decoder->Next(input);
+          if (!s.has_value()) {
+            body_status = s.error();
+            break;
+          }
+          if (!s->payload.empty()) {
+            body_status = start.writer->Append(s->payload);
+          }
+          input = input.subspan(s->consumed);
+        }
+      } else {
+        if (hash) {
+          sha.Update(input);
+        }
+        if (!input.empty()) {
+          body_status = start.writer->Append(input);
+        }
+      }
+      if (!last || !body_status.ok()) {
+        return;
+      }
+      body_status = decoder ? decoder->Finish() : auth::CheckPayloadSha256(ex.auth, sha.Finish());
+      if (!body_status.ok()) {
+        return;
+      }
+      res = FinishUpload(*shared_.env, req, start.writer->Commit());
+    };
+    co_await OnPool(*shared_.pool, step);
+    if (!body_status.ok()) {
+      start.writer.reset();
+      co_return co_await Finish(Response::FromStatus(body_status, &req));
+    }
+    done = last;
+  }
+  start.writer.reset();
+  co_return co_await Finish(std::move(res));
+}
+
+template <class Stream>
+asio::awaitable<bool> Session<Stream>::DrainBody() {
+  Exchange& ex = *ex_;
+  if (parser_->is_done()) {
+    co_return true;
+  }
+  if (ex.must_close || (ex.expect_continue && !ex.continue_sent)) {
+    co_return false;  // the client waits for 100 Continue that will not come
+  }
+  uint64_t drained = 0;
+  while (!parser_->is_done()) {
+    auto [n, ec] = co_await ReadPiece();
+    drained += n;
+    if (ec || drained > opts_.max_drain_bytes) {
+      co_return false;
+    }
+  }
+  co_return true;
+}
+
+// The members the other session files call, for both streams (session_impl.h).
+template asio::awaitable<std::optional<Response>> Session<PlainStream>::ReadXmlBody();
+template asio::awaitable<std::optional<Response>> Session<TlsStream>::ReadXmlBody();
+template asio::awaitable<bool> Session<PlainStream>::ServeUpload();
+template asio::awaitable<bool> Session<TlsStream>::ServeUpload();
+template asio::awaitable<bool> Session<PlainStream>::DrainBody();
+template asio::awaitable<bool> Session<TlsStream>::DrainBody();
+
+}  // namespace oc::gateway
