@@ -21,17 +21,30 @@ namespace {
 
 const Logger kLog{"rpc"};
 
+// The body every descriptor call starts with: the bucket, the descriptor's POST-body text and
+// the caller's principal. A malformed body is the returned error (the frame is rejected); a
+// bad descriptor is *d's error (answered with its field, the connection stays usable). The
+// principal is set on the descriptor's target, the one a data-plane connection must match.
+Status DecodeDescriptorCall(ByteSpan body, std::string* bucket, Result<descriptor::Descriptor>* d) {
+  std::string text;
+  std::string principal;
+  OC_RETURN_IF_ERROR(DecodeBody(body, bucket, &text, &principal));
+  *d = DecodeDescriptorText(text);
+  if (d->has_value() && (*d)->target.has_value()) {
+    (*d)->target->principal = std::move(principal);
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 asio::awaitable<bool> Connection::ServeKvProbe(const FrameHeader& h) {
   const uint64_t rid = h.request_id;
   std::string bucket;
-  std::string text;
-  std::string principal;  // unused: a probe moves no byte over the data plane
-  if (Status d = DecodeBody(body(), &bucket, &text, &principal); !d.ok()) {
-    co_return co_await Reject(rid, d);
+  Result<descriptor::Descriptor> d = Status::Internal("not decoded");
+  if (Status s = DecodeDescriptorCall(body(), &bucket, &d); !s.ok()) {
+    co_return co_await Reject(rid, s);
   }
-  Result<descriptor::Descriptor> d = DecodeDescriptorText(text);
   if (!d.has_value()) {
     co_return co_await SendError(rid, d.error());
   }
@@ -66,17 +79,12 @@ Status SubmitDescriptorTask(Server& server, F task) {
 asio::awaitable<bool> Connection::ServeKvGetLayers(const FrameHeader& h) {
   const uint64_t rid = h.request_id;
   std::string bucket;
-  std::string text;
-  std::string principal;
-  if (Status d = DecodeBody(body(), &bucket, &text, &principal); !d.ok()) {
-    co_return co_await Reject(rid, d);
+  Result<descriptor::Descriptor> decoded = Status::Internal("not decoded");
+  if (Status s = DecodeDescriptorCall(body(), &bucket, &decoded); !s.ok()) {
+    co_return co_await Reject(rid, s);
   }
-  Result<descriptor::Descriptor> decoded = DecodeDescriptorText(text);
   if (!decoded.has_value()) {
     co_return co_await SendError(rid, decoded.error());
-  }
-  if (decoded->target.has_value()) {
-    decoded->target->principal = std::move(principal);
   }
   server_.kv_gets.fetch_add(1, std::memory_order_relaxed);
   const bool to_target = decoded->target.has_value();
@@ -137,14 +145,9 @@ asio::awaitable<bool> Connection::ServeKvGetLayers(const FrameHeader& h) {
 asio::awaitable<bool> Connection::ServeKvPutChunks(const FrameHeader& h) {
   const uint64_t rid = h.request_id;
   std::string bucket;
-  std::string text;
-  std::string principal;
-  if (Status d = DecodeBody(body(), &bucket, &text, &principal); !d.ok()) {
-    co_return co_await Reject(rid, d);
-  }
-  Result<descriptor::Descriptor> decoded = DecodeDescriptorText(text);
-  if (decoded.has_value() && decoded->target.has_value()) {
-    decoded->target->principal = std::move(principal);
+  Result<descriptor::Descriptor> decoded = Status::Internal("not decoded");
+  if (Status s = DecodeDescriptorCall(body(), &bucket, &decoded); !s.ok()) {
+    co_return co_await Reject(rid, s);
   }
   const bool to_target = decoded.has_value() && decoded->target.has_value();
   std::shared_ptr<KvPutStream> stream;
