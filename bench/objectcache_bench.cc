@@ -7,10 +7,15 @@
 //   ucx         one descriptor GET into a registered buffer over UCX (the server picks
 //               layerwise or chunkwise by its Θ; the mode it used is reported)
 //   http-body   one descriptor GET, the layer-major payload streamed in the HTTP body
-//   http-object M plain GETs, one per chunk object (L·S bytes each), one connection
+//   http-object M plain GETs, one per chunk object (L·S bytes each), by --object-concurrency
+//               threads sharing the client (default 1)
 //   http-range  M·L range GETs of S bytes (one per chunk per layer), in layer order, by
 //               --range-concurrency threads sharing the client (default 1; more values add
 //               methods http-range-c<N>); rows carry "concurrency" and "client"
+// Storing (unless --no-put): --put-mode descriptor (default) sends descriptor PUTs of up to 128
+// chunks; --put-mode object sends one plain S3 PUT per chunk object from --put-concurrency
+// threads, as an S3 KV connector offloads to a server without the extension (Ceph RGW). Each
+// G's load is timed and reported in "puts" (method "put-descriptor" or "put-object").
 // For each: total seconds, GB/s (payload / total), time to first layer (ucx and http-body:
 // the first layer notification; http-range: the M GETs of layer 0; http-object: every
 // object, since each holds all layers), and per shape the speedups of ucx and http-body over
@@ -64,6 +69,9 @@ struct Flags {
   // Threads issuing the http-range GETs; each value after the first adds a method
   // "http-range-c<N>" (the first keeps the name "http-range").
   std::vector<uint64_t> range_concurrency = {1};
+  uint32_t object_concurrency = 1;
+  std::string put_mode = "descriptor";
+  uint32_t put_concurrency = 8;
   uint32_t repeat = 3;
   bool put = true;
   std::string json;
@@ -170,17 +178,46 @@ oc::Result<Measure> RunHttpBody(client::Client& c, const std::string& bucket,
   });
 }
 
+// Runs work(i) for i in [0, n) on `concurrency` threads (the caller's included), each taking
+// the next index; the first error stops the rest and is returned.
+oc::Status ParallelFor(uint64_t n, uint32_t concurrency,
+                       const std::function<oc::Status(uint64_t)>& work) {
+  std::atomic<uint64_t> next{0};
+  std::mutex error_mu;
+  oc::Status error;
+  auto loop = [&] {
+    for (uint64_t i = next.fetch_add(1); i < n; i = next.fetch_add(1)) {
+      if (oc::Status s = work(i); !s.ok()) {
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (error.ok()) {
+          error = s;
+        }
+        next.store(n);
+        return;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (uint32_t t = 1; t < concurrency; ++t) {
+    threads.emplace_back(loop);
+  }
+  loop();
+  for (std::thread& t : threads) {
+    t.join();
+  }
+  return error;
+}
+
 oc::Result<Measure> RunObjects(client::Client& c, const std::string& bucket,
-                               const descriptor::Descriptor& d, oc::MutableByteSpan out) {
+                               const descriptor::Descriptor& d, oc::MutableByteSpan out,
+                               uint32_t concurrency) {
   const uint64_t object = uint64_t{d.num_layers} * d.layer_bytes;
   const Clock::time_point start = Clock::now();
-  for (uint64_t j = 0; j < d.num_chunks(); ++j) {
+  OC_RETURN_IF_ERROR(ParallelFor(d.num_chunks(), concurrency, [&](uint64_t j) -> oc::Status {
     OC_ASSIGN_OR_RETURN(uint64_t n,
                         c.GetObject(bucket, d.ObjectName(j), out.subspan(j * object, object)));
-    if (n != object) {
-      return oc::Status::Internal("short object");
-    }
-  }
+    return n == object ? oc::Status::Ok() : oc::Status::Internal("short object");
+  }));
   Measure m;
   m.total_s = Seconds(Clock::now() - start);
   m.ttfl_s = m.total_s;
@@ -202,44 +239,52 @@ oc::Result<Measure> RunRanges(client::Client& c, const std::string& bucket,
   for (uint64_t j = 0; j < n; ++j) {
     names.push_back(d.ObjectName(j));
   }
-  std::atomic<uint64_t> next{0};
   std::atomic<uint64_t> layer0_left{n};
   std::atomic<int64_t> first_ns{-1};
-  std::mutex error_mu;
-  oc::Status error;
   const Clock::time_point start = Clock::now();
-  auto work = [&] {
-    for (uint64_t i = next.fetch_add(1); i < total; i = next.fetch_add(1)) {
-      const uint64_t l = i / n;
-      const uint64_t j = i % n;
-      oc::Result<uint64_t> got = c.GetObject(bucket, names[j], out.subspan(i * s, s), l * s, s);
-      if (!got.has_value() || *got != s) {
-        std::lock_guard<std::mutex> lock(error_mu);
-        if (error.ok()) {
-          error = got.has_value() ? oc::Status::Internal("short range") : got.error();
-        }
-        next.store(total);
-        return;
-      }
-      if (l == 0 && layer0_left.fetch_sub(1) == 1) {
-        first_ns.store((Clock::now() - start).count());
-      }
+  OC_RETURN_IF_ERROR(ParallelFor(total, concurrency, [&](uint64_t i) -> oc::Status {
+    const uint64_t l = i / n;
+    const uint64_t j = i % n;
+    OC_ASSIGN_OR_RETURN(uint64_t got,
+                        c.GetObject(bucket, names[j], out.subspan(i * s, s), l * s, s));
+    if (got != s) {
+      return oc::Status::Internal("short range");
     }
-  };
-  std::vector<std::thread> threads;
-  for (uint32_t t = 1; t < concurrency; ++t) {
-    threads.emplace_back(work);
-  }
-  work();
-  for (std::thread& t : threads) {
-    t.join();
-  }
-  OC_RETURN_IF_ERROR(error);
+    if (l == 0 && layer0_left.fetch_sub(1) == 1) {
+      first_ns.store((Clock::now() - start).count());
+    }
+    return oc::Status::Ok();
+  }));
   Measure m;
   m.total_s = Seconds(Clock::now() - start);
   m.ttfl_s = static_cast<double>(first_ns.load()) / 1e9;
   m.mode = "-";
   return m;
+}
+
+// Stores chunks 0..count-1 of G = g: chunk j's bytes are a pattern of (g, j), chunk-major in
+// kv_l2td, by descriptor PUTs of up to kPutBatchChunks chunks or by one S3 PUT per chunk.
+oc::Status Store(client::Client& c, const Flags& f, uint64_t g, uint64_t count) {
+  const uint64_t object = kLayers * kBytesPerTokenLayer * g;
+  if (f.put_mode == "object") {
+    return ParallelFor(count, f.put_concurrency, [&](uint64_t j) {
+      std::vector<std::byte> data(object, static_cast<std::byte>((j + g) & 0xff));
+      return c.PutObject(f.bucket, MakeDescriptor(g, j, 1).ObjectName(0),
+                         oc::ByteSpan(data.data(), data.size()));
+    });
+  }
+  const uint64_t batch = std::max<uint64_t>(1, std::min(kPutBatchChunks, kPutBatchBytes / object));
+  std::vector<std::byte> data(batch * object);
+  for (uint64_t first = 0; first < count; first += batch) {
+    const uint64_t n = std::min(batch, count - first);
+    for (uint64_t j = 0; j < n; ++j) {
+      std::memset(data.data() + j * object, static_cast<int>((first + j + g) & 0xff), object);
+    }
+    OC_RETURN_IF_ERROR(
+        c.PutChunks(f.bucket, MakeDescriptor(g, first, n), oc::ByteSpan(data.data(), n * object))
+            .status());
+  }
+  return oc::Status::Ok();
 }
 
 int Run(const Flags& f) {
@@ -261,6 +306,7 @@ int Run(const Flags& f) {
     }
   }
   Json results = Json::array();
+  Json puts = Json::array();  // one row per G's load, apart: it has no context or hit
   const uint64_t max_context = *std::max_element(f.contexts.begin(), f.contexts.end());
   const double max_hit = *std::max_element(f.hits.begin(), f.hits.end());
   for (uint64_t g : f.groups) {
@@ -268,33 +314,47 @@ int Run(const Flags& f) {
     const uint64_t object = kLayers * s;
     const uint64_t max_chunks =
         static_cast<uint64_t>(max_hit * static_cast<double>(max_context)) / g;
-    if (f.put) {  // chunk j's bytes: a pattern of (g, j), chunk-major in kv_l2td
-      const uint64_t batch =
-          std::max<uint64_t>(1, std::min(kPutBatchChunks, kPutBatchBytes / object));
-      std::vector<std::byte> data(batch * object);
-      for (uint64_t first = 0; first < max_chunks; first += batch) {
-        const uint64_t count = std::min(batch, max_chunks - first);
-        for (uint64_t j = 0; j < count; ++j) {
-          std::memset(data.data() + j * object, static_cast<int>((first + j + g) & 0xff), object);
-        }
-        oc::Result<client::PutChunksResult> r = c.PutChunks(
-            f.bucket, MakeDescriptor(g, first, count), oc::ByteSpan(data.data(), count * object));
-        if (!r.has_value()) {
-          std::cerr << "put chunks: " << r.error() << "\n";
-          return 1;
-        }
+    if (f.put) {
+      const Clock::time_point t0 = Clock::now();
+      if (oc::Status st = Store(c, f, g, max_chunks); !st.ok()) {
+        std::cerr << "put " << f.put_mode << ": " << st << "\n";
+        return 1;
       }
-      std::cerr << fmt::format("stored {} chunks of {} bytes at G = {}\n", max_chunks, object, g);
+      const double secs = Seconds(Clock::now() - t0);
+      Json row = {{"label", f.label},
+                  {"G", g},
+                  {"chunks", max_chunks},
+                  {"layer_bytes", s},
+                  {"payload_bytes", max_chunks * object},
+                  {"method", "put-" + f.put_mode},
+                  {"concurrency", f.put_mode == "object" ? f.put_concurrency : 1},
+                  {"total_s", secs},
+                  {"gbps", static_cast<double>(max_chunks * object) / secs / 1e9}};
+      std::cerr << fmt::format("stored {} chunks of {} bytes at G = {} by {} PUT: {:.3f} GB/s\n",
+                               max_chunks, object, g, f.put_mode, row["gbps"].get<double>());
+      puts.push_back(row);
     }
-    oc::Result<client::DataPlane*> plane = c.data_plane();
-    if (!plane.has_value()) {
-      std::cerr << plane.error() << "\n";
-      return 1;
-    }
-    oc::Result<std::unique_ptr<client::TargetBuffer>> buf = (*plane)->Allocate(max_chunks * object);
-    if (!buf.has_value()) {
-      std::cerr << buf.error() << "\n";
-      return 1;
+    // UCX is opened only when a method uses it (a plain S3 server has no data plane).
+    std::unique_ptr<client::TargetBuffer> target;
+    std::vector<std::byte> heap;
+    oc::MutableByteSpan space;
+    if (std::find(f.methods.begin(), f.methods.end(), "ucx") != f.methods.end()) {
+      oc::Result<client::DataPlane*> plane = c.data_plane();
+      if (!plane.has_value()) {
+        std::cerr << plane.error() << "\n";
+        return 1;
+      }
+      oc::Result<std::unique_ptr<client::TargetBuffer>> buf =
+          (*plane)->Allocate(max_chunks * object);
+      if (!buf.has_value()) {
+        std::cerr << buf.error() << "\n";
+        return 1;
+      }
+      target = std::move(*buf);
+      space = target->bytes();
+    } else {
+      heap.resize(max_chunks * object);
+      space = oc::MutableByteSpan(heap.data(), heap.size());
     }
     for (uint64_t context : f.contexts) {
       for (double hit : f.hits) {
@@ -304,7 +364,7 @@ int Run(const Flags& f) {
         }
         const descriptor::Descriptor d = MakeDescriptor(g, 0, m_chunks);
         const uint64_t payload = m_chunks * object;
-        oc::MutableByteSpan out = (*buf)->bytes().subspan(0, payload);
+        oc::MutableByteSpan out = space.subspan(0, payload);
         Json shape = {
             {"label", f.label},   {"G", g},           {"context", context},      {"hit", hit},
             {"chunks", m_chunks}, {"layer_bytes", s}, {"payload_bytes", payload}};
@@ -314,11 +374,11 @@ int Run(const Flags& f) {
           for (uint32_t rep = 0; rep <= f.repeat; ++rep) {  // rep 0 warms up
             oc::Result<Measure> r = oc::Status::Internal("unknown method " + method);
             if (method == "ucx") {
-              r = RunUcx(c, f.bucket, d, **buf);
+              r = RunUcx(c, f.bucket, d, *target);
             } else if (method == "http-body") {
               r = RunHttpBody(c, f.bucket, d, out);
             } else if (method == "http-object") {
-              r = RunObjects(c, f.bucket, d, out);
+              r = RunObjects(c, f.bucket, d, out, f.object_concurrency);
             } else if (method.starts_with("http-range")) {
               r = RunRanges(c, f.bucket, d, out, RangeConcurrency(method));
             }
@@ -339,7 +399,7 @@ int Run(const Flags& f) {
                 "liboc_client GetObject (SigV4, keep-alive connection pool), one thread per "
                 "concurrent GET";
           } else if (method == "http-object") {
-            row["concurrency"] = 1;
+            row["concurrency"] = f.object_concurrency;
           }
           row["mode"] = best.mode;
           row["total_s"] = best.total_s;
@@ -355,7 +415,7 @@ int Run(const Flags& f) {
       }
     }
   }
-  const std::string text = Json{{"results", results}}.dump(2);
+  const std::string text = Json{{"results", results}, {"puts", puts}}.dump(2);
   if (!f.json.empty()) {
     std::ofstream(f.json) << text << "\n";
   } else {
@@ -393,6 +453,19 @@ int main(int argc, char** argv) {
         std::cerr << "objectcache_bench: --range-concurrency wants positive counts\n";
         return 2;
       }
+    } else if (name == "--object-concurrency" || name == "--put-concurrency") {
+      const uint32_t n = static_cast<uint32_t>(std::strtoul(value.c_str(), nullptr, 10));
+      if (n == 0) {
+        std::cerr << "objectcache_bench: " << name << " wants a positive count\n";
+        return 2;
+      }
+      (name == "--put-concurrency" ? f.put_concurrency : f.object_concurrency) = n;
+    } else if (name == "--put-mode") {
+      if (value != "descriptor" && value != "object") {
+        std::cerr << "objectcache_bench: --put-mode is descriptor or object\n";
+        return 2;
+      }
+      f.put_mode = value;
     } else if (name == "--repeat") {
       f.repeat = static_cast<uint32_t>(std::strtoul(value.c_str(), nullptr, 10));
     } else if (name == "--json") {
