@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "oc/common/config.h"
-#include "rocks/md5.h"
+#include "records/md5.h"
 #include "rocks/rocks_store.h"
 #include "store_test_util.h"
 
