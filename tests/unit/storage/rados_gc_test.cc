@@ -1,8 +1,9 @@
 // RadosStore's garbage collection and orphan scrub, against the test cluster
 // (store_test_util.h: OC_TEST_CEPH_CONF, a random namespace per test): racing overwrites
 // leave only the visible version's data after GC; delete and every multipart path leave no
-// garbage; gc_min_wait is what keeps a reader's version; only the oc.gc lock holder collects;
-// the scrub removes crash leftovers only once they are old enough and never referenced data.
+// garbage, racing part uploads included; uploads of more parts than an omap page; gc_min_wait is
+// what keeps a reader's version; only the oc.gc lock holder collects; the scrub removes crash
+// leftovers only once they are old enough and never referenced data.
 
 #include <rados/librados.h>
 
@@ -207,6 +208,70 @@ TEST_F(RadosGcTest, OnlyTheHolderOfTheGcLockCollects) {
   EXPECT_EQ(no_scrub.error().code(), Code::kUnavailable);
   store_.reset();  // a leader that closes releases the lock
   EXPECT_EQ(Gc(*other), 1u);
+}
+
+TEST_F(RadosGcTest, RacingUploadsOfOnePartLeaveOnePartAndNoGarbage) {
+  constexpr int kThreads = 4;
+  constexpr int kRounds = 5;
+  Result<std::string> id = store_->CreateMultipartUpload({"bkt", "mp"}, {});
+  ASSERT_TRUE(id.has_value());
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int r = 0; r < kRounds; ++r) {
+        if (!Part("mp", *id, 1, Bytes(t * 100 + r, 70'000)).has_value()) {
+          ++failures;
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) {
+    th.join();
+  }
+  ASSERT_EQ(failures.load(), 0);
+  Result<ListPartsResult> parts = store_->ListParts({"bkt", "mp"}, *id, 0, 10);
+  ASSERT_TRUE(parts.has_value());
+  ASSERT_EQ(parts->parts.size(), 1u);
+  EXPECT_EQ(Gc(*store_), Objects(70'000) * (kThreads * kRounds - 1));
+  ASSERT_TRUE(store_
+                  ->CompleteMultipartUpload({"bkt", "mp"}, *id,
+                                            std::vector<CompletedPart>{{1, parts->parts[0].etag}})
+                  .has_value());
+  EXPECT_EQ(DataObjects(), Objects(70'000));
+  Result<std::string> body = GetString(*store_, {"bkt", "mp"});
+  ASSERT_TRUE(body.has_value()) << body.error();
+  EXPECT_EQ(HexEncode(Md5::Of(AsBytes(*body))), parts->parts[0].etag);
+}
+
+TEST_F(RadosGcTest, AnUploadOfMorePartsThanAnOmapPageListsAndAbortsWhole) {
+  constexpr uint32_t kParts = 1100;  // more than one omap page (1000) of m/ entries
+  Result<std::string> id = store_->CreateMultipartUpload({"bkt", "many"}, {});
+  ASSERT_TRUE(id.has_value());
+  for (uint32_t n = 1; n <= kParts; ++n) {
+    ASSERT_TRUE(Part("many", *id, n, std::to_string(n)).has_value()) << n;
+  }
+  std::vector<uint32_t> numbers;
+  uint32_t marker = 0;
+  for (int guard = 0; guard < 10; ++guard) {
+    Result<ListPartsResult> r = store_->ListParts({"bkt", "many"}, *id, marker, 1000);
+    ASSERT_TRUE(r.has_value()) << r.error();
+    for (const PartInfo& p : r->parts) {
+      numbers.push_back(p.part_number);
+    }
+    if (!r->truncated) {
+      break;
+    }
+    marker = r->next_part_number_marker;
+  }
+  ASSERT_EQ(numbers.size(), kParts);
+  EXPECT_EQ(numbers.back(), kParts);
+  EXPECT_EQ(DataObjects(), kParts);
+  // One op compares and removes every m/ entry and hands all their data to the GC.
+  ASSERT_TRUE(store_->AbortMultipartUpload({"bkt", "many"}, *id).ok());
+  EXPECT_EQ(Gc(*store_), kParts);
+  EXPECT_EQ(DataObjects(), 0u);
+  EXPECT_TRUE(store_->DeleteBucket("bkt").ok());
 }
 
 // Crash leftovers made by hand: what a writer killed before its commit, a DeleteBucket
