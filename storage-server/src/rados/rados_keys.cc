@@ -1,8 +1,10 @@
 #include "rados/rados_keys.h"
 
-#include <xxhash.h>
+#include <algorithm>
+#include <charconv>
 
 #include <fmt/core.h>
+#include <xxhash.h>
 
 #include "oc/common/bytes.h"
 
@@ -60,6 +62,133 @@ uint32_t ShardOf(std::string_view key, uint32_t shards) {
 
 std::string GcOmapKey(int64_t due_unix_ms, const Segment& s) {
   return fmt::format("{}{:016x}/{}", kGcPrefix, static_cast<uint64_t>(due_unix_ms), VersionId(s));
+}
+
+std::string EscapeUploadName(std::string_view name) {
+  std::string out;
+  out.reserve(name.size() + 8);
+  for (char c : name) {
+    if (c == '\x01') {
+      out.append("\x01\x02", 2);
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::string UploadOmapKey(std::string_view name, std::string_view upload_id) {
+  std::string k(kUploadPrefix);
+  k.append(EscapeUploadName(name));
+  k.append("\x01\x01", 2);
+  k.append(upload_id);
+  return k;
+}
+
+bool ParseUploadOmapKey(std::string_view k, std::string* name, std::string* upload_id) {
+  if (!k.starts_with(kUploadPrefix)) {
+    return false;
+  }
+  k.remove_prefix(std::string_view(kUploadPrefix).size());
+  name->clear();
+  for (size_t i = 0; i < k.size(); ++i) {
+    if (k[i] != '\x01') {
+      name->push_back(k[i]);
+      continue;
+    }
+    if (i + 1 >= k.size()) {
+      return false;
+    }
+    if (k[i + 1] == '\x02') {
+      name->push_back('\x01');
+      ++i;
+      continue;
+    }
+    if (k[i + 1] != '\x01') {
+      return false;
+    }
+    upload_id->assign(k.substr(i + 2));
+    return true;
+  }
+  return false;
+}
+
+std::string PartOmapPrefix(std::string_view upload_id) {
+  return fmt::format("{}{}/", kPartPrefix, upload_id);
+}
+
+std::string PartOmapKey(std::string_view upload_id, uint32_t part_number) {
+  return fmt::format("{}{}/{:05}", kPartPrefix, upload_id, part_number);
+}
+
+namespace {
+
+bool ParseNumber(std::string_view text, int base, uint64_t* out) {
+  if (text.empty()) {
+    return false;
+  }
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out, base);
+  return ec == std::errc() && end == text.data() + text.size();
+}
+
+}  // namespace
+
+bool ParsePartOmapKey(std::string_view k, std::string* upload_id, uint32_t* part_number) {
+  if (!k.starts_with(kPartPrefix)) {
+    return false;
+  }
+  k.remove_prefix(std::string_view(kPartPrefix).size());
+  const size_t slash = k.rfind('/');
+  uint64_t n = 0;
+  if (slash == std::string_view::npos || !ParseNumber(k.substr(slash + 1), 10, &n) ||
+      n > 0xffffffffull) {
+    return false;
+  }
+  upload_id->assign(k.substr(0, slash));
+  *part_number = static_cast<uint32_t>(n);
+  return true;
+}
+
+bool ParseGcOmapKey(std::string_view k, int64_t* due_unix_ms) {
+  if (!k.starts_with(kGcPrefix)) {
+    return false;
+  }
+  k.remove_prefix(std::string_view(kGcPrefix).size());
+  const size_t slash = k.find('/');
+  uint64_t due = 0;
+  if (slash == std::string_view::npos || !ParseNumber(k.substr(0, slash), 16, &due)) {
+    return false;
+  }
+  *due_unix_ms = static_cast<int64_t>(due);
+  return true;
+}
+
+bool ParseDataOid(std::string_view oid, DataOidParts* out) {
+  if (!oid.starts_with(kDataOidPrefix)) {
+    return false;
+  }
+  oid.remove_prefix(std::string_view(kDataOidPrefix).size());
+  uint64_t* fields[] = {&out->bucket_id, &out->writer, &out->seq, &out->extent};
+  const int bases[] = {16, 16, 16, 10};
+  for (int i = 0; i < 4; ++i) {
+    const size_t dot = i < 3 ? oid.find('.') : oid.size();
+    if (dot == std::string_view::npos || !ParseNumber(oid.substr(0, dot), bases[i], fields[i])) {
+      return false;
+    }
+    oid.remove_prefix(std::min(oid.size(), dot + 1));
+  }
+  return true;
+}
+
+bool ParseIndexOid(std::string_view oid, uint64_t* bucket_id) {
+  if (!oid.starts_with(kIndexOidPrefix)) {
+    return false;
+  }
+  oid.remove_prefix(std::string_view(kIndexOidPrefix).size());
+  const size_t dot = oid.find('.');
+  uint64_t shard = 0;
+  return dot != std::string_view::npos && ParseNumber(oid.substr(0, dot), 16, bucket_id) &&
+         ParseNumber(oid.substr(dot + 1), 10, &shard);
 }
 
 }  // namespace oc::storage::rados

@@ -6,6 +6,8 @@
 //   oc.idx.<bucket id>.<shard>      xattr oc.state = "live" | "deleting"; omap:
 //                                   o/<key>  -> ObjectRecord (records/meta_codec.h, format 2)
 //                                   g/<due ms>/<version> -> the replaced ObjectRecord (GC)
+//                                   u/<escaped key> 01 01 <upload id> -> UploadRecord
+//                                   m/<upload id>/<%05u part> -> PartRecord
 //   oc.d.<bucket id>.<writer>.<seq>.<extent>   bytes of one version's extent; xattrs
 //                                   oc.key, oc.ver (for the orphan scrub)
 //
@@ -31,6 +33,11 @@ inline constexpr char kKeyXattr[] = "oc.key";
 inline constexpr char kVersionXattr[] = "oc.ver";
 inline constexpr char kObjectPrefix[] = "o/";
 inline constexpr char kGcPrefix[] = "g/";
+inline constexpr char kUploadPrefix[] = "u/";
+inline constexpr char kPartPrefix[] = "m/";
+inline constexpr char kGcLockOid[] = "oc.gc";
+inline constexpr char kDataOidPrefix[] = "oc.d.";
+inline constexpr char kIndexOidPrefix[] = "oc.idx.";
 
 // What oc.buckets holds per bucket.
 struct RadosBucketRecord {
@@ -57,6 +64,33 @@ inline std::string ObjectOmapKey(std::string_view key) {
 }
 // g/<due unix ms, 16 hex digits>/<version id>: sorts by due time.
 std::string GcOmapKey(int64_t due_unix_ms, const Segment& segment);
+// Multipart uploads live in their key's shard. An upload's omap key is "u/", the object key
+// with each 0x01 byte escaped as 01 02, then 01 01 and the upload id: keys never hold NUL, so
+// 01 01 sorts before any continuation of the key and the order of (key, upload id) is kept
+// (ListMultipartUploads merges shards in omap order).
+std::string EscapeUploadName(std::string_view name);
+std::string UploadOmapKey(std::string_view name, std::string_view upload_id);
+// The object key and upload id of an upload omap key (without checking the id's form);
+// false if `omap_key` is not one.
+bool ParseUploadOmapKey(std::string_view omap_key, std::string* name, std::string* upload_id);
+// "m/<upload id>/": the prefix of every part of one upload.
+std::string PartOmapPrefix(std::string_view upload_id);
+// "m/<upload id>/<part number, 5 decimal digits>": sorts by part number.
+std::string PartOmapKey(std::string_view upload_id, uint32_t part_number);
+// The upload id and part number of a part omap key; false if it is not one.
+bool ParsePartOmapKey(std::string_view omap_key, std::string* upload_id, uint32_t* part_number);
+// The due time of a GC omap key; false if it is not one.
+bool ParseGcOmapKey(std::string_view omap_key, int64_t* due_unix_ms);
+// The parts of a data object's oid (DataOid); false if `oid` is not one.
+struct DataOidParts {
+  uint64_t bucket_id = 0;
+  uint64_t writer = 0;
+  uint64_t seq = 0;
+  uint64_t extent = 0;
+};
+bool ParseDataOid(std::string_view oid, DataOidParts* out);
+// The bucket id of an index shard's oid (IndexOid); false if `oid` is not one.
+bool ParseIndexOid(std::string_view oid, uint64_t* bucket_id);
 // Number of data objects (extents) of a segment: ceil(size / extent_bytes).
 inline uint64_t ExtentCount(const Segment& s) {
   return s.extent_bytes == 0 ? 0 : (s.size + s.extent_bytes - 1) / s.extent_bytes;

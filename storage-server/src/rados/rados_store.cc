@@ -1,6 +1,5 @@
 // RadosStore, the core: open, the bucket registry and bucket calls, the record reads every
-// part shares, the guarded shard commit (rados_store.h), Stats and the unimplemented multipart
-// calls.
+// part shares, the guarded shard commit (rados_store.h) and Stats.
 #include "rados/rados_store.h"
 
 #include <algorithm>
@@ -91,6 +90,7 @@ RadosStore::RadosStore(const StoreOptions& options)
       in_flight_(options.rados.max_ops_in_flight, options.rados.max_bytes_in_flight) {}
 
 RadosStore::~RadosStore() {
+  StopGc();
   if (kv_ != nullptr) {
     kv_->Shutdown();  // descriptor tasks still running call kv_: drain them first
   }
@@ -119,6 +119,9 @@ Result<std::unique_ptr<RadosStore>> RadosStore::Open(const StoreOptions& options
   OC_RETURN_IF_ERROR(FromRados(ensure.Operate(store->io(), rados::kRegistryOid),
                                std::string("creating ") + rados::kRegistryOid));
   store->kv_ = std::make_unique<kv::KvEngine>(*store, o.kv);
+  if (o.rados.gc) {
+    store->StartGc();
+  }
   kLog.Info("opened fsid={} pool={} namespace={} client={} writer={:016x}", store->cluster_->fsid(),
             o.rados.pool, o.rados.rados_namespace, o.rados.client_name, store->writer_id_);
   return store;
@@ -320,21 +323,26 @@ Status RadosStore::DeleteBucket(std::string_view bucket) {
   Status marked = set_state(rados::kStateDeleting);
   // 2. Any object left? One read per shard, all in flight.
   bool empty = marked.ok();
+  bool has_uploads = false;
   Status read_error;
   if (empty) {
+    // Objects (o/) and, as RocksStore refuses too, multipart uploads in progress (u/).
     struct Probe {
       ReadOp op;
-      rados::OmapIter it;
-      unsigned char more = 0;
-      int prval = 0;
+      rados::OmapIter objects;
+      rados::OmapIter uploads;
+      unsigned char more[2] = {0, 0};
+      int prval[2] = {0, 0};
       Completion c;
     };
     std::vector<std::unique_ptr<Probe>> probes;
     const std::string after;
-    const std::string prefix = rados::kObjectPrefix;
+    const std::string objects = rados::kObjectPrefix;
+    const std::string uploads = rados::kUploadPrefix;
     for (uint32_t s = 0; s < record.index_shards; ++s) {
       auto p = std::make_unique<Probe>();
-      p->op.OmapGetVals(after, prefix, 1, &p->it, &p->more, &p->prval);
+      p->op.OmapGetVals(after, objects, 1, &p->objects, &p->more[0], &p->prval[0]);
+      p->op.OmapGetVals(after, uploads, 1, &p->uploads, &p->more[1], &p->prval[1]);
       if (p->op.OperateAsync(io(), rados::IndexOid(id, s), p->c) == 0) {
         probes.push_back(std::move(p));
       }
@@ -345,8 +353,11 @@ Status RadosStore::DeleteBucket(std::string_view bucket) {
       std::string_view v;
       if (rc < 0 && rc != -ENOENT) {
         read_error = FromRados(rc, "reading an index shard");
-      } else if (rc >= 0 && p->prval >= 0 && p->it.Next(&k, &v)) {
+      } else if (rc >= 0 && p->prval[0] >= 0 && p->objects.Next(&k, &v)) {
         empty = false;
+      } else if (rc >= 0 && p->prval[1] >= 0 && p->uploads.Next(&k, &v)) {
+        empty = false;
+        has_uploads = true;
       }
     }
   }
@@ -361,7 +372,9 @@ Status RadosStore::DeleteBucket(std::string_view bucket) {
     if (!read_error.ok()) {
       return read_error;
     }
-    return Status::FailedPrecondition(Subject::kBucket, "bucket is not empty");
+    return Status::FailedPrecondition(
+        Subject::kBucket,
+        has_uploads ? "bucket has multipart uploads in progress" : "bucket is not empty");
   }
   // 3. The registry entry (guarded: the same bucket, not a re-created one), then the shards.
   WriteOp reg;
@@ -374,36 +387,21 @@ Status RadosStore::DeleteBucket(std::string_view bucket) {
     return Status::NotFound(Subject::kBucket, std::string(bucket));
   }
   OC_RETURN_IF_ERROR(FromRados(rc, "removing the bucket from the registry"));
-  // Deleted objects' data still waiting in GC entries goes with the bucket: the shards that
-  // listed them are removed (docs/decisions.md, "RADOS backend").
+  // Data still named by GC entries (deleted objects) or by parts of finished uploads goes
+  // with the bucket: the shards that listed them are removed (docs/decisions.md, "RADOS
+  // backend").
   for (uint32_t s = 0; s < record.index_shards; ++s) {
     const std::string oid = rados::IndexOid(id, s);
-    std::string after;
-    const std::string prefix = rados::kGcPrefix;
-    for (;;) {
-      ReadOp op;
-      rados::OmapIter it;
-      unsigned char more = 0;
-      int prval = 0;
-      op.OmapGetVals(after, prefix, kRegistryPage, &it, &more, &prval);
-      if (op.Operate(io(), oid) < 0 || prval < 0) {
-        break;
-      }
-      std::string_view k;
-      std::string_view v;
-      while (it.Next(&k, &v)) {
-        after.assign(k);
-        Result<ObjectRecord> gc = DecodeObjectRecord(v);
-        if (gc.has_value()) {
-          for (const Segment& seg : gc->segments) {
-            RemoveData(id, seg);
-          }
+    std::vector<std::string> data;
+    for (const char* prefix : {rados::kGcPrefix, rados::kPartPrefix}) {
+      (void)ScanOmap(oid, prefix, "", [&](std::string_view k, std::string_view v) -> Result<bool> {
+        for (const Segment& seg : SegmentsOfEntry(k, v)) {
+          AppendDataOids(id, seg, &data);
         }
-      }
-      if (more == 0) {
-        break;
-      }
+        return true;
+      });
     }
+    RemoveObjects(data);
     (void)rados_remove(io(), oid.c_str());
   }
   return Status::Ok();
@@ -700,43 +698,6 @@ void RadosStore::InFlight::Release(uint64_t bytes) {
     bytes_ -= bytes;
   }
   cv_.notify_all();
-}
-
-// --- Multipart (not on RADOS yet) ---
-
-namespace {
-Status NoMultipart() {
-  return Status::Unimplemented(
-      "multipart uploads are not implemented on the RADOS backend yet; upload the object with "
-      "one PUT");
-}
-}  // namespace
-
-Result<std::string> RadosStore::CreateMultipartUpload(const ObjectKey&, const PutOptions&) {
-  return NoMultipart();
-}
-Result<std::unique_ptr<ObjectWriter>> RadosStore::UploadPart(const ObjectKey&, std::string_view,
-                                                             uint32_t, const PutOptions&) {
-  return NoMultipart();
-}
-Result<ObjectMeta> RadosStore::CompleteMultipartUpload(const ObjectKey&, std::string_view,
-                                                       std::span<const CompletedPart>) {
-  return NoMultipart();
-}
-Status RadosStore::AbortMultipartUpload(const ObjectKey&, std::string_view) {
-  return NoMultipart();
-}
-Result<ListPartsResult> RadosStore::ListParts(const ObjectKey&, std::string_view, uint32_t,
-                                              uint32_t) {
-  return NoMultipart();
-}
-Result<ListUploadsResult> RadosStore::ListMultipartUploads(std::string_view bucket,
-                                                           const ListUploadsOptions&) {
-  // No uploads can exist: an empty listing of an existing bucket.
-  if (Result<BucketRef> ref = Bucket(bucket); !ref.has_value()) {
-    return ref.error();
-  }
-  return ListUploadsResult{};
 }
 
 }  // namespace oc::storage

@@ -6,7 +6,8 @@
 // they share nothing but the cluster (docs/design.md, "RADOS mapping"; names in rados_keys.h).
 // Its parts: rados_store.cc (open, buckets, records, the commit op, stats), rados_write.cc
 // (writer, Put, Delete, Copy), rados_read.cc (reader, Get, Head, HeadMany), rados_list.cc,
-// rados_slices.cc (ReadSlices), rados_group.cc (PutGroup).
+// rados_slices.cc (ReadSlices), rados_group.cc (PutGroup), rados_multipart.cc and
+// rados_uploads.cc (multipart), rados_gc.cc (the GC leader), rados_scrub.cc (orphans).
 //
 // The commit point of every mutation is ONE write op on ONE index shard object, atomic in
 // RADOS: cmpxattr(oc.state == live) + omap_cmp(o/<key> == the record it replaces, "" for
@@ -25,6 +26,7 @@
 // Thread safety: every method may be called concurrently (store.h).
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -32,6 +34,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kv/kv_engine.h"
@@ -46,6 +49,11 @@
 namespace oc::storage {
 
 int64_t RadosNowUnixMs();
+// The segments an index entry names: an o/ or g/ entry's ObjectRecord, an m/ entry's part
+// (empty for other entries and for values that do not decode).
+std::vector<Segment> SegmentsOfEntry(std::string_view omap_key, std::string_view value);
+// Appends the oids of `segment`'s data objects in bucket `bucket_id`.
+void AppendDataOids(uint64_t bucket_id, const Segment& segment, std::vector<std::string>* out);
 
 class RadosStore final : public Store, public kv::SliceSource {
  public:
@@ -71,7 +79,9 @@ class RadosStore final : public Store, public kv::SliceSource {
   Result<ListResult> List(std::string_view bucket, const ListOptions& options) override;
   Result<std::unique_ptr<ObjectGroupWriter>> PutGroup(std::string_view bucket) override;
 
-  // Multipart uploads are not implemented on RADOS yet: kUnimplemented.
+  // Multipart uploads (rados_multipart.cc, listing in rados_uploads.cc): an upload's u/ and
+  // m/ records live in its key's shard; completion is one guarded op whose object record
+  // names the parts' data objects (no byte copied).
   Result<std::string> CreateMultipartUpload(const ObjectKey& key,
                                             const PutOptions& options) override;
   Result<std::unique_ptr<ObjectWriter>> UploadPart(const ObjectKey& key, std::string_view upload_id,
@@ -113,6 +123,21 @@ class RadosStore final : public Store, public kv::SliceSource {
   // --- Test hooks ---
   // Data objects (oc.d.*) in this store's namespace now, by listing it.
   Result<uint64_t> CountDataObjects();
+  // One GC pass as the leader (rados_gc.cc): takes or renews the oc.gc lock, removes the
+  // data objects of every due g/ entry of every bucket, then the entries. Returns the data
+  // objects removed; kUnavailable if another process leads.
+  Result<uint64_t> RunGcOnce();
+  // What one scrub pass removed (rados_scrub.cc).
+  struct ScrubReport {
+    uint64_t data_objects = 0;   // unreferenced, or of a bucket that is gone
+    uint64_t index_objects = 0;  // shards of unregistered buckets
+    uint64_t parts = 0;          // m/ entries of finished uploads, handed to the GC
+  };
+  // One orphan scrub as the leader: lists the namespace, then removes every oc.d.* object
+  // older than orphan_min_age that no o/, m/ or g/ entry names (or whose bucket is gone) and
+  // every index shard of an unregistered bucket of that age; parts of uploads that are gone
+  // go to the GC. kUnavailable if another process leads.
+  Result<ScrubReport> RunScrubOnce();
 
   // --- Used by the writer, reader, listing and group parts ---
   struct BucketRef {
@@ -159,6 +184,27 @@ class RadosStore final : public Store, public kv::SliceSource {
                                                                std::vector<KeyChange>& changes,
                                                                bool read_first);
 
+  // --- Shared by multipart, GC and scrub (rados_multipart.cc) ---
+  // Runs ONE write op on shard `shard` of `ref`, guarded by cmpxattr(oc.state == live);
+  // `build` adds the compares and changes to a fresh op per attempt. true once applied;
+  // false when a compare failed on a live shard (the caller re-reads and retries);
+  // kNotFound/kBucket when the shard vanished; kUnavailable when the bucket stays `deleting`.
+  Result<bool> GuardedWrite(std::string_view bucket, const BucketRef& ref, uint32_t shard,
+                            const std::function<void(rados::WriteOp&)>& build);
+  // The values of those of `keys` that exist in one shard, read in one op.
+  Result<std::map<std::string, std::string>> ReadOmapKeys(std::string_view bucket,
+                                                          const BucketRef& ref, uint32_t shard,
+                                                          const std::vector<std::string>& keys);
+  // Pages the omap of `oid` in key order from after `after`, keys starting with `prefix`,
+  // calling `visit` for each until it returns false. kNotFound if the object is absent.
+  Status ScanOmap(const std::string& oid, const std::string& prefix, std::string after,
+                  const std::function<Result<bool>(std::string_view, std::string_view)>& visit);
+  // Removes data objects, a bounded number in flight; ENOENT counts as removed. Returns how
+  // many were removed.
+  uint64_t RemoveObjects(const std::vector<std::string>& oids);
+  // Every registered bucket (pages the registry).
+  Result<std::vector<rados::RadosBucketRecord>> AllBuckets();
+
   // Bounds of ReadSlices' ops in flight, all requests together (RadosOptions).
   class InFlight {
    public:
@@ -180,6 +226,22 @@ class RadosStore final : public Store, public kv::SliceSource {
   explicit RadosStore(const StoreOptions& options);
   Result<rados::RadosBucketRecord> ReadRegistry(std::string_view bucket);
 
+  // The GC leader (rados_gc.cc): with RadosOptions::gc a thread competes for the oc.gc lock,
+  // renews it while it leads, collects due GC entries and scrubs for orphans now and then.
+  void StartGc();
+  void StopGc();
+  void GcLoop();
+  // Takes or renews the oc.gc lock; kUnavailable if another process holds it.
+  Status TakeGcLead() OC_REQUIRES(gc_mu_);
+  // Renews the lock if a renewal is due (long passes call it between shards).
+  Status KeepGcLead() OC_REQUIRES(gc_mu_);
+  Result<uint64_t> GcPass() OC_REQUIRES(gc_mu_);
+  Result<ScrubReport> ScrubPass() OC_REQUIRES(gc_mu_);
+  // The data object names of the due entries of one shard's GC page are collected, removed,
+  // then the entries (rados_gc.cc).
+  Result<uint64_t> CollectShard(uint64_t bucket_id, uint32_t shard, int64_t now)
+      OC_REQUIRES(gc_mu_);
+
   const StoreOptions options_;
   std::unique_ptr<rados::Cluster> cluster_;
   const uint64_t writer_id_;
@@ -191,6 +253,15 @@ class RadosStore final : public Store, public kv::SliceSource {
 
   std::atomic<uint64_t> commits_{0};
   std::atomic<uint64_t> commit_conflicts_{0};
+
+  // One GC or scrub pass at a time in this process; the lock's cookie is writer_id_.
+  std::mutex gc_mu_;
+  bool gc_leader_ OC_GUARDED_BY(gc_mu_) = false;
+  std::chrono::steady_clock::time_point gc_renewed_ OC_GUARDED_BY(gc_mu_);
+  std::thread gc_thread_;
+  std::mutex gc_stop_mu_;
+  std::condition_variable gc_stop_cv_;
+  bool gc_stop_ OC_GUARDED_BY(gc_stop_mu_) = false;
 
   // Created in Open; reset first in the destructor (it owns the UCX data plane).
   std::unique_ptr<kv::KvEngine> kv_;
