@@ -125,6 +125,7 @@ class RocksStore final : public Store, public kv::SliceSource {
                                                  const ListUploadsOptions& options) override;
 
   Result<StoreStats> Stats() override;
+  StoreIdentity identity() const override { return StoreIdentity{"rocksdb", "", "", ""}; }
 
   // The KV engine's slice reads (kv::SliceSource; rocks_slices.cc).
   Result<std::vector<kv::SliceStatus>> ReadSlices(std::string_view bucket,
