@@ -102,6 +102,11 @@ void CheckBody(const rpc::FrameHeader& h, oc::ByteSpan body) {
     case rpc::Op::kKvLayerReady:
       RoundTrip<uint32_t>(body);
       break;
+    case rpc::Op::kServerInfo:
+      if (reply) {
+        RoundTrip<oc::storage::StoreIdentity>(body);
+      }
+      break;
     default:
       break;
   }

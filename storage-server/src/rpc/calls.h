@@ -104,13 +104,23 @@ using KvDataPlaneCall = Call<Op::kKvDataPlane, &Store::DataPlane, Retry::kIfPool
 // Unary on the wire; the server adds its own figures to the store's (ServeStats).
 using StatsCall = Call<Op::kStats, &Store::Stats, Retry::kIfPooled>;
 
+// The served store's identity (Store::identity, which cannot fail). Read-only.
+struct ServerInfoCall {
+  static constexpr Op op = Op::kServerInfo;
+  static constexpr Retry retry = Retry::kIfPooled;
+  using Request = std::tuple<>;
+  using Params = std::tuple<>;
+  using Return = Result<StoreIdentity>;
+  static Return Run(Store& store, const Request& /*request*/) { return store.identity(); }
+};
+
 template <typename... Calls>
 struct CallList {};
 // Every unary call the server answers with ServeUnary (StatsCall is served by ServeStats).
 using UnaryCalls =
     CallList<CreateBucketCall, DeleteBucketCall, HeadBucketCall, ListBucketsCall, HeadCall,
              HeadManyCall, DeleteCall, CopyCall, ListCall, CreateUploadCall, CompleteUploadCall,
-             AbortUploadCall, ListPartsCall, ListUploadsCall, KvDataPlaneCall>;
+             AbortUploadCall, ListPartsCall, ListUploadsCall, KvDataPlaneCall, ServerInfoCall>;
 
 // --- Calls that open a stream: the request is one frame, the rest is hand-written ---
 // Opening a writer creates nothing on the server, so it may be retried like a read.

@@ -55,6 +55,8 @@ std::string_view OpName(Op op) {
       return "ListMultipartUploads";
     case Op::kStats:
       return "Stats";
+    case Op::kServerInfo:
+      return "ServerInfo";
     case Op::kKvProbe:
       return "KvProbe";
     case Op::kKvGetLayers:

@@ -376,6 +376,17 @@ bool Decode(WireReader& r, StoreStats* v) {
                       });
 }
 
+void Encode(WireWriter& w, const StoreIdentity& v) {
+  w.Str(v.backend);
+  w.Str(v.fsid);
+  w.Str(v.pool);
+  w.Str(v.rados_namespace);
+}
+
+bool Decode(WireReader& r, StoreIdentity* v) {
+  return r.Str(&v->backend) && r.Str(&v->fsid) && r.Str(&v->pool) && r.Str(&v->rados_namespace);
+}
+
 bool Decode(WireReader& r, std::vector<BucketInfo>* v) {
   return DecodeVector(r, v, kMinBucketInfoBytes,
                       [](WireReader& rr, BucketInfo* b) { return Decode(rr, b); });

@@ -31,7 +31,9 @@ Result<KvProbeResult> RemoteStore::ProbeChunks(std::string_view bucket,
   const uint64_t rid = NextRid();
   EncodeFrame(&frame, Op::kKvProbe, 0, rid, bucket, descriptor::EncodeBody(d), std::string());
   OC_ASSIGN_OR_RETURN(CallResult call,
-                      Exchange(For(bucket), Op::kKvProbe, Retry::kIfPooled, rid, frame));
+                      Routed(bucket, Route::kAny, Retry::kIfPooled, [&](Endpoint& ep) {
+                        return Exchange(ep, Op::kKvProbe, Retry::kIfPooled, rid, frame);
+                      }));
   call.lease.MarkClean();
   KvProbeResult r;
   if (Status dec = DecodeBody(call.body, &r); !dec.ok()) {
@@ -43,12 +45,24 @@ Result<KvProbeResult> RemoteStore::ProbeChunks(std::string_view bucket,
   return r;
 }
 
+// The bucket's home server (shared placement) or its server (partitioned): where its
+// descriptor calls with a target go too.
 Result<DataPlaneInfo> RemoteStore::DataPlane(std::string_view bucket) {
-  return Unary<KvDataPlaneCall>(For(bucket), bucket);
+  return Routed(bucket, Route::kBucketHome, KvDataPlaneCall::retry,
+                [&](Endpoint& ep) { return Unary<KvDataPlaneCall>(ep, bucket); });
 }
 
+// A call with a data-plane target goes to the bucket's home, whose data plane the client
+// connected to (DataPlane); one without moves its payload over this connection and may go
+// anywhere. Neither is run again elsewhere once sent.
 Result<Lease> RemoteStore::SendKvRequest(std::string_view bucket, Op op, uint64_t rid,
                                          const descriptor::Descriptor& d) {
+  return Routed(bucket, d.target.has_value() ? Route::kBucketHome : Route::kAny, Retry::kNo,
+                [&](Endpoint& ep) { return SendKvRequestTo(ep, bucket, op, rid, d); });
+}
+
+Result<Lease> RemoteStore::SendKvRequestTo(Endpoint& ep, std::string_view bucket, Op op,
+                                           uint64_t rid, const descriptor::Descriptor& d) {
   std::vector<std::byte> frame;
   EncodeFrame(&frame, op, 0, rid, bucket, descriptor::EncodeBody(d),
               d.target.has_value() ? d.target->principal : std::string());
@@ -56,7 +70,6 @@ Result<Lease> RemoteStore::SendKvRequest(std::string_view bucket, Op op, uint64_
     return Status(Code::kInvalidArgument, Subject::kDescriptor, "body",
                   "descriptor too large for the storage RPC");
   }
-  Endpoint& ep = For(bucket);
   for (int attempt = 0;; ++attempt) {
     bool reused = false;
     OC_ASSIGN_OR_RETURN(std::unique_ptr<ClientConn> conn, ep.Acquire(rid, &reused));

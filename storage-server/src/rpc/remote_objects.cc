@@ -149,15 +149,15 @@ class RemoteReader final : public ObjectReader {
 // --- Buckets ---
 
 Status RemoteStore::CreateBucket(std::string_view bucket, std::string_view owner) {
-  return Unary<CreateBucketCall>(For(bucket), bucket, owner);
+  return RoutedUnary<CreateBucketCall>(bucket, bucket, owner);
 }
 
 Status RemoteStore::DeleteBucket(std::string_view bucket) {
-  return Unary<DeleteBucketCall>(For(bucket), bucket);
+  return RoutedUnary<DeleteBucketCall>(bucket, bucket);
 }
 
 Result<BucketInfo> RemoteStore::HeadBucket(std::string_view bucket) {
-  return Unary<HeadBucketCall>(For(bucket), bucket);
+  return RoutedUnary<HeadBucketCall>(bucket, bucket);
 }
 
 // --- Objects ---
@@ -172,15 +172,20 @@ Result<std::unique_ptr<ObjectWriter>> RemoteStore::OpenWriter(Endpoint& ep, cons
   return std::unique_ptr<ObjectWriter>(new RemoteWriter(std::move(r.lease), rid));
 }
 
+// Opening a writer creates nothing, so it is routed like a read; the writer then stays on
+// the server that opened it.
 Result<std::unique_ptr<ObjectWriter>> RemoteStore::Put(const ObjectKey& key,
                                                        const PutOptions& options) {
-  return OpenWriter<PutBeginCall>(For(key.bucket), key, options);
+  return Routed(key.bucket, Route::kAny, PutBeginCall::retry,
+                [&](Endpoint& ep) { return OpenWriter<PutBeginCall>(ep, key, options); });
 }
 
 Result<std::unique_ptr<ObjectReader>> RemoteStore::Get(const ObjectKey& key, ByteRange range) {
   const uint64_t rid = NextRid();
   OC_ASSIGN_OR_RETURN(CallResult call,
-                      OpenCall<GetCall>(For(key.bucket), rid, MakeParams<GetCall>(key, range)));
+                      Routed(key.bucket, Route::kAny, GetCall::retry, [&](Endpoint& ep) {
+                        return OpenCall<GetCall>(ep, rid, MakeParams<GetCall>(key, range));
+                      }));
   GetReply reply;
   if (Status d = DecodeBody(call.body, &reply); !d.ok()) {
     return MalformedReply(Op::kGet, d);
@@ -191,22 +196,28 @@ Result<std::unique_ptr<ObjectReader>> RemoteStore::Get(const ObjectKey& key, Byt
 }
 
 Result<ObjectMeta> RemoteStore::Head(const ObjectKey& key) {
-  return Unary<HeadCall>(For(key.bucket), key);
+  return RoutedUnary<HeadCall>(key.bucket, key);
 }
 
 Result<std::vector<std::optional<ObjectMeta>>> RemoteStore::HeadMany(
     std::string_view bucket, std::span<const std::string> names) {
-  OC_ASSIGN_OR_RETURN(auto metas, Unary<HeadManyCall>(For(bucket), bucket, names));
+  OC_ASSIGN_OR_RETURN(auto metas, RoutedUnary<HeadManyCall>(bucket, bucket, names));
   if (metas.size() != names.size()) {
     return Status::Internal("storage server answered HeadMany with a wrong count");
   }
   return metas;
 }
 
-Status RemoteStore::Delete(const ObjectKey& key) { return Unary<DeleteCall>(For(key.bucket), key); }
+Status RemoteStore::Delete(const ObjectKey& key) {
+  return RoutedUnary<DeleteCall>(key.bucket, key);
+}
 
 Result<ObjectMeta> RemoteStore::Copy(const ObjectKey& src, const ObjectKey& dst,
                                      const std::optional<PutOptions>& replace) {
+  // Shared placement: every server holds both buckets, so the copy is one call.
+  if (placement_ == Placement::kShared) {
+    return RoutedUnary<CopyCall>(src.bucket, src, dst, replace);
+  }
   Endpoint& from = For(src.bucket);
   Endpoint& to = For(dst.bucket);
   if (&from == &to) {
@@ -223,41 +234,43 @@ Result<ObjectMeta> RemoteStore::CopyAcross(const ObjectKey& src, const ObjectKey
 }
 
 Result<ListResult> RemoteStore::List(std::string_view bucket, const ListOptions& options) {
-  return Unary<ListCall>(For(bucket), bucket, options);
+  return RoutedUnary<ListCall>(bucket, bucket, options);
 }
 
 // --- Multipart ---
 
 Result<std::string> RemoteStore::CreateMultipartUpload(const ObjectKey& key,
                                                        const PutOptions& options) {
-  return Unary<CreateUploadCall>(For(key.bucket), key, options);
+  return RoutedUnary<CreateUploadCall>(key.bucket, key, options);
 }
 
 Result<std::unique_ptr<ObjectWriter>> RemoteStore::UploadPart(const ObjectKey& key,
                                                               std::string_view upload_id,
                                                               uint32_t part_number,
                                                               const PutOptions& options) {
-  return OpenWriter<UploadPartBeginCall>(For(key.bucket), key, upload_id, part_number, options);
+  return Routed(key.bucket, Route::kAny, UploadPartBeginCall::retry, [&](Endpoint& ep) {
+    return OpenWriter<UploadPartBeginCall>(ep, key, upload_id, part_number, options);
+  });
 }
 
 Result<ObjectMeta> RemoteStore::CompleteMultipartUpload(const ObjectKey& key,
                                                         std::string_view upload_id,
                                                         std::span<const CompletedPart> parts) {
-  return Unary<CompleteUploadCall>(For(key.bucket), key, upload_id, parts);
+  return RoutedUnary<CompleteUploadCall>(key.bucket, key, upload_id, parts);
 }
 
 Status RemoteStore::AbortMultipartUpload(const ObjectKey& key, std::string_view upload_id) {
-  return Unary<AbortUploadCall>(For(key.bucket), key, upload_id);
+  return RoutedUnary<AbortUploadCall>(key.bucket, key, upload_id);
 }
 
 Result<ListPartsResult> RemoteStore::ListParts(const ObjectKey& key, std::string_view upload_id,
                                                uint32_t part_number_marker, uint32_t max_parts) {
-  return Unary<ListPartsCall>(For(key.bucket), key, upload_id, part_number_marker, max_parts);
+  return RoutedUnary<ListPartsCall>(key.bucket, key, upload_id, part_number_marker, max_parts);
 }
 
 Result<ListUploadsResult> RemoteStore::ListMultipartUploads(std::string_view bucket,
                                                             const ListUploadsOptions& options) {
-  return Unary<ListUploadsCall>(For(bucket), bucket, options);
+  return RoutedUnary<ListUploadsCall>(bucket, bucket, options);
 }
 
 }  // namespace oc::storage::rpc

@@ -1,6 +1,10 @@
 #include "rpc/remote_pool.h"
 
+#include <fmt/core.h>
+
 namespace oc::storage::rpc {
+
+std::string Endpoint::name() const { return fmt::format("{}:{}", address_.host, address_.port); }
 
 Result<std::unique_ptr<ClientConn>> Endpoint::Acquire(uint64_t request_id, bool* reused) {
   {

@@ -6,6 +6,7 @@
 // Thread safety: Endpoint may be used from any thread (its idle list is guarded by mu_); a
 // Lease belongs to one call on one thread.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -24,6 +25,10 @@ inline constexpr std::chrono::milliseconds kConnectTimeout{5'000};
 // Generous: a call includes the server's store work (a synced commit, a large batch).
 inline constexpr std::chrono::milliseconds kIoTimeout{120'000};
 
+// How long shared placement skips a server after a call to it failed with kUnavailable
+// before it tries it again (docs/decisions.md, "Remote store: shared placement").
+inline constexpr std::chrono::milliseconds kEndpointRetryDelay{1'000};
+
 // One storage server and its idle connections.
 class Endpoint {
  public:
@@ -31,6 +36,24 @@ class Endpoint {
       : address_(std::move(address)), secret_(std::move(secret)), max_idle_(max_idle) {}
 
   const HostPort& address() const { return address_; }
+  // "host:port", for messages.
+  std::string name() const;
+
+  // Shared placement's view of this server (remote_store.cc): whether it answered ServerInfo
+  // with the shared RADOS target (kMember), with another (kForeign: never used), or not yet
+  // (kUnknown: asked again before it is used), and until when it is skipped after a failure.
+  enum class Membership : uint8_t { kUnknown, kMember, kForeign };
+  Membership membership() const { return membership_.load(std::memory_order_acquire); }
+  void set_membership(Membership m) { membership_.store(m, std::memory_order_release); }
+  // False while the server is skipped after a failure.
+  bool Available(std::chrono::steady_clock::time_point now) const {
+    return now.time_since_epoch().count() >= skip_until_.load(std::memory_order_relaxed);
+  }
+  // Skips the server for kEndpointRetryDelay from `now`.
+  void MarkDown(std::chrono::steady_clock::time_point now) {
+    skip_until_.store((now + kEndpointRetryDelay).time_since_epoch().count(),
+                      std::memory_order_relaxed);
+  }
 
   // A connection for one call: an idle one that still looks alive, else a new one
   // (connect + Hello). `reused` tells whether it came from the pool.
@@ -43,6 +66,8 @@ class Endpoint {
   const HostPort address_;
   const std::string secret_;
   const uint32_t max_idle_;
+  std::atomic<Membership> membership_{Membership::kUnknown};
+  std::atomic<std::chrono::steady_clock::rep> skip_until_{0};
   std::mutex mu_;
   std::vector<std::unique_ptr<ClientConn>> idle_ OC_GUARDED_BY(mu_);
 };

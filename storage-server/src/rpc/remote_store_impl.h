@@ -2,7 +2,8 @@
 // RemoteStore: the Store interface over the storage RPC (ConnectRemoteStore in
 // oc/storage/remote_store.h). Private to oc_storage_rpc_client; its members are defined by
 // concern:
-//   remote_store.cc    endpoints, bucket placement, the calls that ask every server
+//   remote_store.cc    endpoints, placement (partitioned or shared, chosen at connect from
+//                      every server's ServerInfo), the calls that ask every server
 //                      (ListBuckets, Stats), ConnectRemoteStore
 //   remote_objects.cc  bucket, object and multipart calls; the streamed writer and reader
 //   remote_kv.cc       the descriptor calls (ProbeChunks, GetLayers, PutChunks, DataPlane)
@@ -11,6 +12,7 @@
 // Thread safety: every method may be called concurrently (store.h).
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -28,9 +30,20 @@
 
 namespace oc::storage::rpc {
 
+// Where calls go (remote_store.h describes both).
+enum class Placement {
+  kPartitioned,  // each bucket on one server: XXH3-64(bucket) mod N (RocksDB servers)
+  kShared,       // every server serves every bucket: round-robin (servers over one RADOS pool)
+};
+
 class RemoteStore final : public Store {
  public:
   explicit RemoteStore(const RemoteStoreOptions& options);
+
+  // Asks every server's ServerInfo and chooses the placement (remote_store.h). Called once,
+  // by ConnectRemoteStore, before the store is shared.
+  Status ChoosePlacement();
+  Placement placement() const { return placement_; }
 
   // --- Buckets (remote_objects.cc; ListBuckets in remote_store.cc) ---
   Status CreateBucket(std::string_view bucket, std::string_view owner) override;
@@ -78,10 +91,42 @@ class RemoteStore final : public Store {
 
   // --- Operations (remote_store.cc) ---
   Result<StoreStats> Stats() override;
+  // Shared placement: the servers' common identity; partitioned: {"rocksdb"} if any server
+  // answered ServerInfo, else {}.
+  StoreIdentity identity() const override { return identity_; }
 
  private:
+  // Which server a call goes to (remote_store.cc).
+  enum class Route {
+    kAny,         // shared: the next available server in turn; partitioned: the bucket's
+    kBucketHome,  // shared: the first available server from the bucket's hash on, so that a
+                  // bucket's DataPlane and its descriptor calls with a target meet the same
+                  // data plane; partitioned: the bucket's
+  };
+
   // The server that holds `bucket`: XXH3-64 (seed 0) of its name modulo the endpoint count.
   Endpoint& For(std::string_view bucket);
+  // The server for a call on `bucket` under `route`, skipping `failed` (a server the call
+  // already failed on), or nullptr if no other is available.
+  Endpoint* Pick(std::string_view bucket, Route route, const Endpoint* failed = nullptr);
+  // Shared placement: true if `ep` may take calls now (a member not skipped after a failure);
+  // asks ServerInfo of a server not heard from yet.
+  bool Usable(Endpoint& ep, std::chrono::steady_clock::time_point now);
+  // The server's identity: its ServerInfo reply, {"rocksdb"} from a server older than the op.
+  Result<StoreIdentity> AskServerInfo(Endpoint& ep);
+
+  // Runs `call` (Endpoint& -> Status or Result<T>) on the server `route` picks. Shared
+  // placement: a kUnavailable failure skips that server for a while and, if `retry` says
+  // the call changes nothing (Retry::kIfPooled), runs it once more on another server.
+  template <typename F>
+  auto Routed(std::string_view bucket, Route route, Retry retry, F&& call)
+      -> decltype(call(std::declval<Endpoint&>()));
+  // A unary call C on the server for `bucket`, routed as above.
+  template <typename C, typename... Args>
+  typename C::Return RoutedUnary(std::string_view bucket, const Args&... args) {
+    return Routed(bucket, Route::kAny, C::retry,
+                  [&](Endpoint& ep) { return Unary<C>(ep, args...); });
+  }
   uint64_t NextRid() { return next_rid_.fetch_add(1, std::memory_order_relaxed); }
 
   // Unary call C on `ep` with the request fields `params` (calls.h, in wire order).
@@ -96,13 +141,50 @@ class RemoteStore final : public Store {
   Result<ObjectMeta> CopyAcross(const ObjectKey& src, const ObjectKey& dst,
                                 const std::optional<PutOptions>& replace);
 
-  // Sends a descriptor call's request frame on a connection of the bucket's server: a
-  // pooled one if it looks alive, else a new one.
+  // Sends a descriptor call's request frame on a connection of the server it is routed to
+  // (remote_kv.cc): a pooled one if it looks alive, else a new one.
   Result<Lease> SendKvRequest(std::string_view bucket, Op op, uint64_t rid,
                               const descriptor::Descriptor& d);
+  Result<Lease> SendKvRequestTo(Endpoint& ep, std::string_view bucket, Op op, uint64_t rid,
+                                const descriptor::Descriptor& d);
 
   std::vector<std::unique_ptr<Endpoint>> endpoints_;
   std::atomic<uint64_t> next_rid_{0};
+  // Set by ChoosePlacement, read-only afterwards.
+  Placement placement_ = Placement::kPartitioned;
+  StoreIdentity identity_;
+  // Shared placement's turn counter.
+  std::atomic<uint64_t> next_endpoint_{0};
 };
+
+// The Status of a call's outcome, for routing decisions.
+inline Status StatusOf(const Status& s) { return s; }
+template <typename T>
+Status StatusOf(const Result<T>& r) {
+  return r.has_value() ? Status::Ok() : r.error();
+}
+
+template <typename F>
+auto RemoteStore::Routed(std::string_view bucket, Route route, Retry retry, F&& call)
+    -> decltype(call(std::declval<Endpoint&>())) {
+  Endpoint* ep = Pick(bucket, route);
+  auto r = call(*ep);
+  if (placement_ != Placement::kShared || StatusOf(r).code() != Code::kUnavailable) {
+    return r;
+  }
+  ep->MarkDown(std::chrono::steady_clock::now());
+  if (retry != Retry::kIfPooled) {
+    return r;  // a mutation may have been applied before the connection broke
+  }
+  Endpoint* other = Pick(bucket, route, ep);
+  if (other == nullptr) {
+    return r;
+  }
+  auto again = call(*other);
+  if (StatusOf(again).code() == Code::kUnavailable) {
+    other->MarkDown(std::chrono::steady_clock::now());
+  }
+  return again;
+}
 
 }  // namespace oc::storage::rpc

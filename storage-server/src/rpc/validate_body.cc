@@ -130,6 +130,7 @@ Status ValidateBody(Op op, uint16_t flags, ByteSpan body) {
     case Op::kListParts:
     case Op::kListUploads:
     case Op::kKvDataPlane:
+    case Op::kServerInfo:
       break;
   }
   return Status(Code::kUnimplemented, Subject::kNone, "op", "unknown op");

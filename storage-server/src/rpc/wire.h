@@ -100,6 +100,10 @@ enum class Op : uint8_t {
   // descriptor calls below (the storage server reads slices itself). A peer that still sends
   // them gets the error frame for an unknown op. Never reuse them.
   kStats = 50,  // (empty)                      / StoreStats
+  // The served store's identity (Store::identity): which backend, and for RADOS which
+  // cluster, pool and namespace; RemoteStore chooses its placement from it. A server older
+  // than this op answers it as unknown (kUnimplemented, field "op") and closes the connection.
+  kServerInfo = 51,  // (empty)                 / StoreIdentity
   // The descriptor calls (docs/protocol.md, "Storage RPC"). The descriptor travels as its
   // POST-body text (descriptor/codec.h) and is decoded and validated by the server with
   // DecodeDescriptorText; the principal (the request's access key, "" anonymous) follows it
@@ -226,6 +230,7 @@ void Encode(WireWriter& w, const ListUploadsOptions& v);
 void Encode(WireWriter& w, const ListUploadsResult& v);
 void Encode(WireWriter& w, const GetReply& v);
 void Encode(WireWriter& w, const StoreStats& v);
+void Encode(WireWriter& w, const StoreIdentity& v);
 void Encode(WireWriter& w, const KvPlan& v);
 void Encode(WireWriter& w, const KvGetReport& v);
 void Encode(WireWriter& w, const KvProbeResult& v);
@@ -262,6 +267,7 @@ bool Decode(WireReader& r, ListUploadsOptions* v);
 bool Decode(WireReader& r, ListUploadsResult* v);
 bool Decode(WireReader& r, GetReply* v);
 bool Decode(WireReader& r, StoreStats* v);
+bool Decode(WireReader& r, StoreIdentity* v);
 bool Decode(WireReader& r, KvPlan* v);  // also checks matched <= num_chunks, a known mode
 bool Decode(WireReader& r, KvGetReport* v);
 bool Decode(WireReader& r, KvProbeResult* v);

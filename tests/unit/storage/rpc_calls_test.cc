@@ -84,6 +84,7 @@ TEST(RpcCalls, EveryCallEncodesTheFieldsOfItsOpInWireOrder) {
   ExpectRequest<ListUploadsCall>(bucket, uploads);
   ExpectRequest<KvDataPlaneCall>(bucket);
   ExpectRequest<StatsCall>();
+  ExpectRequest<ServerInfoCall>();
   ExpectRequest<PutBeginCall>(key, options);
   ExpectRequest<UploadPartBeginCall>(key, upload, part, options);
   ExpectRequest<GetCall>(key, range);
@@ -108,6 +109,7 @@ TEST(RpcCalls, OnlyCallsThatChangeNothingAreRetried) {
   EXPECT_EQ(ListUploadsCall::retry, Retry::kIfPooled);
   EXPECT_EQ(KvDataPlaneCall::retry, Retry::kIfPooled);
   EXPECT_EQ(StatsCall::retry, Retry::kIfPooled);
+  EXPECT_EQ(ServerInfoCall::retry, Retry::kIfPooled);
   EXPECT_EQ(PutBeginCall::retry, Retry::kIfPooled);
   EXPECT_EQ(UploadPartBeginCall::retry, Retry::kIfPooled);
   EXPECT_EQ(GetCall::retry, Retry::kIfPooled);

@@ -86,9 +86,11 @@ TEST(RpcKvClient, BrokenOrFailedStreamsFinishTheSinkOnceWithTheError) {
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(row.name);
-    // Accepts one connection, answers Hello, reads the request, then sends a plan and the
-    // row's frames with the request's id (the remote store numbers calls from a random
-    // start), half-closes and drains until the client goes.
+    // Answers the remote store's ServerInfo at connect as a server older than that op does
+    // (an unknown op: an error frame, then the connection closes), then accepts one more
+    // connection, answers Hello, reads the request, sends a plan and the row's frames with
+    // the request's id (the remote store numbers calls from a random start), half-closes and
+    // drains until the client goes.
     class EchoServer {
      public:
       explicit EchoServer(const Row& row) : row_(row) {
@@ -121,12 +123,28 @@ TEST(RpcKvClient, BrokenOrFailedStreamsFinishTheSinkOnceWithTheError) {
                ::recv(fd, body.data(), body.size(), MSG_WAITALL) == ssize_t(body.size());
       }
       void Serve() {
-        const int c = ::accept(fd_, nullptr, nullptr);
+        int c = ::accept(fd_, nullptr, nullptr);
         if (c < 0) {
           return;
         }
         FrameHeader h;
         std::vector<std::byte> out;
+        if (Read(c, &h)) {
+          rpc::EncodeFrame(&out, Op::kHello, rpc::kFlagReply, h.request_id);
+          (void)::send(c, out.data(), out.size(), MSG_NOSIGNAL);
+          out.clear();
+          if (Read(c, &h) && h.op == Op::kServerInfo) {
+            rpc::EncodeFrame(&out, Op::kError, rpc::kFlagReply, h.request_id,
+                             Status(Code::kUnimplemented, Subject::kNone, "op", "unknown op 51"));
+          }
+          (void)::send(c, out.data(), out.size(), MSG_NOSIGNAL);
+          out.clear();
+        }
+        ::close(c);
+        c = ::accept(fd_, nullptr, nullptr);
+        if (c < 0) {
+          return;
+        }
         if (Read(c, &h)) {
           rpc::EncodeFrame(&out, Op::kHello, rpc::kFlagReply, h.request_id);
           (void)::send(c, out.data(), out.size(), MSG_NOSIGNAL);
@@ -152,6 +170,7 @@ TEST(RpcKvClient, BrokenOrFailedStreamsFinishTheSinkOnceWithTheError) {
     EchoServer server(row);
     auto remote = Connect({server.endpoint()});
     ASSERT_NE(remote, nullptr);
+    EXPECT_EQ(remote->identity().backend, "rocksdb") << "an old server counts as RocksDB";
     FailingSink sink(~0ull);
     int plans = 0;
     auto r = remote->GetLayers("b", d, &sink, [&](const KvPlan&) {

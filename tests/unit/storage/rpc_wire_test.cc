@@ -130,7 +130,7 @@ TEST(RpcWire, EveryKnownOpHasANameAndUnknownOnesDoNot) {
       EXPECT_NE(OpName(static_cast<Op>(v)), "unknown");
     }
   }
-  EXPECT_EQ(known, 30);
+  EXPECT_EQ(known, 31);
   EXPECT_FALSE(IsKnownOp(0));
   EXPECT_FALSE(IsKnownOp(255));
 }
@@ -193,6 +193,20 @@ TEST(RpcWire, DescriptorCallTypesRoundTripAndBadValuesAreRefused) {
   EXPECT_EQ(decoded.address, "127.0.0.1:4000");
   EXPECT_TRUE(decoded.shared_memory);
   EXPECT_TRUE(ValidateBody(Op::kKvDataPlane, rpc::kFlagReply, info).ok());
+  // A server's identity (ServerInfo); a truncated one is refused.
+  std::vector<std::byte> id;
+  WireWriter idw(&id);
+  Encode(idw, StoreIdentity{"rados", "0b5e-fsid", "pool-a", "ns"});
+  StoreIdentity identity;
+  ASSERT_TRUE(DecodeBody(id, &identity).ok());
+  EXPECT_EQ(identity.backend, "rados");
+  EXPECT_EQ(identity.fsid, "0b5e-fsid");
+  EXPECT_EQ(identity.pool, "pool-a");
+  EXPECT_EQ(identity.rados_namespace, "ns");
+  EXPECT_TRUE(ValidateBody(Op::kServerInfo, rpc::kFlagReply, id).ok());
+  EXPECT_TRUE(ValidateBody(Op::kServerInfo, 0, {}).ok());
+  EXPECT_FALSE(
+      ValidateBody(Op::kServerInfo, rpc::kFlagReply, ByteSpan(id).first(id.size() - 1)).ok());
 }
 
 TEST(RpcWire, FieldsRoundTrip) {

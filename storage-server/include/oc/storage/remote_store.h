@@ -16,8 +16,8 @@
 namespace oc::storage {
 
 struct RemoteStoreOptions {
-  // host:port of each oc-storage-server; buckets are spread over them by hash of name.
-  // Default: none (required)
+  // host:port of each oc-storage-server; how calls are spread over them is chosen at connect
+  // (ConnectRemoteStore). Default: none (required)
   std::vector<std::string> endpoints;
   // Shared secret every RPC connection must present (OC_RPC_SECRET).
   // Default: "" (required)
@@ -28,8 +28,22 @@ struct RemoteStoreOptions {
   Status Validate() const;
 };
 
-// A Store that forwards every call over the storage RPC. Connects lazily; kUnavailable
-// from calls while a server is unreachable. kInvalidArgument for bad options.
+// A Store that forwards every call over the storage RPC. At connect it asks every server
+// which store it serves (the RPC's ServerInfo; docs/protocol.md "Storage RPC") and places
+// calls accordingly (docs/decisions.md, "Remote store: shared placement"):
+// - Shared: every server that answered serves the same RADOS cluster, pool and namespace, so
+//   any of them serves any bucket. Calls go round-robin over the servers available; a read
+//   (a call that changes nothing) that fails with kUnavailable is run once more on another
+//   server, a mutation never is; a writer, a reader or a descriptor call stays on the server
+//   that opened it. A server that did not answer at connect joins once it reports the same
+//   target.
+// - Partitioned: the servers are RocksDB servers (a server older than ServerInfo counts as
+//   one), or none answered. Each bucket lives on one server, XXH3-64(bucket name) mod N, and
+//   that is all: no replication (a lost server loses its buckets) and no rebalancing (changing
+//   the endpoint list moves buckets away from their data).
+// kInvalidArgument for bad options, and naming every server, for servers over different
+// backends or different RADOS targets. Servers unreachable at connect are not an error:
+// calls to them fail with kUnavailable until they come up.
 Result<std::unique_ptr<Store>> ConnectRemoteStore(const RemoteStoreOptions& options);
 
 }  // namespace oc::storage
