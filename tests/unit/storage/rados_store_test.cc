@@ -239,15 +239,6 @@ TEST_F(RadosStoreTest, HeadManyOf2500NamesAnswersEachInOrder) {
   EXPECT_EQ(got->back()->size, 0u);
 }
 
-TEST_F(RadosStoreTest, MultipartUploadsAreRefusedClearly) {
-  Result<std::string> id = store_->CreateMultipartUpload({"bkt", "mp"}, {});
-  ASSERT_FALSE(id.has_value());
-  EXPECT_EQ(id.error().code(), Code::kUnimplemented);
-  Result<ListUploadsResult> uploads = store_->ListMultipartUploads("bkt", {});
-  ASSERT_TRUE(uploads.has_value());
-  EXPECT_TRUE(uploads->uploads.empty());
-}
-
 TEST_F(RadosStoreTest, IdentityNamesTheClusterPoolAndNamespace) {
   const StoreIdentity id = store_->identity();
   EXPECT_EQ(id.backend, "rados");
