@@ -44,6 +44,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(HERE, "harness"))
 import common  # noqa: E402
+from rados_vs_rgw_report import ratios, summarize, targets, plot  # noqa: E402
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -75,11 +76,6 @@ SYSTEMS = [
     ("oc-rados", "ObjectCache on RADOS", ["ucx", "http-body"], "descriptor"),
     ("oc-rocksdb", "ObjectCache on RocksDB (ceiling)", ["ucx", "http-body"], "descriptor"),
 ]
-
-# Targets of issue 15 on this machine (same cluster, same run).
-TARGET_UCX_VS_OBJECT = 2.0
-TARGET_UCX_VS_RANGE = 10.0
-TARGET_G = 16
 
 
 class Bench:
@@ -282,8 +278,11 @@ class Bench:
                 cpu = {"ceph-osd": self.cpu(self.cluster_pids.get("ceph-osd", [])) - osd0,
                        "client": (self_1.ru_utime + self_1.ru_stime) -
                                  (self_0.ru_utime + self_0.ru_stime)}
+                moved = (row["ops"] or 0) * size / 1e9
                 row.update({"G": g, "what": what, "op_bytes": size, "mode": mode,
-                            "concurrency": CONCURRENCY, "cpu_s": cpu})
+                            "concurrency": CONCURRENCY, "cpu_s": cpu,
+                            "cpu_s_per_gb": {n: v / moved for n, v in cpu.items()}
+                            if moved else {}})
                 self.doc["floor"].append(row)
                 self.say(f"  rados bench {mode} {common_size(size)}: {row['gbps']:.3f} GB/s, "
                          f"{row['iops']:.0f} ops/s")
@@ -372,234 +371,6 @@ def parse_rados_bench(text):
             "total_s": field("Total time run"), "ops": field("Total reads made"),
             "avg_latency_ms": (field("Average Latency(s)") or 0) * 1e3,
             "max_latency_ms": (field("Max latency(s)") or 0) * 1e3}
-
-
-# --- summaries, ratios, targets (from the raw rows; report.py calls these too) -------------
-
-def quantile(values, q):
-    """Nearest-rank quantile: with 3 repetitions p50 is the median and p99 the slowest."""
-    v = sorted(values)
-    rank = max(1, min(len(v), -(-int(q * 1000) * len(v) // 1000)))
-    return v[rank - 1]
-
-
-def cpu_per_gb(rows, nbytes):
-    total = {}
-    for r in rows:
-        for name, s in (r.get("cpu_s") or {}).items():
-            total[name] = total.get(name, 0.0) + s
-    gb = nbytes * len(rows) / 1e9
-    return {name: s / gb for name, s in sorted(total.items())} if gb else {}
-
-
-def summarize(doc):
-    """Per (system, method, shape): medians and p99 over the alternating repetitions."""
-    reads = {}
-    for r in doc["reads"]:
-        reads.setdefault((r["system"], r["method"], r["G"], r["context"], r["hit"]), []).append(r)
-    read_rows = []
-    for (system, method, g, context, hit), rs in sorted(reads.items()):
-        totals = [x["total_s"] for x in rs]
-        ttfls = [x["ttfl_s"] for x in rs]
-        payload = rs[0]["payload_bytes"]
-        read_rows.append({
-            "system": system, "method": method, "G": g, "context": context, "hit": hit,
-            "chunks": rs[0]["chunks"], "layer_bytes": rs[0]["layer_bytes"],
-            "payload_bytes": payload, "mode": rs[0]["mode"], "reps": len(rs),
-            "gbps": payload / quantile(totals, 0.5) / 1e9,
-            "gbps_reps": [payload / t / 1e9 for t in totals],
-            "total_p50_s": quantile(totals, 0.5), "total_p99_s": quantile(totals, 0.99),
-            "ttfl_p50_s": quantile(ttfls, 0.5), "ttfl_p99_s": quantile(ttfls, 0.99),
-            "cpu_s_per_gb": cpu_per_gb(rs, payload)})
-    loads = {}
-    for r in doc["loads"]:
-        loads.setdefault((r["system"], r["method"], r["G"]), []).append(r)
-    load_rows = []
-    for (system, method, g), rs in sorted(loads.items()):
-        totals = [x["total_s"] for x in rs]
-        load_rows.append({
-            "system": system, "method": method, "G": g, "chunks": rs[0]["chunks"],
-            "payload_bytes": rs[0]["payload_bytes"], "concurrency": rs[0]["concurrency"],
-            "reps": len(rs), "gbps": rs[0]["payload_bytes"] / quantile(totals, 0.5) / 1e9,
-            "total_p50_s": quantile(totals, 0.5), "total_p99_s": quantile(totals, 0.99),
-            "cpu_s_per_gb": cpu_per_gb(rs, rs[0]["payload_bytes"])})
-    ops = {}
-    for r in doc["s3ops"]:
-        ops.setdefault((r["system"], r["op"], r["size"], r["concurrency"]), []).append(r)
-    s3_rows = []
-    for (system, op, size, conc), rs in sorted(ops.items()):
-        per = {}
-        for x in rs:
-            for name, us in (x.get("cpu_us_per_req") or {}).items():
-                per.setdefault(name, []).append(us)
-        s3_rows.append({
-            "system": system, "op": op, "size": size, "concurrency": conc, "reps": len(rs),
-            "ops_per_s": quantile([x["ops_per_s"] for x in rs], 0.5),
-            "ops_per_s_reps": [x["ops_per_s"] for x in rs],
-            "p50_ms": quantile([x["p50_ms"] for x in rs if x["p50_ms"] is not None] or [0], 0.5),
-            "p99_ms": quantile([x["p99_ms"] for x in rs if x["p99_ms"] is not None] or [0],
-                               0.99),
-            "errors": sum(x["errors"] for x in rs),
-            "cpu_us_per_req": {n: quantile(v, 0.5) for n, v in sorted(per.items())}})
-    return {"reads": read_rows, "loads": load_rows, "s3ops": s3_rows}
-
-
-def _per_rep_ratios(doc, num, den, shape):
-    """num/den speed ratios of one shape, repetition by repetition (rep r of RGW against rep
-    r of ours: neighbours in the alternation)."""
-    def times(key):
-        return {r["rep"]: r["total_s"] for r in doc["reads"]
-                if (r["system"], r["method"]) == key and (r["G"], r["context"], r["hit"]) == shape}
-    a, b = times(num), times(den)
-    return [b[k] / a[k] for k in sorted(a) if k in b]
-
-
-def ratios(doc, summary):
-    """Speed ratios to RGW within the run (medians over repetitions)."""
-    by = {(r["system"], r["method"], r["G"], r["context"], r["hit"]): r
-          for r in summary["reads"]}
-    shapes = sorted({(r["G"], r["context"], r["hit"]) for r in summary["reads"]})
-    reads = []
-    for g, c, h in shapes:
-        e = {"G": g, "context": c, "hit": h}
-        for num in (("oc-rados", "ucx"), ("oc-rados", "http-body"), ("oc-rocksdb", "ucx"),
-                    ("oc-rocksdb", "http-body")):
-            for den in (("rgw", "http-object"), ("rgw", "http-range")):
-                a, b = by.get((*num, g, c, h)), by.get((*den, g, c, h))
-                if a and b:
-                    key = f"{num[0]}:{num[1]} vs {den[0]}:{den[1]}"
-                    e[key] = a["gbps"] / b["gbps"]
-                    e[key + " per rep"] = _per_rep_ratios(doc, num, den, (g, c, h))
-        a, b = by.get(("oc-rados", "ucx", g, c, h)), by.get(("rgw", "http-range", g, c, h))
-        if a and b:
-            e["ttfl rgw:http-range / oc-rados:ucx"] = b["ttfl_p50_s"] / a["ttfl_p50_s"]
-        reads.append(e)
-    loads = []
-    for g in sorted({r["G"] for r in summary["loads"]}):
-        m = {r["system"]: r for r in summary["loads"] if r["G"] == g}
-        if "rgw" in m:
-            loads.append({"G": g, **{f"{s} vs rgw": m[s]["gbps"] / m["rgw"]["gbps"]
-                                     for s in ("oc-rados", "oc-rocksdb") if s in m}})
-    s3 = []
-    for r in summary["s3ops"]:
-        if r["system"] != "rgw":
-            continue
-        e = {"op": r["op"], "size": r["size"], "concurrency": r["concurrency"]}
-        for x in summary["s3ops"]:
-            if (x["op"], x["size"], x["concurrency"]) == (r["op"], r["size"], r["concurrency"]) \
-                    and x["system"] != "rgw":
-                e[f"{x['system']} vs rgw"] = x["ops_per_s"] / r["ops_per_s"]
-        s3.append(e)
-    return {"reads": reads, "loads": loads, "s3ops": s3}
-
-
-def targets(summary, ratio):
-    """Issue 15's targets, each with the figures it was judged on and met / not met."""
-    out = []
-    g16 = [e for e in ratio["reads"] if e["G"] == TARGET_G]
-    for den, want in (("rgw:http-object", TARGET_UCX_VS_OBJECT),
-                      ("rgw:http-range", TARGET_UCX_VS_RANGE)):
-        key = f"oc-rados:ucx vs {den}"
-        got = [(e["context"], e["hit"], e[key]) for e in g16 if key in e]
-        out.append({"target": f"descriptor GET over UCX (RADOS) >= {want:g}x RGW "
-                              f"{'per-object GETs' if 'object' in den else 'range GETs'} "
-                              f"at G = {TARGET_G}",
-                    "figures": [{"context": c, "hit": h, "ratio": r} for c, h, r in got],
-                    "met": all(r >= want for _, _, r in got) if got else None})
-    for op in ("GET", "PUT"):
-        got = [(e["concurrency"], e["oc-rados vs rgw"]) for e in ratio["s3ops"]
-               if e["op"] == op and e["size"] == 64 * KiB and "oc-rados vs rgw" in e]
-        out.append({"target": f"64 KiB S3 {op} through ObjectCache on RADOS >= RGW's ops/s",
-                    "figures": [{"concurrency": c, "ratio": r} for c, r in got],
-                    "met": all(r >= 1.0 for _, r in got) if got else None})
-    return out
-
-
-# --- plot ---------------------------------------------------------------------------------
-
-SERIES = [("rgw", "http-object", "RGW per-object GETs (8)"),
-          ("rgw", "http-range", "RGW range GETs (8)"),
-          ("oc-rados", "ucx", "ours on RADOS: descriptor GET, UCX"),
-          ("oc-rados", "http-body", "ours on RADOS: descriptor GET, HTTP body"),
-          ("oc-rocksdb", "ucx", "ours on RocksDB (ceiling): UCX"),
-          ("oc-rocksdb", "http-body", "ours on RocksDB (ceiling): HTTP body")]
-
-
-def plot(doc, png):
-    """Four panels: read GB/s and time to first layer per shape (bars: median, whiskers:
-    slowest and fastest repetition; the rados bench floor as markers), load GB/s per G, and
-    64 KiB S3 ops/s."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    s = doc["summary"]
-    shapes = sorted({(r["G"], r["context"], r["hit"]) for r in s["reads"]})
-    fig, axes = plt.subplots(2, 2, figsize=(max(12, 2.2 * len(shapes) + 6), 9))
-    width = 0.8 / len(SERIES)
-    for i, (system, method, label) in enumerate(SERIES):
-        gb, lo, hi, tt = [], [], [], []
-        for shape in shapes:
-            r = next((x for x in s["reads"] if (x["system"], x["method"]) == (system, method)
-                      and (x["G"], x["context"], x["hit"]) == shape), None)
-            gb.append(r["gbps"] if r else 0)
-            lo.append(r["gbps"] - min(r["gbps_reps"]) if r else 0)
-            hi.append(max(r["gbps_reps"]) - r["gbps"] if r else 0)
-            tt.append(r["ttfl_p50_s"] * 1e3 if r else 0)
-        xs = [k + i * width for k in range(len(shapes))]
-        axes[0][0].bar(xs, gb, width, yerr=[lo, hi], label=label, capsize=2)
-        axes[0][1].bar(xs, tt, width, label=label)
-    for what, marker in (("object", "v"), ("slice", "^")):
-        ys = []
-        for g, _, _ in shapes:
-            f = [x["gbps"] for x in doc["floor"] if x["G"] == g and x["what"] == what and
-                 x["mode"] == "rand"]
-            ys.append(f[0] if f else None)
-        xs = [k + 0.4 - width / 2 for k in range(len(shapes))]
-        pts = [(x, y) for x, y in zip(xs, ys) if y]
-        if pts:
-            axes[0][0].plot([p[0] for p in pts], [p[1] for p in pts], marker, color="black",
-                            label=f"rados bench rand, {what} size, -t 8 (floor)")
-    labels = [f"G={g}\n{c // 1024}K ctx\n{h:.3g} hit" if c >= 1024 else
-              f"G={g}\n{c} ctx\n{h:.3g} hit" for g, c, h in shapes]
-    for ax in axes[0]:
-        ax.set_xticks([k + 0.4 - width / 2 for k in range(len(shapes))])
-        ax.set_xticklabels(labels, fontsize=8)
-        ax.set_yscale("log")
-    axes[0][0].set_ylabel("GB/s (median of repetitions)")
-    axes[0][0].set_title("Reads: one request's KV payload")
-    axes[0][0].legend(fontsize=6)
-    axes[0][1].set_ylabel("time to first layer, ms (p50)")
-    axes[0][1].set_title("Time to first layer")
-    gs = sorted({r["G"] for r in s["loads"]})
-    systems = [("rgw", "RGW: S3 PUT per chunk (8)"), ("oc-rados", "ours on RADOS: descriptor PUT"),
-               ("oc-rocksdb", "ours on RocksDB: descriptor PUT")]
-    w = 0.8 / len(systems)
-    for i, (system, label) in enumerate(systems):
-        ys = [next((r["gbps"] for r in s["loads"] if r["system"] == system and r["G"] == g), 0)
-              for g in gs]
-        axes[1][0].bar([k + i * w for k in range(len(gs))], ys, w, label=label)
-    axes[1][0].set_xticks([k + 0.4 - w / 2 for k in range(len(gs))])
-    axes[1][0].set_xticklabels([f"G={g}" for g in gs])
-    axes[1][0].set_ylabel("GB/s")
-    axes[1][0].set_title("Loads (median of repetitions)")
-    axes[1][0].legend(fontsize=7)
-    points = sorted({(r["op"], r["concurrency"]) for r in s["s3ops"] if r["size"] == 64 * KiB})
-    for i, (system, label) in enumerate(systems):
-        ys = [next((r["ops_per_s"] for r in s["s3ops"] if r["system"] == system and
-                    (r["op"], r["concurrency"]) == p and r["size"] == 64 * KiB), 0)
-              for p in points]
-        axes[1][1].bar([k + i * w for k in range(len(points))], ys, w,
-                       label=label.split(":")[0])
-    axes[1][1].set_xticks([k + 0.4 - w / 2 for k in range(len(points))])
-    axes[1][1].set_xticklabels([f"{op} c={c}" for op, c in points])
-    axes[1][1].set_ylabel("ops/s (median)")
-    axes[1][1].set_title("64 KiB S3 GET / PUT (wrk)")
-    axes[1][1].legend(fontsize=7)
-    fig.suptitle("ObjectCache on RADOS vs Ceph RGW, same OSD (Llama-3.1-8B chunks, L = 32)")
-    fig.tight_layout()
-    fig.savefig(png, dpi=100)
-    plt.close(fig)
-    return png
 
 
 # --- entry points -----------------------------------------------------------------------------
