@@ -19,6 +19,15 @@ add_library(oc_rocksdb INTERFACE)
 target_link_libraries(oc_rocksdb INTERFACE ${ROCKSDB_LIBRARY})
 target_include_directories(oc_rocksdb SYSTEM INTERFACE ${ROCKSDB_INCLUDE_DIR})
 
+# librados (Debian's librados-dev, Ceph 16): the RADOS backend's C API. No pkg-config file.
+if(OC_WITH_RADOS)
+  find_library(RADOS_LIBRARY rados REQUIRED)
+  find_path(RADOS_INCLUDE_DIR rados/librados.h REQUIRED)
+  add_library(oc_rados INTERFACE)
+  target_link_libraries(oc_rados INTERFACE ${RADOS_LIBRARY})
+  target_include_directories(oc_rados SYSTEM INTERFACE ${RADOS_INCLUDE_DIR})
+endif()
+
 if(OC_BUILD_TESTS AND NOT OC_FUZZ)
   find_package(GTest REQUIRED)
 endif()
