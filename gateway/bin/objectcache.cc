@@ -1,5 +1,7 @@
 // objectcache: the all-in-one binary. `objectcache serve` runs the S3 gateway over the
-// in-process RocksDB store (DESIGN: roles, the embedded default).
+// in-process store: RocksDB in the data dir (the embedded default), or a Ceph RADOS pool
+// with `[storage] backend = "rados"` (OpenStore, oc/storage/open_store.h). A store that
+// cannot be opened for a configuration reason (no cluster, no pool) exits 2 with one line.
 //   objectcache serve [--config FILE] [--data-dir DIR] [--listen HOST:PORT]
 // Precedence: built-in defaults (the values conf/objectcache.toml lists) < --config file <
 // flags. On first start the credentials file (<data dir>/credentials.toml unless
@@ -15,7 +17,7 @@
 #include "oc/common/config.h"
 #include "oc/gateway/options.h"
 #include "oc/gateway/server.h"
-#include "oc/storage/local_store.h"
+#include "oc/storage/open_store.h"
 #include "oc/storage/options.h"
 #if __has_include("oc/sched/options.h")
 #include "oc/sched/options.h"
@@ -26,10 +28,12 @@ namespace po = boost::program_options;
 
 namespace {
 
-int Fail(const oc::Status& status) {
+int Fail(const oc::Status& status, int code = 1) {
   std::fprintf(stderr, "objectcache: %s\n", status.ToString().c_str());
-  return 1;
+  return code;
 }
+
+constexpr int kExitBadConfig = 2;
 
 void PrintUsage(const po::options_description& flags) {
   std::cout << "Usage: objectcache serve [--config FILE] [--data-dir DIR] [--listen HOST:PORT]\n"
@@ -118,9 +122,10 @@ int main(int argc, char** argv) {
   if (!setup.has_value()) {
     return Fail(setup.error());
   }
-  oc::Result<std::unique_ptr<oc::storage::Store>> opened = oc::storage::OpenLocalStore(store);
+  oc::Result<std::unique_ptr<oc::storage::Store>> opened = oc::storage::OpenStore(store);
   if (!opened.has_value()) {
-    return Fail(opened.error());
+    return Fail(opened.error(),
+                oc::storage::IsStoreConfigError(store, opened.error()) ? kExitBadConfig : 1);
   }
   oc::Result<std::unique_ptr<oc::gateway::Server>> server =
       oc::gateway::Server::Create(gateway, opened->get());

@@ -1,4 +1,5 @@
-// oc-storage-server: serves the local RocksDB store over the storage RPC.
+// oc-storage-server: serves the local store (RocksDB, or a Ceph RADOS pool with
+// `[storage] backend = "rados"`) over the storage RPC.
 //
 //   OC_RPC_SECRET=... oc-storage-server [--config FILE] [--data-dir DIR] [--listen HOST:PORT]
 //
@@ -6,7 +7,8 @@
 // its default in conf/storage-server.toml) < flags. The effective settings are logged at
 // start, then "listening on HOST:PORT" (also printed on stdout, so --listen 127.0.0.1:0
 // can be used and the port read back). SIGTERM or SIGINT: stop accepting, finish the calls
-// in flight, close the store (flushing it), exit 0. A bad setting exits 2 with one line.
+// in flight, close the store (flushing it), exit 0. A bad setting, or a RADOS cluster or pool
+// that cannot be reached, exits 2 with one line.
 
 #include <cstdio>
 #include <cstdlib>
@@ -22,7 +24,7 @@
 #include "oc/common/log.h"
 #include "oc/common/units.h"
 #include "oc/sched/options.h"
-#include "oc/storage/local_store.h"
+#include "oc/storage/open_store.h"
 #include "oc/storage/options.h"
 #include "oc/storage/rpc_server.h"
 
@@ -70,6 +72,19 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* flags) {
 }
 
 std::string DescribeStore(const oc::storage::StoreOptions& o) {
+  if (o.backend == oc::storage::StorageBackend::kRados) {
+    const oc::storage::RadosOptions& r = o.rados;
+    return fmt::format(
+        "storage.backend=rados rados.conf_file={} rados.client_name={} rados.keyring={} "
+        "rados.pool={} rados.namespace={} rados.create_pool={} rados.index_shards={} "
+        "rados.object_extent_bytes={} rados.max_chunk_object_bytes={} "
+        "rados.max_ops_in_flight={} rados.max_bytes_in_flight={} rados.op_timeout_ms={} "
+        "rados.connect_timeout_ms={} (storage.* RocksDB keys ignored)",
+        r.conf_file, r.client_name, r.keyring.empty() ? "(ceph.conf)" : "(set)", r.pool,
+        r.rados_namespace, r.create_pool, r.index_shards, r.object_extent_bytes,
+        r.max_chunk_object_bytes, r.max_ops_in_flight, r.max_bytes_in_flight, r.op_timeout.count(),
+        r.connect_timeout.count());
+  }
   return fmt::format(
       "storage.data_dir={} storage.default_extent_bytes={} storage.block_cache_bytes={} "
       "storage.sync_writes={} storage.read_threads={} storage.extent_layout={} "
@@ -126,10 +141,11 @@ int Run(int argc, char** argv) {
   kLog.Info("starting config={} {} {}", flags.config.empty() ? "(none)" : flags.config,
             DescribeStore(store_options), rpc_options.ToString());
 
-  oc::Result<std::unique_ptr<oc::storage::Store>> store =
-      oc::storage::OpenLocalStore(store_options);
+  oc::Result<std::unique_ptr<oc::storage::Store>> store = oc::storage::OpenStore(store_options);
   if (!store.has_value()) {
-    return Fail(kExitFailed, "cannot open the store: " + store.error().ToString());
+    return Fail(oc::storage::IsStoreConfigError(store_options, store.error()) ? kExitBadConfig
+                                                                              : kExitFailed,
+                "cannot open the store: " + store.error().ToString());
   }
   oc::Result<std::unique_ptr<RpcServer>> server =
       RpcServer::Start(store->get(), rpc_options, secret);
@@ -143,7 +159,7 @@ int Run(int argc, char** argv) {
 
   (*server)->Wait();  // returns after SIGTERM/SIGINT once the calls in flight are done
   server->reset();
-  store->reset();  // closes RocksDB: flushes memtables, syncs
+  store->reset();  // closes RocksDB (flushes memtables, syncs) or the RADOS connection
   kLog.Info("stopped");
   return 0;
 }

@@ -34,7 +34,83 @@ Status ApplyKvConfig(const oc::Config& config, KvOptions* kv) {
   return Status::Ok();
 }
 
+// The [rados] table (conf/storage-server.toml, conf/objectcache.toml): RadosOptions field by
+// field.
+Status ApplyRadosConfig(const oc::Config& config, RadosOptions* r) {
+  OC_RETURN_IF_ERROR(config.Read("rados.conf_file", &r->conf_file));
+  OC_RETURN_IF_ERROR(config.Read("rados.client_name", &r->client_name));
+  OC_RETURN_IF_ERROR(config.Read("rados.keyring", &r->keyring));
+  OC_RETURN_IF_ERROR(config.Read("rados.pool", &r->pool));
+  OC_RETURN_IF_ERROR(config.Read("rados.namespace", &r->rados_namespace));
+  OC_RETURN_IF_ERROR(config.Read("rados.create_pool", &r->create_pool));
+  OC_RETURN_IF_ERROR(config.Read("rados.index_shards", &r->index_shards));
+  OC_RETURN_IF_ERROR(config.ReadSize("rados.object_extent_bytes", &r->object_extent_bytes));
+  OC_RETURN_IF_ERROR(config.ReadSize("rados.max_chunk_object_bytes", &r->max_chunk_object_bytes));
+  OC_RETURN_IF_ERROR(config.Read("rados.max_ops_in_flight", &r->max_ops_in_flight));
+  OC_RETURN_IF_ERROR(config.ReadSize("rados.max_bytes_in_flight", &r->max_bytes_in_flight));
+  OC_RETURN_IF_ERROR(config.ReadDuration("rados.op_timeout", &r->op_timeout));
+  OC_RETURN_IF_ERROR(config.ReadDuration("rados.connect_timeout", &r->connect_timeout));
+  OC_RETURN_IF_ERROR(config.Read("rados.gc", &r->gc));
+  OC_RETURN_IF_ERROR(config.ReadDuration("rados.gc_min_wait", &r->gc_min_wait));
+  OC_RETURN_IF_ERROR(config.ReadDuration("rados.orphan_min_age", &r->orphan_min_age));
+  return Status::Ok();
+}
+
+// RADOS object names and omap keys are C strings: no NUL, and printable names keep the
+// cluster's tools (`rados ls`) readable.
+bool PrintableName(std::string_view s) {
+  for (const char c : s) {
+    if (c < 0x21 || c > 0x7e) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
+
+Status RadosOptions::Validate() const {
+  if (pool.empty() || !PrintableName(pool)) {
+    return Status::InvalidArgument("rados.pool", "must be a non-empty printable name");
+  }
+  if (!PrintableName(rados_namespace)) {
+    return Status::InvalidArgument("rados.namespace", "must be printable, without spaces");
+  }
+  if (client_name.empty() || !PrintableName(client_name)) {
+    return Status::InvalidArgument("rados.client_name",
+                                   "must be a printable cephx name such as client.objectcache");
+  }
+  if (index_shards == 0 || index_shards > 65536) {
+    return Status::InvalidArgument("rados.index_shards", "must be 1..65536");
+  }
+  if (object_extent_bytes < kMinRadosObjectBytes || object_extent_bytes > kMaxRadosObjectBytes) {
+    return Status::InvalidArgument("rados.object_extent_bytes", "must be 64KiB..64MiB");
+  }
+  if (max_chunk_object_bytes < kMinRadosObjectBytes ||
+      max_chunk_object_bytes > kMaxRadosObjectBytes) {
+    return Status::InvalidArgument("rados.max_chunk_object_bytes", "must be 64KiB..64MiB");
+  }
+  if (max_ops_in_flight < 2 || max_ops_in_flight > 65536) {
+    return Status::InvalidArgument("rados.max_ops_in_flight", "must be 2..65536");
+  }
+  if (max_bytes_in_flight < kMaxRadosObjectBytes || max_bytes_in_flight > (16ull << 30)) {
+    return Status::InvalidArgument("rados.max_bytes_in_flight", "must be 64MiB..16GiB");
+  }
+  if (op_timeout.count() < 1000) {
+    return Status::InvalidArgument("rados.op_timeout",
+                                   "must be at least 1s (0 would wait forever)");
+  }
+  if (connect_timeout.count() < 1000) {
+    return Status::InvalidArgument("rados.connect_timeout", "must be at least 1s");
+  }
+  if (gc_min_wait.count() < 0) {
+    return Status::InvalidArgument("rados.gc_min_wait", "must not be negative");
+  }
+  if (orphan_min_age.count() < 0) {
+    return Status::InvalidArgument("rados.orphan_min_age", "must not be negative");
+  }
+  return Status::Ok();
+}
 
 Status KvOptions::Validate() const {
   if (layerwise_threshold_bytes == 0) {
@@ -118,10 +194,23 @@ Status StoreOptions::Validate() const {
   if (kv.put_read_bytes > kMaxKvPutReadBytes) {
     return Status::InvalidArgument("kv.put_read_bytes", "must be at most 64MiB");
   }
+  if (backend == StorageBackend::kRados) {
+    OC_RETURN_IF_ERROR(rados.Validate());
+  }
   return Status::Ok();
 }
 
 Status ApplyConfig(const oc::Config& config, StoreOptions* options) {
+  std::string backend;
+  OC_RETURN_IF_ERROR(config.Read("storage.backend", &backend));
+  if (backend == "rocksdb") {
+    options->backend = StorageBackend::kRocksDb;
+  } else if (backend == "rados") {
+    options->backend = StorageBackend::kRados;
+  } else if (!backend.empty()) {
+    return Status::InvalidArgument("storage.backend", "must be \"rocksdb\" or \"rados\"");
+  }
+  OC_RETURN_IF_ERROR(ApplyRadosConfig(config, &options->rados));
   OC_RETURN_IF_ERROR(config.Read("storage.data_dir", &options->data_dir));
   OC_RETURN_IF_ERROR(
       config.ReadSize("storage.default_extent_bytes", &options->default_extent_bytes));

@@ -12,7 +12,7 @@
 
 #include "oc/common/bytes.h"
 #include "oc/common/status.h"
-#include "rocks/meta_codec.h"
+#include "records/meta_codec.h"
 
 namespace oc::storage {
 

@@ -16,7 +16,7 @@
 
 #include "names.h"
 #include "oc/common/log.h"
-#include "rocks/meta_codec.h"
+#include "records/meta_codec.h"
 #include "rocks/rocks_store.h"
 #include "rocks/store_keys.h"
 

@@ -8,7 +8,7 @@
 #include <rocksdb/snapshot.h>
 
 #include "names.h"
-#include "rocks/md5.h"
+#include "records/md5.h"
 #include "rocks/rocks_store.h"
 #include "rocks/store_keys.h"
 

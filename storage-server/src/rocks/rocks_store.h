@@ -59,8 +59,8 @@
 #include "oc/storage/options.h"
 #include "oc/storage/store.h"
 #include "rocks/extent_key.h"
-#include "rocks/md5.h"
-#include "rocks/meta_codec.h"
+#include "records/md5.h"
+#include "records/meta_codec.h"
 #include "rocks/thread_pool.h"
 
 namespace oc::storage {
@@ -125,6 +125,7 @@ class RocksStore final : public Store, public kv::SliceSource {
                                                  const ListUploadsOptions& options) override;
 
   Result<StoreStats> Stats() override;
+  StoreIdentity identity() const override { return StoreIdentity{"rocksdb", "", "", ""}; }
 
   // The KV engine's slice reads (kv::SliceSource; rocks_slices.cc).
   Result<std::vector<kv::SliceStatus>> ReadSlices(std::string_view bucket,

@@ -12,7 +12,7 @@
 #include "oc/common/log.h"
 #include "rocks/extent_io.h"
 #include "rocks/extent_key.h"
-#include "rocks/md5.h"
+#include "records/md5.h"
 #include "rocks/rocks_store.h"
 #include "rocks/store_keys.h"
 #include "rocks/wal_sync.h"

@@ -1,4 +1,4 @@
-#include "rocks/meta_codec.h"
+#include "records/meta_codec.h"
 
 #include <gtest/gtest.h>
 

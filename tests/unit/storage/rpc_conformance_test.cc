@@ -9,7 +9,7 @@
 
 #include <fmt/core.h>
 
-#include "rocks/md5.h"
+#include "records/md5.h"
 #include "rpc/wire.h"
 #include "rpc_test_util.h"
 

@@ -1,5 +1,5 @@
 // Listing of objects and multipart uploads: prefix, delimiter, start-after, max-keys,
-// truncation and continuation across pages.
+// truncation and continuation across pages, on RocksDB and RADOS (multipart: RocksDB only).
 
 #include <gtest/gtest.h>
 
@@ -10,11 +10,11 @@
 namespace oc::storage::test {
 namespace {
 
-class ListTest : public ::testing::Test {
+class ListTest : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
-    Result<std::unique_ptr<Store>> s =
-        OpenLocalStore(SmallOptions(dir_.path(), ExtentLayout::kSstBlocks));
+    Result<std::unique_ptr<Store>> s = OpenTestStore(
+        GetParam(), SmallOptions(dir_.path(), ExtentLayout::kSstBlocks), RandomRadosNamespace());
     ASSERT_TRUE(s.has_value()) << s.error();
     store_ = std::move(*s);
     ASSERT_TRUE(store_->CreateBucket("bkt", "me").ok());
@@ -61,7 +61,14 @@ class ListTest : public ::testing::Test {
   std::unique_ptr<Store> store_;
 };
 
-TEST_F(ListTest, PaginatesThousandsOfKeysWithoutDelimiter) {
+INSTANTIATE_TEST_SUITE_P(Backends, ListTest, ::testing::Values(Backend::kRocksSst, Backend::kRados),
+                         BackendName);
+
+class RocksListTest : public ListTest {};
+INSTANTIATE_TEST_SUITE_P(Backends, RocksListTest, ::testing::Values(Backend::kRocksSst),
+                         BackendName);
+
+TEST_P(ListTest, PaginatesThousandsOfKeysWithoutDelimiter) {
   std::vector<std::string> names;
   for (int i = 0; i < 3000; ++i) {
     char buf[32];
@@ -87,7 +94,7 @@ TEST_F(ListTest, PaginatesThousandsOfKeysWithoutDelimiter) {
   EXPECT_TRUE(first->truncated);
 }
 
-TEST_F(ListTest, DelimiterGroupsCommonPrefixesCountedOnceAcrossPages) {
+TEST_P(ListTest, DelimiterGroupsCommonPrefixesCountedOnceAcrossPages) {
   // 40 directories of 30 files, plus top-level files between them.
   std::vector<std::string> expected;
   for (int d = 0; d < 40; ++d) {
@@ -120,7 +127,7 @@ TEST_F(ListTest, DelimiterGroupsCommonPrefixesCountedOnceAcrossPages) {
   EXPECT_FALSE(r->truncated);
 }
 
-TEST_F(ListTest, PrefixDelimiterAndStartAfter) {
+TEST_P(ListTest, PrefixDelimiterAndStartAfter) {
   for (const char* n :
        {"a", "a/1", "a/2", "a/b/1", "a/b/2", "a/c/1", "ab", "b/1", "photos/2024/x.jpg",
         "photos/2024/y.jpg", "photos/2025/z.jpg", "photos/index.html"}) {
@@ -186,7 +193,7 @@ TEST_F(ListTest, PrefixDelimiterAndStartAfter) {
   }
 }
 
-TEST_F(ListTest, EdgeCases) {
+TEST_P(ListTest, EdgeCases) {
   ListOptions zero;
   zero.max_keys = 0;
   Put("x");
@@ -213,7 +220,7 @@ TEST_F(ListTest, EdgeCases) {
   EXPECT_FALSE(exact->truncated);
 }
 
-TEST_F(ListTest, MultipartUploadsListWithMarkersAndDelimiter) {
+TEST_P(RocksListTest, MultipartUploadsListWithMarkersAndDelimiter) {
   std::vector<std::pair<std::string, std::string>> uploads;  // (key, id), listing order
   for (const char* k : {"a", "a", "b/1", "b/2", "c", "c", "c"}) {
     Result<std::string> id = store_->CreateMultipartUpload({"bkt", k}, {});

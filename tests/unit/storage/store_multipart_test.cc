@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "rocks/md5.h"
+#include "records/md5.h"
 #include "rocks/rocks_store.h"
 #include "store_test_util.h"
 

@@ -22,6 +22,7 @@ using kv::SliceStatus;
 struct Mode {
   ExtentLayout layout;
   SliceReadMode mode;
+  Backend backend = Backend::kRocksSst;  // kRados: layout and mode do not apply
 };
 
 class SlicesTest : public ::testing::TestWithParam<Mode> {
@@ -29,7 +30,10 @@ class SlicesTest : public ::testing::TestWithParam<Mode> {
   void SetUp() override {
     StoreOptions o = SmallOptions(dir_.path(), GetParam().layout);
     o.slice_read_mode = GetParam().mode;
-    Result<std::unique_ptr<Store>> s = OpenLocalStore(o);
+    const Backend backend = GetParam().backend == Backend::kRados           ? Backend::kRados
+                            : GetParam().layout == ExtentLayout::kBlobFiles ? Backend::kRocksBlob
+                                                                            : Backend::kRocksSst;
+    Result<std::unique_ptr<Store>> s = OpenTestStore(backend, o, RandomRadosNamespace());
     ASSERT_TRUE(s.has_value()) << s.error();
     store_ = std::move(*s);
     ASSERT_TRUE(store_->CreateBucket("kvc", "me").ok());
@@ -43,12 +47,29 @@ class SlicesTest : public ::testing::TestWithParam<Mode> {
 
 std::string ModeName(const ::testing::TestParamInfo<Mode>& info) {
   static const char* kModes[] = {"Auto", "Get", "MultiGet", "Parallel"};
+  if (info.param.backend == Backend::kRados) {
+    return "Rados";
+  }
   return std::string(info.param.layout == ExtentLayout::kSstBlocks ? "Sst" : "Blob") +
          kModes[static_cast<int>(info.param.mode)];
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Modes, SlicesTest,
+    ::testing::Values(Mode{ExtentLayout::kSstBlocks, SliceReadMode::kSerialGet},
+                      Mode{ExtentLayout::kSstBlocks, SliceReadMode::kMultiGet},
+                      Mode{ExtentLayout::kSstBlocks, SliceReadMode::kParallelGet},
+                      Mode{ExtentLayout::kSstBlocks, SliceReadMode::kAuto},
+                      Mode{ExtentLayout::kBlobFiles, SliceReadMode::kSerialGet},
+                      Mode{ExtentLayout::kBlobFiles, SliceReadMode::kMultiGet},
+                      Mode{ExtentLayout::kBlobFiles, SliceReadMode::kParallelGet},
+                      Mode{ExtentLayout::kSstBlocks, SliceReadMode::kAuto, Backend::kRados}),
+    ModeName);
+
+// Pinned slices and multipart objects: RocksDB only.
+class RocksSlicesTest : public SlicesTest {};
+INSTANTIATE_TEST_SUITE_P(
+    Modes, RocksSlicesTest,
     ::testing::Values(Mode{ExtentLayout::kSstBlocks, SliceReadMode::kSerialGet},
                       Mode{ExtentLayout::kSstBlocks, SliceReadMode::kMultiGet},
                       Mode{ExtentLayout::kSstBlocks, SliceReadMode::kParallelGet},
@@ -136,7 +157,7 @@ std::vector<std::string> Gather(std::span<const SlicePin> slices,
   return out;
 }
 
-TEST_P(SlicesTest, PinSlicesLendsTheSameBytesWithoutACopy) {
+TEST_P(RocksSlicesTest, PinSlicesLendsTheSameBytesWithoutACopy) {
   ASSERT_TRUE(source().SupportsPinnedSlices());
   const std::string a = Bytes(1, 10000);
   ASSERT_TRUE(PutString(*store_, {"kvc", "a"}, a).has_value());
@@ -172,7 +193,7 @@ TEST_P(SlicesTest, PinSlicesLendsTheSameBytesWithoutACopy) {
   EXPECT_TRUE(pieces.empty());
 }
 
-TEST_P(SlicesTest, SliceSpansMultipartSegments) {
+TEST_P(RocksSlicesTest, SliceSpansMultipartSegments) {
   Result<std::string> id = store_->CreateMultipartUpload({"kvc", "mp"}, {});
   ASSERT_TRUE(id.has_value());
   const std::string p1 = Bytes(1, kMinPartBytes);

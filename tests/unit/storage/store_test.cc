@@ -1,4 +1,6 @@
-// Buckets and single-object operations of the RocksDB store, run for both extent layouts.
+// Buckets and single-object operations of the local stores: RocksDB with both extent layouts,
+// and RADOS (store_test_util.h). RocksDB-only cases (extent accounting, compaction, engine
+// figures) run on RocksStoreTest.
 
 #include <gtest/gtest.h>
 
@@ -8,18 +10,22 @@
 #include <vector>
 
 #include "oc/common/config.h"
-#include "rocks/md5.h"
+#include "rados/rados_store.h"
+#include "records/md5.h"
 #include "rocks/rocks_store.h"
 #include "store_test_util.h"
 
 namespace oc::storage::test {
 namespace {
 
-class StoreTest : public ::testing::TestWithParam<ExtentLayout> {
+class StoreTest : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override { Open(); }
+  bool IsRados() const { return GetParam() == Backend::kRados; }
+  // Opens (again) the same store: the same directory or RADOS namespace.
   void Open() {
-    Result<std::unique_ptr<Store>> s = OpenLocalStore(SmallOptions(dir_.path(), GetParam()));
+    Result<std::unique_ptr<Store>> s =
+        OpenTestStore(GetParam(), SmallOptions(dir_.path(), LayoutOf(GetParam())), ns_);
     ASSERT_TRUE(s.has_value()) << s.error();
     store_ = std::move(*s);
     if (!store_->HeadBucket("bkt").has_value()) {
@@ -27,19 +33,28 @@ class StoreTest : public ::testing::TestWithParam<ExtentLayout> {
     }
   }
   RocksStore& rocks() { return dynamic_cast<RocksStore&>(*store_); }
+  // Extent records (RocksDB) or data objects (RADOS) stored now.
   uint64_t Extents() {
-    Result<uint64_t> n = rocks().CountExtents();
+    Result<uint64_t> n =
+        IsRados() ? dynamic_cast<RadosStore&>(*store_).CountDataObjects() : rocks().CountExtents();
     EXPECT_TRUE(n.has_value());
     return n.has_value() ? *n : 0;
   }
 
   testutil::TempDir dir_;
+  const std::string ns_ = RandomRadosNamespace();
   std::unique_ptr<Store> store_;
 };
 
-INSTANTIATE_TEST_SUITE_P(Layouts, StoreTest,
-                         ::testing::Values(ExtentLayout::kSstBlocks, ExtentLayout::kBlobFiles),
-                         LayoutName);
+INSTANTIATE_TEST_SUITE_P(Backends, StoreTest,
+                         ::testing::Values(Backend::kRocksSst, Backend::kRocksBlob,
+                                           Backend::kRados),
+                         BackendName);
+
+// Cases about RocksDB's own machinery (extent records, compaction, its figures).
+class RocksStoreTest : public StoreTest {};
+INSTANTIATE_TEST_SUITE_P(Layouts, RocksStoreTest,
+                         ::testing::Values(Backend::kRocksSst, Backend::kRocksBlob), BackendName);
 
 TEST_P(StoreTest, BucketLifecycle) {
   EXPECT_TRUE(store_->CreateBucket("alpha", "me").ok());
@@ -190,7 +205,7 @@ TEST_P(StoreTest, MetadataIsStoredAsGiven) {
   EXPECT_GT(m->mtime_unix_ms, 0);
 }
 
-TEST_P(StoreTest, ChunkObjectsUseOneExtentPerLayerRange) {
+TEST_P(RocksStoreTest, ChunkObjectsUseOneExtentPerLayerRange) {
   const uint64_t before = Extents();
   PutOptions l2td;
   l2td.chunk = ChunkShape{descriptor::StoredLayout::kL2TD, 8, 1000};
@@ -293,7 +308,7 @@ TEST_P(StoreTest, WriterIsSpentAfterCommit) {
   EXPECT_FALSE((*w)->Commit().has_value());
 }
 
-TEST_P(StoreTest, DeleteAndOverwriteReclaimExtents) {
+TEST_P(RocksStoreTest, DeleteAndOverwriteReclaimExtents) {
   const uint64_t before = Extents();
   for (int i = 0; i < 8; ++i) {
     ASSERT_TRUE(
@@ -358,8 +373,11 @@ TEST_P(StoreTest, ConcurrentCommitsShareSyncsAndKeepOneVersionPerKey) {
     th.join();
   }
   ASSERT_EQ(failures.load(), 0);
-  // shared: 3 extents of 4096; own: 2 extents each; nothing else is left.
-  EXPECT_EQ(Extents(), before + 3 + 2 * kThreads);
+  // shared: 3 extents of 4096; own: 2 extents each; nothing else is left (RADOS keeps
+  // replaced versions for its GC: rados_store_test.cc).
+  if (!IsRados()) {
+    EXPECT_EQ(Extents(), before + 3 + 2 * kThreads);
+  }
   store_.reset();
   Open();
   Result<ObjectMeta> meta = store_->Head({"bkt", "shared"});
@@ -447,7 +465,7 @@ TEST_P(StoreTest, HeadManyAnswersEveryName) {
   EXPECT_TRUE(none->empty());
 }
 
-TEST_P(StoreTest, StatsReportEngineFigures) {
+TEST_P(RocksStoreTest, StatsReportEngineFigures) {
   ASSERT_TRUE(PutString(*store_, {"bkt", "x"}, Bytes(1, 10000)).has_value());
   Result<StoreStats> stats = store_->Stats();
   ASSERT_TRUE(stats.has_value());

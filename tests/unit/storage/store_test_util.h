@@ -1,17 +1,89 @@
 #pragma once
-// Helpers shared by the storage tests: a store in a temp dir and byte round trips.
+// Helpers shared by the storage tests: a store in a temp dir or in a RADOS namespace of the
+// test cluster, and byte round trips.
+//
+// RADOS tests (every test whose full name contains "Rados") need the test cluster: ctest
+// starts one per run (the rados_cluster fixture) and sets OC_TEST_CEPH_CONF and
+// OC_TEST_RADOS_POOL. Without them such a test FAILS naming the variable; it never skips.
+// Each RADOS store a test opens lives in its own random namespace of that pool.
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <memory>
+#include <random>
 #include <string>
+
+#include <fmt/core.h>
 
 #include "oc/common/bytes.h"
 #include "oc/storage/local_store.h"
+#include "oc/storage/open_store.h"
 #include "oc/storage/store.h"
 #include "oc/testutil/testutil.h"
 
 namespace oc::storage::test {
+
+// The backends a parameterised suite runs on.
+enum class Backend { kRocksSst, kRocksBlob, kRados };
+
+inline std::string BackendName(const ::testing::TestParamInfo<Backend>& info) {
+  switch (info.param) {
+    case Backend::kRocksSst:
+      return "RocksSst";
+    case Backend::kRocksBlob:
+      return "RocksBlob";
+    case Backend::kRados:
+      return "Rados";
+  }
+  return "Unknown";
+}
+
+inline ExtentLayout LayoutOf(Backend b) {
+  return b == Backend::kRocksBlob ? ExtentLayout::kBlobFiles : ExtentLayout::kSstBlocks;
+}
+
+// A fresh RADOS namespace name for one test's store.
+inline std::string RandomRadosNamespace() {
+  std::random_device rd;
+  return fmt::format("t{:08x}{:08x}", rd(), rd());
+}
+
+// `base` turned into a RADOS store of the test cluster in namespace `ns`: small data objects
+// (64 KiB, so modest objects span several) and few index shards. kFailedPrecondition naming
+// OC_TEST_CEPH_CONF when the environment does not name a cluster.
+inline Result<StoreOptions> RadosTestOptions(StoreOptions base, const std::string& ns) {
+  const char* conf = std::getenv("OC_TEST_CEPH_CONF");
+  if (conf == nullptr || *conf == '\0') {
+    return Status::FailedPrecondition(
+        Subject::kNone,
+        "OC_TEST_CEPH_CONF is not set: RADOS tests need a test cluster. Start one with "
+        "`tools/ceph-test-cluster up DIR` and set OC_TEST_CEPH_CONF=DIR/ceph.conf (ctest does "
+        "both through the rados_cluster fixture)");
+  }
+  const char* pool = std::getenv("OC_TEST_RADOS_POOL");
+  base.backend = StorageBackend::kRados;
+  base.rados.conf_file = conf;
+  base.rados.pool = pool != nullptr && *pool != '\0' ? pool : "oc-test";
+  base.rados.rados_namespace = ns;
+  base.rados.client_name = "client.admin";
+  base.rados.object_extent_bytes = 64 << 10;
+  base.rados.index_shards = 5;
+  base.rados.connect_timeout = std::chrono::seconds(10);
+  return base;
+}
+
+// Opens `base` on `backend`: RocksDB (in base.data_dir, with the backend's layout) or the
+// test cluster's namespace `ns`.
+inline Result<std::unique_ptr<Store>> OpenTestStore(Backend backend, StoreOptions base,
+                                                    const std::string& ns) {
+  if (backend == Backend::kRados) {
+    OC_ASSIGN_OR_RETURN(StoreOptions o, RadosTestOptions(std::move(base), ns));
+    return OpenStore(o);
+  }
+  base.extent_layout = LayoutOf(backend);
+  return OpenLocalStore(base);
+}
 
 // Small extents and flush batches so that modest objects exercise multi-extent reads and
 // streamed (unsynced, pending) flushes.

@@ -1,8 +1,10 @@
 #pragma once
-// Options of the local RocksDB store (OpenLocalStore, local_store.h) with its KV engine's, and
-// their config tables. Plain fields with defaults; Validate() checks them once at startup.
-// The remote-store client's options are in remote_store.h.
+// Options of the local stores (OpenStore, open_store.h: RocksDB in process, or a Ceph RADOS
+// pool through librados) with their KV engine's, and their config tables. Plain fields with
+// defaults; Validate() checks them once at startup. The remote-store client's options are in
+// remote_store.h.
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -40,7 +42,85 @@ enum class SliceReadMode : uint8_t {
   kParallelGet,  // one Get per extent, slices spread over the read_threads pool
 };
 
+// Which engine holds the objects (OpenStore, open_store.h).
+enum class StorageBackend : uint8_t {
+  kRocksDb = 0,  // RocksDB in storage.data_dir, in this process (the embedded default)
+  kRados = 1,    // a Ceph RADOS pool through librados ([rados] below; docs/design.md)
+};
+
+// Largest data object RadosStore writes; PutOptions::extent_bytes and the [rados] sizes are
+// clamped to [kMinRadosObjectBytes, kMaxRadosObjectBytes] (Ceph 16's osd_max_object_size is
+// 128 MiB).
+inline constexpr uint64_t kMinRadosObjectBytes = 64ull << 10;
+inline constexpr uint64_t kMaxRadosObjectBytes = 64ull << 20;
+
+// The [rados] table: where the RADOS backend keeps its objects and how it talks to the cluster
+// (docs/design.md, "RADOS mapping"). Only used when StoreOptions::backend is kRados.
+struct RadosOptions {
+  // ceph.conf to read; "" lets librados search ($CEPH_CONF, /etc/ceph/ceph.conf, ...).
+  // Default: ""
+  std::string conf_file;
+  // The cephx user this process is ("client.<id>").
+  // Default: "client.objectcache"
+  std::string client_name = "client.objectcache";
+  // Path of that user's keyring file; "" keeps what ceph.conf says. Never the key itself.
+  // Default: ""
+  std::string keyring;
+  // The replicated pool holding buckets, indexes and data (omap needs a replicated pool).
+  // Default: "objectcache"
+  std::string pool = "objectcache";
+  // RADOS namespace inside the pool: independent stores can share one pool (tests use one
+  // per test).
+  // Default: ""
+  std::string rados_namespace;
+  // Create the pool when it does not exist (development and tests only); otherwise a
+  // missing pool is a startup error.
+  // Default: false
+  bool create_pool = false;
+  // Index shard objects of a new bucket (fixed for the bucket's life): a commit writes one
+  // shard, a listing merges them all. Ceph warns above 200,000 omap keys per object.
+  // Default: 32
+  uint32_t index_shards = 32;
+  // Bytes per data object of a plain object; also the unit of reads and writes in flight.
+  // Default: 4 MiB
+  uint64_t object_extent_bytes = 4ull << 20;
+  // A KV chunk (PutOptions::chunk) of at most this many bytes is one data object; a bigger
+  // one is split at layer-range boundaries.
+  // Default: 64 MiB
+  uint64_t max_chunk_object_bytes = 64ull << 20;
+  // RADOS operations this process keeps in flight for ReadSlices at most, all requests
+  // together (one request at most half of it).
+  // Default: 256
+  uint32_t max_ops_in_flight = 256;
+  // Bytes those operations may read at once.
+  // Default: 64 MiB
+  uint64_t max_bytes_in_flight = 64ull << 20;
+  // Longest wait for one OSD or monitor operation (rados_osd_op_timeout and
+  // rados_mon_op_timeout; Ceph's own default waits forever).
+  // Default: 30 s
+  std::chrono::milliseconds op_timeout{30'000};
+  // Longest wait for the cluster at startup (client_mount_timeout; Ceph's default is 300 s).
+  // Default: 10 s
+  std::chrono::milliseconds connect_timeout{10'000};
+  // This process may collect replaced versions' data (the GC; one leader per pool and
+  // namespace at a time).
+  // Default: true
+  bool gc = true;
+  // A replaced or deleted version's data objects are kept this long, so readers that opened
+  // it keep reading it.
+  // Default: 2 h
+  std::chrono::milliseconds gc_min_wait{2 * 3600 * 1000};
+  // The scrub removes unreferenced data objects only once they are this old (longer than any
+  // upload takes).
+  // Default: 24 h
+  std::chrono::milliseconds orphan_min_age{24 * 3600 * 1000};
+  Status Validate() const;
+};
+
 struct StoreOptions {
+  // The engine: "rocksdb" or "rados" in the config.
+  // Default: kRocksDb
+  StorageBackend backend = StorageBackend::kRocksDb;
   // Directory of the RocksDB database; created if absent.
   // Default: "./data"
   std::string data_dir = "./data";
@@ -77,12 +157,16 @@ struct StoreOptions {
   // The KV-cache descriptor calls: Θ, the store's UCX data plane, chunk-PUT commits (kv.h).
   // Default: KvOptions{}
   KvOptions kv;
+  // The [rados] table, used when backend is kRados (the RocksDB fields above are then
+  // ignored, except data_dir, which still holds objectcache's credentials file).
+  // Default: RadosOptions{}
+  RadosOptions rados;
   Status Validate() const;
 };
 
-// Reads the [storage] and [kv] tables (keys as in conf/storage-server.toml; [kv] maps
-// KvOptions field by field) into *options, leaving absent keys unchanged. kInvalidArgument
-// naming the key on a bad value.
+// Reads the [storage], [kv] and [rados] tables (keys as in conf/storage-server.toml; [kv] maps
+// KvOptions field by field, [rados] RadosOptions) into *options, leaving absent keys
+// unchanged. kInvalidArgument naming the key on a bad value.
 Status ApplyConfig(const oc::Config& config, StoreOptions* options);
 
 }  // namespace oc::storage

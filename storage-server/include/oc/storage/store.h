@@ -217,6 +217,8 @@ class Store {
   virtual Result<DataPlaneInfo> DataPlane(std::string_view bucket) = 0;
 
   // --- Operations ---
+  // Which engine this is and what it serves (types.h StoreIdentity). Never fails.
+  virtual StoreIdentity identity() const { return {}; }
   // kOk when the engine (or every remote server) answers; engine figures for /stats.
   virtual Result<StoreStats> Stats() = 0;
 };

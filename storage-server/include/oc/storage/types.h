@@ -159,6 +159,15 @@ struct DataPlaneInfo {
   bool shared_memory = false;  // its transports allow shared memory (the handshake's mode)
 };
 
+// Which engine a store is and, for a shared one, which data it serves (Store::identity): two
+// stores with the same non-empty fsid, pool and namespace serve the same objects.
+struct StoreIdentity {
+  std::string backend;          // "rocksdb", "rados"; "" from a store that does not say
+  std::string fsid;             // the Ceph cluster's fsid (RADOS only)
+  std::string pool;             // RADOS only
+  std::string rados_namespace;  // RADOS only; "" is the pool's default namespace
+};
+
 // Engine figures for /stats and /metrics; names are stable snake_case.
 struct StoreStats {
   std::vector<std::pair<std::string, uint64_t>> figures;

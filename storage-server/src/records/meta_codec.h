@@ -1,8 +1,11 @@
 #pragma once
-// The records the store keeps beside extents, and their binary encoding (little-endian
-// fixed-width integers, u32-length-prefixed strings, a leading format version byte).
-// Decoding checks every length against the record's size and returns kCorruption on
-// anything malformed. Pure functions, thread-safe.
+// The records a store keeps beside its bytes, and their binary encoding (little-endian
+// fixed-width integers, u32-length-prefixed strings, a leading format version byte). Shared
+// by both backends: RocksStore keeps them in column families, RadosStore in omap values of its
+// index shards. Format 1 is RocksDB's; format 2 adds each segment's writer (RADOS version
+// ids, Segment::writer) and is written only when a segment has one. Decoding reads both,
+// checks every length against the record's size and returns kCorruption on anything
+// malformed. Pure functions, thread-safe.
 
 #include <array>
 #include <cstdint>
@@ -22,12 +25,14 @@ inline constexpr uint8_t kSegmentExtentHash = 1;
 inline constexpr size_t kExtentHashBytes = 8;
 
 // A run of bytes stored as extents under one data id: extent i holds bytes
-// [i*extent_bytes, min(size, (i+1)*extent_bytes)) of the segment.
+// [i*extent_bytes, min(size, (i+1)*extent_bytes)) of the segment. In RADOS an extent is one
+// data object and (writer, data_id) is the version id naming them (src/rados/rados_keys.h).
 struct Segment {
   uint64_t data_id = 0;
   uint64_t size = 0;
   uint64_t extent_bytes = 0;
   uint8_t flags = 0;
+  uint64_t writer = 0;  // RADOS: the writing process's random id; 0 in RocksDB
 };
 
 // The value of an object's metadata record: what HEAD returns plus where the bytes are.

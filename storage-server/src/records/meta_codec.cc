@@ -1,4 +1,4 @@
-#include "rocks/meta_codec.h"
+#include "records/meta_codec.h"
 
 #include <cstring>
 
@@ -8,6 +8,8 @@ namespace oc::storage {
 namespace {
 
 constexpr uint8_t kFormatVersion = 1;
+// Segments carry a writer id (RADOS version ids).
+constexpr uint8_t kFormatWithWriter = 2;
 // No record holds more entries than this; a larger count is corruption, refused before
 // anything is reserved.
 constexpr uint32_t kMaxRecordEntries = 1u << 20;
@@ -45,7 +47,10 @@ class Encoder {
       U64(chunk->layer_bytes);
     }
   }
-  void Seg(const Segment& s) {
+  void Seg(const Segment& s, bool with_writer) {
+    if (with_writer) {
+      U64(s.writer);
+    }
     U64(s.data_id);
     U64(s.size);
     U64(s.extent_bytes);
@@ -137,13 +142,22 @@ class Decoder {
     *chunk = c;
     return true;
   }
-  bool Seg(Segment* s) {
-    return U64(&s->data_id) && U64(&s->size) && U64(&s->extent_bytes) && U8(&s->flags) &&
-           s->extent_bytes > 0;
+  bool Seg(Segment* s, bool with_writer) {
+    return (!with_writer || U64(&s->writer)) && U64(&s->data_id) && U64(&s->size) &&
+           U64(&s->extent_bytes) && U8(&s->flags) && s->extent_bytes > 0;
   }
   bool Version() {
     uint8_t v = 0;
     return U8(&v) && v == kFormatVersion;
+  }
+  // Format 1 or 2; *with_writer tells which.
+  bool SegmentVersion(bool* with_writer) {
+    uint8_t v = 0;
+    if (!U8(&v) || (v != kFormatVersion && v != kFormatWithWriter)) {
+      return false;
+    }
+    *with_writer = v == kFormatWithWriter;
+    return true;
   }
   bool Done() const { return in_.empty(); }
 
@@ -155,11 +169,21 @@ Status Corrupt(std::string_view what) {
   return Status::Corruption(std::string("malformed ") + std::string(what) + " record");
 }
 
+bool AnyWriter(const std::vector<Segment>& segments) {
+  for (const Segment& s : segments) {
+    if (s.writer != 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string EncodeObjectRecord(const ObjectRecord& r) {
   Encoder e;
-  e.U8(kFormatVersion);
+  const bool with_writer = AnyWriter(r.segments);
+  e.U8(with_writer ? kFormatWithWriter : kFormatVersion);
   e.U64(r.meta.size);
   e.Str(r.meta.etag);
   e.Str(r.meta.content_type);
@@ -170,7 +194,7 @@ std::string EncodeObjectRecord(const ObjectRecord& r) {
   e.Chunk(r.meta.chunk);
   e.U32(static_cast<uint32_t>(r.segments.size()));
   for (const Segment& s : r.segments) {
-    e.Seg(s);
+    e.Seg(s, with_writer);
   }
   return e.Take();
 }
@@ -179,7 +203,8 @@ Result<ObjectRecord> DecodeObjectRecord(std::string_view bytes) {
   Decoder d(bytes);
   ObjectRecord r;
   uint32_t n = 0;
-  if (!d.Version() || !d.U64(&r.meta.size) || !d.Str(&r.meta.etag) ||
+  bool with_writer = false;
+  if (!d.SegmentVersion(&with_writer) || !d.U64(&r.meta.size) || !d.Str(&r.meta.etag) ||
       !d.Str(&r.meta.content_type) || !d.Pairs(&r.meta.user_meta) || !d.Pairs(&r.meta.headers) ||
       !d.I64(&r.meta.mtime_unix_ms) || !d.U32(&r.meta.parts_count) || !d.Chunk(&r.meta.chunk) ||
       !d.Count(&n)) {
@@ -188,7 +213,7 @@ Result<ObjectRecord> DecodeObjectRecord(std::string_view bytes) {
   r.segments.resize(n);
   uint64_t total = 0;
   for (Segment& s : r.segments) {
-    if (!d.Seg(&s)) {
+    if (!d.Seg(&s, with_writer)) {
       return Corrupt("object");
     }
     total += s.size;
@@ -240,8 +265,9 @@ Result<UploadRecord> DecodeUploadRecord(std::string_view bytes) {
 
 std::string EncodePartRecord(const PartRecord& r) {
   Encoder e;
-  e.U8(kFormatVersion);
-  e.Seg(r.segment);
+  const bool with_writer = r.segment.writer != 0;
+  e.U8(with_writer ? kFormatWithWriter : kFormatVersion);
+  e.Seg(r.segment, with_writer);
   std::string out = e.Take();
   out.append(reinterpret_cast<const char*>(r.md5.data()), r.md5.size());
   Encoder tail;
@@ -253,8 +279,12 @@ std::string EncodePartRecord(const PartRecord& r) {
 Result<PartRecord> DecodePartRecord(std::string_view bytes) {
   Decoder d(bytes);
   PartRecord r;
-  constexpr size_t kHead = 1 + 8 + 8 + 8 + 1;
-  if (bytes.size() != kHead + 16 + 8 || !d.Version() || !d.Seg(&r.segment)) {
+  bool with_writer = false;
+  if (!d.SegmentVersion(&with_writer) || !d.Seg(&r.segment, with_writer)) {
+    return Corrupt("part");
+  }
+  const size_t kHead = 1 + (with_writer ? 8 : 0) + 8 + 8 + 8 + 1;
+  if (bytes.size() != kHead + 16 + 8) {
     return Corrupt("part");
   }
   std::memcpy(r.md5.data(), bytes.data() + kHead, 16);

@@ -1,4 +1,4 @@
-#include "rocks/md5.h"
+#include "records/md5.h"
 
 #include <openssl/evp.h>
 

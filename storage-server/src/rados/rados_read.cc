@@ -1,0 +1,199 @@
+// RadosStore, reading: the ranged object reader (the record read once at open, then the data
+// objects of that version with two reads ahead in flight), Head and the batch HeadMany.
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "names.h"
+#include "rados/rados_store.h"
+#include "rados/rados_stream.h"
+
+namespace oc::storage {
+namespace {
+
+// Reads a reader keeps in flight ahead of its caller.
+constexpr size_t kReadAhead = 2;
+
+// Where object offset `at` lives: the data object and the offset in it, and how many bytes
+// from there stay in that object (and in its segment).
+struct Located {
+  const Segment* segment = nullptr;
+  uint64_t extent = 0;
+  uint64_t within = 0;
+  uint64_t room = 0;
+};
+
+Located Locate(const std::vector<Segment>& segments, uint64_t at) {
+  uint64_t start = 0;
+  for (const Segment& s : segments) {
+    if (at < start + s.size) {
+      const uint64_t in_seg = at - start;
+      Located l;
+      l.segment = &s;
+      l.extent = in_seg / s.extent_bytes;
+      l.within = in_seg % s.extent_bytes;
+      l.room = std::min(s.extent_bytes - l.within, s.size - in_seg);
+      return l;
+    }
+    start += s.size;
+  }
+  return Located{};
+}
+
+class RadosReader final : public ObjectReader {
+ public:
+  RadosReader(RadosStore* store, uint64_t bucket_id, std::string name, ObjectRecord record,
+              uint64_t offset, uint64_t length)
+      : store_(store),
+        bucket_id_(bucket_id),
+        name_(std::move(name)),
+        record_(std::move(record)),
+        offset_(offset),
+        length_(length),
+        fetch_at_(offset) {}
+
+  ~RadosReader() override {
+    for (auto& p : pending_) {
+      (void)p->c.Wait();  // librados writes into p->buf until it completes
+    }
+  }
+
+  const ObjectMeta& meta() const override { return record_.meta; }
+  uint64_t offset() const override { return offset_; }
+  uint64_t length() const override { return length_; }
+
+  Result<uint64_t> Read(MutableByteSpan out) override {
+    const uint64_t n = std::min<uint64_t>(out.size(), length_ - pos_);
+    uint64_t done = 0;
+    while (done < n) {
+      OC_RETURN_IF_ERROR(Prefetch());
+      Pending& p = *pending_.front();
+      if (!p.waited) {
+        p.waited = true;
+        const int rc = p.c.Wait();
+        const int err = rc < 0 ? rc : p.prval;
+        if (err == -ENOENT) {
+          return Status::FailedPrecondition(
+              Subject::kKey, name_ + ": the version being read was replaced and collected");
+        }
+        OC_RETURN_IF_ERROR(rados::FromRados(err, "reading a data object"));
+        if (p.got != p.len) {
+          return Status::Corruption(name_ + ": a data object is shorter than its record says");
+        }
+      }
+      const uint64_t m = std::min<uint64_t>(p.len - p.consumed, n - done);
+      std::memcpy(out.data() + done, p.buf.get() + p.consumed, m);
+      p.consumed += m;
+      done += m;
+      pos_ += m;
+      if (p.consumed == p.len) {
+        pending_.pop_front();
+      }
+    }
+    return done;
+  }
+
+ private:
+  struct Pending {
+    rados::ReadOp op;
+    rados::Completion c;
+    std::unique_ptr<char[]> buf;
+    size_t len = 0;
+    size_t got = 0;
+    int prval = 0;
+    size_t consumed = 0;
+    bool waited = false;
+  };
+
+  // Keeps kReadAhead reads of the range in flight.
+  Status Prefetch() {
+    const uint64_t end = offset_ + length_;
+    while (pending_.size() < kReadAhead && fetch_at_ < end) {
+      const Located l = Locate(record_.segments, fetch_at_);
+      if (l.segment == nullptr) {
+        return Status::Corruption(name_ + ": record segments do not cover its size");
+      }
+      auto p = std::make_unique<Pending>();
+      p->len = std::min({l.room, end - fetch_at_, rados::kPieceBytes});
+      p->buf = std::make_unique_for_overwrite<char[]>(p->len);
+      p->op.Read(l.within, p->len, p->buf.get(), &p->got, &p->prval);
+      const int rc =
+          p->op.OperateAsync(store_->io(), rados::DataOid(bucket_id_, *l.segment, l.extent), p->c);
+      OC_RETURN_IF_ERROR(rados::FromRados(rc, "reading a data object"));
+      fetch_at_ += p->len;
+      pending_.push_back(std::move(p));
+    }
+    return Status::Ok();
+  }
+
+  RadosStore* const store_;
+  const uint64_t bucket_id_;
+  const std::string name_;
+  const ObjectRecord record_;
+  const uint64_t offset_;
+  const uint64_t length_;
+  uint64_t pos_ = 0;
+  uint64_t fetch_at_;
+  std::deque<std::unique_ptr<Pending>> pending_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ObjectReader>> RadosStore::Get(const ObjectKey& key, ByteRange range) {
+  OC_RETURN_IF_ERROR(ValidateObjectKey(key.name));
+  OC_ASSIGN_OR_RETURN(const BucketRef ref, Bucket(key.bucket));
+  OC_ASSIGN_OR_RETURN(
+      std::vector<std::optional<ObjectRecord>> records,
+      ReadRecords(key.bucket, ref, rados::ShardOf(key.name, ref.shards), {key.name}));
+  if (!records[0].has_value()) {
+    return Status::NotFound(Subject::kKey, key.name);
+  }
+  ObjectRecord& record = *records[0];
+  const uint64_t size = record.meta.size;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  if (range.suffix) {
+    length = std::min(range.length, size);
+    offset = size - length;
+  } else if (size > 0) {
+    if (range.offset >= size) {
+      return Status::OutOfRange("range starts at or past the end of the object");
+    }
+    offset = range.offset;
+    length = std::min(range.length, size - offset);
+  }
+  return std::unique_ptr<ObjectReader>(
+      new RadosReader(this, ref.id, key.name, std::move(record), offset, length));
+}
+
+Result<ObjectMeta> RadosStore::Head(const ObjectKey& key) {
+  OC_RETURN_IF_ERROR(ValidateObjectKey(key.name));
+  OC_ASSIGN_OR_RETURN(const BucketRef ref, Bucket(key.bucket));
+  OC_ASSIGN_OR_RETURN(
+      std::vector<std::optional<ObjectRecord>> records,
+      ReadRecords(key.bucket, ref, rados::ShardOf(key.name, ref.shards), {key.name}));
+  if (!records[0].has_value()) {
+    return Status::NotFound(Subject::kKey, key.name);
+  }
+  return std::move(records[0]->meta);
+}
+
+Result<std::vector<std::optional<ObjectMeta>>> RadosStore::HeadMany(
+    std::string_view bucket, std::span<const std::string> names) {
+  OC_ASSIGN_OR_RETURN(const BucketRef ref, Bucket(bucket));
+  OC_ASSIGN_OR_RETURN(std::vector<std::optional<ObjectRecord>> records,
+                      ReadManyRecords(bucket, ref, names));
+  std::vector<std::optional<ObjectMeta>> out(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (records[i].has_value()) {
+      out[i] = std::move(records[i]->meta);
+    }
+  }
+  return out;
+}
+
+}  // namespace oc::storage

@@ -1,0 +1,166 @@
+// RadosStore::ReadSlices: the KV engine's layer reads (src/kv/slice_source.h). The slices'
+// records come from one read op per index shard (in flight together); each slice resolves to
+// pieces (data object, offset, length, destination), the pieces are grouped by data object,
+// and each data object gets ONE read op with a read per piece, each straight into its
+// destination (librados copies reply data into the caller's buffer: no copy of ours). So a
+// chunk-major buffer reads a chunk in one op, a layer-major one an op per chunk it touches,
+// and kv_2ltd's K and V halves share one. Ops in flight: at most max_ops_in_flight and
+// max_bytes_in_flight for the whole store (RadosStore::InFlight), and at most half the op
+// cap per call, so one request cannot starve the others. A data object gone (-ENOENT: the
+// version was replaced and collected since the index read) re-resolves its slices from the
+// index once; still gone is kMissing.
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "names.h"
+#include "rados/rados_store.h"
+
+namespace oc::storage {
+
+using kv::SliceRead;
+using kv::SliceStatus;
+
+namespace {
+
+struct Piece {
+  size_t slice = 0;
+  uint64_t within = 0;  // offset in the data object
+  char* dest = nullptr;
+  size_t len = 0;
+  size_t got = 0;
+  int prval = 0;
+};
+
+struct ObjectRead {
+  std::string oid;
+  std::vector<Piece*> pieces;
+  uint64_t bytes = 0;
+  rados::ReadOp op;
+  rados::Completion c;
+  int rc = 0;
+  bool started = false;
+};
+
+}  // namespace
+
+Result<std::vector<SliceStatus>> RadosStore::ReadSlices(std::string_view bucket,
+                                                        std::span<const SliceRead> slices) {
+  OC_ASSIGN_OR_RETURN(const BucketRef ref, Bucket(bucket));
+  std::vector<SliceStatus> out(slices.size(), SliceStatus::kMissing);
+  std::vector<size_t> todo(slices.size());
+  for (size_t i = 0; i < slices.size(); ++i) {
+    todo[i] = i;
+  }
+  const size_t window = std::max<size_t>(1, options_.rados.max_ops_in_flight / 2);
+  for (int round = 0; round < 2 && !todo.empty(); ++round) {
+    std::vector<std::string> names;
+    names.reserve(todo.size());
+    for (const size_t i : todo) {
+      names.push_back(slices[i].name);
+    }
+    OC_ASSIGN_OR_RETURN(std::vector<std::optional<ObjectRecord>> records,
+                        ReadManyRecords(bucket, ref, names));
+    // Resolve every slice to pieces, grouped by data object (ordered by oid: deterministic).
+    std::deque<Piece> pieces;
+    std::map<std::string, std::unique_ptr<ObjectRead>> objects;
+    for (size_t t = 0; t < todo.size(); ++t) {
+      const size_t i = todo[t];
+      const SliceRead& s = slices[i];
+      if (!records[t].has_value()) {
+        out[i] = SliceStatus::kMissing;
+        continue;
+      }
+      const ObjectRecord& r = *records[t];
+      if (s.offset > r.meta.size || s.dest.size() > r.meta.size - s.offset) {
+        out[i] = SliceStatus::kShort;
+        continue;
+      }
+      out[i] = SliceStatus::kOk;
+      uint64_t at = s.offset;
+      uint64_t done = 0;
+      uint64_t seg_start = 0;
+      for (const Segment& seg : r.segments) {
+        while (done < s.dest.size() && at < seg_start + seg.size) {
+          const uint64_t in_seg = at - seg_start;
+          const uint64_t extent = in_seg / seg.extent_bytes;
+          const uint64_t within = in_seg % seg.extent_bytes;
+          const uint64_t n = std::min({seg.extent_bytes - within, seg.size - in_seg,
+                                       static_cast<uint64_t>(s.dest.size()) - done});
+          Piece& p = pieces.emplace_back();
+          p.slice = i;
+          p.within = within;
+          p.dest = reinterpret_cast<char*>(s.dest.data()) + done;
+          p.len = n;
+          std::unique_ptr<ObjectRead>& obj = objects[rados::DataOid(ref.id, seg, extent)];
+          if (obj == nullptr) {
+            obj = std::make_unique<ObjectRead>();
+          }
+          obj->pieces.push_back(&p);
+          obj->bytes += n;
+          at += n;
+          done += n;
+        }
+        seg_start += seg.size;
+      }
+    }
+    // One op per data object, at most `window` of this call's in flight.
+    std::deque<ObjectRead*> running;
+    Status first;
+    auto finish_oldest = [&] {
+      ObjectRead* o = running.front();
+      running.pop_front();
+      o->rc = o->c.Wait();
+      in_flight_.Release(o->bytes);
+    };
+    for (auto& [oid, obj] : objects) {
+      while (running.size() >= window) {
+        finish_oldest();
+      }
+      obj->oid = oid;
+      for (Piece* p : obj->pieces) {
+        obj->op.Read(p->within, p->len, p->dest, &p->got, &p->prval);
+      }
+      in_flight_.Acquire(obj->bytes);
+      obj->rc = obj->op.OperateAsync(io(), obj->oid, obj->c);
+      if (obj->rc < 0) {
+        in_flight_.Release(obj->bytes);
+        first = rados::FromRados(obj->rc, "reading a data object");
+        break;
+      }
+      obj->started = true;
+      running.push_back(obj.get());
+    }
+    while (!running.empty()) {
+      finish_oldest();
+    }
+    OC_RETURN_IF_ERROR(first);
+    std::vector<size_t> again;
+    for (auto& [oid, obj] : objects) {
+      for (Piece* p : obj->pieces) {
+        const int err = obj->rc < 0 ? obj->rc : p->prval;
+        if (err == -ENOENT) {
+          if (out[p->slice] == SliceStatus::kOk) {
+            out[p->slice] = SliceStatus::kMissing;  // unless the retry finds it
+            again.push_back(p->slice);
+          }
+          continue;
+        }
+        OC_RETURN_IF_ERROR(rados::FromRados(err, "reading a data object"));
+        if (p->got != p->len) {
+          return Status::Corruption(slices[p->slice].name +
+                                    ": a data object is shorter than its record says");
+        }
+      }
+    }
+    std::sort(again.begin(), again.end());
+    again.erase(std::unique(again.begin(), again.end()), again.end());
+    todo = std::move(again);
+  }
+  return out;
+}
+
+}  // namespace oc::storage

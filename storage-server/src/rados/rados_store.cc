@@ -1,0 +1,742 @@
+// RadosStore, the core: open, the bucket registry and bucket calls, the record reads every
+// part shares, the guarded shard commit (rados_store.h), Stats and the unimplemented multipart
+// calls.
+#include "rados/rados_store.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <random>
+#include <thread>
+
+#include <fmt/core.h>
+
+#include "kv/pacing.h"
+#include "names.h"
+#include "oc/common/log.h"
+#include "oc/storage/rados_store.h"
+
+namespace oc::storage {
+namespace {
+
+using rados::Completion;
+using rados::FromRados;
+using rados::ReadOp;
+using rados::WriteOp;
+
+const Logger kLog{"rados"};
+
+// Conflicting commits (-ECANCELED) retry this often before giving up with kUnavailable.
+constexpr int kMaxCommitTries = 64;
+// A commit that meets a shard in state `deleting` waits this long for DeleteBucket to finish
+// or give up before asking the registry.
+constexpr auto kDeletingWait = std::chrono::seconds(2);
+// Keys per omap read op (HeadMany and ReadSlices group by shard, then split at this).
+constexpr size_t kMaxKeysPerOp = 1024;
+// Bucket registry entries per listing page.
+constexpr uint64_t kRegistryPage = 1000;
+
+uint64_t RandomWriterId() {
+  std::random_device rd;
+  uint64_t id = 0;
+  while (id == 0) {
+    id = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  }
+  return id;
+}
+
+void Backoff(int attempt) {
+  thread_local std::minstd_rand rng(std::random_device{}());
+  const int cap_us = std::min(200 << std::min(attempt, 5), 5000);
+  std::this_thread::sleep_for(std::chrono::microseconds(rng() % (cap_us + 1)));
+}
+
+bool SameVersion(const Segment& a, const Segment& b) {
+  return a.writer == b.writer && a.data_id == b.data_id;
+}
+
+// The segments of `old` that `next` no longer names: what a commit hands to the GC.
+std::vector<Segment> Replaced(const ObjectRecord& old, const std::optional<ObjectRecord>& next) {
+  std::vector<Segment> out;
+  for (const Segment& s : old.segments) {
+    bool kept = false;
+    if (next.has_value()) {
+      for (const Segment& n : next->segments) {
+        kept = kept || SameVersion(s, n);
+      }
+    }
+    if (!kept && s.writer != 0 && s.size > 0) {
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int64_t RadosNowUnixMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Result<std::unique_ptr<Store>> OpenRadosStore(const StoreOptions& options) {
+  OC_ASSIGN_OR_RETURN(std::unique_ptr<RadosStore> store, RadosStore::Open(options));
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+RadosStore::RadosStore(const StoreOptions& options)
+    : options_(options),
+      writer_id_(RandomWriterId()),
+      in_flight_(options.rados.max_ops_in_flight, options.rados.max_bytes_in_flight) {}
+
+RadosStore::~RadosStore() {
+  if (kv_ != nullptr) {
+    kv_->Shutdown();  // descriptor tasks still running call kv_: drain them first
+  }
+  kv_.reset();
+}
+
+Result<std::unique_ptr<RadosStore>> RadosStore::Open(const StoreOptions& options) {
+  StoreOptions o = options;
+  o.backend = StorageBackend::kRados;
+  OC_RETURN_IF_ERROR(o.Validate());
+  std::unique_ptr<RadosStore> store(new RadosStore(o));
+  OC_ASSIGN_OR_RETURN(store->cluster_, rados::Cluster::Connect(o.rados));
+  // The OSDs refuse objects above osd_max_object_size: a chunk object must fit.
+  Result<std::string> max_object = store->cluster_->MonCommand(
+      R"({"prefix": "config get", "who": "osd", "key": "osd_max_object_size"})");
+  if (max_object.has_value()) {
+    const uint64_t limit = std::strtoull(max_object->c_str(), nullptr, 10);
+    if (limit != 0 && o.rados.max_chunk_object_bytes > limit) {
+      return Status::InvalidArgument(
+          "rados.max_chunk_object_bytes",
+          fmt::format("must not exceed the cluster's osd_max_object_size ({})", limit));
+    }
+  }
+  WriteOp ensure;
+  ensure.Create(/*exclusive=*/false);
+  OC_RETURN_IF_ERROR(FromRados(ensure.Operate(store->io(), rados::kRegistryOid),
+                               std::string("creating ") + rados::kRegistryOid));
+  store->kv_ = std::make_unique<kv::KvEngine>(*store, o.kv);
+  kLog.Info("opened fsid={} pool={} namespace={} client={} writer={:016x}", store->cluster_->fsid(),
+            o.rados.pool, o.rados.rados_namespace, o.rados.client_name, store->writer_id_);
+  return store;
+}
+
+StoreIdentity RadosStore::identity() const {
+  return StoreIdentity{"rados", cluster_->fsid(), options_.rados.pool,
+                       options_.rados.rados_namespace};
+}
+
+Segment RadosStore::NewVersion(uint64_t extent_bytes) {
+  Segment s;
+  s.writer = writer_id_;
+  s.data_id = next_seq_.fetch_add(1);
+  s.extent_bytes = extent_bytes;
+  return s;
+}
+
+Result<uint64_t> RadosStore::ChooseObjectBytes(const PutOptions& o) const {
+  const RadosOptions& r = options_.rados;
+  if (o.chunk.has_value()) {
+    const ChunkShape& c = *o.chunk;
+    if (c.num_layers == 0 || c.layer_bytes == 0 ||
+        (c.layout == descriptor::StoredLayout::k2LTD && c.layer_bytes % 2 != 0)) {
+      return Status(Code::kInvalidArgument, Subject::kNone, "chunk",
+                    "chunk shape needs L > 0 and S > 0 (even for KV_2LTD)");
+    }
+    if (o.extent_bytes == 0) {
+      // One data object per chunk when it fits, else whole layer ranges per object, so a
+      // layer slice never straddles two objects.
+      const uint64_t range =
+          c.layout == descriptor::StoredLayout::kL2TD ? c.layer_bytes : c.layer_bytes / 2;
+      const uint64_t total = c.layer_bytes * c.num_layers;
+      if (total <= r.max_chunk_object_bytes) {
+        return std::max<uint64_t>(total, 1);
+      }
+      return std::max<uint64_t>(range, r.max_chunk_object_bytes / range * range);
+    }
+  }
+  if (o.extent_bytes == 0) {
+    return r.object_extent_bytes;
+  }
+  return std::clamp(o.extent_bytes, kMinRadosObjectBytes, kMaxRadosObjectBytes);
+}
+
+void RadosStore::RemoveData(uint64_t bucket_id, const Segment& segment) {
+  const uint64_t n = rados::ExtentCount(segment);
+  std::vector<std::pair<std::unique_ptr<WriteOp>, Completion>> ops;
+  ops.reserve(n);
+  for (uint64_t e = 0; e < n; ++e) {
+    auto op = std::make_unique<WriteOp>();
+    op->Remove();
+    Completion c;
+    if (op->OperateAsync(io(), rados::DataOid(bucket_id, segment, e), c) == 0) {
+      ops.emplace_back(std::move(op), std::move(c));
+    }
+  }
+  for (auto& [op, c] : ops) {
+    const int rc = c.Wait();
+    if (rc < 0 && rc != -ENOENT) {
+      kLog.Warn("removing data of version {} failed: {}", rados::VersionId(segment),
+                FromRados(rc, "remove").ToString());
+    }
+  }
+}
+
+// --- Buckets ---
+
+Result<rados::RadosBucketRecord> RadosStore::ReadRegistry(std::string_view bucket) {
+  ReadOp op;
+  rados::OmapIter it;
+  int prval = 0;
+  const std::vector<std::string> keys{std::string(bucket)};
+  op.OmapGetByKeys(keys, &it, &prval);
+  OC_RETURN_IF_ERROR(FromRados(op.Operate(io(), rados::kRegistryOid), "reading the registry"));
+  OC_RETURN_IF_ERROR(FromRados(prval, "reading the registry"));
+  std::string_view k;
+  std::string_view v;
+  if (!it.Next(&k, &v)) {
+    return Status::NotFound(Subject::kBucket, std::string(bucket));
+  }
+  return rados::DecodeRadosBucketRecord(v);
+}
+
+Result<RadosStore::BucketRef> RadosStore::Bucket(std::string_view bucket) {
+  {
+    std::lock_guard lock(buckets_mu_);
+    auto it = buckets_.find(bucket);
+    if (it != buckets_.end()) {
+      return it->second;
+    }
+  }
+  OC_ASSIGN_OR_RETURN(rados::RadosBucketRecord record, ReadRegistry(bucket));
+  BucketRef ref{record.bucket_id, record.index_shards};
+  std::lock_guard lock(buckets_mu_);
+  buckets_[std::string(bucket)] = ref;
+  return ref;
+}
+
+void RadosStore::ForgetBucket(std::string_view bucket) {
+  std::lock_guard lock(buckets_mu_);
+  auto it = buckets_.find(bucket);
+  if (it != buckets_.end()) {
+    buckets_.erase(it);
+  }
+}
+
+Status RadosStore::ShardGone(std::string_view bucket) {
+  ForgetBucket(bucket);
+  return Status::NotFound(Subject::kBucket, std::string(bucket));
+}
+
+Status RadosStore::CreateBucket(std::string_view bucket, std::string_view owner) {
+  OC_RETURN_IF_ERROR(ValidateBucketName(bucket));
+  Result<rados::RadosBucketRecord> existing = ReadRegistry(bucket);
+  if (existing.has_value()) {
+    return Status::AlreadyExists(Subject::kBucket, std::string(bucket));
+  }
+  if (!existing.error().IsNotFound()) {
+    return existing.error();
+  }
+  rados::RadosBucketRecord record;
+  record.owner = std::string(owner);
+  record.created_unix_ms = RadosNowUnixMs();
+  record.bucket_id = RandomWriterId();
+  record.index_shards = options_.rados.index_shards;
+  // The shards first (exclusive create, live), all in flight; then the registry entry, which
+  // makes the bucket exist.
+  std::vector<std::pair<std::unique_ptr<WriteOp>, Completion>> ops;
+  Status failed;
+  for (uint32_t s = 0; s < record.index_shards; ++s) {
+    auto op = std::make_unique<WriteOp>();
+    op->Create(/*exclusive=*/true);
+    op->SetXattr(rados::kStateXattr, rados::kStateLive);
+    Completion c;
+    const int rc = op->OperateAsync(io(), rados::IndexOid(record.bucket_id, s), c);
+    if (rc < 0) {
+      failed = FromRados(rc, "creating an index shard");
+      break;
+    }
+    ops.emplace_back(std::move(op), std::move(c));
+  }
+  for (auto& [op, c] : ops) {
+    const int rc = c.Wait();
+    if (rc < 0 && failed.ok()) {
+      failed = FromRados(rc, "creating an index shard");
+    }
+  }
+  auto remove_shards = [&] {
+    for (uint32_t s = 0; s < record.index_shards; ++s) {
+      (void)rados_remove(io(), rados::IndexOid(record.bucket_id, s).c_str());
+    }
+  };
+  if (!failed.ok()) {
+    remove_shards();
+    return failed;
+  }
+  WriteOp reg;
+  int cmp = 0;
+  reg.OmapCmp(bucket, "", &cmp);
+  reg.OmapSet({{std::string(bucket), rados::EncodeRadosBucketRecord(record)}});
+  const int rc = reg.Operate(io(), rados::kRegistryOid);
+  if (rc == -ECANCELED) {
+    remove_shards();
+    return Status::AlreadyExists(Subject::kBucket, std::string(bucket));
+  }
+  if (rc < 0) {
+    remove_shards();
+    return FromRados(rc, "registering the bucket");
+  }
+  std::lock_guard lock(buckets_mu_);
+  buckets_[std::string(bucket)] = BucketRef{record.bucket_id, record.index_shards};
+  return Status::Ok();
+}
+
+Status RadosStore::DeleteBucket(std::string_view bucket) {
+  OC_ASSIGN_OR_RETURN(rados::RadosBucketRecord record, ReadRegistry(bucket));
+  const uint64_t id = record.bucket_id;
+  auto set_state = [&](const char* state) {
+    std::vector<std::pair<std::unique_ptr<WriteOp>, Completion>> ops;
+    for (uint32_t s = 0; s < record.index_shards; ++s) {
+      auto op = std::make_unique<WriteOp>();
+      op->SetXattr(rados::kStateXattr, state);
+      Completion c;
+      if (op->OperateAsync(io(), rados::IndexOid(id, s), c) == 0) {
+        ops.emplace_back(std::move(op), std::move(c));
+      }
+    }
+    Status st;
+    for (auto& [op, c] : ops) {
+      const int rc = c.Wait();
+      if (rc < 0 && rc != -ENOENT && st.ok()) {
+        st = FromRados(rc, "setting an index shard's state");
+      }
+    }
+    return st;
+  };
+  // 1. No commit can land once a shard is `deleting` (each asserts `live`).
+  Status marked = set_state(rados::kStateDeleting);
+  // 2. Any object left? One read per shard, all in flight.
+  bool empty = marked.ok();
+  Status read_error;
+  if (empty) {
+    struct Probe {
+      ReadOp op;
+      rados::OmapIter it;
+      unsigned char more = 0;
+      int prval = 0;
+      Completion c;
+    };
+    std::vector<std::unique_ptr<Probe>> probes;
+    const std::string after;
+    const std::string prefix = rados::kObjectPrefix;
+    for (uint32_t s = 0; s < record.index_shards; ++s) {
+      auto p = std::make_unique<Probe>();
+      p->op.OmapGetVals(after, prefix, 1, &p->it, &p->more, &p->prval);
+      if (p->op.OperateAsync(io(), rados::IndexOid(id, s), p->c) == 0) {
+        probes.push_back(std::move(p));
+      }
+    }
+    for (auto& p : probes) {
+      const int rc = p->c.Wait();
+      std::string_view k;
+      std::string_view v;
+      if (rc < 0 && rc != -ENOENT) {
+        read_error = FromRados(rc, "reading an index shard");
+      } else if (rc >= 0 && p->prval >= 0 && p->it.Next(&k, &v)) {
+        empty = false;
+      }
+    }
+  }
+  if (!empty || !read_error.ok()) {
+    Status back = set_state(rados::kStateLive);
+    if (!back.ok()) {
+      kLog.Warn("bucket {}: setting shards back to live failed: {}", bucket, back.ToString());
+    }
+    if (!marked.ok()) {
+      return marked;
+    }
+    if (!read_error.ok()) {
+      return read_error;
+    }
+    return Status::FailedPrecondition(Subject::kBucket, "bucket is not empty");
+  }
+  // 3. The registry entry (guarded: the same bucket, not a re-created one), then the shards.
+  WriteOp reg;
+  int cmp = 0;
+  reg.OmapCmp(bucket, rados::EncodeRadosBucketRecord(record), &cmp);
+  reg.OmapRm({std::string(bucket)});
+  const int rc = reg.Operate(io(), rados::kRegistryOid);
+  ForgetBucket(bucket);
+  if (rc == -ECANCELED) {
+    return Status::NotFound(Subject::kBucket, std::string(bucket));
+  }
+  OC_RETURN_IF_ERROR(FromRados(rc, "removing the bucket from the registry"));
+  // Deleted objects' data still waiting in GC entries goes with the bucket: the shards that
+  // listed them are removed (docs/decisions.md, "RADOS backend").
+  for (uint32_t s = 0; s < record.index_shards; ++s) {
+    const std::string oid = rados::IndexOid(id, s);
+    std::string after;
+    const std::string prefix = rados::kGcPrefix;
+    for (;;) {
+      ReadOp op;
+      rados::OmapIter it;
+      unsigned char more = 0;
+      int prval = 0;
+      op.OmapGetVals(after, prefix, kRegistryPage, &it, &more, &prval);
+      if (op.Operate(io(), oid) < 0 || prval < 0) {
+        break;
+      }
+      std::string_view k;
+      std::string_view v;
+      while (it.Next(&k, &v)) {
+        after.assign(k);
+        Result<ObjectRecord> gc = DecodeObjectRecord(v);
+        if (gc.has_value()) {
+          for (const Segment& seg : gc->segments) {
+            RemoveData(id, seg);
+          }
+        }
+      }
+      if (more == 0) {
+        break;
+      }
+    }
+    (void)rados_remove(io(), oid.c_str());
+  }
+  return Status::Ok();
+}
+
+Result<BucketInfo> RadosStore::HeadBucket(std::string_view bucket) {
+  OC_ASSIGN_OR_RETURN(rados::RadosBucketRecord record, ReadRegistry(bucket));
+  return BucketInfo{std::string(bucket), std::move(record.owner), record.created_unix_ms};
+}
+
+Result<std::vector<BucketInfo>> RadosStore::ListBuckets() {
+  std::vector<BucketInfo> out;
+  std::string after;
+  const std::string prefix;
+  for (;;) {
+    ReadOp op;
+    rados::OmapIter it;
+    unsigned char more = 0;
+    int prval = 0;
+    op.OmapGetVals(after, prefix, kRegistryPage, &it, &more, &prval);
+    OC_RETURN_IF_ERROR(FromRados(op.Operate(io(), rados::kRegistryOid), "listing buckets"));
+    OC_RETURN_IF_ERROR(FromRados(prval, "listing buckets"));
+    std::string_view k;
+    std::string_view v;
+    while (it.Next(&k, &v)) {
+      OC_ASSIGN_OR_RETURN(rados::RadosBucketRecord r, rados::DecodeRadosBucketRecord(v));
+      out.push_back(BucketInfo{std::string(k), std::move(r.owner), r.created_unix_ms});
+      after.assign(k);
+    }
+    if (more == 0) {
+      return out;
+    }
+  }
+}
+
+// --- Records and the commit op ---
+
+Result<std::vector<std::optional<ObjectRecord>>> RadosStore::ReadRecords(
+    std::string_view bucket, const BucketRef& ref, uint32_t shard,
+    const std::vector<std::string>& names) {
+  std::vector<std::string> keys;
+  keys.reserve(names.size());
+  for (const std::string& n : names) {
+    keys.push_back(rados::ObjectOmapKey(n));
+  }
+  ReadOp op;
+  rados::OmapIter it;
+  int prval = 0;
+  op.OmapGetByKeys(keys, &it, &prval);
+  const int rc = op.Operate(io(), rados::IndexOid(ref.id, shard));
+  if (rc == -ENOENT) {
+    return ShardGone(bucket);
+  }
+  OC_RETURN_IF_ERROR(FromRados(rc, "reading an index shard"));
+  OC_RETURN_IF_ERROR(FromRados(prval, "reading an index shard"));
+  std::vector<std::optional<ObjectRecord>> out(names.size());
+  std::string_view k;
+  std::string_view v;
+  while (it.Next(&k, &v)) {
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (keys[i] == k && !out[i].has_value()) {
+        OC_ASSIGN_OR_RETURN(ObjectRecord r, DecodeObjectRecord(v));
+        out[i] = std::move(r);
+      }
+    }
+  }
+  return out;
+}
+
+Result<std::vector<std::optional<ObjectRecord>>> RadosStore::ReadManyRecords(
+    std::string_view bucket, const BucketRef& ref, std::span<const std::string> names) {
+  struct Batch {
+    uint32_t shard = 0;
+    std::vector<size_t> index;  // into names
+    std::vector<std::string> keys;
+    ReadOp op;
+    rados::OmapIter it;
+    int prval = 0;
+    Completion c;
+    int rc = 0;
+  };
+  std::map<uint32_t, std::vector<size_t>> by_shard;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (ValidateObjectKey(names[i]).ok()) {
+      by_shard[rados::ShardOf(names[i], ref.shards)].push_back(i);
+    }
+  }
+  std::vector<std::unique_ptr<Batch>> batches;
+  for (auto& [shard, idx] : by_shard) {
+    for (size_t from = 0; from < idx.size(); from += kMaxKeysPerOp) {
+      auto b = std::make_unique<Batch>();
+      b->shard = shard;
+      for (size_t j = from; j < std::min(idx.size(), from + kMaxKeysPerOp); ++j) {
+        b->index.push_back(idx[j]);
+        b->keys.push_back(rados::ObjectOmapKey(names[idx[j]]));
+      }
+      b->op.OmapGetByKeys(b->keys, &b->it, &b->prval);
+      b->rc = b->op.OperateAsync(io(), rados::IndexOid(ref.id, shard), b->c);
+      batches.push_back(std::move(b));
+    }
+  }
+  Status first;
+  bool gone = false;
+  for (auto& b : batches) {
+    if (b->rc == 0) {
+      b->rc = b->c.Wait();
+    }
+    if (b->rc == -ENOENT) {
+      gone = true;
+    } else if (b->rc < 0 && first.ok()) {
+      first = FromRados(b->rc, "reading an index shard");
+    } else if (b->prval < 0 && first.ok()) {
+      first = FromRados(b->prval, "reading an index shard");
+    }
+  }
+  if (gone) {
+    return ShardGone(bucket);
+  }
+  OC_RETURN_IF_ERROR(first);
+  std::vector<std::optional<ObjectRecord>> out(names.size());
+  for (auto& b : batches) {
+    std::map<std::string_view, size_t> where;
+    for (size_t j = 0; j < b->keys.size(); ++j) {
+      where.emplace(b->keys[j], b->index[j]);
+    }
+    std::string_view k;
+    std::string_view v;
+    while (b->it.Next(&k, &v)) {
+      auto w = where.find(k);
+      if (w != where.end()) {
+        OC_ASSIGN_OR_RETURN(ObjectRecord r, DecodeObjectRecord(v));
+        out[w->second] = std::move(r);
+      }
+    }
+  }
+  // A name given twice gets the same answer.
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!out[i].has_value() && ValidateObjectKey(names[i]).ok()) {
+      for (size_t j = 0; j < i; ++j) {
+        if (names[j] == names[i] && out[j].has_value()) {
+          out[i] = out[j];
+          break;
+        }
+      }
+    }
+  }
+  return out;
+}
+
+Result<std::vector<std::optional<ObjectRecord>>> RadosStore::CommitShard(
+    std::string_view bucket, const BucketRef& ref, uint32_t shard, std::vector<KeyChange>& changes,
+    bool read_first) {
+  const std::string oid = rados::IndexOid(ref.id, shard);
+  std::vector<std::string> names;
+  for (const KeyChange& c : changes) {
+    names.push_back(c.name);
+  }
+  std::vector<std::optional<ObjectRecord>> current(changes.size());
+  if (read_first) {
+    OC_ASSIGN_OR_RETURN(current, ReadRecords(bucket, ref, shard, names));
+  }
+  const auto deleting_since = std::chrono::steady_clock::now();
+  bool deleting_seen = false;
+  for (int attempt = 0; attempt < kMaxCommitTries; ++attempt) {
+    std::vector<std::optional<ObjectRecord>> next(changes.size());
+    std::vector<std::pair<std::string, std::string>> sets;
+    std::vector<std::string> removes;
+    std::vector<std::string> expected(changes.size());
+    std::vector<int> cmp(changes.size(), 0);
+    const int64_t due = RadosNowUnixMs() + options_.rados.gc_min_wait.count();
+    WriteOp op;
+    op.CmpXattr(rados::kStateXattr, rados::kStateLive);
+    for (size_t i = 0; i < changes.size(); ++i) {
+      OC_ASSIGN_OR_RETURN(next[i], changes[i].decide(current[i]));
+      const std::string key = rados::ObjectOmapKey(changes[i].name);
+      if (current[i].has_value()) {
+        expected[i] = EncodeObjectRecord(*current[i]);
+        ObjectRecord gc;
+        gc.segments = Replaced(*current[i], next[i]);
+        if (!gc.segments.empty()) {
+          for (const Segment& s : gc.segments) {
+            gc.meta.size += s.size;
+          }
+          sets.emplace_back(rados::GcOmapKey(due, gc.segments.front()), EncodeObjectRecord(gc));
+        }
+      }
+      op.OmapCmp(key, expected[i], &cmp[i]);
+      if (next[i].has_value()) {
+        sets.emplace_back(key, EncodeObjectRecord(*next[i]));
+      } else if (current[i].has_value()) {
+        removes.push_back(key);
+      }
+    }
+    op.OmapSet(sets);
+    op.OmapRm(removes);
+    const int rc = op.Operate(io(), oid);
+    if (rc >= 0) {
+      commits_.fetch_add(1, std::memory_order_relaxed);
+      return next;
+    }
+    if (rc == -ENOENT) {
+      return ShardGone(bucket);
+    }
+    if (rc != -ECANCELED) {
+      return FromRados(rc, "committing to an index shard");
+    }
+    commit_conflicts_.fetch_add(1, std::memory_order_relaxed);
+    // A record changed under us, or the shard is being deleted: read both again.
+    std::string state;
+    const int xrc = rados::GetXattr(io(), oid, rados::kStateXattr, &state);
+    if (xrc == -ENOENT) {
+      return ShardGone(bucket);
+    }
+    OC_RETURN_IF_ERROR(FromRados(xrc, "reading an index shard's state"));
+    if (state != rados::kStateLive) {
+      if (!deleting_seen) {
+        deleting_seen = true;
+      }
+      if (std::chrono::steady_clock::now() - deleting_since > kDeletingWait) {
+        Result<rados::RadosBucketRecord> reg = ReadRegistry(bucket);
+        if (!reg.has_value() || reg->bucket_id != ref.id) {
+          return ShardGone(bucket);
+        }
+        return Status::Unavailable("bucket " + std::string(bucket) + " is being deleted");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      --attempt;  // waiting for the state is not a conflict
+      continue;
+    }
+    OC_ASSIGN_OR_RETURN(current, ReadRecords(bucket, ref, shard, names));
+    Backoff(attempt);
+  }
+  return Status::Unavailable("too many conflicting commits to one index shard; try again");
+}
+
+// --- Operations ---
+
+Result<StoreStats> RadosStore::Stats() {
+  StoreStats stats;
+  stats.figures.emplace_back("rados_commits", commits_.load(std::memory_order_relaxed));
+  stats.figures.emplace_back("rados_commit_conflicts",
+                             commit_conflicts_.load(std::memory_order_relaxed));
+  {
+    std::lock_guard lock(buckets_mu_);
+    stats.figures.emplace_back("rados_cached_buckets", buckets_.size());
+  }
+  if (kv_ != nullptr && kv_->pacing() != nullptr) {
+    kv::AppendStatsFigures(kv_->pacing()->Stats(), &stats.figures);
+  }
+  // The cluster must answer: one registry read.
+  ReadOp op;
+  rados::OmapIter it;
+  unsigned char more = 0;
+  int prval = 0;
+  op.OmapGetVals("", "", 1, &it, &more, &prval);
+  OC_RETURN_IF_ERROR(FromRados(op.Operate(io(), rados::kRegistryOid), "reading the registry"));
+  return stats;
+}
+
+Result<uint64_t> RadosStore::CountDataObjects() {
+  rados_list_ctx_t ctx = nullptr;
+  OC_RETURN_IF_ERROR(FromRados(rados_nobjects_list_open(io(), &ctx), "listing objects"));
+  uint64_t n = 0;
+  for (;;) {
+    const char* entry = nullptr;
+    const int rc = rados_nobjects_list_next(ctx, &entry, nullptr, nullptr);
+    if (rc == -ENOENT) {
+      break;
+    }
+    if (rc < 0) {
+      rados_nobjects_list_close(ctx);
+      return FromRados(rc, "listing objects");
+    }
+    if (std::string_view(entry).starts_with("oc.d.")) {
+      ++n;
+    }
+  }
+  rados_nobjects_list_close(ctx);
+  return n;
+}
+
+void RadosStore::InFlight::Acquire(uint64_t bytes) {
+  std::unique_lock lock(mu_);
+  // One op always fits (an op bigger than the byte cap waits for an idle store).
+  cv_.wait(lock, [&] { return ops_ == 0 || (ops_ < max_ops_ && bytes_ + bytes <= max_bytes_); });
+  ++ops_;
+  bytes_ += bytes;
+}
+
+void RadosStore::InFlight::Release(uint64_t bytes) {
+  {
+    std::lock_guard lock(mu_);
+    --ops_;
+    bytes_ -= bytes;
+  }
+  cv_.notify_all();
+}
+
+// --- Multipart (not on RADOS yet) ---
+
+namespace {
+Status NoMultipart() {
+  return Status::Unimplemented(
+      "multipart uploads are not implemented on the RADOS backend yet; upload the object with "
+      "one PUT");
+}
+}  // namespace
+
+Result<std::string> RadosStore::CreateMultipartUpload(const ObjectKey&, const PutOptions&) {
+  return NoMultipart();
+}
+Result<std::unique_ptr<ObjectWriter>> RadosStore::UploadPart(const ObjectKey&, std::string_view,
+                                                             uint32_t, const PutOptions&) {
+  return NoMultipart();
+}
+Result<ObjectMeta> RadosStore::CompleteMultipartUpload(const ObjectKey&, std::string_view,
+                                                       std::span<const CompletedPart>) {
+  return NoMultipart();
+}
+Status RadosStore::AbortMultipartUpload(const ObjectKey&, std::string_view) {
+  return NoMultipart();
+}
+Result<ListPartsResult> RadosStore::ListParts(const ObjectKey&, std::string_view, uint32_t,
+                                              uint32_t) {
+  return NoMultipart();
+}
+Result<ListUploadsResult> RadosStore::ListMultipartUploads(std::string_view bucket,
+                                                           const ListUploadsOptions&) {
+  // No uploads can exist: an empty listing of an existing bucket.
+  if (Result<BucketRef> ref = Bucket(bucket); !ref.has_value()) {
+    return ref.error();
+  }
+  return ListUploadsResult{};
+}
+
+}  // namespace oc::storage

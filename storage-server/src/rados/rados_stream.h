@@ -1,0 +1,69 @@
+#pragma once
+// DataStream: writes the bytes of one new version into its data objects (rados_keys.h
+// DataOid), in pieces of at most kPieceBytes with at most kPiecesInFlight writes in flight,
+// hashing them (MD5) as they pass. The first piece of each data object is a write_full with
+// the oc.key and oc.ver xattrs (for the orphan scrub) in the same op; later pieces write at
+// their offset (RADOS applies one client's ops on one object in order). Nothing refers to the
+// data until a commit op names the version, so pieces need no atomicity. librados copies a
+// piece when the op is built, so one piece buffer serves the whole stream.
+// Not thread-safe: one writer's.
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+
+#include "oc/common/bytes.h"
+#include "oc/common/status.h"
+#include "rados/rados_wrap.h"
+#include "records/md5.h"
+#include "records/meta_codec.h"
+
+namespace oc::storage::rados {
+
+// Largest write op of a stream (far below osd_max_write_size, 90 MB in Ceph 16).
+inline constexpr uint64_t kPieceBytes = 4ull << 20;
+// Pieces one stream keeps in flight.
+inline constexpr size_t kPiecesInFlight = 4;
+
+class DataStream {
+ public:
+  // `segment` has the version id and extent (data object) size; its size grows as bytes come.
+  DataStream(rados_ioctx_t io, uint64_t bucket_id, std::string key, Segment segment);
+  ~DataStream();  // waits for writes in flight
+  DataStream(const DataStream&) = delete;
+  DataStream& operator=(const DataStream&) = delete;
+
+  Status Append(ByteSpan data);
+  // Sends the last piece and computes the digest, without waiting; frees the piece buffer.
+  Status Close();
+  // Close(), then waits for every write; the first error of any.
+  Status Finish();
+  // The digest of every byte appended. REQUIRES: Close() returned OK.
+  const Md5Digest& md5() const { return md5_digest_; }
+  const Segment& segment() const { return segment_; }
+  // Waits for writes in flight, then removes every data object written (best effort).
+  void Discard();
+
+ private:
+  Status Flush();
+  Status WaitOldest();
+
+  struct Pending {
+    WriteOp op;
+    Completion c;
+  };
+  const rados_ioctx_t io_;
+  const uint64_t bucket_id_;
+  const std::string key_;
+  Segment segment_;
+  Md5 md5_;
+  Md5Digest md5_digest_{};
+  std::string piece_;
+  uint64_t piece_at_ = 0;  // object offset of piece_'s first byte
+  std::deque<std::unique_ptr<Pending>> pending_;
+  Status failed_;
+  bool closed_ = false;
+};
+
+}  // namespace oc::storage::rados

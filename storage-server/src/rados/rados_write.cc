@@ -1,0 +1,175 @@
+// RadosStore, writing one object: the streaming writer (data objects first, then one guarded
+// commit op on the key's index shard), Delete and Copy (rados_store.h).
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "names.h"
+#include "rados/rados_store.h"
+#include "rados/rados_stream.h"
+#include "stream_copy.h"
+
+namespace oc::storage {
+namespace {
+
+// Copy to another key streams through a buffer of this size.
+constexpr uint64_t kCopyBufferBytes = 4ull << 20;
+
+// The size and digest checks of a finished object (store.h ObjectWriter::Commit).
+Status CheckBody(const PutOptions& o, uint64_t size, const Md5Digest& md5) {
+  if (o.expected_size.has_value() && *o.expected_size != size) {
+    return Status(Code::kInvalidArgument, Subject::kEntity, "Content-Length",
+                  "body has " + std::to_string(size) + " bytes, expected " +
+                      std::to_string(*o.expected_size));
+  }
+  if (o.content_md5.has_value() && *o.content_md5 != md5) {
+    return Status(Code::kInvalidArgument, Subject::kDigest, "Content-MD5",
+                  "Content-MD5 does not match the body");
+  }
+  return Status::Ok();
+}
+
+ObjectRecord NewRecord(const PutOptions& o, const Segment& segment, const Md5Digest& md5) {
+  ObjectRecord r;
+  r.meta.size = segment.size;
+  r.meta.etag = HexEncode(md5);
+  r.meta.mtime_unix_ms = RadosNowUnixMs();
+  r.meta.content_type = o.content_type;
+  r.meta.user_meta = o.user_meta;
+  r.meta.headers = o.headers;
+  r.meta.chunk = o.chunk;
+  r.segments.push_back(segment);
+  return r;
+}
+
+class RadosWriter final : public ObjectWriter {
+ public:
+  RadosWriter(RadosStore* store, ObjectKey key, PutOptions options, RadosStore::BucketRef bucket,
+              Segment segment)
+      : store_(store),
+        key_(std::move(key)),
+        options_(std::move(options)),
+        bucket_(bucket),
+        stream_(store->io(), bucket.id, key_.name, segment) {}
+
+  ~RadosWriter() override {
+    if (!spent_) {
+      stream_.Discard();
+    }
+  }
+
+  Status Append(ByteSpan data) override {
+    if (spent_) {
+      return Status::FailedPrecondition(Subject::kEntity, "writer already committed");
+    }
+    return stream_.Append(data);
+  }
+
+  Result<ObjectMeta> Commit() override {
+    if (spent_) {
+      return Status::FailedPrecondition(Subject::kEntity, "writer already committed");
+    }
+    spent_ = true;
+    Status s = stream_.Finish();
+    if (s.ok()) {
+      s = CheckBody(options_, stream_.segment().size, stream_.md5());
+    }
+    if (!s.ok()) {
+      stream_.Discard();
+      return s;
+    }
+    const ObjectRecord record = NewRecord(options_, stream_.segment(), stream_.md5());
+    std::vector<RadosStore::KeyChange> changes(1);
+    changes[0].name = key_.name;
+    changes[0].decide = [&](const std::optional<ObjectRecord>&) {
+      return Result<std::optional<ObjectRecord>>(record);
+    };
+    const uint32_t shard = rados::ShardOf(key_.name, bucket_.shards);
+    Result<std::vector<std::optional<ObjectRecord>>> done =
+        store_->CommitShard(key_.bucket, bucket_, shard, changes, /*read_first=*/false);
+    if (!done.has_value()) {
+      // A refused op changed nothing (one op is atomic), so nothing names the data. An op
+      // that timed out or failed in transport may still have applied: its data stays (an
+      // orphan for the scrub if it did not).
+      const Code code = done.error().code();
+      if (code != Code::kUnavailable && code != Code::kIOError) {
+        stream_.Discard();
+      }
+      return done.error();
+    }
+    return std::move((*done)[0]->meta);
+  }
+
+ private:
+  RadosStore* const store_;
+  const ObjectKey key_;
+  const PutOptions options_;
+  const RadosStore::BucketRef bucket_;
+  rados::DataStream stream_;
+  bool spent_ = false;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<ObjectWriter>> RadosStore::Put(const ObjectKey& key,
+                                                      const PutOptions& options) {
+  OC_RETURN_IF_ERROR(ValidateObjectKey(key.name));
+  OC_ASSIGN_OR_RETURN(const uint64_t object_bytes, ChooseObjectBytes(options));
+  OC_ASSIGN_OR_RETURN(const BucketRef ref, Bucket(key.bucket));
+  return std::unique_ptr<ObjectWriter>(
+      new RadosWriter(this, key, options, ref, NewVersion(object_bytes)));
+}
+
+Status RadosStore::Delete(const ObjectKey& key) {
+  OC_RETURN_IF_ERROR(ValidateObjectKey(key.name));
+  OC_ASSIGN_OR_RETURN(const BucketRef ref, Bucket(key.bucket));
+  std::vector<KeyChange> changes(1);
+  changes[0].name = key.name;
+  changes[0].decide =
+      [&](const std::optional<ObjectRecord>& current) -> Result<std::optional<ObjectRecord>> {
+    if (!current.has_value()) {
+      return Status::NotFound(Subject::kKey, key.name);
+    }
+    return std::optional<ObjectRecord>();
+  };
+  return CommitShard(key.bucket, ref, rados::ShardOf(key.name, ref.shards), changes,
+                     /*read_first=*/true)
+      .status();
+}
+
+Result<ObjectMeta> RadosStore::Copy(const ObjectKey& src, const ObjectKey& dst,
+                                    const std::optional<PutOptions>& replace) {
+  OC_RETURN_IF_ERROR(ValidateObjectKey(src.name));
+  OC_RETURN_IF_ERROR(ValidateObjectKey(dst.name));
+  if (src.bucket != dst.bucket || src.name != dst.name) {
+    // No server-side copy in the C API: stream, pinning src's version for the whole copy.
+    return StreamCopy(*this, src, *this, dst, replace, kCopyBufferBytes);
+  }
+  // Same key: the data objects stay; only the record (metadata, mtime) is rewritten, guarded
+  // like any commit, and nothing goes to the GC (the new record names the same version).
+  OC_ASSIGN_OR_RETURN(const BucketRef ref, Bucket(dst.bucket));
+  const int64_t now = RadosNowUnixMs();
+  std::vector<KeyChange> changes(1);
+  changes[0].name = dst.name;
+  changes[0].decide =
+      [&](const std::optional<ObjectRecord>& current) -> Result<std::optional<ObjectRecord>> {
+    if (!current.has_value()) {
+      return Status::NotFound(Subject::kKey, src.name);
+    }
+    ObjectRecord next = *current;
+    if (replace.has_value()) {
+      next.meta.content_type = replace->content_type;
+      next.meta.user_meta = replace->user_meta;
+      next.meta.headers = replace->headers;
+    }
+    next.meta.mtime_unix_ms = now;
+    return std::optional<ObjectRecord>(std::move(next));
+  };
+  OC_ASSIGN_OR_RETURN(
+      std::vector<std::optional<ObjectRecord>> done,
+      CommitShard(dst.bucket, ref, rados::ShardOf(dst.name, ref.shards), changes, true));
+  return std::move(done[0]->meta);
+}
+
+}  // namespace oc::storage
