@@ -72,15 +72,16 @@ def run_wrk(url, conc, seconds, script=None, env=None):
     cmd.append(url)
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=seconds + 60).stdout
     reqs = int(re.search(r"(\d+) requests in", out).group(1))
-    errors = 0
+    non_2xx = socket_errors = 0
     m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     if m:
-        errors += int(m.group(1))
+        non_2xx = int(m.group(1))
     m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
-    if m:
-        errors += sum(int(x) for x in m.groups())
+    if m:  # a timeout is a request wrk gave up on after 2 s
+        socket_errors = sum(int(x) for x in m.groups())
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
-    return {"requests": reqs, "errors": errors, "ops_per_s": rps,
+    return {"requests": reqs, "errors": non_2xx + socket_errors, "non_2xx": non_2xx,
+            "socket_errors": socket_errors, "ops_per_s": rps,
             "p50_ms": parse_latency(out, "50"), "p99_ms": parse_latency(out, "99")}
 
 

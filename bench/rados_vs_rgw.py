@@ -70,10 +70,14 @@ PROFILES = {
 }
 PLANNED_S = {"smallest": 60, "reduced": 360, "full": 2400}
 
-# The systems, in the order of every alternation. methods: objectcache_bench's read methods.
+# The systems, in the order of every alternation: (name, what, objectcache_bench's read
+# methods, how it is loaded). oc-rados-chunkwise is a second `objectcache serve` over the same
+# pool and namespace with Θ above every payload: it reads what oc-rados stored, one whole
+# chunk object per RADOS read instead of M·L slice reads (no load, no S3 ops of its own).
 SYSTEMS = [
     ("rgw", "Ceph RGW", ["http-object", "http-range"], "object"),
     ("oc-rados", "ObjectCache on RADOS", ["ucx", "http-body"], "descriptor"),
+    ("oc-rados-chunkwise", "ObjectCache on RADOS, chunkwise", ["ucx"], None),
     ("oc-rocksdb", "ObjectCache on RocksDB (ceiling)", ["ucx", "http-body"], "descriptor"),
 ]
 
@@ -195,7 +199,7 @@ class Bench:
             return None
         proc, url = self.servers[system]
         pids = {"objectcache": [proc.pid]}
-        if system == "oc-rados":
+        if system.startswith("oc-rados"):
             pids.update(ceph)
         return url, OC_ACCESS, OC_SECRET, pids
 
@@ -228,9 +232,12 @@ class Bench:
     def systems(self):
         return [s for s in SYSTEMS if self.target(s[0]) is not None]
 
+    def loaded_systems(self):
+        return [s for s in self.systems() if s[3]]
+
     def loads(self, g):
         for rep in range(self.p["reps"]):
-            for system, _, _, put_mode in self.systems():
+            for system, _, _, put_mode in self.loaded_systems():
                 self.say(f"G={g} load {rep + 1}/{self.p['reps']}: {system} ({put_mode} PUTs)")
                 args = [*self.shape_args(g), "--methods", "", "--put-mode", put_mode,
                         "--put-concurrency", str(CONCURRENCY)]
@@ -303,7 +310,7 @@ class Bench:
 
     def s3ops(self):
         for rep in range(self.p["reps"]):
-            for system, _, _, _ in self.systems():
+            for system, _, _, _ in self.loaded_systems():
                 url, access, secret, pids = self.target(system)
                 self.say(f"S3 ops {rep + 1}/{self.p['reps']}: {system} (wrk, "
                          f"{self.p['s3_seconds']} s per point)")
@@ -333,13 +340,15 @@ class Bench:
                  "pool-create", timeout=120)
         self.run(["ceph", "-c", self.conf, "osd", "pool", "application", "enable", OC_POOL,
                   "rados"], "pool-application", timeout=120)
-        self.start_objectcache("oc-rados", (
-            '[storage]\nbackend = "rados"\n'
-            f'[rados]\nconf_file = "{self.conf}"\npool = "{OC_POOL}"\nnamespace = "rvr"\n'))
+        rados = (f'[storage]\nbackend = "rados"\n[rados]\nconf_file = "{self.conf}"\n'
+                 f'pool = "{OC_POOL}"\nnamespace = "rvr"\n')
+        if self.start_objectcache("oc-rados", rados):
+            self.start_objectcache("oc-rados-chunkwise",
+                                   rados + 'gc = false\n[kv]\nlayerwise_threshold = "1TiB"\n')
         self.start_objectcache("oc-rocksdb", '[storage]\nblock_cache_bytes = "4GiB"\n')
         # One untimed chunk PUT per system first: RGW creates its data and index pools on
         # the first write, and every server its bucket.
-        for system, _, _, put_mode in self.systems():
+        for system, _, _, put_mode in self.loaded_systems():
             self.say(f"priming {system} (bucket, first write)")
             self.objectcache_bench(system, f"prime-{system}", [
                 "--groups", str(g_list[0]), "--contexts", str(g_list[0]), "--hits", "1",
