@@ -33,6 +33,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import socket
 import subprocess
 import sys
@@ -66,7 +67,7 @@ PROFILES = {
     "full": {"bluestore": True, "groups": [16, 64, 256], "contexts": [4096, 16384],
              "hits": [0.5, 0.875], "reps": 3, "warmup": 1, "s3_sizes": [64 * KiB],
              "s3_conc": [CONCURRENCY, 32], "s3_seconds": 5, "floor_seconds": 5,
-             "floor_bytes": 1024 * MiB},
+             "floor_bytes": 1024 * MiB, "cluster_per_g": True},
 }
 PLANNED_S = {"smallest": 60, "reduced": 360, "full": 2400}
 
@@ -93,6 +94,7 @@ class Bench:
         self.tmp = tmp
         self.cluster_dir = cluster_dir or os.path.join(tmp, "ceph")
         self.servers = {}  # name -> (proc, url)
+        self.session = 0
         self.cluster_pids = {}  # comm -> [pid]
         self.env = {}
         self.commands = []
@@ -116,8 +118,8 @@ class Bench:
         cmd = [script, "up", "--rgw"] + (["--bluestore"] if self.p["bluestore"] else [])
         env = dict(os.environ)
         if self.p["bluestore"]:
-            # Sparse: 3 systems' data sets (1.9 GB per G at 16K, 87.5%) fit with room.
-            env.setdefault("OC_CEPH_OSD_BYTES", str(48 << 30))
+            # Sparse: RGW's and our data sets (1.9 GB per G at 16K, 87.5%, overwritten per load).
+            env.setdefault("OC_CEPH_OSD_BYTES", str(32 << 30))
         self.say("starting the cluster (mon, mgr, OSD, radosgw): " + " ".join(cmd[1:]))
         self.run(cmd + [self.cluster_dir], "ceph-test-cluster-up", timeout=300, env=env)
         with open(os.path.join(self.cluster_dir, "env")) as f:
@@ -144,7 +146,7 @@ class Bench:
 
     def start_objectcache(self, name, storage_toml):
         port = free_port()
-        root = os.path.join(self.tmp, name)
+        root = os.path.join(self.tmp, f"{name}-{self.session}")
         os.makedirs(root, exist_ok=True)
         conf = os.path.join(root, "objectcache.toml")
         with open(conf, "w") as f:
@@ -186,6 +188,7 @@ class Bench:
                 proc.kill()
                 proc.wait()
             del self.servers[name]
+            shutil.rmtree(os.path.join(self.tmp, f"{name}-{self.session}"), ignore_errors=True)
 
     # --- one system's endpoint, keys and processes ------------------------------------------
 
@@ -333,31 +336,45 @@ class Bench:
                     self.say(f"  {system} {row['op']} {common_size(row['size'])} "
                              f"c={row['concurrency']}: {row['ops_per_s']:.0f} ops/s")
 
-    def measure(self):
-        g_list = self.p["groups"]
-        self.cluster_up()
-        self.run(["ceph", "-c", self.conf, "osd", "pool", "create", OC_POOL, "8", "8"],
-                 "pool-create", timeout=120)
-        self.run(["ceph", "-c", self.conf, "osd", "pool", "application", "enable", OC_POOL,
-                  "rados"], "pool-application", timeout=120)
-        rados = (f'[storage]\nbackend = "rados"\n[rados]\nconf_file = "{self.conf}"\n'
-                 f'pool = "{OC_POOL}"\nnamespace = "rvr"\n')
-        if self.start_objectcache("oc-rados", rados):
-            self.start_objectcache("oc-rados-chunkwise",
-                                   rados + 'gc = false\n[kv]\nlayerwise_threshold = "1TiB"\n')
-        self.start_objectcache("oc-rocksdb", '[storage]\nblock_cache_bytes = "4GiB"\n')
-        # One untimed chunk PUT per system first: RGW creates its data and index pools on
-        # the first write, and every server its bucket.
-        for system, _, _, put_mode in self.loaded_systems():
-            self.say(f"priming {system} (bucket, first write)")
-            self.objectcache_bench(system, f"prime-{system}", [
-                "--groups", str(g_list[0]), "--contexts", str(g_list[0]), "--hits", "1",
-                "--methods", "", "--put-mode", put_mode])
-        for g in g_list:
-            self.loads(g)
-            self.reads(g)
-            self.floor(g)
-        self.s3ops()
+    def measure(self, keep_cluster=False):
+        """Each session is one cluster and fresh servers: all of G in one, or (the full
+        profile's cluster_per_g) one per G, so overwritten data awaiting the stores' garbage
+        collection (RGW's and ours wait hours) never fills the disk. S3 ops run in the last."""
+        groups = self.p["groups"]
+        sessions = [[g] for g in groups] if self.p.get("cluster_per_g") else [groups]
+        base_dir = self.cluster_dir
+        for i, session in enumerate(sessions):
+            last = i == len(sessions) - 1
+            self.cluster_dir = base_dir if len(sessions) == 1 else f"{base_dir}-{i}"
+            self.session = i
+            self.cluster_up()
+            self.run(["ceph", "-c", self.conf, "osd", "pool", "create", OC_POOL, "8", "8"],
+                     "pool-create", timeout=120, record=i == 0)
+            self.run(["ceph", "-c", self.conf, "osd", "pool", "application", "enable",
+                      OC_POOL, "rados"], "pool-application", timeout=120, record=i == 0)
+            rados = (f'[storage]\nbackend = "rados"\n[rados]\nconf_file = "{self.conf}"\n'
+                     f'pool = "{OC_POOL}"\nnamespace = "rvr"\n')
+            if self.start_objectcache("oc-rados", rados):
+                self.start_objectcache(
+                    "oc-rados-chunkwise",
+                    rados + 'gc = false\n[kv]\nlayerwise_threshold = "1TiB"\n')
+            self.start_objectcache("oc-rocksdb", '[storage]\nblock_cache_bytes = "4GiB"\n')
+            # One untimed chunk PUT per system first: RGW creates its data and index pools on
+            # the first write, and every server its bucket.
+            for system, _, _, put_mode in self.loaded_systems():
+                self.say(f"priming {system} (bucket, first write)")
+                self.objectcache_bench(system, f"prime-{system}-{i}", [
+                    "--groups", str(session[0]), "--contexts", str(session[0]), "--hits", "1",
+                    "--methods", "", "--put-mode", put_mode])
+            for g in session:
+                self.loads(g)
+                self.reads(g)
+                self.floor(g)
+            if last:
+                self.s3ops()
+            self.stop_servers()
+            if not (last and keep_cluster):
+                self.cluster_down()
 
 
 def free_port():
@@ -391,13 +408,13 @@ def run(config, build, log_dir, progress, tmp, cluster_dir=None, keep_cluster=Fa
     b = Bench(config, build, log_dir, progress, tmp, cluster_dir)
     failure = None
     try:
-        b.measure()
+        b.measure(keep_cluster)
     except (common.StepFailed, OSError, KeyError, ValueError) as e:
         failure = f"{type(e).__name__}: {e}"
         b.say("failed: " + failure)
     finally:
         b.stop_servers()
-        if not keep_cluster:
+        if failure or not keep_cluster:
             b.cluster_down()
     doc = dict(b.doc)
     doc["summary"] = summarize(doc)
