@@ -125,6 +125,7 @@ class Bench:
             env.setdefault("OC_CEPH_OSD_BYTES", str(32 << 30))
         self.say("starting the cluster (mon, mgr, OSD, radosgw): " + " ".join(cmd[1:]))
         self.run(cmd + [self.cluster_dir], "ceph-test-cluster-up", timeout=300, env=env)
+        self.env, self.cluster_pids = {}, {}  # this cluster's only (--full runs one per G)
         with open(os.path.join(self.cluster_dir, "env")) as f:
             for line in f:
                 k, _, v = line.strip().partition("=")
