@@ -185,7 +185,10 @@ def plot(doc, png):
     import matplotlib.pyplot as plt
     s = doc.get("summary") or summarize(doc)
     shapes = sorted({(r["G"], r["context"], r["hit"]) for r in s["reads"]})
-    fig, axes = plt.subplots(2, 2, figsize=(max(12, 2.2 * len(shapes) + 6), 9))
+    fig = plt.figure(figsize=(max(12, 1.3 * len(shapes) + 4), 14))
+    grid = fig.add_gridspec(3, 2)
+    top = [fig.add_subplot(grid[0, :]), fig.add_subplot(grid[1, :])]
+    axes = [top, [fig.add_subplot(grid[2, 0]), fig.add_subplot(grid[2, 1])]]
     width = 0.8 / len(SERIES)
     for i, (system, method, label) in enumerate(SERIES):
         gb, lo, hi, tt = [], [], [], []
