@@ -11,8 +11,13 @@ Reported per run: ops/s, MB/s, p50 and p99 latency (wrk --latency), server CPU p
 
 Usage: bench/gateway_bench.py [--seconds 5] [--modes embedded,remote] [--sizes 4096,...]
        [--conc 1,8,32] [--ops GET,PUT] [--out FILE]
+       bench/gateway_bench.py --endpoint URL --access-key K --secret-key S [--label NAME]
+       [--cpu-pids name=pid,...] [--bucket B] [--seconds ...] [--sizes ...] [--conc ...]
 --out defaults to bench/results/<YYYY-MM-DD>/gateway_bench.json (UTC date).
 Binaries: OC_OBJECTCACHE_BIN, OC_GATEWAY_BIN, OC_STORAGE_SERVER_BIN (default: build/release).
+--endpoint measures a server that is already running (any S3 server: Ceph RGW, `objectcache
+serve` on RADOS) instead of starting ours: rows get mode = --label, and server CPU comes from
+the --cpu-pids processes (per process in "cpu_us_per_req", summed in server_cpu_us_per_req).
 """
 import argparse
 import json
@@ -67,15 +72,16 @@ def run_wrk(url, conc, seconds, script=None, env=None):
     cmd.append(url)
     out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=seconds + 60).stdout
     reqs = int(re.search(r"(\d+) requests in", out).group(1))
-    errors = 0
+    non_2xx = socket_errors = 0
     m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     if m:
-        errors += int(m.group(1))
+        non_2xx = int(m.group(1))
     m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
-    if m:
-        errors += sum(int(x) for x in m.groups())
+    if m:  # a timeout is a request wrk gave up on after 2 s
+        socket_errors = sum(int(x) for x in m.groups())
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
-    return {"requests": reqs, "errors": errors, "ops_per_s": rps,
+    return {"requests": reqs, "errors": non_2xx + socket_errors, "non_2xx": non_2xx,
+            "socket_errors": socket_errors, "ops_per_s": rps,
             "p50_ms": parse_latency(out, "50"), "p99_ms": parse_latency(out, "99")}
 
 
@@ -86,41 +92,77 @@ def bench_mode(mode, args, results):
     try:
         s3 = srv.boto3()
         s3.create_bucket(Bucket="bench")
-        pids = [p.pid for p in srv.procs]
-        for size in args.sizes:
-            body_path = os.path.join(root, f"body-{size}")
-            with open(body_path, "wb") as f:
-                f.write(os.urandom(size))
-            key = f"obj-{size}"
-            s3.put_object(Bucket="bench", Key=key, Body=open(body_path, "rb").read())
-            for op in args.ops:
-                method = "get_object" if op == "GET" else "put_object"
-                url = s3.generate_presigned_url(method, Params={"Bucket": "bench", "Key": key},
-                                                ExpiresIn=3600)
-                script = None
-                env = dict(os.environ)
-                if op == "PUT":
-                    script = os.path.join(root, "put.lua")
-                    with open(script, "w") as f:
-                        f.write(PUT_SCRIPT)
-                    env["OC_BENCH_BODY"] = body_path
-                for conc in args.conc:
-                    cpu0 = cpu_seconds(pids)
-                    r = run_wrk(url, conc, args.seconds, script, env)
-                    cpu = cpu_seconds(pids) - cpu0
-                    r.update({"mode": mode, "op": op, "size": size, "concurrency": conc,
-                              # Failed requests (non-2xx, socket errors) move no object.
-                              "mb_per_s": r["ops_per_s"] * size / 1e6 *
-                                          (r["requests"] - r["errors"]) / max(r["requests"], 1),
-                              "server_cpu_us_per_req": cpu * 1e6 / max(r["requests"], 1)})
-                    results.append(r)
-                    print(f"{mode:8} {op} {size:>8} c={conc:<3} {r['ops_per_s']:>9.0f} ops/s "
-                          f"{r['mb_per_s']:>8.1f} MB/s p50={r['p50_ms']}ms p99={r['p99_ms']}ms "
-                          f"cpu={r['server_cpu_us_per_req']:.1f}us/req errors={r['errors']}",
-                          flush=True)
+        pids = {f"server{i}": p.pid for i, p in enumerate(srv.procs)}
+        bench_server(mode, s3, "bench", pids, root, args, results)
     finally:
         srv.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def bench_endpoint(args, results):
+    """The --endpoint mode: a running S3 server, its processes' PIDs from --cpu-pids."""
+    os.environ.setdefault("BOTO_DISABLE_CRT", "true")
+    import boto3
+    from botocore.config import Config
+    s3 = boto3.client("s3", endpoint_url=args.endpoint, aws_access_key_id=args.access_key,
+                      aws_secret_access_key=args.secret_key, region_name="us-east-1",
+                      config=Config(signature_version="s3v4",
+                                    s3={"addressing_style": "path"}))
+    try:
+        s3.create_bucket(Bucket=args.bucket)
+    except s3.exceptions.BucketAlreadyOwnedByYou:
+        pass
+    pids = {}
+    for item in filter(None, (args.cpu_pids or "").split(",")):
+        name, _, pid = item.partition("=")
+        pids[f"{name}#{pid}"] = int(pid)
+    root = tempfile.mkdtemp(prefix="oc-bench-")
+    try:
+        bench_server(args.label, s3, args.bucket, pids, root, args, results)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def bench_server(mode, s3, bucket, pids, root, args, results):
+    """Every (size, op, concurrency) of args against one server; pids = {name: pid} of the
+    processes whose CPU counts as the server's ("name#pid" keys sum per name)."""
+    for size in args.sizes:
+        body_path = os.path.join(root, f"body-{size}")
+        with open(body_path, "wb") as f:
+            f.write(os.urandom(size))
+        key = f"obj-{size}"
+        s3.put_object(Bucket=bucket, Key=key, Body=open(body_path, "rb").read())
+        for op in args.ops:
+            method = "get_object" if op == "GET" else "put_object"
+            url = s3.generate_presigned_url(method, Params={"Bucket": bucket, "Key": key},
+                                            ExpiresIn=3600)
+            script = None
+            env = dict(os.environ)
+            if op == "PUT":
+                script = os.path.join(root, "put.lua")
+                with open(script, "w") as f:
+                    f.write(PUT_SCRIPT)
+                env["OC_BENCH_BODY"] = body_path
+            for conc in args.conc:
+                cpu0 = {n: cpu_seconds([p]) for n, p in pids.items()}
+                r = run_wrk(url, conc, args.seconds, script, env)
+                per = {}
+                for n, p in pids.items():
+                    name = n.split("#")[0]
+                    per[name] = per.get(name, 0) + cpu_seconds([p]) - cpu0[n]
+                cpu = sum(per.values())
+                reqs = max(r["requests"], 1)
+                r.update({"mode": mode, "op": op, "size": size, "concurrency": conc,
+                          # Failed requests (non-2xx, socket errors) move no object.
+                          "mb_per_s": r["ops_per_s"] * size / 1e6 *
+                                      (r["requests"] - r["errors"]) / reqs,
+                          "server_cpu_us_per_req": cpu * 1e6 / reqs,
+                          "cpu_us_per_req": {n: v * 1e6 / reqs for n, v in per.items()}})
+                results.append(r)
+                print(f"{mode:8} {op} {size:>8} c={conc:<3} {r['ops_per_s']:>9.0f} ops/s "
+                      f"{r['mb_per_s']:>8.1f} MB/s p50={r['p50_ms']}ms p99={r['p99_ms']}ms "
+                      f"cpu={r['server_cpu_us_per_req']:.1f}us/req errors={r['errors']}",
+                      flush=True)
 
 
 def main():
@@ -130,6 +172,12 @@ def main():
     ap.add_argument("--sizes", default="4096,65536,1048576")
     ap.add_argument("--conc", default="1,8,32")
     ap.add_argument("--ops", default="GET,PUT")
+    ap.add_argument("--endpoint", help="measure this running S3 server instead of ours")
+    ap.add_argument("--access-key", default=os.environ.get("AWS_ACCESS_KEY_ID"))
+    ap.add_argument("--secret-key", default=os.environ.get("AWS_SECRET_ACCESS_KEY"))
+    ap.add_argument("--label", default="external", help="the rows' mode with --endpoint")
+    ap.add_argument("--bucket", default="bench", help="bucket used with --endpoint")
+    ap.add_argument("--cpu-pids", help="name=pid,... of the --endpoint server's processes")
     ap.add_argument("--out", default=os.path.join(
         HERE, "results", time.strftime("%Y-%m-%d", time.gmtime()), "gateway_bench.json"))
     args = ap.parse_args()
@@ -138,21 +186,31 @@ def main():
     args.ops = [op.upper() for op in args.ops.split(",")]
     if not set(args.ops) <= {"GET", "PUT"}:
         ap.error(f"--ops takes GET and/or PUT, not {','.join(args.ops)}")
+    results = []
+    if args.endpoint:
+        if not (args.access_key and args.secret_key):
+            ap.error("--endpoint needs --access-key and --secret-key (or AWS_* variables)")
+        bench_endpoint(args, results)
+        write(args.out, results)
+        return
     build = os.path.join(ROOT, "build", "release")
     os.environ.setdefault("OC_OBJECTCACHE_BIN", os.path.join(build, "gateway", "objectcache"))
     os.environ.setdefault("OC_GATEWAY_BIN", os.path.join(build, "gateway", "oc-gateway"))
     os.environ.setdefault("OC_STORAGE_SERVER_BIN",
                           os.path.join(build, "storage-server", "bin", "oc-storage-server"))
-    results = []
     for mode in args.modes.split(","):
         if mode == "remote" and not os.path.exists(os.environ["OC_STORAGE_SERVER_BIN"]):
             print("remote: oc-storage-server not built, skipped", flush=True)
             continue
         bench_mode(mode, args, results)
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
+    write(args.out, results)
+
+
+def write(out, results):
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    with open(out, "w") as f:
         json.dump({"benchmark": "gateway_bench", "results": results}, f, indent=1)
-    print(f"wrote {args.out}")
+    print(f"wrote {out}")
 
 
 if __name__ == "__main__":

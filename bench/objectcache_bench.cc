@@ -22,12 +22,18 @@
 // the two per-object baselines. Output: JSON (--json) for bench/objectcache_bench.py, which
 // starts the server, runs this twice (layerwise and forced-chunkwise Θ) and plots.
 //
-// Buffers are allocated and registered once per G and reused (a warm data plane); every
-// measurement is the best of --repeat runs after one warm-up (page cache and block cache warm).
+// Buffers are allocated and registered once per G and reused (a warm data plane). Each
+// measurement runs --warmup untimed times (default 1: page cache and block cache warm), then
+// --repeat timed times: "total_s", "ttfl_s" and "gbps" are the best repetition's, "reps" lists
+// every one (total_s, ttfl_s), and *_p50_s / *_p99_s summarise them.
+// --cpu-pids name=pid,... adds "cpu_s" to every row and load: the CPU seconds (utime + stime
+// from /proc/<pid>/stat) each named process spent over the timed repetitions (summed), with
+// the bench's own process as "client"; a name given twice sums its processes.
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -37,6 +43,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
@@ -73,6 +81,9 @@ struct Flags {
   std::string put_mode = "descriptor";
   uint32_t put_concurrency = 8;
   uint32_t repeat = 3;
+  uint32_t warmup = 1;
+  // (name, pid) of processes whose CPU time each measurement records.
+  std::vector<std::pair<std::string, int>> cpu_pids;
   bool put = true;
   std::string json;
   std::string label;
@@ -103,6 +114,70 @@ std::vector<T> SplitList(const std::string& s) {
 }
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// utime + stime of `pid` (0: this process) in seconds, from /proc/<pid>/stat; -1 if unreadable
+// (the process exited).
+double CpuSeconds(int pid) {
+  std::ifstream in(pid == 0 ? std::string("/proc/self/stat") : fmt::format("/proc/{}/stat", pid));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');  // the command name may hold spaces
+  if (paren == std::string::npos) {
+    return -1;
+  }
+  std::vector<std::string> fields;
+  size_t pos = paren + 1;
+  while (fields.size() < 13 && pos < text.size()) {
+    const size_t start = text.find_first_not_of(' ', pos);
+    if (start == std::string::npos) {
+      break;
+    }
+    const size_t end = text.find(' ', start);
+    fields.push_back(text.substr(start, end == std::string::npos ? end : end - start));
+    pos = end == std::string::npos ? text.size() : end;
+  }
+  if (fields.size() < 13) {  // fields[11], [12] are utime and stime (stat fields 14 and 15)
+    return -1;
+  }
+  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
+  return static_cast<double>(std::strtoull(fields[11].c_str(), nullptr, 10) +
+                             std::strtoull(fields[12].c_str(), nullptr, 10)) /
+         tick;
+}
+
+// CPU seconds per named process (--cpu-pids plus "client"), sampled before and after a
+// measurement; Add() accumulates the difference.
+class CpuMeter {
+ public:
+  explicit CpuMeter(const std::vector<std::pair<std::string, int>>& pids) : pids_(pids) {
+    pids_.emplace_back("client", 0);
+  }
+  std::vector<double> Sample() const {
+    std::vector<double> v;
+    for (const auto& [name, pid] : pids_) {
+      v.push_back(CpuSeconds(pid));
+    }
+    return v;
+  }
+  void Add(const std::vector<double>& before, Json* total) const {
+    const std::vector<double> after = Sample();
+    for (size_t i = 0; i < pids_.size(); ++i) {
+      const std::string& name = pids_[i].first;
+      const double d = before[i] < 0 || after[i] < 0 ? 0 : after[i] - before[i];
+      (*total)[name] = (total->contains(name) ? (*total)[name].get<double>() : 0.0) + d;
+    }
+  }
+
+ private:
+  std::vector<std::pair<std::string, int>> pids_;
+};
+
+// The q-quantile (0..1) of `v` by the nearest-rank method: with 3 repetitions p50 is the
+// median and p99 the slowest.
+double Quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
+  return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
+}
 
 descriptor::Descriptor MakeDescriptor(uint64_t g, uint64_t first, uint64_t count) {
   descriptor::CompactKeys keys;
@@ -305,6 +380,7 @@ int Run(const Flags& f) {
       return 1;
     }
   }
+  const CpuMeter cpu(f.cpu_pids);
   Json results = Json::array();
   Json puts = Json::array();  // one row per G's load, apart: it has no context or hit
   const uint64_t max_context = *std::max_element(f.contexts.begin(), f.contexts.end());
@@ -315,6 +391,7 @@ int Run(const Flags& f) {
     const uint64_t max_chunks =
         static_cast<uint64_t>(max_hit * static_cast<double>(max_context)) / g;
     if (f.put) {
+      const std::vector<double> cpu0 = cpu.Sample();
       const Clock::time_point t0 = Clock::now();
       if (oc::Status st = Store(c, f, g, max_chunks); !st.ok()) {
         std::cerr << "put " << f.put_mode << ": " << st << "\n";
@@ -330,6 +407,9 @@ int Run(const Flags& f) {
                   {"concurrency", f.put_mode == "object" ? f.put_concurrency : 1},
                   {"total_s", secs},
                   {"gbps", static_cast<double>(max_chunks * object) / secs / 1e9}};
+      Json cpu_s = Json::object();
+      cpu.Add(cpu0, &cpu_s);
+      row["cpu_s"] = cpu_s;
       std::cerr << fmt::format("stored {} chunks of {} bytes at G = {} by {} PUT: {:.3f} GB/s\n",
                                max_chunks, object, g, f.put_mode, row["gbps"].get<double>());
       puts.push_back(row);
@@ -338,6 +418,9 @@ int Run(const Flags& f) {
     std::unique_ptr<client::TargetBuffer> target;
     std::vector<std::byte> heap;
     oc::MutableByteSpan space;
+    if (f.methods.empty()) {
+      continue;  // a load only
+    }
     if (std::find(f.methods.begin(), f.methods.end(), "ucx") != f.methods.end()) {
       oc::Result<client::DataPlane*> plane = c.data_plane();
       if (!plane.has_value()) {
@@ -371,7 +454,11 @@ int Run(const Flags& f) {
         for (const std::string& method : f.methods) {
           Measure best;
           best.total_s = 1e30;
-          for (uint32_t rep = 0; rep <= f.repeat; ++rep) {  // rep 0 warms up
+          std::vector<Measure> reps;
+          Json cpu_s = Json::object();
+          for (uint32_t rep = 0; rep < f.warmup + f.repeat; ++rep) {  // warm-ups first
+            const bool timed = rep >= f.warmup;
+            const std::vector<double> cpu0 = timed ? cpu.Sample() : std::vector<double>{};
             oc::Result<Measure> r = oc::Status::Internal("unknown method " + method);
             if (method == "ucx") {
               r = RunUcx(c, f.bucket, d, *target);
@@ -387,9 +474,16 @@ int Run(const Flags& f) {
                         << r.error() << "\n";
               return 1;
             }
-            if (rep > 0 && r->total_s < best.total_s) {
-              best = *r;
+            if (timed) {
+              cpu.Add(cpu0, &cpu_s);
+              reps.push_back(*r);
+              if (r->total_s < best.total_s) {
+                best = *r;
+              }
             }
+          }
+          if (reps.empty()) {
+            continue;  // --repeat 0: warm-ups only
           }
           Json row = shape;
           row["method"] = method;
@@ -405,6 +499,19 @@ int Run(const Flags& f) {
           row["total_s"] = best.total_s;
           row["ttfl_s"] = best.ttfl_s;
           row["gbps"] = static_cast<double>(payload) / best.total_s / 1e9;
+          std::vector<double> totals, ttfls;
+          Json reps_json = Json::array();
+          for (const Measure& m : reps) {
+            totals.push_back(m.total_s);
+            ttfls.push_back(m.ttfl_s);
+            reps_json.push_back({{"total_s", m.total_s}, {"ttfl_s", m.ttfl_s}});
+          }
+          row["reps"] = reps_json;
+          row["total_p50_s"] = Quantile(totals, 0.5);
+          row["total_p99_s"] = Quantile(totals, 0.99);
+          row["ttfl_p50_s"] = Quantile(ttfls, 0.5);
+          row["ttfl_p99_s"] = Quantile(ttfls, 0.99);
+          row["cpu_s"] = cpu_s;
           std::cerr << fmt::format(
               "G={:3} ctx={:5} hit={:.3f} {:11} {:9} {:8.3f} GB/s total "
               "{:8.4f} s first layer {:8.4f} s\n",
@@ -468,6 +575,18 @@ int main(int argc, char** argv) {
       f.put_mode = value;
     } else if (name == "--repeat") {
       f.repeat = static_cast<uint32_t>(std::strtoul(value.c_str(), nullptr, 10));
+    } else if (name == "--warmup") {
+      f.warmup = static_cast<uint32_t>(std::strtoul(value.c_str(), nullptr, 10));
+    } else if (name == "--cpu-pids") {
+      for (const std::string& item : SplitList<std::string>(value)) {
+        const size_t eq = item.find('=');
+        const int pid = eq == std::string::npos ? 0 : std::atoi(item.c_str() + eq + 1);
+        if (eq == 0 || pid <= 0) {
+          std::cerr << "objectcache_bench: --cpu-pids wants name=pid,... not " << item << "\n";
+          return 2;
+        }
+        f.cpu_pids.emplace_back(item.substr(0, eq), pid);
+      }
     } else if (name == "--json") {
       f.json = value;
     } else if (name == "--label") {

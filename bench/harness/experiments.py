@@ -1,6 +1,7 @@
-"""The experiments of issue 7, each a function of (ctx) returning a dict that becomes
-<id>.json: the configuration, the exact commands, the rows measured and notes on what the
-tool could not provide. Sizes per profile (smallest / reduced / full) are in PROFILES."""
+"""The experiments of issue 7 (1-8) and issue 15 (9), each a function of (ctx) returning a
+dict that becomes <id>.json: the configuration, the exact commands, the rows measured and
+notes on what the tool could not provide. Sizes per profile (smallest / reduced / full) are in
+PROFILES."""
 import importlib.util
 import inspect
 import json
@@ -12,6 +13,17 @@ from common import BENCH, ROOT, StepFailed, gbench_json, gbench_rows, median, ru
 
 KiB = 1024
 MiB = 1024 * 1024
+
+
+def bench_module(name):
+    """bench/<name>.py as a module (bench/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(name + "_py", os.path.join(BENCH, name + ".py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+RVR = bench_module("rados_vs_rgw")  # experiment 9: its profiles and the comparison itself
 
 # Experiment 4's server variants, each a restart on the same data measuring the UCX descriptor
 # GET only: (label, [kv] layerwise_threshold, data_plane_staging_buffers,
@@ -37,6 +49,7 @@ PROFILES = {
                         "kv_bench_filter": None, "ucx_tls": "shm",
                         "variants": [("chunkwise", "1TiB", 8, "4MiB", True)]},
         "ttft": {"flag": "--smallest"},
+        "rados_vs_rgw": RVR.PROFILES["smallest"],
     },
     "reduced": {
         "storage": {"sizes": [64 * KiB, 256 * KiB, MiB, 4 * MiB], "threads": [8, 32],
@@ -50,6 +63,7 @@ PROFILES = {
                         "hits": [0.5], "repeat": 1, "kv_bench_filter": None,
                         "ucx_tls": "shm", "variants": AGG_VARIANTS},
         "ttft": {"flag": "--reduced"},
+        "rados_vs_rgw": RVR.PROFILES["reduced"],
     },
     "full": {
         "storage": {"sizes": [64 * KiB, 256 * KiB, MiB, 4 * MiB], "threads": [8, 32],
@@ -64,16 +78,18 @@ PROFILES = {
                         "kv_bench_filter": "^BM_(Deliver|Memcpy)/", "ucx_tls": "shm",
                         "variants": AGG_VARIANTS},
         "ttft": {"flag": "--full"},
+        "rados_vs_rgw": RVR.PROFILES["full"],
     },
 }
 
 # Planned seconds per experiment and profile (for the progress estimate only).
 PLANNED = {
-    "smallest": {"storage": 5, "transport": 15, "overhead": 8, "aggregation": 10, "ttft": 30},
+    "smallest": {"storage": 5, "transport": 15, "overhead": 8, "aggregation": 10, "ttft": 30,
+                 "rados_vs_rgw": RVR.PLANNED_S["smallest"]},
     "reduced": {"storage": 140, "transport": 90, "overhead": 40, "aggregation": 240,
-                "ttft": 300},
+                "ttft": 300, "rados_vs_rgw": RVR.PLANNED_S["reduced"]},
     "full": {"storage": 400, "transport": 600, "overhead": 200, "aggregation": 1800,
-             "ttft": 1800},
+             "ttft": 1800, "rados_vs_rgw": RVR.PLANNED_S["full"]},
 }
 
 
@@ -434,3 +450,16 @@ def ttft(ctx):
             png = [x for x in pngs if x.endswith("ttft.png")]
         results[name] = (e, png)
     return results
+
+
+# --- 9. ObjectCache on RADOS vs Ceph RGW -----------------------------------------------------
+
+def rados_vs_rgw(ctx):
+    """bench/rados_vs_rgw.py's comparison on a throw-away cluster (tools/ceph-test-cluster).
+    A failed step leaves "error" in the result with the rows measured before it."""
+    tmp = tempfile.mkdtemp(prefix="oc-rvr-", dir=ctx["tmp"])
+    try:
+        return RVR.run(ctx["config"]["rados_vs_rgw"], ctx["build_dir"], ctx["log_dir"],
+                       ctx["progress"], tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -466,6 +466,17 @@ def model_section(e, out_dir):
     return text, finding
 
 
+# --- 9 ---------------------------------------------------------------------------------------
+
+def rados_vs_rgw_section(e, out_dir):
+    import rados_vs_rgw_report
+    if not e.get("reads") and not e.get("s3ops"):
+        return "No rows were measured.", "The experiment did not measure anything.", []
+    text, finding = rados_vs_rgw_report.markdown(e)
+    png = rados_vs_rgw_report.plot(e, os.path.join(out_dir, "9-rados-vs-rgw.png"))
+    return text, finding, [os.path.basename(png)]
+
+
 SECTIONS = [
     ("1-storage", "1. Storage baseline", storage_section),
     ("2-transport", "2. S3 transport baseline", transport_section),
@@ -475,6 +486,7 @@ SECTIONS = [
     ("6-ttft-bandwidth", "6. Bandwidth sensitivity", bandwidth_section),
     ("7-ttft-scheduling", "7. Scheduling under shared caps", sched_section),
     ("8-ttft-model", "8. TTFT model (Equation 3) vs measured", model_section),
+    ("9-rados-vs-rgw", "9. ObjectCache on RADOS vs Ceph RGW", rados_vs_rgw_section),
 ]
 
 

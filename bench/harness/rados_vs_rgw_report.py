@@ -1,0 +1,376 @@
+"""Experiment 9's analysis (bench/rados_vs_rgw.py): the raw rows of alternating repetitions
+summarised per row (median, p50/p99, CPU seconds per GB per process), the ratios to RGW within
+the run, issue 15's targets judged on them, the plot, and the report section's markdown.
+Everything is computed from the JSON document, so `bench/run-all --report-only` redoes it."""
+KiB = 1024
+MiB = 1024 * KiB
+
+# Targets of issue 15 on this machine (same cluster, same run).
+TARGET_UCX_VS_OBJECT = 2.0
+TARGET_UCX_VS_RANGE = 10.0
+TARGET_G = 16
+
+
+# --- summaries, ratios, targets (from the raw rows; report.py calls these too) -------------
+
+def quantile(values, q):
+    """Nearest-rank quantile: with 3 repetitions p50 is the median and p99 the slowest."""
+    v = sorted(values)
+    rank = max(1, min(len(v), -(-int(q * 1000) * len(v) // 1000)))
+    return v[rank - 1]
+
+
+def cpu_per_gb(rows, nbytes):
+    total = {}
+    for r in rows:
+        for name, s in (r.get("cpu_s") or {}).items():
+            total[name] = total.get(name, 0.0) + s
+    gb = nbytes * len(rows) / 1e9
+    return {name: s / gb for name, s in sorted(total.items())} if gb else {}
+
+
+def summarize(doc):
+    """Per (system, method, shape): medians and p99 over the alternating repetitions."""
+    reads = {}
+    for r in doc["reads"]:
+        reads.setdefault((r["system"], r["method"], r["G"], r["context"], r["hit"]), []).append(r)
+    order = [(x[0], x[1]) for x in SERIES]
+
+    def read_key(item):  # shape first, then the plot's series order
+        system, method, g, context, hit = item[0]
+        rank = order.index((system, method)) if (system, method) in order else len(order)
+        return (g, context, hit, rank, system, method)
+
+    read_rows = []
+    for (system, method, g, context, hit), rs in sorted(reads.items(), key=read_key):
+        totals = [x["total_s"] for x in rs]
+        ttfls = [x["ttfl_s"] for x in rs]
+        payload = rs[0]["payload_bytes"]
+        read_rows.append({
+            "system": system, "method": method, "G": g, "context": context, "hit": hit,
+            "chunks": rs[0]["chunks"], "layer_bytes": rs[0]["layer_bytes"],
+            "payload_bytes": payload, "mode": rs[0]["mode"], "reps": len(rs),
+            "gbps": payload / quantile(totals, 0.5) / 1e9,
+            "gbps_reps": [payload / t / 1e9 for t in totals],
+            "total_p50_s": quantile(totals, 0.5), "total_p99_s": quantile(totals, 0.99),
+            "ttfl_p50_s": quantile(ttfls, 0.5), "ttfl_p99_s": quantile(ttfls, 0.99),
+            "cpu_s_per_gb": cpu_per_gb(rs, payload)})
+    loads = {}
+    for r in doc["loads"]:
+        loads.setdefault((r["system"], r["method"], r["G"]), []).append(r)
+    load_rows = []
+    for (system, method, g), rs in sorted(loads.items(), key=lambda i: (i[0][2], i[0][0])):
+        totals = [x["total_s"] for x in rs]
+        load_rows.append({
+            "system": system, "method": method, "G": g, "chunks": rs[0]["chunks"],
+            "payload_bytes": rs[0]["payload_bytes"], "concurrency": rs[0]["concurrency"],
+            "reps": len(rs), "gbps": rs[0]["payload_bytes"] / quantile(totals, 0.5) / 1e9,
+            "total_p50_s": quantile(totals, 0.5), "total_p99_s": quantile(totals, 0.99),
+            "cpu_s_per_gb": cpu_per_gb(rs, rs[0]["payload_bytes"])})
+    ops = {}
+    for r in doc["s3ops"]:
+        ops.setdefault((r["system"], r["op"], r["size"], r["concurrency"]), []).append(r)
+    s3_rows = []
+    for (system, op, size, conc), rs in sorted(ops.items(),
+                                               key=lambda i: (i[0][1], i[0][2], i[0][3], i[0][0])):
+        per = {}
+        for x in rs:
+            for name, us in (x.get("cpu_us_per_req") or {}).items():
+                per.setdefault(name, []).append(us)
+        ok = [x["ops_per_s"] * (x["requests"] - x["errors"]) / max(x["requests"], 1)
+              for x in rs]
+        s3_rows.append({
+            "system": system, "op": op, "size": size, "concurrency": conc, "reps": len(rs),
+            # Successful operations only: wrk counts a failed request as one done.
+            "ops_per_s": quantile(ok, 0.5), "ops_per_s_reps": ok,
+            "p50_ms": quantile([x["p50_ms"] for x in rs if x["p50_ms"] is not None] or [0], 0.5),
+            "p99_ms": quantile([x["p99_ms"] for x in rs if x["p99_ms"] is not None] or [0],
+                               0.99),
+            "errors": sum(x["errors"] for x in rs), "requests": sum(x["requests"] for x in rs),
+            "non_2xx": sum(x.get("non_2xx", 0) for x in rs),
+            "socket_errors": sum(x.get("socket_errors", 0) for x in rs),
+            "cpu_us_per_req": {n: quantile(v, 0.5) for n, v in sorted(per.items())}})
+    return {"reads": read_rows, "loads": load_rows, "s3ops": s3_rows}
+
+
+def _per_rep_ratios(doc, num, den, shape):
+    """num/den speed ratios of one shape, repetition by repetition (rep r of RGW against rep
+    r of ours: neighbours in the alternation)."""
+    def times(key):
+        return {r["rep"]: r["total_s"] for r in doc["reads"]
+                if (r["system"], r["method"]) == key and (r["G"], r["context"], r["hit"]) == shape}
+    a, b = times(num), times(den)
+    return [b[k] / a[k] for k in sorted(a) if k in b]
+
+
+def ratios(doc, summary):
+    """Speed ratios to RGW within the run (medians over repetitions)."""
+    by = {(r["system"], r["method"], r["G"], r["context"], r["hit"]): r
+          for r in summary["reads"]}
+    shapes = sorted({(r["G"], r["context"], r["hit"]) for r in summary["reads"]})
+    reads = []
+    for g, c, h in shapes:
+        e = {"G": g, "context": c, "hit": h}
+        for num in (("oc-rados", "ucx"), ("oc-rados", "http-body"),
+                    ("oc-rados-chunkwise", "ucx"), ("oc-rocksdb", "ucx"),
+                    ("oc-rocksdb", "http-body")):
+            for den in (("rgw", "http-object"), ("rgw", "http-range")):
+                a, b = by.get((*num, g, c, h)), by.get((*den, g, c, h))
+                if a and b:
+                    key = f"{num[0]}:{num[1]} vs {den[0]}:{den[1]}"
+                    e[key] = a["gbps"] / b["gbps"]
+                    e[key + " per rep"] = _per_rep_ratios(doc, num, den, (g, c, h))
+        a, b = by.get(("oc-rados", "ucx", g, c, h)), by.get(("rgw", "http-range", g, c, h))
+        if a and b:
+            e["ttfl rgw:http-range / oc-rados:ucx"] = b["ttfl_p50_s"] / a["ttfl_p50_s"]
+        reads.append(e)
+    loads = []
+    for g in sorted({r["G"] for r in summary["loads"]}):
+        m = {r["system"]: r for r in summary["loads"] if r["G"] == g}
+        if "rgw" in m:
+            loads.append({"G": g, **{f"{s} vs rgw": m[s]["gbps"] / m["rgw"]["gbps"]
+                                     for s in ("oc-rados", "oc-rocksdb") if s in m}})
+    s3 = []
+    for r in summary["s3ops"]:
+        if r["system"] != "rgw":
+            continue
+        e = {"op": r["op"], "size": r["size"], "concurrency": r["concurrency"]}
+        for x in summary["s3ops"]:
+            if (x["op"], x["size"], x["concurrency"]) == (r["op"], r["size"], r["concurrency"]) \
+                    and x["system"] != "rgw":
+                e[f"{x['system']} vs rgw"] = x["ops_per_s"] / r["ops_per_s"]
+        s3.append(e)
+    return {"reads": reads, "loads": loads, "s3ops": s3}
+
+
+def targets(summary, ratio):
+    """Issue 15's targets, each with the figures it was judged on and met / not met."""
+    out = []
+    g16 = [e for e in ratio["reads"] if e["G"] == TARGET_G]
+    for den, want in (("rgw:http-object", TARGET_UCX_VS_OBJECT),
+                      ("rgw:http-range", TARGET_UCX_VS_RANGE)):
+        key = f"oc-rados:ucx vs {den}"
+        got = [(e["context"], e["hit"], e[key]) for e in g16 if key in e]
+        out.append({"target": f"descriptor GET over UCX (RADOS) >= {want:g}x RGW "
+                              f"{'per-object GETs' if 'object' in den else 'range GETs'} "
+                              f"at G = {TARGET_G}",
+                    "figures": [{"context": c, "hit": h, "ratio": r} for c, h, r in got],
+                    "met": all(r >= want for _, _, r in got) if got else None})
+    for op in ("GET", "PUT"):
+        got = [(e["concurrency"], e["oc-rados vs rgw"]) for e in ratio["s3ops"]
+               if e["op"] == op and e["size"] == 64 * KiB and "oc-rados vs rgw" in e]
+        out.append({"target": f"64 KiB S3 {op} through ObjectCache on RADOS >= RGW's ops/s",
+                    "figures": [{"concurrency": c, "ratio": r} for c, r in got],
+                    "met": all(r >= 1.0 for _, r in got) if got else None})
+    return out
+
+
+# --- plot ---------------------------------------------------------------------------------
+
+SERIES = [("rgw", "http-object", "RGW per-object GETs (8)"),
+          ("rgw", "http-range", "RGW range GETs (8)"),
+          ("oc-rados", "ucx", "ours on RADOS: descriptor GET, UCX"),
+          ("oc-rados", "http-body", "ours on RADOS: descriptor GET, HTTP body"),
+          ("oc-rados-chunkwise", "ucx", "ours on RADOS, chunkwise (Θ = ∞): UCX"),
+          ("oc-rocksdb", "ucx", "ours on RocksDB (ceiling): UCX"),
+          ("oc-rocksdb", "http-body", "ours on RocksDB (ceiling): HTTP body")]
+
+
+def plot(doc, png):
+    """Four panels: read GB/s and time to first layer per shape (bars: median, whiskers:
+    slowest and fastest repetition; the rados bench floor as markers), load GB/s per G, and
+    64 KiB S3 ops/s."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    s = doc.get("summary") or summarize(doc)
+    shapes = sorted({(r["G"], r["context"], r["hit"]) for r in s["reads"]})
+    fig = plt.figure(figsize=(max(12, 1.3 * len(shapes) + 4), 14))
+    grid = fig.add_gridspec(3, 2)
+    top = [fig.add_subplot(grid[0, :]), fig.add_subplot(grid[1, :])]
+    axes = [top, [fig.add_subplot(grid[2, 0]), fig.add_subplot(grid[2, 1])]]
+    width = 0.8 / len(SERIES)
+    for i, (system, method, label) in enumerate(SERIES):
+        gb, lo, hi, tt = [], [], [], []
+        for shape in shapes:
+            r = next((x for x in s["reads"] if (x["system"], x["method"]) == (system, method)
+                      and (x["G"], x["context"], x["hit"]) == shape), None)
+            gb.append(r["gbps"] if r else 0)
+            lo.append(r["gbps"] - min(r["gbps_reps"]) if r else 0)
+            hi.append(max(r["gbps_reps"]) - r["gbps"] if r else 0)
+            tt.append(r["ttfl_p50_s"] * 1e3 if r else 0)
+        xs = [k + i * width for k in range(len(shapes))]
+        axes[0][0].bar(xs, gb, width, yerr=[lo, hi], label=label, capsize=2)
+        axes[0][1].bar(xs, tt, width, label=label)
+    for what, marker in (("object", "v"), ("slice", "^")):
+        ys = []
+        for g, _, _ in shapes:
+            f = [x["gbps"] for x in doc["floor"] if x["G"] == g and x["what"] == what and
+                 x["mode"] == "rand"]
+            ys.append(f[0] if f else None)
+        xs = [k + 0.4 - width / 2 for k in range(len(shapes))]
+        pts = [(x, y) for x, y in zip(xs, ys) if y]
+        if pts:
+            axes[0][0].plot([p[0] for p in pts], [p[1] for p in pts], marker, color="black",
+                            label=f"rados bench rand, {what} size, -t 8 (floor)")
+    labels = [f"G={g}\n{c // 1024}K ctx\n{h:.3g} hit" if c >= 1024 else
+              f"G={g}\n{c} ctx\n{h:.3g} hit" for g, c, h in shapes]
+    for ax in axes[0]:
+        ax.set_xticks([k + 0.4 - width / 2 for k in range(len(shapes))])
+        ax.set_xticklabels(labels, fontsize=8)
+        ax.set_yscale("log")
+    axes[0][0].set_ylabel("GB/s (median of repetitions)")
+    axes[0][0].set_title("Reads: one request's KV payload")
+    axes[0][0].legend(fontsize=6)
+    axes[0][1].set_ylabel("time to first layer, ms (p50)")
+    axes[0][1].set_title("Time to first layer")
+    gs = sorted({r["G"] for r in s["loads"]})
+    systems = [("rgw", "RGW: S3 PUT per chunk (8)"), ("oc-rados", "ours on RADOS: descriptor PUT"),
+               ("oc-rocksdb", "ours on RocksDB: descriptor PUT")]
+    w = 0.8 / len(systems)
+    for i, (system, label) in enumerate(systems):
+        ys = [next((r["gbps"] for r in s["loads"] if r["system"] == system and r["G"] == g), 0)
+              for g in gs]
+        axes[1][0].bar([k + i * w for k in range(len(gs))], ys, w, label=label)
+    axes[1][0].set_xticks([k + 0.4 - w / 2 for k in range(len(gs))])
+    axes[1][0].set_xticklabels([f"G={g}" for g in gs])
+    axes[1][0].set_ylabel("GB/s")
+    axes[1][0].set_title("Loads (median of repetitions)")
+    axes[1][0].legend(fontsize=7)
+    points = sorted({(r["op"], r["concurrency"]) for r in s["s3ops"] if r["size"] == 64 * KiB})
+    for i, (system, label) in enumerate(systems):
+        ys = [next((r["ops_per_s"] for r in s["s3ops"] if r["system"] == system and
+                    (r["op"], r["concurrency"]) == p and r["size"] == 64 * KiB), 0)
+              for p in points]
+        axes[1][1].bar([k + i * w for k in range(len(points))], ys, w,
+                       label=label.split(":")[0])
+    axes[1][1].set_xticks([k + 0.4 - w / 2 for k in range(len(points))])
+    axes[1][1].set_xticklabels([f"{op} c={c}" for op, c in points])
+    axes[1][1].set_ylabel("ops/s (median)")
+    axes[1][1].set_title("64 KiB S3 GET / PUT (wrk)")
+    axes[1][1].legend(fontsize=7)
+    fig.suptitle("ObjectCache on RADOS vs Ceph RGW, same OSD (Llama-3.1-8B chunks, L = 32)")
+    fig.tight_layout()
+    fig.savefig(png, dpi=100)
+    plt.close(fig)
+    return png
+
+
+# --- report section ---------------------------------------------------------------------------
+
+LABEL = {("rgw", "http-object"): "RGW per-object GETs", ("rgw", "http-range"): "RGW range GETs",
+         ("oc-rados", "ucx"): "ours on RADOS, UCX", ("oc-rados", "http-body"):
+         "ours on RADOS, HTTP body", ("oc-rados-chunkwise", "ucx"):
+         "ours on RADOS, chunkwise (Θ = ∞), UCX", ("oc-rocksdb", "ucx"): "ours on RocksDB, UCX",
+         ("oc-rocksdb", "http-body"): "ours on RocksDB, HTTP body"}
+
+
+def _size(n):
+    return f"{n // MiB} MiB" if n >= MiB and n % MiB == 0 else f"{n // KiB} KiB"
+
+
+def _f(v, digits=3):
+    if v is None:
+        return "n/a"
+    return f"{v:,.0f}" if abs(v) >= 100 else f"{v:.{digits}g}"
+
+
+def _cpu(per):
+    return ", ".join(f"{n} {_f(v, 2)}" for n, v in per.items() if v > 0) or "-"
+
+
+def _table(headers, rows):
+    out = ["| " + " | ".join(headers) + " |", "|" + " --- |" * len(headers)]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def _verdict(t):
+    return {True: "**met**", False: "**not met**", None: "not measured"}[t["met"]]
+
+
+def markdown(e):
+    """(text, finding) of the report's section for experiment 9's JSON document `e`."""
+    s = e.get("summary") or summarize(e)
+    r = e.get("ratios") or ratios(e, s)
+    t = e.get("targets") or targets(s, r)
+    parts = ["Targets of issue 15 (same cluster, same run; ratio = ours / RGW, medians of the "
+             "alternating repetitions):", "",
+             _table(["target", "figures", "verdict"],
+                    [[x["target"], ", ".join(
+                        (f"{f['context'] // 1024}K·{f['hit']:g}: " if "context" in f else
+                         f"c={f['concurrency']}: ") + f"{f['ratio']:.2f}x"
+                        for f in x["figures"]) or "-", _verdict(x)] for x in t]), ""]
+    parts += ["Reads (GB/s = payload / median time; p50/p99 over the repetitions; CPU seconds "
+              "per GB moved, per process):", "",
+              _table(["G (S)", "context · hit", "what", "mode", "GB/s", "p50 / p99 s",
+                      "first layer p50 / p99 ms", "CPU s/GB"],
+                     [[f"{x['G']} ({_size(x['layer_bytes'])})",
+                       f"{x['context']} · {x['hit']:g}", LABEL.get((x["system"], x["method"]),
+                                                                  x["system"] + " " + x["method"]),
+                       x["mode"], _f(x["gbps"]),
+                       f"{_f(x['total_p50_s'])} / {_f(x['total_p99_s'])}",
+                       f"{_f(x['ttfl_p50_s'] * 1e3)} / {_f(x['ttfl_p99_s'] * 1e3)}",
+                       _cpu(x["cpu_s_per_gb"])] for x in s["reads"]]), ""]
+    keys = ["oc-rados:ucx vs rgw:http-object", "oc-rados:ucx vs rgw:http-range",
+            "oc-rados:http-body vs rgw:http-object", "oc-rados:http-body vs rgw:http-range",
+            "oc-rados-chunkwise:ucx vs rgw:http-object",
+            "oc-rocksdb:ucx vs rgw:http-object", "oc-rocksdb:ucx vs rgw:http-range"]
+    parts += ["Speed ratios to RGW (median; per repetition in brackets):", "",
+              _table(["G", "context · hit"] + [k.replace(" vs ", " / ") for k in keys],
+                     [[x["G"], f"{x['context']} · {x['hit']:g}"] +
+                      [f"{x[k]:.2f} [{', '.join(f'{v:.2f}' for v in x[k + ' per rep'])}]"
+                       if k in x else "n/a" for k in keys] for x in r["reads"]]), ""]
+    parts += ["Loads (the largest shape's chunks; RGW: one S3 PUT per chunk, 8 concurrent; "
+              "ours: descriptor PUTs of up to 128 chunks, one at a time):", "",
+              _table(["G", "chunks", "system", "method", "GB/s", "p50 / p99 s", "CPU s/GB"],
+                     [[x["G"], x["chunks"], x["system"], x["method"], _f(x["gbps"]),
+                       f"{_f(x['total_p50_s'])} / {_f(x['total_p99_s'])}",
+                       _cpu(x["cpu_s_per_gb"])] for x in s["loads"]]), ""]
+    parts += ["Floor: `rados bench -t 8` reads of whole objects in the same pool:", "",
+              _table(["G", "object size", "mode", "GB/s", "ops/s", "mean / max latency ms",
+                      "CPU s/GB"],
+                     [[x["G"], f"{_size(x['op_bytes'])} ({x['what']})", x["mode"],
+                       _f(x["gbps"]), _f(x["iops"]),
+                       f"{_f(x['avg_latency_ms'])} / {_f(x['max_latency_ms'])}",
+                       _cpu(x.get("cpu_s_per_gb", {}))] for x in e.get("floor", [])]),
+              ""]
+    parts += ["64 KiB S3 operations (wrk, presigned URLs; successful operations per second, "
+              "median of the repetitions; wrk gives up on a request after 2 s, a socket "
+              "error):", "",
+              _table(["op", "size", "concurrency", "system", "ops/s", "p50 / p99 ms",
+                      "server CPU µs/request", "failed (non-2xx / socket) of requests"],
+                     [[x["op"], _size(x["size"]), x["concurrency"], x["system"],
+                       _f(x["ops_per_s"]), f"{_f(x['p50_ms'])} / {_f(x['p99_ms'])}",
+                       _cpu(x["cpu_us_per_req"]),
+                       f"{x.get('non_2xx', 0)} / {x.get('socket_errors', 0)} of "
+                       f"{x.get('requests', 0):,}"] for x in s["s3ops"]]), ""]
+    return "\n".join(parts), finding(e, s, r, t)
+
+
+def finding(e, s, r, t):
+    if "oc-rados" not in {x["system"] for x in s["reads"]}:
+        why = next((n for n in e.get("notes", []) if n.startswith("oc-rados")), "")
+        rocks = [x for x in r["reads"] if "oc-rocksdb:ucx vs rgw:http-object" in x]
+        text = ("ObjectCache on RADOS was not measured" +
+                (f" ({why.split(':', 2)[-1].strip()[:160]})" if why else "") + ".")
+        if rocks:
+            x = rocks[0]
+            text += (f" The RocksDB ceiling's UCX descriptor GET ran at "
+                     f"{x['oc-rocksdb:ucx vs rgw:http-object']:.1f}x RGW's per-object GETs and "
+                     f"{x['oc-rocksdb:ucx vs rgw:http-range']:.1f}x its range GETs at G = "
+                     f"{x['G']}, {x['context']} tokens, {x['hit']:g} hit.")
+        return text
+    out = []
+    for x in t:
+        figs = ", ".join(f"{f['ratio']:.2f}x" for f in x["figures"]) or "no figure"
+        out.append(f"{x['target']}: {figs} ({_verdict(x).strip('*')})")
+    text = "; ".join(out) + "."
+    key = "oc-rados-chunkwise:ucx vs rgw:http-object"
+    chunk = [x for x in r["reads"] if x["G"] == TARGET_G and key in x]
+    if chunk:
+        text += (" The same data read chunkwise (one RADOS read per chunk object instead of "
+                 "one per slice) by a second server over the pool: " +
+                 ", ".join(f"{x[key]:.2f}x" for x in chunk) +
+                 f" RGW's per-object GETs at G = {TARGET_G}.")
+    return text

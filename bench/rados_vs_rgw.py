@@ -1,0 +1,503 @@
+#!/usr/bin/python3
+"""rados_vs_rgw: ObjectCache on Ceph RADOS against Ceph RGW on the same cluster (issue 15).
+
+One throw-away cluster (tools/ceph-test-cluster up --rgw [--bluestore]): the same OSD under
+RGW and under `objectcache serve` with `[storage] backend = "rados"`, so the difference
+isolates the gateway and the aggregation. Llama-3.1-8B chunks (L = 32, 4 KiB per token per
+layer, S = 4 KiB·G per layer slice, one chunk object = L·S):
+
+  loads   RGW: one S3 PUT per chunk, 8 concurrent   ours: descriptor PUTs (RADOS and RocksDB)
+  reads   RGW: per-object GETs and per-chunk-per-layer range GETs, 8 concurrent
+          ours on RADOS: one descriptor GET over UCX and over the HTTP body
+          ceiling: the same against `objectcache serve` on RocksDB
+          floor: `rados bench` seq and rand reads, -t 8, at the object and the slice size
+  s3ops   64 KiB S3 GET and PUT ops/s (wrk, presigned URLs; bench/gateway_bench.py
+          --endpoint) through RGW, ours on RADOS and ours on RocksDB
+
+Every load, read and S3 row runs in alternating repetitions (RGW, ours on RADOS, ours on
+RocksDB, RGW, ...); a row reports the median and p99 over them (GB/s, time to first layer)
+and the CPU seconds per GB of each process (radosgw, ceph-osd, ceph-mon, objectcache and the
+bench client; utime + stime from /proc/<pid>/stat around each measurement). Ratios to RGW are
+taken within the run. Writes PREFIX.json and PREFIX.png.
+
+  bench/rados_vs_rgw.py [--smallest | --reduced | --full] [--build DIR] [--out PREFIX]
+                        [--cluster-dir DIR] [--keep-cluster]
+
+--reduced (default, ~3.5 min) takes G = 16 (the targets' G) at a 4K context with 87.5% hits;
+--full (~45 min) G = 16, 64, 256 at 4K and 16K contexts, 50% and 87.5% hits, one cluster per G
+(RGW and our store keep overwritten data for hours; the disk stays bounded) and the S3 ops at
+concurrency 8 and 32; --smallest one tiny shape on memstore (the test suite's; its figures
+mean nothing). Progress
+goes to stderr; each tool's output to a log directory (printed). bench/run-all runs this as
+experiment 9.
+"""
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(HERE, "harness"))
+import common  # noqa: E402
+from rados_vs_rgw_report import ratios, summarize, targets, plot  # noqa: E402
+
+KiB = 1024
+MiB = 1024 * KiB
+LAYERS = 32
+BYTES_PER_TOKEN_LAYER = 4096
+OC_ACCESS = "OCRADOSBENCHACCESS01"
+OC_SECRET = "ocRadosBenchSecret0000000000000000000001"
+BUCKET = "rvr"
+OC_POOL = "objectcache"
+CONCURRENCY = 8  # S3 KV connectors' usual in-flight GETs and PUTs
+
+PROFILES = {
+    "smallest": {"bluestore": False, "groups": [16], "contexts": [256], "hits": [0.5],
+                 "reps": 2, "warmup": 1, "s3_sizes": [64 * KiB], "s3_conc": [CONCURRENCY],
+                 "s3_seconds": 1, "floor_seconds": 1, "floor_bytes": 8 * MiB},
+    "reduced": {"bluestore": True, "groups": [16], "contexts": [4096], "hits": [0.875],
+                "reps": 3, "warmup": 1, "s3_sizes": [64 * KiB], "s3_conc": [CONCURRENCY],
+                "s3_seconds": 2, "floor_seconds": 2, "floor_bytes": 256 * MiB},
+    "full": {"bluestore": True, "groups": [16, 64, 256], "contexts": [4096, 16384],
+             "hits": [0.5, 0.875], "reps": 3, "warmup": 1, "s3_sizes": [64 * KiB],
+             "s3_conc": [CONCURRENCY, 32], "s3_seconds": 5, "floor_seconds": 5,
+             "floor_bytes": 1024 * MiB, "cluster_per_g": True},
+}
+PLANNED_S = {"smallest": 60, "reduced": 200, "full": 2700}
+
+# The systems, in the order of every alternation: (name, what, objectcache_bench's read
+# methods, how it is loaded). oc-rados-chunkwise is a second `objectcache serve` over the same
+# pool and namespace with Θ above every payload: it reads what oc-rados stored, one whole
+# chunk object per RADOS read instead of M·L slice reads (no load, no S3 ops of its own).
+SYSTEMS = [
+    ("rgw", "Ceph RGW", ["http-object", "http-range"], "object"),
+    ("oc-rados", "ObjectCache on RADOS", ["ucx", "http-body"], "descriptor"),
+    ("oc-rados-chunkwise", "ObjectCache on RADOS, chunkwise", ["ucx"], None),
+    ("oc-rocksdb", "ObjectCache on RocksDB (ceiling)", ["ucx", "http-body"], "descriptor"),
+]
+
+
+class Bench:
+    """One run: the cluster, the two ObjectCache servers, the measurements (self.doc)."""
+
+    def __init__(self, config, build, log_dir, progress, tmp, cluster_dir=None):
+        self.p = config
+        self.build = build
+        self.log_dir = log_dir
+        self.progress = progress
+        self.tmp = tmp
+        self.cluster_dir = cluster_dir or os.path.join(tmp, "ceph")
+        self.servers = {}  # name -> (proc, url)
+        self.session = 0
+        self.cluster_pids = {}  # comm -> [pid]
+        self.env = {}
+        self.commands = []
+        self.notes = []
+        self.doc = {"loads": [], "reads": [], "floor": [], "s3ops": []}
+
+    # --- processes -------------------------------------------------------------------------
+
+    def say(self, text):
+        self.progress.say("rados-vs-rgw: " + text)
+
+    def run(self, cmd, name, timeout, env=None, record=True):
+        if record:
+            self.commands.append(" ".join(cmd))
+        return common.run(cmd, self.log_dir, name, self.progress, timeout=timeout, env=env)
+
+    def cluster_up(self):
+        script = os.path.join(ROOT, "tools", "ceph-test-cluster")
+        if not os.path.exists(script):
+            raise common.StepFailed(f"{script} is missing (the RADOS test cluster script)")
+        cmd = [script, "up", "--rgw"] + (["--bluestore"] if self.p["bluestore"] else [])
+        env = dict(os.environ)
+        if self.p["bluestore"]:
+            # Sparse: RGW's and our data sets (1.9 GB per G at 16K, 87.5%, overwritten per load).
+            env.setdefault("OC_CEPH_OSD_BYTES", str(32 << 30))
+        self.say("starting the cluster (mon, mgr, OSD, radosgw): " + " ".join(cmd[1:]))
+        self.run(cmd + [self.cluster_dir], "ceph-test-cluster-up", timeout=300, env=env)
+        self.env, self.cluster_pids = {}, {}  # this cluster's only (--full runs one per G)
+        with open(os.path.join(self.cluster_dir, "env")) as f:
+            for line in f:
+                k, _, v = line.strip().partition("=")
+                if k:
+                    self.env[k] = v.strip("'\"")
+        with open(os.path.join(self.cluster_dir, "pids")) as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) == 2 and parts[1].isdigit():
+                    comm = open(f"/proc/{parts[1]}/comm").read().strip()
+                    self.cluster_pids.setdefault(comm, []).append(int(parts[1]))
+        self.conf = os.path.join(self.cluster_dir, "ceph.conf")
+        self.say(f"cluster up: RGW {self.env['S3_ENDPOINT']}, daemons "
+                 + ", ".join(f"{k} {v}" for k, v in sorted(self.cluster_pids.items())))
+
+    def cluster_down(self):
+        script = os.path.join(ROOT, "tools", "ceph-test-cluster")
+        if os.path.exists(os.path.join(self.cluster_dir, "pids")):
+            self.say("stopping the cluster")
+            self.run([script, "down", self.cluster_dir], "ceph-test-cluster-down", timeout=120,
+                     record=False)
+
+    def start_objectcache(self, name, storage_toml):
+        port = free_port()
+        root = os.path.join(self.tmp, f"{name}-{self.session}")
+        os.makedirs(root, exist_ok=True)
+        conf = os.path.join(root, "objectcache.toml")
+        with open(conf, "w") as f:
+            f.write('[gateway]\nmax_object_bytes = "4GiB"\naccess_log = false\n' + storage_toml)
+        env = dict(os.environ, UCX_TLS="shm", OC_ACCESS_KEY=OC_ACCESS, OC_SECRET_KEY=OC_SECRET)
+        log_path = os.path.join(self.log_dir, f"{name}.log")
+        cmd = [os.path.join(self.build, "gateway", "objectcache"), "serve", "--config", conf,
+               "--data-dir", os.path.join(root, "data"), "--listen", f"127.0.0.1:{port}"]
+        self.commands.append(" ".join(cmd) + "   # " + storage_toml.replace("\n", " "))
+        with open(log_path, "ab") as log:
+            proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=log)
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                urllib.request.urlopen(url + "/healthz", timeout=1)
+                self.servers[name] = (proc, url)
+                self.say(f"{name}: objectcache serve on {url} (pid {proc.pid})")
+                return True
+            except OSError:
+                if proc.poll() is not None:
+                    break
+                time.sleep(0.1)
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait()
+        tail = open(log_path, errors="replace").read()[-800:].strip()
+        self.notes.append(f"{name}: `objectcache serve` did not start (exit {proc.returncode}): "
+                          f"{tail}")
+        self.say(f"{name}: objectcache serve did not start; its rows are skipped ({log_path})")
+        return False
+
+    def stop_servers(self):
+        for name, (proc, _) in list(self.servers.items()):
+            proc.terminate()
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            del self.servers[name]
+            shutil.rmtree(os.path.join(self.tmp, f"{name}-{self.session}"), ignore_errors=True)
+
+    # --- one system's endpoint, keys and processes ------------------------------------------
+
+    def target(self, system):
+        """(url, access, secret, {name: [pid]}) of a system, or None if it is not running."""
+        ceph = {k: v for k, v in self.cluster_pids.items() if k in ("ceph-osd", "ceph-mon")}
+        if system == "rgw":
+            return (self.env["S3_ENDPOINT"], self.env["S3_ACCESS"], self.env["S3_SECRET"],
+                    dict(ceph, radosgw=self.cluster_pids.get("radosgw", [])))
+        if system not in self.servers:
+            return None
+        proc, url = self.servers[system]
+        pids = {"objectcache": [proc.pid]}
+        if system.startswith("oc-rados"):
+            pids.update(ceph)
+        return url, OC_ACCESS, OC_SECRET, pids
+
+    @staticmethod
+    def pid_list(pids):
+        return ",".join(f"{n}={p}" for n, ps in sorted(pids.items()) for p in ps)
+
+    def objectcache_bench(self, system, label, args):
+        url, access, secret, pids = self.target(system)
+        out = os.path.join(self.tmp, f"{label}.json")
+        cmd = [os.path.join(self.build, "bench", "objectcache_bench"), "--endpoint", url,
+               "--bucket", BUCKET, "--json", out, "--label", system,
+               "--cpu-pids", self.pid_list(pids), *args]
+        env = dict(os.environ, UCX_TLS="shm", AWS_ACCESS_KEY_ID=access,
+                   AWS_SECRET_ACCESS_KEY=secret)
+        shown = [c if c != url else f"<{system}>" for c in cmd]
+        shown[shown.index("--cpu-pids") + 1] = "<pids>"
+        shown[shown.index("--json") + 1] = "<json>"
+        self.run(cmd, label, timeout=3600, env=env, record=False)
+        if " ".join(shown) not in self.commands:
+            self.commands.append(" ".join(shown))
+        return json.load(open(out))
+
+    # --- the measurements ------------------------------------------------------------------
+
+    def shape_args(self, g):
+        return ["--groups", str(g), "--contexts", ",".join(str(c) for c in self.p["contexts"]),
+                "--hits", ",".join(str(h) for h in self.p["hits"])]
+
+    def systems(self):
+        return [s for s in SYSTEMS if self.target(s[0]) is not None]
+
+    def loaded_systems(self):
+        return [s for s in self.systems() if s[3]]
+
+    def loads(self, g):
+        for rep in range(self.p["reps"]):
+            for system, _, _, put_mode in self.loaded_systems():
+                self.say(f"G={g} load {rep + 1}/{self.p['reps']}: {system} ({put_mode} PUTs)")
+                args = [*self.shape_args(g), "--methods", "", "--put-mode", put_mode,
+                        "--put-concurrency", str(CONCURRENCY)]
+                doc = self.objectcache_bench(system, f"load-g{g}-{system}-{rep}", args)
+                for row in doc["puts"]:
+                    self.doc["loads"].append({**row, "system": system, "rep": rep})
+                    self.say(f"  {system} {row['method']}: {row['gbps']:.3f} GB/s")
+
+    def reads(self, g):
+        for rep in range(self.p["reps"]):
+            for system, _, methods, _ in self.systems():
+                self.say(f"G={g} reads {rep + 1}/{self.p['reps']}: {system} "
+                         f"({', '.join(methods)})")
+                args = [*self.shape_args(g), "--no-put", "--methods", ",".join(methods),
+                        "--range-concurrency", str(CONCURRENCY), "--object-concurrency",
+                        str(CONCURRENCY), "--repeat", "1", "--warmup", str(self.p["warmup"])]
+                doc = self.objectcache_bench(system, f"read-g{g}-{system}-{rep}", args)
+                for row in doc["results"]:
+                    self.doc["reads"].append({**row, "system": system, "rep": rep})
+                    self.say(f"  {system} {row['method']} ctx={row['context']} "
+                             f"hit={row['hit']}: {row['gbps']:.3f} GB/s, first layer "
+                             f"{row['ttfl_s'] * 1e3:.1f} ms")
+
+    def floor(self, g):
+        """`rados bench` (8 in flight) at the chunk object size L·S and the slice size S, in
+        the pool ObjectCache uses: what the OSD itself gives a client doing nothing else."""
+        s = BYTES_PER_TOKEN_LAYER * g
+        for what, size in (("object", LAYERS * s), ("slice", s)):
+            run_name = f"rvr-floor-{size}"
+            count = max(2 * CONCURRENCY, self.p["floor_bytes"] // size)
+            base = ["rados", "-c", self.conf, "-p", OC_POOL]
+            secs = str(self.p["floor_seconds"])
+            self.say(f"G={g} floor: rados bench at the {what} size ({common_size(size)})")
+            self.run(base + ["bench", secs, "write", "-b", str(size), "-t", str(CONCURRENCY),
+                             "--no-cleanup", "--run-name", run_name, "--max-objects",
+                             str(count)], f"floor-write-{size}", timeout=600)
+            for mode in ("seq", "rand"):
+                osd0 = self.cpu(self.cluster_pids.get("ceph-osd", []))
+                self_0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                out = self.run(base + ["bench", secs, mode, "-t", str(CONCURRENCY),
+                                       "--run-name", run_name], f"floor-{mode}-{size}",
+                               timeout=600)
+                self_1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                row = parse_rados_bench(out)
+                cpu = {"ceph-osd": self.cpu(self.cluster_pids.get("ceph-osd", [])) - osd0,
+                       "client": (self_1.ru_utime + self_1.ru_stime) -
+                                 (self_0.ru_utime + self_0.ru_stime)}
+                moved = (row["ops"] or 0) * size / 1e9
+                row.update({"G": g, "what": what, "op_bytes": size, "mode": mode,
+                            "concurrency": CONCURRENCY, "cpu_s": cpu,
+                            "cpu_s_per_gb": {n: v / moved for n, v in cpu.items()}
+                            if moved else {}})
+                self.doc["floor"].append(row)
+                self.say(f"  rados bench {mode} {common_size(size)}: {row['gbps']:.3f} GB/s, "
+                         f"{row['iops']:.0f} ops/s")
+            self.run(base + ["cleanup", "--run-name", run_name], f"floor-cleanup-{size}",
+                     timeout=600, record=False)
+
+    @staticmethod
+    def cpu(pids):
+        total = 0.0
+        tick = os.sysconf("SC_CLK_TCK")
+        for pid in pids:
+            try:
+                fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / tick
+            except OSError:
+                pass
+        return total
+
+    def s3ops(self):
+        for rep in range(self.p["reps"]):
+            for system, _, _, _ in self.loaded_systems():
+                url, access, secret, pids = self.target(system)
+                self.say(f"S3 ops {rep + 1}/{self.p['reps']}: {system} (wrk, "
+                         f"{self.p['s3_seconds']} s per point)")
+                out = os.path.join(self.tmp, f"s3ops-{system}-{rep}.json")
+                cmd = ["/usr/bin/python3", os.path.join(HERE, "gateway_bench.py"),
+                       "--endpoint", url, "--access-key", access, "--secret-key", secret,
+                       "--label", system, "--bucket", BUCKET + "-s3ops",
+                       "--cpu-pids", self.pid_list(pids),
+                       "--sizes", ",".join(str(s) for s in self.p["s3_sizes"]),
+                       "--conc", ",".join(str(c) for c in self.p["s3_conc"]),
+                       "--seconds", str(self.p["s3_seconds"]), "--ops", "GET,PUT",
+                       "--out", out]
+                shown = [c if c not in (url, secret, access) else f"<{system}>" for c in cmd]
+                shown[shown.index("--cpu-pids") + 1] = "<pids>"
+                self.run(cmd, f"s3ops-{system}-{rep}", timeout=900, record=False)
+                if rep == 0:
+                    self.commands.append(" ".join(shown))
+                for row in json.load(open(out))["results"]:
+                    self.doc["s3ops"].append({**row, "system": system, "rep": rep})
+                    self.say(f"  {system} {row['op']} {common_size(row['size'])} "
+                             f"c={row['concurrency']}: {row['ops_per_s']:.0f} ops/s")
+
+    def measure(self, keep_cluster=False):
+        """Each session is one cluster and fresh servers: all of G in one, or (the full
+        profile's cluster_per_g) one per G, so overwritten data awaiting the stores' garbage
+        collection (RGW's and ours wait hours) never fills the disk. S3 ops run in the last."""
+        groups = self.p["groups"]
+        sessions = [[g] for g in groups] if self.p.get("cluster_per_g") else [groups]
+        base_dir = self.cluster_dir
+        for i, session in enumerate(sessions):
+            last = i == len(sessions) - 1
+            self.cluster_dir = base_dir if len(sessions) == 1 else f"{base_dir}-{i}"
+            self.session = i
+            self.cluster_up()
+            self.run(["ceph", "-c", self.conf, "osd", "pool", "create", OC_POOL, "8", "8"],
+                     "pool-create", timeout=120, record=i == 0)
+            self.run(["ceph", "-c", self.conf, "osd", "pool", "application", "enable",
+                      OC_POOL, "rados"], "pool-application", timeout=120, record=i == 0)
+            rados = (f'[storage]\nbackend = "rados"\n[rados]\nconf_file = "{self.conf}"\n'
+                     f'pool = "{OC_POOL}"\nnamespace = "rvr"\n')
+            if self.start_objectcache("oc-rados", rados):
+                self.start_objectcache(
+                    "oc-rados-chunkwise",
+                    rados + 'gc = false\n[kv]\nlayerwise_threshold = "1TiB"\n')
+            self.start_objectcache("oc-rocksdb", '[storage]\nblock_cache_bytes = "4GiB"\n')
+            # One untimed chunk PUT per system first: RGW creates its data and index pools on
+            # the first write, and every server its bucket.
+            for system, _, _, put_mode in self.loaded_systems():
+                self.say(f"priming {system} (bucket, first write)")
+                self.objectcache_bench(system, f"prime-{system}-{i}", [
+                    "--groups", str(session[0]), "--contexts", str(session[0]), "--hits", "1",
+                    "--methods", "", "--put-mode", put_mode])
+            for g in session:
+                self.loads(g)
+                self.reads(g)
+                self.floor(g)
+            if last:
+                self.s3ops()
+            self.stop_servers()
+            if not (last and keep_cluster):
+                self.cluster_down()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def common_size(n):
+    return f"{n // MiB} MiB" if n >= MiB else f"{n // KiB} KiB"
+
+
+def parse_rados_bench(text):
+    """The summary of `rados bench ... seq|rand` (its MB are MiB)."""
+    def field(label):
+        m = re.search(rf"^{re.escape(label)}:\s+([\d.e+-]+)", text, re.M)
+        return float(m.group(1)) if m else None
+    mib_s = field("Bandwidth (MB/sec)") or 0.0
+    return {"gbps": mib_s * MiB / 1e9, "iops": field("Average IOPS") or 0.0,
+            "total_s": field("Total time run"), "ops": field("Total reads made"),
+            "avg_latency_ms": (field("Average Latency(s)") or 0) * 1e3,
+            "max_latency_ms": (field("Max latency(s)") or 0) * 1e3}
+
+
+# --- entry points -----------------------------------------------------------------------------
+
+def run(config, build, log_dir, progress, tmp, cluster_dir=None, keep_cluster=False):
+    """Runs the whole comparison; returns the JSON document (commands, raw rows, summary,
+    ratios, targets, notes; "error" if a step failed, with what ran before it). The cluster
+    and the servers are stopped in any case."""
+    b = Bench(config, build, log_dir, progress, tmp, cluster_dir)
+    failure = None
+    try:
+        b.measure(keep_cluster)
+    except (common.StepFailed, OSError, KeyError, ValueError) as e:
+        failure = f"{type(e).__name__}: {e}"
+        b.say("failed: " + failure)
+    finally:
+        b.stop_servers()
+        if failure or not keep_cluster:
+            b.cluster_down()
+    doc = dict(b.doc)
+    doc["summary"] = summarize(doc)
+    doc["ratios"] = ratios(doc, doc["summary"])
+    doc["targets"] = targets(doc["summary"], doc["ratios"])
+    doc["commands"] = b.commands
+    doc["notes"] = b.notes + NOTES
+    doc["systems_measured"] = sorted({r["system"] for r in doc["reads"]})
+    if failure:
+        doc["error"] = failure  # the rows measured before it are kept
+    return doc
+
+
+NOTES = [
+    "One cluster for all rows: one mon, one mgr, one OSD (BlueStore on a sparse file, except "
+    "--smallest: memstore) and radosgw (beast, 128 threads) from tools/ceph-test-cluster, "
+    "pool size 1; ObjectCache on RADOS uses pool `objectcache` (8 PGs) on that OSD, RGW its "
+    "default pools. Auth none everywhere. RGW's default tuning (rgw_max_chunk_size 4 MiB).",
+    "Alternation: for each G, the loads run as RGW, ours on RADOS, ours on RocksDB, repeated; "
+    "then the reads in the same order, repeated. Each repetition is one objectcache_bench "
+    "process (--repeat 1 after --warmup untimed passes, which also set up its connections "
+    "and UCX endpoint). A row's "
+    "GB/s is the payload over the median time; p50/p99 are nearest-rank over the "
+    "repetitions (with 3, p99 is the slowest).",
+    "CPU seconds per GB: utime + stime of each process (/proc/<pid>/stat) summed over the timed "
+    "repetitions, divided by the bytes they moved; 'client' is objectcache_bench itself. The "
+    "kernel's tick is 10 ms, so small rows are coarse.",
+    "Floor: `rados bench -t 8` write (--max-objects, then seq and rand reads of whole objects) "
+    "at the chunk object size L·S and at the slice size S in pool `objectcache`: what one "
+    "OSD serves a client that does nothing else. rados bench reports mean and max latency, "
+    "not percentiles.",
+    "Range GETs are issued in layer order (all chunks of layer 0 first), so RGW's time to "
+    "first layer is when layer 0's M GETs are done; per-object GETs deliver no layer before "
+    "their object, so their time to first layer is the total.",
+    "64 KiB S3 ops: wrk with presigned SigV4 URLs (one hot object for GET, overwriting one key "
+    "for PUT), concurrency as listed; server CPU per request per process beside ops/s.",
+]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    size = ap.add_mutually_exclusive_group()
+    for name in PROFILES:
+        size.add_argument("--" + name, dest="profile", action="store_const", const=name)
+    ap.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
+    ap.add_argument("--out", help="PREFIX of PREFIX.json and PREFIX.png (default "
+                    "bench/results/<YYYY-MM-DD>/rados-vs-rgw)")
+    ap.add_argument("--cluster-dir", help="where the cluster lives (default: a temp dir)")
+    ap.add_argument("--keep-cluster", action="store_true", help="leave the cluster running")
+    a = ap.parse_args()
+    profile = a.profile or "reduced"
+    out = os.path.abspath(a.out or os.path.join(
+        HERE, "results", time.strftime("%Y-%m-%d", time.gmtime()), "rados-vs-rgw"))
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix="oc-rados-vs-rgw-")
+    log_dir = os.path.join(tmp, "logs")
+    os.makedirs(log_dir)
+    progress = common.Progress([("rados vs rgw", PLANNED_S[profile])])
+    progress.begin(0)
+    progress.say(f"profile {profile}; tool logs in {log_dir}")
+    config = PROFILES[profile]
+    doc = {"profile": profile, "config": config, "load_start": common.load_average()}
+    try:
+        doc.update(run(config, os.path.abspath(a.build), log_dir, progress, tmp,
+                       a.cluster_dir, a.keep_cluster))
+    finally:
+        doc["load_end"] = common.load_average()
+    doc["machine"] = common.machine()
+    doc["versions"] = common.versions(os.path.abspath(a.build))
+    with open(out + ".json", "w") as f:
+        json.dump(common.portable(doc, tmp), f, indent=1)
+    plot(doc, out + ".png")
+    for t in doc["targets"]:
+        figs = ", ".join(f"{x['ratio']:.2f}x" for x in t["figures"]) or "not measured"
+        verdict = {True: "met", False: "NOT MET", None: "not measured"}[t["met"]]
+        progress.say(f"target {verdict}: {t['target']}: {figs}")
+    progress.say(f"wrote {out}.json and {out}.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
