@@ -27,6 +27,7 @@
 #include "rados/rados_store.h"
 #include "rados/rados_stream.h"
 #include "records/md5.h"
+#include "records/multipart_names.h"
 
 namespace oc::storage {
 namespace {
@@ -36,9 +37,6 @@ using rados::FromRados;
 using rados::ReadOp;
 using rados::WriteOp;
 
-// Upload ids: 16 bytes as 32 lowercase hex characters; the first 8 are the creation time
-// in nanoseconds (big-endian), so one key's uploads list in the order they were started.
-constexpr size_t kUploadIdChars = 32;
 // Compares that failed because a racing op changed what we read: retries before kUnavailable.
 constexpr int kMaxTries = 32;
 // A commit meeting a shard in state `deleting` waits this long for DeleteBucket (as
@@ -48,49 +46,6 @@ constexpr auto kDeletingWait = std::chrono::seconds(2);
 constexpr uint64_t kScanPage = 1000;
 // Removals a RemoveObjects call keeps in flight.
 constexpr size_t kRemovesInFlight = 32;
-
-bool IsUploadId(std::string_view id) {
-  if (id.size() != kUploadIdChars) {
-    return false;
-  }
-  for (char c : id) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
-      return false;
-    }
-  }
-  return true;
-}
-
-std::string NewUploadId() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  std::byte raw[16];
-  const auto now = std::chrono::system_clock::now().time_since_epoch();
-  PutBigEndian64(static_cast<uint64_t>(std::chrono::nanoseconds(now).count()), raw);
-  PutBigEndian64(rng(), raw + 8);
-  return HexEncode(ByteSpan(raw, sizeof(raw)));
-}
-
-Status NoSuchUpload(std::string_view upload_id) {
-  return Status::NotFound(Subject::kUpload, std::string(upload_id));
-}
-
-// An ETag as a client sends it back: quotes stripped, hex lowercased.
-std::string NormalizeEtag(std::string_view etag) {
-  if (etag.size() >= 2 && etag.front() == '"' && etag.back() == '"') {
-    etag = etag.substr(1, etag.size() - 2);
-  }
-  std::string out(etag);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'F') {
-      c = static_cast<char>(c - 'A' + 'a');
-    }
-  }
-  return out;
-}
-
-Status PartError(Code code, std::string message) {
-  return Status(code, Subject::kPart, "Part", std::move(message));
-}
 
 void Backoff(int attempt) {
   thread_local std::minstd_rand rng(std::random_device{}());
