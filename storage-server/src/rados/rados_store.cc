@@ -25,8 +25,11 @@ using rados::WriteOp;
 
 const Logger kLog{"rados"};
 
-// Conflicting commits (-ECANCELED) retry this often before giving up with kUnavailable.
-constexpr int kMaxCommitTries = 64;
+// Conflicting commits (-ECANCELED) retry this often before giving up with kUnavailable. Each
+// conflict means another commit to the same records landed, so this bounds how many writers
+// of one key may overtake a commit, not how long a commit may take; 64 was too few under load
+// (8 threads overwriting one key on 2 loaded cores lost one PUT in CI-like runs).
+constexpr int kMaxCommitTries = 1024;
 // A commit that meets a shard in state `deleting` waits this long for DeleteBucket to finish
 // or give up before asking the registry.
 constexpr auto kDeletingWait = std::chrono::seconds(2);

@@ -43,8 +43,10 @@ TEST_F(RadosStoreTest, EightThreadsOverwritingOneKeyEndWithOneVisibleVersion) {
   for (int t = 0; t < kThreads; ++t) {
     threads.emplace_back([&, t] {
       for (int r = 0; r < kRounds; ++r) {
-        if (!PutString(*store_, {"bkt", "hot"}, Bytes(t * 1000 + r, 70'000)).has_value()) {
+        Result<ObjectMeta> put = PutString(*store_, {"bkt", "hot"}, Bytes(t * 1000 + r, 70'000));
+        if (!put.has_value()) {
           ++failures;
+          ADD_FAILURE() << "thread " << t << " round " << r << ": " << put.error();
         }
       }
     });
