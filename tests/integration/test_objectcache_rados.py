@@ -2,9 +2,10 @@
 "RADOS mapping"), on the throw-away cluster of the `rados_cluster` CTest fixture
 (OC_TEST_CEPH_CONF, pool oc-test), each server in its own random namespace.
 
-The S3 tests of test_boto3.py and test_clients.py (aws-cli) run here unchanged, imported, so
-both backends meet the same assertions: buckets, put/get/head with metadata, ranges, listings
-with delimiter and pages, copy, delete, multipart (boto3's and aws-cli's). So do the
+The boto3 tests of test_boto3.py run here unchanged, imported, so both backends meet the same
+assertions: buckets, put/get/head with metadata, ranges, listings with delimiter and pages,
+copy, delete, multipart. aws-cli copies a multipart-sized file up and down and lists it (a
+shorter walk than test_clients.py's: each `aws` start costs seconds here). So do the
 descriptor tests of test_objectcache.py (UCX shared memory and the HTTP body, both layouts,
 partial hits, probes; UCX over TCP on a second server), plus a descriptor PUT that the server
 pulls over UCX. Data objects are 64 KiB here, the smallest allowed, so objects, parts and KV
@@ -14,6 +15,7 @@ After every test the buckets the server lists must be exactly the bucket registr
 namespace, read through librados directly: a server that kept its data anywhere else (the
 RocksDB backend) fails every test. A missing pool is a startup error: exit 2, one line naming
 it."""
+import filecmp
 import os
 import subprocess
 import tempfile
@@ -25,7 +27,7 @@ from conftest import RadosNamespace, TEST_CONFIG, free_port, rados_config, runni
 from test_boto3 import (test_bucket_lifecycle, test_copy_object, test_delete_objects,  # noqa: F401
                         test_listing_v1_v2, test_multipart, test_multipart_small_part_and_abort,
                         test_put_get_head_delete_with_metadata, test_ranges)
-from test_clients import test_aws_cli, workdir  # noqa: F401
+from test_clients import AWS, aws_env, run, workdir  # noqa: F401
 from test_objectcache import (OC, put_then_get, test_layers_byte_exact,  # noqa: F401
                               test_layers_byte_exact_ucx_tcp, test_partial_hit_and_probe, tmp)
 
@@ -91,6 +93,23 @@ def test_descriptor_put_then_get_shm(server, tmp):
 
 def test_descriptor_put_then_get_tcp(tcp_server, tmp):
     put_then_get(tcp_server, "kv-tcp", tmp, SHAPES, 200, {"UCX_TLS": "tcp"})
+
+
+@pytest.mark.skipif(not os.path.exists(AWS), reason="Debian awscli not installed")
+def test_aws_cli_copies_a_multipart_file_up_and_down(server, made_bucket, workdir):
+    env = aws_env(server, workdir)
+    aws = [AWS, "--endpoint-url", server.endpoint]
+    big = os.path.join(workdir, "big.bin")
+    with open(big, "wb") as f:
+        for i in range(20):
+            f.write(bytes([i]) * (1 << 20))  # 20 MiB: aws-cli sends 3 parts of up to 8 MiB
+    run(aws + ["s3", "cp", big, f"s3://{made_bucket}/dir/big.bin"], env)
+    ls = run(aws + ["s3", "ls", f"s3://{made_bucket}/dir/"], env).stdout.decode()
+    assert "big.bin" in ls and str(20 << 20) in ls, ls
+    assert server.boto3().head_object(Bucket=made_bucket, Key="dir/big.bin")["ETag"].endswith('-3"')
+    back = os.path.join(workdir, "back.bin")
+    run(aws + ["s3", "cp", f"s3://{made_bucket}/dir/big.bin", back], env)
+    assert filecmp.cmp(big, back, shallow=False)
 
 
 def test_missing_pool_exits_two_naming_it():

@@ -108,11 +108,11 @@ KV = [(3, 4, 1000, 4, 1, "http"), (2, 8, 20_000, 16, 2, "ucx")]
 
 
 def write_everything(srv, tmp):
-    """Buckets `shared` (objects, a multipart object) and `kv` (descriptor PUTs) through
+    """Buckets `shared` (objects, a multipart object) and `kv-shared` (descriptor PUTs) through
     `srv`; the KV chunks' key flags."""
     s3 = srv.boto3()
     s3.create_bucket(Bucket="shared")
-    s3.create_bucket(Bucket="kv")
+    s3.create_bucket(Bucket="kv-shared")
     for key, body in OBJECTS.items():
         s3.put_object(Bucket="shared", Key=key, Body=body)
     uid = s3.create_multipart_upload(Bucket="shared", Key="mp")["UploadId"]
@@ -124,7 +124,7 @@ def write_everything(srv, tmp):
     keys = []
     for n, n_layers, s, g, seed, via in KV:
         keys.append(key_args("compact", tmp, n, g, f"kv-{seed}/"))
-        put_chunks(srv, "kv", tmp, keys[-1], n, n_layers, s, "kv_l2td", seed, via=via)
+        put_chunks(srv, "kv-shared", tmp, keys[-1], n, n_layers, s, "kv_l2td", seed, via=via)
     return keys
 
 
@@ -145,8 +145,8 @@ def check_reads(srv, tmp, kv_keys, objects=None):
         assert got["Body"].read() == objects[key][first:last + 1], key
     for (n, n_layers, s, g, seed, _), keys in zip(KV, kv_keys):
         for via in ("ucx", "http"):
-            p, layers, summary, data = get_layers(srv, "kv", tmp, keys, n_layers, s, "kv_l2td",
-                                                  "layer-major", via)
+            p, layers, summary, data = get_layers(srv, "kv-shared", tmp, keys, n_layers, s,
+                                                  "kv_l2td", "layer-major", via)
             assert summary["matched"] == str(n), p.stdout.decode()
             assert summary["mode"] == "layerwise"
             assert sorted(layers) == list(range(n_layers))
@@ -155,7 +155,7 @@ def check_reads(srv, tmp, kv_keys, objects=None):
 
 def test_either_storage_server_alone_serves_everything(shared, namespace, tmp):
     kv_keys = write_everything(shared, tmp)
-    assert namespace.registered_buckets() == ["kv", "shared"]
+    assert namespace.registered_buckets() == ["kv-shared", "shared"]
     for victim in (0, 1):
         assert shared.stop_storage(victim) == 0
         check_reads(shared, tmp, kv_keys)

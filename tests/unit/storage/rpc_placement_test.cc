@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kv_test_util.h"
 #include "oc/storage/local_store.h"
 #include "oc/storage/remote_store.h"
 #include "oc/storage/rpc_server.h"
@@ -339,6 +340,36 @@ TEST(RemotePlacement, SharedMutationsAreNeverRetried) {
   // The stopped server is skipped for a while: the next mutations go to a.
   for (int i = 0; i < 2; ++i) {
     EXPECT_TRUE((*remote)->CreateBucket("later-" + std::to_string(i), "me").ok());
+  }
+}
+
+// A descriptor GET whose server is stopped never left the gateway (its connect failed): it
+// runs on the other server instead of failing, as reads do. Before, it failed with
+// kUnavailable each time the stopped server's skip had expired.
+TEST(RemotePlacement, SharedDescriptorCallsThatCannotBeSentRunOnAnotherServer) {
+  SharedPair pair;
+  ASSERT_TRUE(pair.a && pair.b);
+  const kvtest::Shape shape{2, 3, 100, descriptor::StoredLayout::kL2TD};
+  const kvtest::Descriptor d = kvtest::MakeDescriptor(shape, /*compact=*/true, /*seed=*/5);
+  std::vector<std::vector<std::byte>> chunks;
+  ASSERT_TRUE(pair.a->local->CreateBucket(kvtest::kBucket, "me").ok());
+  for (uint64_t j = 0; j < shape.n; ++j) {
+    chunks.push_back(kvtest::ChunkBytes(5, j, shape));
+    ASSERT_TRUE(kvtest::StoreChunk(*pair.a->local, d, j, chunks.back()).ok());
+  }
+  std::vector<std::byte> want(shape.n * shape.layers * shape.s);
+  kvtest::OraclePayload(chunks, shape, d.delivery, shape.n, shape.n, want);
+  Result<std::unique_ptr<Store>> remote = ConnectTo({pair.a.get(), pair.b.get()});
+  ASSERT_TRUE(remote.has_value()) << remote.error();
+  pair.b->rpc.reset();
+  // Within two turns one GET is routed to b; both are answered, by a (only a holds chunks).
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE(i);
+    kvtest::VectorSink sink(2, 4'096);
+    Result<KvGetReport> report = (*remote)->GetLayers(kvtest::kBucket, d, &sink, {});
+    ASSERT_TRUE(report.has_value()) << report.error();
+    EXPECT_EQ(report->plan.matched, shape.n);
+    EXPECT_TRUE(sink.body() == want);
   }
 }
 
