@@ -63,8 +63,7 @@ Result<DataPlaneInfo> RemoteStore::DataPlane(std::string_view bucket) {
 // connection id (400, "connect again").
 Result<Lease> RemoteStore::SendKvRequest(std::string_view bucket, Op op, uint64_t rid,
                                          const descriptor::Descriptor& d) {
-  return Routed(bucket, d.target.has_value() ? Route::kBucketHome : Route::kAny,
-                Retry::kIfPooled,
+  return Routed(bucket, d.target.has_value() ? Route::kBucketHome : Route::kAny, Retry::kIfPooled,
                 [&](Endpoint& ep) { return SendKvRequestTo(ep, bucket, op, rid, d); });
 }
 
