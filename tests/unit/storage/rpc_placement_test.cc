@@ -117,6 +117,23 @@ struct Server {
   }
 };
 
+// Starts serving s's store (the reporting one if any) on `port` (0: a free one).
+bool Serve(Server& s, uint16_t port) {
+  rpc::RpcServerOptions options;
+  options.listen = "127.0.0.1:" + std::to_string(port);
+  options.io_threads = 1;
+  options.store_threads = 2;
+  Store* served = s.reporting != nullptr ? s.reporting.get() : s.local.get();
+  Result<std::unique_ptr<rpc::RpcServer>> server =
+      rpc::RpcServer::Start(served, options, std::string(kTestSecret));
+  EXPECT_TRUE(server.has_value()) << server.error();
+  if (!server.has_value()) {
+    return false;
+  }
+  s.rpc = std::move(*server);
+  return true;
+}
+
 std::unique_ptr<Server> Start(std::optional<StoreIdentity> identity) {
   auto s = std::make_unique<Server>();
   StoreOptions so;
@@ -129,22 +146,12 @@ std::unique_ptr<Server> Start(std::optional<StoreIdentity> identity) {
     return nullptr;
   }
   s->local = std::move(*local);
-  Store* served = s->local.get();
   if (identity.has_value()) {
-    s->reporting = std::make_unique<ReportingStore>(served, *identity);
-    served = s->reporting.get();
+    s->reporting = std::make_unique<ReportingStore>(s->local.get(), *identity);
   }
-  rpc::RpcServerOptions options;
-  options.listen = "127.0.0.1:0";
-  options.io_threads = 1;
-  options.store_threads = 2;
-  Result<std::unique_ptr<rpc::RpcServer>> server =
-      rpc::RpcServer::Start(served, options, std::string(kTestSecret));
-  EXPECT_TRUE(server.has_value()) << server.error();
-  if (!server.has_value()) {
+  if (!Serve(*s, 0)) {
     return nullptr;
   }
-  s->rpc = std::move(*server);
   s->endpoint = "127.0.0.1:" + std::to_string(s->rpc->port());
   return s;
 }
@@ -314,6 +321,28 @@ TEST(RemotePlacement, SharedReadsAreRetriedOnAnotherServer) {
       Result<ListResult> list = (*remote)->List("bkt", ListOptions{});
       ASSERT_TRUE(list.has_value()) << list.error();
     }
+  }
+}
+
+// A rolling restart: a is stopped (a call marks it skipped) and started again, then b is
+// stopped at once. A read that fails on b is retried on a, skipped or not; before, no server
+// was left to retry on and the read failed until a's skip expired.
+TEST(RemotePlacement, SharedReadsAreRetriedOnASkippedServerRatherThanFailed) {
+  SharedPair pair;
+  ASSERT_TRUE(pair.a && pair.b && pair.Prepare());
+  Result<std::unique_ptr<Store>> remote = ConnectTo({pair.a.get(), pair.b.get()});
+  ASSERT_TRUE(remote.has_value()) << remote.error();
+  const uint16_t a_port = pair.a->rpc->port();
+  pair.a->rpc.reset();
+  for (int i = 0; i < 2; ++i) {  // one of them is routed to a, which is then skipped
+    ASSERT_TRUE((*remote)->Head({"bkt", "k"}).has_value());
+  }
+  ASSERT_TRUE(Serve(*pair.a, a_port));
+  pair.b->rpc.reset();
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE(i);
+    Result<ObjectMeta> head = (*remote)->Head({"bkt", "k"});
+    ASSERT_TRUE(head.has_value()) << head.error();
   }
 }
 
