@@ -5,8 +5,13 @@ from the environment (OC_ACCESS_KEY/OC_SECRET_KEY), waits for /healthz, and stop
 (SIGTERM, expecting exit 0). It is parametrised over the embedded store (`objectcache serve`)
 and the remote store (`oc-storage-server` + `oc-gateway` sharing OC_RPC_SECRET); the remote
 case is skipped when the storage daemon has not been built.
+
+Tests on RADOS (files named *rados*, which CTest runs with the `rados_cluster` fixture) get
+their cluster from `rados_target()` and look into it through `RadosNamespace`.
 """
+import contextlib
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -85,7 +90,7 @@ def stop_processes(procs, timeout_s=30):
 class Server:
     """One running gateway (and its storage daemon in remote mode)."""
 
-    def __init__(self, mode, root, extra_config="", cafile=None):
+    def __init__(self, mode, root, extra_config="", cafile=None, env_extra=None):
         self.mode = mode
         self.root = root
         self.data_dir = os.path.join(root, "data")
@@ -96,6 +101,7 @@ class Server:
             f.write(TEST_CONFIG + extra_config)
         self.port = free_port()
         self.cafile = cafile  # set: the gateway serves HTTPS with a cert this CA file trusts
+        self.env_extra = env_extra or {}  # the server processes' own variables (UCX_TLS)
         scheme = "https" if cafile else "http"
         self.endpoint = f"{scheme}://127.0.0.1:{self.port}"
         self.storage_port = None
@@ -107,6 +113,7 @@ class Server:
         env["OC_ACCESS_KEY"] = self.access_key
         env["OC_SECRET_KEY"] = self.secret_key
         env["OC_RPC_SECRET"] = RPC_SECRET
+        env.update(self.env_extra)
         return env
 
     def start(self):
@@ -169,16 +176,24 @@ def modes():
     return out
 
 
-@pytest.fixture(scope="module", params=modes())
-def server(request):
-    root = tempfile.mkdtemp(prefix="oc-it-")
-    srv = Server(request.param, root)
+@contextlib.contextmanager
+def running_server(prefix, mode="embedded", make=Server, **kw):
+    """A started Server (or what `make(mode, root, **kw)` builds) in a fresh temp dir; on exit
+    it is stopped, which must succeed with exit code 0 everywhere, and its dir removed."""
+    root = tempfile.mkdtemp(prefix=prefix)
+    srv = make(mode, root, **kw)
     srv.start()
     yield srv
     codes = srv.stop()
     log = open(os.path.join(root, "server.log"), "rb").read().decode(errors="replace")
     shutil.rmtree(root, ignore_errors=True)
     assert codes and all(c == 0 for c in codes), f"exit codes {codes}\n{log[-4000:]}"
+
+
+@pytest.fixture(scope="module", params=modes())
+def server(request):
+    with running_server("oc-it-", request.param) as srv:
+        yield srv
 
 
 _counter = [0]
@@ -195,3 +210,80 @@ def bucket(server):
 def made_bucket(server, bucket):
     server.boto3().create_bucket(Bucket=bucket)
     return bucket
+
+
+# The throw-away Ceph cluster of the `rados_cluster` CTest fixture (cmake/OcTesting.cmake,
+# docs/design.md "RADOS test cluster"). Without it a RADOS test fails, naming the variables
+# and the script; it never skips.
+CEPH_CONF_ENV = "OC_TEST_CEPH_CONF"
+RADOS_POOL_ENV = "OC_TEST_RADOS_POOL"
+RADOS_CLUSTER_HINT = ("run through ctest (the rados_cluster fixture starts one), or start one "
+                      "with `tools/ceph-test-cluster up DIR` and set "
+                      f"{CEPH_CONF_ENV}=DIR/ceph.conf {RADOS_POOL_ENV}=oc-test")
+
+
+def rados_target():
+    """(ceph.conf path, pool) of the test cluster, from the environment."""
+    conf = os.environ.get(CEPH_CONF_ENV, "")
+    pool = os.environ.get(RADOS_POOL_ENV, "")
+    if not conf or not pool:
+        pytest.fail(f"{CEPH_CONF_ENV} and {RADOS_POOL_ENV} must be set: {RADOS_CLUSTER_HINT}",
+                    pytrace=False)
+    if not os.path.isfile(conf):
+        pytest.fail(f"{CEPH_CONF_ENV}={conf} does not exist (is the cluster down?): "
+                    f"{RADOS_CLUSTER_HINT}", pytrace=False)
+    return conf, pool
+
+
+# [rados] keys that make objects, parts and KV chunks span several data objects: 64 KiB each,
+# the smallest allowed, so reads cross data-object boundaries.
+SMALL_DATA_OBJECTS = 'object_extent_bytes = "64KiB"\nmax_chunk_object_bytes = "64KiB"\n'
+
+
+def rados_config(namespace, pool=None, extra=SMALL_DATA_OBJECTS):
+    """The [storage] and [rados] tables of a server over the test cluster's pool (or `pool`),
+    in `namespace`, with `extra` [rados] keys; append after every other table."""
+    conf, test_pool = rados_target()
+    return (f'\n[storage]\nbackend = "rados"\n[rados]\nconf_file = "{conf}"\n'
+            f'client_name = "client.admin"\npool = "{pool or test_pool}"\n'
+            f'namespace = "{namespace}"\nconnect_timeout = "10s"\nop_timeout = "30s"\n' + extra)
+
+
+class RadosNamespace:
+    """A random namespace of the test pool, read directly through librados (Debian's
+    python3-rados): what a RADOS-backed server really stored, independent of our code."""
+
+    def __init__(self, prefix):
+        import rados
+        conf, pool = rados_target()
+        self.name = f"{prefix}-{secrets.token_hex(8)}"
+        self.cluster = rados.Rados(conffile=conf, rados_id="admin")
+        for key in ("rados_mon_op_timeout", "rados_osd_op_timeout", "client_mount_timeout"):
+            self.cluster.conf_set(key, "10")
+        try:
+            self.cluster.connect(timeout=10)
+            self.ioctx = self.cluster.open_ioctx(pool)
+        except rados.Error as e:
+            self.cluster.shutdown()
+            pytest.fail(f"cannot use pool {pool} of {CEPH_CONF_ENV}={conf}: {e}; "
+                        f"{RADOS_CLUSTER_HINT}", pytrace=False)
+        self.ioctx.set_namespace(self.name)
+
+    def objects(self):
+        return sorted(o.key for o in self.ioctx.list_objects())
+
+    def registered_buckets(self):
+        """Bucket names in the bucket registry (omap of `oc.buckets`, docs/design.md "RADOS
+        mapping"); None if there is no registry object."""
+        import rados
+        try:
+            with rados.ReadOpCtx() as op:
+                it, _ = self.ioctx.get_omap_vals(op, "", "", 100000)
+                self.ioctx.operate_read_op(op, "oc.buckets")
+                return sorted(k for k, _ in it)
+        except rados.ObjectNotFound:
+            return None
+
+    def close(self):
+        self.ioctx.close()
+        self.cluster.shutdown()

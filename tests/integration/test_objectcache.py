@@ -76,23 +76,10 @@ def tokens_file(tmp, n_tokens, start=0):
 def tcp_server():
     """An embedded server whose UCX runs over TCP only (UCX_TLS=tcp in its environment, as in
     the client's): the data-plane path without shared memory."""
-    from conftest import Server
-    root = tempfile.mkdtemp(prefix="oc-it-tcp-")
-    saved = os.environ.get("UCX_TLS")
-    os.environ["UCX_TLS"] = "tcp"
-    try:
-        srv = Server("embedded", root)
-        srv.start()
-    finally:
-        if saved is None:
-            os.environ.pop("UCX_TLS")
-        else:
-            os.environ["UCX_TLS"] = saved
-    srv.boto3().create_bucket(Bucket="kv-tcp")
-    yield srv
-    codes = srv.stop()
-    shutil.rmtree(root, ignore_errors=True)
-    assert codes and all(c == 0 for c in codes), codes
+    from conftest import running_server
+    with running_server("oc-it-tcp-", env_extra={"UCX_TLS": "tcp"}) as srv:
+        srv.boto3().create_bucket(Bucket="kv-tcp")
+        yield srv
 
 
 @pytest.fixture
@@ -139,14 +126,15 @@ def key_args(form, tmp, n, g, prefix):
     return ["--names", path, "--chunk-tokens", str(g)]
 
 
-def put_chunks(server, bucket, tmp, keys, n, n_layers, s, layout, seed, via="http"):
+def put_chunks(server, bucket, tmp, keys, n, n_layers, s, layout, seed, via="http",
+               env_extra=None):
     data = b"".join(chunk_object(j, n_layers, s, layout, seed) for j in range(n))
     path = os.path.join(tmp, f"chunks-{seed}.bin")
     with open(path, "wb") as f:
         f.write(data)
     p = run(["put-chunks", "--bucket", bucket, *keys, "--layers", str(n_layers),
              "--layer-bytes", str(s), "--layout", layout, "--data", path, "--via", via],
-            env=client_env(server))
+            env=client_env(server, env_extra))
     assert f"chunks={n} bytes={len(data)}" in p.stdout.decode()
 
 
@@ -161,6 +149,33 @@ def get_layers(server, bucket, tmp, keys, n_layers, s, layout, delivery, via, en
     summary = dict(kv.split("=", 1) for x in lines if x.startswith("matched=") for kv in x.split())
     data = open(out, "rb").read() if os.path.exists(out) and p.returncode == 0 else None
     return p, layers, summary, data
+
+
+def put_then_get(server, bucket, tmp, shapes, seed, env_extra=None, mode=None):
+    """For each (N, L, S, G) of `shapes`: a descriptor PUT from the HTTP body and one whose
+    chunks the server pulls over UCX, each read back with descriptor GETs over UCX
+    (layer-major and chunk-major) and from the HTTP body, every byte compared. `env_extra`:
+    the client's variables (UCX_TLS); `mode`: the delivery mode every GET must report. Returns
+    the bytes the UCX GETs delivered."""
+    target_bytes = 0
+    for n, n_layers, s, g in shapes:
+        for via_put in ("http", "ucx"):
+            seed += 1
+            keys = key_args("compact", tmp, n, g, f"exact-{seed}/")
+            put_chunks(server, bucket, tmp, keys, n, n_layers, s, "kv_l2td", seed, via=via_put,
+                       env_extra=env_extra)
+            for via, delivery in (("ucx", "layer-major"), ("ucx", "chunk-major"),
+                                  ("http", "layer-major")):
+                p, layers, summary, data = get_layers(server, bucket, tmp, keys, n_layers, s,
+                                                      "kv_l2td", delivery, via, env_extra)
+                assert summary["matched"] == str(n), p.stdout.decode()
+                assert mode is None or summary["mode"] == mode, summary
+                assert sorted(layers) == list(range(n_layers)), p.stdout.decode()
+                assert data == expected_payload(n, n, n_layers, s, delivery, seed), \
+                    (n, n_layers, s, via_put, via, delivery)
+                if via == "ucx":
+                    target_bytes += n * n_layers * s
+    return target_bytes
 
 
 # (N, L, S, G): N = 1, L = 1, odd S (kv_l2td only: kv_2ltd needs an even S), a larger one.

@@ -19,7 +19,7 @@ import pytest
 from conftest import (RPC_SECRET, TEST_CONFIG, free_port, stop_processes, wait_healthy,
                       wait_port)
 from test_objectcache import (OC, PEER, TOY, Peer, chunk_object, expected_payload, get_layers,
-                              key_args, put_chunks, run, slice_bytes)
+                              key_args, put_chunks, put_then_get, run, slice_bytes)
 
 pytestmark = [
     pytest.mark.skipif(not os.path.exists(OC), reason="oc CLI not built (OC_CLI_BIN)"),
@@ -138,23 +138,7 @@ def test_layers_byte_exact_written_by_the_storage_server(remote, tmp):
     make_bucket(remote, bucket)
     before = remote.figures()
     extra = {"UCX_TLS": remote.transports} if remote.transports else None
-    target_bytes = 0
-    for i, (n, n_layers, s, g) in enumerate(SHAPES):
-        for via_put in ("http", "ucx"):  # a PUT from the body, and one the server pulls
-            seed = 40 + 2 * i + (via_put == "ucx")
-            keys = key_args("compact", tmp, n, g, f"exact-{seed}/")
-            put_chunks(remote, bucket, tmp, keys, n, n_layers, s, "kv_l2td", seed, via=via_put)
-            for via, delivery in (("ucx", "layer-major"), ("ucx", "chunk-major"),
-                                  ("http", "layer-major")):
-                p, layers, summary, data = get_layers(remote, bucket, tmp, keys, n_layers, s,
-                                                      "kv_l2td", delivery, via, extra)
-                assert summary["matched"] == str(n), p.stdout.decode()
-                assert summary["mode"] == "layerwise"
-                assert sorted(layers) == list(range(n_layers)), p.stdout.decode()
-                assert data == expected_payload(n, n, n_layers, s, delivery, seed), \
-                    (n, n_layers, s, via, delivery)
-                if via == "ucx":
-                    target_bytes += n * n_layers * s
+    target_bytes = put_then_get(remote, bucket, tmp, SHAPES, 40, extra, mode="layerwise")
     after = remote.figures()
     # The storage server's data plane wrote every target byte, and pulled the UCX PUTs.
     assert after["rpc_kv_get_target_bytes"] - before["rpc_kv_get_target_bytes"] == target_bytes

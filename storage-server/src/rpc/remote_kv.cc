@@ -54,10 +54,16 @@ Result<DataPlaneInfo> RemoteStore::DataPlane(std::string_view bucket) {
 
 // A call with a data-plane target goes to the bucket's home, whose data plane the client
 // connected to (DataPlane); one without moves its payload over this connection and may go
-// anywhere. Neither is run again elsewhere once sent.
+// anywhere. Neither is run again elsewhere once sent. Sending fails only before the request
+// frame went out whole (no connection, or the write failed), so the server it was meant for
+// has run nothing: in shared placement the send is tried once more on another server, GET
+// and PUT alike (a stopped server is otherwise picked again each time its skip expires).
+// With a target that is the next server from the bucket's home on, which a client that
+// discovered the data plane while the home was skipped connected to; any other refuses the
+// connection id (400, "connect again").
 Result<Lease> RemoteStore::SendKvRequest(std::string_view bucket, Op op, uint64_t rid,
                                          const descriptor::Descriptor& d) {
-  return Routed(bucket, d.target.has_value() ? Route::kBucketHome : Route::kAny, Retry::kNo,
+  return Routed(bucket, d.target.has_value() ? Route::kBucketHome : Route::kAny, Retry::kIfPooled,
                 [&](Endpoint& ep) { return SendKvRequestTo(ep, bucket, op, rid, d); });
 }
 

@@ -241,6 +241,15 @@ Endpoint* RemoteStore::Pick(std::string_view bucket, Route route, const Endpoint
     }
   }
   if (failed != nullptr) {
+    // A retry and every other server is skipped: the first other member from `start` takes
+    // it. A skipped server may be back (a rolling restart stops the next server within the
+    // skip of the last one), and a retry that is not tried fails for certain.
+    for (size_t i = 0; i < n; ++i) {
+      Endpoint& ep = *endpoints_[(start + i) % n];
+      if (&ep != failed && ep.membership() == Endpoint::Membership::kMember) {
+        return &ep;
+      }
+    }
     return nullptr;
   }
   // None available: the first member from `start` takes the call, which then reports why.

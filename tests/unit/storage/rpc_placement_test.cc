@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "kv_test_util.h"
 #include "oc/storage/local_store.h"
 #include "oc/storage/remote_store.h"
 #include "oc/storage/rpc_server.h"
@@ -116,6 +117,23 @@ struct Server {
   }
 };
 
+// Starts serving s's store (the reporting one if any) on `port` (0: a free one).
+bool Serve(Server& s, uint16_t port) {
+  rpc::RpcServerOptions options;
+  options.listen = "127.0.0.1:" + std::to_string(port);
+  options.io_threads = 1;
+  options.store_threads = 2;
+  Store* served = s.reporting != nullptr ? s.reporting.get() : s.local.get();
+  Result<std::unique_ptr<rpc::RpcServer>> server =
+      rpc::RpcServer::Start(served, options, std::string(kTestSecret));
+  EXPECT_TRUE(server.has_value()) << server.error();
+  if (!server.has_value()) {
+    return false;
+  }
+  s.rpc = std::move(*server);
+  return true;
+}
+
 std::unique_ptr<Server> Start(std::optional<StoreIdentity> identity) {
   auto s = std::make_unique<Server>();
   StoreOptions so;
@@ -128,22 +146,12 @@ std::unique_ptr<Server> Start(std::optional<StoreIdentity> identity) {
     return nullptr;
   }
   s->local = std::move(*local);
-  Store* served = s->local.get();
   if (identity.has_value()) {
-    s->reporting = std::make_unique<ReportingStore>(served, *identity);
-    served = s->reporting.get();
+    s->reporting = std::make_unique<ReportingStore>(s->local.get(), *identity);
   }
-  rpc::RpcServerOptions options;
-  options.listen = "127.0.0.1:0";
-  options.io_threads = 1;
-  options.store_threads = 2;
-  Result<std::unique_ptr<rpc::RpcServer>> server =
-      rpc::RpcServer::Start(served, options, std::string(kTestSecret));
-  EXPECT_TRUE(server.has_value()) << server.error();
-  if (!server.has_value()) {
+  if (!Serve(*s, 0)) {
     return nullptr;
   }
-  s->rpc = std::move(*server);
   s->endpoint = "127.0.0.1:" + std::to_string(s->rpc->port());
   return s;
 }
@@ -316,6 +324,28 @@ TEST(RemotePlacement, SharedReadsAreRetriedOnAnotherServer) {
   }
 }
 
+// A rolling restart: a is stopped (a call marks it skipped) and started again, then b is
+// stopped at once. A read that fails on b is retried on a, skipped or not; before, no server
+// was left to retry on and the read failed until a's skip expired.
+TEST(RemotePlacement, SharedReadsAreRetriedOnASkippedServerRatherThanFailed) {
+  SharedPair pair;
+  ASSERT_TRUE(pair.a && pair.b && pair.Prepare());
+  Result<std::unique_ptr<Store>> remote = ConnectTo({pair.a.get(), pair.b.get()});
+  ASSERT_TRUE(remote.has_value()) << remote.error();
+  const uint16_t a_port = pair.a->rpc->port();
+  pair.a->rpc.reset();
+  for (int i = 0; i < 2; ++i) {  // one of them is routed to a, which is then skipped
+    ASSERT_TRUE((*remote)->Head({"bkt", "k"}).has_value());
+  }
+  ASSERT_TRUE(Serve(*pair.a, a_port));
+  pair.b->rpc.reset();
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE(i);
+    Result<ObjectMeta> head = (*remote)->Head({"bkt", "k"});
+    ASSERT_TRUE(head.has_value()) << head.error();
+  }
+}
+
 TEST(RemotePlacement, SharedMutationsAreNeverRetried) {
   SharedPair pair;
   ASSERT_TRUE(pair.a && pair.b && pair.Prepare());
@@ -339,6 +369,36 @@ TEST(RemotePlacement, SharedMutationsAreNeverRetried) {
   // The stopped server is skipped for a while: the next mutations go to a.
   for (int i = 0; i < 2; ++i) {
     EXPECT_TRUE((*remote)->CreateBucket("later-" + std::to_string(i), "me").ok());
+  }
+}
+
+// A descriptor GET whose server is stopped never left the gateway (its connect failed): it
+// runs on the other server instead of failing, as reads do. Before, it failed with
+// kUnavailable each time the stopped server's skip had expired.
+TEST(RemotePlacement, SharedDescriptorCallsThatCannotBeSentRunOnAnotherServer) {
+  SharedPair pair;
+  ASSERT_TRUE(pair.a && pair.b);
+  const kvtest::Shape shape{2, 3, 100, descriptor::StoredLayout::kL2TD};
+  const kvtest::Descriptor d = kvtest::MakeDescriptor(shape, /*compact=*/true, /*seed=*/5);
+  std::vector<std::vector<std::byte>> chunks;
+  ASSERT_TRUE(pair.a->local->CreateBucket(kvtest::kBucket, "me").ok());
+  for (uint64_t j = 0; j < shape.n; ++j) {
+    chunks.push_back(kvtest::ChunkBytes(5, j, shape));
+    ASSERT_TRUE(kvtest::StoreChunk(*pair.a->local, d, j, chunks.back()).ok());
+  }
+  std::vector<std::byte> want(shape.n * shape.layers * shape.s);
+  kvtest::OraclePayload(chunks, shape, d.delivery, shape.n, shape.n, want);
+  Result<std::unique_ptr<Store>> remote = ConnectTo({pair.a.get(), pair.b.get()});
+  ASSERT_TRUE(remote.has_value()) << remote.error();
+  pair.b->rpc.reset();
+  // Within two turns one GET is routed to b; both are answered, by a (only a holds chunks).
+  for (int i = 0; i < 2; ++i) {
+    SCOPED_TRACE(i);
+    kvtest::VectorSink sink(2, 4'096);
+    Result<KvGetReport> report = (*remote)->GetLayers(kvtest::kBucket, d, &sink, {});
+    ASSERT_TRUE(report.has_value()) << report.error();
+    EXPECT_EQ(report->plan.matched, shape.n);
+    EXPECT_TRUE(sink.body() == want);
   }
 }
 
