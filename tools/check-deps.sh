@@ -36,6 +36,11 @@ MODULES = [
 ]
 # Libraries a module's targets may link (targets of the project; system packages are free).
 CLIENT_LIB_LINKS = {"oc_common", "oc_descriptor", "oc_sigv4", "oc_ucx"}
+# The storage backends (and librados) stay out of the gateway: oc-gateway and oc_gateway reach
+# storage only through the RPC client (docs/design.md, "Modules").
+BACKEND_LIBS = {"oc_storage_rocks", "oc_storage_rados", "oc_storage_open", "oc_rocksdb",
+                "oc_rados"}
+NO_BACKEND_TARGETS = {"oc-gateway", "oc_gateway"}
 
 
 def module_of(path):
@@ -124,6 +129,11 @@ for f in cmake_files:
             for w in words[1:]:
                 if w.endswith("_internals") and not in_tests and not target.endswith("_internals"):
                     errors.append(f"{f}: {target} links the testing-only {w}")
+            if target in NO_BACKEND_TARGETS:
+                linked = {w for w in words[1:] if w in BACKEND_LIBS}
+                if linked:
+                    errors.append(f"{f}: {target} links {', '.join(sorted(linked))}; the gateway "
+                                  f"reaches storage only through oc_storage_rpc_client")
             if target == "oc_client":
                 linked = {w for w in words[1:] if w.startswith("oc_")}
                 extra = linked - CLIENT_LIB_LINKS

@@ -58,9 +58,9 @@
 #include "oc/common/thread_annotations.h"
 #include "oc/storage/options.h"
 #include "oc/storage/store.h"
-#include "rocks/extent_key.h"
 #include "records/md5.h"
 #include "records/meta_codec.h"
+#include "rocks/extent_key.h"
 #include "rocks/thread_pool.h"
 
 namespace oc::storage {

@@ -10,9 +10,9 @@
 
 #include "names.h"
 #include "oc/common/log.h"
+#include "records/md5.h"
 #include "rocks/extent_io.h"
 #include "rocks/extent_key.h"
-#include "records/md5.h"
 #include "rocks/rocks_store.h"
 #include "rocks/store_keys.h"
 #include "rocks/wal_sync.h"

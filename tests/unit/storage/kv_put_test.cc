@@ -11,7 +11,7 @@
 namespace oc::storage::kvtest {
 namespace {
 
-class KvPutTest : public KvStoreTest {
+class KvPutTest : public KvBackendTest {
  protected:
   // The N chunks back to back, as a PUT body carries them.
   static std::vector<std::byte> Body(const std::vector<std::vector<std::byte>>& chunks) {
@@ -53,7 +53,11 @@ class KvPutTest : public KvStoreTest {
   }
 };
 
-TEST_F(KvPutTest, BodyChunksAreStoredWithTheirShapeAndServeLayers) {
+INSTANTIATE_TEST_SUITE_P(Backends, KvPutTest,
+                         ::testing::Values(test::Backend::kRocksSst, test::Backend::kRados),
+                         test::BackendName);
+
+TEST_P(KvPutTest, BodyChunksAreStoredWithTheirShapeAndServeLayers) {
   const Shape shapes[] = {{1, 1, 7, StoredLayout::kL2TD},
                           {3, 4, 5'000, StoredLayout::k2LTD},
                           {6, 2, 3'001, StoredLayout::kL2TD}};
@@ -85,7 +89,7 @@ TEST_F(KvPutTest, BodyChunksAreStoredWithTheirShapeAndServeLayers) {
   }
 }
 
-TEST_F(KvPutTest, ChunksArePulledFromTheClientsBufferOverUcx) {
+TEST_P(KvPutTest, ChunksArePulledFromTheClientsBufferOverUcx) {
   const Shape s{4, 3, 10'001, StoredLayout::kL2TD};  // chunks span several staging buffers
   const Shape s2{2, 5, 6'000, StoredLayout::k2LTD};
   uint64_t seed = 600;
@@ -112,7 +116,7 @@ TEST_F(KvPutTest, ChunksArePulledFromTheClientsBufferOverUcx) {
   }
 }
 
-TEST_F(KvPutTest, ABodyOfTheWrongLengthIsRefusedAndNoChunkIsStored) {
+TEST_P(KvPutTest, ABodyOfTheWrongLengthIsRefusedAndNoChunkIsStored) {
   const Shape s{3, 2, 1'000, StoredLayout::kL2TD};
   Descriptor d = MakeDescriptor(s, false, 700);
   std::vector<std::vector<std::byte>> chunks;
@@ -209,7 +213,10 @@ class KvPutStagingTest : public KvPutTest {
   }
 };
 
-TEST_F(KvPutStagingTest, ASourceFailingAtChunk3StoresNothingAndKeepsEveryPreviousVersion) {
+INSTANTIATE_TEST_SUITE_P(Rocks, KvPutStagingTest, ::testing::Values(test::Backend::kRocksSst),
+                         test::BackendName);
+
+TEST_P(KvPutStagingTest, ASourceFailingAtChunk3StoresNothingAndKeepsEveryPreviousVersion) {
   const Shape s{5, 4, 20'000, StoredLayout::kL2TD};  // 80 KB chunks, several flushes each
   Descriptor d = MakeDescriptor(s, true, 900);
   std::vector<std::vector<std::byte>> old_chunks, new_chunks;
@@ -263,7 +270,7 @@ TEST_F(KvPutStagingTest, ASourceFailingAtChunk3StoresNothingAndKeepsEveryPreviou
       << "the replaced versions' extents were not freed";
 }
 
-TEST_F(KvPutTest, RemoteStoreServesTheDescriptorCallsOverTheRpc) {
+TEST_P(KvPutTest, RemoteStoreServesTheDescriptorCallsOverTheRpc) {
   rpc::RpcServerOptions ro;
   ro.listen = "127.0.0.1:0";
   ro.io_threads = 1;

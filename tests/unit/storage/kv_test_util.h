@@ -24,6 +24,7 @@
 #include "oc/storage/local_store.h"
 #include "oc/storage/store.h"
 #include "oc/testutil/testutil.h"
+#include "store_test_util.h"
 
 namespace oc::storage::kvtest {
 
@@ -64,6 +65,24 @@ class KvStoreTest : public ::testing::Test {
   }
 
   // The local store as the KV engine sees it (src/kv/slice_source.h).
+  kv::SliceSource& source() { return dynamic_cast<kv::SliceSource&>(*store_); }
+
+  testutil::TempDir dir_;
+  std::unique_ptr<Store> store_;
+};
+
+// KvStoreTest on a parameter's backend (store_test_util.h): RocksDB, or a RADOS namespace of
+// the test cluster (instantiations named "Rados").
+class KvBackendTest : public ::testing::TestWithParam<test::Backend> {
+ protected:
+  void SetUp() override {
+    auto s = test::OpenTestStore(GetParam(), TestStoreOptions(dir_.path()),
+                                 test::RandomRadosNamespace());
+    ASSERT_TRUE(s.has_value()) << s.error();
+    store_ = std::move(*s);
+    ASSERT_TRUE(store_->CreateBucket(kBucket, "tester").ok());
+  }
+
   kv::SliceSource& source() { return dynamic_cast<kv::SliceSource&>(*store_); }
 
   testutil::TempDir dir_;

@@ -1,7 +1,8 @@
 // Store conformance: the same behaviour checks for every Store operation, run against the
 // local RocksDB store, a remote store over the RPC to one server, and a remote store
 // spreading buckets over two servers (docs/design.md: "the gateway cannot tell them apart;
-// tests run both").
+// tests run both"); and the same for RADOS: the local RadosStore and a server over it
+// (multipart: RocksDB only until RADOS has it).
 
 #include <gtest/gtest.h>
 
@@ -16,30 +17,37 @@
 namespace oc::storage::test {
 namespace {
 
-enum class Backend { kLocal, kRemote, kRemoteTwoServers };
+enum class Served { kLocal, kRemote, kRemoteTwoServers, kRados, kRemoteRados };
 
-std::string BackendName(const ::testing::TestParamInfo<Backend>& info) {
+std::string ServedName(const ::testing::TestParamInfo<Served>& info) {
   switch (info.param) {
-    case Backend::kLocal:
+    case Served::kLocal:
       return "Local";
-    case Backend::kRemote:
+    case Served::kRemote:
       return "Remote";
-    case Backend::kRemoteTwoServers:
+    case Served::kRemoteTwoServers:
       return "RemoteTwoServers";
+    case Served::kRados:
+      return "Rados";
+    case Served::kRemoteRados:
+      return "RemoteRados";
   }
   return "?";
 }
 
-class StoreConformance : public ::testing::TestWithParam<Backend> {
+class StoreConformance : public ::testing::TestWithParam<Served> {
  protected:
   void SetUp() override {
-    servers_.push_back(Serve());
+    const bool rados = GetParam() == Served::kRados || GetParam() == Served::kRemoteRados;
+    servers_.push_back(
+        Serve({}, KvOptions{},
+              rados ? std::optional<std::string>(RandomRadosNamespace()) : std::nullopt));
     ASSERT_NE(servers_[0], nullptr);
-    if (GetParam() == Backend::kLocal) {
+    if (GetParam() == Served::kLocal || GetParam() == Served::kRados) {
       store_ = servers_[0]->local.get();
     } else {
       std::vector<std::string> endpoints = {servers_[0]->server->endpoint()};
-      if (GetParam() == Backend::kRemoteTwoServers) {
+      if (GetParam() == Served::kRemoteTwoServers) {
         servers_.push_back(Serve());
         ASSERT_NE(servers_[1], nullptr);
         endpoints.push_back(servers_[1]->server->endpoint());
@@ -62,9 +70,16 @@ class StoreConformance : public ::testing::TestWithParam<Backend> {
 };
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreConformance,
-                         ::testing::Values(Backend::kLocal, Backend::kRemote,
-                                           Backend::kRemoteTwoServers),
-                         BackendName);
+                         ::testing::Values(Served::kLocal, Served::kRemote,
+                                           Served::kRemoteTwoServers, Served::kRados,
+                                           Served::kRemoteRados),
+                         ServedName);
+
+class RocksConformance : public StoreConformance {};
+INSTANTIATE_TEST_SUITE_P(Backends, RocksConformance,
+                         ::testing::Values(Served::kLocal, Served::kRemote,
+                                           Served::kRemoteTwoServers),
+                         ServedName);
 
 TEST_P(StoreConformance, BucketLifecycleAndListingAcrossServers) {
   const std::vector<std::string> names = {"alpha", "beta", "gamma", "delta", "epsilon", "zeta"};
@@ -346,7 +361,7 @@ TEST_P(StoreConformance, HeadManyAnswersEveryNameInOrder) {
   EXPECT_EQ(store().HeadMany("nobucket", names).error().subject(), Subject::kBucket);
 }
 
-TEST_P(StoreConformance, MultipartUploadEndToEnd) {
+TEST_P(RocksConformance, MultipartUploadEndToEnd) {
   const ObjectKey key{"bkt", "multi"};
   PutOptions o;
   o.content_type = "application/x-multi";

@@ -4,6 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
+#include <sstream>
+
+#include <fmt/core.h>
+
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -161,6 +167,69 @@ TEST(RpcDaemon, RefusesToStartWithoutSecretOrWithABadConfig) {
   }
   auto daemon = StartDaemon({"--no-such-flag"});
   EXPECT_EQ(ExitCodeOf(daemon->Stop(0)), 2);
+}
+
+// Runs the daemon with `config` until it exits (it must not start serving); its exit code and
+// its stderr.
+// The daemon's error lines ("oc-storage-server: ..."; the log's own lines are not errors).
+std::vector<std::string> ErrorLines(const std::string& err) {
+  std::vector<std::string> out;
+  std::istringstream in(err);
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("oc-storage-server: ")) {
+      out.push_back(line);
+    }
+  }
+  return out;
+}
+
+std::pair<int, std::string> RunToExit(const testutil::TempDir& dir, const std::string& config) {
+  const std::string err = (dir.path() / "stderr.txt").string();
+  ScopedEnv secret("OC_RPC_SECRET", std::string(kDaemonSecret).c_str());
+  testutil::ChildProcess daemon(
+      "/bin/sh", {"-c", fmt::format("exec '{}' --config '{}' --listen 127.0.0.1:{} 2>'{}'",
+                                    OC_STORAGE_SERVER_BIN, config, testutil::FreePort(), err)});
+  const int code = ExitCodeOf(daemon.Stop(0));
+  std::ifstream in(err);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return {code, text};
+}
+
+// A RADOS backend whose cluster or pool is missing is a startup error: exit 2 and one line
+// naming what is missing (docs/design.md, "RADOS mapping").
+TEST(RpcDaemonRados, AMissingPoolOrClusterExitsTwoWithOneLineNamingIt) {
+  testutil::TempDir dir;
+  Result<StoreOptions> cluster = RadosTestOptions(StoreOptions{}, "unused");
+  ASSERT_TRUE(cluster.has_value()) << cluster.error();
+  const std::string config = (dir.path() / "rados.toml").string();
+  {
+    std::ofstream(config) << fmt::format(
+        "[storage]\nbackend = \"rados\"\n[rados]\nconf_file = \"{}\"\n"
+        "client_name = \"client.admin\"\npool = \"no-such-pool-{}\"\n",
+        cluster->rados.conf_file, testutil::FreePort());
+  }
+  auto [code, err] = RunToExit(dir, config);
+  EXPECT_EQ(code, 2) << err;
+  std::vector<std::string> lines = ErrorLines(err);
+  ASSERT_EQ(lines.size(), 1u) << err;
+  EXPECT_NE(lines[0].find("rados.pool"), std::string::npos) << err;
+  EXPECT_NE(lines[0].find("does not exist"), std::string::npos) << err;
+
+  // No monitor answers at this address: given up after connect_timeout.
+  const std::string dead_conf = (dir.path() / "dead.conf").string();
+  std::ofstream(dead_conf) << fmt::format(
+      "[global]\nmon host = 127.0.0.1:{}\nauth client required = none\n", testutil::FreePort());
+  {
+    std::ofstream(config) << fmt::format(
+        "[storage]\nbackend = \"rados\"\n[rados]\nconf_file = \"{}\"\n"
+        "connect_timeout = \"1s\"\n",
+        dead_conf);
+  }
+  std::tie(code, err) = RunToExit(dir, config);
+  EXPECT_EQ(code, 2) << err;
+  lines = ErrorLines(err);
+  ASSERT_EQ(lines.size(), 1u) << err;
+  EXPECT_NE(lines[0].find("cannot reach the Ceph cluster"), std::string::npos) << err;
 }
 
 }  // namespace

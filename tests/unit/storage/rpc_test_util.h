@@ -32,16 +32,21 @@ struct ServedStore {
   }
 };
 
-// `kv`: the served store's KvOptions (the descriptor calls run in the server).
+// `kv`: the served store's KvOptions (the descriptor calls run in the server). With
+// `rados_namespace` the served store is RADOS (that namespace of the test cluster,
+// store_test_util.h), else RocksDB in a temp dir.
 inline std::unique_ptr<ServedStore> Serve(rpc::RpcServerOptions options = {},
-                                          KvOptions kv = KvOptions{}) {
+                                          KvOptions kv = KvOptions{},
+                                          std::optional<std::string> rados_namespace = {}) {
   auto s = std::make_unique<ServedStore>();
   StoreOptions so;
   so.data_dir = (s->dir.path() / "db").string();
   so.block_cache_bytes = 64 << 20;
   so.read_threads = 2;
   so.kv = std::move(kv);
-  Result<std::unique_ptr<Store>> local = OpenLocalStore(so);
+  Result<std::unique_ptr<Store>> local = rados_namespace.has_value()
+                                             ? OpenTestStore(Backend::kRados, so, *rados_namespace)
+                                             : OpenLocalStore(so);
   EXPECT_TRUE(local.has_value()) << local.error();
   if (!local.has_value()) {
     return nullptr;

@@ -559,6 +559,58 @@ TEST(StoreConfig, ShippedFileListsEveryKeyAtItsDefault) {
   EXPECT_EQ(from_file.slice_read_mode, defaults.slice_read_mode);
   EXPECT_EQ(from_file.write_batch_bytes, defaults.write_batch_bytes);
   EXPECT_EQ(from_file.reclaim_after_bytes, defaults.reclaim_after_bytes);
+  EXPECT_EQ(from_file.backend, defaults.backend);
+  const RadosOptions& r = from_file.rados;
+  const RadosOptions& d = defaults.rados;
+  EXPECT_EQ(r.conf_file, d.conf_file);
+  EXPECT_EQ(r.client_name, d.client_name);
+  EXPECT_EQ(r.keyring, d.keyring);
+  EXPECT_EQ(r.pool, d.pool);
+  EXPECT_EQ(r.rados_namespace, d.rados_namespace);
+  EXPECT_EQ(r.create_pool, d.create_pool);
+  EXPECT_EQ(r.index_shards, d.index_shards);
+  EXPECT_EQ(r.object_extent_bytes, d.object_extent_bytes);
+  EXPECT_EQ(r.max_chunk_object_bytes, d.max_chunk_object_bytes);
+  EXPECT_EQ(r.max_ops_in_flight, d.max_ops_in_flight);
+  EXPECT_EQ(r.max_bytes_in_flight, d.max_bytes_in_flight);
+  EXPECT_EQ(r.op_timeout, d.op_timeout);
+  EXPECT_EQ(r.connect_timeout, d.connect_timeout);
+  EXPECT_EQ(r.gc, d.gc);
+  EXPECT_EQ(r.gc_min_wait, d.gc_min_wait);
+  EXPECT_EQ(r.orphan_min_age, d.orphan_min_age);
+}
+
+TEST(StoreConfig, AppliesTheRadosTableAndRefusesBadValues) {
+  Result<Config> c = Config::Parse(R"(
+[storage]
+backend = "rados"
+[rados]
+conf_file = "/etc/ceph/ceph.conf"
+pool = "kv"
+namespace = "team-a"
+index_shards = 7
+op_timeout = "5s"
+gc_min_wait = "0s"
+)");
+  ASSERT_TRUE(c.has_value()) << c.error();
+  StoreOptions o;
+  ASSERT_TRUE(ApplyConfig(*c, &o).ok());
+  EXPECT_EQ(o.backend, StorageBackend::kRados);
+  EXPECT_EQ(o.rados.pool, "kv");
+  EXPECT_EQ(o.rados.rados_namespace, "team-a");
+  EXPECT_EQ(o.rados.index_shards, 7u);
+  EXPECT_EQ(o.rados.op_timeout, std::chrono::seconds(5));
+  EXPECT_EQ(o.rados.gc_min_wait.count(), 0);
+  EXPECT_TRUE(o.Validate().ok());
+  o.rados.op_timeout = std::chrono::milliseconds(0);  // Ceph's "wait forever" is refused
+  EXPECT_EQ(o.Validate().field(), "rados.op_timeout");
+  o.rados = {};
+  o.rados.index_shards = 0;
+  EXPECT_EQ(o.Validate().field(), "rados.index_shards");
+  Result<Config> bad = Config::Parse("[storage]\nbackend = \"ceph\"\n");
+  ASSERT_TRUE(bad.has_value());
+  StoreOptions b;
+  EXPECT_EQ(ApplyConfig(*bad, &b).field(), "storage.backend");
 }
 
 }  // namespace

@@ -9,8 +9,9 @@
 //
 // Visibility and durability: an object appears only whole, when its writer commits; an
 // overwrite replaces it atomically; a reader sees one version from open to close even if
-// the object is overwritten or deleted meanwhile. Commit returns only once the object is
-// on stable storage.
+// the object is overwritten or deleted meanwhile (on RADOS: for RadosOptions::gc_min_wait
+// after the overwrite; a reader whose version was also collected gets
+// kFailedPrecondition/kKey). Commit returns only once the object is on stable storage.
 //
 // Thread safety: every Store method may be called concurrently from any thread. A writer
 // or reader object is used by one thread at a time.
@@ -60,6 +61,13 @@ class ObjectWriter {
 // crash see all of them or none. Destroying the group without a successful Commit discards
 // every byte written; what a crash leaves behind is never visible and is freed at the store's
 // next open.
+// RADOS (no atomic write across objects) commits per index shard: the objects of one shard
+// appear together in one op, shard after shard, only after every object was written and
+// checked. So a refused group (a size or digest check, a write or source error, a dropped
+// group) stores nothing; but a crash, or an engine error on one shard's op, between two shard
+// commits leaves the objects of the shards already committed visible, each whole, and the
+// others not (their data then waits for the orphan scrub). A descriptor GET serves only the
+// present prefix of such chunks.
 class ObjectGroupWriter {
  public:
   virtual ~ObjectGroupWriter() = default;
@@ -113,7 +121,8 @@ class Store {
   virtual Result<std::unique_ptr<ObjectReader>> Get(const ObjectKey& key, ByteRange range) = 0;
   virtual Result<ObjectMeta> Head(const ObjectKey& key) = 0;
   // The batch existence query (docs/design.md, missing chunks): one answer per name, in order,
-  // nullopt for an absent object, all read from one consistent view of the store. Names
+  // nullopt for an absent object, all read from one consistent view of the store (on RADOS:
+  // one consistent view per index shard; there is no snapshot across objects). Names
   // that are not valid keys are answered nullopt. kNotFound/kBucket if the bucket is absent.
   virtual Result<std::vector<std::optional<ObjectMeta>>> HeadMany(
       std::string_view bucket, std::span<const std::string> names) = 0;
