@@ -18,7 +18,7 @@ Every load, read and S3 row runs in alternating repetitions (RGW, ours on RADOS,
 RocksDB, RGW, ...); a row reports the median and p99 over them (GB/s, time to first layer)
 and the CPU seconds per GB of each process (radosgw, ceph-osd, ceph-mon, objectcache and the
 bench client; utime + stime from /proc/<pid>/stat around each measurement). Ratios to RGW are
-taken within the run. Writes PREFIX.json and PREFIX.png.
+taken within the run. Writes PREFIX.json, PREFIX.png and PREFIX.md (the tables).
 
   bench/rados_vs_rgw.py [--smallest | --reduced | --full] [--build DIR] [--out PREFIX]
                         [--cluster-dir DIR] [--keep-cluster]
@@ -48,7 +48,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(HERE, "harness"))
 import common  # noqa: E402
-from rados_vs_rgw_report import ratios, summarize, targets, plot  # noqa: E402
+from rados_vs_rgw_report import markdown, plot, ratios, summarize, targets  # noqa: E402
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -464,7 +464,7 @@ def main():
     for name in PROFILES:
         size.add_argument("--" + name, dest="profile", action="store_const", const=name)
     ap.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
-    ap.add_argument("--out", help="PREFIX of PREFIX.json and PREFIX.png (default "
+    ap.add_argument("--out", help="PREFIX of PREFIX.json, .png and .md (default "
                     "bench/results/<YYYY-MM-DD>/rados-vs-rgw)")
     ap.add_argument("--cluster-dir", help="where the cluster lives (default: a temp dir)")
     ap.add_argument("--keep-cluster", action="store_true", help="leave the cluster running")
@@ -491,11 +491,18 @@ def main():
     with open(out + ".json", "w") as f:
         json.dump(common.portable(doc, tmp), f, indent=1)
     plot(doc, out + ".png")
+    text, finding = markdown(doc)
+    with open(out + ".md", "w") as f:
+        f.write(f"# ObjectCache on RADOS vs Ceph RGW ({profile})\n\n**Finding.** {finding}\n\n"
+                f"Load average {doc['load_start'][0]:.2f} at start, {doc['load_end'][0]:.2f} at "
+                f"end; commit {doc['versions']['git_commit']}.\n\n{text}\n\n"
+                f"![plot]({os.path.basename(out)}.png)\n\n" +
+                "".join(f"- {n}\n" for n in doc["notes"]))
     for t in doc["targets"]:
         figs = ", ".join(f"{x['ratio']:.2f}x" for x in t["figures"]) or "not measured"
         verdict = {True: "met", False: "NOT MET", None: "not measured"}[t["met"]]
         progress.say(f"target {verdict}: {t['target']}: {figs}")
-    progress.say(f"wrote {out}.json and {out}.png")
+    progress.say(f"wrote {out}.json, {out}.png and {out}.md")
     return 0
 
 
