@@ -75,13 +75,14 @@ PROFILES = {
 PLANNED_S = {"smallest": 60, "reduced": 200, "full": 2700}
 
 # The systems, in the order of every alternation: (name, what, objectcache_bench's read
-# methods, how it is loaded). oc-rados-chunkwise is a second `objectcache serve` over the same
-# pool and namespace with Θ above every payload: it reads what oc-rados stored, one whole
-# chunk object per RADOS read instead of M·L slice reads (no load, no S3 ops of its own).
+# methods, how it is loaded). oc-rados-slices is a second `objectcache serve` over the same
+# pool and namespace with [rados] read_ahead_window_bytes = 0: it reads what oc-rados stored
+# one RADOS read per slice (M·L per request), as before the read-ahead, instead of windows
+# of 1, 2, 4, ... slices per chunk (no load, no S3 ops of its own).
 SYSTEMS = [
     ("rgw", "Ceph RGW", ["http-object", "http-range"], "object"),
     ("oc-rados", "ObjectCache on RADOS", ["ucx", "http-body"], "descriptor"),
-    ("oc-rados-chunkwise", "ObjectCache on RADOS, chunkwise", ["ucx"], None),
+    ("oc-rados-slices", "ObjectCache on RADOS, no read-ahead", ["ucx"], None),
     ("oc-rocksdb", "ObjectCache on RocksDB (ceiling)", ["ucx", "http-body"], "descriptor"),
 ]
 
@@ -360,8 +361,7 @@ class Bench:
                      f'pool = "{OC_POOL}"\nnamespace = "rvr"\n')
             if self.start_objectcache("oc-rados", rados):
                 self.start_objectcache(
-                    "oc-rados-chunkwise",
-                    rados + 'gc = false\n[kv]\nlayerwise_threshold = "1TiB"\n')
+                    "oc-rados-slices", rados + 'gc = false\nread_ahead_window_bytes = "0"\n')
             self.start_objectcache("oc-rocksdb", '[storage]\nblock_cache_bytes = "4GiB"\n')
             # One untimed chunk PUT per system first: RGW creates its data and index pools on
             # the first write, and every server its bucket.

@@ -5,6 +5,8 @@
 #include <string_view>
 #include <thread>
 
+#include <unistd.h>
+
 #include "oc/common/config.h"
 #include "oc/storage/types.h"
 
@@ -48,6 +50,8 @@ Status ApplyRadosConfig(const oc::Config& config, RadosOptions* r) {
   OC_RETURN_IF_ERROR(config.ReadSize("rados.max_chunk_object_bytes", &r->max_chunk_object_bytes));
   OC_RETURN_IF_ERROR(config.Read("rados.max_ops_in_flight", &r->max_ops_in_flight));
   OC_RETURN_IF_ERROR(config.ReadSize("rados.max_bytes_in_flight", &r->max_bytes_in_flight));
+  OC_RETURN_IF_ERROR(config.ReadSize("rados.read_ahead_window_bytes", &r->read_ahead_window_bytes));
+  OC_RETURN_IF_ERROR(config.ReadSize("rados.read_ahead_memory_bytes", &r->read_ahead_memory_bytes));
   OC_RETURN_IF_ERROR(config.ReadDuration("rados.op_timeout", &r->op_timeout));
   OC_RETURN_IF_ERROR(config.ReadDuration("rados.connect_timeout", &r->connect_timeout));
   OC_RETURN_IF_ERROR(config.Read("rados.gc", &r->gc));
@@ -95,6 +99,12 @@ Status RadosOptions::Validate() const {
   }
   if (max_bytes_in_flight < kMaxRadosObjectBytes || max_bytes_in_flight > (16ull << 30)) {
     return Status::InvalidArgument("rados.max_bytes_in_flight", "must be 64MiB..16GiB");
+  }
+  if (read_ahead_window_bytes > kMaxRadosObjectBytes) {
+    return Status::InvalidArgument("rados.read_ahead_window_bytes", "must be 0..64MiB");
+  }
+  if (read_ahead_memory_bytes > (1ull << 40)) {
+    return Status::InvalidArgument("rados.read_ahead_memory_bytes", "must be at most 1TiB");
   }
   if (op_timeout.count() < 1000) {
     return Status::InvalidArgument("rados.op_timeout",
@@ -159,6 +169,17 @@ uint32_t DescriptorThreadsFor(uint32_t configured) {
   const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
   return std::clamp(cores * kDescriptorThreadsPerCore, kMinDescriptorThreads,
                     kMaxDescriptorThreads);
+}
+
+uint64_t ReadAheadMemoryFor(uint64_t configured) {
+  if (configured != 0) {
+    return configured;
+  }
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGESIZE);
+  const uint64_t physical =
+      pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+  return std::clamp<uint64_t>(physical / 16, 64ull << 20, 4ull << 30);
 }
 
 Status StoreOptions::Validate() const {

@@ -2,10 +2,12 @@
 // (kv_engine.h, docs/design.md "Delivery"). Every offset comes from descriptor::ChunkGeometry.
 
 #include <algorithm>
+#include <optional>
 
 #include <fmt/core.h>
 
 #include "kv/kv_engine.h"
+#include "kv/read_ahead.h"
 #include "oc/common/log.h"
 #include "oc/descriptor/layout.h"
 
@@ -33,17 +35,20 @@ Status ChangedStatus(std::string_view name) {
 // bytes where the backend holds them, in batches of one staging buffer's worth.
 class Assembler {
  public:
+  // `read_ahead`: where reads go instead of straight to `source` (may be null).
   Assembler(SliceSource& source, std::string_view bucket, const PlanResult& plan, LayerSink& sink,
-            KvGetReport& report, bool pinned)
+            KvGetReport& report, bool pinned, ReadAhead* read_ahead)
       : source_(source),
         bucket_(bucket),
         plan_(plan),
         sink_(sink),
         report_(report),
-        pinned_(pinned) {}
+        pinned_(pinned),
+        read_ahead_(read_ahead) {}
 
-  // Adds `length` bytes of chunk j's object from `source` to land at `dest`.
-  Status Add(uint64_t chunk, uint64_t source, uint64_t dest, uint64_t length) {
+  // Adds `length` bytes of chunk j's range `slot` (kv_2ltd: 0 for K, 1 for V) from `source`
+  // in its object to land at `dest`.
+  Status Add(uint64_t chunk, uint32_t slot, uint64_t source, uint64_t dest, uint64_t length) {
     if (pinned_) {
       pins_.push_back(SlicePin{plan_.names[chunk], source, length});
       pin_dests_.push_back(dest);
@@ -66,7 +71,16 @@ class Assembler {
         fill_ = 0;
       }
       const uint64_t n = std::min<uint64_t>(length, buffer_.bytes().size() - fill_);
-      reads_.push_back(SliceRead{plan_.names[chunk], source, buffer_.bytes().subspan(fill_, n)});
+      // Reads of one buffer are contiguous in it: one that also continues the last one's
+      // range of the object extends it (chunk by chunk, a run is then a whole chunk).
+      if (!reads_.empty() && keys_.back().chunk == chunk && keys_.back().slot == slot &&
+          reads_.back().offset + reads_.back().dest.size() == source) {
+        SliceRead& last = reads_.back();
+        last.dest = MutableByteSpan(last.dest.data(), last.dest.size() + n);
+      } else {
+        reads_.push_back(SliceRead{plan_.names[chunk], source, buffer_.bytes().subspan(fill_, n)});
+        keys_.push_back(WindowKey{chunk, slot});
+      }
       fill_ += n;
       source += n;
       dest += n;
@@ -84,7 +98,9 @@ class Assembler {
       return Status::Ok();
     }
     const Clock::time_point t0 = Clock::now();
-    Result<std::vector<SliceStatus>> statuses = source_.ReadSlices(bucket_, reads_);
+    Result<std::vector<SliceStatus>> statuses = read_ahead_ != nullptr
+                                                    ? read_ahead_->Read(reads_, keys_)
+                                                    : source_.ReadSlices(bucket_, reads_);
     report_.timings.read_us += Micros(Clock::now() - t0);
     OC_RETURN_IF_ERROR(statuses.status());
     for (size_t i = 0; i < reads_.size(); ++i) {
@@ -93,6 +109,7 @@ class Assembler {
       }
     }
     reads_.clear();
+    keys_.clear();
     if (report_.writes == 0) {
       transfer_start_ = Clock::now();
     }
@@ -133,6 +150,7 @@ class Assembler {
   void Drop() {
     buffer_.Reset();
     reads_.clear();
+    keys_.clear();
     pins_.clear();
     pin_dests_.clear();
   }
@@ -147,6 +165,7 @@ class Assembler {
   LayerSink& sink_;
   KvGetReport& report_;
   const bool pinned_;
+  ReadAhead* const read_ahead_;
   std::vector<SlicePin> pins_;       // pinned: the batch not yet read
   std::vector<uint64_t> pin_dests_;  // pinned: where each of pins_ lands
   uint64_t pin_bytes_ = 0;
@@ -154,6 +173,7 @@ class Assembler {
   uint64_t run_start_ = 0;
   uint64_t fill_ = 0;
   std::vector<SliceRead> reads_;
+  std::vector<WindowKey> keys_;  // reads_[i]'s chunk range
   Clock::time_point transfer_start_{};
 };
 
@@ -175,8 +195,9 @@ Status Deliver(Assembler& a, const descriptor::Descriptor& d, const PlanResult& 
   auto slice = [&](uint32_t l, uint64_t j) -> Status {
     const uint64_t base = dest.DestinationOffset(d.delivery, l, j);
     const descriptor::LayerSource src = source.Source(l);
+    uint32_t slot = 0;
     for (const descriptor::SliceCopy& c : src.view()) {
-      OC_RETURN_IF_ERROR(a.Add(j, c.source_offset, base + c.slice_offset, c.length));
+      OC_RETURN_IF_ERROR(a.Add(j, slot++, c.source_offset, base + c.slice_offset, c.length));
     }
     return Status::Ok();
   };
@@ -236,7 +257,18 @@ Result<KvGetReport> Assemble(SliceSource& source, std::string_view bucket,
   const bool pinned = !options.dense && options.zero_copy &&
                       (range_bytes >= options.zero_copy_min_bytes || sink.writes_in_place()) &&
                       sink.accepts_pinned() && source.SupportsPinnedSlices();
-  Assembler a(source, bucket, plan, sink, report, pinned);
+  // Read ahead when the backend asks for it (RADOS: per-op costs); zero-copy lends instead.
+  std::optional<ReadAhead> read_ahead;
+  if (!pinned && plan.plan.matched > 0) {
+    const ReadAheadPolicy policy = source.read_ahead();
+    if (policy.window_bytes > 0) {
+      read_ahead.emplace(source, bucket, policy, plan.plan.matched,
+                         d.layout == descriptor::StoredLayout::k2LTD ? 2 : 1,
+                         uint64_t{d.num_layers} * d.layer_bytes, range_bytes);
+    }
+  }
+  Assembler a(source, bucket, plan, sink, report, pinned,
+              read_ahead.has_value() && read_ahead->active() ? &*read_ahead : nullptr);
   Status delivered = Deliver(a, d, plan, sink, options, report);
   a.Drop();  // a buffer not handed over goes back before Finish waits for the others
   Status finished = sink.Finish(delivered);
@@ -257,10 +289,11 @@ Result<KvGetReport> Assemble(SliceSource& source, std::string_view bucket,
   }
   kLog.Debug(
       "descriptor GET req={} mode={} matched={} bytes={} writes={} read_us={} "
-      "transfer_us={} total_us={}",
+      "transfer_us={} total_us={} read_ahead={} source_reads={}",
       plan.plan.request_id, descriptor::ServeModeName(plan.plan.mode), plan.plan.matched,
       plan.plan.payload_bytes, report.writes, report.timings.read_us, report.timings.transfer_us,
-      report.timings.total_us);
+      report.timings.total_us, read_ahead.has_value() ? read_ahead->window_bytes() : 0,
+      read_ahead.has_value() ? read_ahead->source_reads() : 0);
   return report;
 }
 

@@ -13,6 +13,8 @@
 // answers both interfaces with one override each.
 // Thread safety: every method may be called concurrently from any thread.
 
+#include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -56,6 +58,34 @@ struct PinnedPiece {
   std::shared_ptr<const void> hold;
 };
 
+// Memory for the read-ahead windows (kv/read_ahead.h) of all of a backend's requests
+// together. Thread-safe.
+class ReadAheadBudget {
+ public:
+  explicit ReadAheadBudget(uint64_t bytes) : left_(bytes) {}
+  // Takes min(want, what is left) and returns it; never waits.
+  uint64_t TakeUpTo(uint64_t want) {
+    uint64_t left = left_.load(std::memory_order_relaxed);
+    uint64_t take = 0;
+    do {
+      take = std::min(want, left);
+    } while (!left_.compare_exchange_weak(left, left - take, std::memory_order_relaxed));
+    return take;
+  }
+  void Give(uint64_t bytes) { left_.fetch_add(bytes, std::memory_order_relaxed); }
+  uint64_t left() const { return left_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint64_t> left_;
+};
+
+// How a backend wants a layerwise request's slices read (kv/read_ahead.h): windows of up to
+// window_bytes per chunk range, their memory from *budget. window_bytes 0: slice by slice.
+struct ReadAheadPolicy {
+  uint64_t window_bytes = 0;
+  ReadAheadBudget* budget = nullptr;
+};
+
 enum class SliceStatus : uint8_t {
   kOk = 0,   // dest filled
   kMissing,  // no such object
@@ -75,6 +105,10 @@ class SliceSource {
   // is not an error. kNotFound/kBucket if the bucket is absent.
   virtual Result<std::vector<SliceStatus>> ReadSlices(std::string_view bucket,
                                                       std::span<const SliceRead> slices) = 0;
+
+  // Whether the engine should read ahead of the layer it delivers (ReadAheadPolicy); a
+  // backend whose reads cost little beyond their bytes answers the default, none.
+  virtual ReadAheadPolicy read_ahead() { return {}; }
 
   // The zero-copy form of ReadSlices for a backend that holds the bytes in its own memory:
   // appends each kOk slice's pieces to *pieces instead of copying them. Only when

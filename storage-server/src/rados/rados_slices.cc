@@ -132,6 +132,7 @@ Result<std::vector<SliceStatus>> RadosStore::ReadSlices(std::string_view bucket,
         break;
       }
       obj->started = true;
+      slice_read_ops_.fetch_add(1, std::memory_order_relaxed);
       running.push_back(obj.get());
     }
     while (!running.empty()) {

@@ -90,7 +90,8 @@ Result<std::unique_ptr<Store>> OpenRadosStore(const StoreOptions& options) {
 RadosStore::RadosStore(const StoreOptions& options)
     : options_(options),
       writer_id_(RandomWriterId()),
-      in_flight_(options.rados.max_ops_in_flight, options.rados.max_bytes_in_flight) {}
+      in_flight_(options.rados.max_ops_in_flight, options.rados.max_bytes_in_flight),
+      read_ahead_budget_(ReadAheadMemoryFor(options.rados.read_ahead_memory_bytes)) {}
 
 RadosStore::~RadosStore() {
   StopGc();
@@ -647,6 +648,8 @@ Result<StoreStats> RadosStore::Stats() {
   stats.figures.emplace_back("rados_commits", commits_.load(std::memory_order_relaxed));
   stats.figures.emplace_back("rados_commit_conflicts",
                              commit_conflicts_.load(std::memory_order_relaxed));
+  stats.figures.emplace_back("rados_slice_read_ops",
+                             slice_read_ops_.load(std::memory_order_relaxed));
   {
     std::lock_guard lock(buckets_mu_);
     stats.figures.emplace_back("rados_cached_buckets", buckets_.size());

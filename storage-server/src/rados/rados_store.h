@@ -101,6 +101,10 @@ class RadosStore final : public Store, public kv::SliceSource {
   // rados_slices.cc: pieces grouped per data object, one read op per object.
   Result<std::vector<kv::SliceStatus>> ReadSlices(std::string_view bucket,
                                                   std::span<const kv::SliceRead> slices) override;
+  // Layer reads ahead in windows of [rados] read_ahead_window_bytes: the OSD pays per read.
+  kv::ReadAheadPolicy read_ahead() override {
+    return {options_.rados.read_ahead_window_bytes, &read_ahead_budget_};
+  }
 
   Result<KvProbeResult> ProbeChunks(std::string_view bucket,
                                     const descriptor::Descriptor& d) override {
@@ -247,12 +251,14 @@ class RadosStore final : public Store, public kv::SliceSource {
   const uint64_t writer_id_;
   std::atomic<uint64_t> next_seq_{1};
   InFlight in_flight_;
+  kv::ReadAheadBudget read_ahead_budget_;
 
   std::mutex buckets_mu_;
   std::map<std::string, BucketRef, std::less<>> buckets_ OC_GUARDED_BY(buckets_mu_);
 
   std::atomic<uint64_t> commits_{0};
   std::atomic<uint64_t> commit_conflicts_{0};
+  std::atomic<uint64_t> slice_read_ops_{0};  // data-object read ops of ReadSlices
 
   // One GC or scrub pass at a time in this process; the lock's cookie is writer_id_.
   std::mutex gc_mu_;

@@ -1,7 +1,7 @@
 // RadosStore's own cases, against the test cluster (store_test_util.h: OC_TEST_CEPH_CONF, a
 // random namespace per test): racing overwrites of one key, a reader pinned to its version,
-// DeleteBucket racing PUTs, a 7-shard listing against a std::set model, and a HeadMany of
-// 2,500 names.
+// DeleteBucket racing PUTs, a 7-shard listing against a std::set model, a HeadMany of
+// 2,500 names, and the layer reads' read-ahead windows.
 
 #include <gtest/gtest.h>
 
@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "kv_test_util.h"
 #include "rados/rados_store.h"
 #include "records/md5.h"
 #include "store_test_util.h"
@@ -247,6 +248,57 @@ TEST_F(RadosStoreTest, IdentityNamesTheClusterPoolAndNamespace) {
   EXPECT_FALSE(id.fsid.empty());
   EXPECT_FALSE(id.pool.empty());
   EXPECT_EQ(id.rados_namespace.size(), 17u);  // RandomRadosNamespace()
+}
+
+// A layerwise descriptor GET from RADOS reads each chunk in growing windows
+// ([rados] read_ahead_window_bytes, src/kv/read_ahead.h): with 32 layers, 6 RADOS reads per
+// chunk (1, 2, 4, 8 and 16 slices, then the last one) rather than 32, byte-exact, for both
+// stored layouts; with the window set to 0, one read op per layer as before.
+TEST(RadosReadAhead, LayerwiseGetReadsEachChunkInGrowingWindows) {
+  for (const uint64_t window : {uint64_t{1} << 20, uint64_t{0}}) {
+    for (const descriptor::StoredLayout layout :
+         {descriptor::StoredLayout::kL2TD, descriptor::StoredLayout::k2LTD}) {
+      SCOPED_TRACE(std::to_string(window) + " " +
+                   std::string(descriptor::StoredLayoutName(layout)));
+      StoreOptions base;
+      base.kv.layerwise_threshold_bytes = 1;  // every request layerwise
+      Result<StoreOptions> o = RadosTestOptions(base, RandomRadosNamespace());
+      ASSERT_TRUE(o.has_value()) << o.error();
+      o->rados.read_ahead_window_bytes = window;
+      Result<std::unique_ptr<Store>> store = OpenStore(*o);
+      ASSERT_TRUE(store.has_value()) << store.error();
+      ASSERT_TRUE((*store)->CreateBucket(kvtest::kBucket, "me").ok());
+      const kvtest::Shape s{5, 32, 8192, layout};
+      const descriptor::Descriptor d = kvtest::MakeDescriptor(s, true, 3);
+      std::vector<std::vector<std::byte>> chunks;
+      for (uint64_t j = 0; j < s.n; ++j) {
+        chunks.push_back(kvtest::ChunkBytes(3, j, s));
+        ASSERT_TRUE(kvtest::StoreChunk(**store, d, j, chunks.back()).ok());
+      }
+      auto read_ops = [&]() -> uint64_t {
+        Result<StoreStats> st = (*store)->Stats();
+        EXPECT_TRUE(st.has_value());
+        for (const auto& [name, value] : st.has_value() ? st->figures : decltype(st->figures){}) {
+          if (name == "rados_slice_read_ops") {
+            return value;
+          }
+        }
+        ADD_FAILURE() << "no rados_slice_read_ops figure";
+        return 0;
+      };
+      const uint64_t before = read_ops();
+      kvtest::VectorSink sink(2, 64 << 10);
+      Result<KvGetReport> report = (*store)->GetLayers(kvtest::kBucket, d, &sink, {});
+      ASSERT_TRUE(report.has_value()) << report.error();
+      EXPECT_EQ(report->plan.mode, descriptor::ServeMode::kLayerwise);
+      std::vector<std::byte> want(s.n * s.layers * s.s);
+      kvtest::OraclePayload(chunks, s, d.delivery, s.n, s.n, want);
+      EXPECT_TRUE(sink.body() == want);
+      // Per chunk: one op per slice, or 6 windows (kv_2ltd's K and V windows load at the
+      // same layers and share each op: one op per data object and call).
+      EXPECT_EQ(read_ops() - before, s.n * (window == 0 ? s.layers : 6));
+    }
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <span>
 #include <thread>
 
+#include "kv/read_ahead.h"
 #include "kv/slice_source.h"
 #include "store_test_util.h"
 
@@ -108,6 +109,108 @@ TEST_P(SlicesTest, ReadsLayerSlicesOfManyChunksIntoPlace) {
           << j;
     }
   }
+}
+
+// The KV engine's read-ahead (src/kv/read_ahead.h) over this backend: layer-by-layer reads
+// of 32-layer chunks come out byte-exact from windows of 1, 2, 4, 8, 16 slices and a last
+// direct read, 6 source reads per chunk instead of 32; kv_2ltd's K and V ranges get a window
+// each; a chunk deleted under the request reads kMissing once its window is spent; and the
+// budget is shared and given back.
+TEST_P(SlicesTest, ReadAheadReadsLayersInGrowingWindows) {
+  constexpr uint32_t kLayers = 32;
+  constexpr uint64_t kS = 4096;
+  constexpr int kChunks = 3;
+  std::vector<std::string> data;
+  for (int j = 0; j < kChunks; ++j) {
+    PutOptions o;
+    o.chunk = ChunkShape{descriptor::StoredLayout::kL2TD, kLayers, kS};
+    data.push_back(Bytes(j + 7, kLayers * kS));
+    ASSERT_TRUE(PutString(*store_, {"kvc", "c" + std::to_string(j)}, data.back(), o).has_value());
+  }
+  // Reads layer l of every chunk (the range [first, first + len) of each slice) through ra.
+  auto read_layer = [&](kv::ReadAhead& ra, uint32_t l, uint64_t first, uint64_t len,
+                        uint32_t slot) -> std::pair<std::vector<SliceStatus>, std::string> {
+    std::string dest(kChunks * len, '\0');
+    std::vector<SliceRead> reads;
+    std::vector<kv::WindowKey> keys;
+    for (int j = 0; j < kChunks; ++j) {
+      reads.push_back(
+          SliceRead{"c" + std::to_string(j), first + l * len,
+                    MutableByteSpan(reinterpret_cast<std::byte*>(dest.data()) + j * len, len)});
+      keys.push_back(kv::WindowKey{static_cast<uint64_t>(j), slot});
+    }
+    Result<std::vector<SliceStatus>> r = ra.Read(reads, keys);
+    EXPECT_TRUE(r.has_value()) << r.error();
+    return {r.has_value() ? *r : std::vector<SliceStatus>{}, dest};
+  };
+  kv::ReadAheadBudget budget(8 << 20);
+  {
+    kv::ReadAhead ra(source(), "kvc", {64 << 10, &budget}, kChunks, 1, kLayers * kS, kS);
+    ASSERT_TRUE(ra.active());
+    EXPECT_EQ(ra.window_bytes(), 64u << 10);
+    EXPECT_EQ(budget.left(), (8u << 20) - kChunks * (64u << 10));
+    for (uint32_t l = 0; l < kLayers; ++l) {
+      SCOPED_TRACE(l);
+      auto [st, dest] = read_layer(ra, l, 0, kS, 0);
+      ASSERT_EQ(st, std::vector<SliceStatus>(kChunks, SliceStatus::kOk));
+      for (int j = 0; j < kChunks; ++j) {
+        ASSERT_TRUE(std::string_view(dest).substr(j * kS, kS) ==
+                    std::string_view(data[j]).substr(l * kS, kS))
+            << j;
+      }
+    }
+    EXPECT_EQ(ra.source_reads(), kChunks * 6u);
+  }
+  EXPECT_EQ(budget.left(), 8u << 20);
+
+  // Two ranges per chunk, as kv_2ltd reads them: K of layer l at l·S/2, V at (L + l)·S/2.
+  {
+    kv::ReadAhead ra(source(), "kvc", {64 << 10, &budget}, kChunks, 2, kLayers * kS, kS / 2);
+    for (uint32_t l = 0; l < kLayers; ++l) {
+      for (uint32_t slot : {0u, 1u}) {
+        SCOPED_TRACE(l * 2 + slot);
+        auto [st, dest] = read_layer(ra, l, slot * kLayers * kS / 2, kS / 2, slot);
+        ASSERT_EQ(st, std::vector<SliceStatus>(kChunks, SliceStatus::kOk));
+        for (int j = 0; j < kChunks; ++j) {
+          ASSERT_TRUE(std::string_view(dest).substr(j * kS / 2, kS / 2) ==
+                      std::string_view(data[j]).substr((slot * kLayers + l) * kS / 2, kS / 2));
+        }
+      }
+    }
+    EXPECT_LE(ra.source_reads(), kChunks * 2 * 8u);
+  }
+
+  // Too little budget for two slices a window: slice by slice, still right.
+  kv::ReadAheadBudget small(kChunks * kS);
+  {
+    kv::ReadAhead ra(source(), "kvc", {64 << 10, &small}, kChunks, 1, kLayers * kS, kS);
+    EXPECT_FALSE(ra.active());
+    EXPECT_EQ(small.left(), kChunks * kS);
+    auto [st, dest] = read_layer(ra, 5, 0, kS, 0);
+    ASSERT_EQ(st, std::vector<SliceStatus>(kChunks, SliceStatus::kOk));
+    EXPECT_TRUE(std::string_view(dest).substr(kS, kS) ==
+                std::string_view(data[1]).substr(5 * kS, kS));
+    EXPECT_EQ(ra.source_reads(), kChunks * 1u);
+  }
+
+  // Chunk 1 deleted after layer 2: layers 3..6 load a new window, which finds it gone.
+  {
+    kv::ReadAhead ra(source(), "kvc", {64 << 10, &budget}, kChunks, 1, kLayers * kS, kS);
+    for (uint32_t l = 0; l < 3; ++l) {
+      ASSERT_EQ(read_layer(ra, l, 0, kS, 0).first,
+                std::vector<SliceStatus>(kChunks, SliceStatus::kOk));
+    }
+    ASSERT_TRUE(store_->Delete({"kvc", "c1"}).ok());
+    for (uint32_t l = 3; l < 5; ++l) {
+      auto [st, dest] = read_layer(ra, l, 0, kS, 0);
+      EXPECT_EQ(
+          st, (std::vector<SliceStatus>{SliceStatus::kOk, SliceStatus::kMissing, SliceStatus::kOk}))
+          << l;
+      EXPECT_TRUE(std::string_view(dest).substr(2 * kS, kS) ==
+                  std::string_view(data[2]).substr(l * kS, kS));
+    }
+  }
+  EXPECT_EQ(budget.left(), 8u << 20);
 }
 
 TEST_P(SlicesTest, ReportsMissingAndShortPerSlice) {

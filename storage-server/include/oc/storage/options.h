@@ -95,6 +95,17 @@ struct RadosOptions {
   // Bytes those operations may read at once.
   // Default: 64 MiB
   uint64_t max_bytes_in_flight = 64ull << 20;
+  // A layerwise descriptor GET reads each chunk's layers ahead in windows of up to this many
+  // bytes (1, 2, 4, ... slices; src/kv/read_ahead.h), not one RADOS read per slice: the OSD's
+  // cost is mostly per read below ~1 MiB (docs/decisions.md, "RADOS: reading layers ahead").
+  // 0 reads slice by slice.
+  // Default: 1 MiB
+  uint64_t read_ahead_window_bytes = 1ull << 20;
+  // Memory of those windows, all requests of the process together; a request that finds too
+  // little reads with smaller windows, or slice by slice. 0 sizes it from the machine:
+  // ReadAheadMemoryFor(0).
+  // Default: 0 (1/16 of physical memory, 64 MiB..4 GiB)
+  uint64_t read_ahead_memory_bytes = 0;
   // Longest wait for one OSD or monitor operation (rados_osd_op_timeout and
   // rados_mon_op_timeout; Ceph's own default waits forever).
   // Default: 30 s
@@ -116,6 +127,10 @@ struct RadosOptions {
   std::chrono::milliseconds orphan_min_age{24 * 3600 * 1000};
   Status Validate() const;
 };
+
+// The read-ahead memory for `configured` (RadosOptions::read_ahead_memory_bytes): itself when
+// non-zero, else 1/16 of physical memory clamped to 64 MiB..4 GiB.
+uint64_t ReadAheadMemoryFor(uint64_t configured);
 
 struct StoreOptions {
   // The engine: "rocksdb" or "rados" in the config.
