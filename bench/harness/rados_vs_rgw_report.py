@@ -112,7 +112,7 @@ def ratios(doc, summary):
     for g, c, h in shapes:
         e = {"G": g, "context": c, "hit": h}
         for num in (("oc-rados", "ucx"), ("oc-rados", "http-body"),
-                    ("oc-rados-chunkwise", "ucx"), ("oc-rocksdb", "ucx"),
+                    ("oc-rados-slices", "ucx"), ("oc-rocksdb", "ucx"),
                     ("oc-rocksdb", "http-body")):
             for den in (("rgw", "http-object"), ("rgw", "http-range")):
                 a, b = by.get((*num, g, c, h)), by.get((*den, g, c, h))
@@ -171,7 +171,7 @@ SERIES = [("rgw", "http-object", "RGW per-object GETs (8)"),
           ("rgw", "http-range", "RGW range GETs (8)"),
           ("oc-rados", "ucx", "ours on RADOS: descriptor GET, UCX"),
           ("oc-rados", "http-body", "ours on RADOS: descriptor GET, HTTP body"),
-          ("oc-rados-chunkwise", "ucx", "ours on RADOS, chunkwise (Θ = ∞): UCX"),
+          ("oc-rados-slices", "ucx", "ours on RADOS, a read per slice: UCX"),
           ("oc-rocksdb", "ucx", "ours on RocksDB (ceiling): UCX"),
           ("oc-rocksdb", "http-body", "ours on RocksDB (ceiling): HTTP body")]
 
@@ -260,8 +260,8 @@ def plot(doc, png):
 
 LABEL = {("rgw", "http-object"): "RGW per-object GETs", ("rgw", "http-range"): "RGW range GETs",
          ("oc-rados", "ucx"): "ours on RADOS, UCX", ("oc-rados", "http-body"):
-         "ours on RADOS, HTTP body", ("oc-rados-chunkwise", "ucx"):
-         "ours on RADOS, chunkwise (Θ = ∞), UCX", ("oc-rocksdb", "ucx"): "ours on RocksDB, UCX",
+         "ours on RADOS, HTTP body", ("oc-rados-slices", "ucx"):
+         "ours on RADOS, a read per slice, UCX", ("oc-rocksdb", "ucx"): "ours on RocksDB, UCX",
          ("oc-rocksdb", "http-body"): "ours on RocksDB, HTTP body"}
 
 
@@ -314,7 +314,7 @@ def markdown(e):
                        _cpu(x["cpu_s_per_gb"])] for x in s["reads"]]), ""]
     keys = ["oc-rados:ucx vs rgw:http-object", "oc-rados:ucx vs rgw:http-range",
             "oc-rados:http-body vs rgw:http-object", "oc-rados:http-body vs rgw:http-range",
-            "oc-rados-chunkwise:ucx vs rgw:http-object",
+            "oc-rados-slices:ucx vs rgw:http-object",
             "oc-rocksdb:ucx vs rgw:http-object", "oc-rocksdb:ucx vs rgw:http-range"]
     parts += ["Speed ratios to RGW (median; per repetition in brackets):", "",
               _table(["G", "context · hit"] + [k.replace(" vs ", " / ") for k in keys],
@@ -366,11 +366,11 @@ def finding(e, s, r, t):
         figs = ", ".join(f"{f['ratio']:.2f}x" for f in x["figures"]) or "no figure"
         out.append(f"{x['target']}: {figs} ({_verdict(x).strip('*')})")
     text = "; ".join(out) + "."
-    key = "oc-rados-chunkwise:ucx vs rgw:http-object"
+    key = "oc-rados-slices:ucx vs rgw:http-object"
     chunk = [x for x in r["reads"] if x["G"] == TARGET_G and key in x]
     if chunk:
-        text += (" The same data read chunkwise (one RADOS read per chunk object instead of "
-                 "one per slice) by a second server over the pool: " +
+        text += (" The same data read without the read-ahead (one RADOS read per slice instead "
+                 "of growing windows) by a second server over the pool: " +
                  ", ".join(f"{x[key]:.2f}x" for x in chunk) +
                  f" RGW's per-object GETs at G = {TARGET_G}.")
     return text
