@@ -1,6 +1,7 @@
 // RadosStore, multipart uploads (S3 CreateMultipartUpload .. CompleteMultipartUpload), with
-// the same checks and answers as RocksStore (rocks_multipart.cc), and the omap helpers that
-// multipart, the GC and the scrub share (rados_store.h).
+// the same checks and answers as RocksStore (rocks_multipart.cc; the part list's checks are
+// records/multipart_complete.h for both), and the omap helpers that multipart, the GC and the
+// scrub share (rados_store.h).
 //
 // An upload's records live in its key's index shard (rados_keys.h): u/... holds the
 // UploadRecord, which never changes, so "u/ still holds what we read" means "the upload is
