@@ -1,6 +1,7 @@
 // RadosStore, multipart uploads (S3 CreateMultipartUpload .. CompleteMultipartUpload), with
-// the same checks and answers as RocksStore (rocks_multipart.cc), and the omap helpers that
-// multipart, the GC and the scrub share (rados_store.h).
+// the same checks and answers as RocksStore (rocks_multipart.cc; the part list's checks are
+// records/multipart_complete.h for both), and the omap helpers that multipart, the GC and the
+// scrub share (rados_store.h).
 //
 // An upload's records live in its key's index shard (rados_keys.h): u/... holds the
 // UploadRecord, which never changes, so "u/ still holds what we read" means "the upload is
@@ -27,6 +28,7 @@
 #include "rados/rados_store.h"
 #include "rados/rados_stream.h"
 #include "records/md5.h"
+#include "records/multipart_complete.h"
 #include "records/multipart_names.h"
 
 namespace oc::storage {
@@ -67,12 +69,12 @@ void AddGcEntry(WriteOp& op, std::vector<Segment> segments, int64_t due) {
   }
 }
 
-// One stored part of an upload as read from its shard.
-struct StoredPart {
-  uint32_t number = 0;
-  std::string key;  // m/...
-  std::string raw;  // the value, for the commit's compare
-  PartRecord part;
+// The stored parts of an upload as read from its shard, ascending; index i of each vector is
+// the same part.
+struct StoredParts {
+  std::vector<NumberedPart> parts;
+  std::vector<std::string> keys;  // m/...
+  std::vector<std::string> raws;  // the values, for the commit's compare
 };
 
 // The size and digest checks of a finished part (store.h ObjectWriter::Commit).
@@ -345,21 +347,21 @@ class RadosPartWriter final : public ObjectWriter {
 };
 
 // Every part of `upload_id` in `shard`, ascending.
-Result<std::vector<StoredPart>> ReadParts(RadosStore& store, std::string_view bucket,
-                                          const RadosStore::BucketRef& ref, uint32_t shard,
-                                          std::string_view upload_id) {
-  std::vector<StoredPart> parts;
+Result<StoredParts> ReadParts(RadosStore& store, std::string_view bucket,
+                              const RadosStore::BucketRef& ref, uint32_t shard,
+                              std::string_view upload_id) {
+  StoredParts parts;
   Status s = store.ScanOmap(rados::IndexOid(ref.id, shard), rados::PartOmapPrefix(upload_id), "",
                             [&](std::string_view k, std::string_view v) -> Result<bool> {
-                              StoredPart p;
+                              NumberedPart p;
                               std::string id;
                               if (!rados::ParsePartOmapKey(k, &id, &p.number)) {
                                 return Status::Corruption("malformed part key");
                               }
                               OC_ASSIGN_OR_RETURN(p.part, DecodePartRecord(v));
-                              p.key.assign(k);
-                              p.raw.assign(v);
-                              parts.push_back(std::move(p));
+                              parts.parts.push_back(std::move(p));
+                              parts.keys.emplace_back(k);
+                              parts.raws.emplace_back(v);
                               return true;
                             });
   if (s.IsNotFound()) {
@@ -449,59 +451,19 @@ Result<ObjectMeta> RadosStore::CompleteMultipartUpload(const ObjectKey& key,
       return NoSuchUpload(upload_id);
     }
     OC_ASSIGN_OR_RETURN(UploadRecord upload, DecodeUploadRecord(u->second));
-    if (parts.empty()) {
-      return PartError(Code::kInvalidArgument, "the part list is empty");
-    }
-    for (size_t i = 1; i < parts.size(); ++i) {
-      if (parts[i].part_number <= parts[i - 1].part_number) {
-        return PartError(Code::kFailedPrecondition, "part numbers must ascend");
-      }
-    }
-    OC_ASSIGN_OR_RETURN(std::vector<StoredPart> stored,
+    OC_RETURN_IF_ERROR(CheckListedParts(parts));
+    OC_ASSIGN_OR_RETURN(const StoredParts stored,
                         ReadParts(*this, key.bucket, ref, shard, upload_id));
-    ObjectRecord record;
-    std::string md5s;  // concatenated binary part MD5s
-    std::vector<bool> used(stored.size(), false);
-    size_t s = 0;
-    for (size_t i = 0; i < parts.size(); ++i) {
-      const CompletedPart& want = parts[i];
-      while (s < stored.size() && stored[s].number < want.part_number) {
-        ++s;
-      }
-      if (s == stored.size() || stored[s].number != want.part_number) {
-        return PartError(Code::kInvalidArgument,
-                         "part " + std::to_string(want.part_number) + " was not uploaded");
-      }
-      const PartRecord& part = stored[s].part;
-      if (NormalizeEtag(want.etag) != HexEncode(part.md5)) {
-        return PartError(Code::kInvalidArgument,
-                         "part " + std::to_string(want.part_number) + " has a different ETag");
-      }
-      if (i + 1 < parts.size() && part.segment.size < kMinPartBytes) {
-        return PartError(Code::kOutOfRange,
-                         "part " + std::to_string(want.part_number) + " is under the minimum size");
-      }
-      used[s] = true;
-      record.segments.push_back(part.segment);
-      record.meta.size += part.segment.size;
-      md5s.append(reinterpret_cast<const char*>(part.md5.data()), part.md5.size());
-    }
-    record.meta.etag = HexEncode(Md5::Of(AsBytes(md5s))) + "-" + std::to_string(parts.size());
-    record.meta.content_type = upload.content_type;
-    record.meta.user_meta = upload.user_meta;
-    record.meta.headers = upload.headers;
-    record.meta.chunk = upload.chunk;
-    record.meta.parts_count = static_cast<uint32_t>(parts.size());
-    record.meta.mtime_unix_ms = RadosNowUnixMs();
-
+    OC_ASSIGN_OR_RETURN(CompletedUpload done,
+                        CompleteUpload(parts, stored.parts, upload, RadosNowUnixMs()));
     auto o = found.find(okey);
     const std::string old = o == found.end() ? std::string() : o->second;
     std::vector<Segment> garbage = SegmentsOfEntry(okey, old);
     std::vector<std::string> removes{ukey};
-    for (size_t i = 0; i < stored.size(); ++i) {
-      removes.push_back(stored[i].key);
-      if (!used[i]) {
-        garbage.push_back(stored[i].part.segment);
+    for (size_t i = 0; i < stored.parts.size(); ++i) {
+      removes.push_back(stored.keys[i]);
+      if (!done.stitched[i]) {
+        garbage.push_back(stored.parts[i].part.segment);
       }
     }
     const int64_t due = RadosNowUnixMs() + options_.rados.gc_min_wait.count();
@@ -510,15 +472,15 @@ Result<ObjectMeta> RadosStore::CompleteMultipartUpload(const ObjectKey& key,
                           cmp.clear();
                           op.OmapCmp(ukey, u->second, &cmp.emplace_back());
                           op.OmapCmp(okey, old, &cmp.emplace_back());
-                          for (const StoredPart& p : stored) {
-                            op.OmapCmp(p.key, p.raw, &cmp.emplace_back());
+                          for (size_t i = 0; i < stored.keys.size(); ++i) {
+                            op.OmapCmp(stored.keys[i], stored.raws[i], &cmp.emplace_back());
                           }
-                          op.OmapSet({{okey, EncodeObjectRecord(record)}});
+                          op.OmapSet({{okey, EncodeObjectRecord(done.record)}});
                           op.OmapRm(removes);
                           AddGcEntry(op, garbage, due);
                         }));
     if (applied) {
-      return std::move(record.meta);
+      return std::move(done.record.meta);
     }
     Backoff(attempt);
   }
@@ -539,12 +501,12 @@ Status RadosStore::AbortMultipartUpload(const ObjectKey& key, std::string_view u
       return NoSuchUpload(upload_id);
     }
     const std::string upload_raw = found.begin()->second;
-    OC_ASSIGN_OR_RETURN(std::vector<StoredPart> stored,
+    OC_ASSIGN_OR_RETURN(const StoredParts stored,
                         ReadParts(*this, key.bucket, ref, shard, upload_id));
     std::vector<std::string> removes{ukey};
+    removes.insert(removes.end(), stored.keys.begin(), stored.keys.end());
     std::vector<Segment> garbage;
-    for (const StoredPart& p : stored) {
-      removes.push_back(p.key);
+    for (const NumberedPart& p : stored.parts) {
       garbage.push_back(p.part.segment);
     }
     const int64_t due = RadosNowUnixMs() + options_.rados.gc_min_wait.count();
@@ -552,8 +514,8 @@ Status RadosStore::AbortMultipartUpload(const ObjectKey& key, std::string_view u
     OC_ASSIGN_OR_RETURN(const bool applied, GuardedWrite(key.bucket, ref, shard, [&](WriteOp& op) {
                           cmp.clear();
                           op.OmapCmp(ukey, upload_raw, &cmp.emplace_back());
-                          for (const StoredPart& p : stored) {
-                            op.OmapCmp(p.key, p.raw, &cmp.emplace_back());
+                          for (size_t i = 0; i < stored.keys.size(); ++i) {
+                            op.OmapCmp(stored.keys[i], stored.raws[i], &cmp.emplace_back());
                           }
                           op.OmapRm(removes);
                           AddGcEntry(op, garbage, due);

@@ -5,7 +5,8 @@
 // own kv::KvEngine over itself. Any number of processes may open the same pool and namespace:
 // they share nothing but the cluster (docs/design.md, "RADOS mapping"; names in rados_keys.h).
 // Its parts: rados_store.cc (open, buckets, records, the commit op, stats), rados_write.cc
-// (writer, Put, Delete, Copy), rados_read.cc (reader, Get, Head, HeadMany), rados_list.cc,
+// (writer, Put, Delete, Copy), rados_read.cc (reader, Get, Head, HeadMany), rados_list.cc
+// (over rados_shard_merge.h, the k-way merge of the index shards that both listings use),
 // rados_slices.cc (ReadSlices), rados_group.cc (PutGroup), rados_multipart.cc and
 // rados_uploads.cc (multipart), rados_gc.cc (the GC leader), rados_scrub.cc (orphans).
 //

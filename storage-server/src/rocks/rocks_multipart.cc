@@ -8,7 +8,7 @@
 #include <rocksdb/snapshot.h>
 
 #include "names.h"
-#include "records/md5.h"
+#include "records/multipart_complete.h"
 #include "records/multipart_names.h"
 #include "rocks/rocks_store.h"
 #include "rocks/store_keys.h"
@@ -30,9 +30,9 @@ Result<UploadRecord> RocksStore::GetUpload(const rocksdb::ReadOptions& ro, const
   return DecodeUploadRecord(value.ToStringView());
 }
 
-Result<std::vector<std::pair<uint32_t, PartRecord>>> RocksStore::GetParts(
-    const rocksdb::ReadOptions& ro, std::string_view upload_id) {
-  std::vector<std::pair<uint32_t, PartRecord>> parts;
+Result<std::vector<NumberedPart>> RocksStore::GetParts(const rocksdb::ReadOptions& ro,
+                                                       std::string_view upload_id) {
+  std::vector<NumberedPart> parts;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, parts_cf_));
   for (it->Seek(PartDbKey(upload_id, 0)); it->Valid() && it->key().starts_with(upload_id);
        it->Next()) {
@@ -42,7 +42,7 @@ Result<std::vector<std::pair<uint32_t, PartRecord>>> RocksStore::GetParts(
     const uint32_t number =
         GetBigEndian32(reinterpret_cast<const std::byte*>(it->key().data() + upload_id.size()));
     OC_ASSIGN_OR_RETURN(PartRecord part, DecodePartRecord(it->value().ToStringView()));
-    parts.emplace_back(number, part);
+    parts.push_back(NumberedPart{number, part});
   }
   OC_RETURN_IF_ERROR(FromRocks(it->status()));
   return parts;
@@ -96,60 +96,20 @@ Result<ObjectMeta> RocksStore::CompleteMultipartUpload(const ObjectKey& key,
   std::lock_guard key_lock(KeyMutex(object_key));
   OC_RETURN_IF_ERROR(CheckBucket(key.bucket, meta_read_));
   OC_ASSIGN_OR_RETURN(UploadRecord upload, GetUpload(meta_read_, key, upload_id));
-  if (parts.empty()) {
-    return PartError(Code::kInvalidArgument, "the part list is empty");
-  }
-  for (size_t i = 1; i < parts.size(); ++i) {
-    if (parts[i].part_number <= parts[i - 1].part_number) {
-      return PartError(Code::kFailedPrecondition, "part numbers must ascend");
-    }
-  }
-  OC_ASSIGN_OR_RETURN(auto stored, GetParts(meta_read_, upload_id));
-  ObjectRecord record;
-  std::string md5s;  // concatenated binary part MD5s
-  std::vector<bool> used(stored.size(), false);
-  size_t s = 0;
-  for (size_t i = 0; i < parts.size(); ++i) {
-    const CompletedPart& want = parts[i];
-    while (s < stored.size() && stored[s].first < want.part_number) {
-      ++s;
-    }
-    if (s == stored.size() || stored[s].first != want.part_number) {
-      return PartError(Code::kInvalidArgument,
-                       "part " + std::to_string(want.part_number) + " was not uploaded");
-    }
-    const PartRecord& part = stored[s].second;
-    if (NormalizeEtag(want.etag) != HexEncode(part.md5)) {
-      return PartError(Code::kInvalidArgument,
-                       "part " + std::to_string(want.part_number) + " has a different ETag");
-    }
-    if (i + 1 < parts.size() && part.segment.size < kMinPartBytes) {
-      return PartError(Code::kOutOfRange,
-                       "part " + std::to_string(want.part_number) + " is under the minimum size");
-    }
-    used[s] = true;
-    record.segments.push_back(part.segment);
-    record.meta.size += part.segment.size;
-    md5s.append(reinterpret_cast<const char*>(part.md5.data()), part.md5.size());
-  }
-  record.meta.etag = HexEncode(Md5::Of(AsBytes(md5s))) + "-" + std::to_string(parts.size());
-  record.meta.content_type = upload.content_type;
-  record.meta.user_meta = upload.user_meta;
-  record.meta.headers = upload.headers;
-  record.meta.chunk = upload.chunk;
-  record.meta.parts_count = static_cast<uint32_t>(parts.size());
-  record.meta.mtime_unix_ms = NowUnixMs();
-
+  OC_RETURN_IF_ERROR(CheckListedParts(parts));
+  OC_ASSIGN_OR_RETURN(const std::vector<NumberedPart> stored, GetParts(meta_read_, upload_id));
+  OC_ASSIGN_OR_RETURN(CompletedUpload done, CompleteUpload(parts, stored, upload, NowUnixMs()));
   OC_ASSIGN_OR_RETURN(std::optional<ObjectRecord> old, GetRecord(object_key, meta_read_));
   rocksdb::WriteBatch batch;
-  OC_RETURN_IF_ERROR(FromRocks(batch.Put(objects_cf_, object_key, EncodeObjectRecord(record))));
+  OC_RETURN_IF_ERROR(
+      FromRocks(batch.Put(objects_cf_, object_key, EncodeObjectRecord(done.record))));
   OC_RETURN_IF_ERROR(
       FromRocks(batch.Delete(uploads_cf_, UploadDbKey(key.bucket, key.name, upload_id))));
   uint64_t freed = 0;
   for (size_t i = 0; i < stored.size(); ++i) {
-    OC_RETURN_IF_ERROR(FromRocks(batch.Delete(parts_cf_, PartDbKey(upload_id, stored[i].first))));
-    if (!used[i]) {
-      freed += DeleteSegments({stored[i].second.segment}, &batch);
+    OC_RETURN_IF_ERROR(FromRocks(batch.Delete(parts_cf_, PartDbKey(upload_id, stored[i].number))));
+    if (!done.stitched[i]) {
+      freed += DeleteSegments({stored[i].part.segment}, &batch);
     }
   }
   if (old.has_value()) {
@@ -157,7 +117,7 @@ Result<ObjectMeta> RocksStore::CompleteMultipartUpload(const ObjectKey& key,
   }
   OC_RETURN_IF_ERROR(FromRocks(db_->Write(synced_, &batch)));
   NoteFreed(freed);
-  return std::move(record.meta);
+  return std::move(done.record.meta);
 }
 
 Status RocksStore::AbortMultipartUpload(const ObjectKey& key, std::string_view upload_id) {

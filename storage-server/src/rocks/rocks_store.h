@@ -60,6 +60,7 @@
 #include "oc/storage/store.h"
 #include "records/md5.h"
 #include "records/meta_codec.h"
+#include "records/multipart_complete.h"
 #include "rocks/extent_key.h"
 #include "rocks/thread_pool.h"
 
@@ -246,8 +247,8 @@ class RocksStore final : public Store, public kv::SliceSource {
   Result<UploadRecord> GetUpload(const rocksdb::ReadOptions& ro, const ObjectKey& key,
                                  std::string_view upload_id);
   // Every part record of `upload_id`, ascending by part number.
-  Result<std::vector<std::pair<uint32_t, PartRecord>>> GetParts(const rocksdb::ReadOptions& ro,
-                                                                std::string_view upload_id);
+  Result<std::vector<NumberedPart>> GetParts(const rocksdb::ReadOptions& ro,
+                                             std::string_view upload_id);
 
   const StoreOptions options_;
   std::unique_ptr<rocksdb::DB> db_;

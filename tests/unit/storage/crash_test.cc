@@ -1,13 +1,18 @@
-// The crash test (issue 3): a writer process (crash_writer.cc) is SIGKILLed at random
-// points, the store is reopened after each kill, and
+// The crash test (issue 3), on RocksDB and on RADOS: a writer process (crash_writer.cc) is
+// SIGKILLed at random points, the store is reopened after each kill, and
 //  - every acknowledged object reads back byte-exact (xxHash and size);
 //  - no partial object is visible: each visible object is a version the writer wrote whole
 //    for that key (the last acknowledged one, or the one in flight when it was killed);
-//  - a group of objects committed together (Store::PutGroup) is visible whole or not at all;
-//  - recovery freed every uncommitted write: the extent records are exactly those of the
-//    visible objects, and no write is left pending.
+//  - a group of objects committed together (Store::PutGroup, RocksDB's writer) is visible
+//    whole or not at all;
+//  - RocksDB: recovery freed every uncommitted write: the extent records are exactly those
+//    of the visible objects, and no write is left pending;
+//  - RADOS (PUTs and multipart uploads, killed mid-upload most of the time, checked with a
+//    store of its own in the writer's namespace): a scrub (orphan_min_age = 0) then a GC
+//    pass leave exactly the data objects that the visible objects and the still open uploads
+//    reference, nothing else, nothing less; over the rounds the scrub did remove leftovers
+//    (the kills did leave some).
 
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -16,19 +21,34 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <random>
+#include <set>
 #include <sstream>
 
+#include "rados/rados_store.h"
 #include "rocks/rocks_store.h"
 #include "store_test_util.h"
 
 namespace oc::storage::test {
 namespace {
 
-constexpr int kRounds = 20;
 constexpr uint64_t kExtentBytes = 64 << 10;  // as in crash_writer.cc
+
+uint64_t Objects(uint64_t size) { return (size + kExtentBytes - 1) / kExtentBytes; }
+
+// Extents (RocksDB) or data objects (RADOS) of a visible object, as the writer builds them:
+// one PUT or group member, or a multipart upload whose parts but the last are exactly
+// kMinPartBytes.
+uint64_t ObjectsOf(const ObjectMeta& meta) {
+  if (meta.parts_count == 0) {
+    return Objects(meta.size);
+  }
+  const uint64_t full = meta.parts_count - 1;
+  return full * Objects(kMinPartBytes) + Objects(meta.size - full * kMinPartBytes);
+}
 
 struct Version {
   uint64_t hash = 0;
@@ -36,20 +56,24 @@ struct Version {
   bool operator==(const Version&) const = default;
 };
 
-// Runs the writer for `run_for`, SIGKILLs it, and returns every complete line it printed.
-std::vector<std::string> RunAndKill(const std::string& dir, uint64_t seed,
+// Runs the writer with `args` for `run_for`, SIGKILLs it, and returns every complete line it
+// printed.
+std::vector<std::string> RunAndKill(const std::vector<std::string>& args,
                                     std::chrono::milliseconds run_for) {
   int fds[2];
   EXPECT_EQ(::pipe(fds), 0);
   const std::string program = OC_CRASH_WRITER;
-  const std::string seed_text = std::to_string(seed);
+  std::vector<char*> argv{const_cast<char*>(program.c_str())};
+  for (const std::string& a : args) {
+    argv.push_back(const_cast<char*>(a.c_str()));
+  }
+  argv.push_back(nullptr);
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::dup2(fds[1], 1);
     ::close(fds[0]);
     ::close(fds[1]);
-    ::execl(program.c_str(), program.c_str(), dir.c_str(), seed_text.c_str(),
-            static_cast<char*>(nullptr));
+    ::execv(program.c_str(), argv.data());
     ::_exit(127);
   }
   ::close(fds[1]);
@@ -88,23 +112,125 @@ std::vector<std::string> RunAndKill(const std::string& dir, uint64_t seed,
   return lines;  // a partial last line (impossible with one write(2) per line) is dropped
 }
 
-TEST(CrashTest, AcknowledgedObjectsSurviveSigkillAndNothingPartialIsVisible) {
-  testutil::TempDir dir;
-  std::mt19937_64 rng(20261122);
+// The harness, per backend: how the writer is started and how its store is opened and
+// checked after each kill.
+class CrashTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  bool rados() const { return GetParam() == Backend::kRados; }
+
+  void SetUp() override {
+    if (!rados()) {
+      return;
+    }
+    ns_ = RandomRadosNamespace();
+    Result<StoreOptions> o = RadosTestOptions(StoreOptions{}, ns_);
+    ASSERT_TRUE(o.has_value()) << o.error();
+    options_ = std::move(*o);
+    options_.rados.gc = false;
+    options_.rados.gc_min_wait = std::chrono::milliseconds(0);
+    options_.rados.orphan_min_age = std::chrono::milliseconds(0);
+  }
+
+  // RocksDB is quick to kill and reopen; RADOS rounds take longer (a cluster round trip per
+  // op, a scrub per round), so fewer, longer ones.
+  int Rounds() const { return rados() ? 6 : 20; }
+  uint64_t Seed() const { return rados() ? 20261126 : 20261122; }
+  std::chrono::milliseconds RunFor(std::mt19937_64& rng) const {
+    return std::chrono::milliseconds(rados() ? 700 + rng() % 900 : 60 + rng() % 240);
+  }
+
+  std::vector<std::string> WriterArgs(uint64_t seed) const {
+    if (rados()) {
+      return {"--backend",         "rados", options_.rados.conf_file,
+              options_.rados.pool, ns_,     std::to_string(seed)};
+    }
+    return {dir_.path().string(), std::to_string(seed)};
+  }
+
+  Result<std::unique_ptr<Store>> OpenAfterKill() {
+    if (rados()) {
+      return OpenStore(options_);
+    }
+    StoreOptions o;
+    o.data_dir = dir_.path().string();
+    o.block_cache_bytes = 32 << 20;
+    return OpenLocalStore(o);
+  }
+
+  // RADOS: one scrub and one GC pass before the objects are read.
+  void CollectAfterKill(Store& store) {
+    if (!rados()) {
+      return;
+    }
+    RadosStore& rados = dynamic_cast<RadosStore&>(store);
+    Result<RadosStore::ScrubReport> scrub = rados.RunScrubOnce();
+    ASSERT_TRUE(scrub.has_value()) << scrub.error();
+    scrubbed_ += scrub->data_objects;
+    Result<uint64_t> gc = rados.RunGcOnce();
+    ASSERT_TRUE(gc.has_value()) << gc.error();
+  }
+
+  // `expected`: the extents or data objects of the visible objects. RocksDB: exactly those
+  // extents are left and no write is pending. RADOS: exactly those data objects and the
+  // parts of the uploads left open; then those uploads are aborted (their data goes at the
+  // next round's GC pass).
+  void CheckLeftovers(Store& store, uint64_t expected) {
+    if (!rados()) {
+      RocksStore& rocks = dynamic_cast<RocksStore&>(store);
+      Result<uint64_t> extents = rocks.CountExtents();
+      ASSERT_TRUE(extents.has_value());
+      EXPECT_EQ(*extents, expected) << "recovery left extents of uncommitted writes";
+      Result<StoreStats> stats = store.Stats();
+      ASSERT_TRUE(stats.has_value());
+      for (const auto& [name, value] : stats->figures) {
+        if (name == "writes_in_progress") {
+          EXPECT_EQ(value, 0u);
+        }
+      }
+      return;
+    }
+    Result<ListUploadsResult> uploads = store.ListMultipartUploads("crash", {});
+    ASSERT_TRUE(uploads.has_value()) << uploads.error();
+    for (const UploadInfo& u : uploads->uploads) {
+      Result<ListPartsResult> parts = store.ListParts({"crash", u.key}, u.upload_id, 0, 1000);
+      ASSERT_TRUE(parts.has_value()) << parts.error();
+      for (const PartInfo& p : parts->parts) {
+        expected += Objects(p.size);
+      }
+    }
+    Result<uint64_t> data = dynamic_cast<RadosStore&>(store).CountDataObjects();
+    ASSERT_TRUE(data.has_value()) << data.error();
+    EXPECT_EQ(*data, expected) << "the scrub and GC left other data than the referenced";
+    for (const UploadInfo& u : uploads->uploads) {
+      ASSERT_TRUE(store.AbortMultipartUpload({"crash", u.key}, u.upload_id).ok());
+    }
+  }
+
+  testutil::TempDir dir_;  // RocksDB's data
+  std::string ns_;         // RADOS: the writer's and the checks' namespace
+  StoreOptions options_;   // RADOS: the checks' store
+  uint64_t scrubbed_ = 0;  // RADOS: data objects the scrubs removed
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, CrashTest,
+                         ::testing::Values(Backend::kRocksSst, Backend::kRados), BackendName);
+
+TEST_P(CrashTest, AcknowledgedObjectsSurviveSigkillAndNothingPartialIsVisible) {
+  std::mt19937_64 rng(Seed());
   // Per key: the version the store must hold (if any), and versions it may hold instead
   // (written after it, in flight or not yet acknowledged when the writer was killed).
   std::map<std::string, std::optional<Version>> committed;
   std::map<std::string, std::vector<Version>> maybe;
   uint64_t acknowledged = 0;
-  for (int round = 0; round < kRounds; ++round) {
+  for (int round = 0; round < Rounds(); ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
-    const auto run_for = std::chrono::milliseconds(60 + rng() % 240);
+    const auto run_for = RunFor(rng);
     // The last group the writer began and how many of its members it acknowledged: if the
     // kill came before all were, that group was the last write, and must be all or nothing.
     uint64_t last_group = 0;
     std::vector<std::pair<std::string, Version>> group_members;
     size_t group_acked = 0;
-    for (const std::string& line : RunAndKill(dir.path().string(), rng(), run_for)) {
+    for (const std::string& line : RunAndKill(WriterArgs(rng()), run_for)) {
       std::istringstream in(line);
       char kind = 0;
       std::string key, hash_hex;
@@ -136,13 +262,14 @@ TEST(CrashTest, AcknowledgedObjectsSurviveSigkillAndNothingPartialIsVisible) {
       return;
     }
 
-    StoreOptions options;
-    options.data_dir = dir.path().string();
-    options.block_cache_bytes = 32 << 20;
-    Result<std::unique_ptr<Store>> opened = OpenLocalStore(options);
+    Result<std::unique_ptr<Store>> opened = OpenAfterKill();
     ASSERT_TRUE(opened.has_value()) << opened.error();
     Store& store = **opened;
-    uint64_t expected_extents = 0;
+    CollectAfterKill(store);
+    if (HasFatalFailure()) {
+      return;
+    }
+    uint64_t expected = 0;
     std::set<std::string> keys;
     for (const auto& [k, v] : committed) {
       keys.insert(k);
@@ -159,7 +286,7 @@ TEST(CrashTest, AcknowledgedObjectsSurviveSigkillAndNothingPartialIsVisible) {
         Result<std::string> bytes = ReadAll(**r, 1 << 20);
         ASSERT_TRUE(bytes.has_value()) << bytes.error();
         seen = Version{XXH3_64bits(bytes->data(), bytes->size()), bytes->size()};
-        expected_extents += (seen->size + kExtentBytes - 1) / kExtentBytes;
+        expected += ObjectsOf((*r)->meta());
       } else {
         ASSERT_EQ(r.error().code(), Code::kNotFound) << r.error();
       }
@@ -182,19 +309,15 @@ TEST(CrashTest, AcknowledgedObjectsSurviveSigkillAndNothingPartialIsVisible) {
       EXPECT_TRUE(shown == 0 || shown == group_members.size())
           << shown << " of the " << group_members.size() << " objects of an unacknowledged group";
     }
-    RocksStore& rocks = dynamic_cast<RocksStore&>(store);
-    Result<uint64_t> extents = rocks.CountExtents();
-    ASSERT_TRUE(extents.has_value());
-    EXPECT_EQ(*extents, expected_extents) << "recovery left extents of uncommitted writes";
-    Result<StoreStats> stats = store.Stats();
-    ASSERT_TRUE(stats.has_value());
-    for (const auto& [name, value] : stats->figures) {
-      if (name == "writes_in_progress") {
-        EXPECT_EQ(value, 0u);
-      }
+    CheckLeftovers(store, expected);
+    if (HasFatalFailure()) {
+      return;
     }
   }
   EXPECT_GT(acknowledged, 0u) << "the writer never acknowledged a write";
+  if (rados()) {
+    EXPECT_GT(scrubbed_, 0u) << "no kill left orphans: the test did not exercise the scrub";
+  }
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
 // storage_crash_writer DATA_DIR SEED
 // storage_crash_writer --backend rados CEPH_CONF POOL NAMESPACE SEED
-// The writer half of the crash tests (crash_test.cc on RocksDB, rados_crash_test.cc on RADOS).
+// The writer half of the crash test (crash_test.cc, Backends/CrashTest on RocksDB and RADOS).
 // Opens the store and writes objects of random sizes (some many extents and several
 // streamed flushes, many overwriting earlier keys) until killed. On RocksDB one time in four
 // it writes a group of 2-4 objects of distinct keys committed together (Store::PutGroup); on

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
+#include "records/multipart_complete.h"
+
 namespace oc::storage {
 namespace {
 
@@ -95,6 +99,89 @@ TEST(MetaCodec, BucketUploadAndPartRecordsRoundTrip) {
   EXPECT_FALSE(DecodePartRecord(pe.substr(0, pe.size() - 1)).has_value());
   EXPECT_FALSE(DecodeBucketRecord("").has_value());
   EXPECT_FALSE(DecodeUploadRecord("\x01").has_value());
+}
+
+// Stored parts 1, 2 and 3 of an upload: 1 and 2 of the minimum size, 3 small; MD5s of
+// repeated bytes 0x11, 0x22, 0xcc.
+std::vector<NumberedPart> StoredParts() {
+  std::vector<NumberedPart> stored;
+  for (uint32_t n = 1; n <= 3; ++n) {
+    NumberedPart p;
+    p.number = n;
+    p.part.segment = {100 + n, n < 3 ? kMinPartBytes : 10, 1 << 20, 0, 7};
+    p.part.md5.fill(std::byte(n < 3 ? 0x11 * n : 0xcc));
+    stored.push_back(p);
+  }
+  return stored;
+}
+
+const std::string kEtag1(32, '1');
+const std::string kEtag2(32, '2');
+const std::string kEtag3(32, 'c');
+const std::string kEtag3Upper(32, 'C');
+
+TEST(CompleteUpload, StitchesListedPartsInOrderWithTheS3Etag) {
+  UploadRecord upload;
+  upload.content_type = "video/mp4";
+  upload.user_meta = {{"owner", "me"}};
+  upload.headers = {{"cache-control", "no-cache"}};
+  upload.chunk = ChunkShape{descriptor::StoredLayout::k2LTD, 4, 1 << 20};
+  const std::vector<NumberedPart> stored = StoredParts();
+  // Part 2 is left out; the client's ETags may come quoted and in upper case.
+  const std::vector<CompletedPart> listed = {{1, "\"" + kEtag1 + "\""}, {3, kEtag3Upper}};
+  Result<CompletedUpload> done = CompleteUpload(listed, stored, upload, 1234);
+  ASSERT_TRUE(done.has_value()) << done.error();
+  const ObjectRecord& r = done->record;
+  ASSERT_EQ(r.segments.size(), 2u);
+  EXPECT_EQ(r.segments[0].data_id, 101u);
+  EXPECT_EQ(r.segments[1].data_id, 103u);
+  EXPECT_EQ(r.segments[1].writer, 7u);
+  EXPECT_EQ(r.meta.size, kMinPartBytes + 10);
+  // MD5 of the 32 bytes 0x11 x16, 0xcc x16 (Python hashlib), then the part count.
+  EXPECT_EQ(r.meta.etag, "95b2fa698bdd8bb9b1a705a25f68bfde-2");
+  EXPECT_EQ(r.meta.parts_count, 2u);
+  EXPECT_EQ(r.meta.mtime_unix_ms, 1234);
+  EXPECT_EQ(r.meta.content_type, "video/mp4");
+  EXPECT_EQ(r.meta.user_meta, upload.user_meta);
+  EXPECT_EQ(r.meta.headers, upload.headers);
+  ASSERT_TRUE(r.meta.chunk.has_value());
+  EXPECT_EQ(r.meta.chunk->num_layers, 4u);
+  EXPECT_EQ(done->stitched, (std::vector<bool>{true, false, true}));
+}
+
+TEST(CompleteUpload, RefusesBadListsWithThePartErrors) {
+  struct Row {
+    const char* what;
+    std::vector<CompletedPart> listed;
+    Code code;
+  };
+  const std::vector<Row> rows = {
+      {"empty list", {}, Code::kInvalidArgument},
+      {"descending numbers", {{2, kEtag2}, {1, kEtag1}}, Code::kFailedPrecondition},
+      {"a number twice", {{1, kEtag1}, {1, kEtag1}}, Code::kFailedPrecondition},
+      {"missing part", {{1, kEtag1}, {5, kEtag1}}, Code::kInvalidArgument},
+      {"missing first part", {{0, kEtag1}}, Code::kInvalidArgument},
+      {"ETag mismatch", {{1, kEtag1}, {2, kEtag3}}, Code::kInvalidArgument},
+      {"too small, not last", {{3, kEtag3}, {4, kEtag1}}, Code::kOutOfRange},
+  };
+  std::vector<NumberedPart> stored = StoredParts();
+  NumberedPart fourth = stored[0];
+  fourth.number = 4;
+  stored.push_back(fourth);
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.what);
+    Result<CompletedUpload> done = CompleteUpload(row.listed, stored, UploadRecord{}, 0);
+    ASSERT_FALSE(done.has_value());
+    EXPECT_EQ(done.error().code(), row.code) << done.error();
+    EXPECT_EQ(done.error().subject(), Subject::kPart);
+    EXPECT_EQ(done.error().field(), "Part");
+    EXPECT_EQ(CheckListedParts(row.listed).ok(),
+              row.code != Code::kFailedPrecondition && row.listed.size() > 0);
+  }
+  // The last part may be small; earlier ones are exactly the minimum here.
+  EXPECT_TRUE(CompleteUpload(std::vector<CompletedPart>{{1, kEtag1}, {2, kEtag2}, {3, kEtag3}},
+                             stored, UploadRecord{}, 0)
+                  .has_value());
 }
 
 }  // namespace

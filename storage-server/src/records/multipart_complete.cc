@@ -1,0 +1,65 @@
+#include "records/multipart_complete.h"
+
+#include <string>
+
+#include "oc/common/bytes.h"
+#include "records/md5.h"
+#include "records/multipart_names.h"
+
+namespace oc::storage {
+
+Status CheckListedParts(std::span<const CompletedPart> listed) {
+  if (listed.empty()) {
+    return PartError(Code::kInvalidArgument, "the part list is empty");
+  }
+  for (size_t i = 1; i < listed.size(); ++i) {
+    if (listed[i].part_number <= listed[i - 1].part_number) {
+      return PartError(Code::kFailedPrecondition, "part numbers must ascend");
+    }
+  }
+  return Status::Ok();
+}
+
+Result<CompletedUpload> CompleteUpload(std::span<const CompletedPart> listed,
+                                       std::span<const NumberedPart> stored,
+                                       const UploadRecord& upload, int64_t mtime_unix_ms) {
+  OC_RETURN_IF_ERROR(CheckListedParts(listed));
+  CompletedUpload out;
+  out.stitched.assign(stored.size(), false);
+  ObjectRecord& record = out.record;
+  std::string md5s;  // concatenated binary part MD5s
+  size_t s = 0;
+  for (size_t i = 0; i < listed.size(); ++i) {
+    const CompletedPart& want = listed[i];
+    while (s < stored.size() && stored[s].number < want.part_number) {
+      ++s;
+    }
+    if (s == stored.size() || stored[s].number != want.part_number) {
+      return PartError(Code::kInvalidArgument,
+                       "part " + std::to_string(want.part_number) + " was not uploaded");
+    }
+    const PartRecord& part = stored[s].part;
+    if (NormalizeEtag(want.etag) != HexEncode(part.md5)) {
+      return PartError(Code::kInvalidArgument,
+                       "part " + std::to_string(want.part_number) + " has a different ETag");
+    }
+    if (i + 1 < listed.size() && part.segment.size < kMinPartBytes) {
+      return PartError(Code::kOutOfRange,
+                       "part " + std::to_string(want.part_number) + " is under the minimum size");
+    }
+    out.stitched[s] = true;
+    record.segments.push_back(part.segment);
+    record.meta.size += part.segment.size;
+    md5s.append(reinterpret_cast<const char*>(part.md5.data()), part.md5.size());
+  }
+  record.meta.etag = HexEncode(Md5::Of(AsBytes(md5s))) + "-" + std::to_string(listed.size());
+  record.meta.content_type = upload.content_type;
+  record.meta.user_meta = upload.user_meta;
+  record.meta.headers = upload.headers;
+  record.meta.chunk = upload.chunk;
+  record.meta.parts_count = static_cast<uint32_t>(listed.size());
+  record.meta.mtime_unix_ms = mtime_unix_ms;
+  return out;
+}
+
+}  // namespace oc::storage
