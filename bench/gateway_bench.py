@@ -186,7 +186,8 @@ def run_wrk(url, conc, seconds, script=None, env=None):
     m = re.search(r"^oc-bench wrapped (\d+)$", out, re.M)
     if m and int(m.group(1)) > 0:  # a PUT-DISTINCT list ran out: later PUTs overwrote keys
         print(f"warning: the distinct-key list wrapped {m.group(1)} times", file=sys.stderr)
-    return {"requests": reqs, "wrapped": int(m.group(1)) if m else 0, "errors": non_2xx + socket_errors, "non_2xx": non_2xx,
+    return {"requests": reqs, "wrapped": int(m.group(1)) if m else 0,
+            "errors": non_2xx + socket_errors, "non_2xx": non_2xx,
             "socket_errors": socket_errors, "ops_per_s": rps,
             "p50_ms": parse_latency(out, "50"), "p99_ms": parse_latency(out, "99")}
 

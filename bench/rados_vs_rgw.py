@@ -25,6 +25,7 @@ taken within the run. Writes PREFIX.json, PREFIX.png and PREFIX.md (the tables).
   bench/rados_vs_rgw.py [--smallest | --reduced | --full] [--build DIR] [--out PREFIX]
                         [--cluster-dir DIR] [--keep-cluster] [--s3-only]
                         [--baseline-build DIR]
+  bench/rados_vs_rgw.py --report-only PREFIX      # PREFIX.md and .png again from PREFIX.json
 
 --reduced (default, ~3.5 min) takes G = 16 (the targets' G) at a 4K context with 87.5% hits;
 --full (~45 min) G = 16, 64, 256 at 4K and 16K contexts, 50% and 87.5% hits, one cluster per G
@@ -508,7 +509,16 @@ def main():
                     help="only the 64 KiB S3 part, at concurrency 8 and 32, 5 s per point")
     ap.add_argument("--baseline-build", help="a build dir whose objectcache is also measured "
                     "in the S3 part, as oc-rados-base")
+    ap.add_argument("--report-only", metavar="PREFIX",
+                    help="rewrite PREFIX.md and PREFIX.png from PREFIX.json (no measuring)")
     a = ap.parse_args()
+    if a.report_only:
+        doc = json.load(open(a.report_only + ".json"))
+        doc["summary"] = summarize(doc)
+        doc["ratios"] = ratios(doc, doc["summary"])
+        doc["targets"] = targets(doc["summary"], doc["ratios"])
+        write_report(doc, a.report_only)
+        return 0
     profile = a.profile or "reduced"
     out = os.path.abspath(a.out or os.path.join(
         HERE, "results", time.strftime("%Y-%m-%d", time.gmtime()), "rados-vs-rgw"))
@@ -534,20 +544,26 @@ def main():
     doc["versions"] = common.versions(os.path.abspath(a.build))
     with open(out + ".json", "w") as f:
         json.dump(common.portable(doc, tmp), f, indent=1)
-    plot(doc, out + ".png")
-    text, finding = markdown(doc)
-    with open(out + ".md", "w") as f:
-        f.write(f"# ObjectCache on RADOS vs Ceph RGW ({profile})\n\n**Finding.** {finding}\n\n"
-                f"Load average {doc['load_start'][0]:.2f} at start, {doc['load_end'][0]:.2f} at "
-                f"end; commit {doc['versions']['git_commit']}.\n\n{text}\n\n"
-                f"![plot]({os.path.basename(out)}.png)\n\n" +
-                "".join(f"- {n}\n" for n in doc["notes"]))
+    write_report(doc, out)
     for t in doc["targets"]:
         figs = ", ".join(f"{x['ratio']:.2f}x" for x in t["figures"]) or "not measured"
         verdict = {True: "met", False: "NOT MET", None: "not measured"}[t["met"]]
         progress.say(f"target {verdict}: {t['target']}: {figs}")
     progress.say(f"wrote {out}.json, {out}.png and {out}.md")
     return 0
+
+
+def write_report(doc, out):
+    """PREFIX.png and PREFIX.md of the JSON document `doc`."""
+    plot(doc, out + ".png")
+    text, finding = markdown(doc)
+    with open(out + ".md", "w") as f:
+        f.write(f"# ObjectCache on RADOS vs Ceph RGW ({doc['profile']})\n\n"
+                f"**Finding.** {finding}\n\n"
+                f"Load average {doc['load_start'][0]:.2f} at start, {doc['load_end'][0]:.2f} at "
+                f"end; commit {doc['versions']['git_commit']}.\n\n{text}\n\n"
+                f"![plot]({os.path.basename(out)}.png)\n\n" +
+                "".join(f"- {n}\n" for n in doc["notes"]))
 
 
 if __name__ == "__main__":

@@ -319,40 +319,41 @@ def markdown(e):
                         (f"{f['context'] // 1024}K·{f['hit']:g}: " if "context" in f else
                          f"c={f['concurrency']}: ") + f"{f['ratio']:.2f}x"
                         for f in x["figures"]) or "-", _verdict(x)] for x in t]), ""]
-    parts += ["Reads (GB/s = payload / median time; p50/p99 over the repetitions; CPU seconds "
-              "per GB moved, per process):", "",
-              _table(["G (S)", "context · hit", "what", "mode", "GB/s", "p50 / p99 s",
-                      "first layer p50 / p99 ms", "CPU s/GB"],
-                     [[f"{x['G']} ({_size(x['layer_bytes'])})",
-                       f"{x['context']} · {x['hit']:g}", LABEL.get((x["system"], x["method"]),
-                                                                  x["system"] + " " + x["method"]),
-                       x["mode"], _f(x["gbps"]),
-                       f"{_f(x['total_p50_s'])} / {_f(x['total_p99_s'])}",
-                       f"{_f(x['ttfl_p50_s'] * 1e3)} / {_f(x['ttfl_p99_s'] * 1e3)}",
-                       _cpu(x["cpu_s_per_gb"])] for x in s["reads"]]), ""]
-    keys = ["oc-rados:ucx vs rgw:http-object", "oc-rados:ucx vs rgw:http-range",
-            "oc-rados:http-body vs rgw:http-object", "oc-rados:http-body vs rgw:http-range",
-            "oc-rados-chunkwise:ucx vs rgw:http-object",
-            "oc-rocksdb:ucx vs rgw:http-object", "oc-rocksdb:ucx vs rgw:http-range"]
-    parts += ["Speed ratios to RGW (median; per repetition in brackets):", "",
-              _table(["G", "context · hit"] + [k.replace(" vs ", " / ") for k in keys],
-                     [[x["G"], f"{x['context']} · {x['hit']:g}"] +
-                      [f"{x[k]:.2f} [{', '.join(f'{v:.2f}' for v in x[k + ' per rep'])}]"
-                       if k in x else "n/a" for k in keys] for x in r["reads"]]), ""]
-    parts += ["Loads (the largest shape's chunks; RGW: one S3 PUT per chunk, 8 concurrent; "
-              "ours: descriptor PUTs of up to 128 chunks, one at a time):", "",
-              _table(["G", "chunks", "system", "method", "GB/s", "p50 / p99 s", "CPU s/GB"],
-                     [[x["G"], x["chunks"], x["system"], x["method"], _f(x["gbps"]),
-                       f"{_f(x['total_p50_s'])} / {_f(x['total_p99_s'])}",
-                       _cpu(x["cpu_s_per_gb"])] for x in s["loads"]]), ""]
-    parts += ["Floor: `rados bench -t 8` reads of whole objects in the same pool:", "",
-              _table(["G", "object size", "mode", "GB/s", "ops/s", "mean / max latency ms",
-                      "CPU s/GB"],
-                     [[x["G"], f"{_size(x['op_bytes'])} ({x['what']})", x["mode"],
-                       _f(x["gbps"]), _f(x["iops"]),
-                       f"{_f(x['avg_latency_ms'])} / {_f(x['max_latency_ms'])}",
-                       _cpu(x.get("cpu_s_per_gb", {}))] for x in e.get("floor", [])]),
-              ""]
+    if s["reads"] or s["loads"] or e.get("floor"):  # else the S3 part alone (--s3-only)
+        parts += ["Reads (GB/s = payload / median time; p50/p99 over the repetitions; CPU seconds "
+                  "per GB moved, per process):", "",
+                  _table(["G (S)", "context · hit", "what", "mode", "GB/s", "p50 / p99 s",
+                          "first layer p50 / p99 ms", "CPU s/GB"],
+                         [[f"{x['G']} ({_size(x['layer_bytes'])})",
+                           f"{x['context']} · {x['hit']:g}",
+                           LABEL.get((x["system"], x["method"]), x["system"] + " " + x["method"]),
+                           x["mode"], _f(x["gbps"]),
+                           f"{_f(x['total_p50_s'])} / {_f(x['total_p99_s'])}",
+                           f"{_f(x['ttfl_p50_s'] * 1e3)} / {_f(x['ttfl_p99_s'] * 1e3)}",
+                           _cpu(x["cpu_s_per_gb"])] for x in s["reads"]]), ""]
+        keys = ["oc-rados:ucx vs rgw:http-object", "oc-rados:ucx vs rgw:http-range",
+                "oc-rados:http-body vs rgw:http-object", "oc-rados:http-body vs rgw:http-range",
+                "oc-rados-chunkwise:ucx vs rgw:http-object",
+                "oc-rocksdb:ucx vs rgw:http-object", "oc-rocksdb:ucx vs rgw:http-range"]
+        parts += ["Speed ratios to RGW (median; per repetition in brackets):", "",
+                  _table(["G", "context · hit"] + [k.replace(" vs ", " / ") for k in keys],
+                         [[x["G"], f"{x['context']} · {x['hit']:g}"] +
+                          [f"{x[k]:.2f} [{', '.join(f'{v:.2f}' for v in x[k + ' per rep'])}]"
+                           if k in x else "n/a" for k in keys] for x in r["reads"]]), ""]
+        parts += ["Loads (the largest shape's chunks; RGW: one S3 PUT per chunk, 8 concurrent; "
+                  "ours: descriptor PUTs of up to 128 chunks, one at a time):", "",
+                  _table(["G", "chunks", "system", "method", "GB/s", "p50 / p99 s", "CPU s/GB"],
+                         [[x["G"], x["chunks"], x["system"], x["method"], _f(x["gbps"]),
+                           f"{_f(x['total_p50_s'])} / {_f(x['total_p99_s'])}",
+                           _cpu(x["cpu_s_per_gb"])] for x in s["loads"]]), ""]
+        parts += ["Floor: `rados bench -t 8` reads of whole objects in the same pool:", "",
+                  _table(["G", "object size", "mode", "GB/s", "ops/s", "mean / max latency ms",
+                          "CPU s/GB"],
+                         [[x["G"], f"{_size(x['op_bytes'])} ({x['what']})", x["mode"],
+                           _f(x["gbps"]), _f(x["iops"]),
+                           f"{_f(x['avg_latency_ms'])} / {_f(x['max_latency_ms'])}",
+                           _cpu(x.get("cpu_s_per_gb", {}))] for x in e.get("floor", [])]),
+                  ""]
     parts += ["64 KiB S3 operations (wrk, presigned URLs; successful operations per second, "
               "median of the repetitions; wrk gives up on a request after 2 s, a socket "
               "error; OSD ops per request from its op counters, median):", "",
@@ -378,6 +379,16 @@ def markdown(e):
 
 
 def finding(e, s, r, t):
+    if not s["reads"] and any(x["system"] == "oc-rados" for x in s["s3ops"]):
+        # The S3 part alone (--s3-only): its targets, and the baseline build's if measured.
+        out = [f"{x['target']}: " + (", ".join(f"c={f['concurrency']}: {f['ratio']:.2f}x"
+                                               for f in x["figures"]) or "no figure") +
+               f" ({_verdict(x).strip('*')})" for x in t if x["figures"]]
+        base = [f"{OP_LABEL.get(x['op'], x['op'])} c={x['concurrency']}: "
+                f"{x['oc-rados-base vs rgw']:.2f}x" for x in r["s3ops"]
+                if "oc-rados-base vs rgw" in x and x["op"] != "GET"]
+        return "; ".join(out) + "." + (" The baseline build (oc-rados-base) in the same run: "
+                                       + ", ".join(base) + "." if base else "")
     if "oc-rados" not in {x["system"] for x in s["reads"]}:
         why = next((n for n in e.get("notes", []) if n.startswith("oc-rados")), "")
         rocks = [x for x in r["reads"] if "oc-rocksdb:ucx vs rgw:http-object" in x]
