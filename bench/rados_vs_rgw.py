@@ -542,8 +542,12 @@ def main():
         doc["load_end"] = common.load_average()
     doc["machine"] = common.machine()
     doc["versions"] = common.versions(os.path.abspath(a.build))
+    doc = common.portable(doc, tmp)
+    if a.baseline_build:  # named, not located: committed results hold no machine path
+        doc = json.loads(json.dumps(doc).replace(os.path.abspath(a.baseline_build),
+                                                 "<baseline-build>"))
     with open(out + ".json", "w") as f:
-        json.dump(common.portable(doc, tmp), f, indent=1)
+        json.dump(doc, f, indent=1)
     write_report(doc, out)
     for t in doc["targets"]:
         figs = ", ".join(f"{x['ratio']:.2f}x" for x in t["figures"]) or "not measured"
