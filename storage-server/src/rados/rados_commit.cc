@@ -143,7 +143,9 @@ Status RadosStore::CommitPut(std::string_view bucket, const BucketRef& ref, cons
   }
   const Status status =
       CommitShardLocked(bucket, ref, rados::ShardOf(name, ref.shards), changes, false).status();
-  puts_grouped_.fetch_add(turn.batch.size() - 1, std::memory_order_relaxed);
+  if (status.ok()) {
+    puts_grouped_.fetch_add(turn.batch.size() - 1, std::memory_order_relaxed);
+  }
   memo_.FinishPuts(turn.batch, status);
   return status;
 }
