@@ -4,15 +4,20 @@
 client's would be.
 
 Benchmarks (each at concurrency 1, 8 and 32, embedded store and remote store):
-  GET 4 KiB / 64 KiB / 1 MiB   one hot object per size, repeated GETs
-  PUT 4 KiB / 64 KiB / 1 MiB   durable PUTs (sync_writes = true) overwriting one key
+  GET 4 KiB / 64 KiB / 1 MiB            one hot object per size, repeated GETs
+  PUT 4 KiB / 64 KiB / 1 MiB            durable PUTs (sync_writes = true) overwriting ONE key
+                                        (c connections race on it; rows say keys = "one")
+  PUT-DISTINCT 4 KiB / 64 KiB / 1 MiB   durable PUTs, each to a key never written before
+                                        (keys = "distinct"; a wrk script walks presigned URLs)
 Reported per run: ops/s, MB/s, p50 and p99 latency (wrk --latency), server CPU per request
-(utime + stime of the server processes from /proc, divided by the requests served).
+(utime + stime of the server processes from /proc, divided by the requests served) and, with
+--osd-asok, the Ceph OSD's ops per request (its `perf dump` op counters around the run).
 
 Usage: bench/gateway_bench.py [--seconds 5] [--modes embedded,remote] [--sizes 4096,...]
        [--conc 1,8,32] [--ops GET,PUT] [--out FILE]
        bench/gateway_bench.py --endpoint URL --access-key K --secret-key S [--label NAME]
        [--cpu-pids name=pid,...] [--bucket B] [--seconds ...] [--sizes ...] [--conc ...]
+       [--osd-asok PATH] [--ops GET,PUT,PUT-DISTINCT]
 --out defaults to bench/results/<YYYY-MM-DD>/gateway_bench.json (UTC date).
 Binaries: OC_OBJECTCACHE_BIN, OC_GATEWAY_BIN, OC_STORAGE_SERVER_BIN (default: build/release).
 --endpoint measures a server that is already running (any S3 server: Ceph RGW, `objectcache
@@ -20,6 +25,9 @@ serve` on RADOS) instead of starting ours: rows get mode = --label, and server C
 the --cpu-pids processes (per process in "cpu_us_per_req", summed in server_cpu_us_per_req).
 """
 import argparse
+import datetime
+import hashlib
+import hmac
 import json
 import os
 import re
@@ -28,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -44,6 +53,97 @@ local f = io.open(os.getenv("OC_BENCH_BODY"), "rb")
 wrk.body = f:read("*a")
 f:close()
 """
+
+# PUT-DISTINCT: thread t of n sends lines t, t + n, t + 2n, ... of OC_BENCH_PATHS (one presigned
+# path + query per line, each a different key), so no key is written twice while the list
+# lasts; `done` reports how many requests ran past its end (they would be overwrites).
+PUT_DISTINCT_SCRIPT = """
+local threads = {}
+local counter = 0
+function setup(thread)
+  thread:set("tid", counter)
+  counter = counter + 1
+  table.insert(threads, thread)
+end
+function init(args)
+  local nthreads = tonumber(os.getenv("OC_BENCH_THREADS"))
+  local f = io.open(os.getenv("OC_BENCH_BODY"), "rb")
+  body = f:read("*a")
+  f:close()
+  paths = {}
+  local i = 0
+  for line in io.lines(os.getenv("OC_BENCH_PATHS")) do
+    if i % nthreads == tid then
+      table.insert(paths, line)
+    end
+    i = i + 1
+  end
+  next_path = 1
+  wrapped = 0
+end
+function request()
+  if next_path > #paths then
+    next_path = 1
+    wrapped = wrapped + 1
+  end
+  local p = paths[next_path]
+  next_path = next_path + 1
+  return wrk.format("PUT", p, nil, body)
+end
+function done(summary, latency, requests)
+  local w = 0
+  for _, t in ipairs(threads) do
+    w = w + (t:get("wrapped") or 0)
+  end
+  io.write(string.format("oc-bench wrapped %d\\n", w))
+end
+"""
+# Presigned URLs made per second of a PUT-DISTINCT run: above any PUT rate seen on this machine.
+DISTINCT_KEYS_PER_SECOND = 5000
+
+
+class Presigner:
+    """SigV4 query-string signing (presigned PUT URLs, UNSIGNED-PAYLOAD), the same as
+    botocore's generate_presigned_url but ~30x cheaper: a distinct-key run needs one URL per
+    request. main() checks it against botocore once before use."""
+
+    def __init__(self, endpoint, access, secret, region="us-east-1", expires=3600, now=None):
+        self.endpoint = endpoint.rstrip("/")
+        self.host = urllib.parse.urlparse(self.endpoint).netloc
+        self.access = access
+        self.region = region
+        self.expires = expires
+        now = now or datetime.datetime.now(datetime.timezone.utc)
+        self.amz_date = now.strftime("%Y%m%dT%H%M%SZ")
+        self.date = now.strftime("%Y%m%d")
+        key = ("AWS4" + secret).encode()
+        for part in (self.date, region, "s3", "aws4_request"):
+            key = hmac.new(key, part.encode(), hashlib.sha256).digest()
+        self.signing_key = key
+        self.scope = f"{self.date}/{region}/s3/aws4_request"
+
+    def path(self, method, bucket, key):
+        """The presigned path and query (no scheme and host) of `method` on bucket/key."""
+        uri = "/" + urllib.parse.quote(bucket, safe="") + "/" + urllib.parse.quote(key, safe="/~")
+        query = {"X-Amz-Algorithm": "AWS4-HMAC-SHA256",
+                 "X-Amz-Credential": f"{self.access}/{self.scope}",
+                 "X-Amz-Date": self.amz_date, "X-Amz-Expires": str(self.expires),
+                 "X-Amz-SignedHeaders": "host"}
+        qs = "&".join(f"{urllib.parse.quote(k, safe='~')}={urllib.parse.quote(v, safe='~')}"
+                      for k, v in sorted(query.items()))
+        canonical = f"{method}\n{uri}\n{qs}\nhost:{self.host}\n\nhost\nUNSIGNED-PAYLOAD"
+        to_sign = (f"AWS4-HMAC-SHA256\n{self.amz_date}\n{self.scope}\n"
+                   + hashlib.sha256(canonical.encode()).hexdigest())
+        sig = hmac.new(self.signing_key, to_sign.encode(), hashlib.sha256).hexdigest()
+        return f"{uri}?{qs}&X-Amz-Signature={sig}"
+
+
+def osd_ops(asok):
+    """The OSD's op counters (`ceph daemon osd.N perf dump`: op, op_r, op_w, op_rw)."""
+    out = subprocess.run(["ceph", "--admin-daemon", asok, "perf", "dump"], capture_output=True,
+                         text=True, timeout=60, check=True).stdout
+    osd = json.loads(out)["osd"]
+    return {k: osd[k] for k in ("op", "op_r", "op_w", "op_rw")}
 
 
 def cpu_seconds(pids):
@@ -64,9 +164,12 @@ def parse_latency(text, label):
     return v * {"us": 1e-3, "ms": 1.0, "s": 1e3}[m.group(2)]
 
 
+def wrk_threads(conc):
+    return 1 if conc == 1 else 2
+
+
 def run_wrk(url, conc, seconds, script=None, env=None):
-    threads = 1 if conc == 1 else 2
-    cmd = ["wrk", "-t", str(threads), "-c", str(conc), "-d", f"{seconds}s", "--latency"]
+    cmd = ["wrk", "-t", str(wrk_threads(conc)), "-c", str(conc), "-d", f"{seconds}s", "--latency"]
     if script:
         cmd += ["-s", script]
     cmd.append(url)
@@ -80,7 +183,11 @@ def run_wrk(url, conc, seconds, script=None, env=None):
     if m:  # a timeout is a request wrk gave up on after 2 s
         socket_errors = sum(int(x) for x in m.groups())
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
-    return {"requests": reqs, "errors": non_2xx + socket_errors, "non_2xx": non_2xx,
+    m = re.search(r"^oc-bench wrapped (\d+)$", out, re.M)
+    if m and int(m.group(1)) > 0:  # a PUT-DISTINCT list ran out: later PUTs overwrote keys
+        print(f"warning: the distinct-key list wrapped {m.group(1)} times", file=sys.stderr)
+    return {"requests": reqs, "wrapped": int(m.group(1)) if m else 0,
+            "errors": non_2xx + socket_errors, "non_2xx": non_2xx,
             "socket_errors": socket_errors, "ops_per_s": rps,
             "p50_ms": parse_latency(out, "50"), "p99_ms": parse_latency(out, "99")}
 
@@ -123,9 +230,28 @@ def bench_endpoint(args, results):
         shutil.rmtree(root, ignore_errors=True)
 
 
+def presigner_for(s3):
+    """A Presigner with s3's endpoint and credentials, checked against botocore's own URL."""
+    creds = s3._request_signer._credentials.get_frozen_credentials()
+    ref = s3.generate_presigned_url("put_object", Params={"Bucket": "b-check", "Key": "k/1~x"},
+                                    ExpiresIn=3600)
+    when = datetime.datetime.strptime(
+        urllib.parse.parse_qs(urllib.parse.urlparse(ref).query)["X-Amz-Date"][0],
+        "%Y%m%dT%H%M%SZ").replace(tzinfo=datetime.timezone.utc)
+    p = Presigner(s3.meta.endpoint_url, creds.access_key, creds.secret_key,
+                  region=s3.meta.region_name, now=when)
+    mine = p.endpoint + p.path("PUT", "b-check", "k/1~x")
+    if mine != ref:
+        sys.exit(f"gateway_bench: presigned URL differs from botocore's:\n {mine}\n {ref}")
+    return Presigner(s3.meta.endpoint_url, creds.access_key, creds.secret_key,
+                     region=s3.meta.region_name)
+
+
 def bench_server(mode, s3, bucket, pids, root, args, results):
     """Every (size, op, concurrency) of args against one server; pids = {name: pid} of the
     processes whose CPU counts as the server's ("name#pid" keys sum per name)."""
+    presigner = presigner_for(s3) if "PUT-DISTINCT" in args.ops else None
+    run_id = f"{int(time.time() * 1000):x}"  # distinct keys of this run never existed before
     for size in args.sizes:
         body_path = os.path.join(root, f"body-{size}")
         with open(body_path, "wb") as f:
@@ -144,8 +270,21 @@ def bench_server(mode, s3, bucket, pids, root, args, results):
                     f.write(PUT_SCRIPT)
                 env["OC_BENCH_BODY"] = body_path
             for conc in args.conc:
+                if op == "PUT-DISTINCT":
+                    script = os.path.join(root, "put-distinct.lua")
+                    with open(script, "w") as f:
+                        f.write(PUT_DISTINCT_SCRIPT)
+                    paths = os.path.join(root, "paths")
+                    with open(paths, "w") as f:
+                        for i in range(DISTINCT_KEYS_PER_SECOND * args.seconds):
+                            f.write(presigner.path("PUT", bucket,
+                                                   f"new-{run_id}-{size}-{conc}-{i:07d}") + "\n")
+                    env.update(OC_BENCH_BODY=body_path, OC_BENCH_PATHS=paths,
+                               OC_BENCH_THREADS=str(wrk_threads(conc)))
                 cpu0 = {n: cpu_seconds([p]) for n, p in pids.items()}
+                osd0 = osd_ops(args.osd_asok) if args.osd_asok else None
                 r = run_wrk(url, conc, args.seconds, script, env)
+                osd1 = osd_ops(args.osd_asok) if args.osd_asok else None
                 per = {}
                 for n, p in pids.items():
                     name = n.split("#")[0]
@@ -153,15 +292,19 @@ def bench_server(mode, s3, bucket, pids, root, args, results):
                 cpu = sum(per.values())
                 reqs = max(r["requests"], 1)
                 r.update({"mode": mode, "op": op, "size": size, "concurrency": conc,
+                          "keys": {"GET": "one", "PUT": "one"}.get(op, "distinct"),
                           # Failed requests (non-2xx, socket errors) move no object.
                           "mb_per_s": r["ops_per_s"] * size / 1e6 *
                                       (r["requests"] - r["errors"]) / reqs,
                           "server_cpu_us_per_req": cpu * 1e6 / reqs,
                           "cpu_us_per_req": {n: v * 1e6 / reqs for n, v in per.items()}})
+                if osd0 is not None:
+                    r["osd_ops_per_req"] = {k: (osd1[k] - osd0[k]) / reqs for k in osd0}
                 results.append(r)
                 print(f"{mode:8} {op} {size:>8} c={conc:<3} {r['ops_per_s']:>9.0f} ops/s "
                       f"{r['mb_per_s']:>8.1f} MB/s p50={r['p50_ms']}ms p99={r['p99_ms']}ms "
-                      f"cpu={r['server_cpu_us_per_req']:.1f}us/req errors={r['errors']}",
+                      f"cpu={r['server_cpu_us_per_req']:.1f}us/req errors={r['errors']}" +
+                      (f" osd_ops/req={r['osd_ops_per_req']['op']:.2f}" if osd0 else ""),
                       flush=True)
 
 
@@ -178,14 +321,15 @@ def main():
     ap.add_argument("--label", default="external", help="the rows' mode with --endpoint")
     ap.add_argument("--bucket", default="bench", help="bucket used with --endpoint")
     ap.add_argument("--cpu-pids", help="name=pid,... of the --endpoint server's processes")
+    ap.add_argument("--osd-asok", help="a Ceph OSD's admin socket: its ops per request")
     ap.add_argument("--out", default=os.path.join(
         HERE, "results", time.strftime("%Y-%m-%d", time.gmtime()), "gateway_bench.json"))
     args = ap.parse_args()
     args.sizes = [int(x) for x in args.sizes.split(",")]
     args.conc = [int(x) for x in args.conc.split(",")]
     args.ops = [op.upper() for op in args.ops.split(",")]
-    if not set(args.ops) <= {"GET", "PUT"}:
-        ap.error(f"--ops takes GET and/or PUT, not {','.join(args.ops)}")
+    if not set(args.ops) <= {"GET", "PUT", "PUT-DISTINCT"}:
+        ap.error(f"--ops takes GET, PUT and/or PUT-DISTINCT, not {','.join(args.ops)}")
     results = []
     if args.endpoint:
         if not (args.access_key and args.secret_key):

@@ -12,7 +12,9 @@ layer, S = 4 KiB·G per layer slice, one chunk object = L·S):
           ceiling: the same against `objectcache serve` on RocksDB
           floor: `rados bench` seq and rand reads, -t 8, at the object and the slice size
   s3ops   64 KiB S3 GET and PUT ops/s (wrk, presigned URLs; bench/gateway_bench.py
-          --endpoint) through RGW, ours on RADOS and ours on RocksDB
+          --endpoint) through RGW, ours on RADOS and ours on RocksDB: GET of one hot object,
+          PUT overwriting ONE key from every connection, PUT-DISTINCT a new key per PUT; with
+          the OSD's ops per request (its admin socket's op counters around each run)
 
 Every load, read and S3 row runs in alternating repetitions (RGW, ours on RADOS, ours on
 RocksDB, RGW, ...); a row reports the median and p99 over them (GB/s, time to first layer)
@@ -21,13 +23,18 @@ bench client; utime + stime from /proc/<pid>/stat around each measurement). Rati
 taken within the run. Writes PREFIX.json, PREFIX.png and PREFIX.md (the tables).
 
   bench/rados_vs_rgw.py [--smallest | --reduced | --full] [--build DIR] [--out PREFIX]
-                        [--cluster-dir DIR] [--keep-cluster]
+                        [--cluster-dir DIR] [--keep-cluster] [--s3-only]
+                        [--baseline-build DIR]
+  bench/rados_vs_rgw.py --report-only PREFIX      # PREFIX.md and .png again from PREFIX.json
 
 --reduced (default, ~3.5 min) takes G = 16 (the targets' G) at a 4K context with 87.5% hits;
 --full (~45 min) G = 16, 64, 256 at 4K and 16K contexts, 50% and 87.5% hits, one cluster per G
 (RGW and our store keep overwritten data for hours; the disk stays bounded) and the S3 ops at
 concurrency 8 and 32; --smallest one tiny shape on memstore (the test suite's; its figures
-mean nothing). Progress
+mean nothing). --s3-only runs only the 64 KiB S3 part (the profile's repetitions, concurrency
+8 and 32, 5 s per point; ~8 min with --reduced). --baseline-build DIR adds `oc-rados-base`:
+DIR's `objectcache serve` over the same pool (its own namespace), alternated with the others in
+the S3 part, so a change is measured before and after in one sitting. Progress
 goes to stderr; each tool's output to a log directory (printed). bench/run-all runs this as
 experiment 9.
 """
@@ -90,9 +97,11 @@ SYSTEMS = [
 class Bench:
     """One run: the cluster, the two ObjectCache servers, the measurements (self.doc)."""
 
-    def __init__(self, config, build, log_dir, progress, tmp, cluster_dir=None):
+    def __init__(self, config, build, log_dir, progress, tmp, cluster_dir=None,
+                 baseline_build=None):
         self.p = config
         self.build = build
+        self.baseline_build = baseline_build
         self.log_dir = log_dir
         self.progress = progress
         self.tmp = tmp
@@ -149,7 +158,7 @@ class Bench:
             self.run([script, "down", self.cluster_dir], "ceph-test-cluster-down", timeout=120,
                      record=False)
 
-    def start_objectcache(self, name, storage_toml):
+    def start_objectcache(self, name, storage_toml, build=None):
         port = free_port()
         root = os.path.join(self.tmp, f"{name}-{self.session}")
         os.makedirs(root, exist_ok=True)
@@ -158,7 +167,8 @@ class Bench:
             f.write('[gateway]\nmax_object_bytes = "4GiB"\naccess_log = false\n' + storage_toml)
         env = dict(os.environ, UCX_TLS="shm", OC_ACCESS_KEY=OC_ACCESS, OC_SECRET_KEY=OC_SECRET)
         log_path = os.path.join(self.log_dir, f"{name}.log")
-        cmd = [os.path.join(self.build, "gateway", "objectcache"), "serve", "--config", conf,
+        cmd = [os.path.join(build or self.build, "gateway", "objectcache"), "serve", "--config",
+               conf,
                "--data-dir", os.path.join(root, "data"), "--listen", f"127.0.0.1:{port}"]
         self.commands.append(" ".join(cmd) + "   # " + storage_toml.replace("\n", " "))
         with open(log_path, "ab") as log:
@@ -243,6 +253,18 @@ class Bench:
     def loaded_systems(self):
         return [s for s in self.systems() if s[3]]
 
+    def s3_systems(self):
+        """The loaded systems, then the baseline build's server if there is one."""
+        out = [s[0] for s in self.loaded_systems()]
+        return out + (["oc-rados-base"] if "oc-rados-base" in self.servers else [])
+
+    def osd_asok(self):
+        """The OSD's admin socket (the cluster's `run dir`), or None if it is not there."""
+        with open(self.conf) as f:
+            m = re.search(r"^run dir = (.+)$", f.read(), re.M)
+        path = os.path.join(m.group(1).strip(), "osd.0.asok") if m else None
+        return path if path and os.path.exists(path) else None
+
     def loads(self, g):
         for rep in range(self.p["reps"]):
             for system, _, _, put_mode in self.loaded_systems():
@@ -317,8 +339,11 @@ class Bench:
         return total
 
     def s3ops(self):
+        asok = self.osd_asok()
+        if asok is None:
+            self.notes.append("The OSD's admin socket was not found: no OSD ops per request.")
         for rep in range(self.p["reps"]):
-            for system, _, _, _ in self.loaded_systems():
+            for system in self.s3_systems():
                 url, access, secret, pids = self.target(system)
                 self.say(f"S3 ops {rep + 1}/{self.p['reps']}: {system} (wrk, "
                          f"{self.p['s3_seconds']} s per point)")
@@ -329,17 +354,21 @@ class Bench:
                        "--cpu-pids", self.pid_list(pids),
                        "--sizes", ",".join(str(s) for s in self.p["s3_sizes"]),
                        "--conc", ",".join(str(c) for c in self.p["s3_conc"]),
-                       "--seconds", str(self.p["s3_seconds"]), "--ops", "GET,PUT",
-                       "--out", out]
-                shown = [c if c not in (url, secret, access) else f"<{system}>" for c in cmd]
+                       "--seconds", str(self.p["s3_seconds"]), "--ops",
+                       "GET,PUT,PUT-DISTINCT", "--out", out] + (
+                           ["--osd-asok", asok] if asok else [])
+                shown = [c if c not in (url, secret, access, asok) else f"<{system}>"
+                         for c in cmd]
                 shown[shown.index("--cpu-pids") + 1] = "<pids>"
                 self.run(cmd, f"s3ops-{system}-{rep}", timeout=900, record=False)
                 if rep == 0:
                     self.commands.append(" ".join(shown))
                 for row in json.load(open(out))["results"]:
                     self.doc["s3ops"].append({**row, "system": system, "rep": rep})
+                    osd = row.get("osd_ops_per_req", {}).get("op")
                     self.say(f"  {system} {row['op']} {common_size(row['size'])} "
-                             f"c={row['concurrency']}: {row['ops_per_s']:.0f} ops/s")
+                             f"c={row['concurrency']}: {row['ops_per_s']:.0f} ops/s" +
+                             (f", {osd:.2f} OSD ops per request" if osd is not None else ""))
 
     def measure(self, keep_cluster=False):
         """Each session is one cluster and fresh servers: all of G in one, or (the full
@@ -359,9 +388,13 @@ class Bench:
                       OC_POOL, "rados"], "pool-application", timeout=120, record=i == 0)
             rados = (f'[storage]\nbackend = "rados"\n[rados]\nconf_file = "{self.conf}"\n'
                      f'pool = "{OC_POOL}"\nnamespace = "rvr"\n')
-            if self.start_objectcache("oc-rados", rados):
+            s3_only = self.p.get("s3_only")
+            if self.start_objectcache("oc-rados", rados) and not s3_only:
                 self.start_objectcache(
                     "oc-rados-slices", rados + 'gc = false\nread_ahead_window_bytes = "0"\n')
+            if self.baseline_build:
+                self.start_objectcache("oc-rados-base", rados.replace('"rvr"', '"rvr-base"'),
+                                       build=self.baseline_build)
             self.start_objectcache("oc-rocksdb", '[storage]\nblock_cache_bytes = "4GiB"\n')
             # One untimed chunk PUT per system first: RGW creates its data and index pools on
             # the first write, and every server its bucket.
@@ -370,7 +403,7 @@ class Bench:
                 self.objectcache_bench(system, f"prime-{system}-{i}", [
                     "--groups", str(session[0]), "--contexts", str(session[0]), "--hits", "1",
                     "--methods", "", "--put-mode", put_mode])
-            for g in session:
+            for g in [] if s3_only else session:
                 self.loads(g)
                 self.reads(g)
                 self.floor(g)
@@ -405,11 +438,12 @@ def parse_rados_bench(text):
 
 # --- entry points -----------------------------------------------------------------------------
 
-def run(config, build, log_dir, progress, tmp, cluster_dir=None, keep_cluster=False):
+def run(config, build, log_dir, progress, tmp, cluster_dir=None, keep_cluster=False,
+        baseline_build=None):
     """Runs the whole comparison; returns the JSON document (commands, raw rows, summary,
     ratios, targets, notes; "error" if a step failed, with what ran before it). The cluster
     and the servers are stopped in any case."""
-    b = Bench(config, build, log_dir, progress, tmp, cluster_dir)
+    b = Bench(config, build, log_dir, progress, tmp, cluster_dir, baseline_build)
     failure = None
     try:
         b.measure(keep_cluster)
@@ -426,7 +460,7 @@ def run(config, build, log_dir, progress, tmp, cluster_dir=None, keep_cluster=Fa
     doc["targets"] = targets(doc["summary"], doc["ratios"])
     doc["commands"] = b.commands
     doc["notes"] = b.notes + NOTES
-    doc["systems_measured"] = sorted({r["system"] for r in doc["reads"]})
+    doc["systems_measured"] = sorted({r["system"] for r in doc["reads"] + doc["s3ops"]})
     if failure:
         doc["error"] = failure  # the rows measured before it are kept
     return doc
@@ -453,8 +487,11 @@ NOTES = [
     "Range GETs are issued in layer order (all chunks of layer 0 first), so RGW's time to "
     "first layer is when layer 0's M GETs are done; per-object GETs deliver no layer before "
     "their object, so their time to first layer is the total.",
-    "64 KiB S3 ops: wrk with presigned SigV4 URLs (one hot object for GET, overwriting one key "
-    "for PUT), concurrency as listed; server CPU per request per process beside ops/s.",
+    "64 KiB S3 ops: wrk with presigned SigV4 URLs (one hot object for GET; PUT: every "
+    "connection overwrites ONE key; PUT-DISTINCT: each PUT a key never written before, a "
+    "wrk script walking presigned paths), concurrency as listed; server CPU per request per "
+    "process and the OSD's ops per request (its op counters around the run, every client's "
+    "ops included: the other systems are idle then) beside ops/s.",
 ]
 
 
@@ -468,7 +505,20 @@ def main():
                     "bench/results/<YYYY-MM-DD>/rados-vs-rgw)")
     ap.add_argument("--cluster-dir", help="where the cluster lives (default: a temp dir)")
     ap.add_argument("--keep-cluster", action="store_true", help="leave the cluster running")
+    ap.add_argument("--s3-only", action="store_true",
+                    help="only the 64 KiB S3 part, at concurrency 8 and 32, 5 s per point")
+    ap.add_argument("--baseline-build", help="a build dir whose objectcache is also measured "
+                    "in the S3 part, as oc-rados-base")
+    ap.add_argument("--report-only", metavar="PREFIX",
+                    help="rewrite PREFIX.md and PREFIX.png from PREFIX.json (no measuring)")
     a = ap.parse_args()
+    if a.report_only:
+        doc = json.load(open(a.report_only + ".json"))
+        doc["summary"] = summarize(doc)
+        doc["ratios"] = ratios(doc, doc["summary"])
+        doc["targets"] = targets(doc["summary"], doc["ratios"])
+        write_report(doc, a.report_only)
+        return 0
     profile = a.profile or "reduced"
     out = os.path.abspath(a.out or os.path.join(
         HERE, "results", time.strftime("%Y-%m-%d", time.gmtime()), "rados-vs-rgw"))
@@ -476,34 +526,48 @@ def main():
     tmp = tempfile.mkdtemp(prefix="oc-rados-vs-rgw-")
     log_dir = os.path.join(tmp, "logs")
     os.makedirs(log_dir)
-    progress = common.Progress([("rados vs rgw", PLANNED_S[profile])])
+    progress = common.Progress([("rados vs rgw", 480 if a.s3_only else PLANNED_S[profile])])
     progress.begin(0)
     progress.say(f"profile {profile}; tool logs in {log_dir}")
-    config = PROFILES[profile]
-    doc = {"profile": profile, "config": config, "load_start": common.load_average()}
+    config = dict(PROFILES[profile])
+    if a.s3_only:
+        config.update(s3_only=True, s3_conc=[CONCURRENCY, 32], s3_seconds=5)
+    doc = {"profile": profile + (" --s3-only" if a.s3_only else ""), "config": config,
+           "load_start": common.load_average()}
     try:
         doc.update(run(config, os.path.abspath(a.build), log_dir, progress, tmp,
-                       a.cluster_dir, a.keep_cluster))
+                       a.cluster_dir, a.keep_cluster,
+                       os.path.abspath(a.baseline_build) if a.baseline_build else None))
     finally:
         doc["load_end"] = common.load_average()
     doc["machine"] = common.machine()
     doc["versions"] = common.versions(os.path.abspath(a.build))
+    doc = common.portable(doc, tmp)
+    if a.baseline_build:  # named, not located: committed results hold no machine path
+        doc = json.loads(json.dumps(doc).replace(os.path.abspath(a.baseline_build),
+                                                 "<baseline-build>"))
     with open(out + ".json", "w") as f:
-        json.dump(common.portable(doc, tmp), f, indent=1)
-    plot(doc, out + ".png")
-    text, finding = markdown(doc)
-    with open(out + ".md", "w") as f:
-        f.write(f"# ObjectCache on RADOS vs Ceph RGW ({profile})\n\n**Finding.** {finding}\n\n"
-                f"Load average {doc['load_start'][0]:.2f} at start, {doc['load_end'][0]:.2f} at "
-                f"end; commit {doc['versions']['git_commit']}.\n\n{text}\n\n"
-                f"![plot]({os.path.basename(out)}.png)\n\n" +
-                "".join(f"- {n}\n" for n in doc["notes"]))
+        json.dump(doc, f, indent=1)
+    write_report(doc, out)
     for t in doc["targets"]:
         figs = ", ".join(f"{x['ratio']:.2f}x" for x in t["figures"]) or "not measured"
         verdict = {True: "met", False: "NOT MET", None: "not measured"}[t["met"]]
         progress.say(f"target {verdict}: {t['target']}: {figs}")
     progress.say(f"wrote {out}.json, {out}.png and {out}.md")
     return 0
+
+
+def write_report(doc, out):
+    """PREFIX.png and PREFIX.md of the JSON document `doc`."""
+    plot(doc, out + ".png")
+    text, finding = markdown(doc)
+    with open(out + ".md", "w") as f:
+        f.write(f"# ObjectCache on RADOS vs Ceph RGW ({doc['profile']})\n\n"
+                f"**Finding.** {finding}\n\n"
+                f"Load average {doc['load_start'][0]:.2f} at start, {doc['load_end'][0]:.2f} at "
+                f"end; commit {doc['versions']['git_commit']}.\n\n{text}\n\n"
+                f"![plot]({os.path.basename(out)}.png)\n\n" +
+                "".join(f"- {n}\n" for n in doc["notes"]))
 
 
 if __name__ == "__main__":

@@ -74,9 +74,12 @@ def summarize(doc):
     for (system, op, size, conc), rs in sorted(ops.items(),
                                                key=lambda i: (i[0][1], i[0][2], i[0][3], i[0][0])):
         per = {}
+        osd = {}
         for x in rs:
             for name, us in (x.get("cpu_us_per_req") or {}).items():
                 per.setdefault(name, []).append(us)
+            for name, n in (x.get("osd_ops_per_req") or {}).items():
+                osd.setdefault(name, []).append(n)
         ok = [x["ops_per_s"] * (x["requests"] - x["errors"]) / max(x["requests"], 1)
               for x in rs]
         s3_rows.append({
@@ -89,7 +92,8 @@ def summarize(doc):
             "errors": sum(x["errors"] for x in rs), "requests": sum(x["requests"] for x in rs),
             "non_2xx": sum(x.get("non_2xx", 0) for x in rs),
             "socket_errors": sum(x.get("socket_errors", 0) for x in rs),
-            "cpu_us_per_req": {n: quantile(v, 0.5) for n, v in sorted(per.items())}})
+            "cpu_us_per_req": {n: quantile(v, 0.5) for n, v in sorted(per.items())},
+            "osd_ops_per_req": {n: quantile(v, 0.5) for n, v in sorted(osd.items())}})
     return {"reads": read_rows, "loads": load_rows, "s3ops": s3_rows}
 
 
@@ -139,8 +143,16 @@ def ratios(doc, summary):
             if (x["op"], x["size"], x["concurrency"]) == (r["op"], r["size"], r["concurrency"]) \
                     and x["system"] != "rgw":
                 e[f"{x['system']} vs rgw"] = x["ops_per_s"] / r["ops_per_s"]
+                # Repetition k of one against repetition k of RGW (neighbours in time).
+                e[f"{x['system']} vs rgw per rep"] = [
+                    a / b for a, b in zip(x["ops_per_s_reps"], r["ops_per_s_reps"]) if b > 0]
         s3.append(e)
     return {"reads": reads, "loads": loads, "s3ops": s3}
+
+
+# The S3 operations as the report names them (gateway_bench's op names).
+OP_LABEL = {"GET": "GET", "PUT": "PUT (one key, every connection overwriting it)",
+            "PUT-DISTINCT": "PUT (a new key each)"}
 
 
 def targets(summary, ratio):
@@ -156,10 +168,13 @@ def targets(summary, ratio):
                               f"at G = {TARGET_G}",
                     "figures": [{"context": c, "hit": h, "ratio": r} for c, h, r in got],
                     "met": all(r >= want for _, _, r in got) if got else None})
-    for op in ("GET", "PUT"):
+    for op in ("GET", "PUT", "PUT-DISTINCT"):
         got = [(e["concurrency"], e["oc-rados vs rgw"]) for e in ratio["s3ops"]
                if e["op"] == op and e["size"] == 64 * KiB and "oc-rados vs rgw" in e]
-        out.append({"target": f"64 KiB S3 {op} through ObjectCache on RADOS >= RGW's ops/s",
+        if op == "PUT-DISTINCT" and not got:
+            continue  # runs before the distinct-key PUTs existed
+        out.append({"target": f"64 KiB S3 {OP_LABEL[op]} through ObjectCache on RADOS >= "
+                              f"RGW's ops/s",
                     "figures": [{"concurrency": c, "ratio": r} for c, r in got],
                     "met": all(r >= 1.0 for _, r in got) if got else None})
     return out
@@ -238,6 +253,9 @@ def plot(doc, png):
     axes[1][0].set_title("Loads (median of repetitions)")
     axes[1][0].legend(fontsize=7)
     points = sorted({(r["op"], r["concurrency"]) for r in s["s3ops"] if r["size"] == 64 * KiB})
+    if any(r["system"] == "oc-rados-base" for r in s["s3ops"]):
+        systems = systems + [("oc-rados-base", "ours on RADOS, baseline build")]
+        w = 0.8 / len(systems)
     for i, (system, label) in enumerate(systems):
         ys = [next((r["ops_per_s"] for r in s["s3ops"] if r["system"] == system and
                     (r["op"], r["concurrency"]) == p and r["size"] == 64 * KiB), 0)
@@ -245,7 +263,7 @@ def plot(doc, png):
         axes[1][1].bar([k + i * w for k in range(len(points))], ys, w,
                        label=label.split(":")[0])
     axes[1][1].set_xticks([k + 0.4 - w / 2 for k in range(len(points))])
-    axes[1][1].set_xticklabels([f"{op} c={c}" for op, c in points])
+    axes[1][1].set_xticklabels([f"{op} c={c}" for op, c in points], fontsize=7)
     axes[1][1].set_ylabel("ops/s (median)")
     axes[1][1].set_title("64 KiB S3 GET / PUT (wrk)")
     axes[1][1].legend(fontsize=7)
@@ -301,54 +319,76 @@ def markdown(e):
                         (f"{f['context'] // 1024}K·{f['hit']:g}: " if "context" in f else
                          f"c={f['concurrency']}: ") + f"{f['ratio']:.2f}x"
                         for f in x["figures"]) or "-", _verdict(x)] for x in t]), ""]
-    parts += ["Reads (GB/s = payload / median time; p50/p99 over the repetitions; CPU seconds "
-              "per GB moved, per process):", "",
-              _table(["G (S)", "context · hit", "what", "mode", "GB/s", "p50 / p99 s",
-                      "first layer p50 / p99 ms", "CPU s/GB"],
-                     [[f"{x['G']} ({_size(x['layer_bytes'])})",
-                       f"{x['context']} · {x['hit']:g}", LABEL.get((x["system"], x["method"]),
-                                                                  x["system"] + " " + x["method"]),
-                       x["mode"], _f(x["gbps"]),
-                       f"{_f(x['total_p50_s'])} / {_f(x['total_p99_s'])}",
-                       f"{_f(x['ttfl_p50_s'] * 1e3)} / {_f(x['ttfl_p99_s'] * 1e3)}",
-                       _cpu(x["cpu_s_per_gb"])] for x in s["reads"]]), ""]
-    keys = ["oc-rados:ucx vs rgw:http-object", "oc-rados:ucx vs rgw:http-range",
-            "oc-rados:http-body vs rgw:http-object", "oc-rados:http-body vs rgw:http-range",
-            "oc-rados-slices:ucx vs rgw:http-object",
-            "oc-rocksdb:ucx vs rgw:http-object", "oc-rocksdb:ucx vs rgw:http-range"]
-    parts += ["Speed ratios to RGW (median; per repetition in brackets):", "",
-              _table(["G", "context · hit"] + [k.replace(" vs ", " / ") for k in keys],
-                     [[x["G"], f"{x['context']} · {x['hit']:g}"] +
-                      [f"{x[k]:.2f} [{', '.join(f'{v:.2f}' for v in x[k + ' per rep'])}]"
-                       if k in x else "n/a" for k in keys] for x in r["reads"]]), ""]
-    parts += ["Loads (the largest shape's chunks; RGW: one S3 PUT per chunk, 8 concurrent; "
-              "ours: descriptor PUTs of up to 128 chunks, one at a time):", "",
-              _table(["G", "chunks", "system", "method", "GB/s", "p50 / p99 s", "CPU s/GB"],
-                     [[x["G"], x["chunks"], x["system"], x["method"], _f(x["gbps"]),
-                       f"{_f(x['total_p50_s'])} / {_f(x['total_p99_s'])}",
-                       _cpu(x["cpu_s_per_gb"])] for x in s["loads"]]), ""]
-    parts += ["Floor: `rados bench -t 8` reads of whole objects in the same pool:", "",
-              _table(["G", "object size", "mode", "GB/s", "ops/s", "mean / max latency ms",
-                      "CPU s/GB"],
-                     [[x["G"], f"{_size(x['op_bytes'])} ({x['what']})", x["mode"],
-                       _f(x["gbps"]), _f(x["iops"]),
-                       f"{_f(x['avg_latency_ms'])} / {_f(x['max_latency_ms'])}",
-                       _cpu(x.get("cpu_s_per_gb", {}))] for x in e.get("floor", [])]),
-              ""]
+    if s["reads"] or s["loads"] or e.get("floor"):  # else the S3 part alone (--s3-only)
+        parts += ["Reads (GB/s = payload / median time; p50/p99 over the repetitions; CPU seconds "
+                  "per GB moved, per process):", "",
+                  _table(["G (S)", "context · hit", "what", "mode", "GB/s", "p50 / p99 s",
+                          "first layer p50 / p99 ms", "CPU s/GB"],
+                         [[f"{x['G']} ({_size(x['layer_bytes'])})",
+                           f"{x['context']} · {x['hit']:g}",
+                           LABEL.get((x["system"], x["method"]), x["system"] + " " + x["method"]),
+                           x["mode"], _f(x["gbps"]),
+                           f"{_f(x['total_p50_s'])} / {_f(x['total_p99_s'])}",
+                           f"{_f(x['ttfl_p50_s'] * 1e3)} / {_f(x['ttfl_p99_s'] * 1e3)}",
+                           _cpu(x["cpu_s_per_gb"])] for x in s["reads"]]), ""]
+        keys = ["oc-rados:ucx vs rgw:http-object", "oc-rados:ucx vs rgw:http-range",
+                "oc-rados:http-body vs rgw:http-object", "oc-rados:http-body vs rgw:http-range",
+                "oc-rados-slices:ucx vs rgw:http-object",
+                "oc-rocksdb:ucx vs rgw:http-object", "oc-rocksdb:ucx vs rgw:http-range"]
+        parts += ["Speed ratios to RGW (median; per repetition in brackets):", "",
+                  _table(["G", "context · hit"] + [k.replace(" vs ", " / ") for k in keys],
+                         [[x["G"], f"{x['context']} · {x['hit']:g}"] +
+                          [f"{x[k]:.2f} [{', '.join(f'{v:.2f}' for v in x[k + ' per rep'])}]"
+                           if k in x else "n/a" for k in keys] for x in r["reads"]]), ""]
+        parts += ["Loads (the largest shape's chunks; RGW: one S3 PUT per chunk, 8 concurrent; "
+                  "ours: descriptor PUTs of up to 128 chunks, one at a time):", "",
+                  _table(["G", "chunks", "system", "method", "GB/s", "p50 / p99 s", "CPU s/GB"],
+                         [[x["G"], x["chunks"], x["system"], x["method"], _f(x["gbps"]),
+                           f"{_f(x['total_p50_s'])} / {_f(x['total_p99_s'])}",
+                           _cpu(x["cpu_s_per_gb"])] for x in s["loads"]]), ""]
+        parts += ["Floor: `rados bench -t 8` reads of whole objects in the same pool:", "",
+                  _table(["G", "object size", "mode", "GB/s", "ops/s", "mean / max latency ms",
+                          "CPU s/GB"],
+                         [[x["G"], f"{_size(x['op_bytes'])} ({x['what']})", x["mode"],
+                           _f(x["gbps"]), _f(x["iops"]),
+                           f"{_f(x['avg_latency_ms'])} / {_f(x['max_latency_ms'])}",
+                           _cpu(x.get("cpu_s_per_gb", {}))] for x in e.get("floor", [])]),
+                  ""]
     parts += ["64 KiB S3 operations (wrk, presigned URLs; successful operations per second, "
               "median of the repetitions; wrk gives up on a request after 2 s, a socket "
-              "error):", "",
+              "error; OSD ops per request from its op counters, median):", "",
               _table(["op", "size", "concurrency", "system", "ops/s", "p50 / p99 ms",
-                      "server CPU µs/request", "failed (non-2xx / socket) of requests"],
-                     [[x["op"], _size(x["size"]), x["concurrency"], x["system"],
-                       _f(x["ops_per_s"]), f"{_f(x['p50_ms'])} / {_f(x['p99_ms'])}",
+                      "server CPU µs/request", "OSD ops/request",
+                      "failed (non-2xx / socket) of requests"],
+                     [[OP_LABEL.get(x["op"], x["op"]), _size(x["size"]), x["concurrency"],
+                       x["system"], _f(x["ops_per_s"]), f"{_f(x['p50_ms'])} / {_f(x['p99_ms'])}",
                        _cpu(x["cpu_us_per_req"]),
+                       _f((x.get("osd_ops_per_req") or {}).get("op"), 3),
                        f"{x.get('non_2xx', 0)} / {x.get('socket_errors', 0)} of "
                        f"{x.get('requests', 0):,}"] for x in s["s3ops"]]), ""]
+    others = sorted({k[:-len(" vs rgw")] for x in r["s3ops"] for k in x if k.endswith(" vs rgw")})
+    if others:
+        parts += ["64 KiB S3 ops/s ratios to RGW (median; per repetition in brackets):", "",
+                  _table(["op", "concurrency"] + [f"{o} / rgw" for o in others],
+                         [[OP_LABEL.get(x["op"], x["op"]), x["concurrency"]] +
+                          [f"{x[o + ' vs rgw']:.2f} [" +
+                           ", ".join(f"{v:.2f}" for v in x[o + " vs rgw per rep"]) + "]"
+                           if o + " vs rgw" in x else "n/a" for o in others]
+                          for x in r["s3ops"] if x["size"] == 64 * KiB]), ""]
     return "\n".join(parts), finding(e, s, r, t)
 
 
 def finding(e, s, r, t):
+    if not s["reads"] and any(x["system"] == "oc-rados" for x in s["s3ops"]):
+        # The S3 part alone (--s3-only): its targets, and the baseline build's if measured.
+        out = [f"{x['target']}: " + (", ".join(f"c={f['concurrency']}: {f['ratio']:.2f}x"
+                                               for f in x["figures"]) or "no figure") +
+               f" ({_verdict(x).strip('*')})" for x in t if x["figures"]]
+        base = [f"{OP_LABEL.get(x['op'], x['op'])} c={x['concurrency']}: "
+                f"{x['oc-rados-base vs rgw']:.2f}x" for x in r["s3ops"]
+                if "oc-rados-base vs rgw" in x and x["op"] != "GET"]
+        return "; ".join(out) + "." + (" The baseline build (oc-rados-base) in the same run: "
+                                       + ", ".join(base) + "." if base else "")
     if "oc-rados" not in {x["system"] for x in s["reads"]}:
         why = next((n for n in e.get("notes", []) if n.startswith("oc-rados")), "")
         rocks = [x for x in r["reads"] if "oc-rocksdb:ucx vs rgw:http-object" in x]

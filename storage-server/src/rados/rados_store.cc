@@ -1,5 +1,5 @@
 // RadosStore, the core: open, the bucket registry and bucket calls, the record reads every
-// part shares, the guarded shard commit (rados_store.h) and Stats.
+// part shares (rados_store.h) and Stats. The guarded shard commit is in rados_commit.cc.
 #include "rados/rados_store.h"
 
 #include <algorithm>
@@ -25,14 +25,6 @@ using rados::WriteOp;
 
 const Logger kLog{"rados"};
 
-// Conflicting commits (-ECANCELED) retry this often before giving up with kUnavailable. Each
-// conflict means another commit to the same records landed, so this bounds how many writers
-// of one key may overtake a commit, not how long a commit may take; 64 was too few under load
-// (8 threads overwriting one key on 2 loaded cores lost one PUT in CI-like runs).
-constexpr int kMaxCommitTries = 1024;
-// A commit that meets a shard in state `deleting` waits this long for DeleteBucket to finish
-// or give up before asking the registry.
-constexpr auto kDeletingWait = std::chrono::seconds(2);
 // Keys per omap read op (HeadMany and ReadSlices group by shard, then split at this).
 constexpr size_t kMaxKeysPerOp = 1024;
 // Bucket registry entries per listing page.
@@ -45,33 +37,6 @@ uint64_t RandomWriterId() {
     id = (static_cast<uint64_t>(rd()) << 32) ^ rd();
   }
   return id;
-}
-
-void Backoff(int attempt) {
-  thread_local std::minstd_rand rng(std::random_device{}());
-  const int cap_us = std::min(200 << std::min(attempt, 5), 5000);
-  std::this_thread::sleep_for(std::chrono::microseconds(rng() % (cap_us + 1)));
-}
-
-bool SameVersion(const Segment& a, const Segment& b) {
-  return a.writer == b.writer && a.data_id == b.data_id;
-}
-
-// The segments of `old` that `next` no longer names: what a commit hands to the GC.
-std::vector<Segment> Replaced(const ObjectRecord& old, const std::optional<ObjectRecord>& next) {
-  std::vector<Segment> out;
-  for (const Segment& s : old.segments) {
-    bool kept = false;
-    if (next.has_value()) {
-      for (const Segment& n : next->segments) {
-        kept = kept || SameVersion(s, n);
-      }
-    }
-    if (!kept && s.writer != 0 && s.size > 0) {
-      out.push_back(s);
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -555,92 +520,6 @@ Result<std::vector<std::optional<ObjectRecord>>> RadosStore::ReadManyRecords(
   return out;
 }
 
-Result<std::vector<std::optional<ObjectRecord>>> RadosStore::CommitShard(
-    std::string_view bucket, const BucketRef& ref, uint32_t shard, std::vector<KeyChange>& changes,
-    bool read_first) {
-  const std::string oid = rados::IndexOid(ref.id, shard);
-  std::vector<std::string> names;
-  for (const KeyChange& c : changes) {
-    names.push_back(c.name);
-  }
-  std::vector<std::optional<ObjectRecord>> current(changes.size());
-  if (read_first) {
-    OC_ASSIGN_OR_RETURN(current, ReadRecords(bucket, ref, shard, names));
-  }
-  const auto deleting_since = std::chrono::steady_clock::now();
-  bool deleting_seen = false;
-  for (int attempt = 0; attempt < kMaxCommitTries; ++attempt) {
-    std::vector<std::optional<ObjectRecord>> next(changes.size());
-    std::vector<std::pair<std::string, std::string>> sets;
-    std::vector<std::string> removes;
-    std::vector<std::string> expected(changes.size());
-    std::vector<int> cmp(changes.size(), 0);
-    const int64_t due = RadosNowUnixMs() + options_.rados.gc_min_wait.count();
-    WriteOp op;
-    op.CmpXattr(rados::kStateXattr, rados::kStateLive);
-    for (size_t i = 0; i < changes.size(); ++i) {
-      OC_ASSIGN_OR_RETURN(next[i], changes[i].decide(current[i]));
-      const std::string key = rados::ObjectOmapKey(changes[i].name);
-      if (current[i].has_value()) {
-        expected[i] = EncodeObjectRecord(*current[i]);
-        ObjectRecord gc;
-        gc.segments = Replaced(*current[i], next[i]);
-        if (!gc.segments.empty()) {
-          for (const Segment& s : gc.segments) {
-            gc.meta.size += s.size;
-          }
-          sets.emplace_back(rados::GcOmapKey(due, gc.segments.front()), EncodeObjectRecord(gc));
-        }
-      }
-      op.OmapCmp(key, expected[i], &cmp[i]);
-      if (next[i].has_value()) {
-        sets.emplace_back(key, EncodeObjectRecord(*next[i]));
-      } else if (current[i].has_value()) {
-        removes.push_back(key);
-      }
-    }
-    op.OmapSet(sets);
-    op.OmapRm(removes);
-    const int rc = op.Operate(io(), oid);
-    if (rc >= 0) {
-      commits_.fetch_add(1, std::memory_order_relaxed);
-      return next;
-    }
-    if (rc == -ENOENT) {
-      return ShardGone(bucket);
-    }
-    if (rc != -ECANCELED) {
-      return FromRados(rc, "committing to an index shard");
-    }
-    commit_conflicts_.fetch_add(1, std::memory_order_relaxed);
-    // A record changed under us, or the shard is being deleted: read both again.
-    std::string state;
-    const int xrc = rados::GetXattr(io(), oid, rados::kStateXattr, &state);
-    if (xrc == -ENOENT) {
-      return ShardGone(bucket);
-    }
-    OC_RETURN_IF_ERROR(FromRados(xrc, "reading an index shard's state"));
-    if (state != rados::kStateLive) {
-      if (!deleting_seen) {
-        deleting_seen = true;
-      }
-      if (std::chrono::steady_clock::now() - deleting_since > kDeletingWait) {
-        Result<rados::RadosBucketRecord> reg = ReadRegistry(bucket);
-        if (!reg.has_value() || reg->bucket_id != ref.id) {
-          return ShardGone(bucket);
-        }
-        return Status::Unavailable("bucket " + std::string(bucket) + " is being deleted");
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      --attempt;  // waiting for the state is not a conflict
-      continue;
-    }
-    OC_ASSIGN_OR_RETURN(current, ReadRecords(bucket, ref, shard, names));
-    Backoff(attempt);
-  }
-  return Status::Unavailable("too many conflicting commits to one index shard; try again");
-}
-
 // --- Operations ---
 
 Result<StoreStats> RadosStore::Stats() {
@@ -648,6 +527,12 @@ Result<StoreStats> RadosStore::Stats() {
   stats.figures.emplace_back("rados_commits", commits_.load(std::memory_order_relaxed));
   stats.figures.emplace_back("rados_commit_conflicts",
                              commit_conflicts_.load(std::memory_order_relaxed));
+  stats.figures.emplace_back("rados_commit_ops", commit_ops_.load(std::memory_order_relaxed));
+  stats.figures.emplace_back("rados_commit_rereads",
+                             commit_rereads_.load(std::memory_order_relaxed));
+  stats.figures.emplace_back("rados_commit_expected_remembered",
+                             commit_remembered_.load(std::memory_order_relaxed));
+  stats.figures.emplace_back("rados_puts_grouped", puts_grouped_.load(std::memory_order_relaxed));
   stats.figures.emplace_back("rados_slice_read_ops",
                              slice_read_ops_.load(std::memory_order_relaxed));
   {

@@ -4,7 +4,8 @@
 // Like RocksStore it is also the KV engine's SliceSource (src/kv/slice_source.h) and runs its
 // own kv::KvEngine over itself. Any number of processes may open the same pool and namespace:
 // they share nothing but the cluster (docs/design.md, "RADOS mapping"; names in rados_keys.h).
-// Its parts: rados_store.cc (open, buckets, records, the commit op, stats), rados_write.cc
+// Its parts: rados_store.cc (open, buckets, records, stats), rados_commit.cc (the commit op,
+// with rados_commit_memo.h: one process's writers of a key take turns), rados_write.cc
 // (writer, Put, Delete, Copy), rados_read.cc (reader, Get, Head, HeadMany), rados_list.cc
 // (over rados_shard_merge.h, the k-way merge of the index shards that both listings use),
 // rados_slices.cc (ReadSlices), rados_group.cc (PutGroup), rados_multipart.cc and
@@ -15,9 +16,13 @@
 // none) + omap_set/rm of the record + omap_set of a GC entry (g/...) naming the replaced
 // version's data objects. Data objects are written first, under a fresh version id no record
 // names, so a crash before the commit leaves nothing visible (only unreferenced data objects,
-// the orphan scrub's work). A conflicting commit (-ECANCELED) re-reads the shard and retries;
-// the last writer wins. Replaced data stays until the GC removes it (RadosOptions::
-// gc_min_wait), which is how a reader keeps reading the version it opened.
+// the orphan scrub's work). A conflicting commit (-ECANCELED) re-reads the shard's state and
+// records (one read op) and retries; the last writer wins. Within one process the commits of
+// a key never conflict: they take turns, a PUT's commit takes the PUTs of its key waiting
+// behind it into its op, and it expects the record the process committed last
+// (rados_commit_memo.h), so a PUT costs two ops, its data and its commit. Replaced data stays until
+// the GC removes it (RadosOptions:: gc_min_wait), which is how a reader keeps reading the version
+// it opened.
 //
 // Bucket state: DeleteBucket marks every shard `deleting` before checking that they are
 // empty, so no commit lands between the check and the removal; commits that meet `deleting`
@@ -43,6 +48,7 @@
 #include "oc/common/thread_annotations.h"
 #include "oc/storage/options.h"
 #include "oc/storage/store.h"
+#include "rados/rados_commit_memo.h"
 #include "rados/rados_keys.h"
 #include "rados/rados_wrap.h"
 #include "records/meta_codec.h"
@@ -175,19 +181,36 @@ class RadosStore final : public Store, public kv::SliceSource {
   // One key's change in a shard commit: `decide` gets the current record (nullopt if
   // absent) and returns the next one (nullopt removes the key) or an error that ends the
   // commit. `read_first` reads the current record before the first attempt; otherwise the
-  // first attempt assumes the key absent (a new object costs no read).
+  // first attempt expects the record this process committed last for the key, or the key
+  // absent if it remembers none (a new object costs no read). `superseded`: records of
+  // versions that never became visible (PUTs grouped into this commit), whose data goes to
+  // the GC in the same op.
   struct KeyChange {
     std::string name;
     std::function<Result<std::optional<ObjectRecord>>(const std::optional<ObjectRecord>&)> decide;
+    std::vector<ObjectRecord> superseded;
   };
   // Commits `changes` (all of one shard, distinct names) in one guarded write op, retrying
   // conflicts; returns the next record of each change in order (nullopt for a removal).
   // Each replaced version's data objects that the next record does not name get a GC entry
-  // in the same op.
+  // in the same op. Waits for this process's other commits of the same keys.
   Result<std::vector<std::optional<ObjectRecord>>> CommitShard(std::string_view bucket,
                                                                const BucketRef& ref, uint32_t shard,
                                                                std::vector<KeyChange>& changes,
                                                                bool read_first);
+  // A PUT's commit: `record` (a fresh version) becomes the record of `name` unless another
+  // PUT of the key in this process is committed later in the same op, which replaces it at
+  // once (its data goes to the GC); OK either way. The errors of CommitShard.
+  Status CommitPut(std::string_view bucket, const BucketRef& ref, const std::string& name,
+                   const ObjectRecord& record);
+  // Test hooks: hold the commits of `name` (its lock stripe) in this process until the
+  // returned hold dies; PUTs of `name` waiting for their commit.
+  rados::CommitMemo::StripeHold HoldCommitsForTest(const BucketRef& ref, std::string_view name) {
+    return memo_.LockStripes({rados::CommitMemo::KeyId(ref.id, name)});
+  }
+  size_t WaitingPutsForTest(const BucketRef& ref, std::string_view name) {
+    return memo_.PendingCount(rados::CommitMemo::KeyId(ref.id, name));
+  }
 
   // --- Shared by multipart, GC and scrub (rados_multipart.cc) ---
   // Runs ONE write op on shard `shard` of `ref`, guarded by cmpxattr(oc.state == live);
@@ -231,6 +254,18 @@ class RadosStore final : public Store, public kv::SliceSource {
   explicit RadosStore(const StoreOptions& options);
   Result<rados::RadosBucketRecord> ReadRegistry(std::string_view bucket);
 
+  // CommitShard once the stripes of its keys are held (rados_commit.cc).
+  Result<std::vector<std::optional<ObjectRecord>>> CommitShardLocked(
+      std::string_view bucket, const BucketRef& ref, uint32_t shard,
+      std::vector<KeyChange>& changes, bool read_first);
+  // An index shard's state xattr and the records of `names`, read in one op.
+  struct ShardView {
+    std::string state;
+    std::vector<std::optional<ObjectRecord>> records;
+  };
+  Result<ShardView> ReadShardView(std::string_view bucket, const BucketRef& ref, uint32_t shard,
+                                  const std::vector<std::string>& names);
+
   // The GC leader (rados_gc.cc): with RadosOptions::gc a thread competes for the oc.gc lock,
   // renews it while it leads, collects due GC entries and scrubs for orphans now and then.
   void StartGc();
@@ -257,9 +292,15 @@ class RadosStore final : public Store, public kv::SliceSource {
   std::mutex buckets_mu_;
   std::map<std::string, BucketRef, std::less<>> buckets_ OC_GUARDED_BY(buckets_mu_);
 
-  std::atomic<uint64_t> commits_{0};
-  std::atomic<uint64_t> commit_conflicts_{0};
-  std::atomic<uint64_t> slice_read_ops_{0};  // data-object read ops of ReadSlices
+  // Commits of one key in this process take turns (rados_commit_memo.h).
+  rados::CommitMemo memo_;
+  std::atomic<uint64_t> commits_{0};            // commit ops applied
+  std::atomic<uint64_t> commit_conflicts_{0};   // commit ops refused (-ECANCELED)
+  std::atomic<uint64_t> commit_ops_{0};         // commit ops sent
+  std::atomic<uint64_t> commit_rereads_{0};     // state + records read after a conflict
+  std::atomic<uint64_t> commit_remembered_{0};  // first attempts expecting a remembered record
+  std::atomic<uint64_t> puts_grouped_{0};       // PUTs committed in another PUT's op
+  std::atomic<uint64_t> slice_read_ops_{0};       // data-object read ops of ReadSlices
 
   // One GC or scrub pass at a time in this process; the lock's cookie is writer_id_.
   std::mutex gc_mu_;

@@ -264,6 +264,21 @@ bool OmapIter::Next(std::string_view* key, std::string_view* value) {
   return true;
 }
 
+bool XattrIter::Next(std::string_view* name, std::string_view* value) {
+  if (it_ == nullptr) {
+    return false;
+  }
+  const char* n = nullptr;
+  const char* v = nullptr;
+  size_t vlen = 0;
+  if (rados_getxattrs_next(it_, &n, &v, &vlen) < 0 || n == nullptr) {
+    return false;
+  }
+  *name = std::string_view(n);
+  *value = std::string_view(v != nullptr ? v : "", v != nullptr ? vlen : 0);
+  return true;
+}
+
 void ReadOp::OmapGetByKeys(const std::vector<std::string>& keys, OmapIter* it, int* prval) {
   key_ptrs_.clear();
   key_lens_.clear();
@@ -283,6 +298,10 @@ void ReadOp::OmapGetVals(const std::string& start_after, const std::string& pref
 
 void ReadOp::Read(uint64_t offset, size_t length, char* dest, size_t* bytes_read, int* prval) {
   rados_read_op_read(op_, offset, length, dest, bytes_read, prval);
+}
+
+void ReadOp::GetXattrs(XattrIter* it, int* prval) {
+  rados_read_op_getxattrs(op_, it->slot(), prval);
 }
 
 int ReadOp::Operate(rados_ioctx_t io, const std::string& oid) {

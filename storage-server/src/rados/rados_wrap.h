@@ -10,6 +10,7 @@
 //   ReadOp      rados_read_op_t: compound reads of one object
 //   Completion  an aio completion; Wait() returns the op's result
 //   OmapIter    an omap iterator filled by a read op
+//   XattrIter   an xattr iterator filled by a read op
 //
 // Buffers handed to a read op (destinations, prval and byte-count slots) must outlive its
 // completion; values handed to a write op are copied when added.
@@ -142,6 +143,25 @@ class OmapIter {
   rados_omap_iter_t it_ = nullptr;
 };
 
+class XattrIter {
+ public:
+  XattrIter() = default;
+  ~XattrIter() {
+    if (it_ != nullptr) {
+      rados_getxattrs_end(it_);
+    }
+  }
+  XattrIter(const XattrIter&) = delete;
+  XattrIter& operator=(const XattrIter&) = delete;
+
+  rados_xattrs_iter_t* slot() { return &it_; }
+  // The next (name, value); false at the end. The views are valid until the iterator dies.
+  bool Next(std::string_view* name, std::string_view* value);
+
+ private:
+  rados_xattrs_iter_t it_ = nullptr;
+};
+
 class ReadOp {
  public:
   ReadOp() : op_(rados_create_read_op()) {}
@@ -157,6 +177,8 @@ class ReadOp {
   void OmapGetVals(const std::string& start_after, const std::string& prefix, uint64_t max,
                    OmapIter* it, unsigned char* more, int* prval);
   void Read(uint64_t offset, size_t length, char* dest, size_t* bytes_read, int* prval);
+  // Every xattr of the object.
+  void GetXattrs(XattrIter* it, int* prval);
 
   int Operate(rados_ioctx_t io, const std::string& oid);
   int OperateAsync(rados_ioctx_t io, const std::string& oid, Completion& c);

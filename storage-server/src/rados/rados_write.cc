@@ -1,5 +1,5 @@
 // RadosStore, writing one object: the streaming writer (data objects first, then one guarded
-// commit op on the key's index shard), Delete and Copy (rados_store.h).
+// commit op on the key's index shard, RadosStore::CommitPut), Delete and Copy (rados_store.h).
 
 #include <memory>
 #include <optional>
@@ -80,25 +80,18 @@ class RadosWriter final : public ObjectWriter {
       return s;
     }
     const ObjectRecord record = NewRecord(options_, stream_.segment(), stream_.md5());
-    std::vector<RadosStore::KeyChange> changes(1);
-    changes[0].name = key_.name;
-    changes[0].decide = [&](const std::optional<ObjectRecord>&) {
-      return Result<std::optional<ObjectRecord>>(record);
-    };
-    const uint32_t shard = rados::ShardOf(key_.name, bucket_.shards);
-    Result<std::vector<std::optional<ObjectRecord>>> done =
-        store_->CommitShard(key_.bucket, bucket_, shard, changes, /*read_first=*/false);
-    if (!done.has_value()) {
+    const Status done = store_->CommitPut(key_.bucket, bucket_, key_.name, record);
+    if (!done.ok()) {
       // A refused op changed nothing (one op is atomic), so nothing names the data. An op
       // that timed out or failed in transport may still have applied: its data stays (an
       // orphan for the scrub if it did not).
-      const Code code = done.error().code();
+      const Code code = done.code();
       if (code != Code::kUnavailable && code != Code::kIOError) {
         stream_.Discard();
       }
-      return done.error();
+      return done;
     }
-    return std::move((*done)[0]->meta);
+    return record.meta;
   }
 
  private:
