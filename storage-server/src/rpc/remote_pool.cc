@@ -21,8 +21,11 @@ Result<std::unique_ptr<ClientConn>> Endpoint::Acquire(uint64_t request_id, bool*
   *reused = false;
   OC_ASSIGN_OR_RETURN(std::unique_ptr<ClientConn> c,
                       ClientConn::Connect(address_, kConnectTimeout));
-  c->set_io_timeout(kIoTimeout);
+  // The handshake is the server's to answer at once: a process that accepts and never
+  // answers must not hold a caller (a starting gateway) for a whole call's timeout.
+  c->set_io_timeout(kConnectTimeout);
   OC_RETURN_IF_ERROR(c->Handshake(secret_, request_id));
+  c->set_io_timeout(kIoTimeout);
   return c;
 }
 

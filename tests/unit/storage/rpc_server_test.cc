@@ -4,9 +4,16 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <xxhash.h>
 
+#include <future>
+
 #include "rpc/client_conn.h"
+#include "rpc/remote_pool.h"
 #include "rpc/wire.h"
 #include "rpc_test_util.h"
 
@@ -182,6 +189,31 @@ TEST_F(RpcServerTest, UnreachableServerIsUnavailable) {
   ASSERT_NE(nowhere, nullptr);
   EXPECT_EQ(nowhere->HeadBucket("bkt").error().code(), Code::kUnavailable);
   EXPECT_EQ(nowhere->Put({"bkt", "x"}, {}).error().code(), Code::kUnavailable);
+}
+
+// A server that accepts connections but never answers Hello (a wedged process, or something
+// else listening on the port) fails the handshake after the connect timeout, not after the
+// 120 s a call may take: a gateway starting against it is not held up for minutes.
+TEST(RpcEndpoint, AHelloNobodyAnswersFailsAfterTheConnectTimeout) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(fd, 4), 0);  // the kernel completes connects; nobody reads or answers
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  rpc::Endpoint endpoint(rpc::HostPort{"127.0.0.1", ntohs(addr.sin_port)}, "secret", 1);
+  std::future<Status> acquired = std::async(std::launch::async, [&] {
+    bool reused = true;
+    return endpoint.Acquire(1, &reused).status();
+  });
+  // Twice the connect timeout is far below the 120 s of a call.
+  ASSERT_EQ(acquired.wait_for(2 * rpc::kConnectTimeout), std::future_status::ready)
+      << "the handshake waited for longer than the connect timeout";
+  EXPECT_EQ(acquired.get().code(), Code::kUnavailable);
+  ::close(fd);
 }
 
 TEST_F(RpcServerTest, BrokenPooledConnectionIsReplacedForReads) {
