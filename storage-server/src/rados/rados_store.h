@@ -300,7 +300,7 @@ class RadosStore final : public Store, public kv::SliceSource {
   std::atomic<uint64_t> commit_rereads_{0};     // state + records read after a conflict
   std::atomic<uint64_t> commit_remembered_{0};  // first attempts expecting a remembered record
   std::atomic<uint64_t> puts_grouped_{0};       // PUTs committed in another PUT's op
-  std::atomic<uint64_t> slice_read_ops_{0};       // data-object read ops of ReadSlices
+  std::atomic<uint64_t> slice_read_ops_{0};     // data-object read ops of ReadSlices
 
   // One GC or scrub pass at a time in this process; the lock's cookie is writer_id_.
   std::mutex gc_mu_;
