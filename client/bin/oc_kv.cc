@@ -380,12 +380,12 @@ int RunGetLayers(const Flags& f, client::Client& c, const descriptor::Descriptor
   }
   std::cout << fmt::format(
       "matched={} mode={} request_id={} bytes={} total_us={} gbps={:.3f} gateway_us={} "
-      "storage_us={} transfer_us={} rate_gbps={}\n",
+      "storage_us={} transfer_us={} rate_gbps={} slowdown_retries={}\n",
       r->summary.matched_chunks, descriptor::ServeModeName(r->summary.mode), r->summary.request_id,
       bytes, total_us,
       total_us > 0 ? static_cast<double>(bytes) / static_cast<double>(total_us) / 1e3 : 0.0,
       r->summary.gateway_us.value_or(0), r->summary.storage_us.value_or(0),
-      r->summary.transfer_us.value_or(0), r->assigned_rate_gbps);
+      r->summary.transfer_us.value_or(0), r->assigned_rate_gbps, c.slowdown_retries());
   return 0;
 }
 

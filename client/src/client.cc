@@ -33,6 +33,12 @@ Status ClientOptions::Validate() const {
   if (timeout.count() <= 0) {
     return Status::InvalidArgument("timeout", "must be positive");
   }
+  if (slowdown_retry_budget.count() < 0) {
+    return Status::InvalidArgument("slowdown_retry_budget", "must not be negative");
+  }
+  if (slowdown_backoff_cap.count() <= 0) {
+    return Status::InvalidArgument("slowdown_backoff_cap", "must be positive");
+  }
   if (requests_in_flight == 0) {
     return Status::InvalidArgument("requests_in_flight", "must be positive");
   }
@@ -97,6 +103,10 @@ Result<std::unique_ptr<Client>> Client::Open(const ClientOptions& options) {
 }
 
 const ClientOptions& Client::options() const { return impl_->options; }
+
+uint64_t Client::slowdown_retries() const {
+  return impl_->slowdown_retries.load(std::memory_order_relaxed);
+}
 
 Result<DataPlane*> Client::data_plane() { return impl_->Plane(); }
 

@@ -2,8 +2,11 @@
 // execution, the descriptor request shape and the route to a bucket's data plane.
 #include "client_impl.h"
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
+#include <random>
+#include <thread>
 
 #include "fmt/format.h"
 #include "oc/common/headers.h"
@@ -13,6 +16,29 @@
 #include "oc/sigv4/uri.h"
 
 namespace oc::client {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr unsigned kSlowDownStatus = 503;
+// The first backoff's upper bound; each retry doubles it up to the cap.
+constexpr std::chrono::milliseconds kFirstBackoff{25};
+
+bool IsSlowDown(std::string_view error_body) {
+  return error_body.find("<Code>SlowDown</Code>") != std::string_view::npos;
+}
+
+}  // namespace
+
+Clock::duration SlowDownBackoff(uint32_t attempt, std::chrono::milliseconds cap) {
+  // "Full jitter": uniform in [0, min(cap, first * 2^attempt)], so clients refused together
+  // do not come back together.
+  const uint32_t shift = std::min<uint32_t>(attempt, 20);
+  const auto ceiling = std::min<std::chrono::milliseconds>(cap, kFirstBackoff * (1u << shift));
+  thread_local std::minstd_rand rng(std::random_device{}());
+  std::uniform_int_distribution<int64_t> pick(0, std::chrono::microseconds(ceiling).count());
+  return std::chrono::microseconds(pick(rng));
+}
 
 Status Drain(HttpConnection& conn) {
   Result<std::string> rest = conn.ReadBodyString(1 << 20);
@@ -74,6 +100,30 @@ Result<Client::Impl::Exchange> Client::Impl::Execute(std::string_view method,
   OC_RETURN_IF_ERROR(Sign(method, req.target, headers, body));
   req.headers = std::move(headers);
   req.body = body;
+  const Clock::time_point give_up = Clock::now() + options.slowdown_retry_budget;
+  for (uint32_t slowdowns = 0;; ++slowdowns) {
+    Clock::duration wait{};
+    {
+      OC_ASSIGN_OR_RETURN(Exchange ex, SendOnce(req));
+      if (ex.head.status != kSlowDownStatus) {
+        return ex;
+      }
+      Result<std::string> body = ex.conn->ReadBodyString(1 << 20);
+      ex.error_body = body.has_value() ? *body : std::string();
+      if (!IsSlowDown(*ex.error_body)) {
+        return ex;  // another 503 (ServiceUnavailable): something may have been done
+      }
+      wait = SlowDownBackoff(slowdowns, options.slowdown_backoff_cap);
+      if (Clock::now() + wait > give_up) {
+        return ex;
+      }
+      slowdown_retries.fetch_add(1, std::memory_order_relaxed);
+    }  // the connection goes back to the pool while we wait
+    std::this_thread::sleep_for(wait);
+  }
+}
+
+Result<Client::Impl::Exchange> Client::Impl::SendOnce(const HttpRequest& req) {
   for (int attempt = 0;; ++attempt) {
     bool reused = false;
     OC_ASSIGN_OR_RETURN(std::unique_ptr<HttpConnection> conn, Acquire(&reused));

@@ -7,9 +7,12 @@
 // Thread safety: every method may be called concurrently; the pool, the data plane and the
 // routes are guarded by their mutexes.
 
+#include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -27,6 +30,11 @@ namespace oc::client {
 
 // Reads what is left of a body (a few bytes at most for the answers it is used on).
 Status Drain(HttpConnection& conn);
+
+// The wait before SlowDown retry number `attempt` (0 first): uniform in
+// [0, min(cap, 25 ms x 2^attempt)] ("full jitter").
+std::chrono::steady_clock::duration SlowDownBackoff(uint32_t attempt,
+                                                    std::chrono::milliseconds cap);
 
 // Byte count of the whole payload, N·L·S, assuming Validate() passed.
 inline uint64_t PayloadBytes(const descriptor::Descriptor& d, uint64_t chunks) {
@@ -59,9 +67,14 @@ struct Client::Impl {
         impl->Release(std::move(conn));
       }
     }
+    // The error body when Execute already read it (a SlowDown it stopped retrying).
+    std::optional<std::string> error_body;
     bool ok() const { return head.status >= 200 && head.status < 300; }
     // The error answer as a Status (reads the error body).
     Status Error() {
+      if (error_body.has_value()) {
+        return StatusFromS3Response(head.status, *error_body);
+      }
       Result<std::string> body = conn->ReadBodyString(1 << 20);
       return StatusFromS3Response(head.status, body.has_value() ? *body : std::string());
     }
@@ -78,9 +91,14 @@ struct Client::Impl {
   // Signs and sends one request; returns the exchange with the response header read. A
   // request on a reused connection that the server had closed is retried on the next one:
   // idle connections age together, so several in the pool may be stale (each failed one is
-  // dropped; a failure on a fresh connection is returned).
+  // dropped; a failure on a fresh connection is returned). A 503 SlowDown answer is sent
+  // again after a jittered exponential backoff while options.slowdown_retry_budget allows
+  // (counted in slowdown_retries); the last one is returned otherwise.
   Result<Exchange> Execute(std::string_view method, std::string_view raw_path,
                            std::string_view raw_query, HttpHeaders headers, ByteSpan body);
+
+  // One send of a signed request (with the stale-connection retry).
+  Result<Exchange> SendOnce(const HttpRequest& req);
 
   // Path of a bucket or object, SigV4-encoded.
   static std::string Path(std::string_view bucket, std::string_view key = {});
@@ -115,6 +133,8 @@ struct Client::Impl {
   std::mutex routes_mu;
   // bucket -> (address, the server's x-oc-data-plane-shm); guarded by routes_mu
   std::map<std::string, std::pair<std::string, bool>, std::less<>> routes;
+
+  std::atomic<uint64_t> slowdown_retries{0};  // SlowDown answers retried by Execute
 
   // Runs the HTTP exchanges of GetLayers and GetLayersHttp (ClientOptions::
   // requests_in_flight workers). Last member: destroyed first, it drains its tasks while the

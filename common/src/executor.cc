@@ -1,5 +1,6 @@
 #include "oc/common/executor.h"
 
+#include <algorithm>
 #include <exception>
 #include <system_error>
 #include <utility>
@@ -28,17 +29,58 @@ BoundedExecutor::BoundedExecutor(Options options) : options_(std::move(options))
 BoundedExecutor::~BoundedExecutor() { Shutdown(); }
 
 Status BoundedExecutor::Submit(std::function<void()> task) {
+  return Admit(Queued{std::move(task), nullptr, {}}, /*now_only=*/false);
+}
+
+Status BoundedExecutor::Submit(std::function<void()> task,
+                               std::function<void(const Status&)> expired) {
+  Queued q{std::move(task), std::move(expired), {}};
+  if (options_.queue_timeout.count() > 0) {
+    q.deadline = Clock::now() + options_.queue_timeout;
+  } else {
+    q.expired = nullptr;  // no limit: it cannot expire
+  }
+  return Admit(std::move(q), /*now_only=*/false);
+}
+
+Status BoundedExecutor::SubmitNow(std::function<void()> task) {
+  return Admit(Queued{std::move(task), nullptr, {}}, /*now_only=*/true);
+}
+
+Status BoundedExecutor::Refusal() const {
+  if (options_.max_queued == 0) {
+    return Status::ResourceExhausted(options_.field,
+                                     fmt::format("all {} workers are busy", options_.threads));
+  }
+  return Status::ResourceExhausted(
+      options_.field,
+      fmt::format("the admission queue is full ({} requests wait for {} busy workers)",
+                  queue_.size(), options_.threads));
+}
+
+Status BoundedExecutor::Admit(Queued q, bool now_only) {
   std::lock_guard lock(mu_);
   if (stopping_) {
     return Status::Unavailable("shutting down");
   }
   const uint64_t admitted = uint64_t{running_} + queue_.size();
-  if (admitted >= uint64_t{options_.threads} + options_.max_queued) {
-    return Status::ResourceExhausted(
-        options_.field, fmt::format("all {} workers busy and {} tasks queued", options_.threads,
-                                    options_.max_queued));
+  if (now_only && admitted >= options_.threads) {
+    return Status::ResourceExhausted(options_.field,
+                                     fmt::format("all {} workers are busy", options_.threads));
   }
-  queue_.push_back(std::move(task));
+  if (admitted >= uint64_t{options_.threads} + options_.max_queued) {
+    return Refusal();
+  }
+  const bool can_expire = q.expired != nullptr;
+  if (can_expire && !timer_.joinable()) {
+    try {
+      timer_ = std::thread([this] { TimerLoop(); });
+    } catch (const std::system_error& e) {
+      return Status::ResourceExhausted(options_.field,
+                                       fmt::format("cannot start the queue timer: {}", e.what()));
+    }
+  }
+  queue_.push_back(std::move(q));
   // Every queued task needs a worker that will take it: an idle one (woken below) or a new
   // one while the bound allows; else a busy worker takes it when its task ends.
   if (queue_.size() > idle_ && workers_.size() < options_.threads) {
@@ -51,6 +93,9 @@ Status BoundedExecutor::Submit(std::function<void()> task) {
     }
   }
   cv_.notify_one();
+  if (can_expire) {
+    timer_cv_.notify_one();
+  }
   return Status::Ok();
 }
 
@@ -63,7 +108,7 @@ void BoundedExecutor::WorkerLoop() {
     if (queue_.empty()) {
       return;  // stopping, and nothing left to run
     }
-    std::function<void()> task = std::move(queue_.front());
+    std::function<void()> task = std::move(queue_.front().task);
     queue_.pop_front();
     ++running_;
     lock.unlock();
@@ -82,6 +127,37 @@ void BoundedExecutor::WorkerLoop() {
   }
 }
 
+// Drops queued tasks whose deadline passed. Every expiring task has the same queue_timeout
+// and the queue is in submission order, so the first expiring task in it has the earliest
+// deadline.
+void BoundedExecutor::TimerLoop() {
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    auto first = std::find_if(queue_.begin(), queue_.end(),
+                              [](const Queued& q) { return q.expired != nullptr; });
+    if (first == queue_.end()) {
+      timer_cv_.wait(lock);
+      continue;
+    }
+    if (Clock::now() < first->deadline) {
+      timer_cv_.wait_until(lock, first->deadline);
+      continue;
+    }
+    std::function<void(const Status&)> expired = std::move(first->expired);
+    const size_t ahead = static_cast<size_t>(first - queue_.begin());
+    queue_.erase(first);
+    ++expired_;
+    lock.unlock();
+    expired(Status::ResourceExhausted(
+        options_.field,
+        fmt::format("the request waited the admission timeout ({} ms) without a free worker "
+                    "({} requests were ahead of it, {} workers)",
+                    options_.queue_timeout.count(), ahead, options_.threads)));
+    expired = nullptr;
+    lock.lock();
+  }
+}
+
 void BoundedExecutor::Shutdown() {
   std::lock_guard join_lock(join_mu_);
   std::vector<std::thread> workers;
@@ -89,7 +165,11 @@ void BoundedExecutor::Shutdown() {
     std::lock_guard lock(mu_);
     stopping_ = true;
     cv_.notify_all();
+    timer_cv_.notify_all();
     workers.swap(workers_);
+    if (timer_.joinable()) {
+      workers.push_back(std::move(timer_));
+    }
   }
   for (std::thread& t : workers) {
     OC_CHECK(t.get_id() != std::this_thread::get_id());
@@ -100,6 +180,16 @@ void BoundedExecutor::Shutdown() {
 uint32_t BoundedExecutor::in_flight() const {
   std::lock_guard lock(mu_);
   return running_ + static_cast<uint32_t>(queue_.size());
+}
+
+uint32_t BoundedExecutor::queued() const {
+  std::lock_guard lock(mu_);
+  return static_cast<uint32_t>(queue_.size());
+}
+
+uint64_t BoundedExecutor::expired() const {
+  std::lock_guard lock(mu_);
+  return expired_;
 }
 
 uint32_t BoundedExecutor::workers() const {

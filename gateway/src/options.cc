@@ -4,6 +4,8 @@
 
 #include <fmt/core.h>
 
+#include "oc/common/cores.h"
+
 namespace oc::gateway {
 namespace {
 
@@ -70,8 +72,8 @@ Status GatewayOptions::Validate() const {
   std::string host;
   uint16_t port = 0;
   OC_RETURN_IF_ERROR(SplitHostPort(listen, "gateway.listen", &host, &port));
-  OC_RETURN_IF_ERROR(Range("gateway.io_threads", io_threads, 1, 256));
-  OC_RETURN_IF_ERROR(Range("gateway.store_threads", store_threads, 1, 1024));
+  OC_RETURN_IF_ERROR(Range("gateway.io_threads", io_threads, 0, kMaxIoThreads));
+  OC_RETURN_IF_ERROR(Range("gateway.store_threads", store_threads, 0, kMaxStoreThreads));
   OC_RETURN_IF_ERROR(Range("gateway.max_connections", max_connections, 1, 1u << 20));
   OC_RETURN_IF_ERROR(Range("gateway.max_header_bytes", max_header_bytes, 1 << 10, 1 << 20));
   OC_RETURN_IF_ERROR(Range("gateway.max_object_bytes", max_object_bytes, 1, 5ull << 40));
@@ -98,6 +100,15 @@ Status GatewayOptions::Validate() const {
                                    "tls_cert_file and tls_key_file go together");
   }
   return Status::Ok();
+}
+
+uint32_t IoThreadsFor(uint32_t configured) {
+  return configured != 0 ? configured : ThreadsPerCore(1, 1, kMaxIoThreads);
+}
+
+uint32_t StoreThreadsFor(uint32_t configured) {
+  return configured != 0 ? configured
+                         : ThreadsPerCore(kStoreThreadsPerCore, kMinStoreThreads, kMaxStoreThreads);
 }
 
 Status ApplyConfig(const Config& config, GatewayOptions* o) {
@@ -132,11 +143,11 @@ std::string ToJson(const GatewayOptions& o) {
       "\"header_timeout_ms\":{},\"read_timeout_ms\":{},\"region\":{},\"virtual_host_domain\":{},"
       "\"credentials_file\":{},\"public_read_buckets\":{},\"grants\":{},\"tls\":{},"
       "\"access_log\":{}}}",
-      JsonString(o.listen), o.io_threads, o.store_threads, o.max_connections, o.max_header_bytes,
-      o.max_object_bytes, o.max_xml_body_bytes, o.stream_piece_bytes, o.max_drain_bytes,
-      o.idle_timeout.count(), o.header_timeout.count(), o.read_timeout.count(),
-      JsonString(o.region), JsonString(o.virtual_host_domain), JsonString(o.credentials_file),
-      JsonList(o.public_read_buckets), JsonList(o.grants),
+      JsonString(o.listen), IoThreadsFor(o.io_threads), StoreThreadsFor(o.store_threads),
+      o.max_connections, o.max_header_bytes, o.max_object_bytes, o.max_xml_body_bytes,
+      o.stream_piece_bytes, o.max_drain_bytes, o.idle_timeout.count(), o.header_timeout.count(),
+      o.read_timeout.count(), JsonString(o.region), JsonString(o.virtual_host_domain),
+      JsonString(o.credentials_file), JsonList(o.public_read_buckets), JsonList(o.grants),
       o.tls_cert_file.empty() ? "false" : "true", o.access_log ? "true" : "false");
 }
 

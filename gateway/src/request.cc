@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "fmt/format.h"
 #include "oc/common/utf8.h"
 #include "oc/sigv4/uri.h"
 
@@ -64,6 +65,12 @@ Response Response::FromStatus(const Status& status, const Request* request) {
     case S3Error::kMalformedXML:
     case S3Error::kInvalidBucketName:
       message = std::string(status.message());
+      break;
+    case S3Error::kSlowDown:
+      // Which bound refused it (the admission queue full, its deadline passed, or a PUT
+      // finding every worker busy): load, not an internal detail (docs/protocol.md,
+      // "Admission").
+      message = fmt::format("Please reduce your request rate: {}.", status.message());
       break;
     default:
       break;

@@ -105,8 +105,9 @@ class ServerImpl final : public Server {
         creds_(std::move(creds)),
         authenticator_(creds_, MakeAuthOptions(options)),
         access_(options_, store),
-        pool_(options.store_threads) {
-    for (uint32_t i = 0; i < options_.io_threads; ++i) {
+        pool_(StoreThreadsFor(options.store_threads)) {
+    const uint32_t io_threads = IoThreadsFor(options_.io_threads);
+    for (uint32_t i = 0; i < io_threads; ++i) {
       iocs_.push_back(std::make_unique<asio::io_context>(1));
     }
     acceptor_.emplace(*iocs_[0]);
@@ -114,12 +115,9 @@ class ServerImpl final : public Server {
     env_.descriptors = store_->descriptor_executor();
     if (env_.descriptors == nullptr) {
       // A store that forwards descriptor calls (RemoteStore): the relaying runs on our own
-      // executor, sized like a store's default one.
-      BoundedExecutor::Options o;
-      o.threads = storage::DescriptorThreadsFor(0);
-      o.field = std::string(kDescriptorExecutorField);
-      o.start_all = true;
-      own_descriptors_ = std::make_unique<BoundedExecutor>(std::move(o));
+      // executor, sized and queued like a store's default one.
+      own_descriptors_ = std::make_unique<BoundedExecutor>(storage::DescriptorExecutorOptions(
+          0, storage::kDefaultAdmissionQueue, storage::kDefaultAdmissionTimeout));
       env_.descriptors = own_descriptors_.get();
     }
     env_.deferred = &deferred_;

@@ -13,6 +13,11 @@
 namespace oc::sched {
 namespace {
 
+// A mid-epoch arrival's share below this fraction of the cap is taken as 0: what is left of a
+// cap the other requests' rates fill is rounding error (cap - sum of rates), and a payload sent
+// at such a rate would owe years of spacing.
+constexpr double kDustFraction = 1e-9;
+
 PacerOptions MakePacerOptions(const SchedulerOptions& o) {
   PacerOptions p;
   p.cap_bytes_per_sec = GbpsToBytesPerSec(o.cap_gbps);
@@ -134,7 +139,7 @@ Result<Grant> Scheduler::Admit(const RequestSpec& spec) {
   OC_CHECK(pacer_.AddRequest(id, 0.0).ok());
   entries_.emplace(id, std::move(e));
   if (options_.work_conserving) {
-    Reallocate();
+    Reallocate(now);
   } else if (now >= epoch_end_) {
     MaybeAdvanceEpoch(now);  // the new epoch's allocation includes the arrival
   } else {
@@ -152,8 +157,11 @@ Result<Grant> Scheduler::Admit(const RequestSpec& spec) {
             ? mine.target
             : cap_;
     mine.rate = std::max(0.0, std::min(want, cap_ - held));
+    if (mine.rate < cap_ * kDustFraction) {
+      mine.rate = 0;  // rounding dust of a full cap: park until the boundary, not crawl
+    }
     mine.epoch = epoch_;
-    OC_CHECK(pacer_.SetRate(id, mine.rate).ok());
+    OC_CHECK(pacer_.SetRate(id, mine.rate, now).ok());
   }
   return Grant(this, id);
 }
@@ -163,10 +171,10 @@ void Scheduler::MaybeAdvanceEpoch(Time now) {
     return;
   }
   epoch_end_ = now + options_.epoch;
-  Reallocate();
+  Reallocate(now);
 }
 
-void Scheduler::Reallocate() {
+void Scheduler::Reallocate(Time now) {
   std::erase_if(entries_, [](const auto& kv) { return kv.second.released; });
   ++epoch_;
   std::vector<Demand> demands;
@@ -180,7 +188,7 @@ void Scheduler::Reallocate() {
   for (auto& [id, e] : entries_) {
     e.rate = (*rates)[i++];
     e.epoch = epoch_;
-    OC_CHECK(pacer_.SetRate(id, e.rate).ok());
+    OC_CHECK(pacer_.SetRate(id, e.rate, now).ok());
   }
 }
 
@@ -199,7 +207,7 @@ void Scheduler::Release(uint64_t id) {
   pacer_.Remove(id);
   if (options_.work_conserving) {
     entries_.erase(it);
-    Reallocate();
+    Reallocate(clock_.Now());
     return;
   }
   // Epoch mode: the share stays held until the next boundary.

@@ -62,7 +62,7 @@ Status Pacer::AddRequest(uint64_t request, double rate) {
   return Status::Ok();
 }
 
-Status Pacer::SetRate(uint64_t request, double rate) {
+Status Pacer::SetRate(uint64_t request, double rate, Time now) {
   if (!ValidRate(rate)) {
     return Status::InvalidArgument("rate", "must be finite and >= 0");
   }
@@ -70,7 +70,14 @@ Status Pacer::SetRate(uint64_t request, double rate) {
   if (it == flows_.end()) {
     return Status::NotFound(Subject::kNone, fmt::format("request {} not paced", request));
   }
-  it->second->rate = rate;
+  Flow& f = *it->second;
+  if (f.rate > 0 && rate > 0 && f.ready > now) {
+    // The bytes still owed at the old rate, paid at the new one.
+    const double owed_ns = static_cast<double>((f.ready - now).count()) * f.rate / rate;
+    f.ready = now + Time{static_cast<int64_t>(
+                        std::ceil(std::min(owed_ns, static_cast<double>(kMaxSpacingNs))))};
+  }
+  f.rate = rate;
   return Status::Ok();
 }
 

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <string>
 #include <string_view>
-#include <thread>
 
 #include <unistd.h>
 
 #include "oc/common/config.h"
+#include "oc/common/cores.h"
 #include "oc/storage/types.h"
 
 namespace oc::storage {
@@ -33,6 +33,8 @@ Status ApplyKvConfig(const oc::Config& config, KvOptions* kv) {
   OC_RETURN_IF_ERROR(config.Read("kv.zero_copy", &kv->zero_copy));
   OC_RETURN_IF_ERROR(config.ReadSize("kv.put_read_bytes", &kv->put_read_bytes));
   OC_RETURN_IF_ERROR(config.Read("kv.descriptor_threads", &kv->descriptor_threads));
+  OC_RETURN_IF_ERROR(config.Read("kv.admission_queue", &kv->admission_queue));
+  OC_RETURN_IF_ERROR(config.ReadDuration("kv.admission_timeout", &kv->admission_timeout));
   return Status::Ok();
 }
 
@@ -159,6 +161,13 @@ Status KvOptions::Validate() const {
         "kv.descriptor_threads",
         "must be 0 (from the cores) .. " + std::to_string(kMaxDescriptorThreads));
   }
+  if (admission_queue > kMaxAdmissionQueue) {
+    return Status::InvalidArgument("kv.admission_queue",
+                                   "must be 0.." + std::to_string(kMaxAdmissionQueue));
+  }
+  if (admission_timeout.count() <= 0) {
+    return Status::InvalidArgument("kv.admission_timeout", "must be positive");
+  }
   return Status::Ok();
 }
 
@@ -166,9 +175,19 @@ uint32_t DescriptorThreadsFor(uint32_t configured) {
   if (configured != 0) {
     return configured;
   }
-  const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
-  return std::clamp(cores * kDescriptorThreadsPerCore, kMinDescriptorThreads,
-                    kMaxDescriptorThreads);
+  return ThreadsPerCore(kDescriptorThreadsPerCore, kMinDescriptorThreads, kMaxDescriptorThreads);
+}
+
+BoundedExecutor::Options DescriptorExecutorOptions(uint32_t descriptor_threads,
+                                                   uint32_t admission_queue,
+                                                   std::chrono::milliseconds admission_timeout) {
+  BoundedExecutor::Options o;
+  o.threads = DescriptorThreadsFor(descriptor_threads);
+  o.max_queued = admission_queue;
+  o.queue_timeout = admission_timeout;
+  o.field = "kv.descriptor_threads";
+  o.start_all = true;  // a fixed pool: the server's thread count does not grow with load
+  return o;
 }
 
 uint64_t ReadAheadMemoryFor(uint64_t configured) {

@@ -36,7 +36,10 @@ def small_server():
     # Not conftest's short timeouts: a held response must survive the test's own pauses (a
     # write waits up to read_timeout for the client to read).
     with open(srv.config, "w") as f:
-        f.write(f'[gateway]\nread_timeout = "60s"\n\n[kv]\ndescriptor_threads = {WORKERS}\n')
+        # No admission queue: these tests are about the workers' bound (test_admission.py
+        # covers the queue).
+        f.write(f'[gateway]\nread_timeout = "60s"\n\n[kv]\ndescriptor_threads = {WORKERS}\n'
+                'admission_queue = 0\n')
     srv.start()
     yield srv
     codes = srv.stop()

@@ -7,9 +7,14 @@
 // before any Store call: a bad one is a 400 naming the x-oc-* field.
 //
 // The transfers themselves (GetLayers and PutChunks) run on the descriptor executor
-// (HandlerEnv::descriptors), never on a thread of their own: when all its workers are busy the
-// request is answered 503 SlowDown with Retry-After before anything is read or stored
-// (docs/decisions.md, "One bounded executor for descriptor work").
+// (HandlerEnv::descriptors), never on a thread of their own (docs/decisions.md, "One bounded
+// executor for descriptor work"). A GET that finds every worker busy waits in the executor's
+// bounded FIFO admission queue, holding no thread and no staging memory (its answer is a
+// deferred response the session waits on); it is answered 503 SlowDown with Retry-After when
+// the queue is full or when it is still waiting at the admission timeout, the message saying
+// which. A PUT starts at once or gets the same answer (its body would hold a Store pool
+// thread while it waited). Either way nothing was read, stored or delivered (docs/decisions.md,
+// "Many clients at once: admission queue and deadline").
 
 #include <chrono>
 #include <condition_variable>
@@ -137,32 +142,37 @@ Response Probe(HandlerEnv& env, Request& req, const descriptor::Descriptor& d) {
 
 // A descriptor GET with a data-plane target: the Store writes the client's memory; the answer
 // carries only headers, sent once the transfer ended. The transfer runs on the descriptor
-// executor and completes a deferred response, so no Store pool thread waits for it. The task
-// may use `req`: the session that owns it is suspended on this very response until Complete.
+// executor (after waiting in its admission queue if every worker is busy) and completes a
+// deferred response, so no Store pool thread waits for it. The task may use `req`: the session
+// that owns it is suspended on this very response until Complete.
 Response GetIntoTarget(HandlerEnv& env, Request& req, const descriptor::Descriptor& d,
                        Clock::time_point start) {
   auto pending = std::make_shared<DeferredResponse>(env.deferred);
   storage::Store* store = env.store;
   Request* request = &req;
-  const Status admitted = env.descriptors->Submit([pending, store, request, d, start] {
-    Result<storage::KvGetReport> r = store->GetLayers(request->route.bucket, d, nullptr, {});
-    if (!r.has_value()) {
-      pending->Complete(Response::FromStatus(r.error(), request));
-      return;
-    }
-    descriptor::ResponseSummary s;
-    s.matched_chunks = r->plan.matched;
-    s.mode = r->plan.mode;
-    s.request_id = d.request_id;
-    s.storage_us = r->timings.read_us;
-    s.transfer_us = r->timings.transfer_us;
-    const uint64_t total = Micros(start);
-    s.gateway_us = total > r->timings.total_us ? total - r->timings.total_us : 0;
-    Response res;
-    AddSummary(s, &res);
-    res.AddHeader("x-oc-assigned-rate-gbps", fmt::format("{}", r->assigned_rate_gbps));
-    pending->Complete(std::move(res));
-  });
+  const Status admitted = env.descriptors->Submit(
+      [pending, store, request, d, start] {
+        Result<storage::KvGetReport> r = store->GetLayers(request->route.bucket, d, nullptr, {});
+        if (!r.has_value()) {
+          pending->Complete(Response::FromStatus(r.error(), request));
+          return;
+        }
+        descriptor::ResponseSummary s;
+        s.matched_chunks = r->plan.matched;
+        s.mode = r->plan.mode;
+        s.request_id = d.request_id;
+        s.storage_us = r->timings.read_us;
+        s.transfer_us = r->timings.transfer_us;
+        const uint64_t total = Micros(start);
+        s.gateway_us = total > r->timings.total_us ? total - r->timings.total_us : 0;
+        Response res;
+        AddSummary(s, &res);
+        res.AddHeader("x-oc-assigned-rate-gbps", fmt::format("{}", r->assigned_rate_gbps));
+        pending->Complete(std::move(res));
+      },
+      [pending, request](const Status& expired) {
+        pending->Complete(Response::FromStatus(expired, request));
+      });
   if (!admitted.ok()) {
     return Response::FromStatus(admitted, &req);
   }
@@ -172,64 +182,56 @@ Response GetIntoTarget(HandlerEnv& env, Request& req, const descriptor::Descript
 }
 
 // A descriptor GET without a target: GetLayers runs on the descriptor executor into an
-// HttpLayerSink whose body reader the session streams. The handler waits only for the plan (or
-// an error before any byte), so the status line and headers (matched chunks, mode,
-// Content-Length) go out before the payload. Storage and transfer timings are not known when
-// the headers are sent; only x-oc-gateway-us is. A slow reader holds its worker at most
-// kPipeTimeout per stalled step (the sink fails, GetLayers ends, the worker is free), and one
-// that disconnects frees it at once (the sink's kCancelled).
+// HttpLayerSink whose body reader the session streams. The answer is deferred until the plan
+// (or an error before any byte), so the status line and headers (matched chunks, mode,
+// Content-Length) go out before the payload and no Store pool thread waits, also while the
+// request waits in the admission queue; the sink's buffers are allocated only once a worker
+// runs the task. Storage and transfer timings are not known when the headers are sent; only
+// x-oc-gateway-us is. A slow reader holds its worker at most kPipeTimeout per stalled step (the
+// sink fails, GetLayers ends, the worker is free), and one that disconnects frees it at once
+// (the sink's kCancelled).
 Response GetIntoBody(HandlerEnv& env, Request& req, const descriptor::Descriptor& d,
                      Clock::time_point start) {
-  struct Shared {
-    std::mutex mu;
-    std::condition_variable cv;
-    std::optional<storage::KvPlan> plan;  // guarded by mu
-    bool ended = false;                   // guarded by mu
-    Status error;                         // guarded by mu
-  };
-  auto shared = std::make_shared<Shared>();
-  auto sink = std::make_shared<HttpLayerSink>(kBodyBuffers, kBodyBufferBytes, kPipeTimeout);
+  auto pending = std::make_shared<DeferredResponse>(env.deferred);
   storage::Store* store = env.store;
-  std::string bucket = req.route.bucket;
-  // The task owns the sink (shared) and the store outlives every task (its executor, or the
-  // server's, is drained before it is destroyed). The body reader keeps the pipe alive.
-  const Status admitted =
-      env.descriptors->Submit([shared, sink, store, bucket = std::move(bucket), d]() {
-        Result<storage::KvGetReport> r =
-            store->GetLayers(bucket, d, sink.get(), [&](const storage::KvPlan& plan) {
-              std::lock_guard lock(shared->mu);
-              shared->plan = plan;
-              shared->cv.notify_all();
+  Request* request = &req;
+  const Status admitted = env.descriptors->Submit(
+      [pending, store, request, d, start] {
+        auto sink = std::make_shared<HttpLayerSink>(kBodyBuffers, kBodyBufferBytes, kPipeTimeout);
+        bool answered = false;
+        // `request` is used only until the answer is complete: the session owns it and resumes
+        // once Complete ran.
+        Result<storage::KvGetReport> r = store->GetLayers(
+            request->route.bucket, d, sink.get(), [&](const storage::KvPlan& plan) {
+              descriptor::ResponseSummary s;
+              s.matched_chunks = plan.matched;
+              s.mode = plan.mode;
+              s.request_id = d.request_id;
+              s.gateway_us = Micros(start);
+              Response res;
+              AddSummary(s, &res);
+              res.content_type = "application/octet-stream";
+              res.reader = sink->Body(plan.payload_bytes);  // keeps the sink alive
+              res.stream_length = plan.payload_bytes;
+              answered = true;
+              pending->Complete(std::move(res));
               return Status::Ok();
             });
-        std::lock_guard lock(shared->mu);
-        shared->ended = true;
-        if (!r.has_value()) {
-          shared->error = r.error();
+        if (!answered) {
+          pending->Complete(r.has_value()
+                                ? Response::FromStatus(
+                                      Status::Internal("descriptor GET ended unplanned"), request)
+                                : Response::FromStatus(r.error(), request));
         }
-        shared->cv.notify_all();
+      },
+      [pending, request](const Status& expired) {
+        pending->Complete(Response::FromStatus(expired, request));
       });
   if (!admitted.ok()) {
     return Response::FromStatus(admitted, &req);
   }
-
-  std::unique_lock lock(shared->mu);
-  shared->cv.wait(lock, [&] { return shared->plan.has_value() || shared->ended; });
-  if (!shared->plan.has_value()) {
-    return Response::FromStatus(shared->error, &req);
-  }
-  const storage::KvPlan plan = *shared->plan;
-  lock.unlock();
-  descriptor::ResponseSummary s;
-  s.matched_chunks = plan.matched;
-  s.mode = plan.mode;
-  s.request_id = d.request_id;
-  s.gateway_us = Micros(start);
   Response res;
-  AddSummary(s, &res);
-  res.content_type = "application/octet-stream";
-  res.reader = sink->Body(plan.payload_bytes);
-  res.stream_length = plan.payload_bytes;
+  res.deferred = std::move(pending);
   return res;
 }
 
@@ -402,7 +404,9 @@ UploadStart OpenPutObjectCache(HandlerEnv& env, Request& req, uint64_t body_byte
   req.request_id = d->request_id;
   auto pipe = std::make_shared<ChunkPipe>();
   storage::Store* store = env.store;
-  const Status admitted = env.descriptors->Submit(
+  // Started at once or refused: a PUT waiting for a worker would hold the Store pool thread
+  // that feeds its body.
+  const Status admitted = env.descriptors->SubmitNow(
       [pipe, store, bucket = std::string(req.route.bucket), d = std::move(*d)] {
         Result<storage::KvPutReport> r =
             store->PutChunks(bucket, d, d.target ? nullptr : pipe.get());

@@ -114,8 +114,10 @@ std::string RenderErrorXml(S3Error error, const ErrorDetails& details) {
   XmlWriter xml;
   xml.Open("Error");
   xml.Element("Code", row.code);
-  xml.Element("Message",
-              (!server_fault && !details.message.empty()) ? details.message : row.message);
+  // 5xx messages are the table's, except SlowDown's, which says which bound refused the
+  // request (Response::FromStatus).
+  const bool own_message = !server_fault || error == S3Error::kSlowDown;
+  xml.Element("Message", (own_message && !details.message.empty()) ? details.message : row.message);
   if (!server_fault && !details.argument_name.empty()) {
     xml.Element("ArgumentName", details.argument_name);
     xml.Element("ArgumentValue", details.argument_value);

@@ -33,9 +33,11 @@ inline constexpr S3ErrorRow kS3ErrorRows[] = {
 
 const S3ErrorRow& ErrorRow(S3Error error);
 
-// The field of the refusal of a full descriptor executor (the store's KvOptions::
-// descriptor_threads, or the gateway's own in front of a remote store): kResourceExhausted
-// with it is SlowDown, which S3 clients retry after backing off.
+// The field of the refusals of the descriptor executor (the store's KvOptions::
+// descriptor_threads, or the gateway's own in front of a remote store): a full admission
+// queue, a GET still queued at the admission timeout, a PUT finding every worker busy.
+// kResourceExhausted with it is SlowDown, which S3 clients retry after backing off; its
+// message says which (Response::FromStatus).
 inline constexpr std::string_view kDescriptorExecutorField = "kv.descriptor_threads";
 // Seconds a SlowDown answer asks the client to wait (Retry-After).
 inline constexpr int kSlowDownRetryAfterSeconds = 1;

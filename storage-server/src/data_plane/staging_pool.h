@@ -12,6 +12,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -82,7 +83,11 @@ class StagingPool final : public StagingBuffer::Owner {
 };
 
 // The bound on bytes in flight that are not in staging buffers: zero-copy writes straight
-// from memory the store lends (LayerSink::WritePinned). Thread-safe.
+// from memory the store lends (LayerSink::WritePinned). Waiters are served first come, first
+// served, and a Release wakes only the waiters it can now serve: with many requests sharing
+// the budget, a notify_all per released write woke every waiting request to find most of them
+// still short (issue 16: 16 concurrent loads spent half the server's CPU in futex wake-ups;
+// docs/decisions.md, "Many clients at once: admission queue and deadline"). Thread-safe.
 class ByteBudget {
  public:
   explicit ByteBudget(uint64_t capacity) : capacity_(capacity), free_(capacity) {}
@@ -96,33 +101,62 @@ class ByteBudget {
     std::lock_guard lock(mu_);
     return taken_total_;
   }
+  // Callers waiting in Acquire now.
+  size_t waiting() const {
+    std::lock_guard lock(mu_);
+    return waiters_.size();
+  }
 
-  // Takes min(bytes, capacity()) bytes, waiting up to `timeout` for them; returns the bytes
-  // taken (give exactly those back to Release), 0 if they did not come free in time.
+  // Takes min(bytes, capacity()) bytes, waiting up to `timeout` for them behind the callers
+  // already waiting; returns the bytes taken (give exactly those back to Release), 0 if they
+  // did not come free in time.
   uint64_t Acquire(uint64_t bytes, std::chrono::milliseconds timeout) {
     const uint64_t take = std::min(bytes, capacity_);
     std::unique_lock lock(mu_);
-    if (!cv_.wait_for(lock, timeout, [&] { return free_ >= take; })) {
+    if (waiters_.empty() && free_ >= take) {
+      free_ -= take;
+      taken_total_ += take;
+      return take;
+    }
+    Waiter me{take};
+    waiters_.push_back(&me);
+    const bool granted = me.cv.wait_for(lock, timeout, [&] { return me.granted; });
+    if (!granted) {
+      waiters_.erase(std::find(waiters_.begin(), waiters_.end(), &me));
+      GrantLocked();  // those behind it may fit now
       return 0;
     }
-    free_ -= take;
-    taken_total_ += take;
     return take;
   }
   void Release(uint64_t bytes) noexcept {
-    {
-      std::lock_guard lock(mu_);
-      free_ += bytes;
-    }
-    cv_.notify_all();
+    std::lock_guard lock(mu_);
+    free_ += bytes;
+    GrantLocked();
   }
 
  private:
+  struct Waiter {
+    uint64_t take;
+    bool granted = false;
+    std::condition_variable cv;
+  };
+  // Serves the waiters at the head of the line while their bytes are free.
+  void GrantLocked() OC_REQUIRES(mu_) {
+    while (!waiters_.empty() && free_ >= waiters_.front()->take) {
+      Waiter* w = waiters_.front();
+      waiters_.pop_front();
+      free_ -= w->take;
+      taken_total_ += w->take;
+      w->granted = true;
+      w->cv.notify_one();
+    }
+  }
+
   const uint64_t capacity_;
   mutable std::mutex mu_;
-  std::condition_variable cv_;
   uint64_t free_ OC_GUARDED_BY(mu_);
   uint64_t taken_total_ OC_GUARDED_BY(mu_) = 0;
+  std::deque<Waiter*> waiters_ OC_GUARDED_BY(mu_);  // in arrival order
 };
 
 }  // namespace oc::storage

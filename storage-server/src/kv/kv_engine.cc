@@ -17,12 +17,8 @@ uint64_t Micros(Clock::duration d) {
 namespace {
 
 BoundedExecutor::Options ExecutorOptions(const KvOptions& options) {
-  BoundedExecutor::Options o;
-  o.threads = DescriptorThreadsFor(options.descriptor_threads);
-  o.max_queued = 0;  // docs/decisions.md, "One bounded executor for descriptor work"
-  o.field = "kv.descriptor_threads";
-  o.start_all = true;  // a fixed pool: the server's thread count does not grow with load
-  return o;
+  return DescriptorExecutorOptions(options.descriptor_threads, options.admission_queue,
+                                   options.admission_timeout);
 }
 
 }  // namespace

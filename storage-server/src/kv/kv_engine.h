@@ -116,7 +116,7 @@ class KvEngine {
   PacingService* pacing() { return pacing_.get(); }
 
   // The store's descriptor executor (Store::descriptor_executor): DescriptorThreadsFor(
-  // KvOptions::descriptor_threads) workers, no queue.
+  // KvOptions::descriptor_threads) workers and the admission queue (DescriptorExecutorOptions).
   BoundedExecutor& executor() { return executor_; }
   // Refuses new descriptor tasks and waits for the running ones to end: the store calls it
   // before it tears the engine (and what its tasks read) down. Idempotent.

@@ -24,9 +24,9 @@ Status RequestPacer::BeforeLayer(uint32_t layer, uint64_t bytes) {
   OC_RETURN_IF_ERROR(grant_.Enqueue(layer, bytes));
   waiting_ = true;
   --s.running_;
-  s.cv_.notify_all();             // a manual driver may be waiting for quiescence
+  s.quiet_cv_.notify_all();       // a manual driver may be waiting for quiescence
   s.dispatcher_cv_.notify_one();  // the dispatcher may be idle
-  const bool dispatched = s.cv_.wait_for(lock, s.options_.max_wait, [&] {
+  const bool dispatched = cv_.wait_for(lock, s.options_.max_wait, [&] {
     return dispatched_layer_ >= int64_t{layer} || cancelled_ || s.stopping_;
   });
   // Whoever woke the request (a dispatch, Cancel) already counted it as running; a timeout or a
@@ -47,7 +47,8 @@ void RequestPacer::Cancel() {
   cancelled_ = true;
   grant_.Release();
   s.MarkRunning(this);
-  s.cv_.notify_all();
+  cv_.notify_all();
+  s.quiet_cv_.notify_all();
   s.dispatcher_cv_.notify_one();
 }
 
@@ -69,8 +70,11 @@ PacingService::~PacingService() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
+    for (auto& [id, pacer] : pacers_) {
+      pacer->cv_.notify_all();
+    }
   }
-  cv_.notify_all();
+  quiet_cv_.notify_all();
   dispatcher_cv_.notify_all();
   if (dispatcher_.joinable()) {
     dispatcher_.join();
@@ -124,7 +128,7 @@ void PacingService::Unregister(RequestPacer* p) {
   if (pacers_.erase(p->id_) != 0 && !p->waiting_) {
     --running_;
   }
-  cv_.notify_all();
+  quiet_cv_.notify_all();
   dispatcher_cv_.notify_one();
 }
 
@@ -142,7 +146,7 @@ sched::NextStep PacingService::DispatchLocked() {
       // Counted as running from now, not from when its thread wakes: a manual driver must not
       // see quiescence (and move the clock) before the request has written its layer.
       MarkRunning(it->second);
-      cv_.notify_all();
+      it->second->cv_.notify_one();
     }
   }
   return step;
@@ -155,7 +159,7 @@ sched::NextStep PacingService::DispatchOnce() {
 
 void PacingService::WaitQuiescent() {
   std::unique_lock<std::mutex> lock(mu_);
-  cv_.wait(lock, [&] { return running_ == 0 || stopping_; });
+  quiet_cv_.wait(lock, [&] { return running_ == 0 || stopping_; });
 }
 
 void PacingService::Run() {

@@ -70,7 +70,9 @@ class RequestPacer final : public LayerPacer {
   PacingService* const service_;
   const uint64_t id_;
   const double admitted_rate_gbps_;
-  // Guarded by service_->mu_.
+  // Guarded by service_->mu_. Each pacer waits on its own condition, so a dispatch wakes only
+  // its request (a shared one woke every blocked request per dispatch: issue 16).
+  std::condition_variable cv_;
   sched::Grant grant_;
   int64_t dispatched_layer_ = -1;  // the last layer the scheduler let go
   bool waiting_ = false;           // blocked in BeforeLayer
@@ -133,7 +135,7 @@ class PacingService {
   std::unique_ptr<sched::Scheduler> scheduler_;
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;  // requests: dispatched / cancelled; callers: quiescence
+  std::condition_variable quiet_cv_;  // manual drivers: quiescence
   std::condition_variable dispatcher_cv_;
   std::unordered_map<uint64_t, RequestPacer*> pacers_ OC_GUARDED_BY(mu_);
   size_t running_ OC_GUARDED_BY(mu_) = 0;  // registered pacers not blocked in BeforeLayer

@@ -36,7 +36,7 @@ struct RpcServer::Impl {
       : store(s),
         options(std::move(o)),
         secret(std::move(sec)),
-        store_pool(options.store_threads),
+        store_pool(RpcStoreThreadsFor(options.store_threads)),
         control(boost::asio::make_strand(io)),
         acceptor(control),
         signals(control) {}

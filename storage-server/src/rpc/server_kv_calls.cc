@@ -58,12 +58,14 @@ namespace {
 
 // Runs a descriptor call's store task on the store's descriptor executor, shared with any
 // other front end of the store (docs/decisions.md, "One bounded executor for descriptor
-// work"): kResourceExhausted (field "kv.descriptor_threads") when it is full. A store without
+// work"): kResourceExhausted (field "kv.descriptor_threads") when every worker is busy. RPC
+// calls never wait in its admission queue: the caller (a gateway's relay thread, or a PUT's
+// bytes) would be held meanwhile, and the gateway queues its own requests. A store without
 // one (it forwards descriptor calls itself) uses the store pool.
 template <typename Server, typename F>
 Status SubmitDescriptorTask(Server& server, F task) {
   if (BoundedExecutor* executor = server.store->descriptor_executor()) {
-    return executor->Submit(std::move(task));
+    return executor->SubmitNow(std::move(task));
   }
   asio::post(server.store_pool, std::move(task));
   return Status::Ok();

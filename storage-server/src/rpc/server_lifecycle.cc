@@ -153,7 +153,8 @@ Result<std::unique_ptr<RpcServer>> RpcServer::Start(Store* store, const RpcServe
   impl->port = acceptor.local_endpoint(ec).port();
   Impl* raw = impl.get();
   asio::co_spawn(raw->control, raw->Accept(), asio::detached);
-  for (uint32_t i = 0; i < options.io_threads; ++i) {
+  const uint32_t io_threads = RpcIoThreadsFor(options.io_threads);
+  for (uint32_t i = 0; i < io_threads; ++i) {
     raw->io_threads.emplace_back([raw] { raw->io.run(); });
   }
   return std::unique_ptr<RpcServer>(new RpcServer(std::move(impl)));

@@ -5,6 +5,7 @@
 
 #include <fmt/core.h>
 
+#include "oc/common/cores.h"
 #include "oc/common/units.h"
 #include "oc/storage/rpc_server.h"
 #include "rpc/wire.h"
@@ -16,18 +17,29 @@ namespace {
 constexpr uint64_t kMinFrameBytes =
     std::max(kStreamChunkBytes, kMaxRequestBodyBytes) + (64ull << 10);
 
+constexpr uint32_t kMaxRpcIoThreads = 256;
+constexpr uint32_t kMaxRpcStoreThreads = 1024;
+
 std::string FormatMs(std::chrono::milliseconds ms) { return fmt::format("{}ms", ms.count()); }
 
 }  // namespace
 
+uint32_t RpcIoThreadsFor(uint32_t configured) {
+  return configured != 0 ? configured : ThreadsPerCore(1, 1, kMaxRpcIoThreads);
+}
+
+uint32_t RpcStoreThreadsFor(uint32_t configured) {
+  return configured != 0 ? configured : ThreadsPerCore(4, 8, kMaxRpcStoreThreads);
+}
+
 Status RpcServerOptions::Validate() const {
   OC_ASSIGN_OR_RETURN(HostPort hp, ParseHostPort(listen, "rpc.listen"));
   (void)hp;
-  if (io_threads == 0 || io_threads > 256) {
-    return Status::InvalidArgument("rpc.io_threads", "must be 1..256");
+  if (io_threads > kMaxRpcIoThreads) {
+    return Status::InvalidArgument("rpc.io_threads", "must be 0 (from the cores)..256");
   }
-  if (store_threads == 0 || store_threads > 1024) {
-    return Status::InvalidArgument("rpc.store_threads", "must be 1..1024");
+  if (store_threads > kMaxRpcStoreThreads) {
+    return Status::InvalidArgument("rpc.store_threads", "must be 0 (from the cores)..1024");
   }
   if (max_frame_bytes < kMinFrameBytes || max_frame_bytes > kMaxFrameBodyBytes) {
     return Status::InvalidArgument(
@@ -51,8 +63,8 @@ std::string RpcServerOptions::ToString() const {
   return fmt::format(
       "rpc.listen={} rpc.io_threads={} rpc.store_threads={} rpc.max_frame_bytes={} "
       "rpc.handshake_timeout={} rpc.idle_timeout={} rpc.io_timeout={} rpc.max_connections={}",
-      listen, io_threads, store_threads, max_frame_bytes, FormatMs(handshake_timeout),
-      FormatMs(idle_timeout), FormatMs(io_timeout), max_connections);
+      listen, RpcIoThreadsFor(io_threads), RpcStoreThreadsFor(store_threads), max_frame_bytes,
+      FormatMs(handshake_timeout), FormatMs(idle_timeout), FormatMs(io_timeout), max_connections);
 }
 
 Status ApplyConfig(const Config& config, RpcServerOptions* options) {

@@ -4,10 +4,12 @@
 #include "oc/common/executor.h"
 
 #include <atomic>
+#include <chrono>
 #include <future>
 #include <latch>
 #include <memory>
 #include <mutex>
+#include <string_view>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -109,6 +111,87 @@ TEST(BoundedExecutor, StartAllStartsEveryWorkerAtOnce) {
   ASSERT_TRUE(ex.Submit([&] { ++ran; }).ok());
   ex.Shutdown();
   EXPECT_EQ(ran.load(), 1);
+}
+
+// The admission queue (docs/decisions.md, "Many clients at once: admission queue and
+// deadline"): a full queue refuses naming the field and saying the queue is full.
+TEST(BoundedExecutor, AFullQueueRefusesSayingSo) {
+  BoundedExecutor ex(Opts(1, 1));
+  std::promise<void> release;
+  std::shared_future<void> go = release.get_future().share();
+  std::latch started(1);
+  ASSERT_TRUE(ex.Submit([&, go] {
+                  started.count_down();
+                  go.wait();
+                }).ok());
+  started.wait();
+  std::atomic<int> ran{0};
+  ASSERT_TRUE(ex.Submit([&] { ++ran; }, [](const Status&) { FAIL() << "no timeout set"; }).ok());
+  EXPECT_EQ(ex.queued(), 1u);
+  const Status full = ex.Submit([&] { ++ran; }, [](const Status&) {});
+  EXPECT_EQ(full.code(), Code::kResourceExhausted);
+  EXPECT_EQ(full.field(), "kv.descriptor_threads");
+  EXPECT_NE(full.message().find("admission queue is full"), std::string_view::npos) << full;
+  release.set_value();
+  ex.Shutdown();
+  EXPECT_EQ(ran.load(), 1);  // the queued one ran once the worker was free
+}
+
+// A queued task still waiting at queue_timeout leaves the queue unrun; its `expired` says the
+// deadline passed. One that finds a worker first runs and never expires.
+TEST(BoundedExecutor, AQueuedTaskPastItsDeadlineExpiresUnrun) {
+  BoundedExecutor::Options o = Opts(1, 4);
+  o.queue_timeout = std::chrono::milliseconds(1);
+  BoundedExecutor ex(o);
+  std::promise<void> release;
+  std::shared_future<void> go = release.get_future().share();
+  std::latch started(1);
+  ASSERT_TRUE(ex.Submit([&, go] {
+                  started.count_down();
+                  go.wait();
+                }).ok());
+  started.wait();
+  std::promise<Status> expired;
+  std::atomic<bool> ran{false};
+  ASSERT_TRUE(ex.Submit([&] { ran = true; }, [&](const Status& s) { expired.set_value(s); }).ok());
+  const Status s = expired.get_future().get();  // the worker stays busy until it expired
+  EXPECT_EQ(s.code(), Code::kResourceExhausted);
+  EXPECT_EQ(s.field(), "kv.descriptor_threads");
+  EXPECT_NE(s.message().find("admission timeout"), std::string_view::npos) << s;
+  EXPECT_EQ(ex.queued(), 0u);
+  EXPECT_EQ(ex.expired(), 1u);
+  release.set_value();
+  ex.Shutdown();
+  EXPECT_FALSE(ran.load());
+}
+
+TEST(BoundedExecutor, AQueuedTaskThatGetsAWorkerInTimeRuns) {
+  BoundedExecutor::Options o = Opts(1, 4);
+  o.queue_timeout = std::chrono::hours(1);
+  BoundedExecutor ex(o);
+  std::promise<void> release;
+  std::shared_future<void> go = release.get_future().share();
+  ASSERT_TRUE(ex.Submit([go] { go.wait(); }).ok());
+  std::promise<void> ran;
+  ASSERT_TRUE(ex.Submit([&] { ran.set_value(); }, [](const Status&) { FAIL() << "expired"; }).ok());
+  release.set_value();
+  ran.get_future().get();
+  ex.Shutdown();
+  EXPECT_EQ(ex.expired(), 0u);
+}
+
+// SubmitNow (PUTs, RPC calls) never waits in the queue, whatever room it has.
+TEST(BoundedExecutor, SubmitNowStartsAtOnceOrRefuses) {
+  BoundedExecutor ex(Opts(1, 8));
+  std::promise<void> release;
+  std::shared_future<void> go = release.get_future().share();
+  ASSERT_TRUE(ex.SubmitNow([go] { go.wait(); }).ok());
+  const Status busy = ex.SubmitNow([] {});
+  EXPECT_EQ(busy.code(), Code::kResourceExhausted);
+  EXPECT_NE(busy.message().find("workers are busy"), std::string_view::npos) << busy;
+  EXPECT_TRUE(ex.Submit([] {}).ok());  // a queued one still may wait
+  release.set_value();
+  ex.Shutdown();
 }
 
 }  // namespace

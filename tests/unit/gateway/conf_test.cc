@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "oc/common/config.h"
+#include "oc/common/cores.h"
 #include "oc/gateway/options.h"
 #include "oc/storage/options.h"
 #if __has_include("oc/sched/options.h")
@@ -72,6 +73,8 @@ TEST(ConfFiles, KvTableListsEveryKeyAtItsDefault) {
     EXPECT_EQ(store.kv.data_plane_direct_writes, defaults.data_plane_direct_writes);
     EXPECT_EQ(store.kv.put_read_bytes, defaults.put_read_bytes);
     EXPECT_EQ(store.kv.descriptor_threads, defaults.descriptor_threads);
+    EXPECT_EQ(store.kv.admission_queue, defaults.admission_queue);
+    EXPECT_EQ(store.kv.admission_timeout, defaults.admission_timeout);
   }
 }
 
@@ -80,7 +83,8 @@ TEST(ConfFiles, KvTableSetsEveryField) {
       "[kv]\nlayerwise_threshold = \"1\"\ndata_plane_transports = \"tcp\"\n"
       "data_plane_staging_buffers = 3\ndata_plane_staging_buffer_bytes = \"64KiB\"\n"
       "data_plane_timeout = \"2s\"\ndata_plane_direct_writes = false\n"
-      "put_read_bytes = \"256KiB\"\ndescriptor_threads = 3\n");
+      "put_read_bytes = \"256KiB\"\ndescriptor_threads = 3\nadmission_queue = 7\n"
+      "admission_timeout = \"3s\"\n");
   ASSERT_TRUE(config.has_value()) << config.error();
   storage::StoreOptions store;
   ASSERT_TRUE(storage::ApplyConfig(*config, &store).ok());
@@ -95,15 +99,39 @@ TEST(ConfFiles, KvTableSetsEveryField) {
   EXPECT_EQ(store.kv.put_read_bytes, 256u << 10);
   EXPECT_EQ(store.kv.descriptor_threads, 3u);
   EXPECT_EQ(storage::DescriptorThreadsFor(store.kv.descriptor_threads), 3u);
+  EXPECT_EQ(store.kv.admission_queue, 7u);
+  EXPECT_EQ(store.kv.admission_timeout, std::chrono::milliseconds(3'000));
 }
 
-// kv.descriptor_threads = 0 (the default) sizes the executor from the machine's cores.
-TEST(ConfFiles, DescriptorThreadsDefaultComesFromTheCores) {
-  const uint32_t cores = std::max(1u, std::thread::hardware_concurrency());
+// kv.descriptor_threads = 0 (the default) sizes the executor from the cores this process may
+// use, and so do the gateway's thread counts.
+TEST(ConfFiles, ThreadDefaultsComeFromTheUsableCores) {
+  const uint32_t cores = UsableCores();
   EXPECT_EQ(storage::DescriptorThreadsFor(0),
             std::clamp(cores * storage::kDescriptorThreadsPerCore, storage::kMinDescriptorThreads,
                        storage::kMaxDescriptorThreads));
   EXPECT_GE(storage::DescriptorThreadsFor(0), storage::kMinDescriptorThreads);
+  const GatewayOptions defaults;
+  EXPECT_EQ(IoThreadsFor(defaults.io_threads), cores);
+  EXPECT_EQ(StoreThreadsFor(defaults.store_threads),
+            std::clamp(cores * kStoreThreadsPerCore, kMinStoreThreads, kMaxStoreThreads));
+  EXPECT_EQ(IoThreadsFor(3), 3u);  // an explicit count is an override
+  EXPECT_EQ(StoreThreadsFor(5), 5u);
+}
+
+TEST(ConfFiles, BadAdmissionValuesAreRefused) {
+  for (std::string_view text :
+       {"[kv]\nadmission_queue = 70000\n", "[kv]\nadmission_timeout = \"0s\"\n"}) {
+    SCOPED_TRACE(text);
+    Result<Config> config = Config::Parse(text);
+    ASSERT_TRUE(config.has_value());
+    storage::StoreOptions store;
+    Status s = storage::ApplyConfig(*config, &store);
+    if (s.ok()) {
+      s = store.Validate();
+    }
+    EXPECT_FALSE(s.ok());
+  }
 }
 
 TEST(ConfFiles, BadKvValuesAndUnknownKvKeysAreRefused) {
@@ -145,7 +173,7 @@ TEST(ConfFiles, BadKvValuesAndUnknownKvKeysAreRefused) {
 
 TEST(ConfFiles, BadValuesAreRefused) {
   for (std::string_view text :
-       {"[gateway]\nio_threads = 0\n", "[gateway]\nlisten = \"nope\"\n",
+       {"[gateway]\nio_threads = 257\n", "[gateway]\nlisten = \"nope\"\n",
         "[gateway]\ngrants = [\"nobucket\"]\n", "[gateway]\ntls_cert_file = \"a.pem\"\n",
         "[gateway]\nidle_timeout = 5\n"}) {
     SCOPED_TRACE(text);

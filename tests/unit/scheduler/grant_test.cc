@@ -163,6 +163,55 @@ TEST(Scheduler, EpochsHoldRatesUntilTheBoundary) {
   EXPECT_EQ(st["c"].delivered_bytes, 1000u);
 }
 
+// The stall behind issue 16's 503s ("layer not dispatched by the scheduler in time"): an
+// arrival that finds the cap all but taken gets the crumb that is left, its first layer leaves
+// at that crumb's rate and owes (bytes / crumb) of spacing; at the next boundary it gets its
+// share, and its next layer must leave at that share, not after the crumb's spacing.
+TEST(Scheduler, ACrumbRateDoesNotHoldTheNextLayerOnceTheShareGrows) {
+  ManualClock clock(Time{1'000});
+  auto sched = Make(Options(Policy::kStallOpt, false), clock);
+  Result<Grant> a = sched->Admit(Spec("a", 1e9 - 100));  // all of B = 1e9 but 100 bytes/s
+  ASSERT_TRUE(a.has_value());
+  Result<Grant> b = sched->Admit(Spec("b", 5e8));
+  ASSERT_TRUE(b.has_value());
+  const double crumb = ByName(sched->Stats())["b"].rate_bytes_per_sec;
+  ASSERT_GT(crumb, 0.0);
+  ASSERT_LT(crumb, 1e3);
+  ASSERT_TRUE(b->Enqueue(0, 1'000'000).ok());
+  NextStep step = sched->Next();  // a has nothing queued: b's layer 0 leaves at its crumb
+  ASSERT_EQ(step.kind, NextStep::Kind::kDispatch);
+  EXPECT_EQ(step.dispatch.request, b->id());
+  a->Release();
+  clock.Set(Time{1'000} + milliseconds(10));  // the boundary: b alone, at its target
+  ASSERT_TRUE(b->Enqueue(1, 1'000'000).ok());
+  bool dispatched = false;
+  for (int i = 0; i < 10 && !dispatched; ++i) {
+    step = sched->Next();
+    if (step.kind == NextStep::Kind::kDispatch) {
+      dispatched = true;
+      EXPECT_EQ(step.dispatch.layer, 1u);
+    } else {
+      ASSERT_EQ(step.kind, NextStep::Kind::kWait);
+      ASSERT_LT(step.wait_until, clock.Now() + milliseconds(10)) << "held by the crumb's spacing";
+      clock.Set(step.wait_until);
+    }
+  }
+  EXPECT_TRUE(dispatched);
+  EXPECT_DOUBLE_EQ(ByName(sched->Stats())["b"].rate_bytes_per_sec, 5e8);
+}
+
+// What is left of a cap that the others' rates fill is rounding dust, not a rate to crawl at:
+// the arrival is parked until the boundary.
+TEST(Scheduler, RoundingDustOfAFullCapParksTheArrival) {
+  ManualClock clock(Time{1'000});
+  auto sched = Make(Options(Policy::kStallOpt, false), clock);
+  Result<Grant> a = sched->Admit(Spec("a", 1e9 - 1e-3));
+  ASSERT_TRUE(a.has_value());
+  Result<Grant> b = sched->Admit(Spec("b", 5e8));
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(ByName(sched->Stats())["b"].rate_bytes_per_sec, 0.0);
+}
+
 TEST(Scheduler, ArrivalAtABoundaryJoinsTheNewAllocation) {
   ManualClock clock;
   auto sched = Make(Options(Policy::kEqual, false), clock);

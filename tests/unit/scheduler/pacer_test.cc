@@ -296,7 +296,7 @@ TEST(Pacer, ParkedFlowWaitsForARate) {
   ASSERT_TRUE(pacer.Enqueue(1, 0, 100).ok());
   EXPECT_EQ(pacer.Next(Time{0}).kind, NextStep::Kind::kIdle);
   EXPECT_TRUE(pacer.HasQueued());
-  ASSERT_TRUE(pacer.SetRate(1, 1e5).ok());
+  ASSERT_TRUE(pacer.SetRate(1, 1e5, Time{0}).ok());
   NextStep s = pacer.Next(Time{5});
   ASSERT_EQ(s.kind, NextStep::Kind::kDispatch);
   EXPECT_EQ(s.dispatch.request, 1u);
@@ -309,21 +309,28 @@ TEST(Pacer, ZeroCapSendsNothing) {
   EXPECT_EQ(pacer.Next(Time{1'000'000'000}).kind, NextStep::Kind::kIdle);
 }
 
-TEST(Pacer, NewRateAppliesFromTheNextPayload) {
+TEST(Pacer, NewRateRescalesTheWaitStillOwed) {
   Pacer pacer(PacerOptions{1e9, 1 << 20});
   ASSERT_TRUE(pacer.AddRequest(1, 1e6).ok());
   for (uint32_t l = 0; l < 3; ++l) {
     ASSERT_TRUE(pacer.Enqueue(1, l, 1000).ok());
   }
   ASSERT_EQ(pacer.Next(Time{0}).kind, NextStep::Kind::kDispatch);  // next at 1 ms
-  ASSERT_TRUE(pacer.SetRate(1, 4e6).ok());
-  NextStep s = pacer.Next(Time{0});
+  // At 0.2 ms, 0.8 ms are owed at 1 MB/s: 0.2 ms at 4 MB/s.
+  ASSERT_TRUE(pacer.SetRate(1, 4e6, Time{200'000}).ok());
+  NextStep s = pacer.Next(Time{200'000});
   ASSERT_EQ(s.kind, NextStep::Kind::kWait);
-  EXPECT_EQ(s.wait_until, Time{1'000'000});  // spacing earned at the old rate stands
-  ASSERT_EQ(pacer.Next(Time{1'000'000}).kind, NextStep::Kind::kDispatch);
-  s = pacer.Next(Time{1'000'000});
+  EXPECT_EQ(s.wait_until, Time{400'000});
+  ASSERT_EQ(pacer.Next(Time{400'000}).kind, NextStep::Kind::kDispatch);
+  s = pacer.Next(Time{400'000});
   ASSERT_EQ(s.kind, NextStep::Kind::kWait);
-  EXPECT_EQ(s.wait_until, Time{1'250'000});  // 1000 bytes at 4 MB/s
+  EXPECT_EQ(s.wait_until, Time{650'000});  // 1000 bytes at 4 MB/s
+  // A lower rate stretches what is owed the same way; parking keeps it.
+  ASSERT_TRUE(pacer.SetRate(1, 2e6, Time{400'000}).ok());
+  EXPECT_EQ(pacer.Next(Time{400'000}).wait_until, Time{900'000});
+  ASSERT_TRUE(pacer.SetRate(1, 0, Time{400'000}).ok());
+  ASSERT_TRUE(pacer.SetRate(1, 2e6, Time{500'000}).ok());
+  EXPECT_EQ(pacer.Next(Time{500'000}).wait_until, Time{900'000});
 }
 
 // Random interleavings of every operation (admit, enqueue, rate changes, removal, time passing)
@@ -355,7 +362,7 @@ TEST(Pacer, RandomOperationsNeverBreakTheCap) {
           ASSERT_TRUE(pacer.Enqueue(id, it->second, 1 + rng() % kMaxPayload).ok());
           it->second += 1 + static_cast<uint32_t>(rng() % 3);
         } else if (kind == 5) {
-          ASSERT_TRUE(pacer.SetRate(id, static_cast<double>(rng() % (2 * kCap))).ok());
+          ASSERT_TRUE(pacer.SetRate(id, static_cast<double>(rng() % (2 * kCap)), now).ok());
         } else if (kind == 6) {
           pacer.Remove(id);
           next_layer.erase(it);
@@ -384,7 +391,7 @@ TEST(Pacer, RejectsBadCalls) {
   ASSERT_TRUE(pacer.AddRequest(1, 1e3).ok());
   EXPECT_EQ(pacer.AddRequest(1, 1e3).code(), Code::kAlreadyExists);
   EXPECT_EQ(pacer.AddRequest(2, -1).code(), Code::kInvalidArgument);
-  EXPECT_EQ(pacer.SetRate(3, 1).code(), Code::kNotFound);
+  EXPECT_EQ(pacer.SetRate(3, 1, Time{0}).code(), Code::kNotFound);
   EXPECT_EQ(pacer.Enqueue(3, 0, 1).code(), Code::kNotFound);
   EXPECT_EQ(pacer.Enqueue(1, 0, 0).code(), Code::kInvalidArgument);
   ASSERT_TRUE(pacer.Enqueue(1, 5, 10).ok());

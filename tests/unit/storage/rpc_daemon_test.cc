@@ -156,7 +156,7 @@ TEST(RpcDaemon, RefusesToStartWithoutSecretOrWithABadConfig) {
   };
   for (const Row& row :
        {Row{"unknown key", "[rpc]\nlisten_addr = \"127.0.0.1:1\"\n"},
-        Row{"bad value", "[rpc]\nio_threads = 0\n"},
+        Row{"bad value", "[rpc]\nio_threads = 257\n"},
         Row{"bad type", "[rpc]\nmax_frame_bytes = true\n"},
         Row{"bad duration", "[rpc]\nidle_timeout = \"soon\"\n"}, Row{"syntax", "[rpc\n"}}) {
     SCOPED_TRACE(row.name);

@@ -21,7 +21,9 @@
 // kFailedPrecondition, 416 -> kOutOfRange, 501 -> kUnimplemented, 503 -> kUnavailable,
 // other 5xx -> kInternal), whose field is the S3 ArgumentName (the x-oc-* header at fault),
 // and whose message reads "<S3 code> (HTTP <status>): <message>". Transport failures are
-// kUnavailable (connection refused or reset) or kIOError (timeouts).
+// kUnavailable (connection refused or reset) or kIOError (timeouts). A 503 SlowDown answer
+// (nothing was done; docs/protocol.md, "Admission") is retried with jittered exponential
+// backoff within ClientOptions::slowdown_retry_budget before it is returned.
 //
 // Thread safety: every Client method may be called concurrently. A LayerHandle is used by
 // one thread at a time; callbacks run on the data plane's progress thread (UCX) or the
@@ -99,6 +101,9 @@ class Client {
   Client& operator=(const Client&) = delete;
 
   const ClientOptions& options() const;
+  // SlowDown answers this client retried so far (ClientOptions::slowdown_retry_budget), all
+  // calls together.
+  uint64_t slowdown_retries() const;
 
   // The UCX data plane, opened on first use; owned by the client. UCX errors as
   // DataPlane::Open.

@@ -40,6 +40,18 @@ struct ClientOptions {
   // then kResourceExhausted). Threads start on demand.
   // Default: 16
   uint32_t requests_in_flight = 16;
+  // How long one call keeps retrying answers of 503 SlowDown, the gateway's "nothing was
+  // done, come back later" (its admission queue was full, or the request waited there past
+  // the server's deadline: docs/protocol.md, "Admission"). Retries back off exponentially
+  // with full jitter (a random wait in [0, min(slowdown_backoff_cap, 25 ms x 2^attempt)]), as
+  // S3 SDKs do, and stop once the next wait would end past this budget; the last answer is
+  // then returned. Only SlowDown is retried: the gateway sends it before any byte is read,
+  // stored or delivered, so a retry cannot store or deliver twice. 0 disables retries.
+  // Default: 30 s
+  std::chrono::milliseconds slowdown_retry_budget{30'000};
+  // The longest single backoff wait.
+  // Default: 1 s
+  std::chrono::milliseconds slowdown_backoff_cap{1'000};
   // Descriptors whose x-oc-* headers (as descriptor::HeaderBytes counts them) exceed this go
   // in a POST body instead of GET headers. Below the gateway's whole-header limit
   // (GatewayOptions::max_header_bytes, 16 KiB by default) with room for auth headers.
@@ -49,7 +61,7 @@ struct ClientOptions {
   DataPlaneOptions data_plane;
 
   // kInvalidArgument naming the field: an endpoint that is not http://host[:port], only one
-  // of the two keys, a zero timeout.
+  // of the two keys, a zero timeout, a negative retry budget or a backoff cap not positive.
   Status Validate() const;
 };
 

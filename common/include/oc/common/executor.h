@@ -11,6 +11,14 @@
 // let a burst of requests start unbounded threads (docs/decisions.md, "One bounded executor
 // for descriptor work").
 //
+// A task submitted with an `expired` callback waits in the queue at most
+// Options::queue_timeout: if no worker took it by then it leaves the queue unrun and
+// `expired` runs instead, on the executor's timer thread (started with the first such task),
+// with a kResourceExhausted naming the field and saying that the wait timed out. A front end
+// answers "slow down" from it, so a queued request that holds no thread of its own (a
+// suspended coroutine, a deferred response) is bounded in number (max_queued) and in time
+// (docs/decisions.md, "Many clients at once: admission queue and deadline").
+//
 // Shutdown() (also the destructor) refuses new tasks with kUnavailable, lets every admitted
 // task run to its end (queued ones included), and joins the workers: what a task references
 // must outlive the executor's shutdown.
@@ -18,6 +26,7 @@
 // Thread safety: every method may be called from any thread; a task may Submit() more work.
 // REQUIRES: Shutdown() and the destructor are not called from one of the executor's tasks.
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -45,6 +54,8 @@ class BoundedExecutor {
     // Start every worker at construction (a server's pool: its thread count is fixed from
     // the start, whatever the load) instead of on demand.
     bool start_all = false;
+    // Longest wait in the queue of a task submitted with an `expired` callback; 0: no limit.
+    std::chrono::milliseconds queue_timeout{0};
   };
 
   explicit BoundedExecutor(Options options);
@@ -56,6 +67,13 @@ class BoundedExecutor {
   // admitted; kResourceExhausted (field options.field) when `threads` tasks run and
   // `max_queued` wait; kUnavailable after Shutdown(). A refused task is destroyed unrun.
   Status Submit(std::function<void()> task);
+  // As Submit; a task still queued after options.queue_timeout is dropped unrun and
+  // `expired` runs instead (on the timer thread; it must not block) with kResourceExhausted
+  // naming options.field. Exactly one of `task` and `expired` runs once admitted.
+  Status Submit(std::function<void()> task, std::function<void(const Status&)> expired);
+  // Admits `task` only if a worker can start it now, whatever max_queued allows (work whose
+  // wait would hold a thread or memory elsewhere); else kResourceExhausted as Submit.
+  Status SubmitNow(std::function<void()> task);
 
   // Stops admitting, waits for every admitted task to end, joins the workers. Idempotent.
   void Shutdown();
@@ -63,19 +81,36 @@ class BoundedExecutor {
   uint32_t threads() const { return options_.threads; }
   // Tasks admitted and not yet ended (running or queued).
   uint32_t in_flight() const;
+  // Tasks waiting in the queue now.
+  uint32_t queued() const;
+  // Queued tasks dropped at their queue_timeout so far.
+  uint64_t expired() const;
   // Worker threads started so far (never more than threads()).
   uint32_t workers() const;
 
  private:
+  using Clock = std::chrono::steady_clock;
+  struct Queued {
+    std::function<void()> task;
+    std::function<void(const Status&)> expired;  // null: waits as long as it takes
+    Clock::time_point deadline;
+  };
+
+  Status Admit(Queued q, bool now_only);
+  Status Refusal() const OC_REQUIRES(mu_);
   void WorkerLoop();
+  void TimerLoop();
 
   const Options options_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::function<void()>> queue_ OC_GUARDED_BY(mu_);
+  std::condition_variable timer_cv_;
+  std::deque<Queued> queue_ OC_GUARDED_BY(mu_);
   std::vector<std::thread> workers_ OC_GUARDED_BY(mu_);
+  std::thread timer_ OC_GUARDED_BY(mu_);     // started with the first task that can expire
   uint32_t idle_ OC_GUARDED_BY(mu_) = 0;     // workers waiting for a task
   uint32_t running_ OC_GUARDED_BY(mu_) = 0;  // tasks taken by a worker, not yet ended
+  uint64_t expired_ OC_GUARDED_BY(mu_) = 0;
   bool stopping_ OC_GUARDED_BY(mu_) = false;
   std::mutex join_mu_;  // serialises Shutdown() callers
 };

@@ -14,17 +14,26 @@
 
 namespace oc::gateway {
 
+// Sizing of GatewayOptions::store_threads when it is 0: Store calls mostly wait (fsync, the
+// RPC), so a core keeps several busy.
+inline constexpr uint32_t kStoreThreadsPerCore = 8;
+inline constexpr uint32_t kMinStoreThreads = 16;
+inline constexpr uint32_t kMaxStoreThreads = 1024;
+inline constexpr uint32_t kMaxIoThreads = 256;
+
 struct GatewayOptions {
   // Address and port to listen on ("host:port"; port 0 picks a free one, for tests).
   // Default: "127.0.0.1:9000"
   std::string listen = "127.0.0.1:9000";
-  // Threads running network I/O, one io_context each.
-  // Default: 2
-  uint32_t io_threads = 2;
+  // Threads running network I/O, one io_context each; 0 takes one per core this process may
+  // use (oc::UsableCores: its CPU affinity and cgroup CPU quota). IoThreadsFor() resolves it.
+  // Default: 0 (one per usable core)
+  uint32_t io_threads = 0;
   // Threads that run Store calls, so an I/O thread never blocks on the disk or the RPC.
-  // Durable PUTs wait in fsync here: more threads let more PUTs share one WAL sync.
-  // Default: 16
-  uint32_t store_threads = 16;
+  // Durable PUTs wait in fsync here: more threads let more PUTs share one WAL sync. 0 takes
+  // kStoreThreadsPerCore per usable core, at least kMinStoreThreads (StoreThreadsFor()).
+  // Default: 0 (8 per usable core, at least 16)
+  uint32_t store_threads = 0;
   // Open connections at most. At the limit a new connection is admitted by closing the
   // oldest one still waiting for a request: first those that have sent nothing, then those
   // part-way through a request header, then kept-alive ones between requests; when every
@@ -91,14 +100,18 @@ struct GatewayOptions {
 
 // Reads the [gateway] table of `config` over `options`. kInvalidArgument naming the key on a
 // wrong type or bad value.
+// The thread counts for configured values (0: from the usable cores, see the fields).
+uint32_t IoThreadsFor(uint32_t configured);
+uint32_t StoreThreadsFor(uint32_t configured);
+
 Status ApplyConfig(const Config& config, GatewayOptions* options);
 
 }  // namespace oc::gateway
 
 namespace oc::gateway {
 
-// The options as one JSON object, for /stats and the startup log (no secrets: the
-// credentials file is named, never read out).
+// The options as one JSON object, for /stats and the startup log, thread counts as resolved
+// (IoThreadsFor, StoreThreadsFor); no secrets: the credentials file is named, never read out.
 std::string ToJson(const GatewayOptions& options);
 
 // Splits "host:port" ("[v6]:port" too). kInvalidArgument naming `field` when malformed.

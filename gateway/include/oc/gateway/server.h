@@ -1,8 +1,9 @@
 #pragma once
 // Server: the S3 gateway (DESIGN: roles). HTTP/1.1 over Boost.Beast, one coroutine per
 // connection on `io_threads` io_contexts, Store calls on a separate pool of `store_threads`,
-// descriptor transfers on the store's descriptor executor (Store::descriptor_executor; a
-// full one is answered 503 SlowDown).
+// descriptor transfers on the store's descriptor executor (Store::descriptor_executor; GETs
+// wait in its bounded admission queue, and a full queue, a GET still waiting at the admission
+// timeout, or a PUT finding every worker busy is answered 503 SlowDown).
 // It sees storage only through oc::storage::Store, so `objectcache serve` (OpenLocalStore)
 // and `oc-gateway` (ConnectRemoteStore) run the same code.
 //

@@ -170,8 +170,8 @@ class Scheduler {
   void Release(uint64_t id) OC_EXCLUDES(mu_);
   // Starts a new epoch if `now` has reached the boundary (epoch mode only).
   void MaybeAdvanceEpoch(Time now) OC_REQUIRES(mu_);
-  // Drops released entries and recomputes every rate; bumps the epoch.
-  void Reallocate() OC_REQUIRES(mu_);
+  // Drops released entries and recomputes every rate at `now`; bumps the epoch.
+  void Reallocate(Time now) OC_REQUIRES(mu_);
 
   const SchedulerOptions options_;
   const Clock& clock_;

@@ -104,9 +104,13 @@ class Pacer {
   // kAlreadyExists if the request is present; kInvalidArgument if the rate is negative or not
   // finite.
   Status AddRequest(uint64_t request, double rate);
-  // Changes a flow's rate; spacing already earned at the old rate stands. kNotFound if absent;
+  // Changes a flow's rate at `now`. The wait still owed for its last payload (ready - now, at
+  // the old rate) is rescaled to the new rate, so a flow that sent its first payload at a crumb
+  // of a rate (an arrival when the cap was nearly taken) is not held for that crumb's spacing
+  // once it gets its share (docs/decisions.md, "Many clients at once: admission queue and
+  // deadline"). A flow parked at 0, or moving to 0, keeps its ready time. kNotFound if absent;
   // kInvalidArgument as for AddRequest.
-  Status SetRate(uint64_t request, double rate);
+  Status SetRate(uint64_t request, double rate, Time now);
   // Queues one layer payload. kNotFound if the request is absent; kInvalidArgument if bytes == 0 or
   // `layer` is not greater than the request's previous layer.
   Status Enqueue(uint64_t request, uint32_t layer, uint64_t bytes);

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "oc/common/bytes.h"
+#include "oc/common/executor.h"
 #include "oc/common/result.h"
 #include "oc/common/status.h"
 #include "oc/common/thread_annotations.h"
@@ -34,6 +35,13 @@ struct SchedulerOptions;  // oc/sched/options.h
 }  // namespace oc::sched
 
 namespace oc::storage {
+
+// Defaults of KvOptions::admission_queue and admission_timeout (also the gateway's own
+// executor's in front of a remote store).
+inline constexpr uint32_t kDefaultAdmissionQueue = 1024;
+inline constexpr std::chrono::milliseconds kDefaultAdmissionTimeout{10'000};
+// Largest admission_queue accepted.
+inline constexpr uint32_t kMaxAdmissionQueue = 1 << 16;
 
 struct KvOptions {
   // Θ: a request whose matched payload W = M·L·S is at least this is delivered layerwise
@@ -80,12 +88,23 @@ struct KvOptions {
   uint64_t put_read_bytes = 1ull << 20;
   // Workers of the store's descriptor executor (Store::descriptor_executor): the descriptor
   // GETs and PUTs that move bytes (into a body, a data-plane target, or from either) at once,
-  // in this process, whichever front end (gateway or RPC server) took them. One more is
-  // refused with kResourceExhausted naming this key (the gateway answers 503 SlowDown); none
-  // waits in a queue (docs/decisions.md, "One bounded executor for descriptor work").
-  // 0 sizes it from the machine: DescriptorThreadsFor(0).
-  // Default: 0 (kDescriptorThreadsPerCore per core, at least kMinDescriptorThreads)
+  // in this process, whichever front end (gateway or RPC server) took them
+  // (docs/decisions.md, "One bounded executor for descriptor work"). 0 sizes it from the
+  // cores this process may use (oc::UsableCores): DescriptorThreadsFor(0).
+  // Default: 0 (kDescriptorThreadsPerCore per usable core, at least kMinDescriptorThreads)
   uint32_t descriptor_threads = 0;
+  // Descriptor GETs that may wait, in arrival order, for one of those workers when all are
+  // busy; one more is refused with kResourceExhausted naming kv.descriptor_threads and
+  // saying the queue is full (the gateway answers 503 SlowDown). A waiting GET holds no
+  // thread and no staging memory (the gateway's session is suspended on a deferred
+  // response). PUTs and the RPC server's calls never wait: they start at once or are refused
+  // (docs/decisions.md, "Many clients at once: admission queue and deadline").
+  // Default: 1024
+  uint32_t admission_queue = kDefaultAdmissionQueue;
+  // Longest a GET waits in that queue; one still waiting then is refused the same way, saying
+  // the deadline passed.
+  // Default: 10 s
+  std::chrono::milliseconds admission_timeout{kDefaultAdmissionTimeout};
 
   // kInvalidArgument naming the field for zero counts, sizes or timeouts.
   // The [scheduler] table (oc/sched/options.h): when set, layerwise GetLayers are admitted into
@@ -107,9 +126,16 @@ inline constexpr uint32_t kMinDescriptorThreads = 16;
 inline constexpr uint32_t kMaxDescriptorThreads = 4096;
 
 // The executor size for `configured` (KvOptions::descriptor_threads): itself when non-zero,
-// else kDescriptorThreadsPerCore x the cores std::thread::hardware_concurrency() reports (at
-// least kMinDescriptorThreads).
+// else kDescriptorThreadsPerCore x oc::UsableCores() (affinity and cgroup quota; at least
+// kMinDescriptorThreads, at most kMaxDescriptorThreads).
 uint32_t DescriptorThreadsFor(uint32_t configured);
+
+// The options of a descriptor executor: DescriptorThreadsFor(descriptor_threads) workers all
+// started at once, admission_queue waiting GETs for at most admission_timeout, refusals naming
+// kv.descriptor_threads.
+BoundedExecutor::Options DescriptorExecutorOptions(uint32_t descriptor_threads,
+                                                   uint32_t admission_queue,
+                                                   std::chrono::milliseconds admission_timeout);
 
 // What GetLayers decided before any byte moves; the gateway builds its response headers
 // from it (x-oc-matched-chunks, x-oc-mode, Content-Length, x-oc-request-id).

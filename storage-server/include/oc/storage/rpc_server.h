@@ -34,16 +34,22 @@
 
 namespace oc::storage::rpc {
 
+// The thread counts for configured values (0: from the usable cores, see the fields).
+uint32_t RpcIoThreadsFor(uint32_t configured);
+uint32_t RpcStoreThreadsFor(uint32_t configured);
+
 struct RpcServerOptions {
   // host:port to listen on; port 0 picks a free one (tests read it back from port()).
   // Default: "127.0.0.1:9100"
   std::string listen = "127.0.0.1:9100";
-  // Threads running the network event loop.
-  // Default: 2
-  uint32_t io_threads = 2;
-  // Threads making Store calls (blocking RocksDB reads and synced writes).
-  // Default: 8
-  uint32_t store_threads = 8;
+  // Threads running the network event loop; 0 takes one per core this process may use
+  // (oc::UsableCores: CPU affinity and cgroup quota). RpcIoThreadsFor() resolves it.
+  // Default: 0 (one per usable core)
+  uint32_t io_threads = 0;
+  // Threads making Store calls (blocking RocksDB reads and synced writes); 0 takes 4 per
+  // usable core, at least 8 (RpcStoreThreadsFor()).
+  // Default: 0 (4 per usable core, at least 8)
+  uint32_t store_threads = 0;
   // Largest frame body accepted from a client; a header announcing more is refused before
   // anything is allocated. At least kStreamChunkBytes + 64 KiB (a data frame must fit),
   // at most kMaxFrameBodyBytes.

@@ -211,12 +211,14 @@ class Store {
   // descriptor transfers on: every GetLayers and PutChunks that moves bytes, so that their
   // threads are bounded per process whichever front end took them (docs/design.md
   // "Delivery"; docs/decisions.md "One bounded executor for descriptor work"). A front end
-  // Submit()s a task that makes the blocking call; a refusal (kResourceExhausted, field
-  // "kv.descriptor_threads") is its answer to the client, with nothing stored or sent. A local
-  // store's KV engine owns it (KvOptions::descriptor_threads) and drains it before the store
-  // closes. nullptr from a store that runs no descriptor work itself (RemoteStore forwards it
-  // to the storage server, whose store runs it): the front end then relays on one of its own,
-  // sized by DescriptorThreadsFor(0).
+  // Submit()s a task that makes the blocking call (a GET may wait in the executor's admission
+  // queue; a PUT or an RPC call uses SubmitNow); a refusal or a queue timeout
+  // (kResourceExhausted, field "kv.descriptor_threads") is its answer to the client, with
+  // nothing stored or sent. A local store's KV engine owns it (KvOptions::descriptor_threads,
+  // admission_queue, admission_timeout) and drains it before the store closes. nullptr from a
+  // store that runs no descriptor work itself (RemoteStore forwards it to the storage server,
+  // whose store runs it): the front end then relays on one of its own, with the defaults
+  // (DescriptorExecutorOptions).
   virtual BoundedExecutor* descriptor_executor() { return nullptr; }
 
   // The data plane serving `bucket`'s descriptor requests with a target: the listener a
