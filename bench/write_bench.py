@@ -59,7 +59,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(HERE, "harness"))
 import common  # noqa: E402
-from write_bench_report import markdown, plot, summarize  # noqa: E402
+from write_bench_report import NOTES, markdown, plot, summarize  # noqa: E402
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -94,6 +94,9 @@ PROFILES = {
              "read_seconds": 5, "settle_timeout_s": 900, "settle_quiet_s": 5,
              "dd_bytes": 4 * GiB},
 }
+# Room a fill needs: SST compactions rewrite files while their inputs still exist.
+FILL_SPACE_FACTOR = 2.5
+FILL_SPACE_MARGIN = 2 * GiB  # the disk is shared: leave the others this much
 PLANNED_S = {"smallest": 90, "reduced": 480, "full": 2400}
 
 # wrk script: each thread cycles through its share of the presigned paths in OC_WB_PATHS
@@ -290,37 +293,36 @@ class Bench:
     # --- disk --------------------------------------------------------------------------------
 
     def check_disk(self):
-        """Free space in the data dirs' filesystem; scales the fill down (with a note) when the
-        fill, its compactions and everything else the run writes would not fit."""
+        """Free space in the data dirs' filesystem, checked before the fills (when the other
+        parts' servers and cluster are gone): scales the fill down, with a note, when the fill
+        and its compactions would not fit. Both configurations get the same fill."""
         mnt, fstype, dev = mount_of(self.data)
         st = os.statvfs(self.data)
         free = st.f_bavail * st.f_frsize
         fill = self.fill_bytes()
-        # The largest other part: every configuration's single PUTs and loads, plus RGW's.
-        other = 4 * sum(g * LAYERS * BYTES_PER_TOKEN_LAYER * n for g, n in self.p["desc_shapes"])
-        other += self.p["dd_bytes"] + 2 * GiB
-        self.doc["disk"] = {"data_dir_mount": mnt, "fs_type": fstype, "device": dev,
-                            "same_fs_as_repo": os.stat(self.data).st_dev == os.stat(ROOT).st_dev,
-                            "free_bytes_at_start": free, "planned_fill_bytes": fill}
+        self.doc["disk"].update({
+            "data_dir_mount": mnt, "fs_type": fstype, "device": dev,
+            "same_fs_as_repo": os.stat(self.data).st_dev == os.stat(ROOT).st_dev,
+            "free_bytes_before_fill": free, "planned_fill_bytes": fill})
         if fstype == "tmpfs":
             self.notes.append("The data dirs are on tmpfs: the disk figures mean nothing.")
-        # A fill in SST blocks is rewritten by compaction while the old files still exist.
-        need = 2 * fill + other
+        # SST blocks are rewritten by compaction while the input files still exist; the rest
+        # is room for the dd file and for the other engineers on this disk.
+        need = int(FILL_SPACE_FACTOR * fill) + self.p["dd_bytes"] + FILL_SPACE_MARGIN
         chunk = self.p["fill_g"] * LAYERS * BYTES_PER_TOKEN_LAYER
         if need > free:
+            fit = int((free - self.p["dd_bytes"] - FILL_SPACE_MARGIN) / FILL_SPACE_FACTOR) // chunk
             floor = self.p.get("fill_chunks_min", self.p["fill_chunks"])
-            chunks = max(1, min(floor, int((free - other) // (2 * chunk))))
-            if 2 * chunk * floor + other > free:
-                chunks = max(1, int((free - other) // (2 * chunk)))
+            chunks = max(1, min(self.p["fill_chunks"], floor if fit >= floor else fit))
             self.notes.append(
-                f"Disk: {free / GiB:.1f} GiB free in {mnt} ({fstype}); the planned fill of "
-                f"{fill / GiB:.2f} GiB needs about {need / GiB:.1f} GiB with its compactions and "
-                f"the other parts, so the fill was scaled down to {chunks} chunks "
+                f"Disk: {free / GiB:.1f} GiB free in {mnt} ({fstype}) before the fills; the "
+                f"planned fill of {fill / GiB:.2f} GiB needs about {need / GiB:.1f} GiB with "
+                f"its compactions, so it was scaled down to {chunks} chunks "
                 f"({chunks * chunk / GiB:.2f} GiB).")
             self.p = dict(self.p, fill_chunks=chunks)
         self.doc["disk"]["fill_bytes"] = self.fill_bytes()
-        self.say(f"data dirs in {self.data} ({fstype} on {dev}, {free / GiB:.1f} GiB free); fill "
-                 f"{self.fill_bytes() / GiB:.2f} GiB per configuration")
+        self.say(f"fill {self.fill_bytes() / GiB:.2f} GiB per configuration in {self.data} "
+                 f"({fstype} on {dev}, {free / GiB:.1f} GiB free)")
 
     def fill_bytes(self):
         return self.p["fill_chunks"] * self.p["fill_g"] * LAYERS * BYTES_PER_TOKEN_LAYER
@@ -675,7 +677,8 @@ class Bench:
             self.stop_server(system)
 
     def measure(self):
-        self.check_disk()
+        st = os.statvfs(self.data)
+        self.doc["disk"]["free_bytes_at_start"] = st.f_bavail * st.f_frsize
         self.ceiling("start")
         if self.want_rgw:
             self.cluster_up()
@@ -687,36 +690,10 @@ class Bench:
         for system in self.systems(with_rgw=False):
             self.stop_server(system)
         self.cluster_down()
+        self.check_disk()
         for system in self.systems(with_rgw=False):
             self.fill(system)
         self.ceiling("end")
-
-
-NOTES = [
-    "Systems: `objectcache serve` (embedded RocksDB store, sync_writes = true: a PUT is "
-    "acknowledged after the WAL fsync) with [storage] extent_layout = \"sst\" (default) and "
-    "\"blob\", each a fresh data dir in the same filesystem as the dd ceiling; Ceph RGW 16 "
-    "(beast, one OSD: BlueStore on a sparse file, memstore in --smallest) via "
-    "tools/ceph-test-cluster. Every part alternates the systems repetition by repetition.",
-    "Descriptor PUTs: objectcache_bench --put-mode descriptor sends up to 128 chunks (at most "
-    "256 MiB) per request, one request at a time; RGW's row is objectcache_bench --put-mode "
-    "object: one S3 PUT per chunk object from 8 threads (the issue's per-chunk comparison). "
-    "GB/s = payload / wall time; each load overwrites the previous repetition's chunks.",
-    "Server CPU: utime + stime of the server processes (objectcache; radosgw + ceph-osd + "
-    "ceph-mon for RGW) from /proc/<pid>/stat around each measurement (10 ms ticks). Bytes "
-    "written: write_bytes of /proc/<pid>/io (counted when a page is dirtied, so WAL, flushes "
-    "and compactions are charged to the server as they happen).",
-    "Single PUTs: wrk with presigned SigV4 URLs (UNSIGNED-PAYLOAD), one distinct key per "
-    "request (a row says if a thread ran out of keys and reused some); the keys are deleted "
-    "after each run (untimed). Latencies are wrk's (client side).",
-    "Write amplification: a fresh server per configuration, then distinct G = 16 chunks by "
-    "descriptor PUTs. 'after fill' counts write_bytes up to the last PUT's reply; 'settled' "
-    "once /stats reports no pending or running compaction and write_bytes has not moved for "
-    "the profile's quiet time. The memtable still holds unflushed data then (its WAL copy is "
-    "counted, its flush is not): 'settled + memtable' adds it as the flush still to come.",
-    "Reads under writes: wrk GETs (a few connections) cycling over pre-stored 64 KiB objects: "
-    "idle before the fill, while the fill runs (stopped when it ends), idle after settling.",
-]
 
 
 def run(config, build, log_dir, progress, tmp, data_dir=None, rgw=True):

@@ -26,6 +26,34 @@ def rank(system):
     return ORDER.index(system) if system in ORDER else len(ORDER)
 
 
+# How each figure was measured (bench/write_bench.py); the report lists them under its tables.
+NOTES = [
+    "Systems: `objectcache serve` (embedded RocksDB store, sync_writes = true: a PUT is "
+    "acknowledged after the WAL fsync) with [storage] extent_layout = \"sst\" (default) and "
+    "\"blob\", each a fresh data dir in the same filesystem as the dd ceiling; Ceph RGW 16 "
+    "(beast, one OSD: BlueStore on a sparse file, memstore in --smallest) via "
+    "tools/ceph-test-cluster. Every part alternates the systems repetition by repetition.",
+    "Descriptor PUTs: objectcache_bench --put-mode descriptor sends up to 128 chunks (at most "
+    "256 MiB) per request, one request at a time; RGW's row is objectcache_bench --put-mode "
+    "object: one S3 PUT per chunk object from 8 threads (the issue's per-chunk comparison). "
+    "GB/s = payload / wall time; each load overwrites the previous repetition's chunks.",
+    "Server CPU: utime + stime of the server processes (objectcache; radosgw + ceph-osd + "
+    "ceph-mon for RGW) from /proc/<pid>/stat around each measurement (10 ms ticks). Bytes "
+    "written: write_bytes of /proc/<pid>/io (counted when a page is dirtied, so WAL, flushes "
+    "and compactions are charged to the server as they happen).",
+    "Single PUTs: wrk with presigned SigV4 URLs (UNSIGNED-PAYLOAD), one distinct key per "
+    "request (a row says if a thread ran out of keys and reused some); the keys are deleted "
+    "after each run (untimed). Latencies are wrk's (client side).",
+    "Write amplification: a fresh server per configuration, then distinct G = 16 chunks by "
+    "descriptor PUTs. 'after fill' counts write_bytes up to the last PUT's reply; 'settled' "
+    "once /stats reports no pending or running compaction and write_bytes has not moved for "
+    "the profile's quiet time. The memtable still holds unflushed data then (its WAL copy is "
+    "counted, its flush is not): 'settled + memtable' adds it as the flush still to come.",
+    "Reads under writes: wrk GETs (a few connections) cycling over pre-stored 64 KiB objects: "
+    "idle before the fill, while the fill runs (stopped when it ends), idle after settling.",
+]
+
+
 def median(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
