@@ -71,7 +71,7 @@ SECRET = "ocWriteBenchSecret000000000000000000001"
 BUCKET = "wbench"
 RGW_CONCURRENCY = 8  # an S3 KV connector's usual in-flight PUTs
 # Keys per second each wrk run may use before it has to reuse one (then the row says so).
-PUT_RATE_CAP = {64 * KiB: 12000, MiB: 3000, 4 * MiB: 1000}
+PUT_RATE_CAP = {64 * KiB: 8000, MiB: 3000, 4 * MiB: 1000}
 
 PROFILES = {
     "smallest": {"configs": ["sst", "blob"], "reps": 1, "rgw": True, "bluestore": False,
@@ -628,10 +628,16 @@ class Bench:
             stored = g * LAYERS * BYTES_PER_TOKEN_LAYER * n
             io0, cpu0 = proc_io(pid), proc_cpu(pid)
             t0 = time.monotonic()
-            proc, out = self.load(system, g, n, f"fill-{system}", background=True)
-            read = self.reads(system, "during-fill", paths, stop=proc)
+            proc, _ = self.load(system, g, n, f"fill-{system}", background=True)
+            try:
+                read = self.reads(system, "during-fill", paths, stop=proc)
+            except BaseException:
+                proc.kill()  # the reads failed: stop the fill too
+                proc.wait()
+                raise
             if proc.wait() != 0:
-                raise common.StepFailed(f"fill {system}: objectcache_bench exit {proc.returncode}")
+                raise common.StepFailed(f"fill {system}: objectcache_bench exit {proc.returncode} "
+                                        f"(log {self.log_dir}/fill-{system}.err)")
             fill_s = time.monotonic() - t0
             io1, cpu1 = proc_io(pid), proc_cpu(pid)
             after_fill = self.stats(url)
