@@ -32,7 +32,7 @@ Writes PREFIX.json, PREFIX.png and PREFIX.md.
 
 --smallest takes seconds and tiny sizes (the test suite's; RGW on memstore; its figures mean
 nothing); --reduced (default) a few minutes, with a 1 GiB fill (less than the issue's 4 GiB,
-and the report says so); --full the issue's sizes, a fill of 3,584 chunks at G = 16 (7 GiB)
+and the report says so); --full larger loads and a fill of 3,584 chunks at G = 16 (7 GiB)
 when the disk has room for it, else 4 GiB (the report says which). Data dirs go in a temp dir
 on the repository's filesystem unless /tmp is that filesystem and not tmpfs (--data-dir
 overrides). Progress goes to stderr, each tool's output to a log directory (printed).
@@ -40,6 +40,7 @@ bench/run-all runs this as experiment 10.
 """
 import argparse
 import concurrent.futures
+import contextlib
 import datetime
 import hashlib
 import hmac
@@ -87,7 +88,7 @@ PROFILES = {
                 "fill_chunks": 512, "read_objects": 64, "readers": 4, "read_seconds": 3,
                 "settle_timeout_s": 180, "settle_quiet_s": 3, "dd_bytes": GiB},
     "full": {"configs": ["sst", "blob"], "reps": 3, "rgw": True, "bluestore": True,
-             "desc_shapes": [[16, 224], [64, 224], [256, 56]],
+             "desc_shapes": [[16, 224], [64, 112], [256, 28]],
              "put_sizes": [4 * MiB, MiB, 64 * KiB], "put_conc": [1, 8], "put_seconds": 5,
              "multipart_bytes": 64 * MiB, "part_bytes": 8 * MiB, "fill_g": 16,
              "fill_chunks": 3584, "fill_chunks_min": 2048, "read_objects": 256, "readers": 4,
@@ -97,7 +98,7 @@ PROFILES = {
 # Room a fill needs: SST compactions rewrite files while their inputs still exist.
 FILL_SPACE_FACTOR = 2.5
 FILL_SPACE_MARGIN = 2 * GiB  # the disk is shared: leave the others this much
-PLANNED_S = {"smallest": 90, "reduced": 480, "full": 2400}
+PLANNED_S = {"smallest": 75, "reduced": 720, "full": 2400}
 
 # wrk script: each thread cycles through its share of the presigned paths in OC_WB_PATHS
 # (line i goes to thread i mod threads), sending OC_WB_BODY's bytes as the body if set; done()
@@ -129,18 +130,16 @@ function request()
   return wrk.format(os.getenv("OC_WB_METHOD"), paths[(counter - 1) % #paths + 1], nil, body)
 end
 function done(summary, latency, requests)
-  local most, reused = 0, 0
+  local reused = 0
   for _, t in ipairs(threads) do
-    local c, n = t:get("counter"), t:get("npaths")
-    if c > most then most = c end
-    if c > n then reused = 1 end
+    if t:get("counter") > t:get("npaths") then reused = 1 end
   end
   local e = summary.errors
   io.write(string.format(
     "OCWB requests=%d duration_us=%d status_errors=%d socket_errors=%d p50_us=%d p99_us=%d " ..
-    "p999_us=%d max_thread_requests=%d keys_reused=%d\n",
+    "p999_us=%d keys_reused=%d\n",
     summary.requests, summary.duration, e.status, e.connect + e.read + e.write + e.timeout,
-    latency:percentile(50), latency:percentile(99), latency:percentile(99.9), most, reused))
+    latency:percentile(50), latency:percentile(99), latency:percentile(99.9), reused))
 end
 """
 
@@ -324,6 +323,17 @@ class Bench:
         self.say(f"fill {self.fill_bytes() / GiB:.2f} GiB per configuration in {self.data} "
                  f"({fstype} on {dev}, {free / GiB:.1f} GiB free)")
 
+    def room_for_rgw(self, free):
+        """RGW keeps overwritten objects for hours (rgw_gc_obj_min_wait), so its OSD holds
+        every repetition's loads; without room for them the peer is skipped, with a note."""
+        loads = sum(g * LAYERS * BYTES_PER_TOKEN_LAYER * n for g, n in self.p["desc_shapes"])
+        need = self.p["reps"] * loads + 2 * loads + self.p["dd_bytes"] + FILL_SPACE_MARGIN
+        if need <= free:
+            return True
+        self.notes.append(f"RGW not measured: its loads need about {need / GiB:.1f} GiB of disk "
+                          f"and {free / GiB:.1f} GiB were free.")
+        return False
+
     def fill_bytes(self):
         return self.p["fill_chunks"] * self.p["fill_g"] * LAYERS * BYTES_PER_TOKEN_LAYER
 
@@ -464,14 +474,31 @@ class Bench:
         self.run(cmd, label, timeout=3600, env=env, record=False)
         return json.load(open(out))["puts"][0]
 
+    @contextlib.contextmanager
+    def fresh(self, system, tag):
+        """A fresh server (empty data dir) for one measurement, removed afterwards: every
+        system and repetition starts from the same state, and the disk holds one
+        measurement's data at a time (overwritten and deleted data would otherwise wait for
+        compactions that a short run never sees). RGW is the one cluster of the run."""
+        if system == "rgw":
+            yield
+            return
+        self.start_server(system, tag)
+        try:
+            yield
+        finally:
+            self.stop_server(system)
+
     def desc(self):
         for rep in range(self.p["reps"]):
             for g, n in self.p["desc_shapes"]:
                 for system in self.systems(with_rgw=True):
-                    pids = self.target(system)[3]
-                    m = Meter(pids)
-                    row = self.load(system, g, n, f"desc-{system}-g{g}-n{n}-{rep}")
-                    row.update(m.done())  # the server's CPU replaces the client's
+                    with self.fresh(system, "desc"):
+                        if system != "rgw":  # untimed: the bucket's first files, connections
+                            self.load(system, 16, 1, f"prime-{system}")
+                        m = Meter(self.target(system)[3])
+                        row = self.load(system, g, n, f"desc-{system}-g{g}-n{n}-{rep}")
+                        row.update(m.done())  # the server's CPU replaces the client's
                     row.update({"system": system, "rep": rep})
                     self.doc["desc"].append(row)
                     self.say(f"desc {rep + 1}/{self.p['reps']} G={g} N={n} {system} "
@@ -516,7 +543,6 @@ class Bench:
                 "ops_per_s": r["requests"] / secs if secs else 0.0,
                 "p50_ms": r["p50_us"] / 1e3, "p99_ms": r["p99_us"] / 1e3,
                 "p999_ms": r["p999_us"] / 1e3, "keys_reused": bool(r["keys_reused"]),
-                "keys_written": min(len(paths), threads * r["max_thread_requests"]),
                 "wrk_ended_first": ran_out}
 
     def body(self, size):
@@ -532,15 +558,15 @@ class Bench:
             for size in self.p["put_sizes"]:
                 for conc in self.p["put_conc"]:
                     for system in self.systems(with_rgw=False):
-                        url, access, secret, pids = self.target(system)
-                        signer = Presigner(url, access, secret)
-                        n = int(PUT_RATE_CAP[size] * self.p["put_seconds"]) + 64
-                        prefix = f"put-{size}-{conc}-{rep}/"
-                        paths = [signer.path("PUT", BUCKET, f"{prefix}{i:07d}") for i in range(n)]
-                        m = Meter(pids)
-                        r = self.wrk(url, "PUT", paths, conc, self.p["put_seconds"],
-                                     self.body(size))
-                        r.update(m.done())
+                        with self.fresh(system, "put"):
+                            url, access, secret, pids = self.target(system)
+                            signer = Presigner(url, access, secret)
+                            n = int(PUT_RATE_CAP[size] * self.p["put_seconds"]) + 64
+                            paths = [signer.path("PUT", BUCKET, f"put/{i:07d}") for i in range(n)]
+                            m = Meter(pids)
+                            r = self.wrk(url, "PUT", paths, conc, self.p["put_seconds"],
+                                         self.body(size))
+                            r.update(m.done())
                         r.update({"system": system, "rep": rep, "size": size,
                                   "concurrency": conc, "keys": n,
                                   "gbps": (r["requests"] - r["errors"]) * size / r["seconds"] /
@@ -550,16 +576,6 @@ class Bench:
                         self.say(f"S3 PUT {rep + 1}/{self.p['reps']} {size_label(size)} c={conc} "
                                  f"{system}: {r['ops_per_s']:.0f} ops/s, {cpu:.0f} µs CPU/PUT, "
                                  f"errors {r['errors']}")
-                        self.delete_keys(system, [f"{prefix}{i:07d}"
-                                                  for i in range(r["keys_written"])])
-
-    def delete_keys(self, system, keys):
-        """Deletes what a run wrote, so the disk holds one run's PUTs at a time (untimed)."""
-        url, access, secret, _ = self.target(system)
-        s3 = s3_client(url, access, secret)
-        for i in range(0, len(keys), 1000):
-            s3.delete_objects(Bucket=BUCKET, Delete={
-                "Objects": [{"Key": k} for k in keys[i:i + 1000]], "Quiet": True})
 
     def multipart(self):
         size, part = self.p["multipart_bytes"], self.p["part_bytes"]
@@ -569,29 +585,35 @@ class Bench:
                     f"{size_label(part)} from 4 threads, complete_multipart_upload")
         for rep in range(self.p["reps"]):
             for system in self.systems(with_rgw=False):
-                url, access, secret, pids = self.target(system)
-                s3 = s3_client(url, access, secret)
-                key = f"multipart-{rep}"
-                m = Meter(pids)
-                t0 = time.monotonic()
-                up = s3.create_multipart_upload(Bucket=BUCKET, Key=key)["UploadId"]
-
-                def put(k):
-                    body = data[:min(part, size - k * part)]
-                    return s3.upload_part(Bucket=BUCKET, Key=key, UploadId=up, PartNumber=k + 1,
-                                          Body=body)["ETag"]
-                with concurrent.futures.ThreadPoolExecutor(4) as pool:
-                    etags = list(pool.map(put, range(parts)))
-                s3.complete_multipart_upload(
-                    Bucket=BUCKET, Key=key, UploadId=up,
-                    MultipartUpload={"Parts": [{"ETag": e, "PartNumber": k + 1}
-                                               for k, e in enumerate(etags)]})
-                secs = time.monotonic() - t0
-                row = {"system": system, "rep": rep, "object_bytes": size, "part_bytes": part,
-                       "parts": parts, "total_s": secs, "gbps": size / secs / 1e9, **m.done()}
+                with self.fresh(system, "multipart"):
+                    row = self.upload(system, size, part, data)
+                row.update({"system": system, "rep": rep})
                 self.doc["multipart"].append(row)
                 self.say(f"multipart {rep + 1}/{self.p['reps']} {system}: {row['gbps']:.3f} GB/s")
-                s3.delete_object(Bucket=BUCKET, Key=key)
+
+    def upload(self, system, size, part, data):
+        """One multipart upload of `size` bytes in parts of `part`, 4 parts in flight."""
+        url, access, secret, pids = self.target(system)
+        s3 = s3_client(url, access, secret)
+        parts = -(-size // part)
+        s3.put_object(Bucket=BUCKET, Key="warm-up", Body=b"x")  # connections, first files
+        m = Meter(pids)
+        t0 = time.monotonic()
+        up = s3.create_multipart_upload(Bucket=BUCKET, Key="multipart")["UploadId"]
+
+        def put(k):
+            body = data[:min(part, size - k * part)]
+            return s3.upload_part(Bucket=BUCKET, Key="multipart", UploadId=up,
+                                  PartNumber=k + 1, Body=body)["ETag"]
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            etags = list(pool.map(put, range(parts)))
+        s3.complete_multipart_upload(
+            Bucket=BUCKET, Key="multipart", UploadId=up,
+            MultipartUpload={"Parts": [{"ETag": e, "PartNumber": k + 1}
+                                       for k, e in enumerate(etags)]})
+        secs = time.monotonic() - t0
+        return {"object_bytes": size, "part_bytes": part, "parts": parts, "total_s": secs,
+                "gbps": size / secs / 1e9, **m.done()}
 
     # --- fill: write amplification and reads under writes ------------------------------------
 
@@ -686,21 +708,15 @@ class Bench:
         st = os.statvfs(self.data)
         self.doc["disk"]["free_bytes_at_start"] = st.f_bavail * st.f_frsize
         self.ceiling("start")
-        if self.want_rgw:
+        if self.want_rgw and self.room_for_rgw(st.f_bavail * st.f_frsize):
             self.cluster_up()
-        for system in self.systems(with_rgw=False):
-            self.start_server(system, "load")
-        for system in self.systems(with_rgw=True):
-            # Untimed: RGW creates its data pool on the first write (~4 s), and every system
-            # gets its connections and first files before the timed loads.
-            self.say(f"priming {system} (one chunk)")
-            self.load(system, 16, 1, f"prime-{system}")
+        if self.rgw:
+            self.say("priming rgw (one chunk: RGW creates its data pool on the first write)")
+            self.load("rgw", 16, 1, "prime-rgw")
         self.desc()
+        self.cluster_down()
         self.s3put()
         self.multipart()
-        for system in self.systems(with_rgw=False):
-            self.stop_server(system)
-        self.cluster_down()
         self.check_disk()
         for system in self.systems(with_rgw=False):
             self.fill(system)

@@ -36,14 +36,17 @@ NOTES = [
     "Descriptor PUTs: objectcache_bench --put-mode descriptor sends up to 128 chunks (at most "
     "256 MiB) per request, one request at a time; RGW's row is objectcache_bench --put-mode "
     "object: one S3 PUT per chunk object from 8 threads (the issue's per-chunk comparison). "
-    "GB/s = payload / wall time; each load overwrites the previous repetition's chunks.",
+    "GB/s = payload / wall time; RGW's loads overwrite the previous repetition's chunks.",
     "Server CPU: utime + stime of the server processes (objectcache; radosgw + ceph-osd + "
     "ceph-mon for RGW) from /proc/<pid>/stat around each measurement (10 ms ticks). Bytes "
     "written: write_bytes of /proc/<pid>/io (counted when a page is dirtied, so WAL, flushes "
     "and compactions are charged to the server as they happen).",
     "Single PUTs: wrk with presigned SigV4 URLs (UNSIGNED-PAYLOAD), one distinct key per "
-    "request (a row says if a thread ran out of keys and reused some); the keys are deleted "
-    "after each run (untimed). Latencies are wrk's (client side).",
+    "request (a row says if a thread ran out of keys and reused some). Latencies are wrk's "
+    "(client side).",
+    "Every descriptor load, single-PUT run and multipart upload of ours runs on a fresh "
+    "server (empty data dir, one untimed write first), removed afterwards: the systems and "
+    "repetitions start from the same state, and the disk holds one measurement at a time.",
     "Write amplification: a fresh server per configuration, then distinct G = 16 chunks by "
     "descriptor PUTs. 'after fill' counts write_bytes up to the last PUT's reply; 'settled' "
     "once /stats reports no pending or running compaction and write_bytes has not moved for "
