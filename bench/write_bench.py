@@ -29,6 +29,7 @@ Writes PREFIX.json, PREFIX.png and PREFIX.md.
 
   bench/write_bench.py [--smallest | --reduced | --full] [--build DIR] [--out PREFIX]
                        [--data-dir DIR] [--no-rgw]
+  bench/write_bench.py --report-only PREFIX     # PREFIX.md and .png again from PREFIX.json
 
 --smallest takes seconds and tiny sizes (the test suite's; RGW on memstore; its figures mean
 nothing); --reduced (default) a few minutes, with a 1 GiB fill (less than the issue's 4 GiB,
@@ -752,6 +753,20 @@ def run(config, build, log_dir, progress, tmp, data_dir=None, rgw=True):
     return doc
 
 
+def write_report(doc, out):
+    """PREFIX.json (with the summary and targets), PREFIX.png and PREFIX.md."""
+    with open(out + ".json", "w") as f:
+        json.dump(doc, f, indent=1)
+    plot(doc, out + ".png")
+    text, finding = markdown(doc)
+    with open(out + ".md", "w") as f:
+        f.write(f"# ObjectCache write path ({doc['profile']})\n\n**Finding.** {finding}\n\n"
+                f"Load average {doc['load_start'][0]:.2f} at start, {doc['load_end'][0]:.2f} at "
+                f"end; commit {doc['versions']['git_commit']}.\n\n{text}\n\n"
+                f"![plot]({os.path.basename(out)}.png)\n\n" +
+                "".join(f"- {n}\n" for n in doc["notes"]))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     size = ap.add_mutually_exclusive_group()
@@ -762,7 +777,14 @@ def main():
                     "bench/results/<YYYY-MM-DD>/write-bench)")
     ap.add_argument("--data-dir", help="parent of the servers' data dirs (default: see above)")
     ap.add_argument("--no-rgw", action="store_true", help="skip the Ceph RGW peer")
+    ap.add_argument("--report-only", metavar="PREFIX",
+                    help="rewrite PREFIX.md and PREFIX.png from PREFIX.json")
     a = ap.parse_args()
+    if a.report_only:
+        doc = json.load(open(a.report_only + ".json"))
+        doc["summary"], doc["targets"] = summarize(doc)
+        write_report(doc, a.report_only)
+        return 0
     profile = a.profile or "reduced"
     out = os.path.abspath(a.out or os.path.join(
         HERE, "results", time.strftime("%Y-%m-%d", time.gmtime()), "write-bench"))
@@ -783,16 +805,7 @@ def main():
     doc["machine"] = common.machine()
     doc["versions"] = common.versions(os.path.abspath(a.build))
     doc = common.portable(doc, tmp)
-    with open(out + ".json", "w") as f:
-        json.dump(doc, f, indent=1)
-    plot(doc, out + ".png")
-    text, finding = markdown(doc)
-    with open(out + ".md", "w") as f:
-        f.write(f"# ObjectCache write path ({profile})\n\n**Finding.** {finding}\n\n"
-                f"Load average {doc['load_start'][0]:.2f} at start, {doc['load_end'][0]:.2f} at "
-                f"end; commit {doc['versions']['git_commit']}.\n\n{text}\n\n"
-                f"![plot]({os.path.basename(out)}.png)\n\n" +
-                "".join(f"- {n}\n" for n in doc["notes"]))
+    write_report(doc, out)
     for t in doc["targets"]:
         verdict = {True: "met", False: "NOT MET", None: "not measured"}[t["met"]]
         progress.say(f"target {verdict}: {t['target']}: {t['figures']}")

@@ -45,8 +45,9 @@ NOTES = [
     "request (a row says if a thread ran out of keys and reused some). Latencies are wrk's "
     "(client side).",
     "Every descriptor load, single-PUT run and multipart upload of ours runs on a fresh "
-    "server (empty data dir, one untimed write first), removed afterwards: the systems and "
-    "repetitions start from the same state, and the disk holds one measurement at a time.",
+    "server (empty data dir; its bucket created, and one untimed chunk or small object "
+    "stored before a load or an upload), removed afterwards: the systems and repetitions "
+    "start from the same state, and the disk holds one measurement at a time.",
     "Write amplification: a fresh server per configuration, then distinct G = 16 chunks by "
     "descriptor PUTs. 'after fill' counts write_bytes up to the last PUT's reply; 'settled' "
     "once /stats reports no pending or running compaction and write_bytes has not moved for "
@@ -223,8 +224,7 @@ def table(headers, rows):
 
 def markdown(doc):
     """(the section's markdown, a one-paragraph finding), both computed from `doc`."""
-    s = doc.get("summary") or summarize(doc)[0]
-    tg = doc.get("targets") or targets(s)
+    s, tg = summarize(doc)  # from the raw rows, so a report redone by newer code is current
     md = []
     systems = sorted({t["system"] for t in tg}, key=rank)
     names = sorted({t["target"] for t in tg}, key=[t["target"] for t in tg].index)
@@ -261,7 +261,8 @@ def markdown(doc):
                    num(m["server_cpu_s_per_gb"]), num(m["written_per_byte"])]
                   for m in s["multipart"]]), ""]
     md += ["### Fill: write amplification (bytes written / bytes stored)", "",
-           table(["system", "stored", "fill GB/s", "server CPU s/GB", "WA after fill",
+           table(["system", "stored", "fill GB/s", "server CPU s/GB (with the reads)",
+                  "WA after fill",
                   "WA settled", "settled + memtable", "settled in", "disk / stored"],
                  [[f["system"], size_label(f["stored_bytes"]), num(f["gbps"]),
                    num(f["server_cpu_s_per_gb"]), num(f["wa_fill"]), num(f["wa_settled"]),
@@ -308,7 +309,7 @@ def plot(doc, png):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    s = doc.get("summary") or summarize(doc)[0]
+    s = summarize(doc)[0]
     fig, axes = plt.subplots(2, 2, figsize=(13, 9))
     systems = sorted({d["system"] for d in s["desc"]}, key=rank)
     colors = {x: f"C{i}" for i, x in enumerate(ORDER)}
