@@ -99,7 +99,7 @@ PROFILES = {
 # Room a fill needs: SST compactions rewrite files while their inputs still exist.
 FILL_SPACE_FACTOR = 2.5
 FILL_SPACE_MARGIN = 2 * GiB  # the disk is shared: leave the others this much
-PLANNED_S = {"smallest": 75, "reduced": 720, "full": 2400}
+PLANNED_S = {"smallest": 75, "reduced": 480, "full": 2400}
 
 # wrk script: each thread cycles through its share of the presigned paths in OC_WB_PATHS
 # (line i goes to thread i mod threads), sending OC_WB_BODY's bytes as the body if set; done()
@@ -693,7 +693,8 @@ class Bench:
                    "cancelled_write_bytes": io2["cancelled_write_bytes"] -
                    io0["cancelled_write_bytes"],
                    "settled": settled, "settle_s": settle_s,
-                   "pending_compaction_bytes_after_fill": after_fill.get("pending_compaction_bytes"),
+                   "pending_compaction_bytes_after_fill":
+                   after_fill.get("pending_compaction_bytes"),
                    "memtable_bytes_settled": st2.get("memtable_bytes"),
                    "wa_settled_with_memtable": (wb + st2.get("memtable_bytes", 0)) / stored,
                    "disk_bytes_settled": du, "space_amplification": du / stored,
