@@ -1,7 +1,7 @@
 """The experiments of issue 7 (1-8), issue 15 (9) and issue 16 (10), each a function of (ctx)
 returning a dict that becomes <id>.json: the configuration, the exact commands, the rows
-measured and notes on what the tool could not provide. Sizes per profile (smallest / reduced / full) are in
-PROFILES."""
+measured and notes on what the tool could not provide. Sizes per profile (smallest / reduced /
+full) are in PROFILES."""
 import importlib.util
 import inspect
 import json
