@@ -1,7 +1,7 @@
-"""The experiments of issue 7 (1-8) and issue 15 (9), each a function of (ctx) returning a
-dict that becomes <id>.json: the configuration, the exact commands, the rows measured and
-notes on what the tool could not provide. Sizes per profile (smallest / reduced / full) are in
-PROFILES."""
+"""The experiments of issue 7 (1-8), issue 15 (9) and issue 16 (10), each a function of (ctx)
+returning a dict that becomes <id>.json: the configuration, the exact commands, the rows
+measured and notes on what the tool could not provide. Sizes per profile (smallest / reduced /
+full) are in PROFILES."""
 import importlib.util
 import inspect
 import json
@@ -24,6 +24,7 @@ def bench_module(name):
 
 
 RVR = bench_module("rados_vs_rgw")  # experiment 9: its profiles and the comparison itself
+WB = bench_module("write_bench")  # experiment 10: the write path, likewise
 
 # Experiment 4's server variants, each a restart on the same data measuring the UCX descriptor
 # GET only: (label, [kv] layerwise_threshold, data_plane_staging_buffers,
@@ -50,6 +51,7 @@ PROFILES = {
                         "variants": [("chunkwise", "1TiB", 8, "4MiB", True)]},
         "ttft": {"flag": "--smallest"},
         "rados_vs_rgw": RVR.PROFILES["smallest"],
+        "write_bench": WB.PROFILES["smallest"],
     },
     "reduced": {
         "storage": {"sizes": [64 * KiB, 256 * KiB, MiB, 4 * MiB], "threads": [8, 32],
@@ -64,6 +66,7 @@ PROFILES = {
                         "ucx_tls": "shm", "variants": AGG_VARIANTS},
         "ttft": {"flag": "--reduced"},
         "rados_vs_rgw": RVR.PROFILES["reduced"],
+        "write_bench": WB.PROFILES["reduced"],
     },
     "full": {
         "storage": {"sizes": [64 * KiB, 256 * KiB, MiB, 4 * MiB], "threads": [8, 32],
@@ -79,17 +82,21 @@ PROFILES = {
                         "variants": AGG_VARIANTS},
         "ttft": {"flag": "--full"},
         "rados_vs_rgw": RVR.PROFILES["full"],
+        "write_bench": WB.PROFILES["full"],
     },
 }
 
 # Planned seconds per experiment and profile (for the progress estimate only).
 PLANNED = {
     "smallest": {"storage": 5, "transport": 15, "overhead": 8, "aggregation": 10, "ttft": 30,
-                 "rados_vs_rgw": RVR.PLANNED_S["smallest"]},
+                 "rados_vs_rgw": RVR.PLANNED_S["smallest"],
+                 "write_bench": WB.PLANNED_S["smallest"]},
     "reduced": {"storage": 140, "transport": 90, "overhead": 40, "aggregation": 240,
-                "ttft": 300, "rados_vs_rgw": RVR.PLANNED_S["reduced"]},
+                "ttft": 300, "rados_vs_rgw": RVR.PLANNED_S["reduced"],
+                "write_bench": WB.PLANNED_S["reduced"]},
     "full": {"storage": 400, "transport": 600, "overhead": 200, "aggregation": 1800,
-             "ttft": 1800, "rados_vs_rgw": RVR.PLANNED_S["full"]},
+             "ttft": 1800, "rados_vs_rgw": RVR.PLANNED_S["full"],
+             "write_bench": WB.PLANNED_S["full"]},
 }
 
 
@@ -461,5 +468,19 @@ def rados_vs_rgw(ctx):
     try:
         return RVR.run(ctx["config"]["rados_vs_rgw"], ctx["build_dir"], ctx["log_dir"],
                        ctx["progress"], tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# --- 10. the write path ------------------------------------------------------------------------
+
+def write_bench(ctx):
+    """bench/write_bench.py: descriptor and S3 PUTs, server CPU, write amplification and reads
+    under writes, beside dd's ceiling and Ceph RGW (its own throw-away cluster). A failed step
+    leaves "error" in the result with the rows measured before it."""
+    tmp = tempfile.mkdtemp(prefix="oc-wb-", dir=ctx["tmp"])
+    try:
+        return WB.run(ctx["config"]["write_bench"], ctx["build_dir"], ctx["log_dir"],
+                      ctx["progress"], tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -477,6 +477,17 @@ def rados_vs_rgw_section(e, out_dir):
     return text, finding, [os.path.basename(png)]
 
 
+# --- 10 --------------------------------------------------------------------------------------
+
+def write_bench_section(e, out_dir):
+    import write_bench_report
+    if not e.get("desc") and not e.get("fill"):
+        return "No rows were measured.", "The experiment did not measure anything.", []
+    text, finding = write_bench_report.markdown(e)
+    png = write_bench_report.plot(e, os.path.join(out_dir, "10-write-bench.png"))
+    return text, finding, [os.path.basename(png)]
+
+
 SECTIONS = [
     ("1-storage", "1. Storage baseline", storage_section),
     ("2-transport", "2. S3 transport baseline", transport_section),
@@ -487,6 +498,8 @@ SECTIONS = [
     ("7-ttft-scheduling", "7. Scheduling under shared caps", sched_section),
     ("8-ttft-model", "8. TTFT model (Equation 3) vs measured", model_section),
     ("9-rados-vs-rgw", "9. ObjectCache on RADOS vs Ceph RGW", rados_vs_rgw_section),
+    ("10-write-bench", "10. Write path: PUTs, server CPU, write amplification",
+     write_bench_section),
 ]
 
 

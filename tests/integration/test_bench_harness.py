@@ -1,13 +1,13 @@
-"""bench/run-all --smallest: the evaluation harness (issues 7 and 15) runs every experiment's
+"""bench/run-all --smallest: the evaluation harness (issues 7, 15 and 16) runs every experiment's
 smallest configuration against the built binaries and writes well-formed JSON, plots and
 report.md into a temp dir. Nothing here checks a figure or a duration: only that every
 experiment ran, its rows have the fields the report reads, and the report names every
 experiment.
 
 Needs OC_BUILD_DIR (set by tests/integration/CMakeLists.txt) with the benchmark targets built;
-skipped in builds without benchmarks (OC_BUILD_BENCH=OFF, e.g. the asan preset). Experiment 9
-starts its own Ceph cluster with RGW (tools/ceph-test-cluster up --rgw): without the Ceph
-daemons it fails, and so does this test."""
+skipped in builds without benchmarks (OC_BUILD_BENCH=OFF, e.g. the asan preset). Experiments 9
+and 10 start their own Ceph cluster with RGW (tools/ceph-test-cluster up --rgw): without the
+Ceph daemons they fail, and so does this test."""
 import json
 import os
 import subprocess
@@ -17,7 +17,8 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STEMS = ["1-storage", "2-transport", "3-overhead", "4-aggregation", "5-ttft-e2e",
-         "6-ttft-bandwidth", "7-ttft-scheduling", "8-ttft-model", "9-rados-vs-rgw"]
+         "6-ttft-bandwidth", "7-ttft-scheduling", "8-ttft-model", "9-rados-vs-rgw",
+         "10-write-bench"]
 BENCHES = ["storage_bench", "data_plane_bench", "objectcache_bench", "ttft_emulator"]
 
 
@@ -34,7 +35,7 @@ def test_run_all_smallest(tmp_path):
                        capture_output=True, text=True, timeout=800)
     sys.stderr.write(r.stderr[-4000:])
     assert r.returncode == 0, r.stderr[-2000:]
-    assert "experiment 6 of 6" in r.stderr  # progress was shown
+    assert "experiment 7 of 7" in r.stderr  # progress was shown
 
     run = json.loads((out / "run.json").read_text())
     assert run["profile"] == "smallest" and run["failed_experiments"] == 0
@@ -67,12 +68,14 @@ def test_run_all_smallest(tmp_path):
     for stem in STEMS[4:8]:
         assert docs[stem]["data"] is not None, stem
     check_rados_vs_rgw(docs["9-rados-vs-rgw"])
+    check_write_bench(docs["10-write-bench"])
 
     report = (out / "report.md").read_text()
     for title in ("1. Storage baseline", "2. S3 transport baseline", "3. Per-request overhead",
                   "4. Aggregation", "5. End-to-end TTFT", "6. Bandwidth sensitivity",
                   "7. Scheduling under shared caps", "8. TTFT model",
-                  "9. ObjectCache on RADOS vs Ceph RGW"):
+                  "9. ObjectCache on RADOS vs Ceph RGW",
+                  "10. Write path: PUTs, server CPU, write amplification"):
         assert f"## {title}" in report
     assert report.count("**Finding.**") == len(STEMS)
     assert "load average at start" in report and "RocksDB" in report and "UCX" in report
@@ -118,3 +121,45 @@ def check_rados_vs_rgw(e):
     assert x["oc-rados:ucx vs rgw:http-object"] > 0 and x["oc-rados:ucx vs rgw:http-range"] > 0
     assert len(x["oc-rados:ucx vs rgw:http-range per rep"]) == reps
     assert len(e["targets"]) == 5 and all(t["met"] in (True, False) for t in e["targets"])
+
+
+def check_write_bench(e):
+    """Experiment 10 measured every part for both extent layouts, alternating, with RGW as the
+    descriptor-PUT peer: the dd ceiling in both modes, server CPU and bytes written per row,
+    write amplification after the fill and once settled, reads idle and during the fill, and a
+    verdict (or "not measured") for every target of issue 16 per layout."""
+    layouts = {"oc-sst", "oc-blob"}
+    s = e["summary"]
+    assert {(r["mode"], r["when"]) for r in e["ceiling"]} == {
+        (m, w) for m in ("fdatasync", "direct") for w in ("start", "end")}
+    assert s["ceiling"]["fdatasync"] > 0 and s["ceiling"]["direct"] > 0
+    shapes = {tuple(x) for x in e["config"]["desc_shapes"]}
+    assert {(d["G"], d["chunks"], d["system"]) for d in s["desc"]} == {
+        (g, n, x) for g, n in shapes for x in layouts | {"rgw"}}
+    for d in s["desc"]:
+        assert d["gbps"] > 0 and d["vs_fdatasync"] > 0 and d["reps"] == e["config"]["reps"], d
+        assert d["server_cpu_s_per_gb"] > 0, d
+        # The smallest profile's RGW runs on memstore: its OSD writes nothing to disk.
+        assert d["written_per_byte"] > 0 or d["system"] == "rgw", d
+        assert (d["vs_rgw"] is None) == (d["system"] == "rgw"), d
+    # Alternation: each shape's repetition ran every system before the next shape.
+    order = [(r["rep"], r["G"], r["chunks"]) for r in e["desc"]]
+    assert all(order[i:i + 3] == [order[i]] * 3 for i in range(0, len(order), 3)), order
+    assert {(r["system"], r["size"]) for r in s["s3put"]} == {
+        (x, size) for x in layouts for size in e["config"]["put_sizes"]}
+    assert all(r["ops_per_s"] > 0 and r["errors"] == 0 and r["cpu_us_per_put"] > 0
+               for r in s["s3put"])
+    assert {m["system"] for m in s["multipart"]} == layouts
+    assert all(m["gbps"] > 0 and m["parts"] >= 2 for m in s["multipart"])
+    assert {f["system"] for f in s["fill"]} == layouts
+    for f in s["fill"]:
+        assert f["stored_bytes"] > 0 and f["wa_fill"] > 0, f
+        assert f["wa_settled"] >= f["wa_fill"] and f["wa_settled_with_memtable"] >= f["wa_settled"]
+    assert {(r["system"], r["phase"]) for r in s["reads"]} == {
+        (x, p) for x in layouts for p in ("idle-before", "during-fill", "idle-after")}
+    assert all(r["ops_per_s"] > 0 and r["p99_ms"] >= r["p50_ms"] > 0 for r in s["reads"])
+    assert len(e["targets"]) == 6 * len(layouts)
+    assert {t["system"] for t in e["targets"]} == layouts
+    assert all(t["met"] in (True, False, None) for t in e["targets"])
+    # With RGW measured, the ratio to it is judged.
+    assert all(t["met"] is not None for t in e["targets"] if "RGW" in t["target"])
