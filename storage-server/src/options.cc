@@ -204,6 +204,10 @@ Status StoreOptions::Validate() const {
   if (data_file_bytes < (64ull << 10) || data_file_bytes > (64ull << 30)) {
     return Status::InvalidArgument("storage.data_file_bytes", "must be 64KiB..64GiB");
   }
+  if (data_file_min_bytes > kMaxExtentBytes) {
+    return Status::InvalidArgument("storage.data_file_min_bytes",
+                                   "must be 0.." + std::to_string(kMaxExtentBytes));
+  }
   if (data_file_garbage_percent == 0 || data_file_garbage_percent > 100) {
     return Status::InvalidArgument("storage.data_file_garbage_percent", "must be 1..100");
   }
@@ -260,6 +264,7 @@ Status ApplyConfig(const oc::Config& config, StoreOptions* options) {
                                    "must be \"sst\", \"blob\" or \"data_files\"");
   }
   OC_RETURN_IF_ERROR(config.ReadSize("storage.data_file_bytes", &options->data_file_bytes));
+  OC_RETURN_IF_ERROR(config.ReadSize("storage.data_file_min_bytes", &options->data_file_min_bytes));
   OC_RETURN_IF_ERROR(
       config.Read("storage.data_file_garbage_percent", &options->data_file_garbage_percent));
   OC_RETURN_IF_ERROR(ApplyKvConfig(config, &options->kv));

@@ -78,6 +78,10 @@ class RocksWriter final : public ObjectWriter {
     }
     spent_ = true;
     Status s = failed_;
+    if (next_extent_ == 0 && (flags_ & kSegmentDataFile) != 0 &&
+        size_ < store_->options().data_file_min_bytes) {
+      flags_ = 0;  // small, in one extent: stays in RocksDB, one sync (options.h)
+    }
     if (s.ok() && !buf_.empty()) {
       s = EmitExtent(/*may_flush=*/false);
     }
@@ -137,7 +141,7 @@ class RocksWriter final : public ObjectWriter {
   const RocksStore::WriteTarget target_;
   const uint64_t data_id_;
   const uint64_t extent_bytes_;
-  const uint8_t flags_;
+  uint8_t flags_;  // cleared at Commit for a small object under the data-file layout
   Md5 md5_;
   std::string buf_;  // the extent being filled
   rocksdb::WriteBatch batch_;

@@ -120,6 +120,7 @@ int main(int argc, char** argv) {
   if (data_files) {
     options.extent_layout = oc::storage::ExtentLayout::kDataFiles;
     options.data_file_bytes = kDataFileBytes;
+    options.data_file_min_bytes = 0;  // every object in the files (the test counts frames)
   }
   auto store = oc::storage::OpenLocalStore(options);
   if (!store.has_value()) {

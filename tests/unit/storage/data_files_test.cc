@@ -30,6 +30,7 @@ class DataFilesTest : public ::testing::Test {
   StoreOptions Options(ExtentLayout layout = ExtentLayout::kDataFiles) const {
     StoreOptions o = SmallOptions(dir_.path(), layout);
     o.reclaim_after_bytes = 0;  // the tests reclaim when they choose
+    o.data_file_min_bytes = min_bytes_;
     return o;
   }
   void Open(ExtentLayout layout = ExtentLayout::kDataFiles) {
@@ -73,6 +74,7 @@ class DataFilesTest : public ::testing::Test {
   kv::SliceSource& source() { return *store_; }
 
   testutil::TempDir dir_;
+  uint64_t min_bytes_ = 0;  // every object to the data files unless a test says otherwise
   std::unique_ptr<RocksStore> store_;
 };
 
@@ -257,6 +259,38 @@ TEST_F(DataFilesTest, RefusedPutLeavesOnlyGarbage) {
   EXPECT_GT(OnDisk().bytes, 0u);
   ASSERT_TRUE(store_->ReclaimDataFiles(0, true).has_value());
   EXPECT_EQ(OnDisk().bytes, 0u);
+}
+
+TEST_F(DataFilesTest, SmallObjectsInOneExtentStayInRocksDb) {
+  min_bytes_ = 1000;
+  Open();
+  Put("small", Bytes(1, 999));
+  EXPECT_EQ(Figure("data_file_bytes"), 0u) << "999 bytes in one extent: no data file";
+  Put("big", Bytes(2, 1000));
+  EXPECT_EQ(Figure("data_file_live_bytes"), 1000 + kFrame);
+  Put("two", Bytes(3, 5000));  // two 4 KiB extents: data files, whatever the size
+  EXPECT_EQ(Figure("data_file_live_bytes"), 1000 + 5000 + 3 * kFrame);
+  // A part follows the same rule; the completed object reads across both kinds.
+  Result<std::string> upload = store_->CreateMultipartUpload({"bkt", "mp"}, {});
+  ASSERT_TRUE(upload.has_value()) << upload.error();
+  std::vector<CompletedPart> parts;
+  const std::string first = Bytes(4, kMinPartBytes);
+  const std::string last = Bytes(5, 300);
+  for (uint32_t n : {1u, 2u}) {
+    Result<std::unique_ptr<ObjectWriter>> w = store_->UploadPart({"bkt", "mp"}, *upload, n, {});
+    ASSERT_TRUE(w.has_value()) << w.error();
+    ASSERT_TRUE((*w)->Append(AsBytes(n == 1 ? first : last)).ok());
+    Result<ObjectMeta> m = (*w)->Commit();
+    ASSERT_TRUE(m.has_value()) << m.error();
+    parts.push_back({n, m->etag});
+  }
+  ASSERT_TRUE(store_->CompleteMultipartUpload({"bkt", "mp"}, *upload, parts).has_value());
+  ExpectContent("mp", first + last);
+  ExpectContent("small", Bytes(1, 999));
+  Open();  // the counts at open agree
+  EXPECT_EQ(Figure("data_file_live_bytes"),
+            1000 + 5000 + 3 * kFrame + kMinPartBytes + (kMinPartBytes / 4096) * kFrame);
+  ExpectContent("small", Bytes(1, 999));
 }
 
 TEST_F(DataFilesTest, StoreSwitchedBetweenLayoutsReadsBoth) {

@@ -105,6 +105,7 @@ inline StoreOptions SmallOptions(const std::filesystem::path& dir, ExtentLayout 
   o.read_threads = 2;
   o.extent_layout = layout;
   o.data_file_bytes = 64 << 10;
+  o.data_file_min_bytes = 1000;  // tiny objects stay in RocksDB, the rest go to data files
   return o;
 }
 

@@ -178,6 +178,12 @@ struct StoreOptions {
   // bytes (an extent that alone is larger still goes in one file).
   // Default: 1 GiB
   uint64_t data_file_bytes = 1ull << 30;
+  // extent_layout = data files: an object or part smaller than this that fits in one extent
+  // stays in RocksDB as under "sst" (one WAL sync per PUT, not a data-file sync and then a
+  // WAL sync; docs/decisions.md, "Storage: extents in data files"). Descriptor PUTs' chunks
+  // always go to data files. 0 sends every object to the data files.
+  // Default: 128 KiB
+  uint64_t data_file_min_bytes = 128ull << 10;
   // extent_layout = data files: a full data file whose garbage (bytes no record names) is at
   // least this percentage of it is rewritten (its live extents copied to the current file)
   // and deleted, when the reclaimer runs (after reclaim_after_bytes of deletions).
