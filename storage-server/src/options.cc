@@ -216,8 +216,19 @@ Status StoreOptions::Validate() const {
     return Status::InvalidArgument("storage.write_batch_bytes",
                                    "must be default_extent_bytes..1GiB");
   }
-  if (extent_layout != ExtentLayout::kSstBlocks && extent_layout != ExtentLayout::kBlobFiles) {
+  if (extent_layout != ExtentLayout::kSstBlocks && extent_layout != ExtentLayout::kBlobFiles &&
+      extent_layout != ExtentLayout::kDataFiles) {
     return Status::InvalidArgument("storage.extent_layout", "unknown layout");
+  }
+  if (data_file_bytes < (64ull << 10) || data_file_bytes > (64ull << 30)) {
+    return Status::InvalidArgument("storage.data_file_bytes", "must be 64KiB..64GiB");
+  }
+  if (data_file_min_bytes > kMaxExtentBytes) {
+    return Status::InvalidArgument("storage.data_file_min_bytes",
+                                   "must be 0.." + std::to_string(kMaxExtentBytes));
+  }
+  if (data_file_garbage_percent == 0 || data_file_garbage_percent > 100) {
+    return Status::InvalidArgument("storage.data_file_garbage_percent", "must be 1..100");
   }
   OC_RETURN_IF_ERROR(kv.Validate());
   // Upper bounds for what the [kv] table can ask for: the staging buffers are registered
@@ -265,9 +276,16 @@ Status ApplyConfig(const oc::Config& config, StoreOptions* options) {
     options->extent_layout = ExtentLayout::kSstBlocks;
   } else if (layout == "blob") {
     options->extent_layout = ExtentLayout::kBlobFiles;
+  } else if (layout == "data_files") {
+    options->extent_layout = ExtentLayout::kDataFiles;
   } else if (!layout.empty()) {
-    return Status::InvalidArgument("storage.extent_layout", "must be \"sst\" or \"blob\"");
+    return Status::InvalidArgument("storage.extent_layout",
+                                   "must be \"sst\", \"blob\" or \"data_files\"");
   }
+  OC_RETURN_IF_ERROR(config.ReadSize("storage.data_file_bytes", &options->data_file_bytes));
+  OC_RETURN_IF_ERROR(config.ReadSize("storage.data_file_min_bytes", &options->data_file_min_bytes));
+  OC_RETURN_IF_ERROR(
+      config.Read("storage.data_file_garbage_percent", &options->data_file_garbage_percent));
   OC_RETURN_IF_ERROR(ApplyKvConfig(config, &options->kv));
   std::string mode;
   OC_RETURN_IF_ERROR(config.Read("storage.slice_read_mode", &mode));

@@ -42,6 +42,14 @@ uint64_t ExtentDataBytes(const Segment& segment, uint64_t index) {
   return std::min(segment.extent_bytes, segment.size - start);
 }
 
+uint64_t StoredExtentBytes(const Segment& segment, uint64_t index) {
+  if ((segment.flags & kSegmentDataFile) != 0) {
+    return kLocatorBytes;
+  }
+  return ExtentDataBytes(segment, index) +
+         ((segment.flags & kSegmentExtentHash) != 0 ? kExtentHashBytes : 0);
+}
+
 Status FetchExtent(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, const rocksdb::ReadOptions& ro,
                    const Segment& segment, uint64_t index, rocksdb::PinnableSlice* pinned) {
   const ExtentKey key = EncodeExtentKey(segment.data_id, index);
@@ -51,9 +59,7 @@ Status FetchExtent(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, const rocks
     return Status::Corruption("extent record missing");
   }
   OC_RETURN_IF_ERROR(FromRocks(s));
-  const uint64_t want = ExtentDataBytes(segment, index) +
-                        ((segment.flags & kSegmentExtentHash) != 0 ? kExtentHashBytes : 0);
-  if (pinned->size() != want) {
+  if (pinned->size() != StoredExtentBytes(segment, index)) {
     return Status::Corruption("extent record has the wrong length");
   }
   return Status::Ok();
@@ -70,8 +76,12 @@ Status VerifyExtent(const Segment& segment, const rocksdb::Slice& stored) {
   return Status::Ok();
 }
 
-Status CopyFromExtent(const Segment& segment, const rocksdb::Slice& stored, uint64_t within,
-                      MutableByteSpan dest) {
+Status CopyFromExtent(const DataFiles& files, const Segment& segment, const rocksdb::Slice& stored,
+                      uint64_t within, MutableByteSpan dest) {
+  if ((segment.flags & kSegmentDataFile) != 0) {
+    OC_ASSIGN_OR_RETURN(const ExtentLocator loc, DecodeLocator(stored.ToStringView()));
+    return files.Read(loc, within, dest);
+  }
   const bool hashed = (segment.flags & kSegmentExtentHash) != 0;
   const uint64_t data_bytes = stored.size() - (hashed ? kExtentHashBytes : 0);
   OC_CHECK(within + dest.size() <= data_bytes);
@@ -98,9 +108,21 @@ Status CopyFromExtent(const Segment& segment, const rocksdb::Slice& stored, uint
   return Status::Ok();
 }
 
+Result<ExtentView> ViewExtent(const DataFiles& files, const Segment& segment,
+                              const rocksdb::Slice& stored) {
+  if ((segment.flags & kSegmentDataFile) != 0) {
+    OC_ASSIGN_OR_RETURN(const ExtentLocator loc, DecodeLocator(stored.ToStringView()));
+    return files.View(loc);
+  }
+  OC_RETURN_IF_ERROR(VerifyExtent(segment, stored));
+  const uint64_t n =
+      stored.size() - ((segment.flags & kSegmentExtentHash) != 0 ? kExtentHashBytes : 0);
+  return ExtentView{ByteSpan(reinterpret_cast<const std::byte*>(stored.data()), n), nullptr};
+}
+
 Status ReadObjectRange(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
-                       const rocksdb::ReadOptions& ro, std::span<const Segment> segments,
-                       uint64_t offset, MutableByteSpan dest) {
+                       const rocksdb::ReadOptions& ro, const DataFiles& files,
+                       std::span<const Segment> segments, uint64_t offset, MutableByteSpan dest) {
   if (dest.empty()) {
     return Status::Ok();
   }
@@ -119,7 +141,7 @@ Status ReadObjectRange(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
     OC_RETURN_IF_ERROR(FetchExtent(db, cf, ro, seg, pos.extent, &pinned));
     const uint64_t avail = ExtentDataBytes(seg, pos.extent) - pos.within;
     const uint64_t n = std::min<uint64_t>(avail, dest.size() - done);
-    OC_RETURN_IF_ERROR(CopyFromExtent(seg, pinned, pos.within, dest.subspan(done, n)));
+    OC_RETURN_IF_ERROR(CopyFromExtent(files, seg, pinned, pos.within, dest.subspan(done, n)));
     done += n;
     ++pos.extent;
     pos.within = 0;

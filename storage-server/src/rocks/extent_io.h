@@ -2,7 +2,10 @@
 // Reading object bytes out of extent records: locating the extent that holds an offset,
 // fetching it pinned (no copy out of RocksDB's block or blob cache), checking its length
 // and, for segments written with kSegmentExtentHash, its XXH3-64, and copying the wanted
-// bytes into the caller's buffer: one copy per byte. Thread-safe (no shared state).
+// bytes into the caller's buffer: one copy per byte. For segments flagged kSegmentDataFile
+// the record is a locator and the bytes come from the data files (data_files.h): read into
+// the caller's buffer, or lent from the file's mapping, verified against the locator's hash.
+// Thread-safe (no shared state).
 
 #include <cstdint>
 #include <span>
@@ -13,6 +16,7 @@
 #include "oc/common/bytes.h"
 #include "oc/common/status.h"
 #include "records/meta_codec.h"
+#include "rocks/data_files.h"
 
 namespace oc::storage {
 
@@ -27,6 +31,9 @@ ExtentPos LocateExtent(std::span<const Segment> segments, uint64_t offset);
 
 // Bytes of extent `index` of `segment` (without the hash trailer).
 uint64_t ExtentDataBytes(const Segment& segment, uint64_t index);
+// Length of the record of extent `index` of `segment`: its bytes, with the hash trailer, or
+// a locator.
+uint64_t StoredExtentBytes(const Segment& segment, uint64_t index);
 
 // Fetches extent `index` of `segment` into *pinned. kCorruption if it is absent or its
 // length is not what the segment says.
@@ -38,15 +45,21 @@ Status VerifyExtent(const Segment& segment, const rocksdb::Slice& stored);
 
 // Copies dest.size() bytes from offset `within` of a fetched extent into dest, verifying
 // the hash trailer when the segment has one (fused with the copy when the whole extent is
-// copied). REQUIRES: within + dest.size() <= ExtentDataBytes.
-Status CopyFromExtent(const Segment& segment, const rocksdb::Slice& stored, uint64_t within,
-                      MutableByteSpan dest);
+// copied), or reading them from the data files when `stored` is a locator.
+// REQUIRES: within + dest.size() <= ExtentDataBytes.
+Status CopyFromExtent(const DataFiles& files, const Segment& segment, const rocksdb::Slice& stored,
+                      uint64_t within, MutableByteSpan dest);
+
+// The verified bytes of a fetched extent: `stored` itself (without the trailer; no hold: the
+// caller keeps `stored` pinned) or, for a locator, the data file's mapped bytes with a hold.
+Result<ExtentView> ViewExtent(const DataFiles& files, const Segment& segment,
+                              const rocksdb::Slice& stored);
 
 // Reads dest.size() bytes of the object made of `segments` from `offset` into dest.
 // REQUIRES: offset + dest.size() <= object size.
 Status ReadObjectRange(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
-                       const rocksdb::ReadOptions& ro, std::span<const Segment> segments,
-                       uint64_t offset, MutableByteSpan dest);
+                       const rocksdb::ReadOptions& ro, const DataFiles& files,
+                       std::span<const Segment> segments, uint64_t offset, MutableByteSpan dest);
 
 // XXH3-64 of `data`, the hash trailer's value.
 uint64_t ExtentHash(ByteSpan data);

@@ -92,7 +92,8 @@ class RocksGroupWriter final : public ObjectGroupWriter {
     spent_ = true;
     OC_RETURN_IF_ERROR(EndObject());
     bool written = false;
-    Result<std::vector<ObjectMeta>> r = store_->CommitGroup(bucket_, members_, &batch_, &written);
+    Result<std::vector<ObjectMeta>> r =
+        store_->CommitGroup(bucket_, members_, &batch_, staged_.ticket, &written);
     // Written: the records refer to the extents, which stay even if the sync failed (the
     // commit is then reported failed, as it may not survive a crash).
     written_ = written;
@@ -133,6 +134,14 @@ class RocksGroupWriter final : public ObjectGroupWriter {
 
   Status EmitExtent(bool may_flush) {
     const uint64_t data_id = members_.back().segment.data_id;
+    if ((flags_ & kSegmentDataFile) != 0) {
+      // The bytes go to a data file now; only the locator waits in the batch for Commit
+      // (32 bytes per extent: no flush, so no pending record).
+      OC_RETURN_IF_ERROR(store_->AppendDataExtent(&batch_, data_id, next_extent_++, AsBytes(buf_),
+                                                  &staged_, &members_.back().live));
+      buf_.clear();
+      return Status::Ok();
+    }
     if (next_extent_ == 0) {
       OC_RETURN_IF_ERROR(FromRocks(batch_.Put(store_->pending_cf(), PendingKey(data_id), "")));
     }
@@ -178,6 +187,7 @@ class RocksGroupWriter final : public ObjectGroupWriter {
   std::string buf_;         // the extent being filled
   rocksdb::WriteBatch batch_;
   uint64_t batch_bytes_ = 0;
+  StagedData staged_;  // data-file appends (their live bytes are per member)
   uint64_t next_extent_ = 0;
   size_t flushed_members_ = 0;  // members_[0, this) may have extents in RocksDB
   bool spent_ = false;
@@ -189,14 +199,17 @@ class RocksGroupWriter final : public ObjectGroupWriter {
 
 Result<std::unique_ptr<ObjectGroupWriter>> RocksStore::PutGroup(std::string_view bucket) {
   OC_RETURN_IF_ERROR(CheckBucket(bucket, meta_read_));
-  const uint8_t flags = options_.extent_layout == ExtentLayout::kBlobFiles ? kSegmentExtentHash : 0;
-  return std::unique_ptr<ObjectGroupWriter>(new RocksGroupWriter(this, std::string(bucket), flags));
+  return std::unique_ptr<ObjectGroupWriter>(
+      new RocksGroupWriter(this, std::string(bucket), NewSegmentFlags()));
 }
 
 Result<std::vector<ObjectMeta>> RocksStore::CommitGroup(std::string_view bucket,
                                                         std::span<const GroupMember> members,
-                                                        rocksdb::WriteBatch* batch, bool* written) {
+                                                        rocksdb::WriteBatch* batch,
+                                                        uint64_t data_ticket, bool* written) {
   *written = false;
+  // The bytes first: a record must never name bytes a crash could lose.
+  OC_RETURN_IF_ERROR(data_files_->AwaitSynced(data_ticket));
   std::vector<std::string> keys;
   keys.reserve(members.size());
   std::vector<size_t> stripes;
@@ -218,6 +231,8 @@ Result<std::vector<ObjectMeta>> RocksStore::CommitGroup(std::string_view bucket,
   std::vector<ObjectMeta> metas;
   metas.reserve(members.size());
   uint64_t freed = 0;
+  FileBytes added;
+  FileBytes dead;
   uint64_t ticket = 0;
   {
     std::shared_lock bucket_lock(bucket_mu_);
@@ -240,19 +255,23 @@ Result<std::vector<ObjectMeta>> RocksStore::CommitGroup(std::string_view bucket,
       record.meta.chunk = m.options.chunk;
       record.segments.push_back(m.segment);
       if (last[keys[i]] != i) {
-        freed += DeleteSegments(record.segments, batch);
+        freed += DeleteSegments(record.segments, batch, &dead);
         metas.push_back(std::move(record.meta));
         continue;
+      }
+      for (const auto& [file, bytes] : m.live.items) {  // a superseded member's never count
+        added.Add(file, bytes);
       }
       OC_ASSIGN_OR_RETURN(std::optional<ObjectRecord> old, GetRecord(keys[i], meta_read_));
       OC_RETURN_IF_ERROR(FromRocks(batch->Put(objects_cf_, keys[i], EncodeObjectRecord(record))));
       if (old.has_value()) {
-        freed += DeleteSegments(old->segments, batch);
+        freed += DeleteSegments(old->segments, batch, &dead);
       }
       metas.push_back(std::move(record.meta));
     }
     OC_ASSIGN_OR_RETURN(ticket, WriteForDurability(batch));
     *written = true;
+    NoteDataFiles(added, dead);
   }
   OC_RETURN_IF_ERROR(AwaitDurable(ticket));
   NoteFreed(freed);

@@ -106,16 +106,18 @@ Result<ObjectMeta> RocksStore::CompleteMultipartUpload(const ObjectKey& key,
   OC_RETURN_IF_ERROR(
       FromRocks(batch.Delete(uploads_cf_, UploadDbKey(key.bucket, key.name, upload_id))));
   uint64_t freed = 0;
+  FileBytes dead;
   for (size_t i = 0; i < stored.size(); ++i) {
     OC_RETURN_IF_ERROR(FromRocks(batch.Delete(parts_cf_, PartDbKey(upload_id, stored[i].number))));
     if (!done.stitched[i]) {
-      freed += DeleteSegments({stored[i].part.segment}, &batch);
+      freed += DeleteSegments({stored[i].part.segment}, &batch, &dead);
     }
   }
   if (old.has_value()) {
-    freed += DeleteSegments(old->segments, &batch);
+    freed += DeleteSegments(old->segments, &batch, &dead);
   }
   OC_RETURN_IF_ERROR(FromRocks(db_->Write(synced_, &batch)));
+  NoteDataFiles({}, dead);
   NoteFreed(freed);
   return std::move(done.record.meta);
 }
@@ -133,11 +135,13 @@ Status RocksStore::AbortMultipartUpload(const ObjectKey& key, std::string_view u
   OC_RETURN_IF_ERROR(
       FromRocks(batch.Delete(uploads_cf_, UploadDbKey(key.bucket, key.name, upload_id))));
   uint64_t freed = 0;
+  FileBytes dead;
   for (const auto& [number, part] : stored) {
     OC_RETURN_IF_ERROR(FromRocks(batch.Delete(parts_cf_, PartDbKey(upload_id, number))));
-    freed += DeleteSegments({part.segment}, &batch);
+    freed += DeleteSegments({part.segment}, &batch, &dead);
   }
   OC_RETURN_IF_ERROR(FromRocks(db_->Write(synced_, &batch)));
+  NoteDataFiles({}, dead);
   NoteFreed(freed);
   return Status::Ok();
 }

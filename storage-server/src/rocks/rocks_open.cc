@@ -3,6 +3,7 @@
 // uncommitted, and OpenLocalStore (local_store.h).
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,8 +16,8 @@
 #include "oc/common/log.h"
 #include "oc/storage/local_store.h"
 #include "rocks/extent_key.h"
+#include "rocks/group_sync.h"
 #include "rocks/rocks_store.h"
-#include "rocks/wal_sync.h"
 
 namespace oc::storage {
 namespace {
@@ -30,6 +31,8 @@ constexpr char kCfUploads[] = "uploads";
 constexpr char kCfParts[] = "parts";
 constexpr char kCfPending[] = "pending";
 constexpr char kNextDataIdKey[] = "next_data_id";
+// ExtentLayout::kDataFiles keeps its files in this directory of data_dir.
+constexpr char kDataFilesDir[] = "extents";
 // Data ids are reserved in blocks so that one synced counter write covers many objects;
 // ids of a block left unused after a restart are simply skipped.
 constexpr uint64_t kDataIdBlock = 1 << 16;
@@ -41,8 +44,10 @@ Result<std::unique_ptr<RocksStore>> RocksStore::Open(const StoreOptions& options
   std::unique_ptr<RocksStore> store(new RocksStore(options));
   OC_RETURN_IF_ERROR(store->OpenDb());
   OC_RETURN_IF_ERROR(store->Recover());
+  OC_RETURN_IF_ERROR(store->OpenDataFiles());
   if (options.sync_writes) {
-    store->wal_sync_ = std::make_unique<WalSync>(store->db_.get());
+    rocksdb::DB* db = store->db_.get();
+    store->wal_sync_ = std::make_unique<GroupSync>([db] { return FromRocks(db->SyncWAL()); });
   }
   if (options.read_threads > 0) {
     store->pool_ = std::make_unique<ThreadPool>(options.read_threads);
@@ -183,6 +188,25 @@ Status RocksStore::Recover() {
   wo.sync = true;
   OC_RETURN_IF_ERROR(FromRocks(db_->Write(wo, &batch)));
   kLog.Info("recovered: freed the extents of {} uncommitted writes", freed);
+  return Status::Ok();
+}
+
+Status RocksStore::OpenDataFiles() {
+  OC_ASSIGN_OR_RETURN(
+      data_files_,
+      DataFiles::Open((std::filesystem::path(options_.data_dir) / kDataFilesDir).string(),
+                      options_.data_file_bytes, options_.sync_writes));
+  if (data_files_->empty()) {
+    return Status::Ok();
+  }
+  // Live bytes per file: the frames every record names.
+  std::map<uint32_t, uint64_t> live;
+  OC_RETURN_IF_ERROR(ForEachDataExtent([&](const ExtentKey&, const ExtentLocator& loc) {
+    live[loc.file] += loc.frame_bytes();
+    return Status::Ok();
+  }));
+  data_files_->SetLive(live);
+  kLog.Info("data files: {} files", data_files_->Files().size());
   return Status::Ok();
 }
 

@@ -1,5 +1,6 @@
 // RocksStore, reading: the ranged object reader (one RocksDB snapshot from open to close,
-// one pinned extent at a time), Head and the batch HeadMany.
+// one pinned extent, or one data-file extent's mapped bytes, at a time), Head and the batch
+// HeadMany.
 
 #include <algorithm>
 #include <cstring>
@@ -43,12 +44,13 @@ class RocksReader final : public ObjectReader {
         OC_RETURN_IF_ERROR(LoadExtent(at));
       }
       const uint64_t m = std::min(extent_start_ + extent_len_ - at, n - done);
-      std::memcpy(out.data() + done, pinned_.data() + (at - extent_start_), m);
+      std::memcpy(out.data() + done, view_.bytes.data() + (at - extent_start_), m);
       done += m;
       pos_ += m;
     }
     if (pos_ == length_ && have_extent_) {
-      pinned_.Reset();  // release the cache pin as soon as the range is done
+      view_ = {};  // release the cache pin (or the mapping) as soon as the range is done
+      pinned_.Reset();
       have_extent_ = false;
     }
     return done;
@@ -59,9 +61,12 @@ class RocksReader final : public ObjectReader {
     have_extent_ = false;
     const ExtentPos pos = LocateExtent(record_.segments, at);
     const Segment& seg = record_.segments[pos.segment];
+    view_ = {};
     OC_RETURN_IF_ERROR(
         FetchExtent(store_->db(), store_->extents_cf(), read_options_, seg, pos.extent, &pinned_));
-    OC_RETURN_IF_ERROR(VerifyExtent(seg, pinned_));
+    // The bytes pinned in the block cache, or a data file's mapped bytes (verified once per
+    // extent here, then copied out as the caller reads).
+    OC_ASSIGN_OR_RETURN(view_, ViewExtent(*store_->data_files(), seg, pinned_));
     extent_start_ = at - pos.within;
     extent_len_ = ExtentDataBytes(seg, pos.extent);
     have_extent_ = true;
@@ -76,6 +81,7 @@ class RocksReader final : public ObjectReader {
   rocksdb::ReadOptions read_options_;
   uint64_t pos_ = 0;
   rocksdb::PinnableSlice pinned_;
+  ExtentView view_;  // the loaded extent's bytes: in pinned_, or held in a data file's mapping
   bool have_extent_ = false;
   uint64_t extent_start_ = 0;  // object offset of the pinned extent's first byte
   uint64_t extent_len_ = 0;

@@ -1,7 +1,9 @@
 // RocksStore, space reclamation: replaced and deleted versions leave range tombstones over
 // their extents; after StoreOptions::reclaim_after_bytes of them a background thread compacts
-// the extent column family (and its blob files) so the space comes back.
+// the extent column family (and its blob files) so the space comes back, and rewrites the
+// data files that are mostly garbage (rocks_data_reclaim.cc).
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -18,15 +20,35 @@ const Logger kLog{"storage"};
 }  // namespace
 
 uint64_t RocksStore::DeleteSegments(const std::vector<Segment>& segments,
-                                    rocksdb::WriteBatch* batch) {
+                                    rocksdb::WriteBatch* batch, FileBytes* dead) {
   uint64_t bytes = 0;
   for (const Segment& s : segments) {
+    const ExtentKey begin = ExtentRangeBegin(s.data_id);
+    const ExtentKey end = ExtentRangeEnd(s.data_id);
+    if ((s.flags & kSegmentDataFile) != 0) {
+      // The frames this frees, per file (bucket_mu_ is held, so no rewrite moves them).
+      std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(extent_read_, extents_cf_));
+      for (it->Seek(AsSlice(begin)); it->Valid() && it->key().compare(AsSlice(end)) < 0;
+           it->Next()) {
+        Result<ExtentLocator> loc = DecodeLocator(it->value().ToStringView());
+        if (loc.has_value()) {
+          dead->Add(loc->file, loc->frame_bytes());
+        }
+      }
+      if (!it->status().ok()) {  // the count stays high until the next open: reclaims later
+        kLog.Warn("reading locators of data id {}: {}", s.data_id, it->status().ToString());
+      }
+    }
     // Cannot fail for a batch that is not size-capped.
-    (void)batch->DeleteRange(extents_cf_, AsSlice(ExtentRangeBegin(s.data_id)),
-                             AsSlice(ExtentRangeEnd(s.data_id)));
+    (void)batch->DeleteRange(extents_cf_, AsSlice(begin), AsSlice(end));
     bytes += s.size;
   }
   return bytes;
+}
+
+void RocksStore::NoteDataFiles(const FileBytes& added, const FileBytes& dead) {
+  data_files_->AddLive(added);
+  data_files_->SubLive(dead);
 }
 
 void RocksStore::NoteFreed(uint64_t bytes) {
@@ -45,23 +67,47 @@ void RocksStore::NoteFreed(uint64_t bytes) {
 }
 
 void RocksStore::ReclaimLoop() {
+  // Retired data files wait for the snapshots that may name them; while any do, the loop
+  // looks again this often.
+  constexpr auto kReleasePoll = std::chrono::seconds(1);
+  size_t held = 0;
   for (;;) {
+    bool reclaim = false;
     {
       std::unique_lock lock(reclaim_mu_);
-      reclaim_cv_.wait(lock, [this] {
+      auto due = [this] {
         return stopping_ || (options_.reclaim_after_bytes != 0 &&
                              freed_since_compaction_ >= options_.reclaim_after_bytes);
-      });
+      };
+      if (held > 0) {
+        reclaim_cv_.wait_for(lock, kReleasePoll, due);
+      } else {
+        reclaim_cv_.wait(lock, due);
+      }
       if (stopping_) {
         return;
       }
-      freed_since_compaction_ = 0;
+      reclaim = due();
+      if (reclaim) {
+        freed_since_compaction_ = 0;
+      }
     }
-    Status s = CompactExtents();
-    if (!s.ok()) {
-      kLog.Warn("reclaim compaction failed: {}", s.ToString());
+    if (reclaim) {
+      Status s = CompactExtents();
+      if (!s.ok()) {
+        kLog.Warn("reclaim failed: {}", s.ToString());
+      }
     }
+    held = ReleaseDataFiles();
   }
+}
+
+size_t RocksStore::ReleaseDataFiles() {
+  uint64_t oldest = 0;  // 0 when no snapshot exists
+  if (!db_->GetIntProperty(rocksdb::DB::Properties::kOldestSnapshotSequence, &oldest)) {
+    oldest = 1;  // unknown: release nothing
+  }
+  return data_files_->Release(oldest);
 }
 
 Status RocksStore::CompactExtents() {
@@ -73,7 +119,11 @@ Status RocksStore::CompactExtents() {
   o.blob_garbage_collection_policy = rocksdb::BlobGarbageCollectionPolicy::kForce;
   o.blob_garbage_collection_age_cutoff = 1.0;
   o.allow_write_stall = true;
-  return FromRocks(db_->CompactRange(o, extents_cf_, nullptr, nullptr));
+  OC_RETURN_IF_ERROR(FromRocks(db_->CompactRange(o, extents_cf_, nullptr, nullptr)));
+  if (data_files_->empty()) {
+    return Status::Ok();
+  }
+  return ReclaimDataFiles(options_.data_file_garbage_percent, /*seal_active=*/false).status();
 }
 
 Result<uint64_t> RocksStore::CountExtents() {

@@ -1,6 +1,7 @@
 // ReadSlices and PinSlices: RocksStore as the KV engine's SliceSource (src/kv/slice_source.h),
 // the KV-cache layer read (docs/design.md, delivery). Every slice is copied once,
-// from the pinned RocksDB block/blob (PinnableSlice) straight into the caller's buffer.
+// from the pinned RocksDB block/blob (PinnableSlice), or from a data file (pread, or its
+// mapping for PinSlices' zero-copy loans), straight into the caller's buffer.
 // Three strategies (SliceReadMode), compared by bench/storage_bench.cc: one Get per extent
 // on the calling thread, batched MultiGet, or one Get per extent with the slices spread
 // over the read pool (the calling thread works too).
@@ -51,8 +52,8 @@ Status RocksStore::ReadSlice(const rocksdb::ReadOptions& meta_ro,
     *out = SliceStatus::kShort;
     return Status::Ok();
   }
-  OC_RETURN_IF_ERROR(ReadObjectRange(db_.get(), extents_cf_, extent_ro, record->segments,
-                                     slice.offset, slice.dest));
+  OC_RETURN_IF_ERROR(ReadObjectRange(db_.get(), extents_cf_, extent_ro, *data_files_,
+                                     record->segments, slice.offset, slice.dest));
   *out = SliceStatus::kOk;
   return Status::Ok();
 }
@@ -156,9 +157,7 @@ Status RocksStore::MultiGetSlices(const rocksdb::ReadOptions& meta_ro,
         return Status::Corruption("extent record missing");
       }
       OC_RETURN_IF_ERROR(FromRocks(extent_statuses[j]));
-      const uint64_t want = ExtentDataBytes(*p.segment, p.extent) +
-                            ((p.segment->flags & kSegmentExtentHash) != 0 ? kExtentHashBytes : 0);
-      if (extent_values[j].size() != want) {
+      if (extent_values[j].size() != StoredExtentBytes(*p.segment, p.extent)) {
         return Status::Corruption("extent record has the wrong length");
       }
       OC_RETURN_IF_ERROR(visit(p.slice, p.done, *p.segment, p.within, p.length, extent_values[j]));
@@ -180,7 +179,7 @@ Status RocksStore::ReadSlicesMultiGet(const rocksdb::ReadOptions& meta_ro,
   return MultiGetSlices(meta_ro, extent_ro, bucket, specs, out,
                         [&](size_t slice, uint64_t done, const Segment& segment, uint64_t within,
                             uint64_t n, rocksdb::PinnableSlice& value) {
-                          return CopyFromExtent(segment, value, within,
+                          return CopyFromExtent(*data_files_, segment, value, within,
                                                 slices[slice].dest.subspan(done, n));
                         });
 }
@@ -198,6 +197,14 @@ Result<std::vector<SliceStatus>> RocksStore::PinSlices(std::string_view bucket,
       meta_ro, extent_ro, bucket, slices, &out,
       [&](size_t slice, uint64_t done, const Segment& segment, uint64_t within, uint64_t n,
           rocksdb::PinnableSlice& value) -> Status {
+        if ((segment.flags & kSegmentDataFile) != 0) {
+          // The data file's mapping lives as long as the hold does, even if the file is
+          // rewritten and unlinked meanwhile.
+          OC_ASSIGN_OR_RETURN(ExtentView view, ViewExtent(*data_files_, segment, value));
+          pieces->push_back(
+              PinnedPiece{slice, done, view.bytes.subspan(within, n), std::move(view.hold)});
+          return Status::Ok();
+        }
         OC_RETURN_IF_ERROR(VerifyExtent(segment, value));
         // The block stays pinned in the block cache (or, read from a memtable, the value's
         // own copy lives) as long as the hold does.

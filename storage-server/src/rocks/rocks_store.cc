@@ -12,8 +12,8 @@
 #include "kv/kv_engine.h"
 #include "kv/pacing.h"
 #include "names.h"
+#include "rocks/group_sync.h"
 #include "rocks/store_keys.h"
-#include "rocks/wal_sync.h"
 
 namespace oc::storage {
 
@@ -47,7 +47,8 @@ int64_t NowUnixMs() {
 
 RocksStore::RocksStore(const StoreOptions& options) : options_(options) {
   meta_read_.verify_checksums = true;
-  extent_read_.verify_checksums = options_.extent_layout == ExtentLayout::kSstBlocks;
+  // Blob values carry their own hash (checked on read); SST blocks and locators are cheap to check.
+  extent_read_.verify_checksums = options_.extent_layout != ExtentLayout::kBlobFiles;
   extent_read_.fill_cache = true;
   synced_.sync = options_.sync_writes;
   unsynced_.sync = false;
@@ -194,6 +195,17 @@ Result<StoreStats> RocksStore::Stats() {
     OC_RETURN_IF_ERROR(FromRocks(it->status()));
   }
   stats.figures.emplace_back("writes_in_progress", pending);
+  uint64_t files = 0;
+  uint64_t file_bytes = 0;
+  uint64_t live_bytes = 0;
+  for (const DataFileInfo& f : data_files_->Files()) {
+    ++files;
+    file_bytes += f.bytes;
+    live_bytes += f.live;
+  }
+  stats.figures.emplace_back("data_files", files);
+  stats.figures.emplace_back("data_file_bytes", file_bytes);
+  stats.figures.emplace_back("data_file_live_bytes", live_bytes);
   return stats;
 }
 

@@ -4,13 +4,15 @@
 // (src/kv/slice_source.h): it builds its kv::KvEngine over itself and delegates the
 // descriptor calls to it. Its parts, one idea per file: rocks_store.cc (core, buckets,
 // stats), rocks_open.cc, rocks_write.cc, rocks_read.cc, rocks_group.cc, rocks_multipart.cc,
-// rocks_list.cc, rocks_slices.cc, rocks_reclaim.cc, wal_sync.cc.
+// rocks_list.cc, rocks_slices.cc, rocks_reclaim.cc, group_sync.cc, and data_files.cc (the
+// extent bytes of ExtentLayout::kDataFiles).
 //
 // Column families (keys -> values):
 //   default   "next_data_id" -> u64 LE: ceiling of data ids handed out (reserved in blocks)
 //   buckets   bucket name -> BucketRecord
 //   objects   bucket '/' key -> ObjectRecord (metadata + segments {data id, size, extent})
-//   extents   BE64 data id, BE64 extent index -> extent bytes (extent_key.h)
+//   extents   BE64 data id, BE64 extent index -> extent bytes (extent_key.h), or, in a segment
+//             flagged kSegmentDataFile, the extent's locator in the data files (data_files.h)
 //   uploads   bucket '/' key '\0' upload id -> UploadRecord
 //   parts     upload id, BE32 part number -> PartRecord
 //   pending   BE64 data id -> "" while a streaming writer has extents on disk but has not
@@ -29,13 +31,22 @@
 // mutex serialises the read-old-metadata/write-new step of commits to the same key.
 // Durability and group commit: an object or part commit (and Delete) writes its batch
 // unsynced under the key lock, releases the lock, and returns only after a WAL sync that
-// started after its write has finished (WalSync, wal_sync.h). One fdatasync covers every commit
+// started after its write has finished (GroupSync, group_sync.h). One fdatasync covers every commit
 // written before it, including commits to the same key, which RocksDB's own write groups
 // cannot share because the key lock is held across a synced Write. A commit is visible to
 // readers from its write, before it is acknowledged; a crash before the sync loses it (and
 // every later write: the WAL is replayed as a prefix), never an acknowledged one. The
 // same holds for group commits; the other writes (buckets, multipart records) keep
 // WriteOptions::sync.
+//
+// Data files (ExtentLayout::kDataFiles, data_files.h): a writer appends each extent to the
+// current data file as it fills and puts only its locator in the commit batch (never
+// flushed early, so no pending record: bytes no record names are garbage of their file).
+// Before the commit batch is written, the writer waits for a grouped fdatasync of the data
+// files that covers its appends, so a record never names unsynced bytes; then the batch is
+// written and WAL-synced as above. Each data file's live bytes are counted under the same
+// locks as the commits that add and drop them; the reclaimer rewrites files that are mostly
+// garbage (rocks_reclaim.cc).
 
 #include <array>
 #include <atomic>
@@ -61,6 +72,7 @@
 #include "records/md5.h"
 #include "records/meta_codec.h"
 #include "records/multipart_complete.h"
+#include "rocks/data_files.h"
 #include "rocks/extent_key.h"
 #include "rocks/thread_pool.h"
 
@@ -86,7 +98,17 @@ Status AddExtent(rocksdb::WriteBatch* batch, rocksdb::ColumnFamilyHandle* cf, ui
 // kInvalidArgument for a bad chunk shape or a size outside 1..kMaxExtentBytes.
 Result<uint64_t> ChooseExtentBytes(const PutOptions& options, uint64_t default_bytes);
 
-class WalSync;
+class GroupSync;
+
+// What a writer appended to the data files: the group-sync ticket of its last append, the
+// frame bytes per file its locators name (counted live when its record is written), and a
+// pin on each file it appended to: the reclaimer leaves a file alone while a writer that
+// may still commit locators into it holds a pin.
+struct StagedData {
+  uint64_t ticket = 0;
+  FileBytes live;
+  std::vector<std::shared_ptr<const void>> pins;
+};
 
 class RocksStore final : public Store, public kv::SliceSource {
  public:
@@ -155,9 +177,15 @@ class RocksStore final : public Store, public kv::SliceSource {
   }
   BoundedExecutor* descriptor_executor() override { return &kv_->executor(); }
 
-  // Compacts the extent column family (and with it the blob files) now; what the
-  // background reclaimer runs. Also a test hook.
+  // Compacts the extent column family (and with it the blob files) now, and rewrites the
+  // data files whose garbage reaches data_file_garbage_percent; what the background
+  // reclaimer runs. Also a test hook.
   Status CompactExtents();
+  // Rewrites every sealed data file whose garbage is at least `min_garbage_percent` of it
+  // (0: any garbage at all) and deletes it once no snapshot can name it; with `seal_active`
+  // the current file is sealed first, so it qualifies too. Returns the files rewritten.
+  // Also a test hook.
+  Result<uint64_t> ReclaimDataFiles(uint32_t min_garbage_percent, bool seal_active);
   // Number of extent records visible now; a test hook.
   Result<uint64_t> CountExtents();
 
@@ -175,13 +203,21 @@ class RocksStore final : public Store, public kv::SliceSource {
   rocksdb::ColumnFamilyHandle* pending_cf() { return pending_cf_; }
   const rocksdb::ReadOptions& extent_read_options() const { return extent_read_; }
   const rocksdb::WriteOptions& unsynced() const { return unsynced_; }
+  DataFiles* data_files() { return data_files_.get(); }
+  // Segment flags of a new object or part under the configured layout.
+  uint8_t NewSegmentFlags() const;
+  // Appends extent `index` of `data_id` (`bytes`) to the data files and puts its locator into
+  // *batch; notes the append in *staged (ticket, pin) and its frame in *live.
+  Status AppendDataExtent(rocksdb::WriteBatch* batch, uint64_t data_id, uint64_t index,
+                          ByteSpan bytes, StagedData* staged, FileBytes* live);
   Result<uint64_t> NewDataId();
   Result<std::unique_ptr<ObjectWriter>> NewWriter(WriteTarget target, uint64_t extent_bytes);
   // Commits a streamed object or part whose last extents are in *batch; returns once it is
   // durable. If it fails before the record is written, the data id's extents are freed.
+  // Appended data-file extents (`staged`) are synced before the record is written.
   Result<ObjectMeta> CommitWrite(const WriteTarget& target, const Segment& segment,
                                  const std::array<std::byte, 16>& md5, bool flushed,
-                                 rocksdb::WriteBatch* batch);
+                                 rocksdb::WriteBatch* batch, const StagedData& staged);
   // Frees the extents of an uncommitted data id (a writer dropped without Commit).
   void DiscardData(uint64_t data_id, bool flushed);
   // One object of an ObjectGroupWriter (rocks_group.cc): its extents are under segment.data_id
@@ -191,15 +227,18 @@ class RocksStore final : public Store, public kv::SliceSource {
     PutOptions options;
     Segment segment;
     Md5Digest md5{};
+    FileBytes live;  // data-file frames of its extents
   };
   // Commits `members` of `bucket` in one batch: *batch (their last extents) plus every
   // object record, the removal of every pending record and the DeleteRange of every
   // replaced version (and of a member whose name a later member repeats); returns once it is
   // durable. *written tells whether the batch was written: if not, nothing refers to the
-  // members' extents and the caller frees them.
+  // members' extents and the caller frees them. Data-file appends up to `data_ticket` are
+  // synced before the batch is written.
   Result<std::vector<ObjectMeta>> CommitGroup(std::string_view bucket,
                                               std::span<const GroupMember> members,
-                                              rocksdb::WriteBatch* batch, bool* written);
+                                              rocksdb::WriteBatch* batch, uint64_t data_ticket,
+                                              bool* written);
 
  private:
   explicit RocksStore(const StoreOptions& options);
@@ -214,15 +253,31 @@ class RocksStore final : public Store, public kv::SliceSource {
   // CommitWrite's locked part: checks, builds and writes the batch under the key lock.
   Result<ObjectMeta> WriteCommit(const WriteTarget& target, const Segment& segment,
                                  const std::array<std::byte, 16>& md5, bool flushed,
-                                 rocksdb::WriteBatch* batch, uint64_t* freed_out,
-                                 uint64_t* ticket_out);
+                                 rocksdb::WriteBatch* batch, const StagedData& staged,
+                                 uint64_t* freed_out, uint64_t* ticket_out);
   // Writes `batch` so that it is durable when the returned ticket is passed to
   // AwaitDurable (unsynced plus group sync when options_.sync_writes, else unsynced).
   Result<uint64_t> WriteForDurability(rocksdb::WriteBatch* batch);
   Status AwaitDurable(uint64_t ticket);
-  // Adds DeleteRange of every segment's extents to *batch; returns the bytes freed.
-  uint64_t DeleteSegments(const std::vector<Segment>& segments, rocksdb::WriteBatch* batch);
+  // Adds DeleteRange of every segment's extents to *batch; returns the bytes freed. For
+  // data-file segments it reads their locators and adds the frame bytes they free per file
+  // to *dead. REQUIRES: bucket_mu_ held (shared), as the write of *batch.
+  uint64_t DeleteSegments(const std::vector<Segment>& segments, rocksdb::WriteBatch* batch,
+                          FileBytes* dead);
+  // After a commit batch was written (under the same locks): the data files' live counts.
+  void NoteDataFiles(const FileBytes& added, const FileBytes& dead);
   void NoteFreed(uint64_t bytes);
+  // Opens the data files and counts each file's live bytes from the locators.
+  Status OpenDataFiles();
+  // Calls `visit` with the extent key and locator of every extent of every data-file segment
+  // that an object or part record names now (rocks_data_reclaim.cc).
+  Status ForEachDataExtent(
+      const std::function<Status(const ExtentKey&, const ExtentLocator&)>& visit);
+  // Copies the live extents of `victims` (sealed, unpinned files) to the current file,
+  // replaces each locator still unchanged, and retires the files.
+  Status RewriteDataFiles(const std::vector<uint32_t>& victims);
+  // Drops retired data files no snapshot can name; returns how many are still held.
+  size_t ReleaseDataFiles();
   void ReclaimLoop();
   Status ReadSlice(const rocksdb::ReadOptions& meta_ro, const rocksdb::ReadOptions& extent_ro,
                    std::string_view bucket, const kv::SliceRead& slice, kv::SliceStatus* out);
@@ -275,11 +330,13 @@ class RocksStore final : public Store, public kv::SliceSource {
   static constexpr size_t kKeyStripes = 64;
   std::array<std::mutex, kKeyStripes> key_mu_;
 
-  std::unique_ptr<WalSync> wal_sync_;  // set in Open when options_.sync_writes
+  std::unique_ptr<GroupSync> wal_sync_;    // set in Open when options_.sync_writes
+  std::unique_ptr<DataFiles> data_files_;  // set in Open
   std::unique_ptr<ThreadPool> pool_;
   // Created in Open; reset first in the destructor (it owns the UCX data plane).
   std::unique_ptr<kv::KvEngine> kv_;
 
+  std::mutex data_reclaim_mu_;  // one data-file reclaim at a time
   std::mutex reclaim_mu_;
   std::condition_variable reclaim_cv_;
   uint64_t freed_since_compaction_ OC_GUARDED_BY(reclaim_mu_) = 0;

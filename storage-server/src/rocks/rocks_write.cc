@@ -13,9 +13,9 @@
 #include "records/md5.h"
 #include "rocks/extent_io.h"
 #include "rocks/extent_key.h"
+#include "rocks/group_sync.h"
 #include "rocks/rocks_store.h"
 #include "rocks/store_keys.h"
-#include "rocks/wal_sync.h"
 #include "stream_copy.h"
 
 namespace oc::storage {
@@ -78,6 +78,10 @@ class RocksWriter final : public ObjectWriter {
     }
     spent_ = true;
     Status s = failed_;
+    if (next_extent_ == 0 && (flags_ & kSegmentDataFile) != 0 &&
+        size_ < store_->options().data_file_min_bytes) {
+      flags_ = 0;  // small, in one extent: stays in RocksDB, one sync (options.h)
+    }
     if (s.ok() && !buf_.empty()) {
       s = EmitExtent(/*may_flush=*/false);
     }
@@ -98,11 +102,18 @@ class RocksWriter final : public ObjectWriter {
     }
     // CommitWrite frees the extents itself when it fails before writing the record.
     return store_->CommitWrite(target_, Segment{data_id_, size_, extent_bytes_, flags_}, md5,
-                               flushed_, &batch_);
+                               flushed_, &batch_, staged_);
   }
 
  private:
   Status EmitExtent(bool may_flush) {
+    if ((flags_ & kSegmentDataFile) != 0) {
+      // The bytes go to a data file now; only the locator waits in the batch for Commit.
+      OC_RETURN_IF_ERROR(store_->AppendDataExtent(&batch_, data_id_, next_extent_++, AsBytes(buf_),
+                                                  &staged_, &staged_.live));
+      buf_.clear();
+      return Status::Ok();
+    }
     OC_RETURN_IF_ERROR(
         AddExtent(&batch_, store_->extents_cf(), data_id_, next_extent_++, flags_, &buf_));
     batch_bytes_ += buf_.size();
@@ -130,11 +141,12 @@ class RocksWriter final : public ObjectWriter {
   const RocksStore::WriteTarget target_;
   const uint64_t data_id_;
   const uint64_t extent_bytes_;
-  const uint8_t flags_;
+  uint8_t flags_;  // cleared at Commit for a small object under the data-file layout
   Md5 md5_;
   std::string buf_;  // the extent being filled
   rocksdb::WriteBatch batch_;
   uint64_t batch_bytes_ = 0;
+  StagedData staged_;  // data-file appends
   uint64_t next_extent_ = 0;
   uint64_t size_ = 0;
   bool flushed_ = false;
@@ -197,17 +209,44 @@ Result<std::unique_ptr<ObjectWriter>> RocksStore::Put(const ObjectKey& key,
 Result<std::unique_ptr<ObjectWriter>> RocksStore::NewWriter(WriteTarget target,
                                                             uint64_t extent_bytes) {
   OC_ASSIGN_OR_RETURN(uint64_t data_id, NewDataId());
-  const uint8_t flags = options_.extent_layout == ExtentLayout::kBlobFiles ? kSegmentExtentHash : 0;
   return std::unique_ptr<ObjectWriter>(
-      new RocksWriter(this, std::move(target), data_id, extent_bytes, flags));
+      new RocksWriter(this, std::move(target), data_id, extent_bytes, NewSegmentFlags()));
+}
+
+uint8_t RocksStore::NewSegmentFlags() const {
+  switch (options_.extent_layout) {
+    case ExtentLayout::kBlobFiles:
+      return kSegmentExtentHash;
+    case ExtentLayout::kDataFiles:
+      return kSegmentDataFile;
+    case ExtentLayout::kSstBlocks:
+      break;
+  }
+  return 0;
+}
+
+Status RocksStore::AppendDataExtent(rocksdb::WriteBatch* batch, uint64_t data_id, uint64_t index,
+                                    ByteSpan bytes, StagedData* staged, FileBytes* live) {
+  OC_ASSIGN_OR_RETURN(DataFiles::Appended a, data_files_->Append(data_id, index, bytes));
+  staged->ticket = std::max(staged->ticket, a.ticket);
+  if (staged->pins.empty() || staged->pins.back() != a.pin) {
+    staged->pins.push_back(std::move(a.pin));
+  }
+  live->Add(a.locator.file, a.locator.frame_bytes());
+  const ExtentKey key = EncodeExtentKey(data_id, index);
+  return FromRocks(batch->Put(extents_cf_, AsSlice(key), EncodeLocator(a.locator)));
 }
 
 Result<ObjectMeta> RocksStore::CommitWrite(const WriteTarget& target, const Segment& segment,
                                            const std::array<std::byte, 16>& md5, bool flushed,
-                                           rocksdb::WriteBatch* batch) {
+                                           rocksdb::WriteBatch* batch, const StagedData& staged) {
+  // The bytes first: a record must never name bytes a crash could lose. On failure nothing
+  // names them (garbage of their data file).
+  OC_RETURN_IF_ERROR(data_files_->AwaitSynced(staged.ticket));
   uint64_t freed = 0;
   uint64_t ticket = 0;
-  Result<ObjectMeta> meta = WriteCommit(target, segment, md5, flushed, batch, &freed, &ticket);
+  Result<ObjectMeta> meta =
+      WriteCommit(target, segment, md5, flushed, batch, staged, &freed, &ticket);
   if (!meta.has_value()) {
     DiscardData(segment.data_id, flushed);  // nothing refers to the extents
     return meta;
@@ -221,8 +260,8 @@ Result<ObjectMeta> RocksStore::CommitWrite(const WriteTarget& target, const Segm
 
 Result<ObjectMeta> RocksStore::WriteCommit(const WriteTarget& target, const Segment& segment,
                                            const std::array<std::byte, 16>& md5, bool flushed,
-                                           rocksdb::WriteBatch* batch, uint64_t* freed_out,
-                                           uint64_t* ticket_out) {
+                                           rocksdb::WriteBatch* batch, const StagedData& staged,
+                                           uint64_t* freed_out, uint64_t* ticket_out) {
   const std::string object_key = ObjectDbKey(target.key.bucket, target.key.name);
   const int64_t now = NowUnixMs();
   std::shared_lock bucket_lock(bucket_mu_);
@@ -236,6 +275,7 @@ Result<ObjectMeta> RocksStore::WriteCommit(const WriteTarget& target, const Segm
   meta.etag = HexEncode(md5);
   meta.mtime_unix_ms = now;
   uint64_t freed = 0;
+  FileBytes dead;
   if (target.upload_id.empty()) {
     OC_ASSIGN_OR_RETURN(std::optional<ObjectRecord> old, GetRecord(object_key, meta_read_));
     ObjectRecord record;
@@ -247,7 +287,7 @@ Result<ObjectMeta> RocksStore::WriteCommit(const WriteTarget& target, const Segm
     record.segments.push_back(segment);
     OC_RETURN_IF_ERROR(FromRocks(batch->Put(objects_cf_, object_key, EncodeObjectRecord(record))));
     if (old.has_value()) {
-      freed = DeleteSegments(old->segments, batch);
+      freed = DeleteSegments(old->segments, batch, &dead);
     }
     meta = std::move(record.meta);
   } else {
@@ -265,12 +305,13 @@ Result<ObjectMeta> RocksStore::WriteCommit(const WriteTarget& target, const Segm
     if (!s.IsNotFound()) {
       OC_RETURN_IF_ERROR(FromRocks(s));
       OC_ASSIGN_OR_RETURN(PartRecord old, DecodePartRecord(old_part));
-      freed = DeleteSegments({old.segment}, batch);
+      freed = DeleteSegments({old.segment}, batch, &dead);
     }
     PartRecord part{segment, md5, now};
     OC_RETURN_IF_ERROR(FromRocks(batch->Put(parts_cf_, part_key, EncodePartRecord(part))));
   }
   OC_ASSIGN_OR_RETURN(*ticket_out, WriteForDurability(batch));
+  NoteDataFiles(staged.live, dead);
   *freed_out = freed;
   return meta;
 }
@@ -311,8 +352,10 @@ Status RocksStore::Delete(const ObjectKey& key) {
   }
   rocksdb::WriteBatch batch;
   OC_RETURN_IF_ERROR(FromRocks(batch.Delete(objects_cf_, object_key)));
-  const uint64_t freed = DeleteSegments(record->segments, &batch);
+  FileBytes dead;
+  const uint64_t freed = DeleteSegments(record->segments, &batch, &dead);
   OC_ASSIGN_OR_RETURN(const uint64_t ticket, WriteForDurability(&batch));
+  NoteDataFiles({}, dead);
   key_lock.unlock();
   bucket_lock.unlock();
   OC_RETURN_IF_ERROR(AwaitDurable(ticket));

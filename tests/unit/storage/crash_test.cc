@@ -7,6 +7,9 @@
 //    whole or not at all;
 //  - RocksDB: recovery freed every uncommitted write: the extent records are exactly those
 //    of the visible objects, and no write is left pending;
+//  - RocksDB with data files: the live bytes counted at open are exactly the visible objects'
+//    frames, and rewriting every file with garbage (torn tails, bytes of writes never
+//    committed, replaced versions) leaves exactly those bytes on disk;
 //  - RADOS (PUTs and multipart uploads, killed mid-upload most of the time, checked with a
 //    store of its own in the writer's namespace): a scrub (orphan_min_age = 0) then a GC
 //    pass leave exactly the data objects that the visible objects and the still open uploads
@@ -23,6 +26,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <set>
@@ -35,7 +39,8 @@
 namespace oc::storage::test {
 namespace {
 
-constexpr uint64_t kExtentBytes = 64 << 10;  // as in crash_writer.cc
+constexpr uint64_t kExtentBytes = 64 << 10;   // as in crash_writer.cc
+constexpr uint64_t kDataFileBytes = 1 << 20;  // as in crash_writer.cc
 
 uint64_t Objects(uint64_t size) { return (size + kExtentBytes - 1) / kExtentBytes; }
 
@@ -117,6 +122,7 @@ std::vector<std::string> RunAndKill(const std::vector<std::string>& args,
 class CrashTest : public ::testing::TestWithParam<Backend> {
  protected:
   bool rados() const { return GetParam() == Backend::kRados; }
+  bool data_files() const { return GetParam() == Backend::kRocksData; }
 
   void SetUp() override {
     if (!rados()) {
@@ -144,6 +150,9 @@ class CrashTest : public ::testing::TestWithParam<Backend> {
       return {"--backend",         "rados", options_.rados.conf_file,
               options_.rados.pool, ns_,     std::to_string(seed)};
     }
+    if (data_files()) {
+      return {dir_.path().string(), std::to_string(seed), "data_files"};
+    }
     return {dir_.path().string(), std::to_string(seed)};
   }
 
@@ -154,6 +163,10 @@ class CrashTest : public ::testing::TestWithParam<Backend> {
     StoreOptions o;
     o.data_dir = dir_.path().string();
     o.block_cache_bytes = 32 << 20;
+    if (data_files()) {
+      o.extent_layout = ExtentLayout::kDataFiles;
+      o.data_file_bytes = kDataFileBytes;
+    }
     return OpenLocalStore(o);
   }
 
@@ -170,23 +183,42 @@ class CrashTest : public ::testing::TestWithParam<Backend> {
     ASSERT_TRUE(gc.has_value()) << gc.error();
   }
 
-  // `expected`: the extents or data objects of the visible objects. RocksDB: exactly those
-  // extents are left and no write is pending. RADOS: exactly those data objects and the
+  // `expected`: the extents or data objects of the visible objects, `bytes` their sizes'
+  // sum. RocksDB: exactly those extents are left and no write is pending; with data files
+  // the live count is their frames, and a rewrite of every file with garbage leaves only
+  // those on disk. RADOS: exactly those data objects and the
   // parts of the uploads left open; then those uploads are aborted (their data goes at the
   // next round's GC pass).
-  void CheckLeftovers(Store& store, uint64_t expected) {
+  void CheckLeftovers(Store& store, uint64_t expected, uint64_t bytes) {
     if (!rados()) {
       RocksStore& rocks = dynamic_cast<RocksStore&>(store);
       Result<uint64_t> extents = rocks.CountExtents();
       ASSERT_TRUE(extents.has_value());
       EXPECT_EQ(*extents, expected) << "recovery left extents of uncommitted writes";
-      Result<StoreStats> stats = store.Stats();
-      ASSERT_TRUE(stats.has_value());
-      for (const auto& [name, value] : stats->figures) {
-        if (name == "writes_in_progress") {
-          EXPECT_EQ(value, 0u);
+      const uint64_t frames = bytes + expected * kFrameHeaderBytes;
+      auto figure = [&](std::string_view want) {
+        Result<StoreStats> stats = store.Stats();
+        EXPECT_TRUE(stats.has_value());
+        for (const auto& [name, value] : stats->figures) {
+          if (name == want) {
+            return value;
+          }
         }
+        return uint64_t{0};
+      };
+      EXPECT_EQ(figure("writes_in_progress"), 0u);
+      if (!data_files()) {
+        return;
       }
+      EXPECT_EQ(figure("data_file_live_bytes"), frames);
+      Result<uint64_t> rewritten = rocks.ReclaimDataFiles(0, /*seal_active=*/true);
+      ASSERT_TRUE(rewritten.has_value()) << rewritten.error();
+      rewritten_ += *rewritten;
+      uint64_t on_disk = 0;
+      for (const auto& e : std::filesystem::directory_iterator(dir_.path() / "extents")) {
+        on_disk += e.file_size();
+      }
+      EXPECT_EQ(on_disk, frames) << "garbage left after a full rewrite";
       return;
     }
     Result<ListUploadsResult> uploads = store.ListMultipartUploads("crash", {});
@@ -206,14 +238,17 @@ class CrashTest : public ::testing::TestWithParam<Backend> {
     }
   }
 
-  testutil::TempDir dir_;  // RocksDB's data
-  std::string ns_;         // RADOS: the writer's and the checks' namespace
-  StoreOptions options_;   // RADOS: the checks' store
-  uint64_t scrubbed_ = 0;  // RADOS: data objects the scrubs removed
+  testutil::TempDir dir_;   // RocksDB's data
+  std::string ns_;          // RADOS: the writer's and the checks' namespace
+  StoreOptions options_;    // RADOS: the checks' store
+  uint64_t scrubbed_ = 0;   // RADOS: data objects the scrubs removed
+  uint64_t rewritten_ = 0;  // data files: files the checks rewrote
 };
 
 INSTANTIATE_TEST_SUITE_P(Backends, CrashTest,
-                         ::testing::Values(Backend::kRocksSst, Backend::kRados), BackendName);
+                         ::testing::Values(Backend::kRocksSst, Backend::kRocksData,
+                                           Backend::kRados),
+                         BackendName);
 
 TEST_P(CrashTest, AcknowledgedObjectsSurviveSigkillAndNothingPartialIsVisible) {
   std::mt19937_64 rng(Seed());
@@ -270,6 +305,7 @@ TEST_P(CrashTest, AcknowledgedObjectsSurviveSigkillAndNothingPartialIsVisible) {
       return;
     }
     uint64_t expected = 0;
+    uint64_t visible_bytes = 0;
     std::set<std::string> keys;
     for (const auto& [k, v] : committed) {
       keys.insert(k);
@@ -287,6 +323,7 @@ TEST_P(CrashTest, AcknowledgedObjectsSurviveSigkillAndNothingPartialIsVisible) {
         ASSERT_TRUE(bytes.has_value()) << bytes.error();
         seen = Version{XXH3_64bits(bytes->data(), bytes->size()), bytes->size()};
         expected += ObjectsOf((*r)->meta());
+        visible_bytes += (*r)->meta().size;
       } else {
         ASSERT_EQ(r.error().code(), Code::kNotFound) << r.error();
       }
@@ -309,7 +346,7 @@ TEST_P(CrashTest, AcknowledgedObjectsSurviveSigkillAndNothingPartialIsVisible) {
       EXPECT_TRUE(shown == 0 || shown == group_members.size())
           << shown << " of the " << group_members.size() << " objects of an unacknowledged group";
     }
-    CheckLeftovers(store, expected);
+    CheckLeftovers(store, expected, visible_bytes);
     if (HasFatalFailure()) {
       return;
     }
@@ -317,6 +354,9 @@ TEST_P(CrashTest, AcknowledgedObjectsSurviveSigkillAndNothingPartialIsVisible) {
   EXPECT_GT(acknowledged, 0u) << "the writer never acknowledged a write";
   if (rados()) {
     EXPECT_GT(scrubbed_, 0u) << "no kill left orphans: the test did not exercise the scrub";
+  }
+  if (data_files()) {
+    EXPECT_GT(rewritten_, 0u) << "no round left garbage: the test did not exercise the rewrite";
   }
 }
 

@@ -1,6 +1,7 @@
-// storage_crash_writer DATA_DIR SEED
+// storage_crash_writer DATA_DIR SEED [data_files]
 // storage_crash_writer --backend rados CEPH_CONF POOL NAMESPACE SEED
-// The writer half of the crash test (crash_test.cc, Backends/CrashTest on RocksDB and RADOS).
+// The writer half of the crash test (crash_test.cc, Backends/CrashTest on RocksDB, with SST
+// extents or, given `data_files`, data files of kDataFileBytes, and RADOS).
 // Opens the store and writes objects of random sizes (some many extents and several
 // streamed flushes, many overwriting earlier keys) until killed. On RocksDB one time in four
 // it writes a group of 2-4 objects of distinct keys committed together (Store::PutGroup); on
@@ -34,6 +35,7 @@ namespace {
 // The test and the writer agree on these.
 constexpr int kKeys = 24;
 constexpr uint64_t kExtentBytes = 64 << 10;
+constexpr uint64_t kDataFileBytes = 1 << 20;
 
 void Emit(char kind, const std::string& key, uint64_t hash, uint64_t size, uint64_t group) {
   char line[256];
@@ -102,9 +104,10 @@ int main(int argc, char** argv) {
     }
     return RunRados(**store, std::strtoull(argv[6], nullptr, 10));
   }
-  if (argc != 3) {
+  const bool data_files = argc == 4 && std::string_view(argv[3]) == "data_files";
+  if (argc != 3 && !data_files) {
     std::fprintf(stderr,
-                 "usage: storage_crash_writer DATA_DIR SEED\n"
+                 "usage: storage_crash_writer DATA_DIR SEED [data_files]\n"
                  "       storage_crash_writer --backend rados CEPH_CONF POOL NAMESPACE SEED\n");
     return 2;
   }
@@ -114,6 +117,11 @@ int main(int argc, char** argv) {
   options.write_batch_bytes = 4 * kExtentBytes;  // big objects flush several times
   options.block_cache_bytes = 32 << 20;
   options.read_threads = 0;
+  if (data_files) {
+    options.extent_layout = oc::storage::ExtentLayout::kDataFiles;
+    options.data_file_bytes = kDataFileBytes;
+    options.data_file_min_bytes = 0;  // every object in the files (the test counts frames)
+  }
   auto store = oc::storage::OpenLocalStore(options);
   if (!store.has_value()) {
     std::fprintf(stderr, "open: %s\n", store.error().ToString().c_str());

@@ -69,7 +69,8 @@ std::vector<Case> Cases() {
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, KvGetTest,
-                         ::testing::Values(test::Backend::kRocksSst, test::Backend::kRados),
+                         ::testing::Values(test::Backend::kRocksSst, test::Backend::kRocksData,
+                                           test::Backend::kRados),
                          test::BackendName);
 
 TEST_P(KvGetTest, BodySinkGetsDenseByteExactPayloadInIncreasingOffsets) {

@@ -54,7 +54,8 @@ class KvPutTest : public KvBackendTest {
 };
 
 INSTANTIATE_TEST_SUITE_P(Backends, KvPutTest,
-                         ::testing::Values(test::Backend::kRocksSst, test::Backend::kRados),
+                         ::testing::Values(test::Backend::kRocksSst, test::Backend::kRocksData,
+                                           test::Backend::kRados),
                          test::BackendName);
 
 TEST_P(KvPutTest, BodyChunksAreStoredWithTheirShapeAndServeLayers) {

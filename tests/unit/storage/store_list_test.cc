@@ -61,7 +61,9 @@ class ListTest : public ::testing::TestWithParam<Backend> {
   std::unique_ptr<Store> store_;
 };
 
-INSTANTIATE_TEST_SUITE_P(Backends, ListTest, ::testing::Values(Backend::kRocksSst, Backend::kRados),
+INSTANTIATE_TEST_SUITE_P(Backends, ListTest,
+                         ::testing::Values(Backend::kRocksSst, Backend::kRocksData,
+                                           Backend::kRados),
                          BackendName);
 
 class RocksListTest : public ListTest {};

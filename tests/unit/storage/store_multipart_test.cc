@@ -66,7 +66,7 @@ class MultipartTest : public ::testing::TestWithParam<Backend> {
 
 INSTANTIATE_TEST_SUITE_P(Backends, MultipartTest,
                          ::testing::Values(Backend::kRocksSst, Backend::kRocksBlob,
-                                           Backend::kRados),
+                                           Backend::kRocksData, Backend::kRados),
                          BackendName);
 
 TEST_P(MultipartTest, CompletesWithS3EtagAndNoCopy) {

@@ -33,6 +33,7 @@ class SlicesTest : public ::testing::TestWithParam<Mode> {
     o.slice_read_mode = GetParam().mode;
     const Backend backend = GetParam().backend == Backend::kRados           ? Backend::kRados
                             : GetParam().layout == ExtentLayout::kBlobFiles ? Backend::kRocksBlob
+                            : GetParam().layout == ExtentLayout::kDataFiles ? Backend::kRocksData
                                                                             : Backend::kRocksSst;
     Result<std::unique_ptr<Store>> s = OpenTestStore(backend, o, RandomRadosNamespace());
     ASSERT_TRUE(s.has_value()) << s.error();
@@ -51,8 +52,7 @@ std::string ModeName(const ::testing::TestParamInfo<Mode>& info) {
   if (info.param.backend == Backend::kRados) {
     return "Rados";
   }
-  return std::string(info.param.layout == ExtentLayout::kSstBlocks ? "Sst" : "Blob") +
-         kModes[static_cast<int>(info.param.mode)];
+  return LayoutName(info.param.layout) + kModes[static_cast<int>(info.param.mode)];
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -64,6 +64,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Mode{ExtentLayout::kBlobFiles, SliceReadMode::kSerialGet},
                       Mode{ExtentLayout::kBlobFiles, SliceReadMode::kMultiGet},
                       Mode{ExtentLayout::kBlobFiles, SliceReadMode::kParallelGet},
+                      Mode{ExtentLayout::kDataFiles, SliceReadMode::kSerialGet},
+                      Mode{ExtentLayout::kDataFiles, SliceReadMode::kMultiGet},
+                      Mode{ExtentLayout::kDataFiles, SliceReadMode::kParallelGet},
                       Mode{ExtentLayout::kSstBlocks, SliceReadMode::kAuto, Backend::kRados}),
     ModeName);
 
@@ -77,7 +80,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Mode{ExtentLayout::kSstBlocks, SliceReadMode::kAuto},
                       Mode{ExtentLayout::kBlobFiles, SliceReadMode::kSerialGet},
                       Mode{ExtentLayout::kBlobFiles, SliceReadMode::kMultiGet},
-                      Mode{ExtentLayout::kBlobFiles, SliceReadMode::kParallelGet}),
+                      Mode{ExtentLayout::kBlobFiles, SliceReadMode::kParallelGet},
+                      Mode{ExtentLayout::kDataFiles, SliceReadMode::kSerialGet},
+                      Mode{ExtentLayout::kDataFiles, SliceReadMode::kMultiGet},
+                      Mode{ExtentLayout::kDataFiles, SliceReadMode::kParallelGet}),
     ModeName);
 
 TEST_P(SlicesTest, ReadsLayerSlicesOfManyChunksIntoPlace) {

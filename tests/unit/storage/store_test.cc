@@ -7,6 +7,7 @@
 #include <atomic>
 #include <map>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "oc/common/config.h"
@@ -48,13 +49,15 @@ class StoreTest : public ::testing::TestWithParam<Backend> {
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreTest,
                          ::testing::Values(Backend::kRocksSst, Backend::kRocksBlob,
-                                           Backend::kRados),
+                                           Backend::kRocksData, Backend::kRados),
                          BackendName);
 
 // Cases about RocksDB's own machinery (extent records, compaction, its figures).
 class RocksStoreTest : public StoreTest {};
 INSTANTIATE_TEST_SUITE_P(Layouts, RocksStoreTest,
-                         ::testing::Values(Backend::kRocksSst, Backend::kRocksBlob), BackendName);
+                         ::testing::Values(Backend::kRocksSst, Backend::kRocksBlob,
+                                           Backend::kRocksData),
+                         BackendName);
 
 TEST_P(StoreTest, BucketLifecycle) {
   EXPECT_TRUE(store_->CreateBucket("alpha", "me").ok());
@@ -328,7 +331,7 @@ TEST_P(RocksStoreTest, DeleteAndOverwriteReclaimExtents) {
   ASSERT_TRUE(stats.has_value());
   uint64_t on_disk = 0;
   for (const auto& [name, value] : stats->figures) {
-    if (name == "extent_sst_bytes" || name == "extent_blob_bytes") {
+    if (name == "extent_sst_bytes" || name == "extent_blob_bytes" || name == "data_file_bytes") {
       on_disk += value;
     }
   }
@@ -529,9 +532,32 @@ reclaim_after_bytes = 0
   EXPECT_TRUE(c->CheckNoUnknownKeys().ok());
   EXPECT_TRUE(o.Validate().ok());
 
+  Result<Config> data = Config::Parse(R"(
+[storage]
+extent_layout = "data_files"
+data_file_bytes = "256MiB"
+data_file_garbage_percent = 80
+)");
+  ASSERT_TRUE(data.has_value()) << data.error();
+  ASSERT_TRUE(ApplyConfig(*data, &o).ok());
+  EXPECT_EQ(o.extent_layout, ExtentLayout::kDataFiles);
+  EXPECT_EQ(o.data_file_bytes, 256u << 20);
+  EXPECT_EQ(o.data_file_garbage_percent, 80u);
+  EXPECT_TRUE(o.Validate().ok());
+  for (const auto& [bytes, percent, field] :
+       {std::tuple{uint64_t{1000}, 50u, "storage.data_file_bytes"},
+        std::tuple{uint64_t{1} << 30, 0u, "storage.data_file_garbage_percent"},
+        std::tuple{uint64_t{1} << 30, 101u, "storage.data_file_garbage_percent"}}) {
+    StoreOptions bad = o;
+    bad.data_file_bytes = bytes;
+    bad.data_file_garbage_percent = percent;
+    EXPECT_EQ(bad.Validate().field(), field);
+  }
+
   for (const char* bad :
        {"[storage]\nextent_layout = \"disk\"\n", "[storage]\nslice_read_mode = \"fast\"\n",
-        "[storage]\nsync_writes = \"yes\"\n", "[storage]\ndefault_extent_bytes = \"lots\"\n"}) {
+        "[storage]\nsync_writes = \"yes\"\n", "[storage]\ndefault_extent_bytes = \"lots\"\n",
+        "[storage]\ndata_file_bytes = \"big\"\n"}) {
     SCOPED_TRACE(bad);
     Result<Config> b = Config::Parse(bad);
     ASSERT_TRUE(b.has_value());
@@ -559,6 +585,9 @@ TEST(StoreConfig, ShippedFileListsEveryKeyAtItsDefault) {
   EXPECT_EQ(from_file.slice_read_mode, defaults.slice_read_mode);
   EXPECT_EQ(from_file.write_batch_bytes, defaults.write_batch_bytes);
   EXPECT_EQ(from_file.reclaim_after_bytes, defaults.reclaim_after_bytes);
+  EXPECT_EQ(from_file.data_file_bytes, defaults.data_file_bytes);
+  EXPECT_EQ(from_file.data_file_min_bytes, defaults.data_file_min_bytes);
+  EXPECT_EQ(from_file.data_file_garbage_percent, defaults.data_file_garbage_percent);
   EXPECT_EQ(from_file.backend, defaults.backend);
   const RadosOptions& r = from_file.rados;
   const RadosOptions& d = defaults.rados;

@@ -25,7 +25,7 @@
 namespace oc::storage::test {
 
 // The backends a parameterised suite runs on.
-enum class Backend { kRocksSst, kRocksBlob, kRados };
+enum class Backend { kRocksSst, kRocksBlob, kRocksData, kRados };
 
 inline std::string BackendName(const ::testing::TestParamInfo<Backend>& info) {
   switch (info.param) {
@@ -33,6 +33,8 @@ inline std::string BackendName(const ::testing::TestParamInfo<Backend>& info) {
       return "RocksSst";
     case Backend::kRocksBlob:
       return "RocksBlob";
+    case Backend::kRocksData:
+      return "RocksData";
     case Backend::kRados:
       return "Rados";
   }
@@ -40,7 +42,14 @@ inline std::string BackendName(const ::testing::TestParamInfo<Backend>& info) {
 }
 
 inline ExtentLayout LayoutOf(Backend b) {
-  return b == Backend::kRocksBlob ? ExtentLayout::kBlobFiles : ExtentLayout::kSstBlocks;
+  switch (b) {
+    case Backend::kRocksBlob:
+      return ExtentLayout::kBlobFiles;
+    case Backend::kRocksData:
+      return ExtentLayout::kDataFiles;
+    default:
+      return ExtentLayout::kSstBlocks;
+  }
 }
 
 // A fresh RADOS namespace name for one test's store.
@@ -85,8 +94,8 @@ inline Result<std::unique_ptr<Store>> OpenTestStore(Backend backend, StoreOption
   return OpenLocalStore(base);
 }
 
-// Small extents and flush batches so that modest objects exercise multi-extent reads and
-// streamed (unsynced, pending) flushes.
+// Small extents, flush batches and data files so that modest objects exercise multi-extent
+// reads, streamed (unsynced, pending) flushes and data files rolled mid-object.
 inline StoreOptions SmallOptions(const std::filesystem::path& dir, ExtentLayout layout) {
   StoreOptions o;
   o.data_dir = dir.string();
@@ -95,6 +104,8 @@ inline StoreOptions SmallOptions(const std::filesystem::path& dir, ExtentLayout 
   o.block_cache_bytes = 64 << 20;
   o.read_threads = 2;
   o.extent_layout = layout;
+  o.data_file_bytes = 64 << 10;
+  o.data_file_min_bytes = 1000;  // tiny objects stay in RocksDB, the rest go to data files
   return o;
 }
 
@@ -131,8 +142,20 @@ inline Result<std::string> GetString(Store& store, const ObjectKey& key,
   return ReadAll(*r, piece);
 }
 
+inline std::string LayoutName(ExtentLayout layout) {
+  switch (layout) {
+    case ExtentLayout::kSstBlocks:
+      return "Sst";
+    case ExtentLayout::kBlobFiles:
+      return "Blob";
+    case ExtentLayout::kDataFiles:
+      return "Data";
+  }
+  return "Unknown";
+}
+
 inline std::string LayoutName(const ::testing::TestParamInfo<ExtentLayout>& info) {
-  return info.param == ExtentLayout::kSstBlocks ? "Sst" : "Blob";
+  return LayoutName(info.param);
 }
 
 }  // namespace oc::storage::test

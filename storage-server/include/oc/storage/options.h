@@ -31,6 +31,11 @@ enum class ExtentLayout : uint8_t {
   // CRC32C in software (~0.8 GB/s), so reads turn RocksDB's checks off and each extent
   // carries an XXH3-64 of its bytes, checked on every read.
   kBlobFiles = 1,
+  // Appended to data files beside the database (storage.data_dir/extents), each framed with
+  // its XXH3-64; RocksDB holds only a locator per extent, so the bytes are written once,
+  // synced in groups before the record naming them, read through the page cache, and
+  // reclaimed by rewriting files that are mostly garbage (src/rocks/data_files.h).
+  kDataFiles = 2,
 };
 
 // How the store reads the KV engine's layer slices (ReadSlices, src/rocks/rocks_slices.cc; see
@@ -169,6 +174,21 @@ struct StoreOptions {
   // compactions.
   // Default: 256 MiB
   uint64_t reclaim_after_bytes = 256ull << 20;
+  // extent_layout = data files: a data file takes no more appends once it holds this many
+  // bytes (an extent that alone is larger still goes in one file).
+  // Default: 1 GiB
+  uint64_t data_file_bytes = 1ull << 30;
+  // extent_layout = data files: an object or part smaller than this that fits in one extent
+  // stays in RocksDB as under "sst" (one WAL sync per PUT, not a data-file sync and then a
+  // WAL sync; docs/decisions.md, "Storage: extents in data files"). Descriptor PUTs' chunks
+  // always go to data files. 0 sends every object to the data files.
+  // Default: 128 KiB
+  uint64_t data_file_min_bytes = 128ull << 10;
+  // extent_layout = data files: a full data file whose garbage (bytes no record names) is at
+  // least this percentage of it is rewritten (its live extents copied to the current file)
+  // and deleted, when the reclaimer runs (after reclaim_after_bytes of deletions).
+  // Default: 50
+  uint32_t data_file_garbage_percent = 50;
   // The KV-cache descriptor calls: Θ, the store's UCX data plane, chunk-PUT commits (kv.h).
   // Default: KvOptions{}
   KvOptions kv;

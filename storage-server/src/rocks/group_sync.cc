@@ -1,19 +1,17 @@
-#include "rocks/wal_sync.h"
+#include "rocks/group_sync.h"
 
 #include <algorithm>
 
-#include "rocks/rocks_store.h"
-
 namespace oc::storage {
 
-uint64_t WalSync::Written() {
+uint64_t GroupSync::Written() {
   std::lock_guard lock(mu_);
   const uint64_t ticket = ++written_;
   written_cv_.notify_one();  // only a gathering leader waits on it
   return ticket;
 }
 
-Status WalSync::AwaitSynced(uint64_t ticket) {
+Status GroupSync::AwaitSynced(uint64_t ticket) {
   std::unique_lock lock(mu_);
   for (;;) {
     if (!failure_.ok() && ticket > failed_after_) {
@@ -37,7 +35,7 @@ Status WalSync::AwaitSynced(uint64_t ticket) {
     const uint64_t target = written_;
     lock.unlock();
     const auto start = std::chrono::steady_clock::now();
-    Status s = FromRocks(db_->SyncWAL());
+    Status s = sync_();
     const auto took = std::chrono::duration_cast<std::chrono::microseconds>(
         std::chrono::steady_clock::now() - start);
     lock.lock();

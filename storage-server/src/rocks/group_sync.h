@@ -1,30 +1,31 @@
 #pragma once
-// WalSync: the group commit of RocksStore's object, part and group commits over RocksDB's WAL
-// (rocks_store.h, "Durability and group commit").
+// GroupSync: the group commit of RocksStore's object, part and group commits, over RocksDB's
+// WAL and over the data files (rocks_store.h, "Durability and group commit").
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
-
-#include <rocksdb/db.h>
 
 #include "oc/common/status.h"
 #include "oc/common/thread_annotations.h"
 
 namespace oc::storage {
 
-// Group commit over RocksDB's WAL: writers record their unsynced writes (Written) and wait
-// for a sync that covers them (AwaitSynced). The first waiter with no sync running leads:
+// Group commit over one sync action (RocksDB's SyncWAL, or fdatasync of the data files written
+// since the last sync): writers record their unsynced writes (Written) and wait for a sync
+// that covers them (AwaitSynced). The action must make durable every write whose Written
+// returned before the action started. The first waiter with no sync running leads:
 // it gathers the writers it expects (as many as the last sync covered, or both cohorts when
 // writers piled up during that sync) for at most half the last sync's duration (capped by
-// kMaxGatherWait), then runs SyncWAL for all of them. Without the gathering, closed-loop
+// kMaxGatherWait), then runs the action for all of them. Without the gathering, closed-loop
 // clients split into two cohorts that alternate syncs, halving the commits per fsync.
 // Thread-safe.
-class WalSync {
+class GroupSync {
  public:
-  explicit WalSync(rocksdb::DB* db) : db_(db) {}
-  // Notes a write that has returned from DB::Write; returns its ticket.
+  explicit GroupSync(std::function<Status()> sync) : sync_(std::move(sync)) {}
+  // Notes a write that has completed (returned from DB::Write or pwrite); returns its ticket.
   uint64_t Written();
   // Returns once every write up to `ticket` is on stable storage; the sync's error if the
   // sync that covered it failed.
@@ -36,7 +37,7 @@ class WalSync {
   // Gathering never expects more writers than this.
   static constexpr uint64_t kMaxGroup = 1024;
 
-  rocksdb::DB* const db_;
+  const std::function<Status()> sync_;
   std::mutex mu_;
   std::condition_variable synced_cv_;   // a sync finished
   std::condition_variable written_cv_;  // a write arrived (the gathering leader waits on it)

@@ -1,0 +1,495 @@
+#include "rocks/data_files.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/core.h>
+
+#include "oc/storage/options.h"
+#include "rocks/group_sync.h"
+
+namespace oc::storage {
+namespace {
+
+// The largest frame: a mapping of an active file reaches this far past roll_bytes.
+constexpr uint64_t kMaxFrameBytes = kFrameHeaderBytes + kMaxExtentBytes;
+constexpr uint64_t kHeaderHashedBytes = 40;
+
+Status Errno(std::string_view what, const std::string& path) {
+  return Status::IOError(fmt::format("{} {}: {}", what, path, std::strerror(errno)));
+}
+
+std::string FileName(uint32_t number) { return fmt::format("{:06}.ocd", number); }
+
+// The number of a data file's name ("000012.ocd" -> 12); 0 for any other name.
+uint32_t ParseFileName(std::string_view name) {
+  constexpr std::string_view kSuffix = ".ocd";
+  if (name.size() <= kSuffix.size() || !name.ends_with(kSuffix) || name.size() > 14) {
+    return 0;
+  }
+  uint64_t n = 0;
+  for (char c : name.substr(0, name.size() - kSuffix.size())) {
+    if (c < '0' || c > '9') {
+      return 0;
+    }
+    n = n * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return n > 0 && n <= UINT32_MAX ? static_cast<uint32_t>(n) : 0;
+}
+
+Status SyncDir(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    return Errno("open", dir);
+  }
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  return rc == 0 ? Status::Ok() : Errno("fsync", dir);
+}
+
+void EncodeHeader(uint64_t data_id, uint64_t index, uint64_t length, uint64_t hash,
+                  std::byte* out) {
+  PutLittleEndian32(kFrameMagic, out);
+  PutLittleEndian32(0, out + 4);
+  PutLittleEndian64(data_id, out + 8);
+  PutLittleEndian64(index, out + 16);
+  PutLittleEndian64(length, out + 24);
+  PutLittleEndian64(hash, out + 32);
+  PutLittleEndian64(XXH3_64bits(out, kHeaderHashedBytes), out + kHeaderHashedBytes);
+}
+
+Status HashMismatch(const ExtentLocator& loc) {
+  return Status::Corruption(
+      fmt::format("data file {} extent at {}: hash mismatch", loc.file, loc.offset));
+}
+
+// A read-only shared mapping of a data file; unmapped when the last holder lets go.
+struct Mapping {
+  const std::byte* addr = nullptr;
+  uint64_t bytes = 0;
+  Mapping(const std::byte* a, uint64_t n) : addr(a), bytes(n) {}
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  ~Mapping() { ::munmap(const_cast<std::byte*>(addr), bytes); }
+};
+
+}  // namespace
+
+class DataFiles::File {
+ public:
+  File(uint32_t number, std::string path, int fd, uint64_t end)
+      : number_(number), path_(std::move(path)), fd_(fd), end_(end) {}
+  ~File() { ::close(fd_); }
+  File(const File&) = delete;
+  File& operator=(const File&) = delete;
+
+  uint32_t number() const { return number_; }
+  const std::string& path() const { return path_; }
+  int fd() const { return fd_; }
+  uint64_t end() const { return end_.load(std::memory_order_acquire); }
+  // REQUIRES: DataFiles::mu_ held (appends reserve under it).
+  uint64_t Reserve(uint64_t bytes) { return end_.fetch_add(bytes, std::memory_order_acq_rel); }
+  std::atomic<uint64_t>& live() { return live_; }
+  // REQUIRES: DataFiles::mu_ held, the file active (so no pin is handed out once sealed).
+  std::shared_ptr<const void> Pin() const { return pin_; }
+  bool Pinned() const {
+    const bool pinned = pin_.use_count() > 1;
+    std::atomic_thread_fence(std::memory_order_acquire);  // a released pin's writes are seen
+    return pinned;
+  }
+
+  // The file's mapping, created on first use: `map_bytes` long (past the end for a file still
+  // being appended to: pages past the end are never touched, as no locator names them).
+  Result<std::shared_ptr<const Mapping>> Map(uint64_t map_bytes) {
+    std::lock_guard lock(map_mu_);
+    if (mapping_ == nullptr) {
+      void* addr = ::mmap(nullptr, map_bytes, PROT_READ, MAP_SHARED, fd_, 0);
+      if (addr == MAP_FAILED) {
+        return Errno("mmap", path_);
+      }
+      mapping_ = std::make_shared<const Mapping>(static_cast<const std::byte*>(addr), map_bytes);
+    }
+    return mapping_;
+  }
+
+  uint64_t retire_sequence = 0;  // guarded by DataFiles::mu_; set once the file is unlinked
+  bool retired = false;          // guarded by DataFiles::mu_
+
+ private:
+  const uint32_t number_;
+  const std::string path_;
+  const int fd_;
+  std::atomic<uint64_t> end_;
+  std::atomic<uint64_t> live_{0};
+  const std::shared_ptr<const int> pin_ = std::make_shared<const int>(0);
+  std::mutex map_mu_;
+  std::shared_ptr<const Mapping> mapping_;  // guarded by map_mu_
+};
+
+std::string EncodeLocator(const ExtentLocator& loc) {
+  std::string out(kLocatorBytes, '\0');
+  auto* p = reinterpret_cast<std::byte*>(out.data());
+  PutLittleEndian64(loc.file, p);
+  PutLittleEndian64(loc.offset, p + 8);
+  PutLittleEndian64(loc.length, p + 16);
+  PutLittleEndian64(loc.hash, p + 24);
+  return out;
+}
+
+Result<ExtentLocator> DecodeLocator(std::string_view value) {
+  if (value.size() != kLocatorBytes) {
+    return Status::Corruption("extent locator has the wrong length");
+  }
+  const auto* p = reinterpret_cast<const std::byte*>(value.data());
+  const uint64_t file = GetLittleEndian64(p);
+  if (file == 0 || file > UINT32_MAX) {
+    return Status::Corruption("extent locator names no data file");
+  }
+  return ExtentLocator{static_cast<uint32_t>(file), GetLittleEndian64(p + 8),
+                       GetLittleEndian64(p + 16), GetLittleEndian64(p + 24)};
+}
+
+DataFiles::DataFiles(std::string dir, uint64_t roll_bytes, bool sync)
+    : dir_(std::move(dir)), roll_bytes_(roll_bytes) {
+  if (sync) {
+    sync_ = std::make_unique<GroupSync>([this] { return SyncDirty(); });
+  }
+}
+
+DataFiles::~DataFiles() = default;
+
+Result<std::unique_ptr<DataFiles>> DataFiles::Open(std::string dir, uint64_t roll_bytes,
+                                                   bool sync) {
+  std::error_code ec;
+  const bool created = std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return Status::IOError("cannot create " + dir + ": " + ec.message());
+  }
+  if (created && sync) {
+    OC_RETURN_IF_ERROR(SyncDir(std::filesystem::path(dir).parent_path().string()));
+  }
+  std::unique_ptr<DataFiles> files(new DataFiles(std::move(dir), roll_bytes, sync));
+  OC_RETURN_IF_ERROR(files->Scan());
+  return files;
+}
+
+Status DataFiles::Scan() {
+  std::error_code ec;
+  std::lock_guard lock(mu_);
+  for (const auto& entry : std::filesystem::directory_iterator(dir_, ec)) {
+    const uint32_t number = ParseFileName(entry.path().filename().string());
+    if (number == 0) {
+      continue;
+    }
+    const std::string path = entry.path().string();
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      return Errno("open", path);
+    }
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      Status s = Errno("stat", path);
+      ::close(fd);
+      return s;
+    }
+    next_number_ = std::max(next_number_, number + 1);
+    if (st.st_size == 0) {  // created, never appended to: nothing can name it
+      ::close(fd);
+      ::unlink(path.c_str());
+      continue;
+    }
+    files_[number] = std::make_shared<File>(number, path, fd, static_cast<uint64_t>(st.st_size));
+  }
+  if (ec) {
+    return Status::IOError("cannot list " + dir_ + ": " + ec.message());
+  }
+  return Status::Ok();
+}
+
+bool DataFiles::empty() const {
+  std::lock_guard lock(mu_);
+  return files_.empty();
+}
+
+std::shared_ptr<DataFiles::File> DataFiles::Find(uint32_t number) const {
+  std::lock_guard lock(mu_);
+  auto it = files_.find(number);
+  return it == files_.end() ? nullptr : it->second;
+}
+
+Result<DataFiles::Reserved> DataFiles::Reserve(uint64_t frame_bytes) {
+  std::lock_guard lock(mu_);
+  if (active_ == nullptr || (active_->end() > 0 && active_->end() + frame_bytes > roll_bytes_)) {
+    const uint32_t number = next_number_;
+    const std::string path = (std::filesystem::path(dir_) / FileName(number)).string();
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      return Errno("create", path);
+    }
+    ++next_number_;
+    active_ = std::make_shared<File>(number, path, fd, 0);
+    files_[number] = active_;
+    // The file's name must be durable before any record can name its bytes.
+    if (sync_ != nullptr) {
+      OC_RETURN_IF_ERROR(SyncDir(dir_));
+    }
+  }
+  return Reserved{active_, active_->Reserve(frame_bytes), active_->Pin()};
+}
+
+Result<DataFiles::Appended> DataFiles::Append(uint64_t data_id, uint64_t index, ByteSpan data) {
+  const uint64_t hash = XXH3_64bits(data.data(), data.size());
+  const uint64_t frame = kFrameHeaderBytes + data.size();
+  OC_ASSIGN_OR_RETURN(Reserved reserved, Reserve(frame));
+  const std::shared_ptr<File>& file = reserved.file;
+  std::byte header[kFrameHeaderBytes];
+  EncodeHeader(data_id, index, data.size(), hash, header);
+  iovec iov[2] = {{header, kFrameHeaderBytes}, {const_cast<std::byte*>(data.data()), data.size()}};
+  uint64_t done = 0;
+  while (done < frame) {
+    // Skip what earlier (short) writes covered.
+    iovec rest[2];
+    int n = 0;
+    uint64_t skip = done;
+    for (const iovec& v : iov) {
+      if (skip >= v.iov_len) {
+        skip -= v.iov_len;
+        continue;
+      }
+      rest[n++] = {static_cast<std::byte*>(v.iov_base) + skip, v.iov_len - skip};
+      skip = 0;
+    }
+    const ssize_t w = ::pwritev(file->fd(), rest, n, static_cast<off_t>(reserved.offset + done));
+    if (w < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return Errno("write", file->path());
+    }
+    done += static_cast<uint64_t>(w);
+  }
+  Appended out{ExtentLocator{file->number(), reserved.offset, data.size(), hash}, 0,
+               std::move(reserved.pin)};
+  if (sync_ != nullptr) {
+    {
+      std::lock_guard lock(mu_);
+      dirty_[file->number()] = file;
+    }
+    out.ticket = sync_->Written();  // after the file is in dirty_: the next sync covers it
+  }
+  return out;
+}
+
+Status DataFiles::AwaitSynced(uint64_t ticket) {
+  return sync_ != nullptr ? sync_->AwaitSynced(ticket) : Status::Ok();
+}
+
+Status DataFiles::SyncDirty() {
+  std::map<uint32_t, std::shared_ptr<File>> dirty;
+  {
+    std::lock_guard lock(mu_);
+    dirty.swap(dirty_);
+  }
+  for (const auto& [number, file] : dirty) {
+    if (::fdatasync(file->fd()) != 0) {
+      return Errno("fdatasync", file->path());
+    }
+  }
+  return Status::Ok();
+}
+
+Status DataFiles::Read(const ExtentLocator& loc, uint64_t within, MutableByteSpan dest) const {
+  if (within > loc.length || dest.size() > loc.length - within) {
+    return Status::Corruption("read past the end of a data file extent");
+  }
+  if (within != 0 || dest.size() != loc.length) {
+    OC_ASSIGN_OR_RETURN(ExtentView view, View(loc));
+    std::memcpy(dest.data(), view.bytes.data() + within, dest.size());
+    return Status::Ok();
+  }
+  std::shared_ptr<File> file = Find(loc.file);
+  if (file == nullptr) {
+    return Status::Corruption(fmt::format("data file {} is missing", loc.file));
+  }
+  if (loc.offset + loc.frame_bytes() > file->end()) {
+    return Status::Corruption(fmt::format("extent locator past the end of data file {}", loc.file));
+  }
+  uint64_t done = 0;
+  while (done < dest.size()) {
+    const ssize_t r = ::pread(file->fd(), dest.data() + done, dest.size() - done,
+                              static_cast<off_t>(loc.offset + kFrameHeaderBytes + done));
+    if (r < 0) {
+      if (errno == EINTR) {
+        continue;
+      }
+      return Errno("read", file->path());
+    }
+    if (r == 0) {
+      return Status::Corruption(fmt::format("data file {} ends inside an extent", loc.file));
+    }
+    done += static_cast<uint64_t>(r);
+  }
+  if (XXH3_64bits(dest.data(), dest.size()) != loc.hash) {
+    return HashMismatch(loc);
+  }
+  return Status::Ok();
+}
+
+Result<ExtentView> DataFiles::View(const ExtentLocator& loc) const {
+  std::shared_ptr<File> file;
+  bool active = false;
+  {
+    std::lock_guard lock(mu_);
+    auto it = files_.find(loc.file);
+    if (it != files_.end()) {
+      file = it->second;
+      active = file == active_;
+    }
+  }
+  if (file == nullptr) {
+    return Status::Corruption(fmt::format("data file {} is missing", loc.file));
+  }
+  const uint64_t end = file->end();
+  if (loc.offset + loc.frame_bytes() > end) {
+    return Status::Corruption(fmt::format("extent locator past the end of data file {}", loc.file));
+  }
+  // A file still appended to is mapped as far as it can grow; a sealed one to its end.
+  OC_ASSIGN_OR_RETURN(std::shared_ptr<const Mapping> map,
+                      file->Map(active ? std::max(end, roll_bytes_ + kMaxFrameBytes) : end));
+  if (loc.offset + loc.frame_bytes() > map->bytes) {
+    return Status::Corruption(fmt::format("extent locator past the end of data file {}", loc.file));
+  }
+  const ByteSpan bytes(map->addr + loc.offset + kFrameHeaderBytes, loc.length);
+  if (XXH3_64bits(bytes.data(), bytes.size()) != loc.hash) {
+    return HashMismatch(loc);
+  }
+  return ExtentView{bytes, std::move(map)};
+}
+
+void DataFiles::AddLive(const FileBytes& bytes) {
+  for (const auto& [number, n] : bytes.items) {
+    if (std::shared_ptr<File> f = Find(number)) {
+      f->live().fetch_add(n, std::memory_order_relaxed);
+    }
+  }
+}
+
+void DataFiles::SubLive(const FileBytes& bytes) {
+  for (const auto& [number, n] : bytes.items) {
+    std::shared_ptr<File> f = Find(number);
+    if (f == nullptr) {
+      continue;
+    }
+    uint64_t v = f->live().load(std::memory_order_relaxed);
+    while (!f->live().compare_exchange_weak(v, v >= n ? v - n : 0, std::memory_order_relaxed)) {
+    }
+  }
+}
+
+void DataFiles::SetLive(const std::map<uint32_t, uint64_t>& live) {
+  std::lock_guard lock(mu_);
+  for (const auto& [number, file] : files_) {
+    auto it = live.find(number);
+    file->live().store(it == live.end() ? 0 : it->second, std::memory_order_relaxed);
+  }
+}
+
+std::vector<DataFileInfo> DataFiles::Files() const {
+  std::lock_guard lock(mu_);
+  std::vector<DataFileInfo> out;
+  for (const auto& [number, file] : files_) {
+    if (!file->retired) {
+      out.push_back(DataFileInfo{number, file->end(), file->live().load(std::memory_order_relaxed),
+                                 file == active_, file->Pinned()});
+    }
+  }
+  return out;
+}
+
+void DataFiles::Seal() {
+  std::lock_guard lock(mu_);
+  active_.reset();
+}
+
+Status DataFiles::Retire(uint32_t number, uint64_t retire_sequence) {
+  std::lock_guard lock(mu_);
+  auto it = files_.find(number);
+  if (it == files_.end() || it->second->retired) {
+    return Status::NotFound(Subject::kNone, fmt::format("data file {}", number));
+  }
+  if (it->second == active_) {
+    return Status::FailedPrecondition(Subject::kNone, "the active data file cannot be retired");
+  }
+  if (::unlink(it->second->path().c_str()) != 0) {
+    return Errno("unlink", it->second->path());
+  }
+  it->second->retired = true;
+  it->second->retire_sequence = retire_sequence;
+  dirty_.erase(number);
+  return Status::Ok();
+}
+
+size_t DataFiles::Release(uint64_t oldest_sequence) {
+  std::lock_guard lock(mu_);
+  size_t held = 0;
+  for (auto it = files_.begin(); it != files_.end();) {
+    const File& f = *it->second;
+    if (f.retired && (oldest_sequence == 0 || oldest_sequence >= f.retire_sequence)) {
+      it = files_.erase(it);  // readers that found it keep it (and its mapping) alive
+      continue;
+    }
+    held += f.retired ? 1 : 0;
+    ++it;
+  }
+  return held;
+}
+
+Result<uint64_t> DataFiles::WalkFrames(uint32_t number,
+                                       const std::function<void(const FrameInfo&)>& visit) {
+  std::shared_ptr<File> file = Find(number);
+  if (file == nullptr) {
+    return Status::NotFound(Subject::kNone, fmt::format("data file {}", number));
+  }
+  struct stat st {};
+  if (::fstat(file->fd(), &st) != 0) {
+    return Errno("stat", file->path());
+  }
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  std::vector<std::byte> data;
+  uint64_t offset = 0;
+  while (offset + kFrameHeaderBytes <= size) {
+    std::byte h[kFrameHeaderBytes];
+    if (::pread(file->fd(), h, kFrameHeaderBytes, static_cast<off_t>(offset)) !=
+        static_cast<ssize_t>(kFrameHeaderBytes)) {
+      break;
+    }
+    const uint64_t length = GetLittleEndian64(h + 24);
+    if (GetLittleEndian32(h) != kFrameMagic ||
+        XXH3_64bits(h, kHeaderHashedBytes) != GetLittleEndian64(h + kHeaderHashedBytes) ||
+        length > kMaxExtentBytes || offset + kFrameHeaderBytes + length > size) {
+      break;  // a torn or unwritten tail
+    }
+    data.resize(length);
+    const ssize_t r =
+        ::pread(file->fd(), data.data(), length, static_cast<off_t>(offset + kFrameHeaderBytes));
+    if (r != static_cast<ssize_t>(length)) {
+      break;
+    }
+    visit(FrameInfo{offset, GetLittleEndian64(h + 8), GetLittleEndian64(h + 16), length,
+                    XXH3_64bits(data.data(), length) == GetLittleEndian64(h + 32)});
+    offset += kFrameHeaderBytes + length;
+  }
+  return offset;
+}
+
+}  // namespace oc::storage

@@ -1,0 +1,188 @@
+#pragma once
+// DataFiles: the extent bytes of ExtentLayout::kDataFiles, outside RocksDB (WiscKey's
+// key-value separation; docs/decisions.md, "Storage: extents in data files"). Extents are
+// appended to numbered files in one directory (000001.ocd, ...), each as a frame:
+//
+//   u32 magic "OCD1" | u32 0 | u64 data id | u64 extent index | u64 length | u64 XXH3-64 of
+//   the bytes | u64 XXH3-64 of the 40 header bytes before it | the bytes
+//
+// all little-endian, frames back to back with no padding. RocksDB keeps only a locator per
+// extent (file, frame offset, length, hash) under the extent key it always had, so object
+// records and segments keep their shape (a segment's kSegmentDataFile flag says its extent
+// values are locators). The headers let a scrub walk a file (WalkFrames) without RocksDB.
+//
+// Writers append concurrently: Append reserves the frame's offset under a short lock and
+// writes header and bytes with one pwritev outside it. A file is rolled once it holds
+// `roll_bytes`; after a restart appends go to a fresh file, so a torn tail of an older file
+// is never appended to and nothing names it (garbage, reclaimed with the file). Durability:
+// AwaitSynced(ticket) returns once an fdatasync that started after the append finished has
+// covered it (grouped: GroupSync); RocksStore calls it before writing the records that name
+// the bytes, so a record never names unsynced bytes.
+//
+// Reads verify the XXH3-64 of the whole extent: Read (pread into the caller's buffer) and
+// View (the bytes of a read-only shared mapping of the file, lent with a hold that keeps the
+// mapping alive). A file is never truncated; it is unlinked once reclaimed (Retire), and its
+// descriptor and mapping live on until the last reader that may name it is gone (Release).
+//
+// Space: the frame bytes that committed records name are counted per file (AddLive and
+// SubLive, which RocksStore calls with its commits; SetLive at open from a scan of the
+// locators); the rest of a file is garbage. Thread-safe.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "oc/common/bytes.h"
+#include "oc/common/result.h"
+#include "oc/common/status.h"
+#include "oc/common/thread_annotations.h"
+
+namespace oc::storage {
+
+class GroupSync;
+
+// A bit of Segment::flags (records/meta_codec.h, beside kSegmentExtentHash): the segment's
+// extent values are locators into the data files.
+inline constexpr uint8_t kSegmentDataFile = 2;
+
+inline constexpr uint32_t kFrameMagic = 0x3144434f;  // "OCD1" little-endian
+inline constexpr uint64_t kFrameHeaderBytes = 48;
+inline constexpr size_t kLocatorBytes = 32;
+
+// Where one extent's frame lies. Encoded (EncodeLocator) as four u64 little-endian: file,
+// frame offset, length, hash.
+struct ExtentLocator {
+  uint32_t file = 0;
+  uint64_t offset = 0;  // of the frame header
+  uint64_t length = 0;  // of the extent's bytes (the frame is kFrameHeaderBytes more)
+  uint64_t hash = 0;    // XXH3-64 of the bytes
+  uint64_t frame_bytes() const { return kFrameHeaderBytes + length; }
+  bool operator==(const ExtentLocator&) const = default;
+};
+std::string EncodeLocator(const ExtentLocator& loc);
+// kCorruption unless `value` is kLocatorBytes long with a file number below 2^32.
+Result<ExtentLocator> DecodeLocator(std::string_view value);
+
+// Frame bytes per file, added or removed by one commit.
+struct FileBytes {
+  std::vector<std::pair<uint32_t, uint64_t>> items;
+  void Add(uint32_t file, uint64_t bytes) {
+    if (!items.empty() && items.back().first == file) {
+      items.back().second += bytes;
+    } else {
+      items.emplace_back(file, bytes);
+    }
+  }
+};
+
+// One frame as WalkFrames finds it.
+struct FrameInfo {
+  uint64_t offset = 0;
+  uint64_t data_id = 0;
+  uint64_t index = 0;
+  uint64_t length = 0;
+  bool hash_ok = false;  // the bytes match the header's hash
+};
+
+// A file as Files() reports it.
+struct DataFileInfo {
+  uint32_t number = 0;
+  uint64_t bytes = 0;  // appended (reserved) so far
+  uint64_t live = 0;   // frame bytes committed records name
+  bool active = false;
+  bool writing = false;  // a writer that appended to it may still commit locators into it
+};
+
+// Bytes lent by View: valid while `hold` lives.
+struct ExtentView {
+  ByteSpan bytes;
+  std::shared_ptr<const void> hold;
+};
+
+class DataFiles {
+ public:
+  // Opens (creating it if absent) the directory `dir`; files of earlier runs are sealed.
+  // `sync`: Append's bytes are made durable by AwaitSynced (else AwaitSynced is free).
+  static Result<std::unique_ptr<DataFiles>> Open(std::string dir, uint64_t roll_bytes, bool sync);
+  ~DataFiles();
+
+  // Whether any data file exists (a store that never used the layout has none).
+  bool empty() const;
+
+  struct Appended {
+    ExtentLocator locator;
+    uint64_t ticket = 0;  // for AwaitSynced
+    // While any copy lives, the file counts as written to (DataFileInfo::writing): hold it
+    // until the record naming the locator is written or given up.
+    std::shared_ptr<const void> pin;
+  };
+  // Appends `data` as extent `index` of `data_id`. kIOError if the file cannot be created
+  // or written (the reserved range is then garbage).
+  Result<Appended> Append(uint64_t data_id, uint64_t index, ByteSpan data);
+  // Returns once every append up to `ticket` is on stable storage; the sync's error if the
+  // sync that covered it failed (sticky: later tickets fail too).
+  Status AwaitSynced(uint64_t ticket);
+
+  // Copies bytes [within, within + dest.size()) of the extent at `loc` into dest and verifies
+  // the extent's hash (fused with the copy when dest is the whole extent, else over the
+  // mapped extent). kCorruption on a mismatch or a locator outside its file.
+  Status Read(const ExtentLocator& loc, uint64_t within, MutableByteSpan dest) const;
+  // The whole extent at `loc` from the file's mapping, verified.
+  Result<ExtentView> View(const ExtentLocator& loc) const;
+
+  void AddLive(const FileBytes& bytes);
+  void SubLive(const FileBytes& bytes);
+  // Replaces every file's live count (open: from a scan of the locators).
+  void SetLive(const std::map<uint32_t, uint64_t>& live);
+  std::vector<DataFileInfo> Files() const;
+
+  // Unlinks sealed file `number` (nothing durable names it any more), keeping its descriptor
+  // and mapping for readers whose snapshots may still name it until Release(sequence) with
+  // `sequence` >= `retire_sequence`. kFailedPrecondition for the active file.
+  Status Retire(uint32_t number, uint64_t retire_sequence);
+  // Drops retired files that no snapshot older than `oldest_sequence` can name (0: there is
+  // no snapshot). Returns how many are still held.
+  size_t Release(uint64_t oldest_sequence);
+
+  // Walks the frames of file `number` from offset 0 until the end or the first frame whose
+  // header does not check (a torn tail), calling `visit` for each; returns the offset where
+  // the walk stopped.
+  Result<uint64_t> WalkFrames(uint32_t number, const std::function<void(const FrameInfo&)>& visit);
+
+  // Ends appends to the current file; the next append starts a new one.
+  void Seal();
+
+  const std::string& dir() const { return dir_; }
+
+ private:
+  class File;
+  DataFiles(std::string dir, uint64_t roll_bytes, bool sync);
+  Status Scan();
+  std::shared_ptr<File> Find(uint32_t number) const;
+  // The file to append `frame_bytes` to and the frame's offset in it; rolls when full.
+  struct Reserved {
+    std::shared_ptr<File> file;
+    uint64_t offset = 0;
+    std::shared_ptr<const void> pin;
+  };
+  Result<Reserved> Reserve(uint64_t frame_bytes);
+  Status SyncDirty();
+
+  const std::string dir_;
+  const uint64_t roll_bytes_;
+  std::unique_ptr<GroupSync> sync_;  // null when not syncing
+
+  mutable std::mutex mu_;
+  std::map<uint32_t, std::shared_ptr<File>> files_ OC_GUARDED_BY(mu_);
+  std::shared_ptr<File> active_ OC_GUARDED_BY(mu_);
+  uint32_t next_number_ OC_GUARDED_BY(mu_) = 1;
+  // Files appended to since the last sync started.
+  std::map<uint32_t, std::shared_ptr<File>> dirty_ OC_GUARDED_BY(mu_);
+};
+
+}  // namespace oc::storage
