@@ -44,7 +44,6 @@ import os
 import re
 import resource
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -159,7 +158,7 @@ class Bench:
                      record=False)
 
     def start_objectcache(self, name, storage_toml, build=None):
-        port = free_port()
+        port = common.free_port()
         root = os.path.join(self.tmp, f"{name}-{self.session}")
         os.makedirs(root, exist_ok=True)
         conf = os.path.join(root, "objectcache.toml")
@@ -412,12 +411,6 @@ class Bench:
             self.stop_servers()
             if not (last and keep_cluster):
                 self.cluster_down()
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def common_size(n):

@@ -42,14 +42,10 @@ bench/run-all runs this as experiment 10.
 import argparse
 import concurrent.futures
 import contextlib
-import datetime
-import hashlib
-import hmac
 import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -61,6 +57,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(HERE, "harness"))
 import common  # noqa: E402
+from presign import Presigner  # noqa: E402
 from write_bench_report import NOTES, markdown, plot, summarize  # noqa: E402
 
 KiB = 1024
@@ -145,12 +142,6 @@ end
 """
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def size_label(n):
     return f"{n // MiB} MiB" if n >= MiB else f"{n // KiB} KiB"
 
@@ -218,35 +209,6 @@ class Meter:
                 if i0 is not None and i1 is not None:
                     written[n] = written.get(n, 0) + i1["write_bytes"] - i0["write_bytes"]
         return {"cpu_s": cpu, "write_bytes": written}
-
-
-class Presigner:
-    """SigV4 query-string signing (AWS "Authenticating requests: query parameters"), fast
-    enough for tens of thousands of URLs: the signing key is derived once per run."""
-
-    def __init__(self, endpoint, access, secret, region="us-east-1"):
-        self.host = urllib.parse.urlparse(endpoint).netloc
-        self.access = access
-        now = datetime.datetime.now(datetime.timezone.utc)
-        self.amz_date = now.strftime("%Y%m%dT%H%M%SZ")
-        self.scope = f"{now.strftime('%Y%m%d')}/{region}/s3/aws4_request"
-        key = ("AWS4" + secret).encode()
-        for part in (now.strftime("%Y%m%d"), region, "s3", "aws4_request"):
-            key = hmac.new(key, part.encode(), hashlib.sha256).digest()
-        self.key = key
-
-    def path(self, method, bucket, key, expires=7200):
-        path = urllib.parse.quote(f"/{bucket}/{key}", safe="/-_.~")
-        query = urllib.parse.urlencode(sorted({
-            "X-Amz-Algorithm": "AWS4-HMAC-SHA256",
-            "X-Amz-Credential": f"{self.access}/{self.scope}", "X-Amz-Date": self.amz_date,
-            "X-Amz-Expires": str(expires), "X-Amz-SignedHeaders": "host"}.items()),
-            quote_via=urllib.parse.quote, safe="-_.~")
-        creq = "\n".join([method, path, query, f"host:{self.host}\n", "host", "UNSIGNED-PAYLOAD"])
-        sts = "\n".join(["AWS4-HMAC-SHA256", self.amz_date, self.scope,
-                         hashlib.sha256(creq.encode()).hexdigest()])
-        sig = hmac.new(self.key, sts.encode(), hashlib.sha256).hexdigest()
-        return f"{path}?{query}&X-Amz-Signature={sig}"
 
 
 def s3_client(endpoint, access, secret):
@@ -367,7 +329,7 @@ class Bench:
 
     def start_server(self, system, tag):
         layout = system.split("-", 1)[1]
-        port = free_port()
+        port = common.free_port()
         root = os.path.join(self.data, f"{system}-{tag}")
         os.makedirs(root, exist_ok=True)
         conf = os.path.join(root, "objectcache.toml")
@@ -561,7 +523,7 @@ class Bench:
                     for system in self.systems(with_rgw=False):
                         with self.fresh(system, "put"):
                             url, access, secret, pids = self.target(system)
-                            signer = Presigner(url, access, secret)
+                            signer = Presigner(url, access, secret, expires=7200)
                             n = int(PUT_RATE_CAP[size] * self.p["put_seconds"]) + 64
                             paths = [signer.path("PUT", BUCKET, f"put/{i:07d}") for i in range(n)]
                             m = Meter(pids)
@@ -644,7 +606,7 @@ class Bench:
             keys = [f"read/{i:05d}" for i in range(self.p["read_objects"])]
             for k in keys:
                 s3.put_object(Bucket=BUCKET, Key=k, Body=body)
-            signer = Presigner(url, access, secret)
+            signer = Presigner(url, access, secret, expires=7200)
             paths = [signer.path("GET", BUCKET, k) for k in keys]
             self.reads(system, "idle-before", paths)
             g, n = self.p["fill_g"], self.p["fill_chunks"]

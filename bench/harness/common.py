@@ -6,6 +6,7 @@ import os
 import platform
 import re
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -124,6 +125,13 @@ def gbench_rows(doc, prefix):
                 row[k] = v
         rows.append(row)
     return rows
+
+
+def free_port():
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 def median(values):
