@@ -13,8 +13,13 @@ Reported per run: ops/s, MB/s, p50 and p99 latency (wrk --latency), server CPU p
 (utime + stime of the server processes from /proc, divided by the requests served) and, with
 --osd-asok, the Ceph OSD's ops per request (its `perf dump` op counters around the run).
 
-Usage: bench/gateway_bench.py [--seconds 5] [--modes embedded,remote] [--sizes 4096,...]
-       [--conc 1,8,32] [--ops GET,PUT] [--out FILE]
+nginx (mode "nginx", GET only) serves the same sizes as static files with sendfile, no auth
+and as many workers as the process may use cores, driven by the same wrk: the ceiling a GET
+is compared with (`nginx_ratio` in the output: our ops/s over nginx's per size and
+concurrency). --reps alternates the modes that many times.
+
+Usage: bench/gateway_bench.py [--seconds 5] [--modes embedded,remote,nginx] [--sizes 4096,...]
+       [--conc 1,8,32] [--ops GET,PUT] [--reps 1] [--out FILE]
        bench/gateway_bench.py --endpoint URL --access-key K --secret-key S [--label NAME]
        [--cpu-pids name=pid,...] [--bucket B] [--seconds ...] [--sizes ...] [--conc ...]
        [--osd-asok PATH] [--ops GET,PUT,PUT-DISTINCT]
@@ -40,7 +45,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
 sys.path.insert(0, os.path.join(HERE, "harness"))
-from conftest import Server  # noqa: E402
+from conftest import Server, free_port, stop_processes, wait_port  # noqa: E402
 from presign import Presigner  # noqa: E402
 
 BENCH_CONFIG = """
@@ -170,6 +175,98 @@ def bench_mode(mode, args, results):
         shutil.rmtree(root, ignore_errors=True)
 
 
+NGINX_CONFIG = """
+daemon off;
+worker_processes {workers};
+pid {root}/nginx.pid;
+error_log {root}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  keepalive_requests 100000000;
+  keepalive_timeout 60s;
+  client_body_temp_path {root}/tmp;
+  proxy_temp_path {root}/tmp;
+  fastcgi_temp_path {root}/tmp;
+  uwsgi_temp_path {root}/tmp;
+  scgi_temp_path {root}/tmp;
+  server {{
+    listen 127.0.0.1:{port};
+    root {root}/www;
+  }}
+}}
+"""
+
+
+def bench_nginx(args, results):
+    """GETs of static files of args.sizes from nginx (sendfile, no auth): the ceiling."""
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not os.path.exists(nginx):
+        print("nginx: not installed (tools/bootstrap installs nginx-light), skipped", flush=True)
+        return
+    root = tempfile.mkdtemp(prefix="oc-bench-nginx-")
+    os.chmod(root, 0o755)  # the workers run as nginx's unprivileged user when we are root
+    os.makedirs(os.path.join(root, "www", "bench"))
+    os.makedirs(os.path.join(root, "tmp"))
+    port = free_port()
+    nworkers = len(os.sched_getaffinity(0))
+    conf = os.path.join(root, "nginx.conf")
+    with open(conf, "w") as f:
+        f.write(NGINX_CONFIG.format(workers=nworkers, root=root, port=port))
+    for size in args.sizes:
+        with open(os.path.join(root, "www", "bench", f"obj-{size}"), "wb") as f:
+            f.write(os.urandom(size))
+    proc = subprocess.Popen([nginx, "-c", conf, "-p", root], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    try:
+        wait_port(port, proc)
+        deadline = time.time() + 10
+        while True:  # the master forks its workers after it listens
+            workers = [int(p) for p in subprocess.run(["pgrep", "-P", str(proc.pid)],
+                                                      capture_output=True,
+                                                      text=True).stdout.split()]
+            if len(workers) >= nworkers or time.time() > deadline:
+                break
+            time.sleep(0.05)
+        pids = {f"nginx#{p}": p for p in [proc.pid] + workers}
+        for size in args.sizes:
+            url = f"http://127.0.0.1:{port}/bench/obj-{size}"
+            for conc in args.conc:
+                measure(results, "nginx", "GET", size, conc, url, None, dict(os.environ), pids,
+                        args)
+    finally:
+        stop_processes([proc])
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def nginx_ratios(results):
+    """Per GET row of ours, ops/s over nginx's median at the same size and concurrency."""
+    ref = {}
+    for r in results:
+        if r["mode"] == "nginx":
+            ref.setdefault((r["size"], r["concurrency"]), []).append(r["ops_per_s"])
+    out = []
+    for (size, conc), v in sorted(ref.items()):
+        for mode in sorted({r["mode"] for r in results} - {"nginx"}):
+            ours = [r["ops_per_s"] for r in results if r["mode"] == mode and r["op"] == "GET"
+                    and r["size"] == size and r["concurrency"] == conc]
+            if ours:
+                ratio = median(ours) / median(v)
+                out.append({"mode": mode, "size": size, "concurrency": conc,
+                            "ops_per_s": median(ours), "nginx_ops_per_s": median(v),
+                            "ratio": ratio})
+                print(f"GET {size} c={conc}: {mode} {median(ours):.0f} ops/s, nginx "
+                      f"{median(v):.0f} ops/s: {ratio:.2f} of nginx", flush=True)
+    return out
+
+
+def median(v):
+    v = sorted(v)
+    return (v[(len(v) - 1) // 2] + v[len(v) // 2]) / 2
+
+
 def bench_endpoint(args, results):
     """The --endpoint mode: a running S3 server, its processes' PIDs from --cpu-pids."""
     os.environ.setdefault("BOTO_DISABLE_CRT", "true")
@@ -245,31 +342,35 @@ def bench_server(mode, s3, bucket, pids, root, args, results):
                                                    f"new-{run_id}-{size}-{conc}-{i:07d}") + "\n")
                     env.update(OC_BENCH_BODY=body_path, OC_BENCH_PATHS=paths,
                                OC_BENCH_THREADS=str(wrk_threads(conc)))
-                cpu0 = {n: cpu_seconds([p]) for n, p in pids.items()}
-                osd0 = osd_ops(args.osd_asok) if args.osd_asok else None
-                r = run_wrk(url, conc, args.seconds, script, env)
-                osd1 = osd_ops(args.osd_asok) if args.osd_asok else None
-                per = {}
-                for n, p in pids.items():
-                    name = n.split("#")[0]
-                    per[name] = per.get(name, 0) + cpu_seconds([p]) - cpu0[n]
-                cpu = sum(per.values())
-                reqs = max(r["requests"], 1)
-                r.update({"mode": mode, "op": op, "size": size, "concurrency": conc,
-                          "keys": {"GET": "one", "PUT": "one"}.get(op, "distinct"),
-                          # Failed requests (non-2xx, socket errors) move no object.
-                          "mb_per_s": r["ops_per_s"] * size / 1e6 *
-                                      (r["requests"] - r["errors"]) / reqs,
-                          "server_cpu_us_per_req": cpu * 1e6 / reqs,
-                          "cpu_us_per_req": {n: v * 1e6 / reqs for n, v in per.items()}})
-                if osd0 is not None:
-                    r["osd_ops_per_req"] = {k: (osd1[k] - osd0[k]) / reqs for k in osd0}
-                results.append(r)
-                print(f"{mode:8} {op} {size:>8} c={conc:<3} {r['ops_per_s']:>9.0f} ops/s "
-                      f"{r['mb_per_s']:>8.1f} MB/s p50={r['p50_ms']}ms p99={r['p99_ms']}ms "
-                      f"cpu={r['server_cpu_us_per_req']:.1f}us/req errors={r['errors']}" +
-                      (f" osd_ops/req={r['osd_ops_per_req']['op']:.2f}" if osd0 else ""),
-                      flush=True)
+                measure(results, mode, op, size, conc, url, script, env, pids, args)
+
+
+def measure(results, mode, op, size, conc, url, script, env, pids, args):
+    """One wrk run; appends its row (ops/s, latency, server CPU per request) to results."""
+    cpu0 = {n: cpu_seconds([p]) for n, p in pids.items()}
+    osd0 = osd_ops(args.osd_asok) if args.osd_asok else None
+    r = run_wrk(url, conc, args.seconds, script, env)
+    osd1 = osd_ops(args.osd_asok) if args.osd_asok else None
+    per = {}
+    for n, p in pids.items():
+        name = n.split("#")[0]
+        per[name] = per.get(name, 0) + cpu_seconds([p]) - cpu0[n]
+    cpu = sum(per.values())
+    reqs = max(r["requests"], 1)
+    r.update({"mode": mode, "op": op, "size": size, "concurrency": conc,
+              "keys": {"GET": "one", "PUT": "one"}.get(op, "distinct"),
+              # Failed requests (non-2xx, socket errors) move no object.
+              "mb_per_s": r["ops_per_s"] * size / 1e6 * (r["requests"] - r["errors"]) / reqs,
+              "server_cpu_us_per_req": cpu * 1e6 / reqs,
+              "cpu_us_per_req": {n: v * 1e6 / reqs for n, v in per.items()},
+              "loadavg": os.getloadavg()[0]})
+    if osd0 is not None:
+        r["osd_ops_per_req"] = {k: (osd1[k] - osd0[k]) / reqs for k in osd0}
+    results.append(r)
+    print(f"{mode:8} {op} {size:>8} c={conc:<3} {r['ops_per_s']:>9.0f} ops/s "
+          f"{r['mb_per_s']:>8.1f} MB/s p50={r['p50_ms']}ms p99={r['p99_ms']}ms "
+          f"cpu={r['server_cpu_us_per_req']:.1f}us/req errors={r['errors']}" +
+          (f" osd_ops/req={r['osd_ops_per_req']['op']:.2f}" if osd0 else ""), flush=True)
 
 
 def main():
@@ -279,6 +380,7 @@ def main():
     ap.add_argument("--sizes", default="4096,65536,1048576")
     ap.add_argument("--conc", default="1,8,32")
     ap.add_argument("--ops", default="GET,PUT")
+    ap.add_argument("--reps", type=int, default=1, help="alternate the modes this many times")
     ap.add_argument("--endpoint", help="measure this running S3 server instead of ours")
     ap.add_argument("--access-key", default=os.environ.get("AWS_ACCESS_KEY_ID"))
     ap.add_argument("--secret-key", default=os.environ.get("AWS_SECRET_ACCESS_KEY"))
@@ -306,18 +408,25 @@ def main():
     os.environ.setdefault("OC_GATEWAY_BIN", os.path.join(build, "gateway", "oc-gateway"))
     os.environ.setdefault("OC_STORAGE_SERVER_BIN",
                           os.path.join(build, "storage-server", "bin", "oc-storage-server"))
-    for mode in args.modes.split(","):
-        if mode == "remote" and not os.path.exists(os.environ["OC_STORAGE_SERVER_BIN"]):
-            print("remote: oc-storage-server not built, skipped", flush=True)
-            continue
-        bench_mode(mode, args, results)
+    for _ in range(args.reps):
+        for mode in args.modes.split(","):
+            if mode == "nginx":
+                bench_nginx(args, results)
+                continue
+            if mode == "remote" and not os.path.exists(os.environ["OC_STORAGE_SERVER_BIN"]):
+                print("remote: oc-storage-server not built, skipped", flush=True)
+                continue
+            bench_mode(mode, args, results)
     write(args.out, results)
 
 
 def write(out, results):
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    doc = {"benchmark": "gateway_bench", "results": results}
+    if any(r["mode"] == "nginx" for r in results):
+        doc["nginx_ratio"] = nginx_ratios(results)
     with open(out, "w") as f:
-        json.dump({"benchmark": "gateway_bench", "results": results}, f, indent=1)
+        json.dump(doc, f, indent=1)
     print(f"wrote {out}")
 
 

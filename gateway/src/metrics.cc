@@ -74,6 +74,9 @@ std::string Metrics::StatsJson() const {
   out += fmt::format("}},\"connections\":{{\"open\":{},\"refused\":{},\"shed\":{}}}",
                      open_connections(), refused_connections_.load(std::memory_order_relaxed),
                      shed_connections_.load(std::memory_order_relaxed));
+  out += fmt::format(",\"inline_reads\":{{\"served\":{},\"missed\":{}}}",
+                     inline_reads_.load(std::memory_order_relaxed),
+                     inline_misses_.load(std::memory_order_relaxed));
   return out;
 }
 
@@ -147,9 +150,19 @@ std::string Metrics::Prometheus() const {
       "# HELP oc_gateway_shed_connections_total Connections waiting for a request, closed at "
       "the limit to admit a new one.\n"
       "# TYPE oc_gateway_shed_connections_total counter\n"
-      "oc_gateway_shed_connections_total {}\n",
+      "oc_gateway_shed_connections_total {}\n"
+      "# HELP oc_gateway_inline_reads_total GETs and HEADs answered from memory on the I/O "
+      "thread.\n"
+      "# TYPE oc_gateway_inline_reads_total counter\n"
+      "oc_gateway_inline_reads_total {}\n"
+      "# HELP oc_gateway_inline_misses_total GETs and HEADs tried on the I/O thread that "
+      "needed the disk and ran on the store pool.\n"
+      "# TYPE oc_gateway_inline_misses_total counter\n"
+      "oc_gateway_inline_misses_total {}\n",
       open_connections(), refused_connections_.load(std::memory_order_relaxed),
-      shed_connections_.load(std::memory_order_relaxed));
+      shed_connections_.load(std::memory_order_relaxed),
+      inline_reads_.load(std::memory_order_relaxed),
+      inline_misses_.load(std::memory_order_relaxed));
   return out;
 }
 

@@ -29,6 +29,11 @@ class Metrics {
   int64_t open_connections() const { return open_connections_.load(std::memory_order_relaxed); }
   void ConnectionRefused() { refused_connections_.fetch_add(1, std::memory_order_relaxed); }
   void ConnectionShed() { shed_connections_.fetch_add(1, std::memory_order_relaxed); }
+  // A GET or HEAD tried on the I/O thread (GatewayOptions::inline_cached_reads): answered
+  // there, or `missed` memory and rerun on the Store pool.
+  void InlineRead(bool missed) {
+    (missed ? inline_misses_ : inline_reads_).fetch_add(1, std::memory_order_relaxed);
+  }
 
   // JSON object members (without braces) for /stats: "operations": {...}, "errors": {...},
   // "connections": {...}.
@@ -53,6 +58,8 @@ class Metrics {
   std::atomic<int64_t> open_connections_{0};
   std::atomic<uint64_t> refused_connections_{0};
   std::atomic<uint64_t> shed_connections_{0};
+  std::atomic<uint64_t> inline_reads_{0};
+  std::atomic<uint64_t> inline_misses_{0};
 };
 
 }  // namespace oc::gateway

@@ -132,6 +132,7 @@ Status ApplyConfig(const Config& config, GatewayOptions* o) {
   OC_RETURN_IF_ERROR(config.Read("gateway.tls_cert_file", &o->tls_cert_file));
   OC_RETURN_IF_ERROR(config.Read("gateway.tls_key_file", &o->tls_key_file));
   OC_RETURN_IF_ERROR(config.Read("gateway.access_log", &o->access_log));
+  OC_RETURN_IF_ERROR(config.Read("gateway.inline_cached_reads", &o->inline_cached_reads));
   return Status::Ok();
 }
 
@@ -142,13 +143,14 @@ std::string ToJson(const GatewayOptions& o) {
       "\"stream_piece_bytes\":{},\"max_drain_bytes\":{},\"idle_timeout_ms\":{},"
       "\"header_timeout_ms\":{},\"read_timeout_ms\":{},\"region\":{},\"virtual_host_domain\":{},"
       "\"credentials_file\":{},\"public_read_buckets\":{},\"grants\":{},\"tls\":{},"
-      "\"access_log\":{}}}",
+      "\"access_log\":{},\"inline_cached_reads\":{}}}",
       JsonString(o.listen), IoThreadsFor(o.io_threads), StoreThreadsFor(o.store_threads),
       o.max_connections, o.max_header_bytes, o.max_object_bytes, o.max_xml_body_bytes,
       o.stream_piece_bytes, o.max_drain_bytes, o.idle_timeout.count(), o.header_timeout.count(),
       o.read_timeout.count(), JsonString(o.region), JsonString(o.virtual_host_domain),
       JsonString(o.credentials_file), JsonList(o.public_read_buckets), JsonList(o.grants),
-      o.tls_cert_file.empty() ? "false" : "true", o.access_log ? "true" : "false");
+      o.tls_cert_file.empty() ? "false" : "true", o.access_log ? "true" : "false",
+      o.inline_cached_reads ? "true" : "false");
 }
 
 }  // namespace oc::gateway

@@ -127,13 +127,18 @@ class Session : public SessionBase {
 
   // --- session_response.cc: the handler and the response ---
   // Runs Dispatch on the pool, reads the first piece of a streamed body there too, and
-  // writes the response.
+  // writes the response. A GET or HEAD that the store can answer from memory runs on this
+  // I/O thread instead (InlineCandidate), and goes to the pool only after a miss.
   boost::asio::awaitable<bool> RunHandler();
+  bool InlineCandidate(S3Op op) const;
+  // The next piece of a streamed body (at most piece_'s size of the `left` bytes): lent by
+  // the reader when it can (valid until its next call), else read into piece_.
+  Result<ByteSpan> NextPiece(storage::ObjectReader& reader, uint64_t left);
   // Reads up to `want` bytes of the range into piece_ (several Read calls if needed).
   Result<uint64_t> FillPiece(storage::ObjectReader& reader, uint64_t want);
   // Writes `res` (its XML error, small body, or streamed reader), logs and counts the request.
-  // `first` bytes of a streamed body are already in piece_. Returns keep-alive.
-  boost::asio::awaitable<bool> Finish(Response res, bool force_close = false, uint64_t first = 0);
+  // `first` is the first piece of a streamed body (NextPiece). Returns keep-alive.
+  boost::asio::awaitable<bool> Finish(Response res, bool force_close = false, ByteSpan first = {});
   // Closing with unread request bytes makes the kernel send RST, which can destroy the
   // response before the client reads it. Stop sending, read (and drop) a bounded amount for a
   // short while, then close (Apache's lingering close).

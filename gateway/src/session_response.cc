@@ -15,6 +15,7 @@
 
 #include "deferred_response.h"
 #include "oc/common/log.h"
+#include "oc/storage/cached_reads.h"
 #include "s3/s3_headers.h"
 #include "s3/s3_xml.h"
 
@@ -35,13 +36,12 @@ template <class Stream>
 asio::awaitable<bool> Session<Stream>::RunHandler() {
   Exchange& ex = *ex_;
   Response res;
-  uint64_t first = 0;
+  ByteSpan first;
   Status read_status;
   auto job = [&] {
     res = Dispatch(*shared_.env, ex.req);
     if (res.reader && !res.error) {
-      Result<uint64_t> n =
-          FillPiece(*res.reader, std::min<uint64_t>(res.stream_length, piece_.size()));
+      Result<ByteSpan> n = NextPiece(*res.reader, res.stream_length);
       if (n.has_value()) {
         first = *n;
       } else {
@@ -49,7 +49,24 @@ asio::awaitable<bool> Session<Stream>::RunHandler() {
       }
     }
   };
-  co_await OnPool(*shared_.pool, job);
+  bool on_pool = true;
+  if (InlineCandidate(ex.req.route.op)) {
+    {
+      // No co_await in this scope: it is the thread's, and other sessions run here next.
+      storage::CachedReadsOnly scope;
+      job();
+      on_pool = scope.missed();
+    }
+    shared_.metrics->InlineRead(on_pool);
+    if (on_pool) {  // it would have waited for the disk: start again on the pool
+      res = Response();
+      first = {};
+      read_status = Status::Ok();
+    }
+  }
+  if (on_pool) {
+    co_await OnPool(*shared_.pool, job);
+  }
   if (res.deferred) {  // a descriptor task answers when its transfer ends: wait off the pool
     const std::shared_ptr<DeferredResponse> pending = std::move(res.deferred);
     co_await WhenReady(pending);
@@ -61,6 +78,23 @@ asio::awaitable<bool> Session<Stream>::RunHandler() {
     co_return co_await Finish(Response::FromStatus(read_status, &ex.req));
   }
   co_return co_await Finish(std::move(res), false, first);
+}
+
+template <class Stream>
+bool Session<Stream>::InlineCandidate(S3Op op) const {
+  return opts_.inline_cached_reads && (op == S3Op::kGetObject || op == S3Op::kHeadObject) &&
+         shared_.env->store->SupportsCachedReads();
+}
+
+template <class Stream>
+Result<ByteSpan> Session<Stream>::NextPiece(storage::ObjectReader& reader, uint64_t left) {
+  const uint64_t want = std::min<uint64_t>(left, piece_.size());
+  OC_ASSIGN_OR_RETURN(ByteSpan lent, reader.Lend(want));
+  if (!lent.empty() || want == 0) {
+    return lent;
+  }
+  OC_ASSIGN_OR_RETURN(uint64_t n, FillPiece(reader, want));
+  return ByteSpan(reinterpret_cast<const std::byte*>(piece_.data()), n);
 }
 
 template <class Stream>
@@ -79,7 +113,7 @@ Result<uint64_t> Session<Stream>::FillPiece(storage::ObjectReader& reader, uint6
 }
 
 template <class Stream>
-asio::awaitable<bool> Session<Stream>::Finish(Response res, bool force_close, uint64_t first) {
+asio::awaitable<bool> Session<Stream>::Finish(Response res, bool force_close, ByteSpan first) {
   EnsureBuffers();
   Exchange& ex = *ex_;
   Request& req = ex.req;
@@ -145,11 +179,11 @@ asio::awaitable<bool> Session<Stream>::Finish(Response res, bool force_close, ui
   } else if (res.reader) {
     http::response_serializer<http::buffer_body> sr{msg};
     uint64_t sent = 0;
-    uint64_t in_piece = first;
+    ByteSpan piece = first;
     for (;;) {
-      msg.body().data = piece_.data();
-      msg.body().size = in_piece;
-      msg.body().more = sent + in_piece < total;
+      msg.body().data = const_cast<std::byte*>(piece.data());  // buffer_body never writes it
+      msg.body().size = piece.size();
+      msg.body().more = sent + piece.size() < total;
       Lowest().expires_after(opts_.read_timeout);
       co_await http::async_write(stream_, sr, asio::redirect_error(asio::use_awaitable, ec));
       if (ec == http::error::need_buffer) {
@@ -158,17 +192,15 @@ asio::awaitable<bool> Session<Stream>::Finish(Response res, bool force_close, ui
       if (ec) {
         break;
       }
-      sent += in_piece;
+      sent += piece.size();
       ex.bytes_out = sent;
       if (sent >= total || sr.is_done()) {
         break;
       }
-      Result<uint64_t> n = Status::Internal("unset");
-      auto job = [&] {
-        n = FillPiece(*res.reader, std::min<uint64_t>(total - sent, piece_.size()));
-      };
+      Result<ByteSpan> n = Status::Internal("unset");
+      auto job = [&] { n = NextPiece(*res.reader, total - sent); };
       co_await OnPool(*shared_.pool, job);
-      if (!n.has_value() || *n == 0) {
+      if (!n.has_value() || n->empty()) {
         // Headers are out: the only honest signal left is closing short of Content-Length.
         kLog.Error("req={} object read failed mid-response: {}", req.request_id,
                    n.has_value() ? std::string("short read") : n.error().ToString());
@@ -176,7 +208,7 @@ asio::awaitable<bool> Session<Stream>::Finish(Response res, bool force_close, ui
         keep_alive = false;
         break;
       }
-      in_piece = *n;
+      piece = *n;
     }
   } else {
     msg.body().data = res.body.data();
@@ -231,7 +263,7 @@ asio::awaitable<void> Session<Stream>::LingeringClose() {
 // The members the other session files call, for both streams (session_impl.h).
 template asio::awaitable<bool> Session<PlainStream>::RunHandler();
 template asio::awaitable<bool> Session<TlsStream>::RunHandler();
-template asio::awaitable<bool> Session<PlainStream>::Finish(Response, bool, uint64_t);
-template asio::awaitable<bool> Session<TlsStream>::Finish(Response, bool, uint64_t);
+template asio::awaitable<bool> Session<PlainStream>::Finish(Response, bool, ByteSpan);
+template asio::awaitable<bool> Session<TlsStream>::Finish(Response, bool, ByteSpan);
 
 }  // namespace oc::gateway

@@ -11,6 +11,7 @@
 #include <rocksdb/snapshot.h>
 
 #include "names.h"
+#include "oc/storage/cached_reads.h"
 #include "rocks/extent_io.h"
 #include "rocks/rocks_store.h"
 #include "rocks/store_keys.h"
@@ -56,14 +57,33 @@ class RocksReader final : public ObjectReader {
     return done;
   }
 
+  Result<ByteSpan> Lend(uint64_t max) override {
+    const uint64_t n = std::min<uint64_t>(max, length_ - pos_);
+    if (n == 0) {
+      return ByteSpan();
+    }
+    const uint64_t at = offset_ + pos_;
+    if (!have_extent_ || at < extent_start_ || at >= extent_start_ + extent_len_) {
+      OC_RETURN_IF_ERROR(LoadExtent(at));
+    }
+    const uint64_t m = std::min(extent_start_ + extent_len_ - at, n);
+    pos_ += m;
+    return view_.bytes.subspan(at - extent_start_, m);  // held until the next load or the end
+  }
+
  private:
   Status LoadExtent(uint64_t at) {
     have_extent_ = false;
     const ExtentPos pos = LocateExtent(record_.segments, at);
     const Segment& seg = record_.segments[pos.segment];
     view_ = {};
-    OC_RETURN_IF_ERROR(
-        FetchExtent(store_->db(), store_->extents_cf(), read_options_, seg, pos.extent, &pinned_));
+    if ((seg.flags & kSegmentDataFile) != 0 && CachedReadsOnly::Active()) {
+      CachedReadsOnly::NoteMiss();  // a mapped data file may fault: read it on the pool
+      return Status::Unavailable("not in memory");
+    }
+    OC_RETURN_IF_ERROR(FetchExtent(store_->db(), store_->extents_cf(),
+                                   RocksStore::ForThisThread(read_options_), seg, pos.extent,
+                                   &pinned_));
     // The bytes pinned in the block cache, or a data file's mapped bytes (verified once per
     // extent here, then copied out as the caller reads).
     OC_ASSIGN_OR_RETURN(view_, ViewExtent(*store_->data_files(), seg, pinned_));
@@ -92,7 +112,7 @@ class RocksReader final : public ObjectReader {
 Result<std::unique_ptr<ObjectReader>> RocksStore::Get(const ObjectKey& key, ByteRange range) {
   OC_RETURN_IF_ERROR(ValidateObjectKey(key.name));
   auto snapshot = std::make_unique<rocksdb::ManagedSnapshot>(db_.get());
-  rocksdb::ReadOptions ro = meta_read_;
+  rocksdb::ReadOptions ro = ForThisThread(meta_read_);
   ro.snapshot = snapshot->snapshot();
   OC_RETURN_IF_ERROR(CheckBucket(key.bucket, ro));
   OC_ASSIGN_OR_RETURN(std::optional<ObjectRecord> record,
@@ -119,9 +139,10 @@ Result<std::unique_ptr<ObjectReader>> RocksStore::Get(const ObjectKey& key, Byte
 
 Result<ObjectMeta> RocksStore::Head(const ObjectKey& key) {
   OC_RETURN_IF_ERROR(ValidateObjectKey(key.name));
-  OC_RETURN_IF_ERROR(CheckBucket(key.bucket, meta_read_));
+  const rocksdb::ReadOptions ro = ForThisThread(meta_read_);
+  OC_RETURN_IF_ERROR(CheckBucket(key.bucket, ro));
   OC_ASSIGN_OR_RETURN(std::optional<ObjectRecord> record,
-                      GetRecord(ObjectDbKey(key.bucket, key.name), meta_read_));
+                      GetRecord(ObjectDbKey(key.bucket, key.name), ro));
   if (!record.has_value()) {
     return Status::NotFound(Subject::kKey, key.name);
   }

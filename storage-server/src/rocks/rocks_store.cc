@@ -12,6 +12,7 @@
 #include "kv/kv_engine.h"
 #include "kv/pacing.h"
 #include "names.h"
+#include "oc/storage/cached_reads.h"
 #include "rocks/group_sync.h"
 #include "rocks/store_keys.h"
 
@@ -36,7 +37,18 @@ Status FromRocks(const rocksdb::Status& s) {
   if (s.IsNoSpace()) {
     return Status::ResourceExhausted("", s.ToString());
   }
+  if (s.IsIncomplete() && CachedReadsOnly::Active()) {
+    CachedReadsOnly::NoteMiss();  // a kBlockCacheTier read that needed the disk
+    return Status::Unavailable("not in memory");
+  }
   return Status::IOError(s.ToString());
+}
+
+rocksdb::ReadOptions RocksStore::ForThisThread(rocksdb::ReadOptions ro) {
+  if (CachedReadsOnly::Active()) {
+    ro.read_tier = rocksdb::kBlockCacheTier;
+  }
+  return ro;
 }
 
 int64_t NowUnixMs() {
@@ -138,8 +150,8 @@ Status RocksStore::DeleteBucket(std::string_view bucket) {
 
 Result<BucketInfo> RocksStore::HeadBucket(std::string_view bucket) {
   std::string value;
-  rocksdb::Status s =
-      db_->Get(meta_read_, buckets_cf_, rocksdb::Slice(bucket.data(), bucket.size()), &value);
+  rocksdb::Status s = db_->Get(ForThisThread(meta_read_), buckets_cf_,
+                               rocksdb::Slice(bucket.data(), bucket.size()), &value);
   if (s.IsNotFound()) {
     return Status::NotFound(Subject::kBucket, std::string(bucket));
   }

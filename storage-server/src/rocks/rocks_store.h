@@ -124,6 +124,7 @@ class RocksStore final : public Store, public kv::SliceSource {
                                             const PutOptions& options) override;
   Result<std::unique_ptr<ObjectReader>> Get(const ObjectKey& key, ByteRange range) override;
   Result<ObjectMeta> Head(const ObjectKey& key) override;
+  bool SupportsCachedReads() const override { return true; }
   // Store's and SliceSource's (one override answers both).
   Result<std::vector<std::optional<ObjectMeta>>> HeadMany(
       std::string_view bucket, std::span<const std::string> names) override;
@@ -202,6 +203,8 @@ class RocksStore final : public Store, public kv::SliceSource {
   rocksdb::ColumnFamilyHandle* extents_cf() { return extents_cf_; }
   rocksdb::ColumnFamilyHandle* pending_cf() { return pending_cf_; }
   const rocksdb::ReadOptions& extent_read_options() const { return extent_read_; }
+  // `ro` limited to memory when the calling thread is in a CachedReadsOnly scope.
+  static rocksdb::ReadOptions ForThisThread(rocksdb::ReadOptions ro);
   const rocksdb::WriteOptions& unsynced() const { return unsynced_; }
   DataFiles* data_files() { return data_files_.get(); }
   // Segment flags of a new object or part under the configured layout.

@@ -94,6 +94,11 @@ struct GatewayOptions {
   // Log one access line per request (op, status, bytes, us, request id) at info level.
   // Default: true
   bool access_log = true;
+  // Run GET and HEAD on the I/O thread when the store can answer them from memory, and on
+  // the Store pool only after a read that would wait for the disk (store.h,
+  // SupportsCachedReads; docs/decisions.md, "Gateway: cached GETs on the I/O thread").
+  // Default: true
+  bool inline_cached_reads = true;
 
   Status Validate() const;
 };

@@ -95,6 +95,13 @@ class ObjectReader {
   virtual uint64_t length() const = 0;
   // Copies the next bytes of the range into `out`; returns how many (0 at the end).
   virtual Result<uint64_t> Read(MutableByteSpan out) = 0;
+  // The next bytes of the range (at most `max`, at least one unless at the end) without a
+  // copy: the reader's own memory (a pinned cache block, a mapping), valid until the next
+  // call on the reader or its destruction. Empty if this reader cannot lend; Read then.
+  virtual Result<ByteSpan> Lend(uint64_t max) {
+    (void)max;
+    return ByteSpan();
+  }
 };
 
 class Store {
@@ -120,6 +127,9 @@ class Store {
   // past the end is clamped. Any range of an empty object reads zero bytes.
   virtual Result<std::unique_ptr<ObjectReader>> Get(const ObjectKey& key, ByteRange range) = 0;
   virtual Result<ObjectMeta> Head(const ObjectKey& key) = 0;
+  // Whether Get, Head, HeadBucket and its readers honour a CachedReadsOnly scope
+  // (cached_reads.h). A store that says no is never called inside one.
+  virtual bool SupportsCachedReads() const { return false; }
   // The batch existence query (docs/design.md, missing chunks): one answer per name, in order,
   // nullopt for an absent object, all read from one consistent view of the store (on RADOS:
   // one consistent view per index shard; there is no snapshot across objects). Names
