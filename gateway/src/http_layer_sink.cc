@@ -4,6 +4,7 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <optional>
 
 #include "fmt/format.h"
 
@@ -50,22 +51,21 @@ class BodyReader final : public storage::ObjectReader {
   BodyReader(std::shared_ptr<HttpLayerSink::Pipe> pipe, uint64_t length) : pipe_(std::move(pipe)) {
     meta_.size = length;
   }
-  ~BodyReader() override { pipe_->ReaderGone(); }
+  ~BodyReader() override {
+    ReleaseLent();
+    pipe_->ReaderGone();
+  }
 
   const storage::ObjectMeta& meta() const override { return meta_; }
   uint64_t offset() const override { return 0; }
   uint64_t length() const override { return meta_.size; }
 
   Result<uint64_t> Read(MutableByteSpan out) override {
+    ReleaseLent();
     HttpLayerSink::Pipe& p = *pipe_;
     std::unique_lock lock(p.mu);
-    if (!p.cv.wait_for(lock, p.timeout, [&] { return !p.queue.empty() || p.finished; })) {
-      return Status::Unavailable("descriptor body: no bytes from storage within the timeout");
-    }
-    if (p.queue.empty()) {
-      if (!p.final.ok()) {
-        return p.final;
-      }
+    OC_ASSIGN_OR_RETURN(bool more, WaitForBytes(lock));
+    if (!more) {
       return uint64_t{0};
     }
     HttpLayerSink::Pipe::Piece& front = p.queue.front();
@@ -82,10 +82,54 @@ class BodyReader final : public storage::ObjectReader {
     return n;
   }
 
+  // The staging buffer's own bytes: the buffer goes back to the pool at the next call.
+  Result<ByteSpan> Lend(uint64_t max) override {
+    ReleaseLent();
+    HttpLayerSink::Pipe& p = *pipe_;
+    std::unique_lock lock(p.mu);
+    OC_ASSIGN_OR_RETURN(bool more, WaitForBytes(lock));
+    if (!more || max == 0) {
+      return ByteSpan();
+    }
+    HttpLayerSink::Pipe::Piece& front = p.queue.front();
+    const uint64_t n = std::min<uint64_t>(max, front.length - consumed_);
+    const ByteSpan lent(front.data + consumed_, n);
+    consumed_ += n;
+    if (consumed_ == front.length) {
+      lent_slot_ = front.slot;  // released at the next call, once the caller is done with it
+      p.queue.pop_front();
+      consumed_ = 0;
+    }
+    return lent;
+  }
+
  private:
+  // Waits for the next piece under `lock`: true when the queue has one, false at the end,
+  // the final error, or kUnavailable after the timeout.
+  Result<bool> WaitForBytes(std::unique_lock<std::mutex>& lock) {
+    HttpLayerSink::Pipe& p = *pipe_;
+    if (!p.cv.wait_for(lock, p.timeout, [&] { return !p.queue.empty() || p.finished; })) {
+      return Status::Unavailable("descriptor body: no bytes from storage within the timeout");
+    }
+    if (p.queue.empty()) {
+      if (!p.final.ok()) {
+        return p.final;
+      }
+      return false;
+    }
+    return true;
+  }
+  void ReleaseLent() {
+    if (lent_slot_) {
+      pipe_->pool.Release(*lent_slot_);
+      lent_slot_.reset();
+    }
+  }
+
   std::shared_ptr<HttpLayerSink::Pipe> pipe_;
   storage::ObjectMeta meta_;
-  uint64_t consumed_ = 0;  // of the queue's front piece
+  uint64_t consumed_ = 0;              // of the queue's front piece
+  std::optional<uint32_t> lent_slot_;  // a whole piece lent by Lend, not yet given back
 };
 
 }  // namespace

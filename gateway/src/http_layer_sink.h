@@ -4,9 +4,9 @@
 // assembler, running Store::GetLayers on the descriptor executor, fills staging buffers from a
 // bounded HeapBufferPool and hands them over in body order; the session reads the same buffers back
 // through Body() (a storage::ObjectReader, which the session already streams in bounded
-// pieces) and each buffer returns to the pool once its bytes are copied out. So staging
-// memory is the pool's count x size whatever the payload, and the one copy per byte is the
-// one into the socket's write buffer.
+// pieces, lent by Body()'s Lend without a copy) and each buffer returns to the pool once the
+// session has written its bytes. So staging memory is the pool's count x size whatever the
+// payload, and the one copy per byte is the one into the socket's write buffer.
 //
 // Either side may go away first: when the body reader is destroyed (the client disconnected,
 // the session gave up) the sink fails every later call with kCancelled so GetLayers ends
@@ -40,8 +40,9 @@ class HttpLayerSink final : public storage::LayerSink {
   Status LayerReady(uint32_t layer) override;
   Status Finish(const Status& final) override;
 
-  // The response body: Read() blocks until bytes are queued, returns 0 after a successful
-  // Finish() once everything was read, or the request's error. Call once; the reader may
+  // The response body: Read() and Lend() block until bytes are queued, return 0 (an empty
+  // span) after a successful Finish() once everything was read, or the request's error. A
+  // lent buffer goes back to the pool at the reader's next call. Call once; the reader may
   // outlive the sink.
   std::unique_ptr<storage::ObjectReader> Body(uint64_t length);
 

@@ -222,6 +222,9 @@ class CrashTest : public ::testing::TestWithParam<Backend> {
       return;
     }
     Result<ListUploadsResult> uploads = store.ListMultipartUploads("crash", {});
+    if (!uploads.has_value() && uploads.error().IsNotFound() && expected == 0) {
+      uploads = ListUploadsResult{};  // killed before its bucket was created: nothing else is
+    }
     ASSERT_TRUE(uploads.has_value()) << uploads.error();
     for (const UploadInfo& u : uploads->uploads) {
       Result<ListPartsResult> parts = store.ListParts({"crash", u.key}, u.upload_id, 0, 1000);
