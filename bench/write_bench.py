@@ -28,7 +28,7 @@ measurement, bytes written from /proc/<pid>/io. The issue's targets are judged i
 Writes PREFIX.json, PREFIX.png and PREFIX.md.
 
   bench/write_bench.py [--smallest | --reduced | --full] [--build DIR] [--out PREFIX]
-                       [--data-dir DIR] [--no-rgw]
+                       [--data-dir DIR] [--no-rgw] [--layouts sst,data_files]
   bench/write_bench.py --report-only PREFIX     # PREFIX.md and .png again from PREFIX.json
 
 --smallest takes seconds and tiny sizes (the test suite's; RGW on memstore; its figures mean
@@ -740,6 +740,8 @@ def main():
                     "bench/results/<YYYY-MM-DD>/write-bench)")
     ap.add_argument("--data-dir", help="parent of the servers' data dirs (default: see above)")
     ap.add_argument("--no-rgw", action="store_true", help="skip the Ceph RGW peer")
+    ap.add_argument("--layouts", help="extent layouts to compare, comma-separated (default "
+                    "the profile's: sst,blob); e.g. sst,data_files")
     ap.add_argument("--report-only", metavar="PREFIX",
                     help="rewrite PREFIX.md and PREFIX.png from PREFIX.json")
     a = ap.parse_args()
@@ -758,7 +760,9 @@ def main():
     progress = common.Progress([("write bench", PLANNED_S[profile])])
     progress.begin(0)
     progress.say(f"profile {profile}; tool logs in {log_dir}")
-    config = PROFILES[profile]
+    config = dict(PROFILES[profile])
+    if a.layouts:
+        config["configs"] = a.layouts.split(",")
     doc = {"profile": profile, "config": config, "load_start": common.load_average()}
     try:
         doc.update(run(config, os.path.abspath(a.build), log_dir, progress, tmp, a.data_dir,

@@ -19,7 +19,7 @@ TARGET_64KIB_CONC = 8
 TARGET_WA = 1.3
 TARGET_FILL_BYTES = 4 * GiB
 CLIENT = "client"  # objectcache_bench's own process: not the server's CPU
-ORDER = ["oc-sst", "oc-blob", "rgw"]  # the default layout first, the peer last
+ORDER = ["oc-sst", "oc-blob", "oc-data_files", "rgw"]  # the default layout first, the peer last
 
 
 def rank(system):

@@ -148,13 +148,23 @@ asio::awaitable<bool> Session<Stream>::ServeUpload() {
   const bool hash = ex.auth.payload == auth::PayloadMode::kSigned;
   sigv4::Sha256 sha;
   UploadStart start;
-  auto open = [&] { start = OpenUpload(*shared_.env, req, body_bytes); };
-  co_await OnPool(*shared_.pool, open);
-  if (!start.writer) {
-    co_return co_await Finish(std::move(start.error));
-  }
-  if (!co_await SendContinue()) {
-    co_return false;
+  bool opened = false;
+  auto open = [&] {
+    start = OpenUpload(*shared_.env, req, body_bytes);
+    opened = true;
+  };
+  // A client waiting for 100 Continue gets it only once the writer is open (access checked,
+  // sizes valid). Any other client sends its body at once: the first piece is read before the
+  // writer opens, and opening, appending it (and, for a body that fits one piece, checking and
+  // committing) share one pool hop (docs/decisions.md, "Gateway PUT path: one pool hop").
+  if (ex.expect_continue) {
+    co_await OnPool(*shared_.pool, open);
+    if (!start.writer) {
+      co_return co_await Finish(std::move(start.error));
+    }
+    if (!co_await SendContinue()) {
+      co_return false;
+    }
   }
 
   Status body_status;
@@ -169,6 +179,12 @@ asio::awaitable<bool> Session<Stream>::ServeUpload() {
     const bool last = parser_->is_done();
     // Decode, hash and append on the pool; on the last piece also check and commit.
     auto step = [&] {
+      if (!opened) {
+        open();
+        if (!start.writer) {
+          return;
+        }
+      }
       ByteSpan input(reinterpret_cast<const std::byte*>(piece_.data()), n);
       if (decoder) {
         while (!input.empty() && body_status.ok()) {
@@ -200,6 +216,9 @@ asio::awaitable<bool> Session<Stream>::ServeUpload() {
       res = FinishUpload(*shared_.env, req, start.writer->Commit());
     };
     co_await OnPool(*shared_.pool, step);
+    if (!start.writer) {
+      co_return co_await Finish(std::move(start.error));  // refused at open: nothing appended
+    }
     if (!body_status.ok()) {
       start.writer.reset();
       co_return co_await Finish(Response::FromStatus(body_status, &req));

@@ -51,8 +51,12 @@ class RadosGroupWriter final : public ObjectGroupWriter {
     Member m;
     m.name = std::string(name);
     m.options = options;
+    rados::StreamHashes hashes;  // the chunk ETag (records/chunk_etag.h); MD5 only to check one
+    hashes.md5 = options.content_md5.has_value();
+    hashes.chunk_etag = true;
+    hashes.chunk_piece_bytes = ChunkEtag::PieceBytes(options);
     m.stream = std::make_unique<rados::DataStream>(store_->io(), ref_.id, m.name,
-                                                   store_->NewVersion(object_bytes));
+                                                   store_->NewVersion(object_bytes), hashes);
     members_.push_back(std::move(m));
     return Status::Ok();
   }
@@ -85,7 +89,7 @@ class RadosGroupWriter final : public ObjectGroupWriter {
     for (size_t i = 0; i < members_.size(); ++i) {
       Member& m = members_[i];
       m.record.meta.size = m.segment.size;
-      m.record.meta.etag = HexEncode(m.md5);
+      m.record.meta.etag = m.etag;
       m.record.meta.mtime_unix_ms = now;
       m.record.meta.content_type = m.options.content_type;
       m.record.meta.user_meta = m.options.user_meta;
@@ -148,7 +152,7 @@ class RadosGroupWriter final : public ObjectGroupWriter {
     PutOptions options;
     std::unique_ptr<rados::DataStream> stream;  // until its writes are waited for
     Segment segment;
-    Md5Digest md5{};
+    std::string etag;  // records/chunk_etag.h
     ObjectRecord record;
     bool committed = false;
   };
@@ -170,7 +174,7 @@ class RadosGroupWriter final : public ObjectGroupWriter {
     Member& m = members_.back();
     OC_RETURN_IF_ERROR(m.stream->Close());
     m.segment = m.stream->segment();
-    m.md5 = m.stream->md5();
+    m.etag = m.stream->chunk_etag();
     closing_.push_back(members_.size() - 1);
     const PutOptions& o = m.options;
     if (o.expected_size.has_value() && *o.expected_size != m.segment.size) {
@@ -178,7 +182,7 @@ class RadosGroupWriter final : public ObjectGroupWriter {
                     "object " + m.name + " has " + std::to_string(m.segment.size) +
                         " bytes, expected " + std::to_string(*o.expected_size));
     }
-    if (o.content_md5.has_value() && *o.content_md5 != m.md5) {
+    if (o.content_md5.has_value() && *o.content_md5 != m.stream->md5()) {
       return Status(Code::kInvalidArgument, Subject::kDigest, "Content-MD5",
                     "Content-MD5 does not match the body");
     }

@@ -6,9 +6,16 @@
 
 namespace oc::storage::rados {
 
-DataStream::DataStream(rados_ioctx_t io, uint64_t bucket_id, std::string key, Segment segment)
+DataStream::DataStream(rados_ioctx_t io, uint64_t bucket_id, std::string key, Segment segment,
+                       StreamHashes hashes)
     : io_(io), bucket_id_(bucket_id), key_(std::move(key)), segment_(segment) {
   segment_.size = 0;
+  if (hashes.md5) {
+    md5_.emplace();
+  }
+  if (hashes.chunk_etag) {
+    etag_.emplace(hashes.chunk_piece_bytes);
+  }
 }
 
 DataStream::~DataStream() {
@@ -22,7 +29,12 @@ Status DataStream::Append(ByteSpan data) {
   if (closed_) {
     return Status::FailedPrecondition(Subject::kEntity, "stream already closed");
   }
-  md5_.Update(data);
+  if (md5_.has_value()) {
+    md5_->Update(data);
+  }
+  if (etag_.has_value()) {
+    etag_->Update(data);
+  }
   while (!data.empty()) {
     // A piece never crosses a data object's end.
     const uint64_t pos = piece_at_ + piece_.size();
@@ -82,7 +94,14 @@ Status DataStream::Close() {
   if (failed_.ok()) {
     failed_ = Flush();
   }
-  md5_digest_ = md5_.Finish();
+  if (md5_.has_value()) {
+    md5_digest_ = md5_->Finish();
+    md5_.reset();
+  }
+  if (etag_.has_value()) {
+    chunk_etag_ = etag_->Finish();
+    etag_.reset();
+  }
   std::string().swap(piece_);
   return failed_;
 }

@@ -5,17 +5,21 @@
 // the oc.key and oc.ver xattrs (for the orphan scrub) in the same op; later pieces write at
 // their offset (RADOS applies one client's ops on one object in order). Nothing refers to the
 // data until a commit op names the version, so pieces need no atomicity. librados copies a
-// piece when the op is built, so one piece buffer serves the whole stream.
+// piece when the op is built, so one piece buffer serves the whole stream. A descriptor PUT's
+// chunk is hashed for its ChunkEtag instead (records/chunk_etag.h), and for MD5 only to check
+// a Content-MD5.
 // Not thread-safe: one writer's.
 
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "oc/common/bytes.h"
 #include "oc/common/status.h"
 #include "rados/rados_wrap.h"
+#include "records/chunk_etag.h"
 #include "records/md5.h"
 #include "records/meta_codec.h"
 
@@ -26,10 +30,18 @@ inline constexpr uint64_t kPieceBytes = 4ull << 20;
 // Pieces one stream keeps in flight.
 inline constexpr size_t kPiecesInFlight = 4;
 
+// What a DataStream hashes its bytes for.
+struct StreamHashes {
+  bool md5 = true;  // a plain PUT's ETag, or a Content-MD5 to check
+  bool chunk_etag = false;
+  uint64_t chunk_piece_bytes = 0;  // ChunkEtag::PieceBytes, with chunk_etag
+};
+
 class DataStream {
  public:
   // `segment` has the version id and extent (data object) size; its size grows as bytes come.
-  DataStream(rados_ioctx_t io, uint64_t bucket_id, std::string key, Segment segment);
+  DataStream(rados_ioctx_t io, uint64_t bucket_id, std::string key, Segment segment,
+             StreamHashes hashes = {});
   ~DataStream();  // waits for writes in flight
   DataStream(const DataStream&) = delete;
   DataStream& operator=(const DataStream&) = delete;
@@ -39,8 +51,10 @@ class DataStream {
   Status Close();
   // Close(), then waits for every write; the first error of any.
   Status Finish();
-  // The digest of every byte appended. REQUIRES: Close() returned OK.
+  // The MD5 of every byte appended. REQUIRES: Close() returned OK, hashes.md5.
   const Md5Digest& md5() const { return md5_digest_; }
+  // The ChunkEtag of every byte appended. REQUIRES: Close() returned OK, hashes.chunk_etag.
+  const std::string& chunk_etag() const { return chunk_etag_; }
   const Segment& segment() const { return segment_; }
   // Waits for writes in flight, then removes every data object written (best effort).
   void Discard();
@@ -57,8 +71,10 @@ class DataStream {
   const uint64_t bucket_id_;
   const std::string key_;
   Segment segment_;
-  Md5 md5_;
+  std::optional<Md5> md5_;
   Md5Digest md5_digest_{};
+  std::optional<ChunkEtag> etag_;
+  std::string chunk_etag_;
   std::string piece_;
   uint64_t piece_at_ = 0;  // object offset of piece_'s first byte
   std::deque<std::unique_ptr<Pending>> pending_;

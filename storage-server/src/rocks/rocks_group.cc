@@ -16,6 +16,8 @@
 
 #include "names.h"
 #include "oc/common/log.h"
+#include "records/chunk_etag.h"
+#include "records/md5.h"
 #include "records/meta_codec.h"
 #include "rocks/rocks_store.h"
 #include "rocks/store_keys.h"
@@ -52,8 +54,15 @@ class RocksGroupWriter final : public ObjectGroupWriter {
     m.name = std::string(name);
     m.options = options;
     m.segment = Segment{*data_id, 0, extent_bytes, flags_};
+    // The ETag reuses each extent's XXH3-64 when extents are its pieces (always for a
+    // descriptor PUT's chunks); MD5 only to check a Content-MD5.
+    const uint64_t piece_bytes = ChunkEtag::PieceBytes(options);
+    etag_.emplace(piece_bytes);
+    etag_from_extents_ = piece_bytes == extent_bytes;
+    if (options.content_md5.has_value()) {
+      md5_.emplace();
+    }
     members_.push_back(std::move(m));
-    md5_.emplace();
     next_extent_ = 0;
     buf_.clear();
     return Status::Ok();
@@ -61,11 +70,16 @@ class RocksGroupWriter final : public ObjectGroupWriter {
 
   Status Append(ByteSpan data) override {
     OC_RETURN_IF_ERROR(Usable());
-    if (!md5_.has_value()) {
+    if (!etag_.has_value()) {
       return Status::FailedPrecondition(Subject::kEntity, "Append before Begin");
     }
     RocksStore::GroupMember& m = members_.back();
-    md5_->Update(data);
+    if (md5_.has_value()) {
+      md5_->Update(data);
+    }
+    if (!etag_from_extents_) {
+      etag_->Update(data);
+    }
     m.segment.size += data.size();
     const uint64_t extent_bytes = m.segment.extent_bytes;
     while (!data.empty()) {
@@ -110,22 +124,27 @@ class RocksGroupWriter final : public ObjectGroupWriter {
 
   // Ends the object in progress: its last extent, its digest and the checks of its options.
   Status EndObject() {
-    if (!md5_.has_value()) {
+    if (!etag_.has_value()) {
       return Status::Ok();
     }
     if (!buf_.empty()) {
       OC_RETURN_IF_ERROR(EmitExtent(/*may_flush=*/false));
     }
     RocksStore::GroupMember& m = members_.back();
-    m.md5 = md5_->Finish();
-    md5_.reset();
+    m.etag = etag_->Finish();
+    etag_.reset();
+    std::optional<Md5Digest> md5;
+    if (md5_.has_value()) {
+      md5 = md5_->Finish();
+      md5_.reset();
+    }
     const PutOptions& o = m.options;
     if (o.expected_size.has_value() && *o.expected_size != m.segment.size) {
       return Status(Code::kInvalidArgument, Subject::kEntity, "Content-Length",
                     "object " + m.name + " has " + std::to_string(m.segment.size) +
                         " bytes, expected " + std::to_string(*o.expected_size));
     }
-    if (o.content_md5.has_value() && *o.content_md5 != m.md5) {
+    if (o.content_md5.has_value() && *o.content_md5 != md5) {
       return Status(Code::kInvalidArgument, Subject::kDigest, "Content-MD5",
                     "Content-MD5 does not match the body");
     }
@@ -137,16 +156,24 @@ class RocksGroupWriter final : public ObjectGroupWriter {
     if ((flags_ & kSegmentDataFile) != 0) {
       // The bytes go to a data file now; only the locator waits in the batch for Commit
       // (32 bytes per extent: no flush, so no pending record).
-      OC_RETURN_IF_ERROR(store_->AppendDataExtent(&batch_, data_id, next_extent_++, AsBytes(buf_),
-                                                  &staged_, &members_.back().live));
+      OC_ASSIGN_OR_RETURN(const uint64_t hash,
+                          store_->AppendDataExtent(&batch_, data_id, next_extent_++, AsBytes(buf_),
+                                                   &staged_, &members_.back().live));
+      if (etag_from_extents_) {
+        etag_->AddPieceHash(hash);  // the frame's hash, not computed again
+      }
       buf_.clear();
       return Status::Ok();
     }
     if (next_extent_ == 0) {
       OC_RETURN_IF_ERROR(FromRocks(batch_.Put(store_->pending_cf(), PendingKey(data_id), "")));
     }
-    OC_RETURN_IF_ERROR(
-        AddExtent(&batch_, store_->extents_cf(), data_id, next_extent_++, flags_, &buf_));
+    uint64_t hash = 0;
+    OC_RETURN_IF_ERROR(AddExtent(&batch_, store_->extents_cf(), data_id, next_extent_++, flags_,
+                                 &buf_, etag_from_extents_ ? &hash : nullptr));
+    if (etag_from_extents_) {
+      etag_->AddPieceHash(hash);  // a blob extent's trailer hash, or hashed once here
+    }
     batch_bytes_ += buf_.size();
     buf_.clear();
     if (may_flush && batch_bytes_ >= store_->options().write_batch_bytes) {
@@ -183,8 +210,11 @@ class RocksGroupWriter final : public ObjectGroupWriter {
   const std::string bucket_;
   const uint8_t flags_;
   std::vector<RocksStore::GroupMember> members_;
-  std::optional<Md5> md5_;  // of the object in progress; empty between objects
-  std::string buf_;         // the extent being filled
+  // Of the object in progress; empty between objects. MD5 only with a Content-MD5.
+  std::optional<ChunkEtag> etag_;
+  bool etag_from_extents_ = false;  // each extent is a piece: its hash is the piece's
+  std::optional<Md5> md5_;
+  std::string buf_;  // the extent being filled
   rocksdb::WriteBatch batch_;
   uint64_t batch_bytes_ = 0;
   StagedData staged_;  // data-file appends (their live bytes are per member)
@@ -247,7 +277,7 @@ Result<std::vector<ObjectMeta>> RocksStore::CommitGroup(std::string_view bucket,
       OC_RETURN_IF_ERROR(FromRocks(batch->Delete(pending_cf_, PendingKey(m.segment.data_id))));
       ObjectRecord record;
       record.meta.size = m.segment.size;
-      record.meta.etag = HexEncode(m.md5);
+      record.meta.etag = m.etag;
       record.meta.mtime_unix_ms = now;
       record.meta.content_type = m.options.content_type;
       record.meta.user_meta = m.options.user_meta;

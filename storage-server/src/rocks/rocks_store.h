@@ -89,9 +89,10 @@ inline rocksdb::Slice AsSlice(const ExtentKey& key) { return {key.data(), key.si
 std::string PendingKey(uint64_t data_id);
 
 // Adds extent `index` of `data_id` to *batch in `cf`: *bytes, extended by their XXH3-64 when
-// `flags` has kSegmentExtentHash (extent_io.h reads both forms).
+// `flags` has kSegmentExtentHash (extent_io.h reads both forms). With `hash` set, *hash is
+// that XXH3-64 (computed once for both uses: a descriptor PUT's ETag, records/chunk_etag.h).
 Status AddExtent(rocksdb::WriteBatch* batch, rocksdb::ColumnFamilyHandle* cf, uint64_t data_id,
-                 uint64_t index, uint8_t flags, std::string* bytes);
+                 uint64_t index, uint8_t flags, std::string* bytes, uint64_t* hash = nullptr);
 
 // Extent size of a new object or part: explicit, else the chunk's contiguous layer range
 // (S for KV_L2TD, S/2 for KV_2LTD), else `default_bytes` (types.h PutOptions).
@@ -210,9 +211,10 @@ class RocksStore final : public Store, public kv::SliceSource {
   // Segment flags of a new object or part under the configured layout.
   uint8_t NewSegmentFlags() const;
   // Appends extent `index` of `data_id` (`bytes`) to the data files and puts its locator into
-  // *batch; notes the append in *staged (ticket, pin) and its frame in *live.
-  Status AppendDataExtent(rocksdb::WriteBatch* batch, uint64_t data_id, uint64_t index,
-                          ByteSpan bytes, StagedData* staged, FileBytes* live);
+  // *batch; notes the append in *staged (ticket, pin) and its frame in *live. Returns the
+  // extent's XXH3-64 (its frame's hash).
+  Result<uint64_t> AppendDataExtent(rocksdb::WriteBatch* batch, uint64_t data_id, uint64_t index,
+                                    ByteSpan bytes, StagedData* staged, FileBytes* live);
   Result<uint64_t> NewDataId();
   Result<std::unique_ptr<ObjectWriter>> NewWriter(WriteTarget target, uint64_t extent_bytes);
   // Commits a streamed object or part whose last extents are in *batch; returns once it is
@@ -229,8 +231,8 @@ class RocksStore final : public Store, public kv::SliceSource {
     std::string name;
     PutOptions options;
     Segment segment;
-    Md5Digest md5{};
-    FileBytes live;  // data-file frames of its extents
+    std::string etag;  // records/chunk_etag.h
+    FileBytes live;    // data-file frames of its extents
   };
   // Commits `members` of `bucket` in one batch: *batch (their last extents) plus every
   // object record, the removal of every pending record and the DeleteRange of every

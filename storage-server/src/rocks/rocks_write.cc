@@ -109,8 +109,10 @@ class RocksWriter final : public ObjectWriter {
   Status EmitExtent(bool may_flush) {
     if ((flags_ & kSegmentDataFile) != 0) {
       // The bytes go to a data file now; only the locator waits in the batch for Commit.
-      OC_RETURN_IF_ERROR(store_->AppendDataExtent(&batch_, data_id_, next_extent_++, AsBytes(buf_),
-                                                  &staged_, &staged_.live));
+      OC_RETURN_IF_ERROR(store_
+                             ->AppendDataExtent(&batch_, data_id_, next_extent_++, AsBytes(buf_),
+                                                &staged_, &staged_.live)
+                             .status());
       buf_.clear();
       return Status::Ok();
     }
@@ -163,10 +165,18 @@ std::string PendingKey(uint64_t data_id) {
 }
 
 Status AddExtent(rocksdb::WriteBatch* batch, rocksdb::ColumnFamilyHandle* cf, uint64_t data_id,
-                 uint64_t index, uint8_t flags, std::string* bytes) {
-  if ((flags & kSegmentExtentHash) != 0) {
+                 uint64_t index, uint8_t flags, std::string* bytes, uint64_t* hash) {
+  const bool trailer_hash = (flags & kSegmentExtentHash) != 0;
+  uint64_t h = 0;
+  if (trailer_hash || hash != nullptr) {
+    h = ExtentHash(AsBytes(*bytes));
+  }
+  if (hash != nullptr) {
+    *hash = h;
+  }
+  if (trailer_hash) {
     std::byte trailer[kExtentHashBytes];
-    PutLittleEndian64(ExtentHash(AsBytes(*bytes)), trailer);
+    PutLittleEndian64(h, trailer);
     bytes->append(reinterpret_cast<const char*>(trailer), kExtentHashBytes);
   }
   const ExtentKey key = EncodeExtentKey(data_id, index);
@@ -225,8 +235,9 @@ uint8_t RocksStore::NewSegmentFlags() const {
   return 0;
 }
 
-Status RocksStore::AppendDataExtent(rocksdb::WriteBatch* batch, uint64_t data_id, uint64_t index,
-                                    ByteSpan bytes, StagedData* staged, FileBytes* live) {
+Result<uint64_t> RocksStore::AppendDataExtent(rocksdb::WriteBatch* batch, uint64_t data_id,
+                                              uint64_t index, ByteSpan bytes, StagedData* staged,
+                                              FileBytes* live) {
   OC_ASSIGN_OR_RETURN(DataFiles::Appended a, data_files_->Append(data_id, index, bytes));
   staged->ticket = std::max(staged->ticket, a.ticket);
   if (staged->pins.empty() || staged->pins.back() != a.pin) {
@@ -234,7 +245,8 @@ Status RocksStore::AppendDataExtent(rocksdb::WriteBatch* batch, uint64_t data_id
   }
   live->Add(a.locator.file, a.locator.frame_bytes());
   const ExtentKey key = EncodeExtentKey(data_id, index);
-  return FromRocks(batch->Put(extents_cf_, AsSlice(key), EncodeLocator(a.locator)));
+  OC_RETURN_IF_ERROR(FromRocks(batch->Put(extents_cf_, AsSlice(key), EncodeLocator(a.locator))));
+  return a.locator.hash;
 }
 
 Result<ObjectMeta> RocksStore::CommitWrite(const WriteTarget& target, const Segment& segment,

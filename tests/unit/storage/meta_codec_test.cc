@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <xxhash.h>
+
 #include <vector>
 
+#include "records/chunk_etag.h"
 #include "records/multipart_complete.h"
 
 namespace oc::storage {
@@ -182,6 +185,26 @@ TEST(CompleteUpload, RefusesBadListsWithThePartErrors) {
   EXPECT_TRUE(CompleteUpload(std::vector<CompletedPart>{{1, kEtag1}, {2, kEtag2}, {3, kEtag3}},
                              stored, UploadRecord{}, 0)
                   .has_value());
+}
+
+// The chunk ETag's worked example in docs/protocol.md ("Responses"), in appends that split
+// pieces, whole, and from piece hashes given by the caller (an extent's hash reused).
+TEST(ChunkEtag, MatchesTheProtocolExample) {
+  std::vector<std::byte> bytes(8);
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    bytes[i] = std::byte(i);
+  }
+  const std::string want = "f24b4ac3d1eb7c525bd3dd77a0269f1b-1";
+  ChunkEtag split(4);
+  split.Update(ByteSpan(bytes).subspan(0, 3));
+  split.Update(ByteSpan(bytes).subspan(3, 5));
+  EXPECT_EQ(split.Finish(), want);
+  ChunkEtag given(4);
+  given.Update(ByteSpan(bytes).subspan(0, 4));
+  given.AddPieceHash(XXH3_64bits(bytes.data() + 4, 4));
+  EXPECT_EQ(given.Finish(), want);
+  EXPECT_EQ(ChunkEtag(4).Finish(), "99aa06d3014798d86001c324468d497f-1");  // no pieces
+  EXPECT_EQ(ChunkEtag(0).Finish(), "66f7ee01ee4a1e7332e080078f9f652e-1");  // one empty piece
 }
 
 }  // namespace

@@ -2,11 +2,13 @@
 // RadosStore: objects
 // written one after the other become visible together at Commit, replace their earlier
 // versions and free them; a dropped or failed group leaves nothing visible and frees what it
-// staged (extents and pending records); a name given twice keeps its last object.
+// staged (extents and pending records); a name given twice keeps its last object; every
+// object gets the chunk ETag (records/chunk_etag.h), the same on every backend and layout.
 
 #include <gtest/gtest.h>
 
 #include "rados/rados_store.h"
+#include "records/md5.h"
 #include "rocks/rocks_store.h"
 #include "store_test_util.h"
 
@@ -178,6 +180,77 @@ TEST_P(StoreGroupTest, ANameGivenTwiceKeepsItsLastObject) {
   if (GetParam() == Backend::kRocksData) {  // the first d's frames are not counted live
     EXPECT_EQ(Figure("data_file_live_bytes"),
               20'000 + ExtentsOf(20'000) * kFrameHeaderBytes + 5 + kFrameHeaderBytes);
+  }
+}
+
+// The ETag of a descriptor PUT's chunk is not its MD5 (docs/protocol.md, "Responses"): the
+// expected values were computed with Python's xxhash (XXH3-64 per piece, XXH3-128 over them).
+TEST_P(StoreGroupTest, ObjectsGetTheChunkEtagNotAnMd5) {
+  std::string bytes(3 * 8192, '\0');
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    bytes[i] = static_cast<char>(i % 251);
+  }
+  struct Row {
+    std::string name;
+    std::optional<ChunkShape> chunk;
+    std::string etag;
+  };
+  const std::vector<Row> rows = {
+      {"l2td", ChunkShape{descriptor::StoredLayout::kL2TD, 3, 8192},
+       "da975ec16300a4fcc5238c524897729d-1"},  // pieces of S = 8192
+      {"2ltd", ChunkShape{descriptor::StoredLayout::k2LTD, 3, 8192},
+       "c73aa6da0f7cc640cf228a74d860e980-1"},                            // pieces of S/2
+      {"unshaped", std::nullopt, "d820822b71732fb54851cc7d21a68a58-1"},  // one piece
+  };
+  auto group = store_->PutGroup("grp");
+  ASSERT_TRUE(group.has_value()) << group.error();
+  for (const Row& row : rows) {
+    PutOptions o;
+    o.expected_size = bytes.size();
+    o.chunk = row.chunk;
+    ASSERT_TRUE((*group)->Begin(row.name, o).ok());
+    for (size_t pos = 0; pos < bytes.size(); pos += 3000) {
+      ASSERT_TRUE((*group)->Append(AsBytes(std::string_view(bytes).substr(pos, 3000))).ok());
+    }
+  }
+  auto metas = (*group)->Commit();
+  ASSERT_TRUE(metas.has_value()) << metas.error();
+  ASSERT_EQ(metas->size(), rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    SCOPED_TRACE(rows[i].name);
+    EXPECT_EQ((*metas)[i].etag, rows[i].etag);
+    Result<ObjectMeta> head = store_->Head({"grp", rows[i].name});
+    ASSERT_TRUE(head.has_value()) << head.error();
+    EXPECT_EQ(head->etag, rows[i].etag);
+    EXPECT_EQ(Content(rows[i].name), bytes);
+  }
+  // A plain PUT of the same bytes keeps the MD5 ETag S3 clients compare.
+  Result<ObjectMeta> put = PutString(*store_, {"grp", "plain"}, bytes);
+  ASSERT_TRUE(put.has_value()) << put.error();
+  EXPECT_EQ(put->etag, HexEncode(Md5::Of(AsBytes(bytes))));
+}
+
+// A Content-MD5 given for a group's object is still checked (MD5 is computed for that only).
+TEST_P(StoreGroupTest, AContentMd5OfAnObjectIsChecked) {
+  const std::string bytes = Bytes(5, 20'000);
+  for (const bool right : {false, true}) {
+    SCOPED_TRACE(right);
+    auto group = store_->PutGroup("grp");
+    ASSERT_TRUE(group.has_value()) << group.error();
+    PutOptions o;
+    o.chunk = ChunkShape{descriptor::StoredLayout::kL2TD, 5, 4000};
+    o.content_md5 = Md5::Of(AsBytes(right ? bytes : bytes + "x"));
+    ASSERT_TRUE((*group)->Begin("md5", o).ok());
+    ASSERT_TRUE((*group)->Append(AsBytes(bytes)).ok());
+    auto metas = (*group)->Commit();
+    if (!right) {
+      EXPECT_EQ(metas.status().subject(), Subject::kDigest) << metas.status();
+      EXPECT_EQ(Content("md5"), std::nullopt);
+      continue;
+    }
+    ASSERT_TRUE(metas.has_value()) << metas.error();
+    EXPECT_TRUE((*metas)[0].etag.ends_with("-1")) << (*metas)[0].etag;
+    EXPECT_EQ(Content("md5"), bytes);
   }
 }
 

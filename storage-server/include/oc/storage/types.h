@@ -62,7 +62,9 @@ struct ChunkShape {
 struct ObjectMeta {
   uint64_t size = 0;
   // S3's ETag without quotes: lowercase hex MD5 for a single PUT, "<hex>-<parts>" for a
-  // completed multipart upload (MD5 of the concatenated binary part MD5s).
+  // completed multipart upload (MD5 of the concatenated binary part MD5s), "<hex>-1" for an
+  // object stored by a descriptor PUT (PutGroup: XXH3-128 of its pieces' XXH3-64s,
+  // docs/protocol.md "Responses").
   std::string etag;
   std::string content_type;
   // x-amz-meta-* pairs; names lowercase and without the prefix, in the order stored.
