@@ -5,7 +5,7 @@ copy engine (docs/decisions.md, "One descriptor GET on several cores"), in one a
 For each build (--before DIR, --after DIR: build trees holding gateway/objectcache and
 bench/objectcache_bench) and each repetition, in turn: starts `objectcache serve` (UCX_TLS=shm),
 stores the chunks, and times objectcache_bench's "ucx" (into a shared-memory target) and
-"http-body" methods at G = 16, 64, 256 (S = 64 KiB, 256 KiB, 1 MiB), 16K context, 87.5% hit,
+"http-body" methods at G = 16, 64, 256 (S = 64 KiB, 256 KiB, 1 MiB), 4K context, 87.5% hit,
 while a sampler reads every server thread's run time (/proc/<pid>/task/*/schedstat, ns) every
 5 ms. Reported per build, method and G: GB/s (best of the repetitions), server CPU seconds per
 GB, and the busy fraction of the copy threads ("oc-copy"), of the readers (the request's
@@ -106,7 +106,7 @@ def measure(build, label, groups, root, rep):
         env = dict(ocb.ucx_env("shm"), AWS_ACCESS_KEY_ID=ocb.ACCESS_KEY,
                    AWS_SECRET_ACCESS_KEY=ocb.SECRET_KEY)
         exe = os.path.join(build, "bench", "objectcache_bench")
-        base = ["--endpoint", url, "--contexts", "16384", "--hits", "0.875"]
+        base = ["--endpoint", url, "--contexts", "4096", "--hits", "0.875"]
         for g in groups:
             subprocess.run([exe, *base, "--groups", str(g), "--methods", "ucx", "--repeat", "1",
                             "--warmup", "0", "--json", os.path.join(root, "load.json")],
