@@ -13,7 +13,8 @@
 // Reports per client count: aggregate GB/s (bytes delivered / wall time of the phase, checks
 // included), per-request latency p50/p99 (send to Wait() returning), the requests that failed
 // and each distinct error with its count, and how many SlowDown answers the clients retried
-// (Client::slowdown_retries). --json writes the rows.
+// (Client::slowdown_retries). --json writes the rows ("kind": "get"), after one "kind": "put"
+// row timing the store (--put-repeat descriptor PUTs of the prefix, default 1, in a row).
 // Exit status: 0 when every load succeeded byte-exact, 1 when any failed, 2 for bad flags.
 
 #include <algorithm>
@@ -53,6 +54,7 @@ struct Flags {
   uint32_t requests = 8;
   std::string via = "ucx";
   bool put = true;
+  uint32_t put_repeat = 1;
   std::string json;
   std::string label;
 };
@@ -197,6 +199,7 @@ void RunClient(const Flags& f, const descriptor::Descriptor& d, const std::vecto
 
 int Run(const Flags& f) {
   const descriptor::Descriptor d = MakeDescriptor(f);
+  Json put_row;
   if (f.put) {
     oc::Result<std::unique_ptr<client::Client>> c = client::Client::Open(Options(f));
     if (!c.has_value()) {
@@ -209,14 +212,28 @@ int Run(const Flags& f) {
       return 1;
     }
     const std::vector<std::byte> chunks = ChunkMajor(f);
-    oc::Result<client::PutChunksResult> p = (*c)->PutChunks(f.bucket, d, chunks);
-    if (!p.has_value()) {
-      std::cerr << "prefix_clients_bench: put: " << p.error() << "\n";
-      return 1;
+    const Clock::time_point t0 = Clock::now();
+    for (uint32_t i = 0; i < f.put_repeat; ++i) {
+      oc::Result<client::PutChunksResult> p = (*c)->PutChunks(f.bucket, d, chunks);
+      if (!p.has_value()) {
+        std::cerr << "prefix_clients_bench: put: " << p.error() << "\n";
+        return 1;
+      }
     }
+    const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+    put_row = {{"kind", "put"},
+               {"label", f.label},
+               {"requests", f.put_repeat},
+               {"payload_bytes", chunks.size()},
+               {"wall_s", wall},
+               {"gbps", static_cast<double>(chunks.size()) * f.put_repeat / wall / 1e9}};
+    std::cerr << fmt::format("put x{} {:.3f} GB/s\n", f.put_repeat, put_row["gbps"].get<double>());
   }
   const std::vector<std::byte> want = LayerMajor(f);
   Json rows = Json::array();
+  if (!put_row.is_null()) {
+    rows.push_back(put_row);
+  }
   bool all_ok = true;
   for (uint32_t n : f.clients) {
     Outcome out;
@@ -239,7 +256,8 @@ int Run(const Flags& f) {
     }
     all_ok = all_ok && failed == 0;
     const double gbps = static_cast<double>(out.ok * want.size()) / wall / 1e9;
-    Json row = {{"label", f.label},
+    Json row = {{"kind", "get"},
+                {"label", f.label},
                 {"via", f.via},
                 {"clients", n},
                 {"requests", uint64_t{n} * f.requests},
@@ -309,6 +327,8 @@ int main(int argc, char** argv) {
       f.layer_bytes = std::strtoull(value.c_str(), nullptr, 10);
     } else if (name == "--clients") {
       f.clients = SplitCounts<uint32_t>(value);
+    } else if (name == "--put-repeat") {
+      f.put_repeat = static_cast<uint32_t>(std::strtoul(value.c_str(), nullptr, 10));
     } else if (name == "--requests") {
       f.requests = static_cast<uint32_t>(std::strtoul(value.c_str(), nullptr, 10));
     } else if (name == "--via") {
@@ -323,7 +343,7 @@ int main(int argc, char** argv) {
     }
   }
   if (f.chunks == 0 || f.layers == 0 || f.layer_bytes == 0 || f.requests == 0 ||
-      (f.via != "ucx" && f.via != "http") ||
+      f.put_repeat == 0 || (f.via != "ucx" && f.via != "http") ||
       std::any_of(f.clients.begin(), f.clients.end(), [](uint32_t n) { return n == 0; })) {
     std::cerr << "prefix_clients_bench: counts must be positive, --via ucx or http\n";
     return 2;

@@ -1,4 +1,4 @@
-"""The experiments of issue 7 (1-8), issue 15 (9) and issue 16 (10), each a function of (ctx)
+"""The experiments of issue 7 (1-8), issue 15 (9) and issue 16 (10, 11), each a function of (ctx)
 returning a dict that becomes <id>.json: the configuration, the exact commands, the rows
 measured and notes on what the tool could not provide. Sizes per profile (smallest / reduced /
 full) are in PROFILES."""
@@ -25,6 +25,7 @@ def bench_module(name):
 
 RVR = bench_module("rados_vs_rgw")  # experiment 9: its profiles and the comparison itself
 WB = bench_module("write_bench")  # experiment 10: the write path, likewise
+SB = bench_module("scaling_bench")  # experiment 11: scaling with the server's cores
 
 # Experiment 4's server variants, each a restart on the same data measuring the UCX descriptor
 # GET only: (label, [kv] layerwise_threshold, data_plane_staging_buffers,
@@ -52,6 +53,7 @@ PROFILES = {
         "ttft": {"flag": "--smallest"},
         "rados_vs_rgw": RVR.PROFILES["smallest"],
         "write_bench": WB.PROFILES["smallest"],
+        "scaling": SB.PROFILES["smallest"],
     },
     "reduced": {
         "storage": {"sizes": [64 * KiB, 256 * KiB, MiB, 4 * MiB], "threads": [8, 32],
@@ -67,6 +69,7 @@ PROFILES = {
         "ttft": {"flag": "--reduced"},
         "rados_vs_rgw": RVR.PROFILES["reduced"],
         "write_bench": WB.PROFILES["reduced"],
+        "scaling": SB.PROFILES["reduced"],
     },
     "full": {
         "storage": {"sizes": [64 * KiB, 256 * KiB, MiB, 4 * MiB], "threads": [8, 32],
@@ -83,6 +86,7 @@ PROFILES = {
         "ttft": {"flag": "--full"},
         "rados_vs_rgw": RVR.PROFILES["full"],
         "write_bench": WB.PROFILES["full"],
+        "scaling": SB.PROFILES["full"],
     },
 }
 
@@ -90,13 +94,13 @@ PROFILES = {
 PLANNED = {
     "smallest": {"storage": 5, "transport": 15, "overhead": 8, "aggregation": 10, "ttft": 30,
                  "rados_vs_rgw": RVR.PLANNED_S["smallest"],
-                 "write_bench": WB.PLANNED_S["smallest"]},
+                 "write_bench": WB.PLANNED_S["smallest"], "scaling": SB.planned_s("smallest")},
     "reduced": {"storage": 140, "transport": 90, "overhead": 40, "aggregation": 240,
                 "ttft": 300, "rados_vs_rgw": RVR.PLANNED_S["reduced"],
-                "write_bench": WB.PLANNED_S["reduced"]},
+                "write_bench": WB.PLANNED_S["reduced"], "scaling": SB.planned_s("reduced")},
     "full": {"storage": 400, "transport": 600, "overhead": 200, "aggregation": 1800,
              "ttft": 1800, "rados_vs_rgw": RVR.PLANNED_S["full"],
-             "write_bench": WB.PLANNED_S["full"]},
+             "write_bench": WB.PLANNED_S["full"], "scaling": SB.planned_s("full")},
 }
 
 
@@ -482,5 +486,18 @@ def write_bench(ctx):
     try:
         return WB.run(ctx["config"]["write_bench"], ctx["build_dir"], ctx["log_dir"],
                       ctx["progress"], tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# --- 11. scaling with the server's cores -----------------------------------------------------
+
+def scaling(ctx):
+    """bench/scaling_bench.py: the same loads at 1, 2, 4, ... server threads up to the usable
+    cores. A failed step leaves "error" in the result with the rows measured before it."""
+    tmp = tempfile.mkdtemp(prefix="oc-scale-", dir=ctx["tmp"])
+    try:
+        return SB.run_scaling(ctx["config"]["scaling"], ctx["build_dir"], ctx["log_dir"],
+                              ctx["progress"], tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

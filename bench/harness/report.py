@@ -488,6 +488,20 @@ def write_bench_section(e, out_dir):
     return text, finding, [os.path.basename(png)]
 
 
+def scaling_section(e, out_dir):
+    import importlib.util
+    if not e.get("summary"):
+        return "No rows were measured.", "The experiment did not measure anything.", []
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "scaling_bench.py")
+    spec = importlib.util.spec_from_file_location("scaling_bench_py", path)
+    sb = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sb)
+    text, finding = sb.markdown(e)
+    png = sb.plot(e, os.path.join(out_dir, "11-scaling.png"))
+    return text, finding, [os.path.basename(png)]
+
+
 SECTIONS = [
     ("1-storage", "1. Storage baseline", storage_section),
     ("2-transport", "2. S3 transport baseline", transport_section),
@@ -500,6 +514,7 @@ SECTIONS = [
     ("9-rados-vs-rgw", "9. ObjectCache on RADOS vs Ceph RGW", rados_vs_rgw_section),
     ("10-write-bench", "10. Write path: PUTs, server CPU, write amplification",
      write_bench_section),
+    ("11-scaling", "11. Scaling with the server's cores", scaling_section),
 ]
 
 

@@ -5,6 +5,8 @@
 #include <system_error>
 #include <utility>
 
+#include <pthread.h>
+
 #include "fmt/format.h"
 #include "oc/common/check.h"
 #include "oc/common/log.h"
@@ -100,6 +102,9 @@ Status BoundedExecutor::Admit(Queued q, bool now_only) {
 }
 
 void BoundedExecutor::WorkerLoop() {
+  if (!options_.thread_name.empty()) {
+    (void)pthread_setname_np(pthread_self(), options_.thread_name.substr(0, 15).c_str());
+  }
   std::unique_lock lock(mu_);
   for (;;) {
     ++idle_;

@@ -159,6 +159,20 @@ Result<storage::StagingBuffer> HttpLayerSink::AcquireBuffer() {
   return pipe_->pool.Acquire(pipe_->timeout);
 }
 
+Result<storage::StagingBuffer> HttpLayerSink::TryAcquireBuffer() {
+  {
+    std::lock_guard lock(pipe_->mu);
+    if (pipe_->reader_gone) {
+      return Status::Cancelled("the client went away");
+    }
+  }
+  Result<storage::StagingBuffer> buffer = pipe_->pool.Acquire(std::chrono::milliseconds(0));
+  if (!buffer.has_value()) {
+    return storage::StagingBuffer();  // none free now: not an error
+  }
+  return buffer;
+}
+
 Status HttpLayerSink::Write(uint64_t dest_offset, storage::StagingBuffer buffer, uint64_t length) {
   if (!pipe_->pool.Owns(buffer) || length > buffer.bytes().size()) {
     return Status::InvalidArgument("buffer", "not a buffer of this sink, or length exceeds it");

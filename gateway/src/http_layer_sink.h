@@ -34,6 +34,7 @@ class HttpLayerSink final : public storage::LayerSink {
 
   uint64_t buffer_bytes() const override;
   Result<storage::StagingBuffer> AcquireBuffer() override;
+  Result<storage::StagingBuffer> TryAcquireBuffer() override;
   // REQUIRES (else kInvalidArgument): dest_offset is exactly the number of bytes written so
   // far (body bytes are gap-free and in order, as GetLayers promises for a body sink).
   Status Write(uint64_t dest_offset, storage::StagingBuffer buffer, uint64_t length) override;

@@ -35,6 +35,9 @@ Status ApplyKvConfig(const oc::Config& config, KvOptions* kv) {
   OC_RETURN_IF_ERROR(config.Read("kv.descriptor_threads", &kv->descriptor_threads));
   OC_RETURN_IF_ERROR(config.Read("kv.admission_queue", &kv->admission_queue));
   OC_RETURN_IF_ERROR(config.ReadDuration("kv.admission_timeout", &kv->admission_timeout));
+  OC_RETURN_IF_ERROR(config.Read("kv.assembly_threads", &kv->assembly_threads));
+  OC_RETURN_IF_ERROR(config.Read("kv.layers_in_flight", &kv->layers_in_flight));
+  OC_RETURN_IF_ERROR(config.Read("kv.data_plane_copy_threads", &kv->data_plane_copy_threads));
   return Status::Ok();
 }
 
@@ -168,6 +171,19 @@ Status KvOptions::Validate() const {
   if (admission_timeout.count() <= 0) {
     return Status::InvalidArgument("kv.admission_timeout", "must be positive");
   }
+  if (assembly_threads > kMaxAssemblyThreads) {
+    return Status::InvalidArgument("kv.assembly_threads", "must be 0 (from the cores) .. " +
+                                                              std::to_string(kMaxAssemblyThreads));
+  }
+  if (layers_in_flight > kMaxLayersInFlight) {
+    return Status::InvalidArgument("kv.layers_in_flight", "must be 0 (from the cores) .. " +
+                                                              std::to_string(kMaxLayersInFlight));
+  }
+  if (data_plane_copy_threads > kMaxAssemblyThreads) {
+    return Status::InvalidArgument(
+        "kv.data_plane_copy_threads",
+        "must be 0 (from the cores) .. " + std::to_string(kMaxAssemblyThreads));
+  }
   return Status::Ok();
 }
 
@@ -178,6 +194,18 @@ uint32_t DescriptorThreadsFor(uint32_t configured) {
   return ThreadsPerCore(kDescriptorThreadsPerCore, kMinDescriptorThreads, kMaxDescriptorThreads);
 }
 
+uint32_t AssemblyThreadsFor(uint32_t configured) {
+  return configured != 0 ? configured : ThreadsPerCore(1, 1, kMaxAssemblyThreads);
+}
+
+uint32_t LayersInFlightFor(uint32_t configured) {
+  return configured != 0 ? configured : ThreadsPerCore(1, 2, kMaxLayersInFlight);
+}
+
+uint32_t CopyThreadsFor(uint32_t configured) {
+  return configured != 0 ? configured : ThreadsPerCore(1, 1, kMaxAssemblyThreads);
+}
+
 BoundedExecutor::Options DescriptorExecutorOptions(uint32_t descriptor_threads,
                                                    uint32_t admission_queue,
                                                    std::chrono::milliseconds admission_timeout) {
@@ -186,6 +214,7 @@ BoundedExecutor::Options DescriptorExecutorOptions(uint32_t descriptor_threads,
   o.max_queued = admission_queue;
   o.queue_timeout = admission_timeout;
   o.field = "kv.descriptor_threads";
+  o.thread_name = "oc-descriptor";
   o.start_all = true;  // a fixed pool: the server's thread count does not grow with load
   return o;
 }

@@ -18,8 +18,9 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STEMS = ["1-storage", "2-transport", "3-overhead", "4-aggregation", "5-ttft-e2e",
          "6-ttft-bandwidth", "7-ttft-scheduling", "8-ttft-model", "9-rados-vs-rgw",
-         "10-write-bench"]
-BENCHES = ["storage_bench", "data_plane_bench", "objectcache_bench", "ttft_emulator"]
+         "10-write-bench", "11-scaling"]
+BENCHES = ["storage_bench", "data_plane_bench", "objectcache_bench", "ttft_emulator",
+           "prefix_clients_bench"]
 
 
 def test_run_all_smallest(tmp_path):
@@ -35,7 +36,7 @@ def test_run_all_smallest(tmp_path):
                        capture_output=True, text=True, timeout=800)
     sys.stderr.write(r.stderr[-4000:])
     assert r.returncode == 0, r.stderr[-2000:]
-    assert "experiment 7 of 7" in r.stderr  # progress was shown
+    assert "experiment 8 of 8" in r.stderr  # progress was shown
 
     run = json.loads((out / "run.json").read_text())
     assert run["profile"] == "smallest" and run["failed_experiments"] == 0
@@ -69,13 +70,15 @@ def test_run_all_smallest(tmp_path):
         assert docs[stem]["data"] is not None, stem
     check_rados_vs_rgw(docs["9-rados-vs-rgw"])
     check_write_bench(docs["10-write-bench"])
+    check_scaling(docs["11-scaling"])
 
     report = (out / "report.md").read_text()
     for title in ("1. Storage baseline", "2. S3 transport baseline", "3. Per-request overhead",
                   "4. Aggregation", "5. End-to-end TTFT", "6. Bandwidth sensitivity",
                   "7. Scheduling under shared caps", "8. TTFT model",
                   "9. ObjectCache on RADOS vs Ceph RGW",
-                  "10. Write path: PUTs, server CPU, write amplification"):
+                  "10. Write path: PUTs, server CPU, write amplification",
+                  "11. Scaling with the server's cores"):
         assert f"## {title}" in report
     assert report.count("**Finding.**") == len(STEMS)
     assert "load average at start" in report and "RocksDB" in report and "UCX" in report
@@ -83,6 +86,23 @@ def test_run_all_smallest(tmp_path):
         if line.startswith("!["):
             png = line.rsplit("](", 1)[1].rstrip(")")
             assert (out / png).stat().st_size > 0, png
+
+
+def check_scaling(e):
+    """Experiment 11 ran every load at every thread count from 1 up to the usable CPUs (as
+    many as this machine has: nothing is hard-coded), each moving bytes without errors, and
+    says for each load where it stops growing or that it grew throughout."""
+    counts = e["thread_counts"]
+    assert counts[0] == 1 and counts[-1] == e["usable_cpus"] and counts == sorted(set(counts))
+    loads = {"get-64KiB", "get-1MiB", "desc-get-1", "desc-get-16", "desc-put"}
+    assert {(r["load"], r["n"]) for r in e["rows"]} == {(x, n) for x in loads for n in counts}
+    assert all(r["gbps"] > 0 and r["errors"] == 0 for r in e["rows"]), e["rows"]
+    assert {s["load"] for s in e["summary"]} == loads
+    for s in e["summary"]:
+        assert [p["n"] for p in s["points"]] == counts
+        assert all(p["per_core"] == p["throughput"] / p["n"] for p in s["points"])
+        assert s["grows_through"] == (s["stops_growing_at"] is None)
+        assert s["stops_growing_at"] in [None] + counts[1:]
 
 
 def check_rados_vs_rgw(e):

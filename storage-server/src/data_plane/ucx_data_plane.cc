@@ -422,7 +422,8 @@ Result<std::unique_ptr<LayerSink>> UcxDataPlane::OpenSink(
 }
 
 CopyEngine& UcxDataPlane::copier() {
-  std::call_once(copier_once_, [this] { copier_ = std::make_unique<CopyEngine>(); });
+  std::call_once(copier_once_,
+                 [this] { copier_ = std::make_unique<CopyEngine>(options_.copy_threads); });
   return *copier_;
 }
 

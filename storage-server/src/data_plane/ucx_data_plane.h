@@ -78,6 +78,10 @@ struct DataPlaneOptions {
   // (docs/decisions.md, "Data plane: direct writes into shared-memory targets").
   // Default: true
   bool direct_writes = true;
+  // Threads copying in-place writes (CopyEngine): one request's slices are copied on this
+  // many cores at once. KvOptions::data_plane_copy_threads resolves its 0 to the usable cores.
+  // Default: 1
+  uint32_t copy_threads = 1;
 
   // kInvalidArgument naming the field: zero counts or sizes, staging buffers outside
   // 4 KiB..1 GiB, more than 1024 buffers, or a zero timeout.

@@ -382,6 +382,16 @@ Result<StagingBuffer> UcxLayerSink::AcquireBuffer() {
   return buffer;
 }
 
+Result<StagingBuffer> UcxLayerSink::TryAcquireBuffer() {
+  State& s = *state_;
+  OC_RETURN_IF_ERROR(s.CurrentError());
+  Result<StagingBuffer> buffer = s.plane.staging().Acquire(std::chrono::milliseconds(0));
+  if (!buffer.has_value()) {
+    return StagingBuffer();  // none free now: not an error
+  }
+  return buffer;
+}
+
 namespace {
 
 // Nothing outside the target is ever written: checked before anything is posted.

@@ -54,6 +54,7 @@ class UcxLayerSink final : public LayerSink {
 
   uint64_t buffer_bytes() const override;
   Result<StagingBuffer> AcquireBuffer() override;
+  Result<StagingBuffer> TryAcquireBuffer() override;
   Status Write(uint64_t dest_offset, StagingBuffer buffer, uint64_t length) override;
   bool accepts_pinned() const override { return true; }
   bool writes_in_place() const override;

@@ -21,10 +21,25 @@ BoundedExecutor::Options ExecutorOptions(const KvOptions& options) {
                                    options.admission_timeout);
 }
 
+BoundedExecutor::Options AssemblyOptions(const KvOptions& options) {
+  BoundedExecutor::Options o;
+  o.threads = AssemblyThreadsFor(options.assembly_threads);
+  // Each GET queues at most K layers of units, and a refused unit is read by its request's
+  // own thread, so this bound is never what limits a request.
+  o.max_queued = 1 << 16;
+  o.field = "kv.assembly_threads";
+  o.start_all = true;
+  o.thread_name = "oc-assemble";
+  return o;
+}
+
 }  // namespace
 
 KvEngine::KvEngine(SliceSource& source, KvOptions options)
-    : source_(source), options_(std::move(options)), executor_(ExecutorOptions(options_)) {
+    : source_(source),
+      options_(std::move(options)),
+      executor_(ExecutorOptions(options_)),
+      assembly_(AssemblyOptions(options_)) {
   if (options_.scheduler != nullptr) {
     static const sched::SteadyClock kSteadyClock;
     PacingOptions po;
@@ -54,6 +69,7 @@ Result<UcxDataPlane*> KvEngine::DataPlane() {
     o.staging_buffer_bytes = options_.data_plane_staging_buffer_bytes;
     o.op_timeout = options_.data_plane_timeout;
     o.direct_writes = options_.data_plane_direct_writes;
+    o.copy_threads = CopyThreadsFor(options_.data_plane_copy_threads);
     OC_ASSIGN_OR_RETURN(plane_, UcxDataPlane::Create(o));
   }
   return plane_.get();
@@ -98,6 +114,8 @@ Result<KvGetReport> KvEngine::GetLayers(std::string_view bucket, const descripto
   AssembleOptions options;
   options.dense = !d.target.has_value();
   options.zero_copy = options_.zero_copy;
+  options.workers = &assembly_;
+  options.layers_in_flight = LayersInFlightFor(options_.layers_in_flight);
   // Layerwise requests enter the shared cap; the pacer holds the grant until it is destroyed on
   // every exit path below. Chunkwise ones get no pacer.
   std::unique_ptr<RequestPacer> pacer;

@@ -12,15 +12,15 @@
 // Delivery (Assemble): the slices (layer l, chunk j < M) are visited in an order whose
 // destination offsets suit the sink (layer by layer, or chunk by chunk for chunk-major into
 // a body sink, whose offsets must increase), packed into the sink's staging buffers as
-// contiguous destination runs and read straight into them with one ReadSlices per buffer;
-// each filled buffer is handed to Write() at once, so reading the next buffer overlaps the
-// write of the previous one. Layerwise, a buffer never spans two layers and LayerReady(l)
-// follows layer l's last write; chunkwise, buffers span layers and every layer is announced
-// after the last write. Zero-copy (into a sink that accepts_pinned(), from a source that
-// SupportsPinnedSlices()): the same visit, but each slice's bytes are pinned where the backend
-// holds them (one PinSlices per staging buffer's worth) and handed to WritePinned() without a
-// copy on this side.
-// Thread safety: KvEngine methods may be called concurrently.
+// contiguous destination runs and read straight into them with one ReadSlices per buffer.
+// The buffers' reads run on shared assembly workers, up to K layers ahead of the sink, and
+// are handed to Write() in order by the request's thread (layer_pipeline.h), so one request
+// reads on several cores while earlier buffers are written. Layerwise, a buffer never spans two
+// layers and LayerReady(l) follows layer l's last write; chunkwise, buffers span layers and every
+// layer is announced after the last write. Zero-copy (into a sink that accepts_pinned(), from a
+// source that SupportsPinnedSlices()): the same visit, but each slice's bytes are pinned where the
+// backend holds them (one PinSlices per staging buffer's worth) and handed to WritePinned() without
+// a copy on this side. Thread safety: KvEngine methods may be called concurrently.
 
 #include <chrono>
 #include <functional>
@@ -76,6 +76,11 @@ struct AssembleOptions {
   // (kv_bench, docs/decisions.md "KV path: zero-copy from the block cache").
   bool zero_copy = true;
   uint64_t zero_copy_min_bytes = 128 << 10;
+  // Shared workers that read units ahead of the sink (layer_pipeline.h); null: every read on
+  // the request's thread, one unit at a time, each handed over right after its read.
+  BoundedExecutor* workers = nullptr;
+  // K: layers (and layers' bytes) read ahead of the sink at most (KvOptions::layers_in_flight).
+  uint32_t layers_in_flight = 1;
 };
 
 // Delivers plan's M chunks into `sink` and ends it with Finish() (also on error). Returns
@@ -120,12 +125,18 @@ class KvEngine {
   BoundedExecutor& executor() { return executor_; }
   // Refuses new descriptor tasks and waits for the running ones to end: the store calls it
   // before it tears the engine (and what its tasks read) down. Idempotent.
-  void Shutdown() { executor_.Shutdown(); }
+  void Shutdown() {
+    executor_.Shutdown();
+    assembly_.Shutdown();  // after the tasks that submit to it
+  }
+  // The shared assembly workers (KvOptions::assembly_threads).
+  BoundedExecutor& assembly_workers() { return assembly_; }
 
  private:
   SliceSource& source_;
   const KvOptions options_;
   BoundedExecutor executor_;
+  BoundedExecutor assembly_;  // reads ahead for every GET (LayerPipeline)
   std::mutex plane_mu_;
   std::unique_ptr<UcxDataPlane> plane_ OC_GUARDED_BY(plane_mu_);
   std::unique_ptr<PacingService> pacing_;

@@ -7,6 +7,7 @@
 #include <fmt/core.h>
 
 #include "kv/kv_engine.h"
+#include "kv/layer_pipeline.h"
 #include "kv/read_ahead.h"
 #include "oc/common/log.h"
 #include "oc/descriptor/layout.h"
@@ -30,58 +31,96 @@ Status ChangedStatus(std::string_view name) {
                 fmt::format("chunk {} changed during the request", name));
 }
 
-// Fills staging buffers with contiguous destination runs and hands them to the sink; or, when
-// the source lends its memory and the sink takes it (`pinned`), hands the sink each slice's
-// bytes where the backend holds them, in batches of one staging buffer's worth.
+// Cuts a request into pipeline units (layer_pipeline.h): contiguous destination runs packed
+// into staging buffers, or, when the source lends its memory and the sink takes it (`pinned`),
+// batches of slices of one staging buffer's worth that the sink gets where the backend holds
+// them. The pipeline reads the units (here on the request thread, or on shared workers) and
+// hands them to the sink in order.
 class Assembler {
  public:
-  // `read_ahead`: where reads go instead of straight to `source` (may be null).
+  // `read_ahead`: where reads go instead of straight to `source` (may be null; its windows are
+  // per request, so its reads are never run in parallel).
   Assembler(SliceSource& source, std::string_view bucket, const PlanResult& plan, LayerSink& sink,
-            KvGetReport& report, bool pinned, ReadAhead* read_ahead)
+            bool pinned, ReadAhead* read_ahead)
       : source_(source),
         bucket_(bucket),
         plan_(plan),
         sink_(sink),
-        report_(report),
         pinned_(pinned),
         read_ahead_(read_ahead) {}
+
+  void Start(LayerPipeline& pipeline) { pipeline_ = &pipeline; }
+  // The layer of the slices added next.
+  void set_layer(uint32_t layer) { layer_ = layer; }
+
+  // Reads one unit's slices (the pipeline's ReadFn).
+  Status Read(PipelineUnit& u) {
+    if (!u.pins.empty()) {
+      Result<std::vector<SliceStatus>> statuses = source_.PinSlices(bucket_, u.pins, &u.pieces);
+      OC_RETURN_IF_ERROR(statuses.status());
+      for (size_t i = 0; i < u.pins.size(); ++i) {
+        if ((*statuses)[i] != SliceStatus::kOk) {
+          return ChangedStatus(u.pins[i].name);
+        }
+      }
+      return Status::Ok();
+    }
+    Result<std::vector<SliceStatus>> statuses = read_ahead_ != nullptr
+                                                    ? read_ahead_->Read(u.reads, u.keys)
+                                                    : source_.ReadSlices(bucket_, u.reads);
+    OC_RETURN_IF_ERROR(statuses.status());
+    for (size_t i = 0; i < u.reads.size(); ++i) {
+      if ((*statuses)[i] != SliceStatus::kOk) {
+        return ChangedStatus(u.reads[i].name);
+      }
+    }
+    return Status::Ok();
+  }
 
   // Adds `length` bytes of chunk j's range `slot` (kv_2ltd: 0 for K, 1 for V) from `source`
   // in its object to land at `dest`.
   Status Add(uint64_t chunk, uint32_t slot, uint64_t source, uint64_t dest, uint64_t length) {
     if (pinned_) {
-      pins_.push_back(SlicePin{plan_.names[chunk], source, length});
-      pin_dests_.push_back(dest);
-      pin_bytes_ += length;
-      if (pin_bytes_ >= sink_.buffer_bytes() || pins_.size() >= kMaxPinBatch) {
+      if (unit_ == nullptr) {
+        unit_ = NewUnit();
+      }
+      unit_->pins.push_back(SlicePin{plan_.names[chunk], source, length});
+      unit_->pin_dests.push_back(dest);
+      unit_->bytes += length;
+      if (unit_->bytes >= sink_.buffer_bytes() || unit_->pins.size() >= kMaxPinBatch) {
         return Flush();
       }
       return Status::Ok();
     }
     while (length > 0) {
-      if (buffer_.valid() && (run_start_ + fill_ != dest || fill_ == buffer_.bytes().size())) {
+      if (unit_ != nullptr &&
+          (unit_->run_start + unit_->fill != dest || unit_->fill == unit_->buffer.bytes().size())) {
         OC_RETURN_IF_ERROR(Flush());
       }
-      if (!buffer_.valid()) {
-        OC_ASSIGN_OR_RETURN(buffer_, sink_.AcquireBuffer());
-        if (buffer_.bytes().empty()) {
+      if (unit_ == nullptr) {
+        OC_ASSIGN_OR_RETURN(StagingBuffer buffer, NextBuffer());
+        if (buffer.bytes().empty()) {
           return Status::Internal("sink lent an empty staging buffer");
         }
-        run_start_ = dest;
-        fill_ = 0;
+        unit_ = NewUnit();
+        unit_->buffer = std::move(buffer);
+        unit_->run_start = dest;
       }
-      const uint64_t n = std::min<uint64_t>(length, buffer_.bytes().size() - fill_);
+      PipelineUnit& u = *unit_;
+      const uint64_t n = std::min<uint64_t>(length, u.buffer.bytes().size() - u.fill);
       // Reads of one buffer are contiguous in it: one that also continues the last one's
       // range of the object extends it (chunk by chunk, a run is then a whole chunk).
-      if (!reads_.empty() && keys_.back().chunk == chunk && keys_.back().slot == slot &&
-          reads_.back().offset + reads_.back().dest.size() == source) {
-        SliceRead& last = reads_.back();
+      if (!u.reads.empty() && u.keys.back().chunk == chunk && u.keys.back().slot == slot &&
+          u.reads.back().offset + u.reads.back().dest.size() == source) {
+        SliceRead& last = u.reads.back();
         last.dest = MutableByteSpan(last.dest.data(), last.dest.size() + n);
       } else {
-        reads_.push_back(SliceRead{plan_.names[chunk], source, buffer_.bytes().subspan(fill_, n)});
-        keys_.push_back(WindowKey{chunk, slot});
+        u.reads.push_back(
+            SliceRead{plan_.names[chunk], source, u.buffer.bytes().subspan(u.fill, n)});
+        u.keys.push_back(WindowKey{chunk, slot});
       }
-      fill_ += n;
+      u.fill += n;
+      u.bytes += n;
       source += n;
       dest += n;
       length -= n;
@@ -89,96 +128,54 @@ class Assembler {
     return Status::Ok();
   }
 
-  // Reads the current buffer's (or batch's) slices and hands them to the sink.
+  // Hands the unit being filled to the pipeline.
   Status Flush() {
-    if (pinned_) {
-      return FlushPinned();
-    }
-    if (!buffer_.valid()) {
+    if (unit_ == nullptr) {
       return Status::Ok();
     }
-    const Clock::time_point t0 = Clock::now();
-    Result<std::vector<SliceStatus>> statuses = read_ahead_ != nullptr
-                                                    ? read_ahead_->Read(reads_, keys_)
-                                                    : source_.ReadSlices(bucket_, reads_);
-    report_.timings.read_us += Micros(Clock::now() - t0);
-    OC_RETURN_IF_ERROR(statuses.status());
-    for (size_t i = 0; i < reads_.size(); ++i) {
-      if ((*statuses)[i] != SliceStatus::kOk) {
-        return ChangedStatus(reads_[i].name);
-      }
-    }
-    reads_.clear();
-    keys_.clear();
-    if (report_.writes == 0) {
-      transfer_start_ = Clock::now();
-    }
-    const uint64_t fill = fill_;
-    fill_ = 0;
-    ++report_.writes;
-    return sink_.Write(run_start_, std::move(buffer_), fill);
+    return pipeline_->Push(std::move(unit_));
   }
 
-  Status FlushPinned() {
-    if (pins_.empty()) {
-      return Status::Ok();
-    }
-    const Clock::time_point t0 = Clock::now();
-    std::vector<PinnedPiece> pieces;
-    Result<std::vector<SliceStatus>> statuses = source_.PinSlices(bucket_, pins_, &pieces);
-    report_.timings.read_us += Micros(Clock::now() - t0);
-    OC_RETURN_IF_ERROR(statuses.status());
-    for (size_t i = 0; i < pins_.size(); ++i) {
-      if ((*statuses)[i] != SliceStatus::kOk) {
-        return ChangedStatus(pins_[i].name);
-      }
-    }
-    if (report_.writes == 0) {
-      transfer_start_ = Clock::now();
-    }
-    for (PinnedPiece& p : pieces) {
-      ++report_.writes;
-      OC_RETURN_IF_ERROR(
-          sink_.WritePinned(pin_dests_[p.slice] + p.within, p.bytes, std::move(p.hold)));
-    }
-    pins_.clear();
-    pin_dests_.clear();
-    pin_bytes_ = 0;
-    return Status::Ok();
-  }
-
-  void Drop() {
-    buffer_.Reset();
-    reads_.clear();
-    keys_.clear();
-    pins_.clear();
-    pin_dests_.clear();
-  }
-  std::optional<Clock::time_point> transfer_start() const {
-    return report_.writes > 0 ? std::optional(transfer_start_) : std::nullopt;
-  }
+  void Drop() { unit_.reset(); }
 
  private:
+  std::unique_ptr<PipelineUnit> NewUnit() const {
+    auto u = std::make_unique<PipelineUnit>();
+    u->layer = layer_;
+    return u;
+  }
+
+  // A staging buffer for the next unit. While the pipeline holds units of this request (read
+  // ahead, not handed over) it only takes a buffer that is free now and otherwise hands its
+  // oldest unit over: blocking on the sink's pool while holding buffers could leave requests
+  // sharing the pool (the data plane's) each waiting for buffers another holds, until the
+  // timeout (docs/decisions.md, "KV: one assembler for both deliveries"). Holding none, it
+  // waits as the sequential assembler did.
+  Result<StagingBuffer> NextBuffer() {
+    while (pipeline_->holding()) {
+      OC_ASSIGN_OR_RETURN(StagingBuffer b, sink_.TryAcquireBuffer());
+      if (b.valid()) {
+        return b;
+      }
+      OC_RETURN_IF_ERROR(pipeline_->HandOverOne());
+    }
+    return sink_.AcquireBuffer();
+  }
+
   SliceSource& source_;
   const std::string_view bucket_;
   const PlanResult& plan_;
   LayerSink& sink_;
-  KvGetReport& report_;
   const bool pinned_;
   ReadAhead* const read_ahead_;
-  std::vector<SlicePin> pins_;       // pinned: the batch not yet read
-  std::vector<uint64_t> pin_dests_;  // pinned: where each of pins_ lands
-  uint64_t pin_bytes_ = 0;
-  StagingBuffer buffer_;
-  uint64_t run_start_ = 0;
-  uint64_t fill_ = 0;
-  std::vector<SliceRead> reads_;
-  std::vector<WindowKey> keys_;  // reads_[i]'s chunk range
-  Clock::time_point transfer_start_{};
+  LayerPipeline* pipeline_ = nullptr;
+  uint32_t layer_ = 0;
+  std::unique_ptr<PipelineUnit> unit_;  // being filled
 };
 
-Status Deliver(Assembler& a, const descriptor::Descriptor& d, const PlanResult& plan,
-               LayerSink& sink, const AssembleOptions& options, KvGetReport& report) {
+Status Deliver(Assembler& a, LayerPipeline& pipeline, const descriptor::Descriptor& d,
+               const PlanResult& plan, LayerSink& sink, bool dense, bool chunk_outer,
+               KvGetReport& report) {
   const uint64_t m = plan.plan.matched;
   if (m == 0) {
     return Status::Ok();  // nothing to deliver; the client learns M = 0
@@ -187,10 +184,9 @@ Status Deliver(Assembler& a, const descriptor::Descriptor& d, const PlanResult& 
       descriptor::ChunkGeometry source,
       descriptor::ChunkGeometry::Make(d.layout, plan.plan.num_chunks, d.num_layers, d.layer_bytes));
   // A body is dense in M; a target keeps the descriptor's N (docs/protocol.md).
-  OC_ASSIGN_OR_RETURN(
-      descriptor::ChunkGeometry dest,
-      descriptor::ChunkGeometry::Make(d.layout, options.dense ? m : plan.plan.num_chunks,
-                                      d.num_layers, d.layer_bytes));
+  OC_ASSIGN_OR_RETURN(descriptor::ChunkGeometry dest,
+                      descriptor::ChunkGeometry::Make(d.layout, dense ? m : plan.plan.num_chunks,
+                                                      d.num_layers, d.layer_bytes));
   const uint32_t layers = d.num_layers;
   auto slice = [&](uint32_t l, uint64_t j) -> Status {
     const uint64_t base = dest.DestinationOffset(d.delivery, l, j);
@@ -202,33 +198,29 @@ Status Deliver(Assembler& a, const descriptor::Descriptor& d, const PlanResult& 
     return Status::Ok();
   };
   const bool layerwise = plan.plan.mode == descriptor::ServeMode::kLayerwise;
-  // Chunk-major into a body must be written in increasing offsets: chunk by chunk. Chunkwise
-  // chunk-major is also read chunk by chunk: its runs are then whole chunks.
-  const bool chunk_outer =
-      d.delivery == descriptor::Delivery::kChunkMajor && (options.dense || !layerwise);
   if (chunk_outer) {
     for (uint64_t j = 0; j < m; ++j) {
       for (uint32_t l = 0; l < layers; ++l) {
+        a.set_layer(l);
         OC_RETURN_IF_ERROR(slice(l, j));
       }
     }
   } else {
     for (uint32_t l = 0; l < layers; ++l) {
-      if (layerwise && options.pacer != nullptr) {
-        OC_RETURN_IF_ERROR(options.pacer->BeforeLayer(l, m * d.layer_bytes));
-      }
+      // The pipeline calls the pacer before layer l's first write (LayerPipeline::Options).
+      a.set_layer(l);
       for (uint64_t j = 0; j < m; ++j) {
         OC_RETURN_IF_ERROR(slice(l, j));
       }
       if (layerwise) {
         // A buffer never spans two layers, so layer l is announced right after its bytes.
         OC_RETURN_IF_ERROR(a.Flush());
-        OC_RETURN_IF_ERROR(sink.LayerReady(l));
-        ++report.layers_notified;
+        OC_RETURN_IF_ERROR(pipeline.PushLayerEnd(l));
       }
     }
   }
   OC_RETURN_IF_ERROR(a.Flush());
+  OC_RETURN_IF_ERROR(pipeline.Drain());
   if (report.layers_notified == 0) {
     // Chunkwise (or chunk by chunk): every layer is complete only now.
     for (uint32_t l = 0; l < layers; ++l) {
@@ -267,13 +259,30 @@ Result<KvGetReport> Assemble(SliceSource& source, std::string_view bucket,
                          uint64_t{d.num_layers} * d.layer_bytes, range_bytes);
     }
   }
-  Assembler a(source, bucket, plan, sink, report, pinned,
-              read_ahead.has_value() && read_ahead->active() ? &*read_ahead : nullptr);
-  Status delivered = Deliver(a, d, plan, sink, options, report);
-  a.Drop();  // a buffer not handed over goes back before Finish waits for the others
+  const bool windows = read_ahead.has_value() && read_ahead->active();
+  Assembler a(source, bucket, plan, sink, pinned, windows ? &*read_ahead : nullptr);
+  const bool layerwise = plan.plan.mode == descriptor::ServeMode::kLayerwise;
+  // Chunk-major into a body must be written in increasing offsets: chunk by chunk. Chunkwise
+  // chunk-major is also read chunk by chunk: its runs are then whole chunks.
+  const bool chunk_outer =
+      d.delivery == descriptor::Delivery::kChunkMajor && (options.dense || !layerwise);
+  LayerPipeline::Options po;
+  // Read-ahead windows belong to the request: their reads stay on its thread, one at a time.
+  po.workers = windows ? nullptr : options.workers;
+  po.layers_in_flight = std::max<uint32_t>(options.layers_in_flight, 1);
+  po.layer_bytes = plan.plan.matched * d.layer_bytes;
+  po.layerwise = layerwise && !chunk_outer;
+  po.pacer = po.layerwise ? options.pacer : nullptr;
+  LayerPipeline pipeline(sink, report, po, [&a](PipelineUnit& u) { return a.Read(u); });
+  a.Start(pipeline);
+  Status delivered = Deliver(a, pipeline, d, plan, sink, options.dense, chunk_outer, report);
+  // Reads still running end, and every buffer not handed over goes back, before Finish waits
+  // for the writes in flight; nothing is written after this.
+  pipeline.Abort();
+  a.Drop();
   Status finished = sink.Finish(delivered);
   const Clock::time_point end = Clock::now();
-  if (std::optional<Clock::time_point> t = a.transfer_start(); t.has_value()) {
+  if (std::optional<Clock::time_point> t = pipeline.first_write(); t.has_value()) {
     report.timings.transfer_us = Micros(end - *t);
   }
   report.timings.total_us = Micros(end - started);
@@ -289,11 +298,13 @@ Result<KvGetReport> Assemble(SliceSource& source, std::string_view bucket,
   }
   kLog.Debug(
       "descriptor GET req={} mode={} matched={} bytes={} writes={} read_us={} "
-      "transfer_us={} total_us={} read_ahead={} source_reads={}",
+      "transfer_us={} total_us={} read_ahead={} source_reads={} worker_reads={} "
+      "peak_layers_ahead={}",
       plan.plan.request_id, descriptor::ServeModeName(plan.plan.mode), plan.plan.matched,
       plan.plan.payload_bytes, report.writes, report.timings.read_us, report.timings.transfer_us,
       report.timings.total_us, read_ahead.has_value() ? read_ahead->window_bytes() : 0,
-      read_ahead.has_value() ? read_ahead->source_reads() : 0);
+      read_ahead.has_value() ? read_ahead->source_reads() : 0, report.worker_reads,
+      report.peak_layers_ahead);
   return report;
 }
 

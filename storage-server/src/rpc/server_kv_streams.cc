@@ -61,6 +61,17 @@ Result<StagingBuffer> KvGetStream::AcquireBuffer() {
   return pool_->Acquire(timeout_);
 }
 
+Result<StagingBuffer> KvGetStream::TryAcquireBuffer() {
+  if (Status f = Failed(); !f.ok()) {
+    return f;
+  }
+  Result<StagingBuffer> buffer = pool_->Acquire(std::chrono::milliseconds(0));
+  if (!buffer.has_value()) {
+    return StagingBuffer();  // none free now: not an error
+  }
+  return buffer;
+}
+
 Status KvGetStream::Write(uint64_t dest_offset, StagingBuffer buffer, uint64_t length) {
   if (!pool_->Owns(buffer) || length == 0 || length > buffer.bytes().size()) {
     return Status::InvalidArgument("buffer", "not one of this sink's buffers, or a bad length");

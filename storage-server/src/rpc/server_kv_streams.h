@@ -66,6 +66,7 @@ class KvGetStream final : public LayerSink {
   // LayerSink (the store pool's side).
   uint64_t buffer_bytes() const override { return kStreamChunkBytes; }
   Result<StagingBuffer> AcquireBuffer() override;
+  Result<StagingBuffer> TryAcquireBuffer() override;
   Status Write(uint64_t dest_offset, StagingBuffer buffer, uint64_t length) override;
   Status LayerReady(uint32_t layer) override;
   Status Finish(const Status& final) override;

@@ -105,6 +105,23 @@ struct KvOptions {
   // the deadline passed.
   // Default: 10 s
   std::chrono::milliseconds admission_timeout{kDefaultAdmissionTimeout};
+  // Threads of the KV engine's assembly pool, shared by every descriptor GET: they read a
+  // request's next staging buffers or pinned batches (ReadSlices, PinSlices) while the
+  // request's own thread hands earlier ones to the sink in order, so one large GET reads on
+  // several cores (docs/decisions.md, "One descriptor GET on several cores"). 0: one per
+  // usable core (oc::UsableCores). 1..kMaxAssemblyThreads.
+  // Default: 0 (the usable cores)
+  uint32_t assembly_threads = 0;
+  // K: layers one GET reads ahead of its sink at most, and at most K layers' bytes (K·M·S):
+  // the bound on what a request stages or pins beyond what its sink has taken. 1 still splits
+  // a layer across the assembly threads. 0: the usable cores, at least 2.
+  // 1..kMaxLayersInFlight.
+  // Default: 0 (the usable cores, at least 2)
+  uint32_t layers_in_flight = 0;
+  // Threads copying in-place writes into shared-memory targets (the data plane's copy
+  // engine), shared by every request. 0: one per usable core. 1..kMaxAssemblyThreads.
+  // Default: 0 (the usable cores)
+  uint32_t data_plane_copy_threads = 0;
 
   // kInvalidArgument naming the field for zero counts, sizes or timeouts.
   // The [scheduler] table (oc/sched/options.h): when set, layerwise GetLayers are admitted into
@@ -137,6 +154,16 @@ BoundedExecutor::Options DescriptorExecutorOptions(uint32_t descriptor_threads,
                                                    uint32_t admission_queue,
                                                    std::chrono::milliseconds admission_timeout);
 
+// Largest assembly_threads and data_plane_copy_threads accepted.
+inline constexpr uint32_t kMaxAssemblyThreads = 256;
+// Largest layers_in_flight accepted.
+inline constexpr uint32_t kMaxLayersInFlight = 64;
+// The resolved KvOptions::assembly_threads, layers_in_flight and data_plane_copy_threads:
+// `configured` when non-zero, else from oc::UsableCores() as each field's comment says.
+uint32_t AssemblyThreadsFor(uint32_t configured);
+uint32_t LayersInFlightFor(uint32_t configured);
+uint32_t CopyThreadsFor(uint32_t configured);
+
 // What GetLayers decided before any byte moves; the gateway builds its response headers
 // from it (x-oc-matched-chunks, x-oc-mode, Content-Length, x-oc-request-id).
 struct KvPlan {
@@ -161,6 +188,12 @@ struct KvGetReport {
   KvTimings timings;
   uint32_t layers_notified = 0;  // LayerReady calls made
   uint64_t writes = 0;           // sink Write() calls made
+  // The read-ahead pipeline (docs/decisions.md, "One descriptor GET on several cores"): the
+  // most layers and bytes read ahead of the sink at once (at most layers_in_flight layers and
+  // as many layers' bytes), and the units whose read a shared assembly worker ran.
+  uint32_t peak_layers_ahead = 0;
+  uint64_t peak_bytes_ahead = 0;
+  uint64_t worker_reads = 0;
   // Rate the scheduler assigned at admission, Gbps; 0 when not paced (chunkwise, or no
   // KvOptions::scheduler). Under epochs an arrival may be admitted at 0 and get its share at
   // the next boundary.

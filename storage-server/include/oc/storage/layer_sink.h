@@ -100,6 +100,13 @@ class LayerSink {
   // call Finish()).
   virtual Result<StagingBuffer> AcquireBuffer() = 0;
 
+  // As AcquireBuffer, without waiting: an empty (invalid) StagingBuffer when none is free now.
+  // The assembler calls it while it holds buffers of its own not yet handed to Write() (reads
+  // running ahead), so that it never blocks on a shared pool holding buffers another request
+  // may be waiting for; it hands its oldest one over instead. The default lends none, which
+  // makes such a request hand over everything it holds before it waits.
+  virtual Result<StagingBuffer> TryAcquireBuffer() { return StagingBuffer(); }
+
   // Starts writing the first `length` bytes of `buffer` at `dest_offset` of the target and
   // returns; the buffer goes back to the sink when the write is done. Nothing is written if
   // [dest_offset, dest_offset + length) is not inside the target: kOutOfRange. kInvalidArgument
