@@ -403,5 +403,28 @@ TEST_F(DataFilesTest, StoreSwitchedBetweenLayoutsReadsBoth) {
   EXPECT_EQ(Figure("data_file_live_bytes"), 9000 + 3 * kFrame);
 }
 
+TEST(DataFilesDefault, AStoreWithDefaultOptionsKeepsLargeObjectsInDataFiles) {
+  testutil::TempDir dir;
+  StoreOptions o;  // the defaults, but for the directory
+  o.data_dir = dir.path().string();
+  Result<std::unique_ptr<RocksStore>> store = RocksStore::Open(o);
+  ASSERT_TRUE(store.has_value()) << store.error();
+  ASSERT_TRUE((*store)->CreateBucket("bkt", "o").ok());
+  const std::string big = Bytes(1, 1 << 20);
+  ASSERT_TRUE(PutString(**store, {"bkt", "big"}, big).has_value());
+  ASSERT_TRUE(PutString(**store, {"bkt", "small"}, Bytes(2, 1000)).has_value());
+  uint64_t files = 0;
+  uint64_t bytes = 0;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir.path() / "extents")) {
+    ++files;
+    bytes += e.file_size();
+  }
+  EXPECT_EQ(files, 1u);
+  EXPECT_EQ(bytes, big.size() + kFrame) << "one 1 MiB extent; the small object stays in RocksDB";
+  Result<std::string> got = GetString(**store, {"bkt", "big"});
+  ASSERT_TRUE(got.has_value()) << got.error();
+  EXPECT_TRUE(*got == big);
+}
+
 }  // namespace
 }  // namespace oc::storage::test
