@@ -4,14 +4,16 @@
 // objects into a caller buffer, one call of ReadSlices (the local store as the KV engine's
 // kv::SliceSource, storage-server/src/kv/slice_source.h) per batch of slices. Every
 // iteration reads one layer of all N objects, cycling l over the L = 32 layers, from a warm
-// store (every extent in RocksDB's block or blob cache). Benchmarks, for N in {16, 224,
-// 3584} and S in {64 KiB, 256 KiB, 1 MiB}:
+// store (every extent in RocksDB's block or blob cache, or for data files in the page cache).
+// Benchmarks, for N in {16, 224, 3584} and S in {64 KiB, 256 KiB, 1 MiB}:
 //   BM_Memcpy/N/S/T             the ceiling: memcpy of the same slices from one buffer
 //                               holding the same bytes, on T = 1 and 2 threads
 //   BM_ReadSlices/N/S/layout/mode
 //                               layout 0 = SST blocks + block cache, 1 = blob files +
-//                               blob cache + XXH3 per extent; mode 1 = one Get per extent,
-//                               2 = MultiGet, 3 = Get on a pool (the caller + 1 thread)
+//                               blob cache + XXH3 per extent, 2 = data files (page cache,
+//                               copied from the file's mapping, XXH3 per extent); mode 1 =
+//                               one Get per extent, 2 = MultiGet, 3 = Get on a pool (the
+//                               caller + 1 thread)
 // Counters: bytes_per_second (Google Benchmark), GBps (the same, 10^9 bytes/s, from this
 // run's wall time) and ratio_to_memcpy (GBps over the matching memcpy's: 1 thread for modes
 // 1 and 2, 2 threads for mode 3). Run with --benchmark_format=json.
@@ -91,7 +93,7 @@ const Corpus& CorpusFor(uint64_t s) {
 
 // The one open store; reopened when a benchmark asks for another layout or mode.
 struct Bench {
-  std::unique_ptr<oc::testutil::TempDir> dirs[2];
+  std::unique_ptr<oc::testutil::TempDir> dirs[3];
   std::unique_ptr<oc::storage::Store> store;
   int layout = -1;
   int mode = -1;
@@ -108,7 +110,9 @@ oc::storage::StoreOptions Options(int layout, int mode) {
   o.block_cache_bytes = 1ull << 30;  // holds all 384 MiB of extents
   o.sync_writes = false;             // setup only; reads are what is measured
   o.read_threads = 1;                // with the caller: 2 threads on this 2-core machine
-  o.extent_layout = layout == 0 ? ExtentLayout::kSstBlocks : ExtentLayout::kBlobFiles;
+  o.extent_layout = layout == 0   ? ExtentLayout::kSstBlocks
+                    : layout == 1 ? ExtentLayout::kBlobFiles
+                                  : ExtentLayout::kDataFiles;
   o.slice_read_mode = static_cast<SliceReadMode>(mode);
   return o;
 }
@@ -285,7 +289,7 @@ void Register() {
       }
     }
   }
-  for (int layout : {0, 1}) {
+  for (int layout : {0, 1, 2}) {
     for (SliceReadMode mode :
          {SliceReadMode::kSerialGet, SliceReadMode::kMultiGet, SliceReadMode::kParallelGet}) {
       for (uint64_t n : kCounts) {
@@ -316,8 +320,9 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   State().store.reset();  // before the temp dirs go
-  State().dirs[0].reset();
-  State().dirs[1].reset();
+  for (auto& dir : State().dirs) {
+    dir.reset();
+  }
   oc::bench::CloseBlockStore();
   return 0;
 }

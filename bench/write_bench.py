@@ -3,8 +3,9 @@
 RGW (issue 16, step 1 "Measure first").
 
 Every part alternates the systems repetition by repetition, so ratios are taken within the run
-on a shared, noisy machine. Systems: `objectcache serve` with [storage] extent_layout = "sst"
-(the default: extents in SST blocks) and with extent_layout = "blob" (integrated blob files),
+on a shared, noisy machine. Systems: `objectcache serve` with the [storage] configurations of
+CONFIGS (the profile's "configs", or --configs): extent_layout = "data_files" (the default:
+extents appended once to data files), "sst" (SST blocks) or "blob" (integrated blob files);
 and Ceph RGW on a throw-away single-node cluster (tools/ceph-test-cluster up --rgw
 [--bluestore]) as the peer for descriptor PUTs. Llama-3.1-8B chunks: L = 32, 4 KiB per token
 per layer, S = 4 KiB·G per layer slice, one chunk object = L·S.
@@ -28,7 +29,7 @@ measurement, bytes written from /proc/<pid>/io. The issue's targets are judged i
 Writes PREFIX.json, PREFIX.png and PREFIX.md.
 
   bench/write_bench.py [--smallest | --reduced | --full] [--build DIR] [--out PREFIX]
-                       [--data-dir DIR] [--no-rgw] [--layouts sst,data_files]
+                       [--data-dir DIR] [--no-rgw] [--configs a,b] [--parts desc,s3put,...]
   bench/write_bench.py --report-only PREFIX     # PREFIX.md and .png again from PREFIX.json
 
 --smallest takes seconds and tiny sizes (the test suite's; RGW on memstore; its figures mean
@@ -73,19 +74,19 @@ RGW_CONCURRENCY = 8  # an S3 KV connector's usual in-flight PUTs
 PUT_RATE_CAP = {64 * KiB: 8000, MiB: 3000, 4 * MiB: 1000}
 
 PROFILES = {
-    "smallest": {"configs": ["sst", "blob"], "reps": 1, "rgw": True, "bluestore": False,
+    "smallest": {"configs": ["data_files", "sst"], "reps": 1, "rgw": True, "bluestore": False,
                  "desc_shapes": [[16, 4], [256, 1]], "put_sizes": [4 * MiB, 64 * KiB],
                  "put_conc": [8], "put_seconds": 1, "multipart_bytes": 16 * MiB,
                  "part_bytes": 8 * MiB, "fill_g": 16, "fill_chunks": 16, "read_objects": 16,
                  "readers": 2, "read_seconds": 1, "settle_timeout_s": 30, "settle_quiet_s": 2,
                  "dd_bytes": 16 * MiB},
-    "reduced": {"configs": ["sst", "blob"], "reps": 3, "rgw": True, "bluestore": True,
+    "reduced": {"configs": ["data_files", "sst"], "reps": 3, "rgw": True, "bluestore": True,
                 "desc_shapes": [[16, 224], [64, 56], [256, 14]],
                 "put_sizes": [4 * MiB, MiB, 64 * KiB], "put_conc": [1, 8], "put_seconds": 3,
                 "multipart_bytes": 64 * MiB, "part_bytes": 8 * MiB, "fill_g": 16,
                 "fill_chunks": 512, "read_objects": 64, "readers": 4, "read_seconds": 3,
                 "settle_timeout_s": 180, "settle_quiet_s": 3, "dd_bytes": GiB},
-    "full": {"configs": ["sst", "blob"], "reps": 3, "rgw": True, "bluestore": True,
+    "full": {"configs": ["data_files", "sst"], "reps": 3, "rgw": True, "bluestore": True,
              "desc_shapes": [[16, 224], [64, 112], [256, 28]],
              "put_sizes": [4 * MiB, MiB, 64 * KiB], "put_conc": [1, 8], "put_seconds": 5,
              "multipart_bytes": 64 * MiB, "part_bytes": 8 * MiB, "fill_g": 16,
@@ -93,6 +94,14 @@ PROFILES = {
              "read_seconds": 5, "settle_timeout_s": 900, "settle_quiet_s": 5,
              "dd_bytes": 4 * GiB},
 }
+# The configurations a run may compare (--configs, or the profile's): system "oc-<name>" is
+# `objectcache serve` with this [storage] table. "data_files" is the default layout.
+CONFIGS = {
+    "data_files": 'extent_layout = "data_files"\n',
+    "sst": 'extent_layout = "sst"\n',
+    "blob": 'extent_layout = "blob"\n',
+}
+PARTS = ["ceiling", "desc", "s3put", "multipart", "fill"]
 # Room a fill needs: SST compactions rewrite files while their inputs still exist.
 FILL_SPACE_FACTOR = 2.5
 FILL_SPACE_MARGIN = 2 * GiB  # the disk is shared: leave the others this much
@@ -328,12 +337,11 @@ class Bench:
     # --- processes ---------------------------------------------------------------------------
 
     def start_server(self, system, tag):
-        layout = system.split("-", 1)[1]
         port = common.free_port()
         root = os.path.join(self.data, f"{system}-{tag}")
         os.makedirs(root, exist_ok=True)
         conf = os.path.join(root, "objectcache.toml")
-        toml = f'[storage]\nextent_layout = "{layout}"\n'
+        toml = "[storage]\n" + CONFIGS[system.split("-", 1)[1]]
         with open(conf, "w") as f:
             f.write('[gateway]\nmax_object_bytes = "4GiB"\naccess_log = false\n' + toml)
         env = dict(os.environ, UCX_TLS="shm", OC_ACCESS_KEY=ACCESS, OC_SECRET_KEY=SECRET)
@@ -669,22 +677,29 @@ class Bench:
             self.stop_server(system)
 
     def measure(self):
+        parts = self.p.get("parts", PARTS)
         st = os.statvfs(self.data)
         self.doc["disk"]["free_bytes_at_start"] = st.f_bavail * st.f_frsize
-        self.ceiling("start")
-        if self.want_rgw and self.room_for_rgw(st.f_bavail * st.f_frsize):
-            self.cluster_up()
-        if self.rgw:
-            self.say("priming rgw (one chunk: RGW creates its data pool on the first write)")
-            self.load("rgw", 16, 1, "prime-rgw")
-        self.desc()
-        self.cluster_down()
-        self.s3put()
-        self.multipart()
-        self.check_disk()
-        for system in self.systems(with_rgw=False):
-            self.fill(system)
-        self.ceiling("end")
+        if "ceiling" in parts:
+            self.ceiling("start")
+        if "desc" in parts:
+            if self.want_rgw and self.room_for_rgw(st.f_bavail * st.f_frsize):
+                self.cluster_up()
+            if self.rgw:
+                self.say("priming rgw (one chunk: RGW creates its data pool on the first write)")
+                self.load("rgw", 16, 1, "prime-rgw")
+            self.desc()
+            self.cluster_down()
+        if "s3put" in parts:
+            self.s3put()
+        if "multipart" in parts:
+            self.multipart()
+        if "fill" in parts:
+            self.check_disk()
+            for system in self.systems(with_rgw=False):
+                self.fill(system)
+        if "ceiling" in parts:
+            self.ceiling("end")
 
 
 def run(config, build, log_dir, progress, tmp, data_dir=None, rgw=True):
@@ -740,8 +755,10 @@ def main():
                     "bench/results/<YYYY-MM-DD>/write-bench)")
     ap.add_argument("--data-dir", help="parent of the servers' data dirs (default: see above)")
     ap.add_argument("--no-rgw", action="store_true", help="skip the Ceph RGW peer")
-    ap.add_argument("--layouts", help="extent layouts to compare, comma-separated (default "
-                    "the profile's: sst,blob); e.g. sst,data_files")
+    ap.add_argument("--configs", help="comma-separated configurations of ours (default: the "
+                    f"profile's; known: {', '.join(CONFIGS)})")
+    ap.add_argument("--parts", help=f"comma-separated parts to run (default: all of "
+                    f"{', '.join(PARTS)})")
     ap.add_argument("--report-only", metavar="PREFIX",
                     help="rewrite PREFIX.md and PREFIX.png from PREFIX.json")
     a = ap.parse_args()
@@ -761,8 +778,16 @@ def main():
     progress.begin(0)
     progress.say(f"profile {profile}; tool logs in {log_dir}")
     config = dict(PROFILES[profile])
-    if a.layouts:
-        config["configs"] = a.layouts.split(",")
+    if a.configs:
+        config["configs"] = a.configs.split(",")
+        unknown = [c for c in config["configs"] if c not in CONFIGS]
+        if unknown:
+            ap.error(f"unknown configuration(s): {', '.join(unknown)}")
+    if a.parts:
+        config["parts"] = a.parts.split(",")
+        unknown = [x for x in config["parts"] if x not in PARTS]
+        if unknown:
+            ap.error(f"unknown part(s): {', '.join(unknown)}")
     doc = {"profile": profile, "config": config, "load_start": common.load_average()}
     try:
         doc.update(run(config, os.path.abspath(a.build), log_dir, progress, tmp, a.data_dir,

@@ -19,7 +19,8 @@ TARGET_64KIB_CONC = 8
 TARGET_WA = 1.3
 TARGET_FILL_BYTES = 4 * GiB
 CLIENT = "client"  # objectcache_bench's own process: not the server's CPU
-ORDER = ["oc-sst", "oc-blob", "oc-data_files", "rgw"]  # the default layout first, the peer last
+# The default layout first, the peer last.
+ORDER = ["oc-data_files", "oc-sst", "oc-blob", "rgw"]
 
 
 def rank(system):
@@ -28,9 +29,10 @@ def rank(system):
 
 # How each figure was measured (bench/write_bench.py); the report lists them under its tables.
 NOTES = [
-    "Systems: `objectcache serve` (embedded RocksDB store, sync_writes = true: a PUT is "
-    "acknowledged after the WAL fsync) with [storage] extent_layout = \"sst\" (default) and "
-    "\"blob\", each a fresh data dir in the same filesystem as the dd ceiling; Ceph RGW 16 "
+    "Systems: `objectcache serve` (embedded store, sync_writes = true: a PUT is acknowledged "
+    "once its data and its record are fsynced) with the run's [storage] configurations "
+    "(oc-data_files: extent_layout = \"data_files\", the default; oc-sst: \"sst\"; oc-blob: "
+    "\"blob\"), each a fresh data dir in the same filesystem as the dd ceiling; Ceph RGW 16 "
     "(beast, one OSD: BlueStore on a sparse file, memstore in --smallest) via "
     "tools/ceph-test-cluster. Every part alternates the systems repetition by repetition.",
     "Descriptor PUTs: objectcache_bench --put-mode descriptor sends up to 128 chunks (at most "

@@ -90,7 +90,9 @@ std::string DescribeStore(const oc::storage::StoreOptions& o) {
       "storage.sync_writes={} storage.read_threads={} storage.extent_layout={} "
       "storage.slice_read_mode={} storage.write_batch_bytes={} storage.reclaim_after_bytes={}",
       o.data_dir, o.default_extent_bytes, o.block_cache_bytes, o.sync_writes, o.read_threads,
-      o.extent_layout == oc::storage::ExtentLayout::kBlobFiles ? "blob_files" : "sst_blocks",
+      o.extent_layout == oc::storage::ExtentLayout::kBlobFiles   ? "blob"
+      : o.extent_layout == oc::storage::ExtentLayout::kDataFiles ? "data_files"
+                                                                 : "sst",
       static_cast<int>(o.slice_read_mode), o.write_batch_bytes, o.reclaim_after_bytes);
 }
 

@@ -144,11 +144,13 @@ def check_rados_vs_rgw(e):
 
 
 def check_write_bench(e):
-    """Experiment 10 measured every part for both extent layouts, alternating, with RGW as the
+    """Experiment 10 measured every part for each configuration of the profile (data files,
+    the default, and SST blocks), alternating, with RGW as the
     descriptor-PUT peer: the dd ceiling in both modes, server CPU and bytes written per row,
     write amplification after the fill and once settled, reads idle and during the fill, and a
     verdict (or "not measured") for every target of issue 16 per layout."""
-    layouts = {"oc-sst", "oc-blob"}
+    layouts = {f"oc-{c}" for c in e["config"]["configs"]}
+    assert layouts == {"oc-data_files", "oc-sst"}
     s = e["summary"]
     assert {(r["mode"], r["when"]) for r in e["ceiling"]} == {
         (m, w) for m in ("fdatasync", "direct") for w in ("start", "end")}

@@ -9,7 +9,9 @@
 // all little-endian, frames back to back with no padding. RocksDB keeps only a locator per
 // extent (file, frame offset, length, hash) under the extent key it always had, so object
 // records and segments keep their shape (a segment's kSegmentDataFile flag says its extent
-// values are locators). The headers let a scrub walk a file (WalkFrames) without RocksDB.
+// values are locators). The headers make a file self-describing: a tool (or a test) can walk
+// its frames without RocksDB; the server never does (no scrub: docs/decisions.md, "Storage:
+// data files are the default layout").
 //
 // Writers append concurrently: Append reserves the frame's offset under a short lock and
 // writes header and bytes with one pwritev outside it. A file is rolled once it holds
@@ -19,10 +21,10 @@
 // covered it (grouped: GroupSync); RocksStore calls it before writing the records that name
 // the bytes, so a record never names unsynced bytes.
 //
-// Reads verify the XXH3-64 of the whole extent: Read (pread into the caller's buffer) and
-// View (the bytes of a read-only shared mapping of the file, lent with a hold that keeps the
-// mapping alive). A file is never truncated; it is unlinked once reclaimed (Retire), and its
-// descriptor and mapping live on until the last reader that may name it is gone (Release).
+// Reads verify the XXH3-64 of the whole extent, and both read a read-only shared mapping of
+// the file: Read copies into the caller's buffer, View lends the mapped bytes with a hold
+// that keeps the mapping alive. A file is never truncated; it is unlinked once reclaimed (Retire),
+// and its descriptor and mapping live on until the last reader that may name it is gone (Release).
 //
 // Space: the frame bytes that committed records name are counted per file (AddLive and
 // SubLive, which RocksStore calls with its commits; SetLive at open from a scan of the
@@ -80,15 +82,6 @@ struct FileBytes {
   }
 };
 
-// One frame as WalkFrames finds it.
-struct FrameInfo {
-  uint64_t offset = 0;
-  uint64_t data_id = 0;
-  uint64_t index = 0;
-  uint64_t length = 0;
-  bool hash_ok = false;  // the bytes match the header's hash
-};
-
 // A file as Files() reports it.
 struct DataFileInfo {
   uint32_t number = 0;
@@ -128,9 +121,10 @@ class DataFiles {
   // sync that covered it failed (sticky: later tickets fail too).
   Status AwaitSynced(uint64_t ticket);
 
-  // Copies bytes [within, within + dest.size()) of the extent at `loc` into dest and verifies
-  // the extent's hash (fused with the copy when dest is the whole extent, else over the
-  // mapped extent). kCorruption on a mismatch or a locator outside its file.
+  // Copies bytes [within, within + dest.size()) of the extent at `loc` from the file's mapping
+  // into dest and verifies the extent's hash (fused with the copy when dest is the whole
+  // extent, else over the mapped extent first). kCorruption on a mismatch or a locator
+  // outside its file.
   Status Read(const ExtentLocator& loc, uint64_t within, MutableByteSpan dest) const;
   // The whole extent at `loc` from the file's mapping, verified.
   Result<ExtentView> View(const ExtentLocator& loc) const;
@@ -149,11 +143,6 @@ class DataFiles {
   // no snapshot). Returns how many are still held.
   size_t Release(uint64_t oldest_sequence);
 
-  // Walks the frames of file `number` from offset 0 until the end or the first frame whose
-  // header does not check (a torn tail), calling `visit` for each; returns the offset where
-  // the walk stopped.
-  Result<uint64_t> WalkFrames(uint32_t number, const std::function<void(const FrameInfo&)>& visit);
-
   // Ends appends to the current file; the next append starts a new one.
   void Seal();
 
@@ -171,6 +160,9 @@ class DataFiles {
     std::shared_ptr<const void> pin;
   };
   Result<Reserved> Reserve(uint64_t frame_bytes);
+  // The extent's bytes in its file's mapping, not verified; kCorruption for a locator
+  // outside its file.
+  Result<ExtentView> MapExtent(const ExtentLocator& loc) const;
   Status SyncDirty();
 
   const std::string dir_;

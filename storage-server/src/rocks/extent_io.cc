@@ -1,7 +1,6 @@
 #include "rocks/extent_io.h"
 
 #define XXH_STATIC_LINKING_ONLY  // XXH3_state_t on the stack
-#include <xxhash.h>
 
 #include <algorithm>
 #include <cstring>
@@ -9,6 +8,7 @@
 #include "oc/common/check.h"
 #include "rocks/extent_key.h"
 #include "rocks/rocks_store.h"
+#include "rocks/xxh3.h"
 
 namespace oc::storage {
 namespace {

@@ -145,6 +145,9 @@ Status RocksStore::RewriteDataFiles(const std::vector<uint32_t>& victims) {
     std::vector<rocksdb::PinnableSlice> values(n);
     std::vector<rocksdb::Status> statuses(n);
     uint64_t ticket = 0;
+    if (rewrite_hook_) {
+      rewrite_hook_();
+    }
     {
       // No commit deletes or replaces extents while this is held (they hold it shared).
       std::unique_lock bucket_lock(bucket_mu_);

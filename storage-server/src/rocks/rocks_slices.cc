@@ -1,7 +1,7 @@
 // ReadSlices and PinSlices: RocksStore as the KV engine's SliceSource (src/kv/slice_source.h),
 // the KV-cache layer read (docs/design.md, delivery). Every slice is copied once,
-// from the pinned RocksDB block/blob (PinnableSlice), or from a data file (pread, or its
-// mapping for PinSlices' zero-copy loans), straight into the caller's buffer.
+// from the pinned RocksDB block/blob (PinnableSlice), or from a data file's mapping (lent
+// as is for PinSlices' zero-copy loans), straight into the caller's buffer.
 // Three strategies (SliceReadMode), compared by bench/storage_bench.cc: one Get per extent
 // on the calling thread, batched MultiGet, or one Get per extent with the slices spread
 // over the read pool (the calling thread works too).

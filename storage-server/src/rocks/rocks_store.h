@@ -190,6 +190,11 @@ class RocksStore final : public Store, public kv::SliceSource {
   Result<uint64_t> ReclaimDataFiles(uint32_t min_garbage_percent, bool seal_active);
   // Number of extent records visible now; a test hook.
   Result<uint64_t> CountExtents();
+  // Tests only: `hook` runs in every data-file rewrite after a piece of live extents is
+  // copied and synced and before its locators are swapped, on the reclaiming thread with no
+  // store lock held, so a test can delete or overwrite the objects being moved.
+  // REQUIRES: no reclaim running.
+  void SetRewriteHookForTest(std::function<void()> hook) { rewrite_hook_ = std::move(hook); }
 
   // --- used by the writer and reader classes (rocks_write.cc, rocks_read.cc) ---
   struct WriteTarget {
@@ -341,7 +346,8 @@ class RocksStore final : public Store, public kv::SliceSource {
   // Created in Open; reset first in the destructor (it owns the UCX data plane).
   std::unique_ptr<kv::KvEngine> kv_;
 
-  std::mutex data_reclaim_mu_;  // one data-file reclaim at a time
+  std::mutex data_reclaim_mu_;          // one data-file reclaim at a time
+  std::function<void()> rewrite_hook_;  // SetRewriteHookForTest
   std::mutex reclaim_mu_;
   std::condition_variable reclaim_cv_;
   uint64_t freed_since_compaction_ OC_GUARDED_BY(reclaim_mu_) = 0;

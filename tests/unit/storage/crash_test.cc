@@ -163,6 +163,7 @@ class CrashTest : public ::testing::TestWithParam<Backend> {
     StoreOptions o;
     o.data_dir = dir_.path().string();
     o.block_cache_bytes = 32 << 20;
+    o.extent_layout = ExtentLayout::kSstBlocks;  // the writer's layout (not the default)
     if (data_files()) {
       o.extent_layout = ExtentLayout::kDataFiles;
       o.data_file_bytes = kDataFileBytes;

@@ -117,6 +117,7 @@ int main(int argc, char** argv) {
   options.write_batch_bytes = 4 * kExtentBytes;  // big objects flush several times
   options.block_cache_bytes = 32 << 20;
   options.read_threads = 0;
+  options.extent_layout = oc::storage::ExtentLayout::kSstBlocks;  // unless data_files
   if (data_files) {
     options.extent_layout = oc::storage::ExtentLayout::kDataFiles;
     options.data_file_bytes = kDataFileBytes;

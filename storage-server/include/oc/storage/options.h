@@ -158,9 +158,11 @@ struct StoreOptions {
   // 0 reads on the calling thread only.
   // Default: 4
   uint32_t read_threads = 4;
-  // Where extent values live.
-  // Default: kSstBlocks (measured: see docs/decisions.md, "Extent layout")
-  ExtentLayout extent_layout = ExtentLayout::kSstBlocks;
+  // Where extent values live. kDataFiles writes each byte once (write amplification 1.0
+  // against 2.6 for SST blocks) at about twice the descriptor-PUT bandwidth and half the CPU
+  // per large PUT, and reads no slower within the spread of an alternating run.
+  // Default: kDataFiles (docs/decisions.md, "Storage: data files are the default layout")
+  ExtentLayout extent_layout = ExtentLayout::kDataFiles;
   // How layer-slice reads (ReadSlices) fetch extents.
   // Default: kAuto
   SliceReadMode slice_read_mode = SliceReadMode::kAuto;
