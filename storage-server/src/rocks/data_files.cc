@@ -13,6 +13,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 #include <fmt/core.h>
 
@@ -371,8 +372,27 @@ Result<ExtentView> DataFiles::MapExtent(const ExtentLocator& loc) const {
   return ExtentView{bytes, std::move(map)};
 }
 
-Result<ExtentView> DataFiles::View(const ExtentLocator& loc) const {
+namespace {
+
+// Whether every page of `bytes` (inside a file mapping) is in the page cache.
+bool Resident(ByteSpan bytes) {
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t start = reinterpret_cast<uintptr_t>(bytes.data()) & ~(page - 1);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size();
+  std::vector<unsigned char> pages((end - start + page - 1) / page);
+  if (mincore(reinterpret_cast<void*>(start), end - start, pages.data()) != 0) {
+    return false;
+  }
+  return std::all_of(pages.begin(), pages.end(), [](unsigned char p) { return (p & 1) != 0; });
+}
+
+}  // namespace
+
+Result<ExtentView> DataFiles::View(const ExtentLocator& loc, bool resident_only) const {
   OC_ASSIGN_OR_RETURN(ExtentView view, MapExtent(loc));
+  if (resident_only && !Resident(view.bytes)) {
+    return Status::Unavailable("not in memory");
+  }
   if (XXH3_64bits(view.bytes.data(), view.bytes.size()) != loc.hash) {
     return HashMismatch(loc);
   }

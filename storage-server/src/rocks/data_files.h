@@ -126,8 +126,10 @@ class DataFiles {
   // extent, else over the mapped extent first). kCorruption on a mismatch or a locator
   // outside its file.
   Status Read(const ExtentLocator& loc, uint64_t within, MutableByteSpan dest) const;
-  // The whole extent at `loc` from the file's mapping, verified.
-  Result<ExtentView> View(const ExtentLocator& loc) const;
+  // The whole extent at `loc` from the file's mapping, verified. `resident_only`: kUnavailable,
+  // without touching the bytes, when a page of the extent is not in the page cache (reading
+  // it would wait for the disk; oc/storage/cached_reads.h).
+  Result<ExtentView> View(const ExtentLocator& loc, bool resident_only = false) const;
 
   void AddLive(const FileBytes& bytes);
   void SubLive(const FileBytes& bytes);

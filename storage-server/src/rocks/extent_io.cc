@@ -109,10 +109,10 @@ Status CopyFromExtent(const DataFiles& files, const Segment& segment, const rock
 }
 
 Result<ExtentView> ViewExtent(const DataFiles& files, const Segment& segment,
-                              const rocksdb::Slice& stored) {
+                              const rocksdb::Slice& stored, bool resident_only) {
   if ((segment.flags & kSegmentDataFile) != 0) {
     OC_ASSIGN_OR_RETURN(const ExtentLocator loc, DecodeLocator(stored.ToStringView()));
-    return files.View(loc);
+    return files.View(loc, resident_only);
   }
   OC_RETURN_IF_ERROR(VerifyExtent(segment, stored));
   const uint64_t n =

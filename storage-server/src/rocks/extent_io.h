@@ -51,9 +51,10 @@ Status CopyFromExtent(const DataFiles& files, const Segment& segment, const rock
                       uint64_t within, MutableByteSpan dest);
 
 // The verified bytes of a fetched extent: `stored` itself (without the trailer; no hold: the
-// caller keeps `stored` pinned) or, for a locator, the data file's mapped bytes with a hold.
+// caller keeps `stored` pinned) or, for a locator, the data file's mapped bytes with a hold
+// (`resident_only`: kUnavailable if they are not all in the page cache; DataFiles::View).
 Result<ExtentView> ViewExtent(const DataFiles& files, const Segment& segment,
-                              const rocksdb::Slice& stored);
+                              const rocksdb::Slice& stored, bool resident_only = false);
 
 // Reads dest.size() bytes of the object made of `segments` from `offset` into dest.
 // REQUIRES: offset + dest.size() <= object size.

@@ -77,16 +77,21 @@ class RocksReader final : public ObjectReader {
     const ExtentPos pos = LocateExtent(record_.segments, at);
     const Segment& seg = record_.segments[pos.segment];
     view_ = {};
-    if ((seg.flags & kSegmentDataFile) != 0 && CachedReadsOnly::Active()) {
-      CachedReadsOnly::NoteMiss();  // a mapped data file may fault: read it on the pool
-      return Status::Unavailable("not in memory");
-    }
     OC_RETURN_IF_ERROR(FetchExtent(store_->db(), store_->extents_cf(),
                                    RocksStore::ForThisThread(read_options_), seg, pos.extent,
                                    &pinned_));
     // The bytes pinned in the block cache, or a data file's mapped bytes (verified once per
-    // extent here, then copied out as the caller reads).
-    OC_ASSIGN_OR_RETURN(view_, ViewExtent(*store_->data_files(), seg, pinned_));
+    // extent here, then copied out as the caller reads). In a CachedReadsOnly scope a data
+    // file's extent is taken only if all its pages are in the page cache (no fault waits).
+    const bool scoped = CachedReadsOnly::Active();
+    Result<ExtentView> view = ViewExtent(*store_->data_files(), seg, pinned_, scoped);
+    if (!view.has_value()) {
+      if (scoped && view.error().code() == Code::kUnavailable) {
+        CachedReadsOnly::NoteMiss();
+      }
+      return view.error();
+    }
+    view_ = std::move(*view);
     extent_start_ = at - pos.within;
     extent_len_ = ExtentDataBytes(seg, pos.extent);
     have_extent_ = true;
