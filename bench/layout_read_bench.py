@@ -35,7 +35,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -75,15 +74,8 @@ class Server:
              "--data-dir", os.path.join(self.root, "data"), "--listen", f"127.0.0.1:{port}"],
             env=env, stdout=self.log, stderr=self.log)
         self.url = f"http://127.0.0.1:{port}"
-        for _ in range(600):
-            try:
-                urllib.request.urlopen(self.url + "/healthz", timeout=1)
-                return
-            except OSError:
-                if self.proc.poll() is not None:
-                    raise RuntimeError(f"{layout}: server exited; see {self.log.name}")
-                time.sleep(0.05)
-        raise RuntimeError(f"{layout}: server did not start")
+        if not common.wait_healthy(self.url, self.proc):
+            raise RuntimeError(f"{layout}: server did not start; see {self.log.name}")
 
     def stop(self):
         self.proc.terminate()

@@ -176,14 +176,8 @@ class Run:
                                  os.path.join(root, "data"), "--listen", f"127.0.0.1:{port}"],
                                 env=env, stdout=log, stderr=log)
         url = f"http://127.0.0.1:{port}"
-        for _ in range(600):
-            try:
-                urllib.request.urlopen(url + "/healthz", timeout=1)
-                break
-            except OSError:
-                if proc.poll() is not None:
-                    raise SystemExit(f"{name} {layout}: server exited, see {root}/server.log")
-                time.sleep(0.1)
+        if not common.wait_healthy(url, proc):
+            raise SystemExit(f"{name} {layout}: server did not start, see {root}/server.log")
         signer = HeaderSigner(url, ACCESS, SECRET)
         sha = hashlib.sha256(b"").hexdigest()
         uri, hdrs = signer.headers(BUCKET, "", sha)

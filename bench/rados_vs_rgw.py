@@ -48,7 +48,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -173,17 +172,10 @@ class Bench:
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=log)
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                urllib.request.urlopen(url + "/healthz", timeout=1)
-                self.servers[name] = (proc, url)
-                self.say(f"{name}: objectcache serve on {url} (pid {proc.pid})")
-                return True
-            except OSError:
-                if proc.poll() is not None:
-                    break
-                time.sleep(0.1)
+        if common.wait_healthy(url, proc):
+            self.servers[name] = (proc, url)
+            self.say(f"{name}: objectcache serve on {url} (pid {proc.pid})")
+            return True
         if proc.poll() is None:
             proc.terminate()
             proc.wait()

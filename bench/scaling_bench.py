@@ -36,11 +36,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness"))
-from common import BENCH, free_port, run  # noqa: E402
+from common import BENCH, free_port, run, wait_healthy  # noqa: E402
 from presign import Presigner  # noqa: E402
 
 KiB = 1024
@@ -149,15 +148,9 @@ def start_server(build, root, cpus, n, tls):
                              conf, "--data-dir", data, "--listen", f"127.0.0.1:{port}"],
                             env=env, stdout=log, stderr=log)
     url = f"http://127.0.0.1:{port}"
-    for _ in range(600):
-        try:
-            urllib.request.urlopen(url + "/healthz", timeout=1)
-            return proc, url
-        except OSError:
-            if proc.poll() is not None:
-                raise RuntimeError("server exited; see " + log.name)
-            time.sleep(0.05)
-    raise RuntimeError("server did not start")
+    if not wait_healthy(url, proc):
+        raise RuntimeError("server did not start; see " + log.name)
+    return proc, url
 
 
 def stop_server(proc):

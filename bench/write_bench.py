@@ -354,18 +354,11 @@ class Bench:
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=log)
         url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                urllib.request.urlopen(url + "/healthz", timeout=1)
-                self.servers[system] = (proc, url, root)
-                self.say(f"{system}: objectcache serve on {url} (pid {proc.pid})")
-                s3_client(url, ACCESS, SECRET).create_bucket(Bucket=BUCKET)
-                return
-            except OSError:
-                if proc.poll() is not None:
-                    break
-                time.sleep(0.1)
+        if common.wait_healthy(url, proc):
+            self.servers[system] = (proc, url, root)
+            self.say(f"{system}: objectcache serve on {url} (pid {proc.pid})")
+            s3_client(url, ACCESS, SECRET).create_bucket(Bucket=BUCKET)
+            return
         if proc.poll() is None:
             proc.terminate()
             proc.wait()
