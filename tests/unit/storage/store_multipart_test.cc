@@ -224,13 +224,41 @@ TEST_P(MultipartTest, PartOverwriteAbortAndListParts) {
   EXPECT_EQ(tail->parts.size(), 5u);
   EXPECT_FALSE(tail->truncated);
 
-  // A bucket with an upload in progress cannot be deleted.
-  EXPECT_EQ(store_->DeleteBucket("bkt").code(), Code::kFailedPrecondition);
   ASSERT_TRUE(store_->AbortMultipartUpload({"bkt", "mp"}, *id).ok());
   EXPECT_EQ(Extents(), 0u);
   EXPECT_EQ(store_->ListParts({"bkt", "mp"}, *id, 0, 10).error().subject(), Subject::kUpload);
   EXPECT_EQ(UploadPart(*id, 1, "late").error().subject(), Subject::kUpload);
   EXPECT_TRUE(store_->DeleteBucket("bkt").ok());
+}
+
+// S3 counts only objects: DeleteBucket aborts the unfinished uploads (and frees their parts)
+// of a bucket that holds no object; an object still refuses it, uploads and all kept.
+TEST_P(MultipartTest, DeleteBucketAbortsUnfinishedUploads) {
+  Result<std::string> a = store_->CreateMultipartUpload({"bkt", "a"}, {});
+  Result<std::string> b = store_->CreateMultipartUpload({"bkt", "dir/b"}, {});
+  Result<std::string> c = store_->CreateMultipartUpload({"bkt", "a"}, {});
+  ASSERT_TRUE(a.has_value() && b.has_value() && c.has_value());
+  ASSERT_TRUE(UploadPart(*a, 1, Bytes(1, 3 << 20), "a").has_value());
+  ASSERT_TRUE(UploadPart(*a, 2, Bytes(2, 1000), "a").has_value());
+  ASSERT_TRUE(UploadPart(*b, 7, Bytes(3, 5000), "dir/b").has_value());
+  ASSERT_TRUE(PutString(*store_, {"bkt", "obj"}, "x").has_value());
+  EXPECT_EQ(store_->DeleteBucket("bkt").code(), Code::kFailedPrecondition);
+  Result<ListUploadsResult> kept = store_->ListMultipartUploads("bkt", {});
+  ASSERT_TRUE(kept.has_value()) << kept.error();
+  EXPECT_EQ(kept->uploads.size(), 3u);
+  ASSERT_TRUE(store_->Delete({"bkt", "obj"}).ok());
+  const uint64_t before = Extents();
+  EXPECT_GE(before, 3u);
+  ASSERT_TRUE(store_->DeleteBucket("bkt").ok());
+  EXPECT_EQ(store_->HeadBucket("bkt").error().subject(), Subject::kBucket);
+  // Re-created, the bucket has no upload and the parts' bytes are gone.
+  ASSERT_TRUE(store_->CreateBucket("bkt", "me").ok());
+  Result<ListUploadsResult> none = store_->ListMultipartUploads("bkt", {});
+  ASSERT_TRUE(none.has_value()) << none.error();
+  EXPECT_TRUE(none->uploads.empty());
+  EXPECT_EQ(store_->ListParts({"bkt", "a"}, *a, 0, 10).error().subject(), Subject::kUpload);
+  EXPECT_EQ(UploadPart(*a, 3, "late", "a").error().subject(), Subject::kUpload);
+  EXPECT_EQ(Extents(), 0u);
 }
 
 TEST_P(MultipartTest, CompletionReplacesAnExistingObject) {
