@@ -149,10 +149,11 @@ void Encode(WireWriter& w, const ByteRange& v) {
   w.U64(v.offset);
   w.U64(v.length);
   w.U8(v.suffix ? 1 : 0);
+  w.U32(v.part_number);
 }
 
 bool Decode(WireReader& r, ByteRange* v) {
-  return r.U64(&v->offset) && r.U64(&v->length) && r.Bool(&v->suffix);
+  return r.U64(&v->offset) && r.U64(&v->length) && r.Bool(&v->suffix) && r.U32(&v->part_number);
 }
 
 void Encode(WireWriter& w, const BucketInfo& v) {
