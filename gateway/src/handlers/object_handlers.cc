@@ -352,6 +352,19 @@ UploadStart OpenUpload(HandlerEnv& env, Request& req, uint64_t body_bytes) {
   if (req.route.op == S3Op::kPutObject) {
     storage::PutOptions options = PutOptionsFromHeaders(req);
     options.content_md5 = *md5;
+    // Conditional writes, decided by the store at commit (types.h PutOptions). S3 takes only
+    // "*" in If-None-Match on a write.
+    if (std::optional<std::string_view> none = req.Header("if-none-match")) {
+      if (Trim(*none) != "*") {
+        start.error = Response::Error(S3Error::kNotImplemented, "If-None-Match", std::string(*none),
+                                      "If-None-Match on a write takes only *.");
+        return start;
+      }
+      options.if_none_match = true;
+    }
+    if (std::optional<std::string_view> match = req.Header("if-match")) {
+      options.if_match = std::string(Trim(*match));
+    }
     if (!chunked_transfer) {
       options.expected_size = body_bytes;
     }

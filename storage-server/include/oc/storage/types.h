@@ -96,6 +96,16 @@ struct PutOptions {
   std::optional<uint64_t> expected_size;
   // When set (Content-MD5), Commit fails with kInvalidArgument/kDigest on mismatch.
   std::optional<std::array<std::byte, 16>> content_md5;
+  // Conditional writes (S3 PutObject If-None-Match: * and If-Match: <etag>), checked at Commit
+  // against the key's current record atomically with the write (nothing else can commit the
+  // key in between). if_none_match: kFailedPrecondition/kKey (field "If-None-Match") if the
+  // key exists. if_match (an unquoted ETag): kNotFound/kKey if the key is absent,
+  // kFailedPrecondition/kKey (field "If-Match") if its ETag differs. On either nothing is
+  // stored. Objects only: parts ignore them. In a group (Store::PutGroup) if_none_match does
+  // not fail the group: a member whose key exists is left as it is and reported as existing
+  // (ObjectGroupWriter::Commit). Default: unconditional.
+  bool if_none_match = false;
+  std::optional<std::string> if_match;
 };
 
 struct ListOptions {
