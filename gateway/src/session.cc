@@ -252,7 +252,7 @@ asio::awaitable<bool> Session<Stream>::Serve() {
   if (req.route.op == S3Op::kMethodNotAllowed) {
     co_return co_await Finish(Response::Error(S3Error::kMethodNotAllowed));
   }
-  if (req.route.op == S3Op::kNotImplemented || req.route.op == S3Op::kUploadPartCopy) {
+  if (req.route.op == S3Op::kNotImplemented) {
     co_return co_await Finish(Response::Error(S3Error::kNotImplemented));
   }
   switch (req.route.body) {

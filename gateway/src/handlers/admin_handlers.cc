@@ -142,8 +142,10 @@ Response Dispatch(HandlerEnv& env, Request& req) {
       return HandleAbortMultipartUpload(env, req);
     case S3Op::kListParts:
       return HandleListParts(env, req);
+    case S3Op::kUploadPartCopy:
+      return HandleUploadPartCopy(env, req);
     default:
-      // UploadPartCopy and anything the router did not map to a handler.
+      // Anything the router did not map to a handler.
       return Response::Error(S3Error::kNotImplemented);
   }
 }

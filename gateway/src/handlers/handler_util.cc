@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <charconv>
 
 #include "handlers/handlers.h"
 #include "oc/common/text.h"
@@ -71,6 +72,66 @@ void AddObjectHeaders(const storage::ObjectMeta& meta, Response* res) {
   if (meta.parts_count > 0) {
     res->AddHeader("x-amz-mp-parts-count", std::to_string(meta.parts_count));
   }
+}
+
+Result<uint32_t> ParsePartNumber(const Request& req) {
+  std::string_view v = req.Query("partNumber").value_or("");
+  uint32_t n = 0;
+  auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (v.empty() || ec != std::errc() || p != v.data() + v.size() || n < 1 ||
+      n > storage::kMaxPartNumber) {
+    return Status::InvalidArgument("partNumber",
+                                   "Part number must be an integer between 1 and 10000, inclusive");
+  }
+  return n;
+}
+
+Conditions ConditionsOf(const Request& req, std::string_view prefix) {
+  auto header = [&](std::string_view name) {
+    std::string full(prefix);
+    full.append(name);
+    return req.Header(full);
+  };
+  Conditions c;
+  c.if_match = header("if-match");
+  c.if_none_match = header("if-none-match");
+  c.if_modified_since = header("if-modified-since");
+  c.if_unmodified_since = header("if-unmodified-since");
+  return c;
+}
+
+CopySource ParseCopySource(HandlerEnv& env, const Request& req) {
+  CopySource out;
+  std::string_view source = req.Header("x-amz-copy-source").value_or("");
+  const size_t version = source.find("?versionId=");
+  if (version != std::string_view::npos) {
+    if (source.substr(version + 11) != "null") {
+      out.error = Response::Error(S3Error::kNotImplemented, "x-amz-copy-source",
+                                  std::string(source), "Object versions are not supported.");
+      return out;
+    }
+    source = source.substr(0, version);
+  }
+  std::optional<std::string> decoded = PercentDecode(source);
+  std::string_view path = decoded ? std::string_view(*decoded) : std::string_view();
+  if (path.starts_with('/')) {
+    path.remove_prefix(1);
+  }
+  const size_t slash = path.find('/');
+  if (!decoded || slash == std::string_view::npos || slash == 0 || slash + 1 == path.size()) {
+    out.error = Response::Error(S3Error::kInvalidArgument, "x-amz-copy-source",
+                                std::string(req.Header("x-amz-copy-source").value_or("")),
+                                "Copy Source must mention the source bucket and key: "
+                                "sourcebucket/sourcekey.");
+    return out;
+  }
+  out.key = {std::string(path.substr(0, slash)), std::string(path.substr(slash + 1))};
+  if (!IsValidObjectKey(out.key.name)) {
+    out.error = InvalidKeyEncoding("x-amz-copy-source", out.key.name);
+    return out;
+  }
+  out.error = env.access->Check(req, S3Op::kGetObject, out.key.bucket);
+  return out;
 }
 
 void AppendOwner(XmlWriter& xml, std::string_view id) {

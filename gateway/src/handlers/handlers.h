@@ -14,6 +14,7 @@
 #include "oc/gateway/options.h"
 #include "oc/storage/store.h"
 #include "request.h"
+#include "s3/s3_headers.h"
 
 namespace oc::gateway {
 
@@ -73,6 +74,7 @@ Response HandleCompleteMultipartUpload(HandlerEnv& env, Request& req);
 Response HandleAbortMultipartUpload(HandlerEnv& env, Request& req);
 Response HandleListParts(HandlerEnv& env, Request& req);
 Response HandleListMultipartUploads(HandlerEnv& env, Request& req);
+Response HandleUploadPartCopy(HandlerEnv& env, Request& req);
 // Operations endpoints.
 Response HandleReadyz(HandlerEnv& env, Request& req);
 Response HandleStats(HandlerEnv& env, Request& req);
@@ -84,6 +86,20 @@ Response HandleMetrics(HandlerEnv& env, Request& req);
 storage::PutOptions PutOptionsFromHeaders(const Request& req);
 // Adds ETag, Last-Modified, Content-Type, x-amz-meta-* and stored headers of `meta`.
 void AddObjectHeaders(const storage::ObjectMeta& meta, Response* res);
+// The partNumber query parameter: 1..kMaxPartNumber, else kInvalidArgument naming it.
+Result<uint32_t> ParsePartNumber(const Request& req);
+// The If-Match, If-None-Match, If-Modified-Since and If-Unmodified-Since headers, each name
+// preceded by `prefix` ("" or "x-amz-copy-source-").
+Conditions ConditionsOf(const Request& req, std::string_view prefix);
+// The source of CopyObject and UploadPartCopy: x-amz-copy-source, "[/]bucket/key" percent-encoded
+// (with "?versionId=null" accepted), and the caller's read access to it. `error` is set to the
+// response instead: InvalidArgument for a malformed header or key, NotImplemented for another
+// version, the access check's answer.
+struct CopySource {
+  storage::ObjectKey key;
+  std::optional<Response> error;
+};
+CopySource ParseCopySource(HandlerEnv& env, const Request& req);
 // Owner element value: the bucket owner's access key.
 void AppendOwner(class XmlWriter& xml, std::string_view id);
 // AccessControlPolicy granting FULL_CONTROL to `owner` only (GetBucketAcl, GetObjectAcl).

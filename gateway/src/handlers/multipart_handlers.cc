@@ -1,6 +1,8 @@
-// Multipart uploads: CreateMultipartUpload, CompleteMultipartUpload, AbortMultipartUpload,
-// ListParts, ListMultipartUploads (UploadPart streams: object_handlers.cc OpenUpload).
+// Multipart uploads: CreateMultipartUpload, UploadPartCopy, CompleteMultipartUpload,
+// AbortMultipartUpload, ListParts, ListMultipartUploads (UploadPart streams:
+// object_handlers.cc OpenUpload).
 #include <charconv>
+#include <vector>
 
 #include "handlers/handlers.h"
 #include "s3/s3_headers.h"
@@ -10,6 +12,32 @@ namespace oc::gateway {
 namespace {
 
 storage::ObjectKey KeyOf(const Request& req) { return {req.route.bucket, req.route.key}; }
+
+// UploadPartCopy moves the source's bytes through a buffer of this size (one per request).
+constexpr uint64_t kCopyPieceBytes = 1 << 20;
+
+// x-amz-copy-source-range: exactly "bytes=first-last", first <= last (S3 takes no other form).
+std::optional<storage::ByteRange> ParseCopySourceRange(std::string_view v) {
+  constexpr std::string_view kPrefix = "bytes=";
+  if (!v.starts_with(kPrefix)) {
+    return std::nullopt;
+  }
+  v.remove_prefix(kPrefix.size());
+  const size_t dash = v.find('-');
+  if (dash == std::string_view::npos || dash == 0 || dash + 1 == v.size()) {
+    return std::nullopt;
+  }
+  auto number = [](std::string_view s, uint64_t* out) {
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+    return ec == std::errc() && p == s.data() + s.size();
+  };
+  uint64_t first = 0;
+  uint64_t last = 0;
+  if (!number(v.substr(0, dash), &first) || !number(v.substr(dash + 1), &last) || last < first) {
+    return std::nullopt;
+  }
+  return storage::ByteRange{first, last - first + 1, false};
+}
 
 Result<uint32_t> ParseBounded(const Request& req, std::string_view param, uint32_t fallback,
                               uint32_t max) {
@@ -39,6 +67,83 @@ Response HandleCreateMultipartUpload(HandlerEnv& env, Request& req) {
   xml.Element("Key", req.route.key);
   xml.Element("UploadId", *upload);
   xml.Close("InitiateMultipartUploadResult");
+  return Response::Xml(std::move(xml).Finish());
+}
+
+// The part is written from a reader of the source's one version, so conditions, range check and
+// bytes all see the same object.
+Response HandleUploadPartCopy(HandlerEnv& env, Request& req) {
+  CopySource source = ParseCopySource(env, req);
+  if (source.error) {
+    return std::move(*source.error);
+  }
+  Result<uint32_t> part = ParsePartNumber(req);
+  if (!part.has_value()) {
+    return Response::FromStatus(part.error(), &req);
+  }
+  storage::ByteRange range = storage::ByteRange::All();
+  const std::optional<std::string_view> range_header = req.Header("x-amz-copy-source-range");
+  if (range_header) {
+    std::optional<storage::ByteRange> parsed = ParseCopySourceRange(*range_header);
+    if (!parsed) {
+      return Response::Error(S3Error::kInvalidArgument, "x-amz-copy-source-range",
+                             std::string(*range_header),
+                             "The x-amz-copy-source-range value must be of the form "
+                             "bytes=first-last where first and last are the zero-based offsets "
+                             "of the first and last bytes to copy");
+    }
+    range = *parsed;
+  }
+  Result<std::unique_ptr<storage::ObjectReader>> reader = env.store->Get(source.key, range);
+  if (!reader.has_value()) {
+    if (reader.error().code() == Code::kOutOfRange) {
+      return Response::Error(S3Error::kInvalidRange, "x-amz-copy-source-range",
+                             std::string(range_header.value_or("")));
+    }
+    return Response::FromStatus(reader.error(), &req);
+  }
+  const storage::ObjectMeta& meta = (*reader)->meta();
+  if (range_header && range.offset + range.length > meta.size) {
+    return Response::Error(S3Error::kInvalidRange, "x-amz-copy-source-range",
+                           std::string(*range_header));
+  }
+  if (EvaluateConditions(ConditionsOf(req, "x-amz-copy-source-"), meta.etag, meta.mtime_unix_ms,
+                         /*copy_source=*/true) != ConditionOutcome::kProceed) {
+    return Response::Error(S3Error::kPreconditionFailed);
+  }
+  const uint64_t length = (*reader)->length();
+  if (length > env.options->max_object_bytes) {
+    return Response::Error(S3Error::kEntityTooLarge);
+  }
+  storage::PutOptions options;
+  options.expected_size = length;
+  Result<std::unique_ptr<storage::ObjectWriter>> writer =
+      env.store->UploadPart(KeyOf(req), req.Query("uploadId").value_or(""), *part, options);
+  if (!writer.has_value()) {
+    return Response::FromStatus(writer.error(), &req);
+  }
+  std::vector<std::byte> buffer(std::min<uint64_t>(kCopyPieceBytes, std::max<uint64_t>(length, 1)));
+  for (;;) {
+    Result<uint64_t> n = (*reader)->Read(buffer);
+    if (!n.has_value()) {
+      return Response::FromStatus(n.error(), &req);
+    }
+    if (*n == 0) {
+      break;
+    }
+    if (Status s = (*writer)->Append(ByteSpan(buffer.data(), *n)); !s.ok()) {
+      return Response::FromStatus(s, &req);
+    }
+  }
+  Result<storage::ObjectMeta> committed = (*writer)->Commit();
+  if (!committed.has_value()) {
+    return Response::FromStatus(committed.error(), &req);
+  }
+  XmlWriter xml;
+  xml.OpenRoot("CopyPartResult");
+  xml.Element("LastModified", FormatIso8601(committed->mtime_unix_ms));
+  xml.Element("ETag", QuoteEtag(committed->etag));
+  xml.Close("CopyPartResult");
   return Response::Xml(std::move(xml).Finish());
 }
 

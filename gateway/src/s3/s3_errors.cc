@@ -69,7 +69,9 @@ S3Error ToS3Error(const Status& status) {
         case Subject::kSignature:
           return S3Error::kRequestTimeTooSkewed;
         case Subject::kPart:
-          return S3Error::kEntityTooSmall;
+          // GetObject?partNumber past the part count; otherwise a part under the minimum.
+          return status.field() == "partNumber" ? S3Error::kInvalidPartNumber
+                                                : S3Error::kEntityTooSmall;
         case Subject::kEntity:
           return S3Error::kEntityTooLarge;
         default:

@@ -447,7 +447,15 @@ Result<ObjectMeta> RadosStore::CompleteMultipartUpload(const ObjectKey& key,
   for (int attempt = 0; attempt < kMaxTries; ++attempt) {
     OC_ASSIGN_OR_RETURN(auto found, ReadOmapKeys(key.bucket, ref, shard, {ukey, okey}));
     auto u = found.find(ukey);
+    auto o = found.find(okey);
     if (u == found.end()) {
+      // A retry of a completion that succeeded: the object it made answers (S3 does).
+      if (o != found.end()) {
+        OC_ASSIGN_OR_RETURN(ObjectRecord made, DecodeObjectRecord(o->second));
+        if (made.completed_upload_id == upload_id) {
+          return std::move(made.meta);
+        }
+      }
       return NoSuchUpload(upload_id);
     }
     OC_ASSIGN_OR_RETURN(UploadRecord upload, DecodeUploadRecord(u->second));
@@ -456,7 +464,7 @@ Result<ObjectMeta> RadosStore::CompleteMultipartUpload(const ObjectKey& key,
                         ReadParts(*this, key.bucket, ref, shard, upload_id));
     OC_ASSIGN_OR_RETURN(CompletedUpload done,
                         CompleteUpload(parts, stored.parts, upload, RadosNowUnixMs()));
-    auto o = found.find(okey);
+    done.record.completed_upload_id = std::string(upload_id);
     const std::string old = o == found.end() ? std::string() : o->second;
     std::vector<Segment> garbage = SegmentsOfEntry(okey, old);
     std::vector<std::string> removes{ukey};

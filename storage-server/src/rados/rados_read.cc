@@ -11,6 +11,7 @@
 #include "names.h"
 #include "rados/rados_store.h"
 #include "rados/rados_stream.h"
+#include "records/object_range.h"
 
 namespace oc::storage {
 namespace {
@@ -153,21 +154,9 @@ Result<std::unique_ptr<ObjectReader>> RadosStore::Get(const ObjectKey& key, Byte
     return Status::NotFound(Subject::kKey, key.name);
   }
   ObjectRecord& record = *records[0];
-  const uint64_t size = record.meta.size;
-  uint64_t offset = 0;
-  uint64_t length = 0;
-  if (range.suffix) {
-    length = std::min(range.length, size);
-    offset = size - length;
-  } else if (size > 0) {
-    if (range.offset >= size) {
-      return Status::OutOfRange("range starts at or past the end of the object");
-    }
-    offset = range.offset;
-    length = std::min(range.length, size - offset);
-  }
+  OC_ASSIGN_OR_RETURN(const ResolvedRange r, ResolveRange(record, range));
   return std::unique_ptr<ObjectReader>(
-      new RadosReader(this, ref.id, key.name, std::move(record), offset, length));
+      new RadosReader(this, ref.id, key.name, std::move(record), r.offset, r.length));
 }
 
 Result<ObjectMeta> RadosStore::Head(const ObjectKey& key) {

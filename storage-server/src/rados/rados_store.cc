@@ -290,28 +290,25 @@ Status RadosStore::DeleteBucket(std::string_view bucket) {
   };
   // 1. No commit can land once a shard is `deleting` (each asserts `live`).
   Status marked = set_state(rados::kStateDeleting);
-  // 2. Any object left? One read per shard, all in flight.
+  // 2. Any object left? One read per shard, all in flight. Only objects (o/) count, as in
+  // S3: unfinished multipart uploads (u/, m/) are aborted with the bucket, their parts' data
+  // removed below with the shards that list them.
   bool empty = marked.ok();
-  bool has_uploads = false;
   Status read_error;
   if (empty) {
-    // Objects (o/) and, as RocksStore refuses too, multipart uploads in progress (u/).
     struct Probe {
       ReadOp op;
       rados::OmapIter objects;
-      rados::OmapIter uploads;
-      unsigned char more[2] = {0, 0};
-      int prval[2] = {0, 0};
+      unsigned char more = 0;
+      int prval = 0;
       Completion c;
     };
     std::vector<std::unique_ptr<Probe>> probes;
     const std::string after;
     const std::string objects = rados::kObjectPrefix;
-    const std::string uploads = rados::kUploadPrefix;
     for (uint32_t s = 0; s < record.index_shards; ++s) {
       auto p = std::make_unique<Probe>();
-      p->op.OmapGetVals(after, objects, 1, &p->objects, &p->more[0], &p->prval[0]);
-      p->op.OmapGetVals(after, uploads, 1, &p->uploads, &p->more[1], &p->prval[1]);
+      p->op.OmapGetVals(after, objects, 1, &p->objects, &p->more, &p->prval);
       if (p->op.OperateAsync(io(), rados::IndexOid(id, s), p->c) == 0) {
         probes.push_back(std::move(p));
       }
@@ -322,11 +319,8 @@ Status RadosStore::DeleteBucket(std::string_view bucket) {
       std::string_view v;
       if (rc < 0 && rc != -ENOENT) {
         read_error = FromRados(rc, "reading an index shard");
-      } else if (rc >= 0 && p->prval[0] >= 0 && p->objects.Next(&k, &v)) {
+      } else if (rc >= 0 && p->prval >= 0 && p->objects.Next(&k, &v)) {
         empty = false;
-      } else if (rc >= 0 && p->prval[1] >= 0 && p->uploads.Next(&k, &v)) {
-        empty = false;
-        has_uploads = true;
       }
     }
   }
@@ -341,9 +335,7 @@ Status RadosStore::DeleteBucket(std::string_view bucket) {
     if (!read_error.ok()) {
       return read_error;
     }
-    return Status::FailedPrecondition(
-        Subject::kBucket,
-        has_uploads ? "bucket has multipart uploads in progress" : "bucket is not empty");
+    return Status::FailedPrecondition(Subject::kBucket, "bucket is not empty");
   }
   // 3. The registry entry (guarded: the same bucket, not a re-created one), then the shards.
   WriteOp reg;
@@ -356,9 +348,9 @@ Status RadosStore::DeleteBucket(std::string_view bucket) {
     return Status::NotFound(Subject::kBucket, std::string(bucket));
   }
   OC_RETURN_IF_ERROR(FromRados(rc, "removing the bucket from the registry"));
-  // Data still named by GC entries (deleted objects) or by parts of finished uploads goes
-  // with the bucket: the shards that listed them are removed (docs/decisions.md, "RADOS
-  // backend").
+  // Data still named by GC entries (deleted objects) or by parts (of finished uploads, and of
+  // the unfinished ones this delete aborts) goes with the bucket: the shards that listed them are
+  // removed (docs/decisions.md, "RADOS backend").
   for (uint32_t s = 0; s < record.index_shards; ++s) {
     const std::string oid = rados::IndexOid(id, s);
     std::vector<std::string> data;

@@ -8,6 +8,7 @@
 #include "names.h"
 #include "rados/rados_store.h"
 #include "rados/rados_stream.h"
+#include "records/write_conditions.h"
 #include "stream_copy.h"
 
 namespace oc::storage {
@@ -80,7 +81,9 @@ class RadosWriter final : public ObjectWriter {
       return s;
     }
     const ObjectRecord record = NewRecord(options_, stream_.segment(), stream_.md5());
-    const Status done = store_->CommitPut(key_.bucket, bucket_, key_.name, record);
+    const Status done = IsConditional(options_)
+                            ? CommitConditional(record)
+                            : store_->CommitPut(key_.bucket, bucket_, key_.name, record);
     if (!done.ok()) {
       // A refused op changed nothing (one op is atomic), so nothing names the data. An op
       // that timed out or failed in transport may still have applied: its data stays (an
@@ -95,6 +98,23 @@ class RadosWriter final : public ObjectWriter {
   }
 
  private:
+  // A conditional PUT commits alone, not grouped with other PUTs of its key, and decides on
+  // the record read first and guarded by the op's compare: a conflict re-reads and decides
+  // again, so the condition holds against the record the op replaces.
+  Status CommitConditional(const ObjectRecord& record) {
+    std::vector<RadosStore::KeyChange> changes(1);
+    changes[0].name = key_.name;
+    changes[0].decide =
+        [&](const std::optional<ObjectRecord>& current) -> Result<std::optional<ObjectRecord>> {
+      OC_RETURN_IF_ERROR(CheckWriteConditions(options_, key_.name, current));
+      return std::optional<ObjectRecord>(record);
+    };
+    return store_
+        ->CommitShard(key_.bucket, bucket_, rados::ShardOf(key_.name, bucket_.shards), changes,
+                      /*read_first=*/true)
+        .status();
+  }
+
   RadosStore* const store_;
   const ObjectKey key_;
   const PutOptions options_;

@@ -10,6 +10,11 @@ namespace {
 constexpr uint8_t kFormatVersion = 1;
 // Segments carry a writer id (RADOS version ids).
 constexpr uint8_t kFormatWithWriter = 2;
+// Formats 1 and 2 followed by the extension block (meta_codec.h).
+constexpr uint8_t kFormatExtended = 3;
+constexpr uint8_t kFormatWithWriterExtended = 4;
+// Extension field ids of an object record. Never renumber.
+constexpr uint8_t kFieldCompletedUploadId = 1;
 // No record holds more entries than this; a larger count is corruption, refused before
 // anything is reserved.
 constexpr uint32_t kMaxRecordEntries = 1u << 20;
@@ -152,11 +157,17 @@ class Decoder {
   }
   // Format 1 or 2; *with_writer tells which.
   bool SegmentVersion(bool* with_writer) {
+    bool extended = false;
+    return ObjectVersion(with_writer, &extended) && !extended;
+  }
+  // Formats 1 to 4: *with_writer and *extended tell which.
+  bool ObjectVersion(bool* with_writer, bool* extended) {
     uint8_t v = 0;
-    if (!U8(&v) || (v != kFormatVersion && v != kFormatWithWriter)) {
+    if (!U8(&v) || v < kFormatVersion || v > kFormatWithWriterExtended) {
       return false;
     }
-    *with_writer = v == kFormatWithWriter;
+    *with_writer = v == kFormatWithWriter || v == kFormatWithWriterExtended;
+    *extended = v >= kFormatExtended;
     return true;
   }
   bool Done() const { return in_.empty(); }
@@ -183,7 +194,13 @@ bool AnyWriter(const std::vector<Segment>& segments) {
 std::string EncodeObjectRecord(const ObjectRecord& r) {
   Encoder e;
   const bool with_writer = AnyWriter(r.segments);
-  e.U8(with_writer ? kFormatWithWriter : kFormatVersion);
+  uint32_t fields = 0;
+  fields += r.completed_upload_id.empty() ? 0 : 1;
+  if (fields == 0) {
+    e.U8(with_writer ? kFormatWithWriter : kFormatVersion);
+  } else {
+    e.U8(with_writer ? kFormatWithWriterExtended : kFormatExtended);
+  }
   e.U64(r.meta.size);
   e.Str(r.meta.etag);
   e.Str(r.meta.content_type);
@@ -196,6 +213,13 @@ std::string EncodeObjectRecord(const ObjectRecord& r) {
   for (const Segment& s : r.segments) {
     e.Seg(s, with_writer);
   }
+  if (fields > 0) {
+    e.U32(fields);
+    if (!r.completed_upload_id.empty()) {
+      e.U8(kFieldCompletedUploadId);
+      e.Str(r.completed_upload_id);
+    }
+  }
   return e.Take();
 }
 
@@ -204,7 +228,8 @@ Result<ObjectRecord> DecodeObjectRecord(std::string_view bytes) {
   ObjectRecord r;
   uint32_t n = 0;
   bool with_writer = false;
-  if (!d.SegmentVersion(&with_writer) || !d.U64(&r.meta.size) || !d.Str(&r.meta.etag) ||
+  bool extended = false;
+  if (!d.ObjectVersion(&with_writer, &extended) || !d.U64(&r.meta.size) || !d.Str(&r.meta.etag) ||
       !d.Str(&r.meta.content_type) || !d.Pairs(&r.meta.user_meta) || !d.Pairs(&r.meta.headers) ||
       !d.I64(&r.meta.mtime_unix_ms) || !d.U32(&r.meta.parts_count) || !d.Chunk(&r.meta.chunk) ||
       !d.Count(&n)) {
@@ -217,6 +242,20 @@ Result<ObjectRecord> DecodeObjectRecord(std::string_view bytes) {
       return Corrupt("object");
     }
     total += s.size;
+  }
+  uint32_t fields = 0;
+  if (extended && !d.Count(&fields)) {
+    return Corrupt("object");
+  }
+  for (uint32_t i = 0; i < fields; ++i) {
+    uint8_t id = 0;
+    std::string value;
+    if (!d.U8(&id) || !d.Str(&value)) {
+      return Corrupt("object");
+    }
+    if (id == kFieldCompletedUploadId) {
+      r.completed_upload_id = std::move(value);
+    }  // other ids: fields of a later format, skipped
   }
   if (!d.Done() || total != r.meta.size) {
     return Corrupt("object");

@@ -3,9 +3,12 @@
 // fixed-width integers, u32-length-prefixed strings, a leading format version byte). Shared
 // by both backends: RocksStore keeps them in column families, RadosStore in omap values of its
 // index shards. Format 1 is RocksDB's; format 2 adds each segment's writer (RADOS version
-// ids, Segment::writer) and is written only when a segment has one. Decoding reads both,
-// checks every length against the record's size and returns kCorruption on anything
-// malformed. Pure functions, thread-safe.
+// ids, Segment::writer) and is written only when a segment has one. Formats 3 and 4 are 1 and 2
+// followed by an extension block (a u32 count of fields, each a u8 field id and a
+// u32-length-prefixed value; ids this code does not know are skipped), written only when an
+// object record has an extension field set, so a record without one keeps its old bytes.
+// Decoding reads all four, checks every length against the record's size and returns
+// kCorruption on anything malformed. Pure functions, thread-safe.
 
 #include <array>
 #include <cstdint>
@@ -40,6 +43,10 @@ struct Segment {
 struct ObjectRecord {
   ObjectMeta meta;
   std::vector<Segment> segments;
+  // Extension field 1: the multipart upload this object was completed from ("" for a PUT or
+  // a copy), so a retried CompleteMultipartUpload of it answers as the first did
+  // (docs/decisions.md, "Multipart: a retried completion").
+  std::string completed_upload_id;
 };
 
 struct BucketRecord {

@@ -95,11 +95,20 @@ Result<ObjectMeta> RocksStore::CompleteMultipartUpload(const ObjectKey& key,
   std::shared_lock bucket_lock(bucket_mu_);
   std::lock_guard key_lock(KeyMutex(object_key));
   OC_RETURN_IF_ERROR(CheckBucket(key.bucket, meta_read_));
-  OC_ASSIGN_OR_RETURN(UploadRecord upload, GetUpload(meta_read_, key, upload_id));
+  Result<UploadRecord> upload = GetUpload(meta_read_, key, upload_id);
+  OC_ASSIGN_OR_RETURN(std::optional<ObjectRecord> old, GetRecord(object_key, meta_read_));
+  if (!upload.has_value()) {
+    // A retry of a completion that succeeded: the object it made answers (S3 does).
+    if (upload.error().subject() == Subject::kUpload && old.has_value() &&
+        old->completed_upload_id == upload_id) {
+      return std::move(old->meta);
+    }
+    return upload.error();
+  }
   OC_RETURN_IF_ERROR(CheckListedParts(parts));
   OC_ASSIGN_OR_RETURN(const std::vector<NumberedPart> stored, GetParts(meta_read_, upload_id));
-  OC_ASSIGN_OR_RETURN(CompletedUpload done, CompleteUpload(parts, stored, upload, NowUnixMs()));
-  OC_ASSIGN_OR_RETURN(std::optional<ObjectRecord> old, GetRecord(object_key, meta_read_));
+  OC_ASSIGN_OR_RETURN(CompletedUpload done, CompleteUpload(parts, stored, *upload, NowUnixMs()));
+  done.record.completed_upload_id = std::string(upload_id);
   rocksdb::WriteBatch batch;
   OC_RETURN_IF_ERROR(
       FromRocks(batch.Put(objects_cf_, object_key, EncodeObjectRecord(done.record))));

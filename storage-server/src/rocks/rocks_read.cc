@@ -12,6 +12,7 @@
 
 #include "names.h"
 #include "oc/storage/cached_reads.h"
+#include "records/object_range.h"
 #include "rocks/extent_io.h"
 #include "rocks/rocks_store.h"
 #include "rocks/store_keys.h"
@@ -125,21 +126,9 @@ Result<std::unique_ptr<ObjectReader>> RocksStore::Get(const ObjectKey& key, Byte
   if (!record.has_value()) {
     return Status::NotFound(Subject::kKey, key.name);
   }
-  const uint64_t size = record->meta.size;
-  uint64_t offset = 0;
-  uint64_t length = 0;
-  if (range.suffix) {
-    length = std::min(range.length, size);
-    offset = size - length;
-  } else if (size > 0) {
-    if (range.offset >= size) {
-      return Status::OutOfRange("range starts at or past the end of the object");
-    }
-    offset = range.offset;
-    length = std::min(range.length, size - offset);
-  }
+  OC_ASSIGN_OR_RETURN(const ResolvedRange r, ResolveRange(*record, range));
   return std::unique_ptr<ObjectReader>(
-      new RocksReader(this, std::move(snapshot), std::move(*record), offset, length));
+      new RocksReader(this, std::move(snapshot), std::move(*record), r.offset, r.length));
 }
 
 Result<ObjectMeta> RocksStore::Head(const ObjectKey& key) {

@@ -135,17 +135,43 @@ Status RocksStore::DeleteBucket(std::string_view bucket) {
   std::unique_lock lock(bucket_mu_);
   OC_RETURN_IF_ERROR(CheckBucket(bucket, meta_read_));
   const std::string prefix = BucketPrefix(bucket);
-  for (rocksdb::ColumnFamilyHandle* cf : {objects_cf_, uploads_cf_}) {
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(meta_read_, cf));
+  {
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(meta_read_, objects_cf_));
     it->Seek(prefix);
     OC_RETURN_IF_ERROR(FromRocks(it->status()));
     if (it->Valid() && it->key().starts_with(prefix)) {
-      return Status::FailedPrecondition(
-          Subject::kBucket,
-          cf == objects_cf_ ? "bucket is not empty" : "bucket has multipart uploads in progress");
+      return Status::FailedPrecondition(Subject::kBucket, "bucket is not empty");
     }
   }
-  return FromRocks(db_->Delete(synced_, buckets_cf_, rocksdb::Slice(bucket.data(), bucket.size())));
+  // S3 counts only objects: unfinished multipart uploads are aborted with the bucket, in the
+  // same batch (their records, their parts and the parts' extents). No part commit can run
+  // meanwhile: commits hold bucket_mu_ shared.
+  rocksdb::WriteBatch batch;
+  uint64_t freed = 0;
+  FileBytes dead;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(meta_read_, uploads_cf_));
+  for (it->Seek(prefix); it->Valid() && it->key().starts_with(prefix); it->Next()) {
+    // bucket '/' key '\0' upload id; keys hold no NUL (store_keys.h).
+    const std::string_view db_key = it->key().ToStringView();
+    const size_t nul = db_key.find('\0', prefix.size());
+    if (nul == std::string_view::npos) {
+      return Status::Corruption("malformed upload key");
+    }
+    const std::string_view upload_id = db_key.substr(nul + 1);
+    OC_ASSIGN_OR_RETURN(const std::vector<NumberedPart> parts, GetParts(meta_read_, upload_id));
+    for (const NumberedPart& p : parts) {
+      OC_RETURN_IF_ERROR(FromRocks(batch.Delete(parts_cf_, PartDbKey(upload_id, p.number))));
+      freed += DeleteSegments({p.part.segment}, &batch, &dead);
+    }
+    OC_RETURN_IF_ERROR(FromRocks(batch.Delete(uploads_cf_, it->key())));
+  }
+  OC_RETURN_IF_ERROR(FromRocks(it->status()));
+  OC_RETURN_IF_ERROR(
+      FromRocks(batch.Delete(buckets_cf_, rocksdb::Slice(bucket.data(), bucket.size()))));
+  OC_RETURN_IF_ERROR(FromRocks(db_->Write(synced_, &batch)));
+  NoteDataFiles({}, dead);
+  NoteFreed(freed);
+  return Status::Ok();
 }
 
 Result<BucketInfo> RocksStore::HeadBucket(std::string_view bucket) {

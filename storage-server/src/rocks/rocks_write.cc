@@ -11,6 +11,7 @@
 #include "names.h"
 #include "oc/common/log.h"
 #include "records/md5.h"
+#include "records/write_conditions.h"
 #include "rocks/extent_io.h"
 #include "rocks/extent_key.h"
 #include "rocks/group_sync.h"
@@ -290,6 +291,8 @@ Result<ObjectMeta> RocksStore::WriteCommit(const WriteTarget& target, const Segm
   FileBytes dead;
   if (target.upload_id.empty()) {
     OC_ASSIGN_OR_RETURN(std::optional<ObjectRecord> old, GetRecord(object_key, meta_read_));
+    // Under the key lock: no other commit of the key can land between this check and the write.
+    OC_RETURN_IF_ERROR(CheckWriteConditions(target.options, target.key.name, old));
     ObjectRecord record;
     record.meta = meta;
     record.meta.content_type = target.options.content_type;

@@ -149,10 +149,11 @@ void Encode(WireWriter& w, const ByteRange& v) {
   w.U64(v.offset);
   w.U64(v.length);
   w.U8(v.suffix ? 1 : 0);
+  w.U32(v.part_number);
 }
 
 bool Decode(WireReader& r, ByteRange* v) {
-  return r.U64(&v->offset) && r.U64(&v->length) && r.Bool(&v->suffix);
+  return r.U64(&v->offset) && r.U64(&v->length) && r.Bool(&v->suffix) && r.U32(&v->part_number);
 }
 
 void Encode(WireWriter& w, const BucketInfo& v) {
@@ -196,6 +197,11 @@ void Encode(WireWriter& w, const PutOptions& v) {
   if (v.content_md5.has_value()) {
     w.Raw(*v.content_md5);
   }
+  w.U8(v.if_none_match ? 1 : 0);
+  w.U8(v.if_match.has_value() ? 1 : 0);
+  if (v.if_match.has_value()) {
+    w.Str(*v.if_match);
+  }
 }
 
 bool Decode(WireReader& r, PutOptions* v) {
@@ -228,6 +234,18 @@ bool Decode(WireReader& r, PutOptions* v) {
     std::array<std::byte, 16> digest;
     std::copy(md5.begin(), md5.end(), digest.begin());
     v->content_md5 = digest;
+  }
+  bool has_if_match = false;
+  if (!r.Bool(&v->if_none_match) || !r.Bool(&has_if_match)) {
+    return false;
+  }
+  v->if_match.reset();
+  if (has_if_match) {
+    std::string etag;
+    if (!r.Str(&etag)) {
+      return false;
+    }
+    v->if_match = std::move(etag);
   }
   return true;
 }

@@ -46,7 +46,8 @@
 namespace oc::storage::rpc {
 
 inline constexpr uint32_t kMagic = 0x3152434F;  // bytes 'O' 'C' 'R' '1'
-inline constexpr uint8_t kVersion = 1;
+// 2: ByteRange carries a part number, ObjectMeta tags and PutOptions write conditions (issue 17).
+inline constexpr uint8_t kVersion = 2;
 inline constexpr size_t kHeaderBytes = 24;
 // The hard ceiling on any frame body either side accepts, whatever is configured: a
 // length above it is refused before any allocation. A list reply of 1000 keys with full

@@ -62,6 +62,37 @@ TEST(MetaCodec, EveryTruncationIsCorruption) {
   EXPECT_FALSE(DecodeObjectRecord(bad_version).has_value());
 }
 
+// Extension fields (formats 3 and 4): written only when set, so a record without them keeps its
+// format 1/2 bytes (RADOS commits compare records byte for byte); unknown field ids are skipped.
+TEST(MetaCodec, ExtensionFieldsRoundTripAndAreWrittenOnlyWhenSet) {
+  ObjectRecord r = SampleObject();
+  EXPECT_EQ(EncodeObjectRecord(r)[0], 1);
+  r.completed_upload_id = "0123456789abcdef0123456789abcdef";
+  const std::string bytes = EncodeObjectRecord(r);
+  EXPECT_EQ(bytes[0], 3);
+  Result<ObjectRecord> back = DecodeObjectRecord(bytes);
+  ASSERT_TRUE(back.has_value()) << back.error();
+  EXPECT_EQ(back->completed_upload_id, r.completed_upload_id);
+  EXPECT_EQ(back->meta.etag, r.meta.etag);
+  EXPECT_EQ(EncodeObjectRecord(*back), bytes);
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    SCOPED_TRACE(n);
+    EXPECT_FALSE(DecodeObjectRecord(std::string_view(bytes).substr(0, n)).has_value());
+  }
+  r.segments[0].writer = 5;
+  Result<ObjectRecord> with_writer = DecodeObjectRecord(EncodeObjectRecord(r));
+  ASSERT_TRUE(with_writer.has_value()) << with_writer.error();
+  EXPECT_EQ(EncodeObjectRecord(r)[0], 4);
+  EXPECT_EQ(with_writer->segments[0].writer, 5u);
+  EXPECT_EQ(with_writer->completed_upload_id, r.completed_upload_id);
+  // The field id sits right before the id's u32 length at the end of the record.
+  std::string unknown = bytes;
+  unknown[unknown.size() - r.completed_upload_id.size() - 5] = 99;
+  Result<ObjectRecord> skipped = DecodeObjectRecord(unknown);
+  ASSERT_TRUE(skipped.has_value()) << skipped.error();
+  EXPECT_EQ(skipped->completed_upload_id, "");
+}
+
 TEST(MetaCodec, SegmentSizesMustAddUpToObjectSize) {
   ObjectRecord r = SampleObject();
   r.meta.size = 31;

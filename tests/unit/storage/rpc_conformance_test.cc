@@ -400,6 +400,16 @@ TEST_P(RocksConformance, MultipartUploadEndToEnd) {
   EXPECT_EQ(done->parts_count, 2u);
   EXPECT_EQ(done->content_type, "application/x-multi");
   EXPECT_TRUE(*GetString(store(), key, ByteRange::All(), 1 << 20) == part1 + part2);
+  // A part by number (the wire carries it) and a retried completion.
+  EXPECT_TRUE(*GetString(store(), key, ByteRange::Part(2), 1 << 20) == part2);
+  Result<std::unique_ptr<ObjectReader>> past = store().Get(key, ByteRange::Part(3));
+  ASSERT_FALSE(past.has_value());
+  EXPECT_EQ(past.error().code(), Code::kOutOfRange);
+  EXPECT_EQ(past.error().subject(), Subject::kPart);
+  EXPECT_EQ(past.error().field(), "partNumber");
+  Result<ObjectMeta> again = store().CompleteMultipartUpload(key, *id, parts);
+  ASSERT_TRUE(again.has_value()) << again.error();
+  EXPECT_EQ(again->etag, done->etag);
 
   Result<std::string> other = store().CreateMultipartUpload({"bkt", "aborted"}, {});
   ASSERT_TRUE(other.has_value());

@@ -93,7 +93,8 @@ TEST(RpcWire, BadHeadersAreRefusedNamingTheField) {
     std::string_view field;
   };
   for (const Row& row : {Row{"magic", 0, 'X', Code::kInvalidArgument, "magic"},
-                         Row{"version", 4, 2, Code::kUnimplemented, "version"},
+                         Row{"version", 4, kVersion + 1, Code::kUnimplemented, "version"},
+                         Row{"version before 2", 4, 1, Code::kUnimplemented, "version"},
                          Row{"op zero", 5, 0, Code::kUnimplemented, "op"},
                          Row{"op unknown", 5, 200, Code::kUnimplemented, "op"},
                          // Reserved: the former ReadSlices and SliceData (wire.h).

@@ -224,13 +224,103 @@ TEST_P(MultipartTest, PartOverwriteAbortAndListParts) {
   EXPECT_EQ(tail->parts.size(), 5u);
   EXPECT_FALSE(tail->truncated);
 
-  // A bucket with an upload in progress cannot be deleted.
-  EXPECT_EQ(store_->DeleteBucket("bkt").code(), Code::kFailedPrecondition);
   ASSERT_TRUE(store_->AbortMultipartUpload({"bkt", "mp"}, *id).ok());
   EXPECT_EQ(Extents(), 0u);
   EXPECT_EQ(store_->ListParts({"bkt", "mp"}, *id, 0, 10).error().subject(), Subject::kUpload);
   EXPECT_EQ(UploadPart(*id, 1, "late").error().subject(), Subject::kUpload);
   EXPECT_TRUE(store_->DeleteBucket("bkt").ok());
+}
+
+// S3 counts only objects: DeleteBucket aborts the unfinished uploads (and frees their parts)
+// of a bucket that holds no object; an object still refuses it, uploads and all kept.
+TEST_P(MultipartTest, DeleteBucketAbortsUnfinishedUploads) {
+  Result<std::string> a = store_->CreateMultipartUpload({"bkt", "a"}, {});
+  Result<std::string> b = store_->CreateMultipartUpload({"bkt", "dir/b"}, {});
+  Result<std::string> c = store_->CreateMultipartUpload({"bkt", "a"}, {});
+  ASSERT_TRUE(a.has_value() && b.has_value() && c.has_value());
+  ASSERT_TRUE(UploadPart(*a, 1, Bytes(1, 3 << 20), "a").has_value());
+  ASSERT_TRUE(UploadPart(*a, 2, Bytes(2, 1000), "a").has_value());
+  ASSERT_TRUE(UploadPart(*b, 7, Bytes(3, 5000), "dir/b").has_value());
+  ASSERT_TRUE(PutString(*store_, {"bkt", "obj"}, "x").has_value());
+  EXPECT_EQ(store_->DeleteBucket("bkt").code(), Code::kFailedPrecondition);
+  Result<ListUploadsResult> kept = store_->ListMultipartUploads("bkt", {});
+  ASSERT_TRUE(kept.has_value()) << kept.error();
+  EXPECT_EQ(kept->uploads.size(), 3u);
+  ASSERT_TRUE(store_->Delete({"bkt", "obj"}).ok());
+  const uint64_t before = Extents();
+  EXPECT_GE(before, 3u);
+  ASSERT_TRUE(store_->DeleteBucket("bkt").ok());
+  EXPECT_EQ(store_->HeadBucket("bkt").error().subject(), Subject::kBucket);
+  // Re-created, the bucket has no upload and the parts' bytes are gone.
+  ASSERT_TRUE(store_->CreateBucket("bkt", "me").ok());
+  Result<ListUploadsResult> none = store_->ListMultipartUploads("bkt", {});
+  ASSERT_TRUE(none.has_value()) << none.error();
+  EXPECT_TRUE(none->uploads.empty());
+  EXPECT_EQ(store_->ListParts({"bkt", "a"}, *a, 0, 10).error().subject(), Subject::kUpload);
+  EXPECT_EQ(UploadPart(*a, 3, "late", "a").error().subject(), Subject::kUpload);
+  EXPECT_EQ(Extents(), 0u);
+}
+
+// S3 answers a retried completion 200 with the same ETag; once the object changed, the upload
+// is gone.
+TEST_P(MultipartTest, RetriedCompletionAnswersWithTheObjectItMade) {
+  Result<std::string> id = store_->CreateMultipartUpload({"bkt", "mp"}, {});
+  ASSERT_TRUE(id.has_value());
+  Result<ObjectMeta> p1 = UploadPart(*id, 1, Bytes(1, kPart));
+  Result<ObjectMeta> p2 = UploadPart(*id, 2, Bytes(2, 10));
+  ASSERT_TRUE(p1.has_value() && p2.has_value());
+  const std::vector<CompletedPart> parts = {{1, p1->etag}, {2, p2->etag}};
+  Result<ObjectMeta> done = store_->CompleteMultipartUpload({"bkt", "mp"}, *id, parts);
+  ASSERT_TRUE(done.has_value()) << done.error();
+  Result<ObjectMeta> again = store_->CompleteMultipartUpload({"bkt", "mp"}, *id, parts);
+  ASSERT_TRUE(again.has_value()) << again.error();
+  EXPECT_EQ(again->etag, done->etag);
+  EXPECT_EQ(again->size, done->size);
+  EXPECT_EQ(store_->CompleteMultipartUpload({"bkt", "other"}, *id, parts).error().subject(),
+            Subject::kUpload);
+  Result<std::string> other = store_->CreateMultipartUpload({"bkt", "mp"}, {});
+  ASSERT_TRUE(other.has_value());
+  EXPECT_EQ(store_->CompleteMultipartUpload({"bkt", "mp"}, *other, parts).error().subject(),
+            Subject::kPart);  // a live upload: its own (missing) parts decide
+  ASSERT_TRUE(PutString(*store_, {"bkt", "mp"}, "replaced").has_value());
+  EXPECT_EQ(store_->CompleteMultipartUpload({"bkt", "mp"}, *id, parts).error().subject(),
+            Subject::kUpload);
+}
+
+// ByteRange::Part: the listed parts in order, part 1 of a single PUT is the whole object.
+TEST_P(MultipartTest, GetByPartNumberReadsThatPart) {
+  Result<std::string> id = store_->CreateMultipartUpload({"bkt", "mp"}, {});
+  ASSERT_TRUE(id.has_value());
+  const std::string a = Bytes(1, kPart + 3);
+  const std::string b = Bytes(2, kPart);
+  const std::string c = Bytes(3, 4321);
+  Result<ObjectMeta> p2 = UploadPart(*id, 2, a);
+  Result<ObjectMeta> p5 = UploadPart(*id, 5, b);
+  Result<ObjectMeta> p9 = UploadPart(*id, 9, c);
+  ASSERT_TRUE(p2.has_value() && p5.has_value() && p9.has_value());
+  const std::vector<CompletedPart> listed = {{2, p2->etag}, {5, p5->etag}, {9, p9->etag}};
+  ASSERT_TRUE(store_->CompleteMultipartUpload({"bkt", "mp"}, *id, listed).has_value());
+  uint64_t offset = 0;
+  for (const auto& [n, want] : {std::pair{1u, &a}, std::pair{2u, &b}, std::pair{3u, &c}}) {
+    SCOPED_TRACE(n);
+    Result<std::unique_ptr<ObjectReader>> r = store_->Get({"bkt", "mp"}, ByteRange::Part(n));
+    ASSERT_TRUE(r.has_value()) << r.error();
+    EXPECT_EQ((*r)->offset(), offset);
+    EXPECT_EQ((*r)->length(), want->size());
+    EXPECT_EQ((*r)->meta().parts_count, 3u);
+    EXPECT_TRUE(*GetString(*store_, {"bkt", "mp"}, ByteRange::Part(n), 1 << 20) == *want);
+    offset += want->size();
+  }
+  for (uint32_t past : {4u, 9u}) {
+    Result<std::unique_ptr<ObjectReader>> r = store_->Get({"bkt", "mp"}, ByteRange::Part(past));
+    ASSERT_FALSE(r.has_value());
+    EXPECT_EQ(r.error().code(), Code::kOutOfRange);
+    EXPECT_EQ(r.error().subject(), Subject::kPart);
+    EXPECT_EQ(r.error().field(), "partNumber");
+  }
+  ASSERT_TRUE(PutString(*store_, {"bkt", "one"}, "single").has_value());
+  EXPECT_EQ(*GetString(*store_, {"bkt", "one"}, ByteRange::Part(1), 1 << 20), "single");
+  EXPECT_EQ(store_->Get({"bkt", "one"}, ByteRange::Part(2)).error().subject(), Subject::kPart);
 }
 
 TEST_P(MultipartTest, CompletionReplacesAnExistingObject) {

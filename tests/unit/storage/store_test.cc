@@ -85,6 +85,61 @@ TEST_P(StoreTest, BucketLifecycle) {
   EXPECT_EQ(store_->CreateBucket("Bad_Name", "me").code(), Code::kInvalidArgument);
 }
 
+// PutOptions::if_none_match / if_match (S3 conditional writes) are decided at Commit against
+// the record then current, atomically with the write: a writer opened while the key was absent
+// loses to one that committed first, and of many racing create-only writers exactly one wins.
+TEST_P(StoreTest, ConditionalWritesAreDecidedAtCommit) {
+  PutOptions create_only;
+  create_only.if_none_match = true;
+  const uint64_t baseline = Extents();
+  Result<std::unique_ptr<ObjectWriter>> late = store_->Put({"bkt", "k"}, create_only);
+  ASSERT_TRUE(late.has_value()) << late.error();
+  ASSERT_TRUE((*late)->Append(AsBytes(Bytes(1, 200000))).ok());
+  Result<ObjectMeta> first = PutString(*store_, {"bkt", "k"}, "first", create_only);
+  ASSERT_TRUE(first.has_value()) << first.error();
+  Result<ObjectMeta> lost = (*late)->Commit();
+  ASSERT_FALSE(lost.has_value());
+  EXPECT_EQ(lost.error().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(lost.error().subject(), Subject::kKey);
+  EXPECT_EQ(lost.error().field(), "If-None-Match");
+  EXPECT_EQ(Extents(), baseline + 1);  // "first"'s one extent: the refused bytes are freed
+  EXPECT_EQ(*GetString(*store_, {"bkt", "k"}), "first");
+
+  PutOptions match;
+  match.if_match = "\"0123456789abcdef0123456789abcdef\"";
+  Result<ObjectMeta> wrong = PutString(*store_, {"bkt", "k"}, "x", match);
+  ASSERT_FALSE(wrong.has_value());
+  EXPECT_EQ(wrong.error().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(wrong.error().field(), "If-Match");
+  match.if_match = "\"" + first->etag + "\"";
+  ASSERT_TRUE(PutString(*store_, {"bkt", "k"}, "second", match).has_value());
+  EXPECT_EQ(*GetString(*store_, {"bkt", "k"}), "second");
+  Result<ObjectMeta> absent = PutString(*store_, {"bkt", "absent"}, "x", match);
+  ASSERT_FALSE(absent.has_value());
+  EXPECT_EQ(absent.error().code(), Code::kNotFound);
+  EXPECT_EQ(absent.error().subject(), Subject::kKey);
+
+  constexpr int kWriters = 8;
+  std::atomic<int> won{0};
+  std::atomic<int> refused{0};
+  std::vector<std::thread> writers;
+  for (int i = 0; i < kWriters; ++i) {
+    writers.emplace_back([&, i] {
+      Result<ObjectMeta> r = PutString(*store_, {"bkt", "race"}, Bytes(i, 70000), create_only);
+      if (r.has_value()) {
+        won.fetch_add(1);
+      } else if (r.error().code() == Code::kFailedPrecondition) {
+        refused.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& t : writers) {
+    t.join();
+  }
+  EXPECT_EQ(won.load(), 1);
+  EXPECT_EQ(refused.load(), kWriters - 1);
+}
+
 TEST_P(StoreTest, MissingBucketAndKeyAreNotFound) {
   Result<ObjectMeta> h = store_->Head({"nobucket", "k"});
   ASSERT_FALSE(h.has_value());

@@ -112,7 +112,8 @@ class Store {
   // kAlreadyExists/kBucket if it exists (whoever owns it); kInvalidArgument/kBucket for a
   // name that is not a valid S3 bucket name.
   virtual Status CreateBucket(std::string_view bucket, std::string_view owner) = 0;
-  // kFailedPrecondition/kBucket if it still holds objects or multipart uploads.
+  // kFailedPrecondition/kBucket if it still holds objects. Unfinished multipart uploads do not
+  // count (S3 counts only objects): they are aborted with the bucket, their parts freed.
   virtual Status DeleteBucket(std::string_view bucket) = 0;
   virtual Result<BucketInfo> HeadBucket(std::string_view bucket) = 0;
   // Every bucket, sorted by name.

@@ -31,16 +31,22 @@ struct ObjectKey {
 // A byte range of an object. Resolved against the object's size by the store:
 //  - {offset, length}: bytes [offset, offset + length), clamped at the end;
 //  - length == kToEnd: from offset to the end;
-//  - suffix == true: the last `length` bytes (HTTP "bytes=-N").
+//  - suffix == true: the last `length` bytes (HTTP "bytes=-N");
+//  - part_number > 0: part `part_number` instead (S3 GetObject?partNumber; offset, length and
+//    suffix are ignored): the part's bytes of a completed multipart upload, parts counted in
+//    the order the completion listed them; the whole object for part 1 of any other object.
+//    A part past the count is kOutOfRange/kPart (field "partNumber").
 struct ByteRange {
   static constexpr uint64_t kToEnd = ~0ull;
   uint64_t offset = 0;
   uint64_t length = kToEnd;
   bool suffix = false;
+  uint32_t part_number = 0;
 
   static ByteRange All() { return {}; }
   static ByteRange Suffix(uint64_t n) { return {0, n, true}; }
-  bool IsAll() const { return !suffix && offset == 0 && length == kToEnd; }
+  static ByteRange Part(uint32_t n) { return {0, kToEnd, false, n}; }
+  bool IsAll() const { return !suffix && offset == 0 && length == kToEnd && part_number == 0; }
 };
 
 struct BucketInfo {
@@ -92,6 +98,16 @@ struct PutOptions {
   std::optional<uint64_t> expected_size;
   // When set (Content-MD5), Commit fails with kInvalidArgument/kDigest on mismatch.
   std::optional<std::array<std::byte, 16>> content_md5;
+  // Conditional writes (S3 PutObject If-None-Match: * and If-Match: <etag>), checked at Commit
+  // against the key's current record atomically with the write (nothing else can commit the
+  // key in between). if_none_match: kFailedPrecondition/kKey (field "If-None-Match") if the
+  // key exists. if_match (an unquoted ETag): kNotFound/kKey if the key is absent,
+  // kFailedPrecondition/kKey (field "If-Match") if its ETag differs. On either nothing is
+  // stored. Objects only: parts ignore them. In a group (Store::PutGroup) if_none_match does
+  // not fail the group: a member whose key exists is left as it is and reported as existing
+  // (ObjectGroupWriter::Commit). Default: unconditional.
+  bool if_none_match = false;
+  std::optional<std::string> if_match;
 };
 
 struct ListOptions {
