@@ -28,13 +28,15 @@ KV_SEED = 11
 
 
 def proc_status(pid):
-    """(threads, resident bytes) of a process, from /proc/<pid>/status."""
+    """(threads, resident anonymous bytes) of a process, from /proc/<pid>/status. Only
+    anonymous memory (heap, caches, arenas) can leak: the pages of mapped data files are page
+    cache, resident while reads touch them and reclaimable, and grow with the data stored."""
     fields = {}
     with open(f"/proc/{pid}/status") as f:
         for line in f:
             name, _, value = line.partition(":")
             fields[name] = value.split()
-    return int(fields["Threads"][0]), int(fields["VmRSS"][0]) * 1024
+    return int(fields["Threads"][0]), int(fields["RssAnon"][0]) * 1024
 
 
 def http_status(response):
