@@ -39,7 +39,7 @@ import tempfile
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness"))
-from common import BENCH, free_port, run, wait_healthy  # noqa: E402
+from common import BENCH, free_port, portable, run, wait_healthy  # noqa: E402
 from presign import Presigner  # noqa: E402
 
 KiB = 1024
@@ -372,6 +372,7 @@ def main():
     finally:
         print(f"tool logs in {log_dir}", file=sys.stderr)
     e.update({"profile": a.profile, "config": PROFILES[a.profile]})
+    e = portable(e, tmp)  # committed results name no machine path
     with open(out + ".json", "w") as f:
         json.dump(e, f, indent=1)
     plot(e, out + ".png")
