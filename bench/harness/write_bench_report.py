@@ -314,7 +314,7 @@ def plot(doc, png):
     s = summarize(doc)[0]
     fig, axes = plt.subplots(2, 2, figsize=(13, 9))
     systems = sorted({d["system"] for d in s["desc"]}, key=rank)
-    colors = {x: f"C{i}" for i, x in enumerate(ORDER)}
+    colors = {x: f"C{i}" for i, x in enumerate(ORDER + sorted(set(systems) - set(ORDER)))}
     ax = axes[0][0]
     shapes = sorted({(d["G"], d["chunks"]) for d in s["desc"]})
     width = 0.8 / max(1, len(systems))

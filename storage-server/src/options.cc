@@ -314,6 +314,8 @@ Status ApplyConfig(const oc::Config& config, StoreOptions* options) {
   OC_RETURN_IF_ERROR(config.ReadSize("storage.data_file_bytes", &options->data_file_bytes));
   OC_RETURN_IF_ERROR(config.ReadSize("storage.data_file_min_bytes", &options->data_file_min_bytes));
   OC_RETURN_IF_ERROR(
+      config.ReadSize("storage.data_file_writeback_bytes", &options->data_file_writeback_bytes));
+  OC_RETURN_IF_ERROR(
       config.Read("storage.data_file_garbage_percent", &options->data_file_garbage_percent));
   OC_RETURN_IF_ERROR(ApplyKvConfig(config, &options->kv));
   std::string mode;

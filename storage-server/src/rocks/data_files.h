@@ -30,6 +30,7 @@
 // SubLive, which RocksStore calls with its commits; SetLive at open from a scan of the
 // locators); the rest of a file is garbage. Thread-safe.
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -101,7 +102,10 @@ class DataFiles {
  public:
   // Opens (creating it if absent) the directory `dir`; files of earlier runs are sealed.
   // `sync`: Append's bytes are made durable by AwaitSynced (else AwaitSynced is free).
-  static Result<std::unique_ptr<DataFiles>> Open(std::string dir, uint64_t roll_bytes, bool sync);
+  // `writeback_bytes` (with `sync`; 0: off): once that many bytes were appended to a file
+  // since its last kick, Append starts their write-back (sync_file_range) without waiting.
+  static Result<std::unique_ptr<DataFiles>> Open(std::string dir, uint64_t roll_bytes, bool sync,
+                                                 uint64_t writeback_bytes = 0);
   ~DataFiles();
 
   // Whether any data file exists (a store that never used the layout has none).
@@ -149,10 +153,18 @@ class DataFiles {
   void Seal();
 
   const std::string& dir() const { return dir_; }
+  // Write-backs started early (StartWriteback) and the bytes they covered.
+  uint64_t writeback_kicks() const { return writeback_kicks_.load(std::memory_order_relaxed); }
+  uint64_t writeback_kicked_bytes() const {
+    return writeback_kicked_bytes_.load(std::memory_order_relaxed);
+  }
 
  private:
   class File;
-  DataFiles(std::string dir, uint64_t roll_bytes, bool sync);
+  DataFiles(std::string dir, uint64_t roll_bytes, bool sync, uint64_t writeback_bytes);
+  // Starts the write-back of `file`'s bytes below `end` not yet kicked, once they are at
+  // least writeback_bytes_.
+  void StartWriteback(File& file, uint64_t end);
   Status Scan();
   std::shared_ptr<File> Find(uint32_t number) const;
   // The file to append `frame_bytes` to and the frame's offset in it; rolls when full.
@@ -169,6 +181,9 @@ class DataFiles {
 
   const std::string dir_;
   const uint64_t roll_bytes_;
+  const uint64_t writeback_bytes_;
+  std::atomic<uint64_t> writeback_kicks_{0};
+  std::atomic<uint64_t> writeback_kicked_bytes_{0};
   std::unique_ptr<GroupSync> sync_;  // null when not syncing
 
   mutable std::mutex mu_;

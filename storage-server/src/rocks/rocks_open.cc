@@ -195,7 +195,8 @@ Status RocksStore::OpenDataFiles() {
   OC_ASSIGN_OR_RETURN(
       data_files_,
       DataFiles::Open((std::filesystem::path(options_.data_dir) / kDataFilesDir).string(),
-                      options_.data_file_bytes, options_.sync_writes));
+                      options_.data_file_bytes, options_.sync_writes,
+                      options_.data_file_writeback_bytes));
   if (data_files_->empty()) {
     return Status::Ok();
   }

@@ -244,6 +244,9 @@ Result<StoreStats> RocksStore::Stats() {
   stats.figures.emplace_back("data_files", files);
   stats.figures.emplace_back("data_file_bytes", file_bytes);
   stats.figures.emplace_back("data_file_live_bytes", live_bytes);
+  stats.figures.emplace_back("data_file_writeback_kicks", data_files_->writeback_kicks());
+  stats.figures.emplace_back("data_file_writeback_kicked_bytes",
+                             data_files_->writeback_kicked_bytes());
   return stats;
 }
 

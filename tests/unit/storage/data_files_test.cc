@@ -403,6 +403,46 @@ TEST_F(DataFilesTest, StoreSwitchedBetweenLayoutsReadsBoth) {
   EXPECT_EQ(Figure("data_file_live_bytes"), 9000 + 3 * kFrame);
 }
 
+// A large PUT's bytes start for the disk while later ones arrive (data_file_writeback_bytes):
+// kicks cover each file's appended bytes once, in order, and never what was not appended; 0
+// turns them off. What the object reads back is unchanged either way.
+TEST_F(DataFilesTest, EarlyWritebackKicksEveryThresholdOfAppendedBytes) {
+  for (const uint64_t threshold : {uint64_t{0}, uint64_t{16} << 10}) {
+    SCOPED_TRACE(threshold);
+    store_.reset();
+    StoreOptions o = Options();
+    o.data_file_bytes = 64ull << 20;  // one file: its kicks are contiguous
+    o.data_file_writeback_bytes = threshold;
+    Result<std::unique_ptr<RocksStore>> s = RocksStore::Open(o);
+    ASSERT_TRUE(s.has_value()) << s.error();
+    store_ = std::move(*s);
+    if (!store_->HeadBucket("bkt").has_value()) {
+      ASSERT_TRUE(store_->CreateBucket("bkt", "o").ok());
+    }
+    const uint64_t kicks_before = Figure("data_file_writeback_kicks");
+    const uint64_t kicked_before = Figure("data_file_writeback_kicked_bytes");
+    const uint64_t appended_before = Figure("data_file_bytes");
+    const std::string big = Bytes(7, 1 << 20);
+    Put("wb", big);
+    const uint64_t kicks = Figure("data_file_writeback_kicks") - kicks_before;
+    const uint64_t kicked = Figure("data_file_writeback_kicked_bytes") - kicked_before;
+    const uint64_t appended = Figure("data_file_bytes") - appended_before;
+    ASSERT_GE(appended, big.size());
+    if (threshold == 0) {
+      EXPECT_EQ(kicks, 0u);
+      EXPECT_EQ(kicked, 0u);
+    } else {
+      // Every kick covers at least the threshold, and together they leave less than one
+      // threshold of the file's bytes to the commit's fdatasync.
+      EXPECT_GE(kicks, 1u);
+      EXPECT_LE(kicks * threshold, kicked);
+      EXPECT_LE(kicked, appended);
+      EXPECT_LT(appended - kicked, threshold);
+    }
+    ExpectContent("wb", big);
+  }
+}
+
 TEST(DataFilesDefault, AStoreWithDefaultOptionsKeepsLargeObjectsInDataFiles) {
   testutil::TempDir dir;
   StoreOptions o;  // the defaults, but for the directory

@@ -642,6 +642,7 @@ TEST(StoreConfig, ShippedFileListsEveryKeyAtItsDefault) {
   EXPECT_EQ(from_file.reclaim_after_bytes, defaults.reclaim_after_bytes);
   EXPECT_EQ(from_file.data_file_bytes, defaults.data_file_bytes);
   EXPECT_EQ(from_file.data_file_min_bytes, defaults.data_file_min_bytes);
+  EXPECT_EQ(from_file.data_file_writeback_bytes, defaults.data_file_writeback_bytes);
   EXPECT_EQ(from_file.data_file_garbage_percent, defaults.data_file_garbage_percent);
   EXPECT_EQ(from_file.backend, defaults.backend);
   const RadosOptions& r = from_file.rados;
