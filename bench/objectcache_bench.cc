@@ -13,7 +13,7 @@
 //               --range-concurrency threads sharing the client (default 1; more values add
 //               methods http-range-c<N>); rows carry "concurrency" and "client"
 // Storing (unless --no-put): --put-mode descriptor (default) sends descriptor PUTs of up to 128
-// chunks; --put-mode object sends one plain S3 PUT per chunk object from --put-concurrency
+// chunks, --desc-put-concurrency of them in flight (default 1); --put-mode object sends one plain S3 PUT per chunk object from --put-concurrency
 // threads, as an S3 KV connector offloads to a server without the extension (Ceph RGW). Each
 // G's load is timed and reported in "puts" (method "put-descriptor" or "put-object").
 // For each: total seconds, GB/s (payload / total), time to first layer (ucx and http-body:
@@ -80,6 +80,7 @@ struct Flags {
   uint32_t object_concurrency = 1;
   std::string put_mode = "descriptor";
   uint32_t put_concurrency = 8;
+  uint32_t desc_put_concurrency = 1;  // descriptor PUTs in flight at once
   uint32_t repeat = 3;
   uint32_t warmup = 1;
   // (name, pid) of processes whose CPU time each measurement records.
@@ -349,17 +350,43 @@ oc::Status Store(client::Client& c, const Flags& f, uint64_t g, uint64_t count) 
     });
   }
   const uint64_t batch = std::max<uint64_t>(1, std::min(kPutBatchChunks, kPutBatchBytes / object));
-  std::vector<std::byte> data(batch * object);
-  for (uint64_t first = 0; first < count; first += batch) {
-    const uint64_t n = std::min(batch, count - first);
-    for (uint64_t j = 0; j < n; ++j) {
-      std::memset(data.data() + j * object, static_cast<int>((first + j + g) & 0xff), object);
+  const uint64_t batches = (count + batch - 1) / batch;
+  // --desc-put-concurrency requests in flight: each sender thread fills its own buffer and
+  // takes the next batch.
+  std::atomic<uint64_t> next{0};
+  std::mutex error_mu;
+  oc::Status error;
+  auto sender = [&] {
+    std::vector<std::byte> data(batch * object);
+    for (uint64_t b = next.fetch_add(1); b < batches; b = next.fetch_add(1)) {
+      const uint64_t first = b * batch;
+      const uint64_t n = std::min(batch, count - first);
+      for (uint64_t j = 0; j < n; ++j) {
+        std::memset(data.data() + j * object, static_cast<int>((first + j + g) & 0xff), object);
+      }
+      oc::Status s =
+          c.PutChunks(f.bucket, MakeDescriptor(g, first, n), oc::ByteSpan(data.data(), n * object))
+              .status();
+      if (!s.ok()) {
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (error.ok()) {
+          error = s;
+        }
+        next.store(batches);
+        return;
+      }
     }
-    OC_RETURN_IF_ERROR(
-        c.PutChunks(f.bucket, MakeDescriptor(g, first, n), oc::ByteSpan(data.data(), n * object))
-            .status());
+  };
+  std::vector<std::thread> threads;
+  const uint64_t senders = std::min<uint64_t>(f.desc_put_concurrency, batches);
+  for (uint64_t t = 1; t < senders; ++t) {
+    threads.emplace_back(sender);
   }
-  return oc::Status::Ok();
+  sender();
+  for (std::thread& t : threads) {
+    t.join();
+  }
+  return error;
 }
 
 int Run(const Flags& f) {
@@ -404,7 +431,8 @@ int Run(const Flags& f) {
                   {"layer_bytes", s},
                   {"payload_bytes", max_chunks * object},
                   {"method", "put-" + f.put_mode},
-                  {"concurrency", f.put_mode == "object" ? f.put_concurrency : 1},
+                  {"concurrency",
+                   f.put_mode == "object" ? f.put_concurrency : f.desc_put_concurrency},
                   {"total_s", secs},
                   {"gbps", static_cast<double>(max_chunks * object) / secs / 1e9}};
       Json cpu_s = Json::object();
@@ -567,6 +595,12 @@ int main(int argc, char** argv) {
         return 2;
       }
       (name == "--put-concurrency" ? f.put_concurrency : f.object_concurrency) = n;
+    } else if (name == "--desc-put-concurrency") {
+      f.desc_put_concurrency = static_cast<uint32_t>(std::strtoul(value.c_str(), nullptr, 10));
+      if (f.desc_put_concurrency == 0) {
+        std::cerr << "objectcache_bench: --desc-put-concurrency wants a positive count\n";
+        return 2;
+      }
     } else if (name == "--put-mode") {
       if (value != "descriptor" && value != "object") {
         std::cerr << "objectcache_bench: --put-mode is descriptor or object\n";

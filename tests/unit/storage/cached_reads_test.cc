@@ -6,10 +6,17 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <filesystem>
 #include <memory>
 #include <string>
 
 #include "oc/storage/cached_reads.h"
+#include "rocks/data_files.h"
 #include "rocks/rocks_store.h"
 #include "store_test_util.h"
 
@@ -114,6 +121,45 @@ TEST_P(CachedReadsTest, LendGivesTheBytesReadCopies) {
     }
     EXPECT_EQ(lent, big_.substr(offset, (*r)->length()));
   }
+}
+
+// A data-file extent whose pages left the page cache is a miss for a resident-only view (the
+// gateway then reruns the GET on its pool) and reads from the disk otherwise, after which it
+// is resident again. The files live under the working directory (the build tree): a tmpfs
+// /tmp never drops its pages, so nothing there could be evicted.
+TEST(CachedReadsDataFiles, AnEvictedExtentIsAMissUntilItIsReadAgain) {
+  std::string pattern = (std::filesystem::current_path() / "oc-evict-XXXXXX").string();
+  ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+  const std::filesystem::path dir = pattern;
+  {
+    Result<std::unique_ptr<DataFiles>> files =
+        DataFiles::Open(dir.string(), 64ull << 20, /*sync=*/true);
+    ASSERT_TRUE(files.has_value()) << files.error();
+    const std::string bytes = Bytes(3, 256 << 10);
+    Result<DataFiles::Appended> a = (*files)->Append(
+        1, 0, ByteSpan(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()));
+    ASSERT_TRUE(a.has_value()) << a.error();
+    ASSERT_TRUE((*files)->AwaitSynced(a->ticket).ok());  // clean pages: the kernel may drop them
+    // Drop the file's pages (nothing maps them yet: no read has happened).
+    for (const std::filesystem::directory_entry& e : std::filesystem::directory_iterator(dir)) {
+      const int fd = ::open(e.path().c_str(), O_RDONLY | O_CLOEXEC);
+      ASSERT_GE(fd, 0);
+      EXPECT_EQ(::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+      ::close(fd);
+    }
+    Result<ExtentView> cold = (*files)->View(a->locator, /*resident_only=*/true);
+    ASSERT_FALSE(cold.has_value()) << "the extent's pages are still in the page cache";
+    EXPECT_EQ(cold.error().code(), Code::kUnavailable) << cold.error();
+
+    Result<ExtentView> read = (*files)->View(a->locator);  // from the disk, verified
+    ASSERT_TRUE(read.has_value()) << read.error();
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(read->bytes.data()), read->bytes.size()),
+              bytes);
+    Result<ExtentView> warm = (*files)->View(a->locator, /*resident_only=*/true);
+    ASSERT_TRUE(warm.has_value()) << warm.error();
+    EXPECT_EQ(warm->bytes.size(), bytes.size());
+  }
+  std::filesystem::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, CachedReadsTest,
