@@ -13,14 +13,15 @@
 //               --range-concurrency threads sharing the client (default 1; more values add
 //               methods http-range-c<N>); rows carry "concurrency" and "client"
 // Storing (unless --no-put): --put-mode descriptor (default) sends descriptor PUTs of up to 128
-// chunks, --desc-put-concurrency of them in flight (default 1); --put-mode object sends one plain S3 PUT per chunk object from --put-concurrency
-// threads, as an S3 KV connector offloads to a server without the extension (Ceph RGW). Each
-// G's load is timed and reported in "puts" (method "put-descriptor" or "put-object").
-// For each: total seconds, GB/s (payload / total), time to first layer (ucx and http-body:
-// the first layer notification; http-range: the M GETs of layer 0; http-object: every
-// object, since each holds all layers), and per shape the speedups of ucx and http-body over
-// the two per-object baselines. Output: JSON (--json) for bench/objectcache_bench.py, which
-// starts the server, runs this twice (layerwise and forced-chunkwise Θ) and plots.
+// chunks, --desc-put-concurrency of them in flight (default 1); --put-mode object sends one plain
+// S3 PUT per chunk object from --put-concurrency threads, as an S3 KV connector offloads to a
+// server without the extension (Ceph RGW). Each G's load is timed and reported in "puts" (method
+// "put-descriptor" or "put-object"). For each: total seconds, GB/s (payload / total), time to first
+// layer (ucx and http-body: the first layer notification; http-range: the M GETs of layer 0;
+// http-object: every object, since each holds all layers), and per shape the speedups of ucx and
+// http-body over the two per-object baselines. Output: JSON (--json) for
+// bench/objectcache_bench.py, which starts the server, runs this twice (layerwise and
+// forced-chunkwise Θ) and plots.
 //
 // Buffers are allocated and registered once per G and reused (a warm data plane). Each
 // measurement runs --warmup untimed times (default 1: page cache and block cache warm), then
@@ -425,16 +426,16 @@ int Run(const Flags& f) {
         return 1;
       }
       const double secs = Seconds(Clock::now() - t0);
-      Json row = {{"label", f.label},
-                  {"G", g},
-                  {"chunks", max_chunks},
-                  {"layer_bytes", s},
-                  {"payload_bytes", max_chunks * object},
-                  {"method", "put-" + f.put_mode},
-                  {"concurrency",
-                   f.put_mode == "object" ? f.put_concurrency : f.desc_put_concurrency},
-                  {"total_s", secs},
-                  {"gbps", static_cast<double>(max_chunks * object) / secs / 1e9}};
+      Json row = {
+          {"label", f.label},
+          {"G", g},
+          {"chunks", max_chunks},
+          {"layer_bytes", s},
+          {"payload_bytes", max_chunks * object},
+          {"method", "put-" + f.put_mode},
+          {"concurrency", f.put_mode == "object" ? f.put_concurrency : f.desc_put_concurrency},
+          {"total_s", secs},
+          {"gbps", static_cast<double>(max_chunks * object) / secs / 1e9}};
       Json cpu_s = Json::object();
       cpu.Add(cpu0, &cpu_s);
       row["cpu_s"] = cpu_s;
