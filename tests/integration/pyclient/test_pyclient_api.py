@@ -2,6 +2,7 @@
 an independent xxhash implementation), the plain S3 helpers, typed exceptions, the *_async
 forms, the examples, and an offline pip install of the built package."""
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -149,10 +150,13 @@ def test_offline_pip_install(tmp_path):
     """`pip install ./python` from the build directory, no network, no build isolation: the
     installed copy imports and works without the build tree on sys.path."""
     target = tmp_path / "site"
-    build_dir = os.path.dirname(PYTHON_DIR)
+    # A copy of build/release/python: pip builds in place and would leave build/ and
+    # *.egg-info in the build tree.
+    shutil.copytree(PYTHON_DIR, tmp_path / "python", ignore=shutil.ignore_patterns(
+        "CMakeFiles", "*.cmake", "build", "*.egg-info"))
     p = subprocess.run([sys.executable, "-m", "pip", "install", "--no-index",
                         "--no-build-isolation", "--no-deps", "--target", str(target),
-                        "./python"], cwd=build_dir, capture_output=True, text=True,
+                        "./python"], cwd=str(tmp_path), capture_output=True, text=True,
                        timeout=300, env=dict(os.environ, PIP_NO_CACHE_DIR="1"))
     assert p.returncode == 0, p.stdout + p.stderr
     installed = target / "objectcache"
