@@ -8,7 +8,8 @@
 #      of M itself, never one found only in another module's `src/`; a header has one spelling.
 #   2. CMake: no target exports a `src` root (PUBLIC or INTERFACE) except the testing-only
 #      `*_internals` targets, which only tests/ and bench/ may link; no module names another
-#      module's `src/` directory; the client library links only the modules it may use.
+#      module's `src/` directory; the client library links only the modules it may use, and
+#      the Python module (python/) only the client library.
 #   3. Citations: every repository path a comment or a document cites exists.
 set -euo pipefail
 cd "${1:-$(dirname "$0")/..}"  # optional: the tree to check (default: this one)
@@ -33,6 +34,8 @@ MODULES = [
     ("gateway", "gateway", {"common", "sigv4", "descriptor", "sched", "storage", "gateway"}),
     ("client/bin", "client", {"common", "descriptor", "sched", "client"}),
     ("client", "client", {"common", "sigv4", "ucx", "descriptor", "client"}),
+    # The Python package's native module: liboc_client's public headers only.
+    ("python", "client", {"common", "descriptor", "client"}),
 ]
 # Libraries a module's targets may link (targets of the project; system packages are free).
 CLIENT_LIB_LINKS = {"oc_common", "oc_descriptor", "oc_sigv4", "oc_ucx"}
@@ -134,6 +137,11 @@ for f in cmake_files:
                 if linked:
                     errors.append(f"{f}: {target} links {', '.join(sorted(linked))}; the gateway "
                                   f"reaches storage only through oc_storage_rpc_client")
+            if target == "oc_python_native":
+                extra = {w for w in words[1:] if w.startswith("oc_")} - {"oc_client"}
+                if extra:
+                    errors.append(f"{f}: the Python module links {', '.join(sorted(extra))}; "
+                                  f"it may link only oc_client")
             if target == "oc_client":
                 linked = {w for w in words[1:] if w.startswith("oc_")}
                 extra = linked - CLIENT_LIB_LINKS

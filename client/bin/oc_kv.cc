@@ -41,6 +41,7 @@
 #include "oc/common/units.h"
 #include "oc/descriptor/chunk_key.h"
 #include "oc/descriptor/descriptor.h"
+#include "oc_flags.h"
 
 namespace {
 
@@ -48,47 +49,104 @@ namespace client = oc::client;
 namespace descriptor = oc::descriptor;
 using Clock = std::chrono::steady_clock;
 
-struct Flags {
-  std::map<std::string, std::string> values;
-  std::map<std::string, bool> switches;
-  const std::string* Get(const std::string& name) const {
-    auto it = values.find(name);
-    return it == values.end() ? nullptr : &it->second;
-  }
-  std::string Or(const std::string& name, std::string fallback) const {
-    const std::string* v = Get(name);
-    return v != nullptr ? *v : std::move(fallback);
-  }
+using Flags = oc::cli::ParsedFlags;
+using oc::cli::FlagSpec;
+
+// The flag tables (oc_flags.h): each command's rows parse its argv and print its --help.
+const std::vector<FlagSpec> kNamespaceFlags = {
+    {"model", "ID", "model", "model id of the chunk-key namespace (docs/protocol.md, chunk keys)"},
+    {"dtype", "D", "bfloat16", "dtype of the namespace, [a-z0-9_]+"},
+    {"tp", "RANK/SIZE", "0/1", "tensor-parallel rank and size of the namespace"},
+    {"prefix", "P", "", "key prefix of every compact object name"},
+};
+const std::vector<FlagSpec> kKeyFlags = {
+    {"tokens", "FILE", "", "token file: compact keys computed as `oc keys` prints them"},
+    {"binary", "", "", "the token file is raw little-endian uint32, not decimal text"},
+    {"hashes", "H0,H1,...", "", "compact keys given as 32-hex-digit hashes (with --prefix)"},
+    {"names", "FILE", "", "explicit keys: one full object name per line"},
+};
+const std::vector<FlagSpec> kShapeFlags = {
+    {"bucket", "B", "", "bucket of the chunks (required)"},
+    {"layers", "L", "", "layers per chunk (required)"},
+    {"layer-bytes", "S", "", "bytes of one layer of one chunk, K and V together (required)"},
+    {"chunk-tokens", "G", "16", "tokens per chunk (required with --tokens)"},
+    {"layout", "kv_l2td|kv_2ltd", "kv_l2td", "how each stored chunk object orders its bytes"},
+    {"delivery", "layer-major|chunk-major", "layer-major", "how the payload is ordered"},
+    {"request-id", "ID", "", "tracing id; the gateway assigns one when absent"},
+    {"compute-window-us", "C", "", "per-layer compute time in microseconds (scheduler input)"},
+};
+const std::vector<FlagSpec> kConnectionFlags = {
+    {"endpoint", "URL", "",
+     "gateway, http://host:port (else $OC_ENDPOINT, else "
+     "http://127.0.0.1:9000)"},
+    {"access-key", "K", "", "SigV4 access key (else $AWS_ACCESS_KEY_ID or $OC_ACCESS_KEY)"},
+    {"secret-key", "S", "", "SigV4 secret key (else $AWS_SECRET_ACCESS_KEY or $OC_SECRET_KEY)"},
+    {"region", "R", "", "region requests are signed for (else $AWS_REGION, else us-east-1)"},
+    {"timeout", "DURATION", "60s", "bound on every socket read or write and data-plane wait"},
+    {"ucx-transports", "TLS", "", "UCX transports in UCX_TLS syntax (else UCX's own choice)"},
 };
 
-constexpr std::string_view kSwitches[] = {"binary", "quiet"};
-
-oc::Result<Flags> ParseFlags(int argc, char** argv) {
-  Flags f;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (!arg.starts_with("--")) {
-      return oc::Status::InvalidArgument(std::string(arg), "unexpected argument");
-    }
-    std::string name(arg.substr(2));
-    if (const size_t eq = name.find('='); eq != std::string::npos) {
-      f.values[name.substr(0, eq)] = name.substr(eq + 1);
-      continue;
-    }
-    bool is_switch = false;
-    for (std::string_view s : kSwitches) {
-      is_switch = is_switch || s == name;
-    }
-    if (is_switch) {
-      f.switches[name] = true;
-      continue;
-    }
-    if (i + 1 >= argc) {
-      return oc::Status::InvalidArgument(name, "needs a value");
-    }
-    f.values[name] = argv[++i];
+std::vector<FlagSpec> Concat(std::initializer_list<const std::vector<FlagSpec>*> groups,
+                             std::vector<FlagSpec> own = {}) {
+  std::vector<FlagSpec> out;
+  for (const std::vector<FlagSpec>* g : groups) {
+    out.insert(out.end(), g->begin(), g->end());
   }
-  return f;
+  out.insert(out.end(), own.begin(), own.end());
+  return out;
+}
+
+constexpr std::string_view kKeysNotes =
+    "KEYS: one of --tokens FILE (compact keys from tokens), --hashes with --prefix (compact),\n"
+    "or --names FILE (explicit keys). Output on stdout as described in each command.";
+
+const std::vector<oc::cli::CommandSpec>& Commands() {
+  static const std::vector<oc::cli::CommandSpec> kCommands = {
+      {"keys",
+       "Prints the chunk keys (object names) of a token file, one per line.",
+       "",
+       Concat({&kNamespaceFlags}, {{"tokens", "FILE", "",
+                                    "token file, whitespace-separated decimal uint32 "
+                                    "(required)"},
+                                   {"binary", "", "", "the token file is raw little-endian uint32"},
+                                   {"chunk-tokens", "G", "", "tokens per chunk (required)"}}),
+       {"oc keys --tokens prompt.txt --chunk-tokens 16 --model meta-llama/Llama-3.1-8B "
+        "--prefix llama/"},
+       ""},
+      {"put-chunks",
+       "Stores N chunks in one descriptor PUT; prints \"chunks=<N> bytes=<n> request_id=<id>\".",
+       "",
+       Concat({&kKeyFlags, &kNamespaceFlags, &kShapeFlags, &kConnectionFlags},
+              {{"data", "FILE", "", "the N chunk objects back to back, chunk-major (required)"},
+               {"via", "http|ucx", "http", "body in the PUT, or pulled by the server over UCX"}}),
+       {"oc put-chunks --bucket kv --tokens prompt.txt --chunk-tokens 16 --layers 32 "
+        "--layer-bytes 65536 --data chunks.bin"},
+       kKeysNotes},
+      {"get-layers",
+       "Descriptor GET into a buffer (UCX) or from the body (HTTP); prints \"layer <l> <us>\" "
+       "per layer, then a summary line.",
+       "",
+       Concat({&kKeyFlags, &kNamespaceFlags, &kShapeFlags, &kConnectionFlags},
+              {{"via", "ucx|http", "ucx", "data-plane target, or the HTTP response body"},
+               {"out", "FILE", "", "write the N*L*S payload buffer to FILE"},
+               {"quiet", "", "", "no progress lines on stderr for large requests"},
+               {"buffer-bytes", "N", "", "target buffer size (tests; default N*L*S)"},
+               {"repeat", "N", "1",
+                "send the request N times into the same buffer, timing "
+                "each after the first"}}),
+       {"oc get-layers --bucket kv --tokens prompt.txt --chunk-tokens 16 --layers 32 "
+        "--layer-bytes 65536 --out payload.bin"},
+       kKeysNotes},
+      {"probe",
+       "How many leading chunks are present: prints \"matched=<M>\", then each chunk's size "
+       "or \"-\".",
+       "",
+       Concat({&kKeyFlags, &kNamespaceFlags, &kShapeFlags, &kConnectionFlags}),
+       {"oc probe --bucket kv --tokens prompt.txt --chunk-tokens 16 --layers 32 "
+        "--layer-bytes 65536"},
+       kKeysNotes},
+  };
+  return kCommands;
 }
 
 oc::Result<std::string> ReadFile(const std::string& path) {
@@ -128,7 +186,7 @@ oc::Result<std::vector<uint32_t>> ReadTokens(const std::string& path, bool binar
 
 oc::Result<uint64_t> Number(const Flags& f, const std::string& name, uint64_t fallback,
                             bool required) {
-  const std::string* v = f.Get(name);
+  const std::string* v = f.Given(name);
   if (v == nullptr) {
     if (required) {
       return oc::Status::InvalidArgument("--" + name, "is required");
@@ -140,12 +198,12 @@ oc::Result<uint64_t> Number(const Flags& f, const std::string& name, uint64_t fa
 
 oc::Result<std::vector<descriptor::ChunkHash>> HashesFromTokens(const Flags& f) {
   OC_ASSIGN_OR_RETURN(std::vector<uint32_t> tokens,
-                      ReadTokens(*f.Get("tokens"), f.switches.count("binary") > 0));
+                      ReadTokens(*f.Given("tokens"), f.Switch("binary")));
   OC_ASSIGN_OR_RETURN(uint64_t g, Number(f, "chunk-tokens", 0, true));
   descriptor::KeyNamespace ns;
-  ns.model_id = f.Or("model", "model");
-  ns.dtype = f.Or("dtype", "bfloat16");
-  const std::string tp = f.Or("tp", "0/1");
+  ns.model_id = f.Value("model");
+  ns.dtype = f.Value("dtype");
+  const std::string tp = f.Value("tp");
   const size_t slash = tp.find('/');
   if (slash == std::string::npos) {
     return oc::Status::InvalidArgument("--tp", "must be RANK/SIZE");
@@ -160,11 +218,11 @@ oc::Result<std::vector<descriptor::ChunkHash>> HashesFromTokens(const Flags& f) 
 
 oc::Result<descriptor::Descriptor> BuildDescriptor(const Flags& f) {
   descriptor::Descriptor d;
-  const std::string prefix = f.Or("prefix", "");
-  if (f.Get("tokens") != nullptr) {
+  const std::string prefix = f.Value("prefix");
+  if (f.Given("tokens") != nullptr) {
     OC_ASSIGN_OR_RETURN(std::vector<descriptor::ChunkHash> hashes, HashesFromTokens(f));
     d.keys = descriptor::CompactKeys{prefix, std::move(hashes)};
-  } else if (const std::string* list = f.Get("hashes")) {
+  } else if (const std::string* list = f.Given("hashes")) {
     descriptor::CompactKeys keys{prefix, {}};
     std::string_view rest = *list;
     while (!rest.empty()) {
@@ -178,7 +236,7 @@ oc::Result<descriptor::Descriptor> BuildDescriptor(const Flags& f) {
       keys.hashes.push_back(h);
     }
     d.keys = std::move(keys);
-  } else if (const std::string* path = f.Get("names")) {
+  } else if (const std::string* path = f.Given("names")) {
     OC_ASSIGN_OR_RETURN(std::string text, ReadFile(*path));
     descriptor::ExplicitKeys keys;
     std::istringstream in(text);
@@ -197,13 +255,13 @@ oc::Result<descriptor::Descriptor> BuildDescriptor(const Flags& f) {
   }
   OC_ASSIGN_OR_RETURN(uint64_t layers, Number(f, "layers", 0, true));
   OC_ASSIGN_OR_RETURN(d.layer_bytes, Number(f, "layer-bytes", 0, true));
-  OC_ASSIGN_OR_RETURN(uint64_t g, Number(f, "chunk-tokens", 16, false));
+  OC_ASSIGN_OR_RETURN(uint64_t g, oc::ParseSize(f.Value("chunk-tokens"), "--chunk-tokens"));
   if (layers > UINT32_MAX || g > UINT32_MAX) {
     return oc::Status::InvalidArgument("--layers", "out of range");
   }
   d.num_layers = static_cast<uint32_t>(layers);
   d.chunk_tokens = static_cast<uint32_t>(g);
-  const std::string layout = f.Or("layout", "kv_l2td");
+  const std::string layout = f.Value("layout");
   if (layout == "kv_l2td") {
     d.layout = descriptor::StoredLayout::kL2TD;
   } else if (layout == "kv_2ltd") {
@@ -211,7 +269,7 @@ oc::Result<descriptor::Descriptor> BuildDescriptor(const Flags& f) {
   } else {
     return oc::Status::InvalidArgument("--layout", "kv_l2td or kv_2ltd");
   }
-  const std::string delivery = f.Or("delivery", "layer-major");
+  const std::string delivery = f.Value("delivery");
   if (delivery == "layer-major") {
     d.delivery = descriptor::Delivery::kLayerMajor;
   } else if (delivery == "chunk-major") {
@@ -219,8 +277,8 @@ oc::Result<descriptor::Descriptor> BuildDescriptor(const Flags& f) {
   } else {
     return oc::Status::InvalidArgument("--delivery", "layer-major or chunk-major");
   }
-  d.request_id = f.Or("request-id", "");
-  if (f.Get("compute-window-us") != nullptr) {
+  d.request_id = f.Value("request-id");
+  if (f.Given("compute-window-us") != nullptr) {
     OC_ASSIGN_OR_RETURN(uint64_t c, Number(f, "compute-window-us", 0, true));
     d.compute_window_us = c;
   }
@@ -230,15 +288,18 @@ oc::Result<descriptor::Descriptor> BuildDescriptor(const Flags& f) {
 oc::Result<std::unique_ptr<client::Client>> OpenClient(const Flags& f) {
   client::ClientOptions options;
   client::ApplyEnvironment(&options);
-  options.endpoint = f.Or("endpoint", options.endpoint);
-  options.access_key = f.Or("access-key", options.access_key);
-  options.secret_key = f.Or("secret-key", options.secret_key);
-  options.region = f.Or("region", options.region);
-  if (const std::string* t = f.Get("timeout")) {
-    OC_ASSIGN_OR_RETURN(std::chrono::nanoseconds ns, oc::ParseDuration(*t, "--timeout"));
-    options.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(ns);
-  }
-  options.data_plane.transports = f.Or("ucx-transports", "");
+  auto given_or = [&](std::string_view name, const std::string& fallback) {
+    const std::string* v = f.Given(name);
+    return v != nullptr ? *v : fallback;
+  };
+  options.endpoint = given_or("endpoint", options.endpoint);
+  options.access_key = given_or("access-key", options.access_key);
+  options.secret_key = given_or("secret-key", options.secret_key);
+  options.region = given_or("region", options.region);
+  OC_ASSIGN_OR_RETURN(std::chrono::nanoseconds ns,
+                      oc::ParseDuration(f.Value("timeout"), "--timeout"));
+  options.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(ns);
+  options.data_plane.transports = f.Value("ucx-transports");
   return client::Client::Open(options);
 }
 
@@ -248,14 +309,14 @@ int Fail(const oc::Status& s, int code) {
 }
 
 int RunKeys(const Flags& f) {
-  if (f.Get("tokens") == nullptr) {
+  if (f.Given("tokens") == nullptr) {
     return Fail(oc::Status::InvalidArgument("--tokens", "is required"), 2);
   }
   oc::Result<std::vector<descriptor::ChunkHash>> hashes = HashesFromTokens(f);
   if (!hashes.has_value()) {
     return Fail(hashes.error(), 2);
   }
-  const std::string prefix = f.Or("prefix", "");
+  const std::string prefix = f.Value("prefix");
   for (const descriptor::ChunkHash& h : *hashes) {
     std::cout << descriptor::ChunkObjectName(prefix, h) << "\n";
   }
@@ -264,7 +325,7 @@ int RunKeys(const Flags& f) {
 
 int RunPutChunks(const Flags& f, client::Client& c, const descriptor::Descriptor& d,
                  const std::string& bucket) {
-  const std::string* path = f.Get("data");
+  const std::string* path = f.Given("data");
   if (path == nullptr) {
     return Fail(oc::Status::InvalidArgument("--data", "is required"), 2);
   }
@@ -272,7 +333,7 @@ int RunPutChunks(const Flags& f, client::Client& c, const descriptor::Descriptor
   if (!data.has_value()) {
     return Fail(data.error(), 2);
   }
-  const std::string via = f.Or("via", "http");
+  const std::string via = f.Value("via");
   oc::Result<client::PutChunksResult> r = oc::Status::Internal("unset");
   if (via == "http") {
     r = c.PutChunks(bucket, d, oc::AsBytes(*data));
@@ -301,8 +362,8 @@ int RunPutChunks(const Flags& f, client::Client& c, const descriptor::Descriptor
 int RunGetLayers(const Flags& f, client::Client& c, const descriptor::Descriptor& d,
                  const std::string& bucket) {
   const uint64_t total = d.num_chunks() * d.num_layers * d.layer_bytes;
-  const std::string via = f.Or("via", "ucx");
-  const bool quiet = f.switches.count("quiet") > 0;
+  const std::string via = f.Value("via");
+  const bool quiet = f.Switch("quiet");
   std::mutex mu;
   std::vector<std::pair<uint32_t, int64_t>> arrivals;  // guarded by mu
   const Clock::time_point start = Clock::now();
@@ -371,7 +432,7 @@ int RunGetLayers(const Flags& f, client::Client& c, const descriptor::Descriptor
     return Fail(r.error(), 1);
   }
   const uint64_t bytes = r->summary.matched_chunks * d.num_layers * d.layer_bytes;
-  if (const std::string* path = f.Get("out")) {
+  if (const std::string* path = f.Given("out")) {
     std::ofstream file(*path, std::ios::binary | std::ios::trunc);
     file.write(reinterpret_cast<const char*>(out.data()), static_cast<std::streamsize>(total));
     if (!file) {
@@ -386,6 +447,32 @@ int RunGetLayers(const Flags& f, client::Client& c, const descriptor::Descriptor
       total_us > 0 ? static_cast<double>(bytes) / static_cast<double>(total_us) / 1e3 : 0.0,
       r->summary.gateway_us.value_or(0), r->summary.storage_us.value_or(0),
       r->summary.transfer_us.value_or(0), r->assigned_rate_gbps, c.slowdown_retries());
+  // --repeat N: N-1 more requests into the same buffer, in this process (connections, data
+  // plane and buffer warm), each timed from the call to the end of Wait(), layers waited in
+  // order: "repeat <i> total_us=<t> matched=<m>" (what bench/pyclient_bench.py compares).
+  oc::Result<uint64_t> repeat = oc::ParseSize(f.Value("repeat"), "--repeat");
+  if (!repeat.has_value()) {
+    return Fail(repeat.error(), 2);
+  }
+  h = oc::Status::Cancelled("ended");  // frees the target's address for the next request
+  for (uint64_t i = 1; i < *repeat; ++i) {
+    const Clock::time_point t0 = Clock::now();
+    oc::Result<client::LayerHandle> again =
+        via == "ucx" ? c.GetLayers(bucket, d, *target) : c.GetLayersHttp(bucket, d, out);
+    if (!again.has_value()) {
+      return Fail(again.error(), 1);
+    }
+    for (uint32_t l = 0; l < d.num_layers && again->WaitLayer(l).ok(); ++l) {
+    }
+    oc::Result<client::LayersResult> done = again->Wait();
+    if (!done.has_value()) {
+      return Fail(done.error(), 1);
+    }
+    const int64_t us =
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();
+    std::cout << fmt::format("repeat {} total_us={} matched={}\n", i, us,
+                             done->summary.matched_chunks);
+  }
   return 0;
 }
 
@@ -406,15 +493,29 @@ int RunProbe(client::Client& c, const descriptor::Descriptor& d, const std::stri
 // argv[0] is the subcommand name: keys, put-chunks, get-layers or probe.
 int RunKvCommand(int argc, char** argv) {
   const std::string_view command = argv[0];
-  oc::Result<Flags> flags = ParseFlags(argc, argv);
+  const oc::cli::CommandSpec* spec = nullptr;
+  for (const oc::cli::CommandSpec& c : Commands()) {
+    if (c.name == command) {
+      spec = &c;
+    }
+  }
+  if (spec == nullptr) {
+    std::cerr << "oc: unknown command\n";
+    return 2;
+  }
+  oc::Result<Flags> flags = oc::cli::ParseFlags(*spec, argc, argv);
   if (!flags.has_value()) {
     return Fail(flags.error(), 2);
   }
   const Flags& f = *flags;
+  if (f.help()) {
+    std::cout << oc::cli::HelpText(*spec);
+    return 0;
+  }
   if (command == "keys") {
     return RunKeys(f);
   }
-  const std::string* bucket = f.Get("bucket");
+  const std::string* bucket = f.Given("bucket");
   if (bucket == nullptr) {
     return Fail(oc::Status::InvalidArgument("--bucket", "is required"), 2);
   }

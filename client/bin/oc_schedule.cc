@@ -33,6 +33,7 @@
 #include "oc/sched/allocator.h"
 #include "oc/sched/options.h"
 #include "oc/sched/policy.h"
+#include "oc_flags.h"
 
 namespace {
 
@@ -44,14 +45,28 @@ constexpr std::streamoff kMaxInputBytes = 64 << 20;
 // Output rates are rounded to this many Gbps (1 kbit/s) so hand-computed figures print cleanly.
 constexpr double kRateResolutionGbps = 1e-6;
 
-constexpr std::string_view kUsage =
-    "usage: oc schedule [--config FILE] --policy P --cap-gbps B [--margin-gbps D] "
-    "REQUESTS.json\n"
-    "  P: equal | kv-prop | bw-prop | stall-opt | cal-stall-opt | all\n"
-    "  B: the shared cap, Gbps (10^9 bit/s); D: cal-stall-opt's margin, Gbps (default 5)\n"
-    "  FILE: a config whose [scheduler] table supplies P, B and D unless flags are given\n"
-    "  REQUESTS.json (- for stdin): "
-    "[{\"id\": \"a\", \"layer_bytes\": 1048576, \"compute_us\": 8800}, ...]\n";
+// The flag table (oc_flags.h): it parses argv and prints --help.
+const oc::cli::CommandSpec& Spec() {
+  static const oc::cli::CommandSpec kSpec = {
+      "schedule",
+      "Prints the rate each bandwidth policy gives a set of layerwise requests under a cap.",
+      "REQUESTS.json",
+      {{"policy", "P", "",
+        "equal | kv-prop | bw-prop | stall-opt | cal-stall-opt | all "
+        "(required unless --config)"},
+       {"cap-gbps", "B", "", "the shared cap, Gbps (10^9 bit/s) (required unless --config)"},
+       {"margin-gbps", "D", "5", "cal-stall-opt's margin, Gbps"},
+       {"config", "FILE", "",
+        "a config whose [scheduler] table supplies P, B and D unless "
+        "flags give them"}},
+      {"oc schedule --policy all --cap-gbps 100 requests.json",
+       "echo '[{\"id\": \"a\", \"layer_bytes\": 1048576, \"compute_us\": 8800}]' | "
+       "oc schedule --policy stall-opt --cap-gbps 100 -"},
+      "REQUESTS.json (- for stdin): [{\"id\": \"a\", \"layer_bytes\": 1048576, "
+      "\"compute_us\": 8800}, ...];\noptional \"total_bytes\" per request (kv-prop's weight). "
+      "Output: JSON rates in Gbps."};
+  return kSpec;
+}
 
 struct Flags {
   std::vector<sched::Policy> policies;
@@ -82,55 +97,31 @@ oc::Result<double> ParseGbps(std::string_view flag, std::string_view text) {
   return v;
 }
 
-oc::Result<Flags> ParseFlags(int argc, char** argv) {
+oc::Result<Flags> ParseFlags(const oc::cli::ParsedFlags& parsed) {
   Flags f;
-  for (int i = 1; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    std::string_view value;
-    std::string_view name = arg;
-    const bool is_flag = arg.size() > 2 && arg.substr(0, 2) == "--";
-    if (is_flag) {
-      const size_t eq = arg.find('=');
-      if (eq != std::string_view::npos) {
-        name = arg.substr(0, eq);
-        value = arg.substr(eq + 1);
-      } else if (name != "--help") {
-        if (i + 1 >= argc) {
-          return oc::Status::InvalidArgument(std::string(name),
-                                             fmt::format("{} needs a value", name));
-        }
-        value = argv[++i];
-      }
-    }
-    if (!is_flag) {
-      if (!f.input.empty()) {
-        return oc::Status::InvalidArgument("input", "more than one REQUESTS.json given");
-      }
-      f.input = std::string(arg);
-    } else if (name == "--help") {
-      return oc::Status::InvalidArgument("help", "");
-    } else if (name == "--policy") {
-      f.have_policy = true;
-      if (value == "all") {
-        f.all = true;
-        f.policies.assign(sched::kAllPolicies.begin(), sched::kAllPolicies.end());
-      } else {
-        OC_ASSIGN_OR_RETURN(sched::Policy p, sched::ParsePolicy(value));
-        f.all = false;
-        f.policies = {p};
-      }
-    } else if (name == "--cap-gbps") {
-      OC_ASSIGN_OR_RETURN(f.cap_gbps, ParseGbps(name, value));
-      f.have_cap = true;
-    } else if (name == "--margin-gbps") {
-      OC_ASSIGN_OR_RETURN(f.margin_gbps, ParseGbps(name, value));
-      f.have_margin = true;
-    } else if (name == "--config") {
-      f.config = std::string(value);
+  if (parsed.positional().size() > 1) {
+    return oc::Status::InvalidArgument("input", "more than one REQUESTS.json given");
+  }
+  if (!parsed.positional().empty()) {
+    f.input = parsed.positional().front();
+  }
+  if (const std::string* value = parsed.Given("policy")) {
+    f.have_policy = true;
+    if (*value == "all") {
+      f.all = true;
+      f.policies.assign(sched::kAllPolicies.begin(), sched::kAllPolicies.end());
     } else {
-      return oc::Status::InvalidArgument(std::string(name), fmt::format("unknown flag {}", name));
+      OC_ASSIGN_OR_RETURN(sched::Policy p, sched::ParsePolicy(*value));
+      f.policies = {p};
     }
   }
+  if (const std::string* value = parsed.Given("cap-gbps")) {
+    OC_ASSIGN_OR_RETURN(f.cap_gbps, ParseGbps("--cap-gbps", *value));
+    f.have_cap = true;
+  }
+  OC_ASSIGN_OR_RETURN(f.margin_gbps, ParseGbps("--margin-gbps", parsed.Value("margin-gbps")));
+  f.have_margin = parsed.Given("margin-gbps") != nullptr;
+  f.config = parsed.Value("config");
   if (f.config.empty() && !f.have_policy) {
     return oc::Status::InvalidArgument("--policy", "--policy (or --config) is required");
   }
@@ -304,12 +295,14 @@ int Fail(int code, const oc::Status& status) {
 }  // namespace
 
 int RunScheduleCommand(int argc, char** argv) {
-  oc::Result<Flags> flags = ParseFlags(argc, argv);
+  oc::Result<oc::cli::ParsedFlags> parsed = oc::cli::ParseFlags(Spec(), argc, argv);
+  if (parsed.has_value() && parsed->help()) {
+    std::cout << oc::cli::HelpText(Spec());
+    return 0;
+  }
+  oc::Result<Flags> flags =
+      parsed.has_value() ? ParseFlags(*parsed) : oc::Result<Flags>(parsed.error());
   if (!flags.has_value()) {
-    if (flags.error().field() == "help") {
-      std::cout << kUsage;
-      return 0;
-    }
     std::cerr << "oc schedule: " << flags.error().message() << " (oc schedule --help)\n";
     return 2;
   }

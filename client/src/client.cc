@@ -1,6 +1,6 @@
 // The Client object: options, opening, and the plain S3 calls (CreateBucket, PutObject,
-// GetObject). Signing and request execution are Client::Impl's (client_impl.cc); the
-// descriptor requests are in descriptor_calls.cc.
+// GetObject, GetObjectBytes, DeleteObject, ListObjects). Signing and request execution are
+// Client::Impl's (client_impl.cc); the descriptor requests are in descriptor_calls.cc.
 #include "oc/client/client.h"
 
 #include <cstdlib>
@@ -9,6 +9,7 @@
 
 #include "client_impl.h"
 #include "fmt/format.h"
+#include "oc/sigv4/uri.h"
 
 namespace oc::client {
 namespace {
@@ -159,6 +160,65 @@ Result<uint64_t> Client::GetObject(std::string_view bucket, std::string_view key
     }
     got += n;
   }
+}
+
+Result<std::string> Client::GetObjectBytes(std::string_view bucket, std::string_view key,
+                                           uint64_t offset, uint64_t length, uint64_t limit) {
+  HttpHeaders headers;
+  if (length > 0) {
+    headers.emplace_back("range", fmt::format("bytes={}-{}", offset, offset + length - 1));
+  }
+  OC_ASSIGN_OR_RETURN(Impl::Exchange ex, impl_->Execute("GET", Impl::Path(bucket, key), "",
+                                                        std::move(headers), ByteSpan()));
+  if (!ex.ok()) {
+    return ex.Error();
+  }
+  if (ex.head.content_length && *ex.head.content_length > limit) {
+    return Status::ResourceExhausted(
+        "body",
+        fmt::format("object of {} bytes over the {}-byte limit", *ex.head.content_length, limit));
+  }
+  return ex.conn->ReadBodyString(limit);
+}
+
+Status Client::DeleteObject(std::string_view bucket, std::string_view key) {
+  OC_ASSIGN_OR_RETURN(Impl::Exchange ex,
+                      impl_->Execute("DELETE", Impl::Path(bucket, key), "", {}, ByteSpan()));
+  if (!ex.ok()) {
+    return ex.Error();
+  }
+  return Drain(*ex.conn);
+}
+
+Result<ListPage> Client::ListObjects(std::string_view bucket, std::string_view prefix,
+                                     std::string_view continuation_token, uint32_t max_keys,
+                                     std::string_view delimiter) {
+  if (max_keys == 0 || max_keys > 1000) {
+    return Status::InvalidArgument("max_keys", "must be 1..1000");
+  }
+  // Parameters in SigV4's canonical order (sorted by name), values encoded as it encodes them.
+  std::string query;
+  auto add = [&query](std::string_view name, std::string_view value) {
+    query += fmt::format("{}{}={}", query.empty() ? "" : "&", name, sigv4::UriEncode(value, true));
+  };
+  if (!continuation_token.empty()) {
+    add("continuation-token", continuation_token);
+  }
+  if (!delimiter.empty()) {
+    add("delimiter", delimiter);
+  }
+  add("list-type", "2");
+  add("max-keys", std::to_string(max_keys));
+  if (!prefix.empty()) {
+    add("prefix", prefix);
+  }
+  OC_ASSIGN_OR_RETURN(Impl::Exchange ex,
+                      impl_->Execute("GET", Impl::Path(bucket), query, {}, ByteSpan()));
+  if (!ex.ok()) {
+    return ex.Error();
+  }
+  OC_ASSIGN_OR_RETURN(std::string body, ex.conn->ReadBodyString());
+  return ParseListObjectsV2(body);
 }
 
 }  // namespace oc::client

@@ -28,6 +28,10 @@
 
 namespace oc::client {
 
+// A ListObjectsV2 answer (<ListBucketResult>) as a page (s3_answer.cc). kCorruption if it is
+// not one or a size does not parse.
+Result<ListPage> ParseListObjectsV2(std::string_view xml);
+
 // Reads what is left of a body (a few bytes at most for the answers it is used on).
 Status Drain(HttpConnection& conn);
 

@@ -2,6 +2,8 @@
 // or the HTTP path (layers counted off the body by the exchange task).
 #include "layer_handle.h"
 
+#include <algorithm>
+
 #include "fmt/format.h"
 
 namespace oc::client {
@@ -52,11 +54,14 @@ Status LayerHandle::WaitLayer(uint32_t layer, std::chrono::milliseconds timeout)
   return s.delivery->WaitLayer(layer, timeout);
 }
 
-Result<LayersResult> LayerHandle::Wait() {
+Result<LayersResult> LayerHandle::Wait() { return Wait(state_->timeout); }
+
+Result<LayersResult> LayerHandle::Wait(std::chrono::milliseconds timeout) {
   State& s = *state_;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
   {
     std::unique_lock lock(s.mu);
-    if (!s.cv.wait_for(lock, s.timeout, [&] { return s.finished; })) {
+    if (!s.cv.wait_until(lock, deadline, [&] { return s.finished; })) {
       return Status::Unavailable("timed out waiting for the gateway's answer");
     }
     if (!s.status.ok()) {
@@ -64,10 +69,27 @@ Result<LayersResult> LayerHandle::Wait() {
     }
   }
   if (s.delivery != nullptr) {
-    OC_RETURN_IF_ERROR(s.delivery->Wait(s.timeout));
+    const auto left = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   deadline - std::chrono::steady_clock::now()),
+                               std::chrono::milliseconds(0));
+    OC_RETURN_IF_ERROR(s.delivery->Wait(left));
   }
   std::lock_guard lock(s.mu);
   return s.result;
+}
+
+bool LayerHandle::done() const {
+  State& s = *state_;
+  {
+    std::lock_guard lock(s.mu);
+    if (!s.finished) {
+      return false;
+    }
+    if (!s.status.ok() || s.delivery == nullptr) {
+      return true;
+    }
+  }
+  return s.delivery->finished();
 }
 
 uint32_t LayerHandle::layers_ready() const {

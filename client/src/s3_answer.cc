@@ -1,11 +1,14 @@
-// The gateway's S3 error answers (<Error><Code/><Message/><ArgumentName/>) as a Status, so
-// that a caller of the client sees the same Code/Subject/field the gateway started from.
+// The gateway's S3 answers read by the client: error answers (<Error><Code/><Message/>
+// <ArgumentName/>) as a Status, so that a caller of the client sees the same Code/Subject/field
+// the gateway started from, and ListObjectsV2 pages.
 #include <string>
 #include <string_view>
 #include <utility>
 
+#include "client_impl.h"
 #include "fmt/format.h"
 #include "oc/client/client.h"
+#include "oc/common/units.h"
 
 namespace oc::client {
 namespace {
@@ -109,6 +112,46 @@ Status StatusFromS3Response(unsigned http_status, std::string_view body) {
   }
   return Status(c, subject, std::move(field),
                 fmt::format("{} (HTTP {}): {}", code, http_status, message));
+}
+
+Result<ListPage> ParseListObjectsV2(std::string_view xml) {
+  if (xml.find("<ListBucketResult") == std::string_view::npos) {
+    return Status::Corruption("ListObjectsV2 answer without <ListBucketResult>");
+  }
+  ListPage page;
+  // Elements of the page itself come after the last <Contents> or <CommonPrefixes>.
+  std::string_view rest = xml;
+  for (;;) {
+    const size_t contents = rest.find("<Contents>");
+    const size_t prefixes = rest.find("<CommonPrefixes>");
+    const size_t next = std::min(contents, prefixes);
+    if (next == std::string_view::npos) {
+      break;
+    }
+    const bool is_object = next == contents;
+    const std::string_view close = is_object ? "</Contents>" : "</CommonPrefixes>";
+    const size_t end = rest.find(close, next);
+    if (end == std::string_view::npos) {
+      return Status::Corruption("ListObjectsV2 answer with an unclosed element");
+    }
+    const std::string_view item = rest.substr(next, end - next);
+    if (is_object) {
+      ObjectEntry e;
+      e.key = XmlElement(item, "Key");
+      OC_ASSIGN_OR_RETURN(e.size, ParseUint64(XmlElement(item, "Size"), "Size"));
+      e.etag = XmlElement(item, "ETag");
+      if (e.etag.size() >= 2 && e.etag.front() == '"' && e.etag.back() == '"') {
+        e.etag = e.etag.substr(1, e.etag.size() - 2);
+      }
+      page.objects.push_back(std::move(e));
+    } else {
+      page.common_prefixes.push_back(XmlElement(item, "Prefix"));
+    }
+    rest = rest.substr(end + close.size());
+  }
+  page.truncated = XmlElement(xml, "IsTruncated") == "true";
+  page.next_continuation_token = XmlElement(xml, "NextContinuationToken");
+  return page;
 }
 
 }  // namespace oc::client

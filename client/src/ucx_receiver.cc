@@ -122,6 +122,11 @@ class UcxDelivery final : public Delivery {
     return state_->ready_count;
   }
 
+  bool finished() const override {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    return state_->finished;
+  }
+
   void Abort(const Status& error) override {
     DeliveryState& s = *state_;
     std::lock_guard<std::mutex> lock(s.mu);

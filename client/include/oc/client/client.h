@@ -59,6 +59,21 @@ struct ProbeResult {
   std::vector<std::optional<uint64_t>> sizes;  // per chunk, nullopt when absent
 };
 
+// One object of a ListObjectsV2 page.
+struct ObjectEntry {
+  std::string key;
+  uint64_t size = 0;
+  std::string etag;  // as the gateway sent it, quotes removed
+};
+
+// One ListObjectsV2 page.
+struct ListPage {
+  std::vector<ObjectEntry> objects;
+  std::vector<std::string> common_prefixes;  // with a delimiter
+  bool truncated = false;
+  std::string next_continuation_token;  // set when truncated
+};
+
 struct PutChunksResult {
   uint64_t chunks = 0;
   uint64_t bytes = 0;
@@ -81,8 +96,13 @@ class LayerHandle {
   Status WaitLayer(uint32_t layer, std::chrono::milliseconds timeout);
   // Blocks until the request ended (every layer delivered and the HTTP answer read).
   Result<LayersResult> Wait();
+  // The same with its own bound: kUnavailable when `timeout` passes first (done() then still
+  // false, so a caller tells a timeout from a failed request).
+  Result<LayersResult> Wait(std::chrono::milliseconds timeout);
   // Layers delivered so far.
   uint32_t layers_ready() const;
+  // True once the request ended, successfully or not: Wait() returns at once.
+  bool done() const;
 
  private:
   std::unique_ptr<State> state_;
@@ -116,6 +136,19 @@ class Client {
   // into `out`; returns the bytes read. kOutOfRange if `out` is too small.
   Result<uint64_t> GetObject(std::string_view bucket, std::string_view key, MutableByteSpan out,
                              uint64_t offset = 0, uint64_t length = 0);
+  // The whole object, or bytes [offset, offset + length) when length > 0, as a string.
+  // kResourceExhausted (field "body") if the answer exceeds `limit` bytes; errors as GetObject.
+  Result<std::string> GetObjectBytes(std::string_view bucket, std::string_view key,
+                                     uint64_t offset = 0, uint64_t length = 0,
+                                     uint64_t limit = 1ull << 30);
+  // Deletes the object; OK also when it did not exist (S3's DeleteObject answers 204 then).
+  Status DeleteObject(std::string_view bucket, std::string_view key);
+  // One ListObjectsV2 page of the keys starting with `prefix`, from `continuation_token`
+  // ("" for the first page); at most `max_keys` (1..1000) keys; `delimiter` ("" for none)
+  // groups keys into common prefixes. kCorruption if the answer is not a ListBucketResult.
+  Result<ListPage> ListObjects(std::string_view bucket, std::string_view prefix = {},
+                               std::string_view continuation_token = {}, uint32_t max_keys = 1000,
+                               std::string_view delimiter = {});
 
   // --- Descriptor requests (docs/protocol.md) ---
   // Stores the N chunks of `d` in one PUT /{bucket}?objectcache; `chunks` is the N chunk

@@ -96,6 +96,8 @@ class Delivery {
   virtual Status Wait(std::chrono::milliseconds timeout) = 0;
   // Layers notified so far.
   virtual uint32_t layers_ready() const = 0;
+  // True once the request ended: "done", an error, or Abort().
+  virtual bool finished() const = 0;
   // Ends the request with `error` when it failed where the data plane cannot see it (the
   // HTTP answer was an error, so no notification will come): WaitLayer of a layer not yet
   // landed, and Wait, return `error` at once. No effect once the server reported the end.

@@ -1,0 +1,815 @@
+// objectcache._native, the calls that move layer bytes: registered buffers, get_layers and its
+// Transfer handle, put_chunks, and the Future behind every *_async call (binding.h).
+#include <pybind11/functional.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "binding.h"
+#include "fmt/format.h"
+#include "oc/client/target_buffer.h"
+#include "oc/descriptor/limits.h"
+
+namespace oc::python {
+
+// ------------------------------------------------------------------------------------------
+// CallbackPump
+
+CallbackPump::~CallbackPump() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+    cv_.notify_all();
+  }
+  if (thread_.joinable()) {
+    thread_.join();
+  }
+}
+
+void CallbackPump::Post(std::shared_ptr<Counter> counter, uint32_t layer) {
+  {
+    std::lock_guard lock(counter->mu);
+    ++counter->queued;
+  }
+  std::lock_guard lock(mu_);
+  if (!thread_.joinable()) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+
+  queue_.emplace_back(std::move(counter), layer);
+  cv_.notify_one();
+}
+
+std::thread::id CallbackPump::thread_id() {
+  std::lock_guard lock(mu_);
+  return thread_.get_id();
+}
+
+void CallbackPump::Loop() {
+  for (;;) {
+    std::pair<std::shared_ptr<Counter>, uint32_t> item;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) {
+        return;  // stopping, and every queued callback ran
+      }
+      item = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    Counter& c = *item.first;
+    {
+      py::gil_scoped_acquire gil;
+      PyObject* callback = c.callback;  // null once its Transfer is gone
+      if (callback != nullptr) {
+        Py_INCREF(callback);
+        PyObject* result = PyObject_CallFunction(callback, "I", item.second);
+        if (result == nullptr) {
+          // A callback that raises cannot fail the transfer (the bytes are already there):
+          // Python reports it as an unraisable exception, as for a __del__ that raises.
+          PyErr_WriteUnraisable(callback);
+        }
+        Py_XDECREF(result);
+        Py_DECREF(callback);
+      }
+    }
+    std::lock_guard lock(c.mu);
+    ++c.ran;
+    c.cv.notify_all();
+  }
+}
+
+// ------------------------------------------------------------------------------------------
+// Core and its holders
+
+Core::~Core() {
+  if (tasks != nullptr) {
+    tasks->Shutdown();
+  }
+  client.reset();  // waits for descriptor GETs in flight (none: their handles hold Core)
+}
+
+RegisteredBuffer* Core::FindRegistered(uint64_t address, uint64_t length) {
+  auto it = registered.upper_bound(address);
+  if (it == registered.begin()) {
+    return nullptr;
+  }
+  --it;
+  RegisteredBuffer* b = it->second;
+  return address + length <= b->address() + b->size() ? b : nullptr;
+}
+
+void DropCore(std::shared_ptr<Core>& core) {
+  py::gil_scoped_release release;
+  core.reset();
+}
+
+RegisteredBuffer::RegisteredBuffer(std::shared_ptr<Core> core,
+                                   std::unique_ptr<client::TargetBuffer> target,
+                                   PinnedBuffer pinned, py::object owner)
+    : core_(std::move(core)),
+      target_(std::move(target)),
+      pinned_(std::move(pinned)),
+      owner_(std::move(owner)) {
+  std::lock_guard lock(core_->mu);
+  core_->registered[target_->address()] = this;
+}
+
+RegisteredBuffer::~RegisteredBuffer() {
+  // No transfer uses it: each holds a reference to this object while it runs.
+  if (target_ != nullptr) {
+    {
+      std::lock_guard lock(core_->mu);
+      core_->registered.erase(target_->address());
+    }
+    py::gil_scoped_release release;
+    target_.reset();
+  }
+  pinned_.Release();
+  owner_ = py::none();
+  DropCore(core_);
+}
+
+void RegisteredBuffer::Close() {
+  if (target_ == nullptr) {
+    return;
+  }
+  if (in_flight.load() > 0) {
+    throw py::value_error("the buffer is in use by a transfer; wait for it first");
+  }
+  {
+    std::lock_guard lock(core_->mu);
+    core_->registered.erase(target_->address());
+  }
+  py::gil_scoped_release release;  // unmapping waits for late UCX receives (bounded)
+  target_.reset();
+}
+
+client::TargetBuffer& RegisteredBuffer::target() {
+  if (target_ == nullptr) {
+    throw py::value_error("the buffer was closed");
+  }
+  return *target_;
+}
+uint64_t RegisteredBuffer::address() const { return target_ ? target_->address() : 0; }
+uint64_t RegisteredBuffer::size() const { return target_ ? target_->length() : 0; }
+
+// ------------------------------------------------------------------------------------------
+// Future
+
+Future::Future(std::shared_ptr<Core> core, Work work, std::vector<PinnedBuffer> pins,
+               py::object keep_alive)
+    : core_(std::move(core)),
+      state_(std::make_shared<State>()),
+      pins_(std::move(pins)),
+      keep_alive_(std::move(keep_alive)) {
+  Status s = core_->tasks->Submit([state = state_, work = std::move(work)] {
+    Convert convert = work();
+    std::lock_guard lock(state->mu);
+    state->convert = std::move(convert);
+    state->ready = true;
+    state->cv.notify_all();
+  });
+  if (!s.ok()) {
+    state_->ready = true;
+    Raise(s);
+  }
+}
+
+Future::~Future() {
+  {
+    py::gil_scoped_release release;
+    std::unique_lock lock(state_->mu);
+    state_->cv.wait(lock, [&] { return state_->ready; });
+  }
+  pins_.clear();
+  keep_alive_ = py::none();
+  DropCore(core_);
+}
+
+bool Future::done() const {
+  std::lock_guard lock(state_->mu);
+  return state_->ready;
+}
+
+bool Future::WaitReady(const py::object& timeout) {
+  const bool forever = timeout.is_none();
+  const std::chrono::milliseconds bound = TimeoutOr(timeout, std::chrono::milliseconds(0));
+  py::gil_scoped_release release;
+  std::unique_lock lock(state_->mu);
+  if (forever) {
+    state_->cv.wait(lock, [&] { return state_->ready; });
+    return true;
+  }
+  return state_->cv.wait_for(lock, bound, [&] { return state_->ready; });
+}
+
+py::object Future::result(const py::object& timeout) {
+  if (!WaitReady(timeout)) {
+    Raise(Status::Unavailable("timed out waiting for the call"), /*timeout=*/true);
+  }
+  Convert convert;
+  {
+    std::lock_guard lock(state_->mu);
+    convert = state_->convert;
+  }
+  return convert();
+}
+
+py::object Future::exception(const py::object& timeout) {
+  try {
+    result(timeout);
+  } catch (py::error_already_set& e) {
+    if (e.matches(PyExc_TimeoutError) && !done()) {
+      throw;
+    }
+    return e.value();
+  }
+  return py::none();
+}
+
+namespace {
+
+// ------------------------------------------------------------------------------------------
+// get_layers
+
+struct LayersInfo {
+  uint64_t matched = 0;
+  std::string mode;
+  std::string request_id;
+  uint64_t payload_bytes = 0;
+  std::optional<uint64_t> gateway_us, storage_us, transfer_us;
+  std::string via;
+};
+
+// The handle of one get_layers call. Once wait() saw the request end, the C++ handle, the
+// buffer and its pin are released at once (not when Python drops the Transfer), so the same
+// buffer can take the next request while this object is still referenced.
+class Transfer {
+ public:
+  explicit Transfer(std::shared_ptr<Core> core) : core_(std::move(core)) {}
+  Transfer(const Transfer&) = delete;
+  Transfer& operator=(const Transfer&) = delete;
+  ~Transfer() {
+    Release();
+    DropCore(core_);
+  }
+
+  void WaitLayer(uint32_t layer, const py::object& timeout) {
+    if (!handle_.has_value()) {  // ended: answer from what was recorded
+      if (layer < final_layers_) {
+        return;
+      }
+      if (result_.has_value() && !result_->has_value()) {
+        Raise(result_->error());
+      }
+      Raise(
+          Status::OutOfRange(fmt::format("the request ended without layer {} ({} of {} "
+                                         "layers delivered)",
+                                         layer, final_layers_, num_layers_)));
+    }
+    Status s;
+    bool timed_out = false;
+    {
+      py::gil_scoped_release release;
+      s = handle_->WaitLayer(layer, TimeoutOr(timeout, DefaultTimeout()));
+      timed_out = !s.ok() && s.code() == Code::kUnavailable && !handle_->done();
+    }
+    if (!s.ok()) {
+      Raise(s, timed_out);
+    }
+  }
+
+  LayersInfo Wait(const py::object& timeout) {
+    if (!result_.has_value()) {
+      Result<client::LayersResult> r = Status::Internal("unset");
+      bool timed_out = false;
+      {
+        py::gil_scoped_release release;
+        r = handle_->Wait(TimeoutOr(timeout, DefaultTimeout()));
+        timed_out = !r.has_value() && r.error().code() == Code::kUnavailable && !handle_->done();
+      }
+      if (timed_out) {
+        Raise(r.error(), true);
+      }
+      result_ = std::move(r);
+      Release();  // the request ended: every callback runs before this returns
+    }
+    if (!result_->has_value()) {
+      Raise(result_->error());
+    }
+    const client::LayersResult& r = **result_;
+    LayersInfo info;
+    info.matched = r.summary.matched_chunks;
+    info.mode = std::string(descriptor::ServeModeName(r.summary.mode));
+    info.request_id = r.summary.request_id;
+    info.payload_bytes = r.summary.matched_chunks * layer_bytes_total_;
+    info.gateway_us = r.summary.gateway_us;
+    info.storage_us = r.summary.storage_us;
+    info.transfer_us = r.summary.transfer_us;
+    info.via = via_;
+    return info;
+  }
+
+  bool done() const { return !handle_.has_value() || handle_->done(); }
+  uint32_t layers_ready() const {
+    return handle_.has_value() ? handle_->layers_ready() : final_layers_;
+  }
+  const std::string& via() const { return via_; }
+  uint32_t num_layers() const { return num_layers_; }
+  bool finished() const { return result_.has_value(); }
+
+  std::shared_ptr<Core> core_;
+  std::optional<client::LayerHandle> handle_;
+  std::shared_ptr<CallbackPump::Counter> counter_;
+  PinnedBuffer pin_;
+  std::vector<py::object> keep_;  // the buffer (and RegisteredBuffer) given to get_layers
+  RegisteredBuffer* registered_ = nullptr;
+  std::unique_ptr<client::TargetBuffer> temp_target_;
+  std::optional<Result<client::LayersResult>> result_;
+  std::string via_;
+  uint32_t num_layers_ = 0;
+  uint32_t final_layers_ = 0;       // layers delivered, once the handle is released
+  uint64_t layer_bytes_total_ = 0;  // L·S: bytes per matched chunk
+
+ private:
+  std::chrono::milliseconds DefaultTimeout() const { return core_->client->options().timeout; }
+
+  // Waits for the request to end (the C++ handle's destructor), unmaps a buffer mapped for
+  // this call only, waits for the callbacks, then lets go of the buffer. Idempotent.
+  // REQUIRES: the GIL held.
+  void Release() {
+    {
+      py::gil_scoped_release release;
+      if (handle_.has_value()) {
+        final_layers_ = handle_->layers_ready();
+        handle_.reset();
+      }
+      temp_target_.reset();
+      WaitCallbacks();
+    }
+    if (registered_ != nullptr) {
+      registered_->in_flight.fetch_sub(1);
+      registered_ = nullptr;
+    }
+    if (counter_ != nullptr) {
+      Py_CLEAR(counter_->callback);
+      counter_.reset();
+    }
+    pin_.Release();
+    keep_.clear();
+  }
+
+  // Every callback posted for this transfer has run (after the request ended, none more
+  // comes). Skipped on the callback thread itself: a callback waiting for its own transfer.
+  void WaitCallbacks() {
+    if (counter_ == nullptr || std::this_thread::get_id() == core_->pump.thread_id()) {
+      return;
+    }
+    std::unique_lock lock(counter_->mu);
+    counter_->cv.wait(lock, [&] { return counter_->ran == counter_->queued; });
+  }
+};
+
+client::Client& ClientOf(PyClient& c) {
+  if (c.core == nullptr || c.core->client == nullptr) {
+    throw py::value_error("the client is closed");
+  }
+  return *c.core->client;
+}
+
+template <class T>
+T Unwrap(Result<T> r) {
+  if (!r.has_value()) {
+    Raise(r.error());
+  }
+  return std::move(*r);
+}
+
+// The data plane, or the error that it cannot be opened.
+Result<client::DataPlane*> Plane(PyClient& c) {
+  client::Client& cl = ClientOf(c);
+  py::gil_scoped_release release;  // the first call creates the UCX context
+  return cl.data_plane();
+}
+
+std::string SizeError(uint64_t size, uint64_t offset, uint64_t needed) {
+  return fmt::format("a buffer of {} bytes does not hold {} bytes at offset {}", size, needed,
+                     offset);
+}
+
+// Where the server reads or writes over UCX: a RegisteredBuffer given as is, or the buffer
+// `object` (pinned in *pin) inside a registered one, or mapped for this call (*temp).
+struct UcxSource {
+  client::TargetBuffer* target = nullptr;
+  uint64_t offset = 0;
+  RegisteredBuffer* registered = nullptr;
+  py::object registered_ref = py::none();  // keeps `registered` alive while it is used
+};
+UcxSource ResolveUcx(PyClient& c, const py::handle& object, uint64_t offset, uint64_t needed,
+                     PinnedBuffer* pin, std::unique_ptr<client::TargetBuffer>* temp) {
+  UcxSource src;
+  if (py::isinstance<RegisteredBuffer>(object)) {
+    src.registered = &object.cast<RegisteredBuffer&>();
+    src.registered_ref = py::reinterpret_borrow<py::object>(object);
+    src.target = &src.registered->target();
+    src.offset = offset;
+    return src;
+  }
+  *pin = PinnedBuffer(object, true);
+  if (offset > pin->size() || pin->size() - offset < needed) {
+    Raise(Status::OutOfRange(SizeError(pin->size(), offset, needed)));
+  }
+  const auto address = reinterpret_cast<uint64_t>(pin->data()) + offset;
+  {
+    std::lock_guard lock(c.core->mu);
+    if (RegisteredBuffer* r = c.core->FindRegistered(address, needed)) {
+      src.registered = r;
+      src.registered_ref = py::cast(r, py::return_value_policy::reference);
+      src.target = &r->target();
+      src.offset = address - r->address();
+      return src;
+    }
+  }
+  client::DataPlane* plane = Unwrap(Plane(c));
+  *temp = Unwrap(plane->Wrap(MutableByteSpan(pin->data(), pin->size())));
+  src.target = temp->get();
+  src.offset = offset;
+  return src;
+}
+
+}  // namespace
+
+namespace {
+
+bool UseUcx(PyClient& c, const std::string& via) {
+  if (via == "ucx") {
+    return true;
+  }
+  if (via == "http") {
+    return false;
+  }
+  if (via != "auto") {
+    throw py::value_error("via must be 'auto', 'ucx' or 'http'");
+  }
+  return Plane(c).has_value();  // auto: UCX when this client can open its data plane
+}
+
+Transfer* GetLayers(PyClient& c, const std::string& bucket, const descriptor::Descriptor& d,
+                    const py::object& buffer, uint64_t offset, const std::string& via,
+                    const py::object& on_layer) {
+  client::Client& cl = ClientOf(c);
+  const uint64_t needed = d.num_chunks() * d.num_layers * d.layer_bytes;
+  auto t = std::make_unique<Transfer>(c.core);
+  t->num_layers_ = d.num_layers;
+  t->layer_bytes_total_ = uint64_t{d.num_layers} * d.layer_bytes;
+  t->keep_.push_back(buffer);
+  client::LayerCallback callback;
+  if (!on_layer.is_none()) {
+    if (!PyCallable_Check(on_layer.ptr())) {
+      throw py::type_error("on_layer must be callable with the layer index");
+    }
+    t->counter_ = std::make_shared<CallbackPump::Counter>();
+    t->counter_->callback = on_layer.inc_ref().ptr();
+    callback = [pump = &c.core->pump, counter = t->counter_](uint32_t layer) {
+      pump->Post(counter, layer);
+    };
+  }
+  Result<client::LayerHandle> h = Status::Internal("unset");
+  if (UseUcx(c, via)) {
+    t->via_ = "ucx";
+    UcxSource src = ResolveUcx(c, buffer, offset, needed, &t->pin_, &t->temp_target_);
+    if (src.registered != nullptr) {
+      t->registered_ = src.registered;
+      t->keep_.push_back(src.registered_ref);
+      src.registered->in_flight.fetch_add(1);
+    }
+    py::gil_scoped_release release;
+    h = cl.GetLayers(bucket, d, *src.target, std::move(callback), src.offset);
+  } else {
+    t->via_ = "http";
+    t->pin_ = PinnedBuffer(buffer, true);
+    if (offset > t->pin_.size() || t->pin_.size() - offset < needed) {
+      Raise(Status::OutOfRange(SizeError(t->pin_.size(), offset, needed)));
+    }
+    const MutableByteSpan out(t->pin_.data() + offset, needed);
+    py::gil_scoped_release release;
+    h = cl.GetLayersHttp(bucket, d, out, std::move(callback));
+  }
+  t->handle_.emplace(Unwrap(std::move(h)));
+  return t.release();
+}
+
+// ------------------------------------------------------------------------------------------
+// put_chunks
+
+// Per-key outcome of put_chunks.
+struct PutReport {
+  uint64_t chunks = 0;  // stored by this call
+  uint64_t bytes = 0;
+  std::vector<std::string> request_ids;
+  std::vector<std::string> status;                  // per key: "stored", "exists" or "failed"
+  std::vector<std::pair<uint64_t, Status>> errors;  // failed keys and why
+};
+
+descriptor::Descriptor SubDescriptor(const descriptor::Descriptor& d, uint64_t first,
+                                     uint64_t count) {
+  descriptor::Descriptor sub = d;
+  if (const auto* k = std::get_if<descriptor::CompactKeys>(&d.keys)) {
+    sub.keys =
+        descriptor::CompactKeys{k->prefix,
+                                {k->hashes.begin() + static_cast<std::ptrdiff_t>(first),
+                                 k->hashes.begin() + static_cast<std::ptrdiff_t>(first + count)}};
+  } else {
+    const auto& names = std::get<descriptor::ExplicitKeys>(d.keys).names;
+    sub.keys =
+        descriptor::ExplicitKeys{{names.begin() + static_cast<std::ptrdiff_t>(first),
+                                  names.begin() + static_cast<std::ptrdiff_t>(first + count)}};
+  }
+  return sub;
+}
+
+// Stores the chunks of `d` from `body` (HTTP) or from `source` at `offset` (UCX pull). With
+// `if_absent`, one probe first and only absent chunks are sent ("exists" for the others; the
+// gateway's own create-if-absent PUT is not used yet, so two writers racing between probe and
+// PUT both store, the later one's bytes winning). Chunks go in runs of at most `batch` keys;
+// a failed run marks its keys failed and the next run is still tried. No GIL needed.
+PutReport PutChunks(client::Client& cl, const std::string& bucket, const descriptor::Descriptor& d,
+                    ByteSpan body, client::TargetBuffer* source, uint64_t offset, bool if_absent,
+                    uint64_t batch) {
+  const uint64_t n = d.num_chunks();
+  const uint64_t chunk_bytes = uint64_t{d.num_layers} * d.layer_bytes;
+  PutReport report;
+  report.status.assign(n, "stored");
+  std::vector<bool> send(n, true);
+  if (if_absent) {
+    Result<client::ProbeResult> probe = cl.ProbeChunks(bucket, d);
+    if (!probe.has_value()) {
+      for (uint64_t j = 0; j < n; ++j) {
+        report.status[j] = "failed";
+        report.errors.emplace_back(j, probe.error());
+      }
+      return report;
+    }
+    for (uint64_t j = 0; j < n; ++j) {
+      if (probe->sizes[j].has_value()) {
+        send[j] = false;
+        report.status[j] = "exists";
+      }
+    }
+  }
+  uint64_t j = 0;
+  while (j < n) {
+    if (!send[j]) {
+      ++j;
+      continue;
+    }
+    uint64_t count = 0;
+    while (j + count < n && send[j + count] && count < batch) {
+      ++count;
+    }
+    const descriptor::Descriptor sub = count == n ? d : SubDescriptor(d, j, count);
+    Result<client::PutChunksResult> r =
+        source != nullptr
+            ? cl.PutChunks(bucket, sub, *source, offset + j * chunk_bytes)
+            : cl.PutChunks(bucket, sub, body.subspan(j * chunk_bytes, count * chunk_bytes));
+    for (uint64_t k = j; k < j + count; ++k) {
+      if (!r.has_value()) {
+        report.status[k] = "failed";
+        report.errors.emplace_back(k, r.error());
+      }
+    }
+    if (r.has_value()) {
+      report.chunks += r->chunks;
+      report.bytes += r->bytes;
+      report.request_ids.push_back(r->request_id);
+    }
+    j += count;
+  }
+  return report;
+}
+
+py::object ReportToPy(const PutReport& r) {
+  py::dict errors;
+  for (const auto& [index, status] : r.errors) {
+    errors[py::int_(index)] = MakeError(status);
+  }
+  py::object cls = py::module_::import("objectcache").attr("PutResult");
+  return cls(r.chunks, r.bytes, r.request_ids, r.status, errors);
+}
+
+// Everything a put_chunks call needs, resolved with the GIL held.
+struct PutPlan {
+  PinnedBuffer pin;
+  ByteSpan body;
+  client::TargetBuffer* source = nullptr;
+  std::shared_ptr<client::TargetBuffer> temp;
+  uint64_t offset = 0;
+  RegisteredBuffer* registered = nullptr;
+  py::object registered_ref = py::none();
+};
+
+PutPlan PlanPut(PyClient& c, const descriptor::Descriptor& d, const py::object& data,
+                uint64_t offset, const std::string& via) {
+  const uint64_t needed = d.num_chunks() * d.num_layers * d.layer_bytes;
+  PutPlan p;
+  if (via == "ucx") {
+    std::unique_ptr<client::TargetBuffer> temp;
+    UcxSource src = ResolveUcx(c, data, offset, needed, &p.pin, &temp);
+    p.temp = std::move(temp);
+    p.source = src.target;
+    p.offset = src.offset;
+    p.registered = src.registered;
+    p.registered_ref = src.registered_ref;
+    if (p.registered != nullptr) {
+      p.registered->in_flight.fetch_add(1);
+    }
+    return p;
+  }
+  if (via != "http") {
+    throw py::value_error("via must be 'http' or 'ucx'");
+  }
+  p.pin = PinnedBuffer(data, false);
+  if (offset > p.pin.size() || p.pin.size() - offset != needed) {
+    Raise(Status(Code::kInvalidArgument, Subject::kDescriptor, "data",
+                 fmt::format("{} bytes given for {} chunks of {} layers x {} bytes",
+                             p.pin.size() - std::min(offset, p.pin.size()), d.num_chunks(),
+                             d.num_layers, d.layer_bytes)));
+  }
+  p.body = ByteSpan(p.pin.data() + offset, needed);
+  return p;
+}
+
+constexpr uint64_t kDefaultPutBatch = 256;  // keys per PUT: well within the header limit
+
+}  // namespace
+
+void BindTransfers(py::module_& m, py::class_<PyClient>& client) {
+  py::class_<RegisteredBuffer>(
+      m, "RegisteredBuffer",
+      R"doc(Memory mapped for the data plane (register_buffer, allocate_buffer). Buffer protocol: numpy.frombuffer(buf) views it.)doc",
+      py::buffer_protocol())
+      .def_buffer([](RegisteredBuffer& b) {
+        MutableByteSpan bytes = b.target().bytes();
+        return py::buffer_info(bytes.data(), 1, py::format_descriptor<uint8_t>::format(), 1,
+                               {static_cast<py::ssize_t>(bytes.size())}, {1});
+      })
+      .def_property_readonly("address", &RegisteredBuffer::address)
+      .def_property_readonly("nbytes", &RegisteredBuffer::size)
+      .def_property_readonly("owned", &RegisteredBuffer::owned)
+      .def_property_readonly("closed", &RegisteredBuffer::closed)
+      .def_property_readonly("in_flight", [](RegisteredBuffer& b) { return b.in_flight.load(); })
+      .def("close", &RegisteredBuffer::Close)
+      .def("__len__", &RegisteredBuffer::size)
+      .def("__enter__", [](py::object self) { return self; })
+      .def("__exit__", [](RegisteredBuffer& b, py::args) { b.Close(); });
+
+  py::class_<LayersInfo>(
+      m, "LayersInfo",
+      "The end of a get_layers request: matched chunks, mode, request id, timings.")
+      .def_readonly("matched", &LayersInfo::matched)
+      .def_readonly("mode", &LayersInfo::mode)
+      .def_readonly("request_id", &LayersInfo::request_id)
+      .def_readonly("payload_bytes", &LayersInfo::payload_bytes)
+      .def_readonly("gateway_us", &LayersInfo::gateway_us)
+      .def_readonly("storage_us", &LayersInfo::storage_us)
+      .def_readonly("transfer_us", &LayersInfo::transfer_us)
+      .def_readonly("via", &LayersInfo::via)
+      .def("__repr__", [](const LayersInfo& i) {
+        return fmt::format("<objectcache.LayersInfo matched={} mode={} via={} bytes={}>", i.matched,
+                           i.mode, i.via, i.payload_bytes);
+      });
+
+  py::class_<Transfer>(
+      m, "Transfer",
+      R"doc(One get_layers request in flight: wait_layer(l, timeout), layers_ready(), wait(timeout) / result(timeout), done(). Dropping it waits for the request to end.)doc")
+      .def("wait_layer", &Transfer::WaitLayer,
+           "Returns once layer `layer` is in the buffer; OutOfRange if the request ended without "
+           "it, Timeout, or the request's error.",
+           py::arg("layer"), py::arg("timeout") = py::none())
+      .def("wait", &Transfer::Wait,
+           "Waits for the end of the request (its callbacks have all run) and returns LayersInfo; "
+           "Timeout leaves it running.",
+           py::arg("timeout") = py::none())
+      .def("result", &Transfer::Wait, py::arg("timeout") = py::none())
+      .def("done", &Transfer::done)
+      .def("layers_ready", &Transfer::layers_ready)
+      .def_property_readonly("num_layers", &Transfer::num_layers)
+      .def_property_readonly("via", &Transfer::via)
+      .def_property_readonly("matched", [](Transfer& t) -> py::object {
+        if (!t.done()) {
+          return py::none();
+        }
+        return py::int_(t.Wait(py::none()).matched);  // raises the request's error
+      });
+
+  client.def(
+      "register_buffer",
+      [](PyClient& c, const py::object& buffer) {
+        PinnedBuffer pin(buffer, true);
+        client::DataPlane* plane = Unwrap(Plane(c));
+        const MutableByteSpan span(pin.data(), pin.size());
+        Result<std::unique_ptr<client::TargetBuffer>> target = [&] {
+          py::gil_scoped_release release;
+          return plane->Wrap(span);
+        }();
+        return new RegisteredBuffer(c.core, Unwrap(std::move(target)), std::move(pin), buffer);
+      },
+      R"doc(Maps the writable buffer (numpy array, bytearray, mmap...) for the data plane once; pass it (or any view inside it) to get_layers/put_chunks. The buffer stays referenced until close().)doc",
+      py::arg("buffer"));
+  client.def(
+      "allocate_buffer",
+      [](PyClient& c, uint64_t nbytes) {
+        client::DataPlane* plane = Unwrap(Plane(c));
+        Result<std::unique_ptr<client::TargetBuffer>> target = [&] {
+          py::gil_scoped_release release;
+          return plane->Allocate(nbytes);
+        }();
+        return new RegisteredBuffer(c.core, Unwrap(std::move(target)), PinnedBuffer(), py::none());
+      },
+      R"doc(nbytes of UCX-allocated shared memory the server writes in place (the fastest target); numpy views via objectcache.as_array(buf).)doc",
+      py::arg("nbytes"));
+  client.def(
+      "get_layers", &GetLayers,
+      R"doc(Descriptor GET into `buffer` (offset bytes in): layer-major N*L*S bytes. via='ucx' (a data-plane target), 'http' (the response body) or 'auto' (UCX if available). Returns a Transfer at once; on_layer(l) runs per layer, in order, on the client's callback thread. The buffer is held until wait() sees the end (call it before reusing the buffer).)doc",
+      py::arg("bucket"), py::arg("descriptor"), py::arg("buffer"), py::kw_only(),
+      py::arg("offset") = 0, py::arg("via") = "auto", py::arg("on_layer") = py::none());
+  client.def(
+      "put_chunks",
+      [](PyClient& c, const std::string& bucket, const descriptor::Descriptor& d,
+         const py::object& data, uint64_t offset, const std::string& via, bool if_absent,
+         uint64_t batch) {
+        client::Client& cl = ClientOf(c);
+        PutPlan p = PlanPut(c, d, data, offset, via);
+        PutReport report = [&] {
+          py::gil_scoped_release release;
+          return PutChunks(cl, bucket, d, p.body, p.source, p.offset, if_absent,
+                           std::max<uint64_t>(batch, 1));
+        }();
+        if (p.registered != nullptr) {
+          p.registered->in_flight.fetch_sub(1);
+        }
+        {
+          py::gil_scoped_release release;
+          p.temp.reset();
+        }
+        return ReportToPy(report);
+      },
+      R"doc(Stores the N chunks of `descriptor` from `data` (N*L*S bytes, chunk-major: a C-contiguous [chunks, layers, S] array in kv_l2td). via='http' sends the body, 'ucx' lets the server pull from registered memory. if_absent=True skips chunks already present ('exists'). Returns a PutResult with a status per key; batches of `batch` keys fail alone.)doc",
+      py::arg("bucket"), py::arg("descriptor"), py::arg("data"), py::kw_only(),
+      py::arg("offset") = 0, py::arg("via") = "http", py::arg("if_absent") = false,
+      py::arg("batch") = kDefaultPutBatch);
+  client.def(
+      "put_chunks_async",
+      [](PyClient& c, const std::string& bucket, const descriptor::Descriptor& d,
+         const py::object& data, uint64_t offset, const std::string& via, bool if_absent,
+         uint64_t batch) {
+        client::Client* cl = &ClientOf(c);
+        auto p = std::make_shared<PutPlan>(PlanPut(c, d, data, offset, via));
+        std::vector<PinnedBuffer> pins;
+        pins.push_back(std::move(p->pin));
+        // The plan is released off the GIL, so it keeps no Python reference: the Future does.
+        py::object registered = std::move(p->registered_ref);
+        py::object keep = py::make_tuple(data, registered);
+        Future::Work work = [cl, bucket, d, p, if_absent, batch]() -> Future::Convert {
+          PutReport report = PutChunks(*cl, bucket, d, p->body, p->source, p->offset, if_absent,
+                                       std::max<uint64_t>(batch, 1));
+          if (p->registered != nullptr) {
+            p->registered->in_flight.fetch_sub(1);
+          }
+          p->temp.reset();
+          return [report = std::move(report)] { return ReportToPy(report); };
+        };
+        return new Future(c.core, std::move(work), std::move(pins), std::move(keep));
+      },
+      R"doc(put_chunks() as a Future of the PutResult (the data stays referenced until it ends).)doc",
+      py::arg("bucket"), py::arg("descriptor"), py::arg("data"), py::kw_only(),
+      py::arg("offset") = 0, py::arg("via") = "http", py::arg("if_absent") = false,
+      py::arg("batch") = kDefaultPutBatch);
+  client.def(
+      "put_object_async",
+      [](PyClient& c, const std::string& bucket, const std::string& key, const py::object& data) {
+        client::Client* cl = &ClientOf(c);
+        PinnedBuffer pin(data, false);
+        const ByteSpan body(pin.data(), pin.size());
+        std::vector<PinnedBuffer> pins;
+        pins.push_back(std::move(pin));
+        Future::Work work = [cl, bucket, key, body]() -> Future::Convert {
+          Status s = cl->PutObject(bucket, key, body);
+          return [s] {
+            if (!s.ok()) {
+              Raise(s);
+            }
+            return py::none();
+          };
+        };
+        return new Future(c.core, std::move(work), std::move(pins), data);
+      },
+      R"doc(put_object() as a Future of None.)doc", py::arg("bucket"), py::arg("key"),
+      py::arg("data"));
+}
+
+}  // namespace oc::python
