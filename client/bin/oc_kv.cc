@@ -1,7 +1,7 @@
 // The KV-cache subcommands of `oc` (issue 5), each a thin layer over liboc_client:
 //
 //   oc keys       --tokens FILE [--binary] --chunk-tokens G [namespace flags] [--prefix P]
-//   oc put-chunks KEYS SHAPE --bucket B --data FILE [--via http|ucx]
+//   oc put-chunks KEYS SHAPE --bucket B --data FILE [--via http|ucx] [--if-none-match]
 //   oc get-layers KEYS SHAPE --bucket B [--out FILE] [--via ucx|http]
 //   oc probe      KEYS SHAPE --bucket B
 //
@@ -19,10 +19,13 @@
 // Output on stdout: `keys` one object name per line; `get-layers` one line per layer,
 // "layer <l> <microseconds since the request started>", then one summary line
 // "matched=<M> mode=<m> request_id=<id> bytes=<M·L·S> total_us=<t> gbps=<GB/s> gateway_us=..
-// storage_us=.. transfer_us=.."; `put-chunks` "chunks=<N> bytes=<n> request_id=<id>";
+// storage_us=.. transfer_us=.."; `put-chunks` "chunks=<N> bytes=<n> request_id=<id>", with
+// --if-none-match (create-if-absent: chunks already stored are left as they are) followed by
+// " existing=<K>" and one line per chunk, "existing" or "written";
 // `probe` "matched=<M>" then one line per chunk: its size, or "-" when absent. Progress goes to
 // stderr. Exit 0 on success, 1 on a request error (the S3 error printed), 2 on bad flags.
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -118,9 +121,14 @@ const std::vector<oc::cli::CommandSpec>& Commands() {
        "",
        Concat({&kKeyFlags, &kNamespaceFlags, &kShapeFlags, &kConnectionFlags},
               {{"data", "FILE", "", "the N chunk objects back to back, chunk-major (required)"},
-               {"via", "http|ucx", "http", "body in the PUT, or pulled by the server over UCX"}}),
+               {"via", "http|ucx", "http", "body in the PUT, or pulled by the server over UCX"},
+               {"if-none-match", "", "",
+                "create if absent: chunks already stored stay as they are (first writer wins); "
+                "adds \" existing=<K>\" and one line per chunk, existing or written"}}),
        {"oc put-chunks --bucket kv --tokens prompt.txt --chunk-tokens 16 --layers 32 "
-        "--layer-bytes 65536 --data chunks.bin"},
+        "--layer-bytes 65536 --data chunks.bin",
+        "oc put-chunks --bucket kv --tokens prompt.txt --chunk-tokens 16 --layers 32 "
+        "--layer-bytes 65536 --data chunks.bin --if-none-match"},
        kKeysNotes},
       {"get-layers",
        "Descriptor GET into a buffer (UCX) or from the body (HTTP); prints \"layer <l> <us>\" "
@@ -323,8 +331,9 @@ int RunKeys(const Flags& f) {
   return 0;
 }
 
-int RunPutChunks(const Flags& f, client::Client& c, const descriptor::Descriptor& d,
+int RunPutChunks(const Flags& f, client::Client& c, descriptor::Descriptor d,
                  const std::string& bucket) {
+  d.if_none_match = f.Switch("if-none-match");
   const std::string* path = f.Given("data");
   if (path == nullptr) {
     return Fail(oc::Status::InvalidArgument("--data", "is required"), 2);
@@ -354,8 +363,15 @@ int RunPutChunks(const Flags& f, client::Client& c, const descriptor::Descriptor
   if (!r.has_value()) {
     return Fail(r.error(), 1);
   }
-  std::cout << fmt::format("chunks={} bytes={} request_id={}\n", r->chunks, r->bytes,
-                           r->request_id);
+  std::cout << fmt::format("chunks={} bytes={} request_id={}", r->chunks, r->bytes, r->request_id);
+  if (!d.if_none_match) {
+    std::cout << "\n";
+    return 0;
+  }
+  std::cout << " existing=" << std::count(r->existed.begin(), r->existed.end(), true) << "\n";
+  for (const bool existed : r->existed) {
+    std::cout << (existed ? "existing" : "written") << "\n";
+  }
   return 0;
 }
 

@@ -57,6 +57,39 @@ HttpHeaders PutHeaders(const Descriptor& d) {
   return headers;
 }
 
+// Reads a descriptor PUT's 200 answer to `sent` and appends its chunks' outcomes to
+// r->existed: with x-oc-if-none-match the body's line per chunk ("existing" or "written",
+// docs/protocol.md), else all written (the body is empty and drained).
+Status ReadPutAnswer(HttpConnection& conn, const Descriptor& sent, PutChunksResult* r) {
+  const uint64_t n = sent.num_chunks();
+  if (!sent.if_none_match) {
+    r->existed.insert(r->existed.end(), n, false);
+    return Drain(conn);
+  }
+  // "existing\n" is the longest line; a longer body is not an answer to this request.
+  OC_ASSIGN_OR_RETURN(std::string body, conn.ReadBodyString(n * sizeof("existing")));
+  uint64_t lines = 0;
+  std::string_view rest = body;
+  while (!rest.empty()) {
+    const size_t nl = rest.find('\n');
+    const std::string_view line = rest.substr(0, nl);
+    rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+    if (line != "existing" && line != "written") {
+      return Status::Corruption(
+          fmt::format("descriptor PUT answer line {} is not 'existing' "
+                      "or 'written'",
+                      lines));
+    }
+    r->existed.push_back(line == "existing");
+    ++lines;
+  }
+  if (lines != n) {
+    return Status::Corruption(
+        fmt::format("descriptor PUT answer has {} lines for {} chunks", lines, n));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<PutChunksResult> Client::PutChunks(std::string_view bucket, const Descriptor& d,
@@ -89,7 +122,7 @@ Result<PutChunksResult> Client::PutChunks(std::string_view bucket, const Descrip
     if (!ex.ok()) {
       return ex.Error();
     }
-    OC_RETURN_IF_ERROR(Drain(*ex.conn));
+    OC_RETURN_IF_ERROR(ReadPutAnswer(*ex.conn, sub, &r));
     r.chunks += count;
     r.bytes += count * object;
     if (const std::string* id = ex.head.Find("x-oc-request-id")) {
@@ -120,8 +153,8 @@ Result<PutChunksResult> Client::PutChunks(std::string_view bucket, Descriptor d,
       return answer;
     }
   }
-  OC_RETURN_IF_ERROR(Drain(*ex.conn));
   PutChunksResult r;
+  OC_RETURN_IF_ERROR(ReadPutAnswer(*ex.conn, d, &r));
   r.chunks = d.num_chunks();
   r.bytes = total;
   if (const std::string* id = ex.head.Find("x-oc-request-id")) {
@@ -133,6 +166,7 @@ Result<PutChunksResult> Client::PutChunks(std::string_view bucket, Descriptor d,
 Result<ProbeResult> Client::ProbeChunks(std::string_view bucket, const Descriptor& d) {
   Descriptor probe = d;
   probe.target.reset();
+  probe.if_none_match = false;
   OC_RETURN_IF_ERROR(descriptor::Validate(probe, descriptor::Limits{}));
   Impl::DescriptorRequest req = impl_->BuildDescriptorRequest(probe);
   OC_ASSIGN_OR_RETURN(Impl::Exchange ex,
@@ -219,6 +253,7 @@ Result<LayerHandle> Client::GetLayers(std::string_view bucket, Descriptor d,
                                       const TargetBuffer& buffer, LayerCallback on_layer,
                                       uint64_t offset) {
   d.target.reset();
+  d.if_none_match = false;
   OC_RETURN_IF_ERROR(descriptor::Validate(d, descriptor::Limits{}));
   const uint64_t total = PayloadBytes(d, d.num_chunks());
   OC_ASSIGN_OR_RETURN(DataPlane * plane, impl_->Plane());
@@ -251,6 +286,7 @@ Result<LayerHandle> Client::GetLayers(std::string_view bucket, Descriptor d,
 Result<LayerHandle> Client::GetLayersHttp(std::string_view bucket, Descriptor d,
                                           MutableByteSpan out, LayerCallback on_layer) {
   d.target.reset();
+  d.if_none_match = false;
   OC_RETURN_IF_ERROR(descriptor::Validate(d, descriptor::Limits{}));
   const uint64_t n = d.num_chunks();
   if (out.size() < PayloadBytes(d, n)) {

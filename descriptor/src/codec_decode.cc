@@ -247,6 +247,16 @@ Result<Descriptor> Decode(ForEach&& for_each, const Limits& limits, Purpose purp
     OC_RETURN_IF_ERROR(CheckRequestId(Field::kRequestId, *v));
     d.request_id = std::string(*v);
   }
+  if (const auto& v = scan.Get(Field::kIfNoneMatch)) {
+    // Create-if-absent is a write condition: a read has nothing to create.
+    if (purpose != Purpose::kPut) {
+      return Invalid(Name(Field::kIfNoneMatch), "applies only to a descriptor PUT");
+    }
+    if (*v != "*") {
+      return Invalid(Name(Field::kIfNoneMatch), "takes only *");
+    }
+    d.if_none_match = true;
+  }
   // Last: the only allocation proportional to N, after every cheap check has passed.
   OC_ASSIGN_OR_RETURN(d.keys, DecodeKeys(for_each, scan, limits));
   return d;

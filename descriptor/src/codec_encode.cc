@@ -98,6 +98,9 @@ HeaderList Encode(const Descriptor& d, size_t keys_per_value) {
   if (!d.request_id.empty()) {
     add(Field::kRequestId, d.request_id);
   }
+  if (d.if_none_match) {
+    add(Field::kIfNoneMatch, "*");
+  }
   return h;
 }
 

@@ -38,6 +38,7 @@ enum class Field : uint8_t {
   kTargetLength,
   kComputeWindow,
   kRequestId,
+  kIfNoneMatch,
   kCount,
 };
 
@@ -45,7 +46,7 @@ inline constexpr std::array<std::string_view, static_cast<size_t>(Field::kCount)
     "x-oc-version",       "x-oc-key-prefix",        "x-oc-chunk-hashes", "x-oc-chunk-names",
     "x-oc-num-layers",    "x-oc-chunk-tokens",      "x-oc-layer-bytes",  "x-oc-layout",
     "x-oc-delivery",      "x-oc-target-connection", "x-oc-target-rkey",  "x-oc-target-address",
-    "x-oc-target-length", "x-oc-compute-window-us", "x-oc-request-id",
+    "x-oc-target-length", "x-oc-compute-window-us", "x-oc-request-id",   "x-oc-if-none-match",
 };
 
 inline constexpr std::string_view kPrefix = "x-oc-";

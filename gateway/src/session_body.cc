@@ -213,7 +213,8 @@ asio::awaitable<bool> Session<Stream>::ServeUpload() {
       if (!body_status.ok()) {
         return;
       }
-      res = FinishUpload(*shared_.env, req, start.writer->Commit());
+      Result<storage::ObjectMeta> committed = start.writer->Commit();
+      res = FinishUpload(*shared_.env, req, start, std::move(committed));
     };
     co_await OnPool(*shared_.pool, step);
     if (!start.writer) {

@@ -7,8 +7,9 @@ assertions: buckets, put/get/head with metadata, ranges, listings with delimiter
 copy, delete, multipart. aws-cli copies a multipart-sized file up and down and lists it (a
 shorter walk than test_clients.py's: each `aws` start costs seconds here). So do the
 descriptor tests of test_objectcache.py (UCX shared memory and the HTTP body, both layouts,
-partial hits, probes; UCX over TCP on a second server), plus a descriptor PUT that the server
-pulls over UCX. Data objects are 64 KiB here, the smallest allowed, so objects, parts and KV
+partial hits, probes; UCX over TCP on a second server) and of test_objectcache_create.py
+(create-if-absent descriptor PUTs, raced), plus a descriptor PUT that the server pulls over
+UCX. Data objects are 64 KiB here, the smallest allowed, so objects, parts and KV
 chunks span several RADOS objects and reads cross their boundaries.
 
 After every test the buckets the server lists must be exactly the bucket registry in its
@@ -30,6 +31,10 @@ from test_boto3 import (test_bucket_lifecycle, test_copy_object, test_delete_obj
 from test_clients import AWS, aws_env, run, workdir  # noqa: F401
 from test_objectcache import (OC, put_then_get, test_layers_byte_exact,  # noqa: F401
                               test_layers_byte_exact_ucx_tcp, test_partial_hit_and_probe, tmp)
+from test_objectcache_create import (  # noqa: F401
+    test_put_chunks_if_none_match_keeps_present_chunks,
+    test_racing_put_chunks_if_none_match_have_one_writer_per_chunk,
+    test_raw_requests_get_the_existing_chunks_in_header_and_body)
 
 pytestmark = pytest.mark.skipif(not os.path.exists(OC), reason="oc CLI not built (OC_CLI_BIN)")
 

@@ -42,9 +42,13 @@ Response Dispatch(HandlerEnv& env, Request& req);
 struct UploadStart {
   std::unique_ptr<storage::ObjectWriter> writer;  // null: `error` is the response
   Response error;
+  // A descriptor PUT's report (the chunks its x-oc-if-none-match found existing), filled by
+  // the time the writer's Commit returns; null for the other uploads.
+  std::shared_ptr<const storage::KvPutReport> kv_report;
 };
 UploadStart OpenUpload(HandlerEnv& env, Request& req, uint64_t body_bytes);
-Response FinishUpload(HandlerEnv& env, Request& req, Result<storage::ObjectMeta> committed);
+Response FinishUpload(HandlerEnv& env, Request& req, const UploadStart& start,
+                      Result<storage::ObjectMeta> committed);
 
 // Bucket operations.
 Response HandleListBuckets(HandlerEnv& env, Request& req);
@@ -67,7 +71,8 @@ Response HandleGetObjectAcl(HandlerEnv& env, Request& req);
 // PutObject: OpenUpload/FinishUpload hand kPutObjectCache to these.
 Response HandleGetObjectCache(HandlerEnv& env, Request& req);
 UploadStart OpenPutObjectCache(HandlerEnv& env, Request& req, uint64_t body_bytes);
-Response FinishPutObjectCache(HandlerEnv& env, Request& req, Result<storage::ObjectMeta> committed);
+Response FinishPutObjectCache(HandlerEnv& env, Request& req, const UploadStart& start,
+                              Result<storage::ObjectMeta> committed);
 // Multipart operations.
 Response HandleCreateMultipartUpload(HandlerEnv& env, Request& req);
 Response HandleCompleteMultipartUpload(HandlerEnv& env, Request& req);

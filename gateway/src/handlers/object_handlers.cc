@@ -390,9 +390,10 @@ UploadStart OpenUpload(HandlerEnv& env, Request& req, uint64_t body_bytes) {
   return start;
 }
 
-Response FinishUpload(HandlerEnv& env, Request& req, Result<storage::ObjectMeta> committed) {
+Response FinishUpload(HandlerEnv& env, Request& req, const UploadStart& start,
+                      Result<storage::ObjectMeta> committed) {
   if (req.route.op == S3Op::kPutObjectCache) {
-    return FinishPutObjectCache(env, req, std::move(committed));
+    return FinishPutObjectCache(env, req, start, std::move(committed));
   }
   if (!committed.has_value()) {
     return Response::FromStatus(committed.error(), &req);

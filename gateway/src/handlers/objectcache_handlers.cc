@@ -403,13 +403,18 @@ UploadStart OpenPutObjectCache(HandlerEnv& env, Request& req, uint64_t body_byte
   }
   req.request_id = d->request_id;
   auto pipe = std::make_shared<ChunkPipe>();
+  // Written by the task before it reports to the pipe, read once the pipe closed.
+  auto report = std::make_shared<storage::KvPutReport>();
   storage::Store* store = env.store;
   // Started at once or refused: a PUT waiting for a worker would hold the Store pool thread
   // that feeds its body.
   const Status admitted = env.descriptors->SubmitNow(
-      [pipe, store, bucket = std::string(req.route.bucket), d = std::move(*d)] {
+      [pipe, report, store, bucket = std::string(req.route.bucket), d = std::move(*d)] {
         Result<storage::KvPutReport> r =
             store->PutChunks(bucket, d, d.target ? nullptr : pipe.get());
+        if (r.has_value()) {
+          *report = std::move(*r);
+        }
         pipe->Done(r.has_value() ? Status::Ok() : r.error());
       });
   if (!admitted.ok()) {
@@ -417,10 +422,11 @@ UploadStart OpenPutObjectCache(HandlerEnv& env, Request& req, uint64_t body_byte
     return start;
   }
   start.writer = std::make_unique<ChunkPipeWriter>(std::move(pipe));
+  start.kv_report = std::move(report);
   return start;
 }
 
-Response FinishPutObjectCache(HandlerEnv& /*env*/, Request& req,
+Response FinishPutObjectCache(HandlerEnv& /*env*/, Request& req, const UploadStart& start,
                               Result<storage::ObjectMeta> committed) {
   if (!committed.has_value()) {
     return Response::FromStatus(committed.error(), &req);
@@ -428,6 +434,18 @@ Response FinishPutObjectCache(HandlerEnv& /*env*/, Request& req,
   Response res;
   res.AddHeader("x-oc-version", "1");
   res.AddHeader("x-oc-request-id", req.request_id);
+  // Create-if-absent (docs/protocol.md): the count in a header, each chunk's outcome in the
+  // body, one line per chunk in descriptor order.
+  if (start.kv_report != nullptr && !start.kv_report->existed.empty()) {
+    uint64_t existing = 0;
+    res.body.reserve(start.kv_report->existed.size() * sizeof("existing"));
+    for (const bool existed : start.kv_report->existed) {
+      existing += existed ? 1 : 0;
+      res.body.append(existed ? "existing\n" : "written\n");
+    }
+    res.AddHeader("x-oc-existing-chunks", std::to_string(existing));
+    res.content_type = "text/plain";
+  }
   return res;
 }
 

@@ -4,7 +4,10 @@
 // descriptor PUT is all-or-nothing"): every chunk is written into one ObjectGroupWriter as
 // its bytes arrive, invisible, and the group commits only after the last byte arrived and
 // the source reported its verified end. Any error before that drops the group, which frees
-// what it wrote; no chunk of the request becomes visible and earlier versions stay.
+// what it wrote; no chunk of the request becomes visible and earlier versions stay. With
+// x-oc-if-none-match every chunk's bytes are still received and staged: the commit decides
+// which keys exist (atomically with the writes) and frees the bytes of those
+// (docs/decisions.md, "Descriptor PUT: create if absent").
 
 #include <fmt/core.h>
 
@@ -42,6 +45,8 @@ Result<KvPutReport> PutChunks(SliceSource& source, std::string_view bucket,
   PutOptions put;
   put.chunk = ChunkShape{d.layout, d.num_layers, d.layer_bytes};
   put.expected_size = chunk_bytes;
+  // Create-if-absent (docs/protocol.md): decided by the group's commit, per chunk.
+  put.if_none_match = d.if_none_match;
   OC_ASSIGN_OR_RETURN(std::unique_ptr<ObjectGroupWriter> group, source.PutGroup(bucket));
 
   auto receive = [&](uint64_t chunk) -> Status {
@@ -90,9 +95,15 @@ Result<KvPutReport> PutChunks(SliceSource& source, std::string_view bucket,
     }
   }
   const Clock::time_point commit_start = Clock::now();
-  OC_ASSIGN_OR_RETURN(std::vector<ObjectMeta> committed, group->Commit());
+  OC_ASSIGN_OR_RETURN(std::vector<GroupCommitted> committed, group->Commit());
   report.commit_wait_us = Micros(Clock::now() - commit_start);
   report.chunks = committed.size();
+  if (d.if_none_match) {
+    report.existed.reserve(committed.size());
+    for (const GroupCommitted& c : committed) {
+      report.existed.push_back(c.existed);
+    }
+  }
   report.bytes = g.total_bytes();
   report.total_us = Micros(Clock::now() - started);
   return report;

@@ -201,7 +201,10 @@ Result<std::vector<std::optional<ObjectRecord>>> RadosStore::CommitShardLocked(
       }
       op.OmapCmp(key, expected[i], &cmp[i]);
       if (next[i].has_value()) {
-        sets.emplace_back(key, EncodeObjectRecord(*next[i]));
+        std::string value = EncodeObjectRecord(*next[i]);
+        if (!current[i].has_value() || value != expected[i]) {  // a kept record: compare only
+          sets.emplace_back(key, std::move(value));
+        }
       } else if (current[i].has_value()) {
         removes.push_back(key);
       }

@@ -5,7 +5,9 @@
 // shard and each shard's members commit in ONE guarded op (rados_store.h).
 //
 // RADOS has no atomic write across objects, so a group spanning several shards commits shard
-// by shard. What that means (also in store.h):
+// by shard. A member begun with if_none_match keeps the record it finds in its shard's op
+// (compared like any other), so the check is atomic with that shard's commit. What that
+// means (also in store.h):
 //   - a refused group (a size or digest check, a failed data write, the source's error, a
 //     dropped writer) stores nothing: no commit op was sent, and its data objects are removed;
 //   - each shard's members appear together, each object whole, replacing its earlier version;
@@ -70,7 +72,7 @@ class RadosGroupWriter final : public ObjectGroupWriter {
     return failed_;
   }
 
-  Result<std::vector<ObjectMeta>> Commit() override {
+  Result<std::vector<GroupCommitted>> Commit() override {
     OC_RETURN_IF_ERROR(Usable());
     spent_ = true;
     failed_ = EndObject();
@@ -80,7 +82,6 @@ class RadosGroupWriter final : public ObjectGroupWriter {
     OC_RETURN_IF_ERROR(failed_);
     // Every byte is written and checked: build the records, last of a repeated name wins.
     const int64_t now = RadosNowUnixMs();
-    std::vector<ObjectMeta> metas;
     std::unordered_map<std::string_view, size_t> last;
     for (size_t i = 0; i < members_.size(); ++i) {
       last[members_[i].name] = i;
@@ -96,7 +97,6 @@ class RadosGroupWriter final : public ObjectGroupWriter {
       m.record.meta.headers = m.options.headers;
       m.record.meta.chunk = m.options.chunk;
       m.record.segments.push_back(m.segment);
-      metas.push_back(m.record.meta);
       if (last[m.name] == i) {
         by_shard[rados::ShardOf(m.name, ref_.shards)].push_back(i);
       }
@@ -114,9 +114,17 @@ class RadosGroupWriter final : public ObjectGroupWriter {
       for (const size_t i : idx) {
         RadosStore::KeyChange c;
         c.name = members_[i].name;
-        const ObjectRecord* record = &members_[i].record;
-        c.decide = [record](const std::optional<ObjectRecord>&) {
-          return Result<std::optional<ObjectRecord>>(*record);
+        Member* m = &members_[i];
+        // Create-if-absent keeps a present record: the op still compares it, so a key that
+        // changed meanwhile makes the commit re-read and decide again (rados_commit.cc), and
+        // the decision of the attempt that applied is the one reported.
+        c.decide = [m](const std::optional<ObjectRecord>& current) {
+          m->existed = m->options.if_none_match && current.has_value();
+          if (m->existed) {
+            m->kept = current->meta;
+            return Result<std::optional<ObjectRecord>>(*current);
+          }
+          return Result<std::optional<ObjectRecord>>(m->record);
         };
         changes.push_back(std::move(c));
       }
@@ -137,13 +145,19 @@ class RadosGroupWriter final : public ObjectGroupWriter {
       }
     }
     committed_ = true;
-    // Earlier objects of a repeated name never became visible: their data goes now.
+    // Earlier objects of a repeated name, and members whose key existed, never became
+    // visible: their data goes now.
+    std::vector<GroupCommitted> results(members_.size());
     for (size_t i = 0; i < members_.size(); ++i) {
-      if (last[members_[i].name] != i) {
-        store_->RemoveData(ref_.id, members_[i].segment);
+      Member& m = members_[i];
+      const Member& outcome = members_[last[m.name]];
+      results[i].existed = outcome.existed;
+      results[i].meta = m.existed ? m.kept : m.record.meta;
+      if (last[m.name] != i || m.existed) {
+        store_->RemoveData(ref_.id, m.segment);
       }
     }
-    return metas;
+    return results;
   }
 
  private:
@@ -155,6 +169,8 @@ class RadosGroupWriter final : public ObjectGroupWriter {
     std::string etag;  // records/chunk_etag.h
     ObjectRecord record;
     bool committed = false;
+    bool existed = false;  // if_none_match found the key present at the commit
+    ObjectMeta kept;       // then: the metadata of the object it kept
   };
 
   Status Usable() const {

@@ -179,12 +179,12 @@ class RadosStore final : public Store, public kv::SliceSource {
       std::string_view bucket, const BucketRef& ref, std::span<const std::string> names);
 
   // One key's change in a shard commit: `decide` gets the current record (nullopt if
-  // absent) and returns the next one (nullopt removes the key) or an error that ends the
-  // commit. `read_first` reads the current record before the first attempt; otherwise the
-  // first attempt expects the record this process committed last for the key, or the key
-  // absent if it remembers none (a new object costs no read). `superseded`: records of
-  // versions that never became visible (PUTs grouped into this commit), whose data goes to
-  // the GC in the same op.
+  // absent) and returns the next one (nullopt removes the key; the current one unchanged
+  // keeps it, the op then only compares it) or an error that ends the commit. `read_first` reads
+  // the current record before the first attempt; otherwise the first attempt expects the record
+  // this process committed last for the key, or the key absent if it remembers none (a new object
+  // costs no read). `superseded`: records of versions that never became visible (PUTs grouped into
+  // this commit), whose data goes to the GC in the same op.
   struct KeyChange {
     std::string name;
     std::function<Result<std::optional<ObjectRecord>>(const std::optional<ObjectRecord>&)> decide;

@@ -101,12 +101,12 @@ class RocksGroupWriter final : public ObjectGroupWriter {
     return Status::Ok();
   }
 
-  Result<std::vector<ObjectMeta>> Commit() override {
+  Result<std::vector<GroupCommitted>> Commit() override {
     OC_RETURN_IF_ERROR(Usable());
     spent_ = true;
     OC_RETURN_IF_ERROR(EndObject());
     bool written = false;
-    Result<std::vector<ObjectMeta>> r =
+    Result<std::vector<GroupCommitted>> r =
         store_->CommitGroup(bucket_, members_, &batch_, staged_.ticket, &written);
     // Written: the records refer to the extents, which stay even if the sync failed (the
     // commit is then reported failed, as it may not survive a crash).
@@ -233,10 +233,10 @@ Result<std::unique_ptr<ObjectGroupWriter>> RocksStore::PutGroup(std::string_view
       new RocksGroupWriter(this, std::string(bucket), NewSegmentFlags()));
 }
 
-Result<std::vector<ObjectMeta>> RocksStore::CommitGroup(std::string_view bucket,
-                                                        std::span<const GroupMember> members,
-                                                        rocksdb::WriteBatch* batch,
-                                                        uint64_t data_ticket, bool* written) {
+Result<std::vector<GroupCommitted>> RocksStore::CommitGroup(std::string_view bucket,
+                                                            std::span<const GroupMember> members,
+                                                            rocksdb::WriteBatch* batch,
+                                                            uint64_t data_ticket, bool* written) {
   *written = false;
   // The bytes first: a record must never name bytes a crash could lose.
   OC_RETURN_IF_ERROR(data_files_->AwaitSynced(data_ticket));
@@ -258,8 +258,7 @@ Result<std::vector<ObjectMeta>> RocksStore::CommitGroup(std::string_view bucket,
     last[keys[i]] = i;
   }
   const int64_t now = NowUnixMs();
-  std::vector<ObjectMeta> metas;
-  metas.reserve(members.size());
+  std::vector<GroupCommitted> results(members.size());
   uint64_t freed = 0;
   FileBytes added;
   FileBytes dead;
@@ -286,18 +285,28 @@ Result<std::vector<ObjectMeta>> RocksStore::CommitGroup(std::string_view bucket,
       record.segments.push_back(m.segment);
       if (last[keys[i]] != i) {
         freed += DeleteSegments(record.segments, batch, &dead);
-        metas.push_back(std::move(record.meta));
+        results[i].meta = std::move(record.meta);
         continue;
       }
-      for (const auto& [file, bytes] : m.live.items) {  // a superseded member's never count
+      OC_ASSIGN_OR_RETURN(std::optional<ObjectRecord> old, GetRecord(keys[i], meta_read_));
+      if (m.options.if_none_match && old.has_value()) {
+        // Create-if-absent, decided under the keys' locks: no commit of this key can land
+        // between this read and the batch. The member's bytes go as a superseded one's do.
+        freed += DeleteSegments(record.segments, batch, &dead);
+        results[i] = GroupCommitted{std::move(old->meta), true};
+        continue;
+      }
+      for (const auto& [file, bytes] : m.live.items) {  // a freed member's never count
         added.Add(file, bytes);
       }
-      OC_ASSIGN_OR_RETURN(std::optional<ObjectRecord> old, GetRecord(keys[i], meta_read_));
       OC_RETURN_IF_ERROR(FromRocks(batch->Put(objects_cf_, keys[i], EncodeObjectRecord(record))));
       if (old.has_value()) {
         freed += DeleteSegments(old->segments, batch, &dead);
       }
-      metas.push_back(std::move(record.meta));
+      results[i].meta = std::move(record.meta);
+    }
+    for (size_t i = 0; i < members.size(); ++i) {
+      results[i].existed = results[last[keys[i]]].existed;
     }
     OC_ASSIGN_OR_RETURN(ticket, WriteForDurability(batch));
     *written = true;
@@ -305,7 +314,7 @@ Result<std::vector<ObjectMeta>> RocksStore::CommitGroup(std::string_view bucket,
   }
   OC_RETURN_IF_ERROR(AwaitDurable(ticket));
   NoteFreed(freed);
-  return metas;
+  return results;
 }
 
 }  // namespace oc::storage

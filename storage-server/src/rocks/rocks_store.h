@@ -245,10 +245,12 @@ class RocksStore final : public Store, public kv::SliceSource {
   // durable. *written tells whether the batch was written: if not, nothing refers to the
   // members' extents and the caller frees them. Data-file appends up to `data_ticket` are
   // synced before the batch is written.
-  Result<std::vector<ObjectMeta>> CommitGroup(std::string_view bucket,
-                                              std::span<const GroupMember> members,
-                                              rocksdb::WriteBatch* batch, uint64_t data_ticket,
-                                              bool* written);
+  // A member with PutOptions::if_none_match whose key exists (read under the keys' locks) is
+  // freed like a superseded one and reported as existing.
+  Result<std::vector<GroupCommitted>> CommitGroup(std::string_view bucket,
+                                                  std::span<const GroupMember> members,
+                                                  rocksdb::WriteBatch* batch, uint64_t data_ticket,
+                                                  bool* written);
 
  private:
   explicit RocksStore(const StoreOptions& options);

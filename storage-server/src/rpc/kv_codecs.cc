@@ -17,9 +17,11 @@ descriptor::Limits WireDescriptorLimits() {
   return limits;
 }
 
-Result<descriptor::Descriptor> DecodeDescriptorText(std::string_view text) {
+Result<descriptor::Descriptor> DecodeDescriptorText(std::string_view text, Op op) {
   const descriptor::Limits limits = WireDescriptorLimits();
-  OC_ASSIGN_OR_RETURN(descriptor::Descriptor d, descriptor::DecodeBody(text, limits));
+  const descriptor::Purpose purpose =
+      op == Op::kKvPutChunks ? descriptor::Purpose::kPut : descriptor::Purpose::kGet;
+  OC_ASSIGN_OR_RETURN(descriptor::Descriptor d, descriptor::DecodeBody(text, limits, purpose));
   OC_RETURN_IF_ERROR(descriptor::Validate(d, limits));
   return d;
 }
@@ -128,11 +130,22 @@ void Encode(WireWriter& w, const KvPutReport& v) {
   w.U64(v.commit_wait_us);
   w.U64(v.total_us);
   w.Str(v.request_id);
+  w.U32(static_cast<uint32_t>(v.existed.size()));
+  for (const bool existed : v.existed) {
+    w.U8(existed ? 1 : 0);
+  }
 }
 
 bool Decode(WireReader& r, KvPutReport* v) {
-  return r.U64(&v->chunks) && r.U64(&v->bytes) && r.U64(&v->receive_us) &&
-         r.U64(&v->commit_wait_us) && r.U64(&v->total_us) && r.Str(&v->request_id);
+  if (!(r.U64(&v->chunks) && r.U64(&v->bytes) && r.U64(&v->receive_us) &&
+        r.U64(&v->commit_wait_us) && r.U64(&v->total_us) && r.Str(&v->request_id) &&
+        DecodeVector(r, &v->existed, 1, [](WireReader& rr, bool* b) { return rr.Bool(b); }))) {
+    return false;
+  }
+  if (!v->existed.empty() && v->existed.size() != v->chunks) {
+    return r.Fail("report.existed", "not one entry per chunk");
+  }
+  return true;
 }
 
 }  // namespace oc::storage::rpc

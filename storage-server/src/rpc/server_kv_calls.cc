@@ -25,11 +25,12 @@ const Logger kLog{"rpc"};
 // the caller's principal. A malformed body is the returned error (the frame is rejected); a
 // bad descriptor is *d's error (answered with its field, the connection stays usable). The
 // principal is set on the descriptor's target, the one a data-plane connection must match.
-Status DecodeDescriptorCall(ByteSpan body, std::string* bucket, Result<descriptor::Descriptor>* d) {
+Status DecodeDescriptorCall(Op op, ByteSpan body, std::string* bucket,
+                            Result<descriptor::Descriptor>* d) {
   std::string text;
   std::string principal;
   OC_RETURN_IF_ERROR(DecodeBody(body, bucket, &text, &principal));
-  *d = DecodeDescriptorText(text);
+  *d = DecodeDescriptorText(text, op);
   if (d->has_value() && (*d)->target.has_value()) {
     (*d)->target->principal = std::move(principal);
   }
@@ -42,7 +43,7 @@ asio::awaitable<bool> Connection::ServeKvProbe(const FrameHeader& h) {
   const uint64_t rid = h.request_id;
   std::string bucket;
   Result<descriptor::Descriptor> d = Status::Internal("not decoded");
-  if (Status s = DecodeDescriptorCall(body(), &bucket, &d); !s.ok()) {
+  if (Status s = DecodeDescriptorCall(h.op, body(), &bucket, &d); !s.ok()) {
     co_return co_await Reject(rid, s);
   }
   if (!d.has_value()) {
@@ -82,7 +83,7 @@ asio::awaitable<bool> Connection::ServeKvGetLayers(const FrameHeader& h) {
   const uint64_t rid = h.request_id;
   std::string bucket;
   Result<descriptor::Descriptor> decoded = Status::Internal("not decoded");
-  if (Status s = DecodeDescriptorCall(body(), &bucket, &decoded); !s.ok()) {
+  if (Status s = DecodeDescriptorCall(h.op, body(), &bucket, &decoded); !s.ok()) {
     co_return co_await Reject(rid, s);
   }
   if (!decoded.has_value()) {
@@ -148,7 +149,7 @@ asio::awaitable<bool> Connection::ServeKvPutChunks(const FrameHeader& h) {
   const uint64_t rid = h.request_id;
   std::string bucket;
   Result<descriptor::Descriptor> decoded = Status::Internal("not decoded");
-  if (Status s = DecodeDescriptorCall(body(), &bucket, &decoded); !s.ok()) {
+  if (Status s = DecodeDescriptorCall(h.op, body(), &bucket, &decoded); !s.ok()) {
     co_return co_await Reject(rid, s);
   }
   const bool to_target = decoded.has_value() && decoded->target.has_value();

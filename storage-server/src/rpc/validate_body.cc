@@ -97,7 +97,7 @@ Status ValidateBody(Op op, uint16_t flags, ByteSpan body) {
       std::string text;
       std::string principal;
       OC_RETURN_IF_ERROR(DecodeBody(body, &bucket, &text, &principal));
-      return DecodeDescriptorText(text).status();
+      return DecodeDescriptorText(text, op).status();
     }
     case Op::kKvPlan: {
       KvPlan plan;

@@ -128,9 +128,11 @@ inline bool IsKvRequestOp(Op op) {
 // The descriptor limits the server applies to a descriptor from the wire: the gateway's
 // defaults (descriptor::Limits), with the body bound raised to what a frame may carry.
 descriptor::Limits WireDescriptorLimits();
-// Decodes a descriptor's POST-body text and validates it against WireDescriptorLimits():
-// kInvalidArgument/kDescriptor naming the x-oc-* field, as the gateway would answer.
-Result<descriptor::Descriptor> DecodeDescriptorText(std::string_view text);
+// Decodes the descriptor text of call `op` and validates it against WireDescriptorLimits():
+// kInvalidArgument/kDescriptor naming the x-oc-* field, as the gateway would answer. A
+// kKvPutChunks descriptor is decoded as a PUT's (descriptor::Purpose::kPut: it may carry
+// x-oc-if-none-match), the others as a GET's.
+Result<descriptor::Descriptor> DecodeDescriptorText(std::string_view text, Op op);
 
 // The name of an op for logs ("Get"); "unknown" for a value outside the table.
 std::string_view OpName(Op op);

@@ -452,6 +452,51 @@ TEST(Codec, APutRequiresTheLayout) {
   EXPECT_TRUE(DecodeBody(EncodeBody(d), Limits{}, Purpose::kPut).has_value());
 }
 
+// docs/protocol.md, "Descriptor PUT: create if absent": x-oc-if-none-match: * on a PUT only,
+// in headers and body alike; any other value, or the field on a GET or probe, is refused
+// naming it.
+TEST(Codec, IfNoneMatchIsAPutOnlyFieldTakingOnlyAStar) {
+  Descriptor d = samples::Compact(3);
+  d.if_none_match = true;
+  Result<Descriptor> from_headers = DecodeHeaders(View(EncodeHeaders(d)), Limits{}, Purpose::kPut);
+  ASSERT_TRUE(from_headers.has_value()) << from_headers.error();
+  EXPECT_EQ(*from_headers, d);
+  Result<Descriptor> from_body = DecodeBody(EncodeBody(d), Limits{}, Purpose::kPut);
+  ASSERT_TRUE(from_body.has_value()) << from_body.error();
+  EXPECT_TRUE(from_body->if_none_match);
+  // Absent unless set: the encoders write nothing for a plain PUT.
+  for (const auto& [name, value] : EncodeHeaders(samples::Compact(3))) {
+    EXPECT_NE(name, "x-oc-if-none-match");
+  }
+  struct Row {
+    std::string_view what;
+    std::string value;
+    Purpose purpose;
+    std::string_view message;
+  };
+  for (const Row& row : {Row{"etag", "\"abc\"", Purpose::kPut, "takes only *"},
+                         Row{"empty", "", Purpose::kPut, "takes only *"},
+                         Row{"get", "*", Purpose::kGet, "applies only to a descriptor PUT"},
+                         Row{"probe", "*", Purpose::kProbe, "applies only to a descriptor PUT"}}) {
+    SCOPED_TRACE(row.what);
+    HeaderList h = MinimalHeaders();
+    h.emplace_back("x-oc-layout", "kv_l2td");
+    h.emplace_back("X-OC-If-None-Match", row.value);
+    Result<Descriptor> r = DecodeHeaders(View(h), Limits{}, row.purpose);
+    ASSERT_FALSE(r.has_value());
+    EXPECT_EQ(r.error().code(), Code::kInvalidArgument);
+    EXPECT_EQ(r.error().field(), "x-oc-if-none-match");
+    EXPECT_EQ(r.error().message(), row.message);
+  }
+  HeaderList twice = MinimalHeaders();
+  twice.emplace_back("x-oc-layout", "kv_l2td");
+  twice.emplace_back("x-oc-if-none-match", "*");
+  twice.emplace_back("x-oc-if-none-match", "*");
+  Result<Descriptor> r = DecodeHeaders(View(twice), Limits{}, Purpose::kPut);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().field(), "x-oc-if-none-match");
+}
+
 TEST(Codec, UnsupportedVersionSaysWhichVersionIsSpoken) {
   HeaderList h = MinimalHeaders();
   h[0].second = "2";

@@ -1,6 +1,11 @@
 // Descriptor PUT (Store::PutChunks) from a body and over UCX (the server pulls from the
 // client's registered buffer), and the three descriptor calls through a remote store served
-// by an in-process RPC server over a real RocksDB.
+// by an in-process RPC server over a real RocksDB. Create-if-absent (Descriptor::if_none_match)
+// through the Store API and the RPC, and raced by several writers.
+
+#include <latch>
+#include <optional>
+#include <thread>
 
 #include "kv/kv_engine.h"
 #include "kv_test_util.h"
@@ -155,6 +160,160 @@ TEST_P(KvPutTest, ABodyOfTheWrongLengthIsRefusedAndNoChunkIsStored) {
   r = store_->PutChunks("no-such-bucket", d2, &unused);
   ASSERT_FALSE(r.has_value());
   EXPECT_EQ(r.error().code(), Code::kNotFound);
+}
+
+// An in-process RPC server over `store` and a remote store connected to it.
+struct RemoteOver {
+  explicit RemoteOver(Store* store) {
+    rpc::RpcServerOptions ro;
+    ro.listen = "127.0.0.1:0";
+    ro.io_threads = 1;
+    ro.store_threads = 2;
+    auto started = rpc::RpcServer::Start(store, ro, "kv-secret");
+    EXPECT_TRUE(started.has_value()) << started.error();
+    if (!started.has_value()) {
+      return;
+    }
+    server = std::move(*started);
+    RemoteStoreOptions remote_options;
+    remote_options.endpoints = {server->endpoint()};
+    remote_options.secret = "kv-secret";
+    auto connected = ConnectRemoteStore(remote_options);
+    EXPECT_TRUE(connected.has_value()) << connected.error();
+    if (connected.has_value()) {
+      remote = std::move(*connected);
+    }
+  }
+  ~RemoteOver() {
+    remote.reset();
+    if (server != nullptr) {
+      server->Shutdown();
+      server->Wait();
+    }
+  }
+  std::unique_ptr<rpc::RpcServer> server;
+  std::unique_ptr<Store> remote;
+};
+
+// docs/protocol.md, "Descriptor PUT: create if absent": with if_none_match a chunk already
+// stored keeps its bytes and is reported as existing, the absent ones are written in the same
+// commit, and the request succeeds; through the Store API and through a remote store (the
+// descriptor text and KvPutReport::existed cross the RPC).
+TEST_P(KvPutTest, IfNoneMatchLeavesPresentChunksAndReportsWhichExisted) {
+  RemoteOver over(store_.get());
+  ASSERT_NE(over.remote, nullptr);
+  for (const bool remote : {false, true}) {
+    SCOPED_TRACE(remote ? "remote store" : "store API");
+    Store& st = remote ? *over.remote : *store_;
+    const Shape s{4, 2, 3'000, StoredLayout::kL2TD};
+    const uint64_t seed = remote ? 1101 : 1100;
+    Descriptor d = MakeDescriptor(s, /*compact=*/false, seed);
+    std::vector<std::vector<std::byte>> old_chunks, new_chunks;
+    for (uint64_t j = 0; j < s.n; ++j) {
+      old_chunks.push_back(ChunkBytes(seed, j, s));
+      new_chunks.push_back(ChunkBytes(seed + 50, j, s));
+    }
+    // Chunks 1 and 3 are stored first.
+    const auto& names = std::get<descriptor::ExplicitKeys>(d.keys).names;
+    Descriptor odd = d;
+    odd.keys = descriptor::ExplicitKeys{{names[1], names[3]}};
+    MemorySource first(Body({old_chunks[1], old_chunks[3]}), 1'000);
+    auto plain = st.PutChunks(kBucket, odd, &first);
+    ASSERT_TRUE(plain.has_value()) << plain.error();
+    EXPECT_TRUE(plain->existed.empty());
+
+    Descriptor create = d;
+    create.if_none_match = true;
+    MemorySource body(Body(new_chunks), 2'500);
+    auto r = st.PutChunks(kBucket, create, &body);
+    ASSERT_TRUE(r.has_value()) << r.error();
+    EXPECT_EQ(r->chunks, s.n);
+    EXPECT_EQ(r->existed, (std::vector<bool>{false, true, false, true}));
+    ExpectStored(st, d, {new_chunks[0], old_chunks[1], new_chunks[2], old_chunks[3]});
+
+    // Every chunk present now: nothing changes, all reported existing.
+    MemorySource again(Body(old_chunks), 4'000);
+    r = st.PutChunks(kBucket, create, &again);
+    ASSERT_TRUE(r.has_value()) << r.error();
+    EXPECT_EQ(r->existed, std::vector<bool>(s.n, true));
+    ExpectStored(st, d, {new_chunks[0], old_chunks[1], new_chunks[2], old_chunks[3]});
+
+    // The body is still checked whole: a short one fails and changes nothing.
+    std::vector<std::byte> short_body = Body(old_chunks);
+    short_body.pop_back();
+    MemorySource truncated(short_body, 4'000);
+    r = st.PutChunks(kBucket, create, &truncated);
+    ASSERT_FALSE(r.has_value());
+    EXPECT_EQ(r.error().subject(), Subject::kEntity);
+
+    // Without the option every chunk is replaced.
+    MemorySource replace(Body(old_chunks), 4'000);
+    r = st.PutChunks(kBucket, d, &replace);
+    ASSERT_TRUE(r.has_value()) << r.error();
+    EXPECT_TRUE(r->existed.empty());
+    ExpectStored(st, d, old_chunks);
+  }
+}
+
+// "First writer wins" under a race: writers whose chunk sets overlap PUT with if_none_match at
+// once; every request succeeds, every chunk is reported written by exactly one of them, and it
+// holds that writer's bytes.
+TEST_P(KvPutTest, RacingCreateIfAbsentPutsLeaveEachChunkWithExactlyOneWritersBytes) {
+  constexpr int kWriters = 6;
+  constexpr uint64_t kChunks = 8;
+  const Shape s{4, 2, 16'000, StoredLayout::kL2TD};  // each writer names 4 of the 8 chunks
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    auto name = [&](uint64_t j) {
+      return "race-" + std::to_string(round) + "-" + std::to_string(j);
+    };
+    auto global = [&](int w, uint64_t i) { return (w + i) % kChunks; };
+    auto bytes = [&](int w, uint64_t j) {
+      return testutil::PatternBytes(round * 1'000'000 + w * 1'000 + j + 1, s.layers * s.s);
+    };
+    std::vector<std::optional<Result<KvPutReport>>> results(kWriters);
+    std::latch start(kWriters);
+    std::vector<std::thread> threads;
+    for (int w = 0; w < kWriters; ++w) {
+      threads.emplace_back([&, w] {
+        Descriptor d = MakeDescriptor(s, /*compact=*/false, 2000 + w);
+        descriptor::ExplicitKeys keys;
+        std::vector<std::byte> body;
+        for (uint64_t i = 0; i < s.n; ++i) {
+          keys.names.push_back(name(global(w, i)));
+          const std::vector<std::byte> b = bytes(w, global(w, i));
+          body.insert(body.end(), b.begin(), b.end());
+        }
+        d.keys = std::move(keys);
+        d.if_none_match = true;
+        MemorySource source(std::move(body), 8'000);
+        start.arrive_and_wait();
+        results[w] = store_->PutChunks(kBucket, d, &source);
+      });
+    }
+    for (std::thread& t : threads) {
+      t.join();
+    }
+    std::vector<std::vector<int>> writers_of(kChunks);
+    for (int w = 0; w < kWriters; ++w) {
+      ASSERT_TRUE(results[w]->has_value()) << results[w]->error();
+      const KvPutReport& r = **results[w];
+      ASSERT_EQ(r.existed.size(), s.n);
+      for (uint64_t i = 0; i < s.n; ++i) {
+        if (!r.existed[i]) {
+          writers_of[global(w, i)].push_back(w);
+        }
+      }
+    }
+    for (uint64_t j = 0; j < kChunks; ++j) {
+      SCOPED_TRACE(name(j));
+      ASSERT_EQ(writers_of[j].size(), 1u) << "chunks must have exactly one writer";
+      Result<std::string> stored = test::GetString(*store_, ObjectKey{kBucket, name(j)});
+      ASSERT_TRUE(stored.has_value()) << stored.error();
+      const std::vector<std::byte> want = bytes(writers_of[j][0], j);
+      EXPECT_TRUE(*stored == std::string(reinterpret_cast<const char*>(want.data()), want.size()));
+    }
+  }
 }
 
 // A source that serves `bytes` and then fails, in place of more bytes or of its end.

@@ -144,7 +144,7 @@ TEST(RpcWire, DescriptorCallTypesRoundTripAndBadValuesAreRefused) {
   report.writes = 9;
   report.assigned_rate_gbps = 12.5;
   KvProbeResult probe{2, {10, 10, std::nullopt}};
-  KvPutReport put{3, 1200, 5, 6, 7, "req-2"};
+  KvPutReport put{3, 1200, 5, 6, 7, "req-2", {true, false, true}};
   std::vector<std::byte> body;
   WireWriter w(&body);
   Encode(w, report);
@@ -163,6 +163,21 @@ TEST(RpcWire, DescriptorCallTypesRoundTripAndBadValuesAreRefused) {
   EXPECT_EQ(probe2.sizes, probe.sizes);
   EXPECT_EQ(put2.request_id, "req-2");
   EXPECT_EQ(put2.bytes, 1200u);
+  EXPECT_EQ(put2.existed, put.existed);
+  {  // Create-if-absent's per-chunk answers are one per chunk or none.
+    KvPutReport bad{2, 800, 0, 0, 0, "req-3", {true, false, true}};
+    std::vector<std::byte> b;
+    WireWriter bw(&b);
+    Encode(bw, bad);
+    KvPutReport out;
+    EXPECT_EQ(DecodeBody(b, &out).field(), "report.existed");
+    bad.existed.clear();
+    b.clear();
+    WireWriter cw(&b);
+    Encode(cw, bad);
+    ASSERT_TRUE(DecodeBody(b, &out).ok());
+    EXPECT_TRUE(out.existed.empty());
+  }
   // More matched than requested, an unknown mode, more matched than sizes.
   for (const auto& [plan, field] :
        {std::pair{KvPlan{2, 3, descriptor::ServeMode::kChunkwise, 0, ""}, "plan.matched"},

@@ -116,7 +116,7 @@ TEST_P(StoreGroupTest, ObjectsAppearTogetherAtCommitAndReplaceEarlierVersions) {
   auto metas = (*group)->Commit();
   ASSERT_TRUE(metas.has_value()) << metas.error();
   ASSERT_EQ(metas->size(), 3u);
-  EXPECT_EQ((*metas)[1].size, 70'000u);
+  EXPECT_EQ((*metas)[1].meta.size, 70'000u);
   for (const auto& [name, bytes] : objects) {
     EXPECT_EQ(Content(name), bytes) << name;
   }
@@ -218,7 +218,7 @@ TEST_P(StoreGroupTest, ObjectsGetTheChunkEtagNotAnMd5) {
   ASSERT_EQ(metas->size(), rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
     SCOPED_TRACE(rows[i].name);
-    EXPECT_EQ((*metas)[i].etag, rows[i].etag);
+    EXPECT_EQ((*metas)[i].meta.etag, rows[i].etag);
     Result<ObjectMeta> head = store_->Head({"grp", rows[i].name});
     ASSERT_TRUE(head.has_value()) << head.error();
     EXPECT_EQ(head->etag, rows[i].etag);
@@ -249,8 +249,60 @@ TEST_P(StoreGroupTest, AContentMd5OfAnObjectIsChecked) {
       continue;
     }
     ASSERT_TRUE(metas.has_value()) << metas.error();
-    EXPECT_TRUE((*metas)[0].etag.ends_with("-1")) << (*metas)[0].etag;
+    EXPECT_TRUE((*metas)[0].meta.etag.ends_with("-1")) << (*metas)[0].meta.etag;
     EXPECT_EQ(Content("md5"), bytes);
+  }
+}
+
+// PutOptions::if_none_match in a group (create-if-absent, the descriptor PUT's
+// x-oc-if-none-match): a member whose key exists at the commit is left as it is, reported as
+// existing with the kept object's metadata, and its bytes are freed; the other members are
+// written in the same commit, and a member without the option still replaces its key.
+TEST_P(StoreGroupTest, IfNoneMatchMembersLeaveExistingKeysAndFreeTheirBytes) {
+  ASSERT_TRUE(PutString(*store_, {"grp", "kept"}, Bytes(1, 50'000)).has_value());
+  ASSERT_TRUE(PutString(*store_, {"grp", "replaced"}, Bytes(2, 20'000)).has_value());
+  const Result<ObjectMeta> kept_before = store_->Head({"grp", "kept"});
+  ASSERT_TRUE(kept_before.has_value());
+  auto group = store_->PutGroup("grp");
+  ASSERT_TRUE(group.has_value()) << group.error();
+  struct Member {
+    std::string name;
+    std::string bytes;
+    bool if_none_match;
+  };
+  const std::vector<Member> members = {{"kept", Bytes(3, 40'000), true},
+                                       {"new", Bytes(4, 30'000), true},
+                                       {"replaced", Bytes(5, 10'000), false}};
+  for (const Member& m : members) {
+    PutOptions o;
+    o.expected_size = m.bytes.size();
+    o.if_none_match = m.if_none_match;
+    ASSERT_TRUE((*group)->Begin(m.name, o).ok());
+    for (size_t pos = 0; pos < m.bytes.size(); pos += 3000) {
+      ASSERT_TRUE((*group)->Append(AsBytes(std::string_view(m.bytes).substr(pos, 3000))).ok());
+    }
+  }
+  auto committed = (*group)->Commit();
+  ASSERT_TRUE(committed.has_value()) << committed.error();
+  ASSERT_EQ(committed->size(), 3u);
+  EXPECT_TRUE((*committed)[0].existed);
+  EXPECT_EQ((*committed)[0].meta.etag, kept_before->etag);
+  EXPECT_EQ((*committed)[0].meta.size, 50'000u);
+  EXPECT_FALSE((*committed)[1].existed);
+  EXPECT_EQ((*committed)[1].meta.size, 30'000u);
+  EXPECT_FALSE((*committed)[2].existed);
+  EXPECT_EQ(Content("kept"), Bytes(1, 50'000));
+  EXPECT_EQ(Content("new"), Bytes(4, 30'000));
+  EXPECT_EQ(Content("replaced"), Bytes(5, 10'000));
+  EXPECT_EQ(Pending(), 0u);
+  // kept's 40,000 refused bytes are freed at the commit (RADOS leaves only replaced's old data
+  // object to the GC).
+  EXPECT_EQ(Extents(), ExtentsOf(50'000) + ExtentsOf(30'000) + ExtentsOf(10'000) +
+                           (IsRados() ? ExtentsOf(20'000) : 0));
+  if (GetParam() == Backend::kRocksData) {  // objects of 10,000+ bytes are in data files
+    EXPECT_EQ(Figure("data_file_live_bytes"), 50'000 + ExtentsOf(50'000) * kFrameHeaderBytes +
+                                                  30'000 + ExtentsOf(30'000) * kFrameHeaderBytes +
+                                                  10'000 + ExtentsOf(10'000) * kFrameHeaderBytes);
   }
 }
 

@@ -75,9 +75,13 @@ struct ListPage {
 };
 
 struct PutChunksResult {
-  uint64_t chunks = 0;
-  uint64_t bytes = 0;
+  uint64_t chunks = 0;  // N: chunks stored by this request or, below, left as they were
+  uint64_t bytes = 0;   // N·L·S sent
   std::string request_id;
+  // One entry per chunk, in descriptor order: true where the descriptor's if_none_match
+  // (create-if-absent) found the chunk already stored and left it as it was; always false
+  // without it.
+  std::vector<bool> existed;
 };
 
 // One descriptor GET in flight. Destroying it waits for the request to end.
@@ -153,7 +157,12 @@ class Client {
   // --- Descriptor requests (docs/protocol.md) ---
   // Stores the N chunks of `d` in one PUT /{bucket}?objectcache; `chunks` is the N chunk
   // objects back to back, chunk-major, each in d.layout. d.target and d.delivery are not
-  // sent. kInvalidArgument/kDescriptor if chunks.size() != N·L·S.
+  // sent. With d.if_none_match set (x-oc-if-none-match: *, docs/protocol.md "Descriptor PUT:
+  // create if absent") a chunk already stored is left as it is ("first writer wins" when
+  // serving nodes offload the same chunks) and PutChunksResult::existed says which; without
+  // it every chunk replaces what was stored. A key list too long for the header limit is
+  // sent as several PUTs, each all or nothing on its own.
+  // kInvalidArgument/kDescriptor if chunks.size() != N·L·S.
   Result<PutChunksResult> PutChunks(std::string_view bucket, const descriptor::Descriptor& d,
                                     ByteSpan chunks);
   // The same, the server pulling bytes [offset, offset + N·L·S) of `source` over UCX (connected
@@ -161,6 +170,7 @@ class Client {
   Result<PutChunksResult> PutChunks(std::string_view bucket, descriptor::Descriptor d,
                                     const TargetBuffer& source, uint64_t offset = 0);
   // The batch existence query: how many leading chunks of `d` are present, and each size.
+  // Here and in the GETs below d.if_none_match, a PUT's field, is not sent.
   Result<ProbeResult> ProbeChunks(std::string_view bucket, const descriptor::Descriptor& d);
   // Descriptor GET into `buffer` over UCX: d.target is set to bytes [offset, offset + N·L·S)
   // of it, under the data plane's connection to the server that serves `bucket` (discovered

@@ -76,6 +76,11 @@ struct Descriptor {
   std::optional<DataPlaneTarget> target;      // none: the HTTP body carries it
   std::optional<uint64_t> compute_window_us;  // c, per-layer compute time (scheduler)
   std::string request_id;                     // tracing; empty: the gateway assigns one
+  // A descriptor PUT's create-if-absent (`x-oc-if-none-match: *`, docs/protocol.md
+  // "Descriptor PUT: create if absent"): a chunk already stored is left as it is and reported
+  // as existing instead of being replaced, decided atomically with the commit. Only a PUT
+  // carries it; the decoder refuses it on a GET, POST or probe.
+  bool if_none_match = false;
 
   // N, the number of chunk keys of either form.
   uint64_t num_chunks() const;

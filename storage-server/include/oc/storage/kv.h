@@ -208,12 +208,16 @@ struct KvProbeResult {
 };
 
 struct KvPutReport {
-  uint64_t chunks = 0;          // chunk objects committed
-  uint64_t bytes = 0;           // bytes stored, N·L·S
+  uint64_t chunks = 0;          // chunk objects committed (written or, below, left as they were)
+  uint64_t bytes = 0;           // bytes received, N·L·S
   uint64_t receive_us = 0;      // pulling bytes from the source (body or UCX gets)
   uint64_t commit_wait_us = 0;  // waiting for commits after the last byte arrived
   uint64_t total_us = 0;
   std::string request_id;
+  // With Descriptor::if_none_match (create-if-absent): one entry per chunk, in descriptor
+  // order, true where the chunk was present at the commit and left as it was (this request's
+  // bytes for it were freed). Empty without it.
+  std::vector<bool> existed;
 };
 
 // Where PutChunks pulls chunk bytes from when the descriptor has no data-plane target: the

@@ -77,12 +77,16 @@ class ObjectGroupWriter {
   virtual Status Begin(std::string_view name, const PutOptions& options) = 0;
   // Appends bytes to the object Begin started. REQUIRES: Begin was called.
   virtual Status Append(ByteSpan data) = 0;
-  // Makes every object visible and durable; returns their metadata in Begin order.
+  // Makes every object visible and durable; returns each one's outcome in Begin order.
+  // An object begun with PutOptions::if_none_match whose key exists at this commit is not
+  // written: the key keeps its object, reported with existed = true; the check and the other
+  // objects' writes are one atomic step (on RADOS: per index shard, as above), so of several
+  // groups racing for an absent key exactly one writes it.
   // kInvalidArgument/kEntity if an object's expected_size was not met, kInvalidArgument/kDigest
   // if its content_md5 differs, kNotFound/kBucket if the bucket was deleted meanwhile; on
   // these nothing became visible. After Commit (either outcome) the group is spent. A name
-  // given twice keeps its last object.
-  virtual Result<std::vector<ObjectMeta>> Commit() = 0;
+  // given twice keeps its last object (both entries report the key's outcome's `existed`).
+  virtual Result<std::vector<GroupCommitted>> Commit() = 0;
 };
 
 // Reads a resolved byte range of one version of an object.
@@ -214,7 +218,10 @@ class Store {
   // over UCX when d.target is set (chunk j at [j·L·S, (j+1)·L·S) of it), else from `body`,
   // the N objects back to back, which must read 0 (its verified end, kv.h) right after N·L·S
   // bytes. kInvalidArgument/kEntity if the body is shorter or longer than N·L·S; the source's
-  // error if it fails (e.g. kCancelled for an abandoned body).
+  // error if it fails (e.g. kCancelled for an abandoned body). With d.if_none_match
+  // (create-if-absent) a chunk present at the commit is left as it is, decided atomically with
+  // the commit of the others (ObjectGroupWriter::Commit), and reported in
+  // KvPutReport::existed; the request succeeds when every chunk is written or present.
   virtual Result<KvPutReport> PutChunks(std::string_view bucket, const descriptor::Descriptor& d,
                                         ChunkSource* body) = 0;
 

@@ -104,10 +104,21 @@ struct PutOptions {
   // key exists. if_match (an unquoted ETag): kNotFound/kKey if the key is absent,
   // kFailedPrecondition/kKey (field "If-Match") if its ETag differs. On either nothing is
   // stored. Objects only: parts ignore them. In a group (Store::PutGroup) if_none_match does
-  // not fail the group: a member whose key exists is left as it is and reported as existing
-  // (ObjectGroupWriter::Commit). Default: unconditional.
+  // not fail the group: a member whose key exists at the group's commit is left as it is and
+  // reported as existing (GroupCommitted); if_match is not taken there. Default:
+  // unconditional.
   bool if_none_match = false;
   std::optional<std::string> if_match;
+};
+
+// One object of a committed group (ObjectGroupWriter::Commit), in Begin order.
+struct GroupCommitted {
+  // The object the key holds after the commit: the one this group wrote, or the one its
+  // if_none_match left in place.
+  ObjectMeta meta;
+  // PutOptions::if_none_match found the key present at the commit: nothing was written for
+  // it and its bytes were freed.
+  bool existed = false;
 };
 
 struct ListOptions {
