@@ -533,10 +533,12 @@ descriptor::Descriptor SubDescriptor(const descriptor::Descriptor& d, uint64_t f
 }
 
 // Stores the chunks of `d` from `body` (HTTP) or from `source` at `offset` (UCX pull). With
-// `if_absent`, one probe first and only absent chunks are sent ("exists" for the others; the
-// gateway's own create-if-absent PUT is not used yet, so two writers racing between probe and
-// PUT both store, the later one's bytes winning). Chunks go in runs of at most `batch` keys;
-// a failed run marks its keys failed and the next run is still tried. No GIL needed.
+// `if_absent`, one probe first so chunks already present are not sent ("exists"), and the
+// PUTs of the rest carry the descriptor's create-if-absent field (docs/protocol.md), so a
+// writer that stored one of them between the probe and the PUT keeps it: the server reports
+// that chunk as existing ("exists") and the first writer's bytes stay. Chunks go in runs of at
+// most `batch` keys; a failed run marks its keys failed and the next run is still tried. No
+// GIL needed.
 PutReport PutChunks(client::Client& cl, const std::string& bucket, const descriptor::Descriptor& d,
                     ByteSpan body, client::TargetBuffer* source, uint64_t offset, bool if_absent,
                     uint64_t batch) {
@@ -571,7 +573,8 @@ PutReport PutChunks(client::Client& cl, const std::string& bucket, const descrip
     while (j + count < n && send[j + count] && count < batch) {
       ++count;
     }
-    const descriptor::Descriptor sub = count == n ? d : SubDescriptor(d, j, count);
+    descriptor::Descriptor sub = count == n ? d : SubDescriptor(d, j, count);
+    sub.if_none_match = if_absent;
     Result<client::PutChunksResult> r =
         source != nullptr
             ? cl.PutChunks(bucket, sub, *source, offset + j * chunk_bytes)
@@ -583,6 +586,11 @@ PutReport PutChunks(client::Client& cl, const std::string& bucket, const descrip
       }
     }
     if (r.has_value()) {
+      for (uint64_t k = 0; k < count && k < r->existed.size(); ++k) {
+        if (r->existed[k]) {
+          report.status[j + k] = "exists";
+        }
+      }
       report.chunks += r->chunks;
       report.bytes += r->bytes;
       report.request_ids.push_back(r->request_id);
