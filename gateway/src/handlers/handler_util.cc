@@ -10,6 +10,9 @@ namespace oc::gateway {
 namespace {
 
 constexpr std::string_view kMetaPrefix = "x-amz-meta-";
+// Stored checksums are headers with this prefix (docs/decisions.md, "S3 checksums: verified
+// on upload, stored as a header, zlib and ISA-L").
+constexpr std::string_view kChecksumPrefix = "x-amz-checksum-";
 // Representation headers S3 stores with an object and returns on GET/HEAD.
 constexpr std::string_view kStoredHeaders[] = {"cache-control", "content-disposition",
                                                "content-encoding", "content-language", "expires"};
@@ -67,10 +70,70 @@ void AddObjectHeaders(const storage::ObjectMeta& meta, Response* res) {
     res->AddHeader(std::move(header), value);
   }
   for (const auto& [name, value] : meta.headers) {
-    res->AddHeader(name, value);
+    if (!name.starts_with(kChecksumPrefix)) {
+      res->AddHeader(name, value);
+    }
   }
   if (meta.parts_count > 0) {
     res->AddHeader("x-amz-mp-parts-count", std::to_string(meta.parts_count));
+  }
+}
+
+std::optional<Response> ParseUploadChecksum(const Request& req, UploadStart* start) {
+  constexpr std::string_view kMultiple =
+      "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.";
+  std::optional<auth::ChecksumAlgorithm> algorithm;
+  std::string_view header;
+  std::string_view value;
+  for (const auto& [name, v] : req.headers) {
+    std::optional<auth::ChecksumAlgorithm> a = auth::ChecksumFromHeaderName(name);
+    if (!a) {
+      continue;
+    }
+    if (algorithm || !req.checksum_trailer.empty()) {
+      return Response::Error(S3Error::kInvalidRequest, std::string(name), std::string(v),
+                             std::string(kMultiple));
+    }
+    algorithm = a;
+    header = auth::ChecksumHeaderName(*a);
+    value = Trim(v);
+    if (!auth::IsChecksumValue(*a, value)) {
+      return Response::Error(S3Error::kInvalidRequest, std::string(header), std::string(v),
+                             "Value for " + std::string(header) + " header is invalid.");
+    }
+  }
+  if (!req.checksum_trailer.empty()) {
+    algorithm = auth::ChecksumFromHeaderName(req.checksum_trailer);
+  }
+  if (std::optional<std::string_view> sdk = req.Header("x-amz-sdk-checksum-algorithm")) {
+    std::optional<auth::ChecksumAlgorithm> named = auth::ChecksumFromName(Trim(*sdk));
+    if (!named || (algorithm && *named != *algorithm)) {
+      return Response::Error(S3Error::kInvalidRequest, "x-amz-sdk-checksum-algorithm",
+                             std::string(*sdk),
+                             "Value for x-amz-sdk-checksum-algorithm header is invalid.");
+    }
+  }
+  if (!algorithm) {
+    return std::nullopt;
+  }
+  start->checksum = std::make_unique<auth::Checksum>(*algorithm);
+  start->checksum_expected = std::string(value);
+  return std::nullopt;
+}
+
+bool ChecksumModeEnabled(const Request& req) {
+  std::optional<std::string_view> mode = req.Header("x-amz-checksum-mode");
+  return mode && EqualsIgnoreCase(Trim(*mode), "ENABLED");
+}
+
+void AddChecksumHeaders(const storage::ObjectMeta& meta, Response* res) {
+  for (const auto& [name, value] : meta.headers) {
+    if (name.starts_with(kChecksumPrefix)) {
+      res->AddHeader(name, value);
+      res->AddHeader("x-amz-checksum-type",
+                     value.find('-') != std::string::npos ? "COMPOSITE" : "FULL_OBJECT");
+      return;
+    }
   }
 }
 
