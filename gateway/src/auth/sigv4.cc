@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "auth/checksum.h"
+#include "auth/sigv2.h"
 #include "oc/common/text.h"
 #include "oc/sigv4/uri.h"
 
@@ -407,11 +408,16 @@ Result<AuthResult> Authenticator::Authenticate(const RequestView& req,
     return kv.first == "X-Amz-Algorithm" || kv.first == "X-Amz-Credential" ||
            kv.first == "X-Amz-Signature";
   });
-  if (authorization.count > 0 && presigned) {
+  const bool sigv2_query = !presigned && IsSigV2Query(target);
+  if (authorization.count > 0 && (presigned || sigv2_query)) {
     return Status::InvalidArgument("Authorization", "only one auth mechanism allowed");
   }
   if (authorization.count > 1) {
     return Malformed("Authorization", "repeated Authorization header");
+  }
+  if (authorization.count == 1 && IsSigV2Authorization(authorization.value)) {
+    return AuthenticateSigV2Header(req, target, authorization.value, creds_, options_,
+                                   std::chrono::floor<std::chrono::seconds>(now));
   }
   if (authorization.count == 1) {
     return AuthenticateHeader(req, target, authorization.value, creds_, options_,
@@ -421,12 +427,11 @@ Result<AuthResult> Authenticator::Authenticate(const RequestView& req,
     return AuthenticatePresigned(req, target, creds_, options_,
                                  std::chrono::floor<std::chrono::seconds>(now));
   }
-  // A SigV2 presigned URL (what boto3's generate_presigned_url makes unless configured for
-  // s3v4) is refused as unsupported rather than served as an anonymous request.
-  if (std::any_of(target.query.begin(), target.query.end(),
-                  [](const auto& kv) { return kv.first == "AWSAccessKeyId"; })) {
-    return Status(Code::kUnimplemented, Subject::kSignature, "AWSAccessKeyId",
-                  "Signature Version 2 is not supported; sign with AWS4-HMAC-SHA256 (s3v4)");
+  // A SigV2 presigned URL (aws-cli v1's `s3 presign`, boto3's generate_presigned_url unless
+  // configured for s3v4).
+  if (sigv2_query) {
+    return AuthenticateSigV2Query(req, target, creds_, options_,
+                                  std::chrono::floor<std::chrono::seconds>(now));
   }
   return AuthResult{};  // anonymous
 }
