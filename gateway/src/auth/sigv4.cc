@@ -300,17 +300,22 @@ Result<AuthResult> AuthenticatePresigned(const RequestView& req, const ParsedTar
     return Malformed("X-Amz-Date", "X-Amz-Date must be yyyymmddThhmmssZ");
   }
   OC_RETURN_IF_ERROR(CheckScope(credential, amz_date, options, "X-Amz-Credential"));
-  if (expires_text.empty() || expires_text.size() > 7 ||
-      !std::all_of(expires_text.begin(), expires_text.end(),
-                   [](char c) { return c >= '0' && c <= '9'; })) {
+  // A number that is not 1..604800 (0, negative, too long) is AccessDenied, as S3 answers
+  // it; text that is not a number at all is a malformed parameter.
+  const std::string_view expires_digits =
+      expires_text.starts_with('-') ? expires_text.substr(1) : expires_text;
+  if (expires_digits.empty() || !std::all_of(expires_digits.begin(), expires_digits.end(),
+                                             [](char c) { return c >= '0' && c <= '9'; })) {
     return Malformed("X-Amz-Expires", "X-Amz-Expires must be a number of seconds");
   }
   int64_t expires = 0;
-  for (char c : expires_text) {
+  for (char c : expires_digits.substr(0, 8)) {
     expires = expires * 10 + (c - '0');
   }
-  if (expires < 1 || expires > kMaxPresignedExpiresSeconds) {
-    return Malformed("X-Amz-Expires", "X-Amz-Expires must be 1..604800 seconds");
+  if (expires_text.starts_with('-') || expires_digits.size() > 8 || expires < 1 ||
+      expires > kMaxPresignedExpiresSeconds) {
+    return AccessDenied("X-Amz-Expires",
+                        "X-Amz-Expires must be more than 0 and at most 604800 seconds (7 days)");
   }
   if (signed_text.size() > kMaxAuthorizationBytes) {
     return Malformed("X-Amz-SignedHeaders", "too long");

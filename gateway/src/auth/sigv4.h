@@ -24,8 +24,9 @@
 //   InvalidAccessKeyId                  403  kUnauthenticated   kAccessKey  ""
 //   RequestTimeTooSkewed                403  kOutOfRange        kSignature  "x-amz-date"
 //   AccessDenied (expired or not yet    403  kPermissionDenied  kSignature  "X-Amz-Expires" /
-//     valid presigned URL; missing or                                       "X-Amz-Date" /
-//     unparsable x-amz-date header)                                         "x-amz-date"
+//     valid presigned URL; X-Amz-Expires                                    "X-Amz-Date" /
+//     0, negative or over 604800; missing                                   "x-amz-date"
+//     or unparsable x-amz-date header)
 //   AccessDenied (an x-amz-* or x-oc-*  403  kPermissionDenied  kSignature  the first such
 //     header the signature does not                                         header (lowercase)
 //     cover: CheckHeadersSigned)

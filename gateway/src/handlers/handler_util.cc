@@ -18,23 +18,40 @@ constexpr std::string_view kStoredHeaders[] = {"cache-control", "content-disposi
                                                "content-encoding", "content-language", "expires"};
 
 // "aws-chunked" is a transfer detail of streaming uploads, not part of the object (S3 drops it).
+// Everything else is kept as sent, separators and spaces included ("deflate, gzip").
 std::string WithoutAwsChunked(std::string_view encoding) {
   std::string out;
-  while (!encoding.empty()) {
+  bool first = true;
+  while (true) {
     const size_t comma = encoding.find(',');
-    const std::string_view item = Trim(encoding.substr(0, comma), " ");
-    if (!item.empty() && !EqualsIgnoreCase(item, "aws-chunked")) {
-      if (!out.empty()) {
+    const std::string_view item = encoding.substr(0, comma);
+    if (!EqualsIgnoreCase(Trim(item), "aws-chunked")) {
+      if (!first) {
         out.push_back(',');
       }
       out.append(item);
+      first = false;
     }
     if (comma == std::string_view::npos) {
       break;
     }
     encoding.remove_prefix(comma + 1);
   }
-  return out;
+  return std::string(Trim(out));
+}
+
+// S3 returns a metadata value with bytes outside printable ASCII as an RFC 2047 encoded word
+// ("Using non-US-ASCII characters in metadata"); values that are already encoded words are
+// ASCII and pass unchanged. Base64 ("B") encoding: any byte sequence decodes back exactly.
+std::string MailSafe(const std::string& value) {
+  const bool plain = std::all_of(value.begin(), value.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return (u >= 0x20 && u < 0x7f) || u == '\t';
+  });
+  if (plain) {
+    return value;
+  }
+  return "=?UTF-8?B?" + Base64Encode(value) + "?=";
 }
 
 }  // namespace
@@ -67,7 +84,7 @@ void AddObjectHeaders(const storage::ObjectMeta& meta, Response* res) {
   for (const auto& [name, value] : meta.user_meta) {
     std::string header(kMetaPrefix);
     header.append(name);
-    res->AddHeader(std::move(header), value);
+    res->AddHeader(std::move(header), MailSafe(value));
   }
   for (const auto& [name, value] : meta.headers) {
     if (!name.starts_with(kChecksumPrefix)) {
