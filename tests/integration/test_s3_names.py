@@ -10,8 +10,8 @@ boto3 and raw requests, over the embedded and the remote store:
   sent stay as sent. Content-Encoding is stored as sent, aws-chunked removed.
 - A PUT with Date and x-amz-date, or x-amz-date alone, is accepted; X-Amz-Expires of 0,
   negative or over 604800 is 403 AccessDenied.
-- DeleteObject on a deleted bucket is 404 NoSuchBucket; for a user who owns nothing, a missing
-  bucket is NoSuchBucket before any AccessDenied."""
+- DeleteObject on a deleted bucket is 404 NoSuchBucket; for a user who owns nothing and for
+  anonymous requests, a missing bucket is NoSuchBucket before any AccessDenied."""
 import base64
 import datetime
 import email.header
@@ -266,3 +266,33 @@ def alice(server):
                         aws_access_key_id=ALICE[1], aws_secret_access_key=ALICE[2],
                         config=Config(signature_version="s3v4", s3={"addressing_style": "path"},
                                       retries={"max_attempts": 1}))
+
+
+def test_missing_bucket_is_no_such_bucket_before_access_denied(server, bucket):
+    s3 = server.boto3()
+    s3.create_bucket(Bucket=bucket)
+    s3.put_object(Bucket=bucket, Key="foo", Body=b"x")
+    s3.delete_object(Bucket=bucket, Key="foo")
+    s3.delete_bucket(Bucket=bucket)
+    for client in (s3, alice(server)):
+        for call in (lambda c: c.delete_object(Bucket=bucket, Key="foo"),
+                     lambda c: c.put_object(Bucket=bucket, Key="foo", Body=b"x"),
+                     lambda c: c.get_object(Bucket=bucket, Key="foo"),
+                     lambda c: c.list_objects_v2(Bucket=bucket)):
+            with pytest.raises(ClientError) as e:
+                call(client)
+            assert e.value.response["Error"]["Code"] == "NoSuchBucket"
+            assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
+    # Anonymous requests too: a missing bucket is NoSuchBucket, as S3 answers.
+    for method in ("GET", "DELETE", "PUT"):
+        status, _, body = send(server.port, method, f"/{bucket}/foo", [])
+        assert status == 404 and error_code(body)[0] == "NoSuchBucket", (method, body)
+    # An existing bucket of someone else's stays AccessDenied for alice and for anonymous.
+    s3.create_bucket(Bucket=bucket)
+    with pytest.raises(ClientError) as e:
+        alice(server).delete_object(Bucket=bucket, Key="foo")
+    assert e.value.response["Error"]["Code"] == "AccessDenied"
+    for method in ("GET", "DELETE", "PUT"):
+        status, _, body = send(server.port, method, f"/{bucket}/foo", [])
+        assert status == 403 and error_code(body)[0] == "AccessDenied", (method, body)
+    s3.delete_bucket(Bucket=bucket)
