@@ -5,6 +5,10 @@ client's would be.
 
 Benchmarks (each at concurrency 1, 8 and 32, embedded store and remote store):
   GET 4 KiB / 64 KiB / 1 MiB            one hot object per size, repeated GETs
+  HEAD 4 KiB / 64 KiB / 1 MiB           HEADs of the same object (a KV client's hit check:
+                                        LMCache sends one per key; beside GET by default),
+                                        driven by run_heads, not wrk (wrk cannot parse HEAD
+                                        answers): rows say driver = "python"
   PUT 4 KiB / 64 KiB / 1 MiB            durable PUTs (sync_writes = true) overwriting ONE key
                                         (c connections race on it; rows say keys = "one")
   PUT-DISTINCT 4 KiB / 64 KiB / 1 MiB   durable PUTs, each to a key never written before
@@ -19,10 +23,10 @@ is compared with (`nginx_ratio` in the output: our ops/s over nginx's per size a
 concurrency). --reps alternates the modes that many times.
 
 Usage: bench/gateway_bench.py [--seconds 5] [--modes embedded,remote,nginx] [--sizes 4096,...]
-       [--conc 1,8,32] [--ops GET,PUT] [--reps 1] [--out FILE]
+       [--conc 1,8,32] [--ops GET,HEAD,PUT] [--reps 1] [--out FILE]
        bench/gateway_bench.py --endpoint URL --access-key K --secret-key S [--label NAME]
        [--cpu-pids name=pid,...] [--bucket B] [--seconds ...] [--sizes ...] [--conc ...]
-       [--osd-asok PATH] [--ops GET,PUT,PUT-DISTINCT]
+       [--osd-asok PATH] [--ops GET,HEAD,PUT,PUT-DISTINCT]
 --out defaults to bench/results/<YYYY-MM-DD>/gateway_bench.json (UTC date).
 Binaries: OC_OBJECTCACHE_BIN, OC_GATEWAY_BIN, OC_STORAGE_SERVER_BIN (default: build/release).
 --endpoint measures a server that is already running (any S3 server: Ceph RGW, `objectcache
@@ -159,6 +163,63 @@ def run_wrk(url, conc, seconds, script=None, env=None):
             "errors": non_2xx + socket_errors, "non_2xx": non_2xx,
             "socket_errors": socket_errors, "ops_per_s": rps,
             "p50_ms": parse_latency(out, "50"), "p99_ms": parse_latency(out, "99")}
+
+
+def _head_worker(host, port, target, deadline, out):
+    """One keep-alive connection sending HEAD `target` until `deadline`: its latencies (s) and
+    errors, put on `out`."""
+    import socket
+    request = (f"HEAD {target} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n").encode()
+    lat, errors = [], 0
+    s = socket.create_connection((host, port))
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    buf = b""
+    while time.time() < deadline:
+        t0 = time.perf_counter()
+        s.sendall(request)
+        while b"\r\n\r\n" not in buf:
+            chunk = s.recv(65536)
+            if not chunk:
+                out.put((lat, errors + 1))
+                return
+            buf += chunk
+        head, _, buf = buf.partition(b"\r\n\r\n")
+        lat.append(time.perf_counter() - t0)
+        if not head.startswith(b"HTTP/1.1 2"):
+            errors += 1
+    s.close()
+    out.put((lat, errors))
+
+
+def run_heads(url, conc, seconds):
+    """HEADs of `url` over `conc` keep-alive connections, one process each, as run_wrk reports.
+    wrk cannot drive HEAD (its parser waits for the Content-Length body that a HEAD answer
+    announces but does not carry), so this small driver does; it is Python, so at high
+    concurrency the driver, not the server, may be the limit: compare server CPU per request."""
+    import multiprocessing
+    u = urllib.parse.urlsplit(url)
+    target = u.path + ("?" + u.query if u.query else "")
+    out = multiprocessing.Queue()
+    deadline = time.time() + seconds
+    procs = [multiprocessing.Process(target=_head_worker,
+                                     args=(u.hostname, u.port, target, deadline, out))
+             for _ in range(conc)]
+    t0 = time.time()
+    for p in procs:
+        p.start()
+    lat, errors = [], 0
+    for _ in procs:
+        l, e = out.get()
+        lat += l
+        errors += e
+    for p in procs:
+        p.join()
+    elapsed = max(time.time() - t0, 1e-9)
+    lat.sort()
+    pct = (lambda q: round(lat[min(len(lat) - 1, int(q * len(lat)))] * 1e3, 3) if lat else 0.0)
+    return {"requests": len(lat), "wrapped": 0, "errors": errors, "non_2xx": errors,
+            "socket_errors": 0, "ops_per_s": len(lat) / elapsed, "p50_ms": pct(0.5),
+            "p99_ms": pct(0.99), "driver": "python"}
 
 
 def bench_mode(mode, args, results):
@@ -327,7 +388,7 @@ def bench_server(mode, s3, bucket, pids, root, args, results):
         key = f"obj-{size}"
         s3.put_object(Bucket=bucket, Key=key, Body=open(body_path, "rb").read())
         for op in args.ops:
-            method = "get_object" if op == "GET" else "put_object"
+            method = {"GET": "get_object", "HEAD": "head_object"}.get(op, "put_object")
             url = s3.generate_presigned_url(method, Params={"Bucket": bucket, "Key": key},
                                             ExpiresIn=3600)
             script = None
@@ -356,7 +417,8 @@ def measure(results, mode, op, size, conc, url, script, env, pids, args):
     """One wrk run; appends its row (ops/s, latency, server CPU per request) to results."""
     cpu0 = {n: cpu_seconds([p]) for n, p in pids.items()}
     osd0 = osd_ops(args.osd_asok) if args.osd_asok else None
-    r = run_wrk(url, conc, args.seconds, script, env)
+    r = run_heads(url, conc, args.seconds) if op == "HEAD" else run_wrk(url, conc, args.seconds,
+                                                                         script, env)
     osd1 = osd_ops(args.osd_asok) if args.osd_asok else None
     per = {}
     for n, p in pids.items():
@@ -365,9 +427,10 @@ def measure(results, mode, op, size, conc, url, script, env, pids, args):
     cpu = sum(per.values())
     reqs = max(r["requests"], 1)
     r.update({"mode": mode, "op": op, "size": size, "concurrency": conc,
-              "keys": {"GET": "one", "PUT": "one"}.get(op, "distinct"),
-              # Failed requests (non-2xx, socket errors) move no object.
-              "mb_per_s": r["ops_per_s"] * size / 1e6 * (r["requests"] - r["errors"]) / reqs,
+              "keys": {"GET": "one", "HEAD": "one", "PUT": "one"}.get(op, "distinct"),
+              # Failed requests (non-2xx, socket errors) move no object; a HEAD moves none.
+              "mb_per_s": (0 if op == "HEAD" else r["ops_per_s"] * size / 1e6 *
+                           (r["requests"] - r["errors"]) / reqs),
               "server_cpu_us_per_req": cpu * 1e6 / reqs,
               "cpu_us_per_req": {n: v * 1e6 / reqs for n, v in per.items()},
               "loadavg": os.getloadavg()[0]})
@@ -386,7 +449,7 @@ def main():
     ap.add_argument("--modes", default="embedded,remote")
     ap.add_argument("--sizes", default="4096,65536,1048576")
     ap.add_argument("--conc", default="1,8,32")
-    ap.add_argument("--ops", default="GET,PUT")
+    ap.add_argument("--ops", default="GET,HEAD,PUT")
     ap.add_argument("--reps", type=int, default=1, help="alternate the modes this many times")
     ap.add_argument("--endpoint", help="measure this running S3 server instead of ours")
     ap.add_argument("--access-key", default=os.environ.get("AWS_ACCESS_KEY_ID"))
@@ -410,8 +473,8 @@ def main():
         if not sep or not name or not setting:
             ap.error(f"--variant takes NAME=SETTING, not {v}")
         args.variants[name] = setting
-    if not set(args.ops) <= {"GET", "PUT", "PUT-DISTINCT"}:
-        ap.error(f"--ops takes GET, PUT and/or PUT-DISTINCT, not {','.join(args.ops)}")
+    if not set(args.ops) <= {"GET", "HEAD", "PUT", "PUT-DISTINCT"}:
+        ap.error(f"--ops takes GET, HEAD, PUT and/or PUT-DISTINCT, not {','.join(args.ops)}")
     results = []
     if args.endpoint:
         if not (args.access_key and args.secret_key):

@@ -20,6 +20,14 @@ unset(CMAKE_REQUIRED_LIBRARIES)
 
 find_package(Boost 1.74 REQUIRED COMPONENTS program_options)
 find_package(OpenSSL REQUIRED)
+# S3 checksums (gateway/src/auth/checksum.cc): zlib's CRC32 and ISA-L's CRC32C (libisal-dev;
+# crc32_iscsi, with its own CPU dispatch). No pkg-config file in Debian 12's libisal-dev.
+find_package(ZLIB REQUIRED)
+find_library(ISAL_LIBRARY isal REQUIRED)
+find_path(ISAL_INCLUDE_DIR isa-l/crc.h REQUIRED)
+add_library(oc_isal INTERFACE)
+target_link_libraries(oc_isal INTERFACE ${ISAL_LIBRARY})
+target_include_directories(oc_isal SYSTEM INTERFACE ${ISAL_INCLUDE_DIR})
 find_package(tomlplusplus REQUIRED)
 # JSON for the `oc` CLI's request files and output (header-only).
 find_package(nlohmann_json 3 REQUIRED)

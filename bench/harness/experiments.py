@@ -192,7 +192,7 @@ def transport(ctx):
         cmd = ["/usr/bin/python3", os.path.join(BENCH, "gateway_bench.py"),
                "--seconds", str(p["seconds"]), "--modes", ",".join(p["modes"]),
                "--sizes", ",".join(str(s) for s in p["sizes"]),
-               "--conc", ",".join(str(c) for c in p["conc"]), "--ops", "GET,PUT",
+               "--conc", ",".join(str(c) for c in p["conc"]), "--ops", "GET,HEAD,PUT",
                "--out", out_json]
         commands.append(" ".join(cmd))
         run(cmd, ctx["log_dir"], "gateway_bench", ctx["progress"], timeout=1800,

@@ -49,7 +49,9 @@ int main(int argc, char** argv) {
   flags.add_options()("help,h", "show this help")(
       "config", po::value<std::string>(), "TOML configuration file (conf/objectcache.toml)")(
       "data-dir", po::value<std::string>(), "data directory (storage.data_dir)")(
-      "listen", po::value<std::string>(), "HOST:PORT to listen on (gateway.listen)");
+      "listen", po::value<std::string>(), "HOST:PORT to listen on (gateway.listen)")(
+      "virtual-host-domain", po::value<std::string>(),
+      "serve <bucket>.DOMAIN virtual-host requests (gateway.virtual_host_domain)");
   po::options_description hidden;
   hidden.add_options()("command", po::value<std::string>());
   po::options_description all;
@@ -106,6 +108,9 @@ int main(int argc, char** argv) {
   }
   if (vm.count("listen") != 0) {
     gateway.listen = vm["listen"].as<std::string>();
+  }
+  if (vm.count("virtual-host-domain") != 0) {
+    gateway.virtual_host_domain = vm["virtual-host-domain"].as<std::string>();
   }
   if (gateway.credentials_file.empty()) {
     gateway.credentials_file = store.data_dir + "/credentials.toml";

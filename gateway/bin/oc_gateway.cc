@@ -31,7 +31,9 @@ int main(int argc, char** argv) {
   flags.add_options()("help,h", "show this help")("config", po::value<std::string>(),
                                                   "TOML configuration file (conf/gateway.toml)")(
       "storage", po::value<std::string>(), "HOST:PORT[,HOST:PORT...] of oc-storage-server(s)")(
-      "listen", po::value<std::string>(), "HOST:PORT to listen on (gateway.listen)");
+      "listen", po::value<std::string>(), "HOST:PORT to listen on (gateway.listen)")(
+      "virtual-host-domain", po::value<std::string>(),
+      "serve <bucket>.DOMAIN virtual-host requests (gateway.virtual_host_domain)");
   po::variables_map vm;
   try {
     po::store(po::parse_command_line(argc, argv, flags), vm);
@@ -42,7 +44,8 @@ int main(int argc, char** argv) {
   }
   if (vm.count("help") != 0) {
     std::cout << "Usage: oc-gateway [--config FILE] --storage HOST:PORT[,HOST:PORT...] "
-                 "[--listen HOST:PORT]\nOC_RPC_SECRET: the storage RPC shared secret.\n\n"
+                 "[--listen HOST:PORT] [--virtual-host-domain DOMAIN]\nOC_RPC_SECRET: the storage "
+                 "RPC shared secret.\n\n"
               << flags;
     return 0;
   }
@@ -67,6 +70,9 @@ int main(int argc, char** argv) {
   }
   if (vm.count("listen") != 0) {
     gateway.listen = vm["listen"].as<std::string>();
+  }
+  if (vm.count("virtual-host-domain") != 0) {
+    gateway.virtual_host_domain = vm["virtual-host-domain"].as<std::string>();
   }
   if (gateway.credentials_file.empty()) {
     gateway.credentials_file = "./credentials.toml";

@@ -74,17 +74,19 @@ std::optional<Response> Access::Check(const Request& req, S3Op op, const std::st
     }
     return std::nullopt;
   }
+  // S3's precedence: a bucket that does not exist is NoSuchBucket before any AccessDenied,
+  // for a signed user and an anonymous request alike.
+  Result<std::string> owner = Owner(bucket);
+  if (!owner.has_value()) {
+    return Response::FromStatus(
+        owner.error().IsNotFound() ? owner.error().WithSubject(Subject::kBucket) : owner.error());
+  }
   if (req.user == nullptr) {
     const bool is_public =
         std::find(public_read_.begin(), public_read_.end(), bucket) != public_read_.end();
     if (!is_public || !IsPublicRead(op)) {
       return Response::Error(S3Error::kAccessDenied);
     }
-  }
-  Result<std::string> owner = Owner(bucket);
-  if (!owner.has_value()) {
-    return Response::FromStatus(
-        owner.error().IsNotFound() ? owner.error().WithSubject(Subject::kBucket) : owner.error());
   }
   if (req.user != nullptr && !Granted(*req.user, bucket, *owner)) {
     return Response::Error(S3Error::kAccessDenied);

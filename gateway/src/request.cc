@@ -64,6 +64,7 @@ Response Response::FromStatus(const Status& status, const Request* request) {
     case S3Error::kAccessDenied:
     case S3Error::kMalformedXML:
     case S3Error::kInvalidBucketName:
+    case S3Error::kBadDigest:  // which digest (Content-MD5, x-amz-checksum-*) differed
       message = std::string(status.message());
       break;
     case S3Error::kSlowDown:

@@ -36,6 +36,9 @@ struct Request {
   // The body is covered by the signature: a hex x-amz-content-sha256 the gateway checks, or
   // signed aws-chunked. False for UNSIGNED-PAYLOAD, presigned URLs and anonymous requests.
   bool body_signed = false;
+  // The x-amz-checksum-* header named by x-amz-trailer of an unsigned-trailer aws-chunked
+  // upload, lowercase; "" otherwise (the decoder verifies it: AwsChunkedDecoder).
+  std::string checksum_trailer;
   std::optional<uint64_t> content_length;
   std::string body;  // BodyPolicy::kXml only
 

@@ -94,6 +94,7 @@ auth::AuthOptions MakeAuthOptions(const GatewayOptions& options) {
   auth.region = options.region;
   // The session decodes every aws-chunked mode with AwsChunkedDecoder(AuthResult).
   auth.accept_unsigned_trailer = true;
+  auth.virtual_host_domain = options.virtual_host_domain;
   return auth;
 }
 

@@ -248,6 +248,7 @@ asio::awaitable<bool> Session<Stream>::Serve() {
   req.user = ex.auth.user;
   req.body_signed = ex.auth.payload == auth::PayloadMode::kSigned ||
                     ex.auth.payload == auth::PayloadMode::kStreamingSigned;
+  req.checksum_trailer = ex.auth.trailer;
 
   if (req.route.op == S3Op::kMethodNotAllowed) {
     co_return co_await Finish(Response::Error(S3Error::kMethodNotAllowed));

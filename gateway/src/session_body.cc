@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include <fmt/format.h>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
@@ -23,6 +24,33 @@ namespace {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+
+// At the end of an upload's body: the checksum it declared (UploadStart::checksum) against the
+// bytes received. A header's value must equal what was computed (400 BadDigest naming it, and
+// nothing is stored); a trailer's was checked by the decoder, and a PutObject adds it to the
+// object now (ObjectWriter::AddHeader). Sets *value to the checksum the object carries.
+Status CheckUploadChecksum(UploadStart& start, const std::string& trailer_value, const Request& req,
+                           std::string* value) {
+  if (!start.checksum) {
+    return Status::Ok();
+  }
+  const auth::ChecksumAlgorithm algorithm = start.checksum->algorithm();
+  std::string header(auth::ChecksumHeaderName(algorithm));
+  if (!start.checksum_expected.empty()) {
+    if (start.checksum->FinishBase64() != start.checksum_expected) {
+      return Status(Code::kInvalidArgument, Subject::kDigest, std::move(header),
+                    fmt::format("The {} you specified did not match the calculated checksum.",
+                                auth::ChecksumName(algorithm)));
+    }
+    *value = start.checksum_expected;
+    return Status::Ok();
+  }
+  *value = trailer_value;
+  if (req.route.op != S3Op::kPutObject || value->empty()) {
+    return Status::Ok();
+  }
+  return start.writer->AddHeader(std::move(header), *value);
+}
 
 }  // namespace
 
@@ -169,6 +197,7 @@ asio::awaitable<bool> Session<Stream>::ServeUpload() {
 
   Status body_status;
   Response res;
+  std::string checksum_value;  // the upload's verified x-amz-checksum-*, echoed in the reply
   bool done = false;
   while (!done) {
     auto [n, ec] = co_await ReadPiece();
@@ -194,6 +223,9 @@ asio::awaitable<bool> Session<Stream>::ServeUpload() {
             break;
           }
           if (!s->payload.empty()) {
+            if (start.checksum && !start.checksum_expected.empty()) {
+              start.checksum->Update(s->payload);
+            }
             body_status = start.writer->Append(s->payload);
           }
           input = input.subspan(s->consumed);
@@ -201,6 +233,9 @@ asio::awaitable<bool> Session<Stream>::ServeUpload() {
       } else {
         if (hash) {
           sha.Update(input);
+        }
+        if (start.checksum) {
+          start.checksum->Update(input);
         }
         if (!input.empty()) {
           body_status = start.writer->Append(input);
@@ -213,8 +248,17 @@ asio::awaitable<bool> Session<Stream>::ServeUpload() {
       if (!body_status.ok()) {
         return;
       }
+      body_status = CheckUploadChecksum(start, decoder ? decoder->trailer_checksum() : "", req,
+                                        &checksum_value);
+      if (!body_status.ok()) {
+        return;
+      }
       Result<storage::ObjectMeta> committed = start.writer->Commit();
       res = FinishUpload(*shared_.env, req, start, std::move(committed));
+      if (!checksum_value.empty() && !res.error) {
+        res.AddHeader(std::string(auth::ChecksumHeaderName(start.checksum->algorithm())),
+                      checksum_value);
+      }
     };
     co_await OnPool(*shared_.pool, step);
     if (!start.writer) {

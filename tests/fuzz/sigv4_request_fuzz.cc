@@ -9,8 +9,8 @@
 //     everything behind the signature check.
 //  2. The signing rule (docs/protocol.md "Signing"): whenever a signed request is accepted,
 //     every x-amz-* and x-oc-* header but x-amz-content-sha256 is in the signed-header list
-//     (parsed again here); whenever the rule refuses one, the header it names is present
-//     and unsigned.
+//     (parsed again here; under SigV2 every x-amz-* header and no x-oc-* one); whenever the rule
+//     refuses one, the header it names is present and unsigned.
 // Seeds in corpus/sigv4_request_fuzz/ are valid signed requests (header, presigned,
 // aws-chunked, descriptor) and the hostile variants of docs/protocol.md "Signing".
 #include <algorithm>
@@ -29,6 +29,7 @@
 #include <boost/beast/http/string_body.hpp>
 
 #include "auth/credentials.h"
+#include "auth/sigv2.h"
 #include "auth/sigv4.h"
 #include "oc/common/text.h"
 #include "oc/sigv4/signing.h"
@@ -230,12 +231,35 @@ bool ResignPresigned(Request* r) {
 }
 
 // The signed-header list the request claims (Authorization first, else the presigned query).
+// Every x-amz-* header of the request: SigV2 signs them all (auth/sigv2.h).
+std::vector<std::string> AmzHeaders(Request& r) {
+  std::vector<std::string> out;
+  for (const auto& [name, value] : r.headers) {
+    std::string lower = oc::AsciiLower(name);
+    if (lower.starts_with("x-amz-")) {
+      out.push_back(std::move(lower));
+    }
+  }
+  return out;
+}
+
 std::vector<std::string> ClaimedSignedHeaders(Request& r) {
   if (std::string* authorization = r.Only("authorization")) {
+    if (auth::IsSigV2Authorization(*authorization)) {
+      return AmzHeaders(r);
+    }
     oc::Result<auth::AuthorizationHeader> parsed = auth::ParseAuthorization(*authorization);
     return parsed.has_value() ? parsed->signed_headers : std::vector<std::string>{};
   }
   oc::Result<sigv4::ParsedTarget> t = sigv4::ParseTarget(r.target);
+  const bool v4_query =
+      t.has_value() && std::any_of(t->query.begin(), t->query.end(), [](const auto& kv) {
+        return kv.first == "X-Amz-Algorithm" || kv.first == "X-Amz-Credential" ||
+               kv.first == "X-Amz-Signature";
+      });
+  if (t.has_value() && !v4_query && auth::IsSigV2Query(*t)) {
+    return AmzHeaders(r);
+  }
   const std::string* list = t.has_value() ? OnlyParam(*t, "X-Amz-SignedHeaders") : nullptr;
   if (list == nullptr) {
     return {};

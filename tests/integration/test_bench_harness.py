@@ -56,7 +56,8 @@ def test_run_all_smallest(tmp_path):
                                                                           (True, 8, 65536)}
     assert all(r["gbps"] > 0 and r["p99_us"] >= r["p50_us"] > 0 for r in s)
     t = docs["2-transport"]
-    assert {(r["op"], r["size"]) for r in t["http"]} == {("GET", 65536), ("PUT", 65536)}
+    assert {(r["op"], r["size"]) for r in t["http"]} == {("GET", 65536), ("HEAD", 65536),
+                                                         ("PUT", 65536)}
     assert all(r["ops_per_s"] > 0 and r["errors"] == 0 for r in t["http"])
     assert {r["transport"] for r in t["ucx"]} == {"shm", "tcp"}
     o = docs["3-overhead"]["summary"]

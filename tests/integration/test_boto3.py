@@ -24,9 +24,8 @@ def test_bucket_lifecycle(server, bucket):
     s3.head_bucket(Bucket=bucket)
     loc = s3.get_bucket_location(Bucket=bucket)
     assert loc["LocationConstraint"] in (None, "")
-    with pytest.raises(ClientError) as e:
-        s3.create_bucket(Bucket=bucket)
-    assert code_of(e) == "BucketAlreadyOwnedByYou"
+    # Its owner re-creating it: 200 in us-east-1, as S3 answers (test_s3_names.py).
+    assert s3.create_bucket(Bucket=bucket)["ResponseMetadata"]["HTTPStatusCode"] == 200
     s3.put_object(Bucket=bucket, Key="k", Body=b"x")
     with pytest.raises(ClientError) as e:
         s3.delete_bucket(Bucket=bucket)

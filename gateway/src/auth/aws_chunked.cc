@@ -160,11 +160,13 @@ Status AwsChunkedDecoder::ParseTrailer() {
     return Framing("repeated trailer");
   }
   trailer_seen_ = true;
-  if (Trim(line.substr(colon + 1)) != checksum_->FinishBase64()) {
+  std::string computed = checksum_->FinishBase64();
+  if (Trim(line.substr(colon + 1)) != computed) {
     return Status(Code::kInvalidArgument, Subject::kDigest,
                   std::string(ChecksumHeaderName(*algorithm)),
                   "the trailer checksum does not match the payload");
   }
+  trailer_checksum_ = std::move(computed);
   return Status::Ok();
 }
 

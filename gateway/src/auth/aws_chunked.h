@@ -81,6 +81,9 @@ class AwsChunkedDecoder {
 
   // True once the final chunk and its CRLF were consumed and verified.
   bool done() const { return state_ == State::kDone; }
+  // The trailer's x-amz-checksum-* value once verified (unsigned-trailer mode), else empty:
+  // what the object's stored checksum is when it came as a trailer.
+  const std::string& trailer_checksum() const { return trailer_checksum_; }
   uint64_t decoded_bytes() const { return decoded_; }
 
  private:
@@ -109,6 +112,7 @@ class AwsChunkedDecoder {
   // Set in unsigned-trailer mode: the payload checksum the trailer must carry.
   std::optional<Checksum> checksum_;
   bool trailer_seen_ = false;
+  std::string trailer_checksum_;
   Status error_;
 };
 

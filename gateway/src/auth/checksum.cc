@@ -1,8 +1,14 @@
 #include "auth/checksum.h"
 
+#include <isa-l/crc.h>
 #include <openssl/evp.h>
+#include <zlib.h>
 
+#include <algorithm>
 #include <array>
+#include <bit>
+#include <climits>
+#include <cstring>
 
 #include "oc/common/check.h"
 #include "oc/common/text.h"
@@ -10,29 +16,60 @@
 namespace oc::gateway::auth {
 namespace {
 
-// Reflected CRC tables, built at compile time. Polynomials (reflected): CRC32 0xEDB88320
-// (ISO-HDLC), CRC32C 0x82F63B78 (Castagnoli), CRC64NVME 0x9A6C9329AC4BC9B5.
-template <typename T>
-constexpr std::array<T, 256> CrcTable(T poly) {
-  std::array<T, 256> table{};
+static_assert(std::endian::native == std::endian::little, "slice-by-8 reads little-endian words");
+
+// CRC-64/NVME (reflected polynomial 0x9A6C9329AC4BC9B5), slice-by-8: table k advances a byte
+// through k further zero bytes, so eight bytes fold in with one lookup each.
+constexpr uint64_t kCrc64NvmePoly = 0x9A6C9329AC4BC9B5ull;
+using Crc64Tables = std::array<std::array<uint64_t, 256>, 8>;
+
+constexpr Crc64Tables MakeCrc64Tables() {
+  Crc64Tables t{};
   for (uint32_t i = 0; i < 256; ++i) {
-    T crc = i;
+    uint64_t crc = i;
     for (int bit = 0; bit < 8; ++bit) {
-      crc = (crc & 1) ? (crc >> 1) ^ poly : crc >> 1;
+      crc = (crc & 1) ? (crc >> 1) ^ kCrc64NvmePoly : crc >> 1;
     }
-    table[i] = crc;
+    t[0][i] = crc;
   }
-  return table;
+  for (size_t k = 1; k < 8; ++k) {
+    for (uint32_t i = 0; i < 256; ++i) {
+      t[k][i] = (t[k - 1][i] >> 8) ^ t[0][t[k - 1][i] & 0xff];
+    }
+  }
+  return t;
+}
+constexpr Crc64Tables kCrc64Nvme = MakeCrc64Tables();
+
+uint64_t Crc64NvmeUpdate(uint64_t crc, ByteSpan data) {
+  const std::byte* p = data.data();
+  size_t n = data.size();
+  while (n >= 8) {
+    uint64_t word = 0;
+    std::memcpy(&word, p, 8);
+    crc ^= word;
+    crc = kCrc64Nvme[7][crc & 0xff] ^ kCrc64Nvme[6][(crc >> 8) & 0xff] ^
+          kCrc64Nvme[5][(crc >> 16) & 0xff] ^ kCrc64Nvme[4][(crc >> 24) & 0xff] ^
+          kCrc64Nvme[3][(crc >> 32) & 0xff] ^ kCrc64Nvme[2][(crc >> 40) & 0xff] ^
+          kCrc64Nvme[1][(crc >> 48) & 0xff] ^ kCrc64Nvme[0][crc >> 56];
+    p += 8;
+    n -= 8;
+  }
+  for (; n > 0; --n, ++p) {
+    crc = kCrc64Nvme[0][(crc ^ static_cast<uint8_t>(*p)) & 0xff] ^ (crc >> 8);
+  }
+  return crc;
 }
 
-constexpr auto kCrc32Table = CrcTable<uint32_t>(0xEDB88320u);
-constexpr auto kCrc32cTable = CrcTable<uint32_t>(0x82F63B78u);
-constexpr auto kCrc64NvmeTable = CrcTable<uint64_t>(0x9A6C9329AC4BC9B5ull);
-
-template <typename T>
-T CrcUpdate(const std::array<T, 256>& table, T crc, ByteSpan data) {
-  for (std::byte b : data) {
-    crc = table[(crc ^ static_cast<uint8_t>(b)) & 0xff] ^ (crc >> 8);
+// ISA-L takes an int length: feed it in slices that fit.
+uint32_t Crc32cUpdate(uint32_t crc, ByteSpan data) {
+  constexpr size_t kSlice = size_t{1} << 30;
+  while (!data.empty()) {
+    const size_t n = std::min(data.size(), kSlice);
+    // crc32_iscsi neither reads through a const pointer nor writes: the cast is safe.
+    crc = crc32_iscsi(reinterpret_cast<unsigned char*>(const_cast<std::byte*>(data.data())),
+                      static_cast<int>(n), crc);
+    data = data.subspan(n);
   }
   return crc;
 }
@@ -45,17 +82,47 @@ std::string Base64(const unsigned char* data, size_t n) {
   return out;
 }
 
+// Strict base64 (padded, no whitespace); nullopt otherwise.
+std::optional<std::string> Unbase64(std::string_view text) {
+  if (text.empty() || text.size() % 4 != 0 || text.size() > 4096) {
+    return std::nullopt;
+  }
+  std::string out(text.size() / 4 * 3, '\0');
+  const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(text.data()),
+                                static_cast<int>(text.size()));
+  if (n < 0) {
+    return std::nullopt;
+  }
+  const size_t pad = text.ends_with("==") ? 2 : text.ends_with('=') ? 1 : 0;
+  out.resize(static_cast<size_t>(n) - pad);
+  return out;
+}
+
 void FreeMd(evp_md_ctx_st* ctx) { EVP_MD_CTX_free(ctx); }
 
 struct Name {
   std::string_view header;
+  std::string_view name;
   ChecksumAlgorithm algorithm;
+  size_t digest_bytes;
 };
-constexpr Name kNames[] = {{"x-amz-checksum-crc32", ChecksumAlgorithm::kCrc32},
-                           {"x-amz-checksum-crc32c", ChecksumAlgorithm::kCrc32c},
-                           {"x-amz-checksum-crc64nvme", ChecksumAlgorithm::kCrc64Nvme},
-                           {"x-amz-checksum-sha1", ChecksumAlgorithm::kSha1},
-                           {"x-amz-checksum-sha256", ChecksumAlgorithm::kSha256}};
+constexpr Name kNames[] = {
+    {"x-amz-checksum-crc32", "CRC32", ChecksumAlgorithm::kCrc32, 4},
+    {"x-amz-checksum-crc32c", "CRC32C", ChecksumAlgorithm::kCrc32c, 4},
+    {"x-amz-checksum-crc64nvme", "CRC64NVME", ChecksumAlgorithm::kCrc64Nvme, 8},
+    {"x-amz-checksum-sha1", "SHA1", ChecksumAlgorithm::kSha1, 20},
+    {"x-amz-checksum-sha256", "SHA256", ChecksumAlgorithm::kSha256, 32}};
+
+const Name& RowOf(ChecksumAlgorithm algorithm) {
+  for (const Name& n : kNames) {
+    if (n.algorithm == algorithm) {
+      return n;
+    }
+  }
+  OC_CHECK(false);
+  return kNames[0];
+}
 
 }  // namespace
 
@@ -68,18 +135,31 @@ std::optional<ChecksumAlgorithm> ChecksumFromHeaderName(std::string_view name) {
   return std::nullopt;
 }
 
-std::string_view ChecksumHeaderName(ChecksumAlgorithm algorithm) {
+std::string_view ChecksumHeaderName(ChecksumAlgorithm algorithm) { return RowOf(algorithm).header; }
+
+std::optional<ChecksumAlgorithm> ChecksumFromName(std::string_view name) {
   for (const Name& n : kNames) {
-    if (n.algorithm == algorithm) {
-      return n.header;
+    if (EqualsIgnoreCase(name, n.name)) {
+      return n.algorithm;
     }
   }
-  return "";
+  return std::nullopt;
+}
+
+std::string_view ChecksumName(ChecksumAlgorithm algorithm) { return RowOf(algorithm).name; }
+
+size_t ChecksumDigestBytes(ChecksumAlgorithm algorithm) { return RowOf(algorithm).digest_bytes; }
+
+bool IsChecksumValue(ChecksumAlgorithm algorithm, std::string_view value) {
+  std::optional<std::string> raw = Unbase64(value);
+  return raw && raw->size() == ChecksumDigestBytes(algorithm);
 }
 
 Checksum::Checksum(ChecksumAlgorithm algorithm) : algorithm_(algorithm), sha1_(nullptr, &FreeMd) {
   switch (algorithm_) {
     case ChecksumAlgorithm::kCrc32:
+      crc_ = crc32_z(0, nullptr, 0);  // zlib keeps the finished value: it inverts inside
+      break;
     case ChecksumAlgorithm::kCrc32c:
       crc_ = 0xFFFFFFFFu;
       break;
@@ -98,13 +178,14 @@ Checksum::Checksum(ChecksumAlgorithm algorithm) : algorithm_(algorithm), sha1_(n
 void Checksum::Update(ByteSpan data) {
   switch (algorithm_) {
     case ChecksumAlgorithm::kCrc32:
-      crc_ = CrcUpdate<uint32_t>(kCrc32Table, static_cast<uint32_t>(crc_), data);
+      crc_ = crc32_z(static_cast<uLong>(crc_), reinterpret_cast<const Bytef*>(data.data()),
+                     data.size());
       break;
     case ChecksumAlgorithm::kCrc32c:
-      crc_ = CrcUpdate<uint32_t>(kCrc32cTable, static_cast<uint32_t>(crc_), data);
+      crc_ = Crc32cUpdate(static_cast<uint32_t>(crc_), data);
       break;
     case ChecksumAlgorithm::kCrc64Nvme:
-      crc_ = CrcUpdate<uint64_t>(kCrc64NvmeTable, crc_, data);
+      crc_ = Crc64NvmeUpdate(crc_, data);
       break;
     case ChecksumAlgorithm::kSha1:
       if (!data.empty()) {
@@ -117,29 +198,51 @@ void Checksum::Update(ByteSpan data) {
   }
 }
 
-std::string Checksum::FinishBase64() {
-  unsigned char out[32];
+std::string Checksum::Finish() {
+  std::byte out[32];
   switch (algorithm_) {
     case ChecksumAlgorithm::kCrc32:
-    case ChecksumAlgorithm::kCrc32c: {
-      const uint32_t v = ~static_cast<uint32_t>(crc_);
-      PutBigEndian32(v, reinterpret_cast<std::byte*>(out));
-      return Base64(out, 4);
-    }
+      PutBigEndian32(static_cast<uint32_t>(crc_), out);
+      return std::string(reinterpret_cast<const char*>(out), 4);
+    case ChecksumAlgorithm::kCrc32c:
+      PutBigEndian32(~static_cast<uint32_t>(crc_), out);
+      return std::string(reinterpret_cast<const char*>(out), 4);
     case ChecksumAlgorithm::kCrc64Nvme:
-      PutBigEndian64(~crc_, reinterpret_cast<std::byte*>(out));
-      return Base64(out, 8);
+      PutBigEndian64(~crc_, out);
+      return std::string(reinterpret_cast<const char*>(out), 8);
     case ChecksumAlgorithm::kSha1: {
       unsigned int len = 0;
-      OC_CHECK(EVP_DigestFinal_ex(sha1_.get(), out, &len) == 1 && len == 20);
-      return Base64(out, 20);
+      OC_CHECK(EVP_DigestFinal_ex(sha1_.get(), reinterpret_cast<unsigned char*>(out), &len) == 1 &&
+               len == 20);
+      return std::string(reinterpret_cast<const char*>(out), 20);
     }
     case ChecksumAlgorithm::kSha256: {
       const sigv4::Sha256Digest d = sha256_.Finish();
-      return Base64(reinterpret_cast<const unsigned char*>(d.data()), d.size());
+      return std::string(reinterpret_cast<const char*>(d.data()), d.size());
     }
   }
   return "";
+}
+
+std::string Checksum::FinishBase64() {
+  const std::string raw = Finish();
+  return Base64(reinterpret_cast<const unsigned char*>(raw.data()), raw.size());
+}
+
+std::optional<std::string> CompositeChecksum(ChecksumAlgorithm algorithm,
+                                             std::span<const std::string> part_values) {
+  if (part_values.empty()) {
+    return std::nullopt;
+  }
+  Checksum composite(algorithm);
+  for (const std::string& value : part_values) {
+    std::optional<std::string> raw = Unbase64(value);
+    if (!raw || raw->size() != ChecksumDigestBytes(algorithm)) {
+      return std::nullopt;
+    }
+    composite.Update(AsBytes(*raw));
+  }
+  return composite.FinishBase64() + "-" + std::to_string(part_values.size());
 }
 
 }  // namespace oc::gateway::auth

@@ -2,13 +2,19 @@
 // S3 additional checksums (x-amz-checksum-<algorithm>): CRC32, CRC32C, CRC64NVME, SHA1 and
 // SHA256 over the object bytes, rendered as S3 sends them (base64 of the big-endian digest).
 // Used by AwsChunkedDecoder to verify the trailer of STREAMING-UNSIGNED-PAYLOAD-TRAILER
-// uploads; the gateway may use it for x-amz-checksum-* request headers too.
-// Source: Amazon S3 User Guide, "Checking object integrity" (algorithms and encoding).
-// Thread safety: a Checksum object is used by one thread at a time.
+// uploads, and by the gateway for x-amz-checksum-* request headers, the checksums it stores
+// with objects and the "checksum of checksums" of multipart uploads.
+// Source: Amazon S3 User Guide, "Checking object integrity" (algorithms, encoding, and
+// "Using part-level checksums for multipart uploads").
+// Implementations (docs/decisions.md, "S3 checksums: verified on upload, stored as a header,
+// zlib and ISA-L"): CRC32 is zlib's, CRC32C ISA-L's (crc32_iscsi, hardware-accelerated), SHA1
+// and SHA256 OpenSSL's; CRC64NVME, which Debian 12 has in no C library, is a slice-by-8 table.
+// Thread safety: a Checksum object is used by one thread at a time; the functions are pure.
 
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -23,12 +29,24 @@ enum class ChecksumAlgorithm { kCrc32, kCrc32c, kCrc64Nvme, kSha1, kSha256 };
 std::optional<ChecksumAlgorithm> ChecksumFromHeaderName(std::string_view name);
 // The lowercase header name: "x-amz-checksum-crc32", ...
 std::string_view ChecksumHeaderName(ChecksumAlgorithm algorithm);
+// "CRC32" (any case) -> kCrc32, ...: the values of x-amz-checksum-algorithm and
+// x-amz-sdk-checksum-algorithm; nullopt for any other.
+std::optional<ChecksumAlgorithm> ChecksumFromName(std::string_view name);
+// The uppercase name: "CRC32", "CRC32C", "CRC64NVME", "SHA1", "SHA256". The XML elements are
+// "Checksum" + this name (ChecksumCRC32).
+std::string_view ChecksumName(ChecksumAlgorithm algorithm);
+// Digest size in bytes: 4, 4, 8, 20, 32.
+size_t ChecksumDigestBytes(ChecksumAlgorithm algorithm);
+// True when `value` is the base64 of exactly ChecksumDigestBytes(algorithm) bytes.
+bool IsChecksumValue(ChecksumAlgorithm algorithm, std::string_view value);
 
 class Checksum {
  public:
   explicit Checksum(ChecksumAlgorithm algorithm);
   void Update(ByteSpan data);
-  // Base64 of the digest (CRCs big-endian). REQUIRES: called once.
+  // The digest (CRCs big-endian). REQUIRES: called once, and not with FinishBase64.
+  std::string Finish();
+  // Base64 of Finish().
   std::string FinishBase64();
   ChecksumAlgorithm algorithm() const { return algorithm_; }
 
@@ -38,5 +56,12 @@ class Checksum {
   sigv4::Sha256 sha256_;
   std::unique_ptr<evp_md_ctx_st, void (*)(evp_md_ctx_st*)> sha1_;
 };
+
+// S3's checksum of a multipart upload completed from parts with checksums of `algorithm`:
+// base64 of the algorithm over the concatenated part digests, then "-" and the part count.
+// `part_values` are the parts' base64 values in part order. nullopt if one is not
+// IsChecksumValue or there are none.
+std::optional<std::string> CompositeChecksum(ChecksumAlgorithm algorithm,
+                                             std::span<const std::string> part_values);
 
 }  // namespace oc::gateway::auth

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "auth/checksum.h"
+#include "auth/sigv2.h"
 #include "oc/common/text.h"
 #include "oc/sigv4/uri.h"
 
@@ -299,17 +300,22 @@ Result<AuthResult> AuthenticatePresigned(const RequestView& req, const ParsedTar
     return Malformed("X-Amz-Date", "X-Amz-Date must be yyyymmddThhmmssZ");
   }
   OC_RETURN_IF_ERROR(CheckScope(credential, amz_date, options, "X-Amz-Credential"));
-  if (expires_text.empty() || expires_text.size() > 7 ||
-      !std::all_of(expires_text.begin(), expires_text.end(),
-                   [](char c) { return c >= '0' && c <= '9'; })) {
+  // A number that is not 1..604800 (0, negative, too long) is AccessDenied, as S3 answers
+  // it; text that is not a number at all is a malformed parameter.
+  const std::string_view expires_digits =
+      expires_text.starts_with('-') ? expires_text.substr(1) : expires_text;
+  if (expires_digits.empty() || !std::all_of(expires_digits.begin(), expires_digits.end(),
+                                             [](char c) { return c >= '0' && c <= '9'; })) {
     return Malformed("X-Amz-Expires", "X-Amz-Expires must be a number of seconds");
   }
   int64_t expires = 0;
-  for (char c : expires_text) {
+  for (char c : expires_digits.substr(0, 8)) {
     expires = expires * 10 + (c - '0');
   }
-  if (expires < 1 || expires > kMaxPresignedExpiresSeconds) {
-    return Malformed("X-Amz-Expires", "X-Amz-Expires must be 1..604800 seconds");
+  if (expires_text.starts_with('-') || expires_digits.size() > 8 || expires < 1 ||
+      expires > kMaxPresignedExpiresSeconds) {
+    return AccessDenied("X-Amz-Expires",
+                        "X-Amz-Expires must be more than 0 and at most 604800 seconds (7 days)");
   }
   if (signed_text.size() > kMaxAuthorizationBytes) {
     return Malformed("X-Amz-SignedHeaders", "too long");
@@ -407,11 +413,16 @@ Result<AuthResult> Authenticator::Authenticate(const RequestView& req,
     return kv.first == "X-Amz-Algorithm" || kv.first == "X-Amz-Credential" ||
            kv.first == "X-Amz-Signature";
   });
-  if (authorization.count > 0 && presigned) {
+  const bool sigv2_query = !presigned && IsSigV2Query(target);
+  if (authorization.count > 0 && (presigned || sigv2_query)) {
     return Status::InvalidArgument("Authorization", "only one auth mechanism allowed");
   }
   if (authorization.count > 1) {
     return Malformed("Authorization", "repeated Authorization header");
+  }
+  if (authorization.count == 1 && IsSigV2Authorization(authorization.value)) {
+    return AuthenticateSigV2Header(req, target, authorization.value, creds_, options_,
+                                   std::chrono::floor<std::chrono::seconds>(now));
   }
   if (authorization.count == 1) {
     return AuthenticateHeader(req, target, authorization.value, creds_, options_,
@@ -421,12 +432,11 @@ Result<AuthResult> Authenticator::Authenticate(const RequestView& req,
     return AuthenticatePresigned(req, target, creds_, options_,
                                  std::chrono::floor<std::chrono::seconds>(now));
   }
-  // A SigV2 presigned URL (what boto3's generate_presigned_url makes unless configured for
-  // s3v4) is refused as unsupported rather than served as an anonymous request.
-  if (std::any_of(target.query.begin(), target.query.end(),
-                  [](const auto& kv) { return kv.first == "AWSAccessKeyId"; })) {
-    return Status(Code::kUnimplemented, Subject::kSignature, "AWSAccessKeyId",
-                  "Signature Version 2 is not supported; sign with AWS4-HMAC-SHA256 (s3v4)");
+  // A SigV2 presigned URL (aws-cli v1's `s3 presign`, boto3's generate_presigned_url unless
+  // configured for s3v4).
+  if (sigv2_query) {
+    return AuthenticateSigV2Query(req, target, creds_, options_,
+                                  std::chrono::floor<std::chrono::seconds>(now));
   }
   return AuthResult{};  // anonymous
 }

@@ -5,7 +5,8 @@
 // signing key) are oc_sigv4's (oc/sigv4/signing.h), the same code the client signs with;
 // this file parses what a request claims and checks it.
 // Covers the Authorization header (payload hash, UNSIGNED-PAYLOAD, or
-// STREAMING-AWS4-HMAC-SHA256-PAYLOAD) and presigned URLs (X-Amz-* query parameters).
+// STREAMING-AWS4-HMAC-SHA256-PAYLOAD) and presigned URLs (X-Amz-* query parameters);
+// Authenticate hands Signature Version 2 (header and query string) to sigv2.h.
 // Source of truth: AWS "Signature Version 4 signing process" and the S3 API reference
 // "Authenticating Requests (AWS Signature Version 4)"; each step below names its part.
 //
@@ -23,8 +24,9 @@
 //   InvalidAccessKeyId                  403  kUnauthenticated   kAccessKey  ""
 //   RequestTimeTooSkewed                403  kOutOfRange        kSignature  "x-amz-date"
 //   AccessDenied (expired or not yet    403  kPermissionDenied  kSignature  "X-Amz-Expires" /
-//     valid presigned URL; missing or                                       "X-Amz-Date" /
-//     unparsable x-amz-date header)                                         "x-amz-date"
+//     valid presigned URL; X-Amz-Expires                                    "X-Amz-Date" /
+//     0, negative or over 604800; missing                                   "x-amz-date"
+//     or unparsable x-amz-date header)
 //   AccessDenied (an x-amz-* or x-oc-*  403  kPermissionDenied  kSignature  the first such
 //     header the signature does not                                         header (lowercase)
 //     cover: CheckHeadersSigned)
@@ -33,8 +35,8 @@
 //     (rule: kInvalidArgument+kSignature is AuthorizationHeaderMalformed when field is
 //      "Authorization", else AuthorizationQueryParametersError)
 //   InvalidRequest ("Please use          400  kUnimplemented     kSignature  "Authorization" /
-//     AWS4-HMAC-SHA256": SigV2 header or                                     "X-Amz-Algorithm" /
-//     presigned URL, other algorithm)                                        "AWSAccessKeyId"
+//     AWS4-HMAC-SHA256": an algorithm                                        "X-Amz-Algorithm"
+//     neither SigV4 nor SigV2)
 //   InvalidArgument (bad                 400  kInvalidArgument   kNone       "x-amz-content-sha256"
 //     x-amz-content-sha256 value, bad or                                     /"x-amz-decoded-
 //     missing x-amz-decoded-content-                                          content-length"
@@ -114,6 +116,10 @@ struct AuthOptions {
   // decode such bodies with AwsChunkedDecoder(AuthResult) (see IsAwsChunked), never store
   // them raw. Default: false
   bool accept_unsigned_trailer = false;
+  // The virtual-host domain (GatewayOptions::virtual_host_domain): a SigV2 signature covers
+  // the bucket of a virtual-host request as part of its resource (sigv2.h).
+  // Default: "" (path style only)
+  std::string virtual_host_domain;
 };
 
 // Longest presigned URL lifetime S3 accepts (7 days).

@@ -13,6 +13,8 @@ namespace {
 
 // S3's ceiling for max-keys; larger requests are answered with at most this many.
 constexpr uint32_t kMaxListKeys = 1000;
+// S3's range for ListBuckets' max-buckets (1..10000); the default lists all (up to this many).
+constexpr uint32_t kMaxListBuckets = 10000;
 
 Result<uint32_t> ParseMaxKeys(const Request& req, std::string_view param) {
   std::optional<std::string_view> v = req.Query(param);
@@ -74,7 +76,31 @@ std::string QueryOr(const Request& req, std::string_view name) {
 
 }  // namespace
 
+// ListBuckets pages (S3's max-buckets, continuation-token and prefix): the token is the hex of
+// the last bucket name returned, as ListObjectsV2's, and the listing is sorted by name.
 Response HandleListBuckets(HandlerEnv& env, Request& req) {
+  uint32_t max_buckets = kMaxListBuckets;
+  if (std::optional<std::string_view> v = req.Query("max-buckets")) {
+    uint64_t n = 0;
+    auto [p, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
+    if (v->empty() || ec != std::errc() || p != v->data() + v->size() || n < 1 ||
+        n > kMaxListBuckets) {
+      return Response::Error(S3Error::kInvalidArgument, "max-buckets", std::string(*v),
+                             "max-buckets must be an integer from 1 to 10000");
+    }
+    max_buckets = static_cast<uint32_t>(n);
+  }
+  std::string after;
+  const std::optional<std::string_view> token = req.Query("continuation-token");
+  if (token && !token->empty()) {
+    std::optional<std::vector<std::byte>> decoded = HexDecode(*token);
+    if (!decoded) {
+      return Response::Error(S3Error::kInvalidArgument, "continuation-token", std::string(*token),
+                             "The continuation token provided is incorrect");
+    }
+    after.assign(reinterpret_cast<const char*>(decoded->data()), decoded->size());
+  }
+  const std::string prefix = QueryOr(req, "prefix");
   Result<std::vector<storage::BucketInfo>> buckets = env.store->ListBuckets();
   if (!buckets.has_value()) {
     return Response::FromStatus(buckets.error(), &req);
@@ -83,16 +109,32 @@ Response HandleListBuckets(HandlerEnv& env, Request& req) {
   xml.OpenRoot("ListAllMyBucketsResult");
   AppendOwner(xml, req.user->access_key);
   xml.Open("Buckets");
+  uint32_t listed = 0;
+  std::string last;
+  bool truncated = false;
   for (const storage::BucketInfo& b : *buckets) {
-    if (!env.access->MayList(*req.user, b)) {
+    if (b.name <= after || !b.name.starts_with(prefix) || !env.access->MayList(*req.user, b)) {
       continue;
+    }
+    if (listed == max_buckets) {
+      truncated = true;
+      break;
     }
     xml.Open("Bucket");
     xml.Element("Name", b.name);
     xml.Element("CreationDate", FormatIso8601(b.created_unix_ms));
+    xml.Element("BucketRegion", env.options->region);
     xml.Close("Bucket");
+    last = b.name;
+    ++listed;
   }
   xml.Close("Buckets");
+  if (truncated) {
+    xml.Element("ContinuationToken", HexEncode(AsBytes(last)));
+  }
+  if (req.Query("prefix")) {
+    xml.Element("Prefix", prefix);
+  }
   xml.Close("ListAllMyBucketsResult");
   return Response::Xml(std::move(xml).Finish());
 }
@@ -110,6 +152,13 @@ Response HandleCreateBucket(HandlerEnv& env, Request& req) {
   if (s.code() == Code::kAlreadyExists) {
     Result<storage::BucketInfo> info = env.store->HeadBucket(bucket);
     if (info.has_value() && info->owner == req.user->access_key) {
+      // S3 in us-east-1 answers its owner's re-creation 200 and changes nothing (the legacy
+      // behaviour clients and the s3-tests suite expect there); other regions answer 409.
+      if (env.options->region == "us-east-1") {
+        Response res;
+        res.AddHeader("Location", "/" + bucket);
+        return res;
+      }
       return Response::Error(S3Error::kBucketAlreadyOwnedByYou);
     }
     return Response::Error(S3Error::kBucketAlreadyExists);
@@ -217,7 +266,9 @@ Response HandleListObjects(HandlerEnv& env, Request& req) {
   XmlWriter xml;
   xml.OpenRoot("ListBucketResult");
   xml.Element("Name", req.route.bucket);
-  xml.Element("Prefix", (*enc)(options.prefix));
+  // ListObjects (v1) returns its Prefix as given even with encoding-type=url, as S3 does
+  // (botocore decodes every other encoded element of a v1 listing, but not this one).
+  xml.Element("Prefix", options.prefix);
   xml.Element("Marker", (*enc)(options.start_after));
   xml.Element("MaxKeys", uint64_t{*max_keys});
   if (!options.delimiter.empty()) {
@@ -252,13 +303,18 @@ Response HandleListObjectsV2(HandlerEnv& env, Request& req) {
   options.prefix = QueryOr(req, "prefix");
   options.delimiter = QueryOr(req, "delimiter");
   const std::string start_after = QueryOr(req, "start-after");
-  const std::optional<std::string_view> token = req.Query("continuation-token");
+  // An empty continuation-token is no token (S3 treats it as absent; some SDKs send one on
+  // the first page).
+  std::optional<std::string_view> token = req.Query("continuation-token");
+  if (token && token->empty()) {
+    token.reset();
+  }
   options.start_after = start_after;
   if (token) {
     // Our tokens are the hex of the last key or prefix returned: opaque to clients, and
     // checked here like any other input.
     std::optional<std::vector<std::byte>> decoded = HexDecode(*token);
-    if (!decoded || token->empty()) {
+    if (!decoded) {
       return Response::Error(S3Error::kInvalidArgument, "continuation-token", std::string(*token),
                              "The continuation token provided is incorrect");
     }

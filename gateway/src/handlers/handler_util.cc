@@ -10,28 +10,48 @@ namespace oc::gateway {
 namespace {
 
 constexpr std::string_view kMetaPrefix = "x-amz-meta-";
+// Stored checksums are headers with this prefix (docs/decisions.md, "S3 checksums: verified
+// on upload, stored as a header, zlib and ISA-L").
+constexpr std::string_view kChecksumPrefix = "x-amz-checksum-";
 // Representation headers S3 stores with an object and returns on GET/HEAD.
 constexpr std::string_view kStoredHeaders[] = {"cache-control", "content-disposition",
                                                "content-encoding", "content-language", "expires"};
 
 // "aws-chunked" is a transfer detail of streaming uploads, not part of the object (S3 drops it).
+// Everything else is kept as sent, separators and spaces included ("deflate, gzip").
 std::string WithoutAwsChunked(std::string_view encoding) {
   std::string out;
-  while (!encoding.empty()) {
+  bool first = true;
+  while (true) {
     const size_t comma = encoding.find(',');
-    const std::string_view item = Trim(encoding.substr(0, comma), " ");
-    if (!item.empty() && !EqualsIgnoreCase(item, "aws-chunked")) {
-      if (!out.empty()) {
+    const std::string_view item = encoding.substr(0, comma);
+    if (!EqualsIgnoreCase(Trim(item), "aws-chunked")) {
+      if (!first) {
         out.push_back(',');
       }
       out.append(item);
+      first = false;
     }
     if (comma == std::string_view::npos) {
       break;
     }
     encoding.remove_prefix(comma + 1);
   }
-  return out;
+  return std::string(Trim(out));
+}
+
+// S3 returns a metadata value with bytes outside printable ASCII as an RFC 2047 encoded word
+// ("Using non-US-ASCII characters in metadata"); values that are already encoded words are
+// ASCII and pass unchanged. Base64 ("B") encoding: any byte sequence decodes back exactly.
+std::string MailSafe(const std::string& value) {
+  const bool plain = std::all_of(value.begin(), value.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return (u >= 0x20 && u < 0x7f) || u == '\t';
+  });
+  if (plain) {
+    return value;
+  }
+  return "=?UTF-8?B?" + Base64Encode(value) + "?=";
 }
 
 }  // namespace
@@ -64,13 +84,73 @@ void AddObjectHeaders(const storage::ObjectMeta& meta, Response* res) {
   for (const auto& [name, value] : meta.user_meta) {
     std::string header(kMetaPrefix);
     header.append(name);
-    res->AddHeader(std::move(header), value);
+    res->AddHeader(std::move(header), MailSafe(value));
   }
   for (const auto& [name, value] : meta.headers) {
-    res->AddHeader(name, value);
+    if (!name.starts_with(kChecksumPrefix)) {
+      res->AddHeader(name, value);
+    }
   }
   if (meta.parts_count > 0) {
     res->AddHeader("x-amz-mp-parts-count", std::to_string(meta.parts_count));
+  }
+}
+
+std::optional<Response> ParseUploadChecksum(const Request& req, UploadStart* start) {
+  constexpr std::string_view kMultiple =
+      "Expecting a single x-amz-checksum- header. Multiple checksum Types are not allowed.";
+  std::optional<auth::ChecksumAlgorithm> algorithm;
+  std::string_view header;
+  std::string_view value;
+  for (const auto& [name, v] : req.headers) {
+    std::optional<auth::ChecksumAlgorithm> a = auth::ChecksumFromHeaderName(name);
+    if (!a) {
+      continue;
+    }
+    if (algorithm || !req.checksum_trailer.empty()) {
+      return Response::Error(S3Error::kInvalidRequest, std::string(name), std::string(v),
+                             std::string(kMultiple));
+    }
+    algorithm = a;
+    header = auth::ChecksumHeaderName(*a);
+    value = Trim(v);
+    if (!auth::IsChecksumValue(*a, value)) {
+      return Response::Error(S3Error::kInvalidRequest, std::string(header), std::string(v),
+                             "Value for " + std::string(header) + " header is invalid.");
+    }
+  }
+  if (!req.checksum_trailer.empty()) {
+    algorithm = auth::ChecksumFromHeaderName(req.checksum_trailer);
+  }
+  if (std::optional<std::string_view> sdk = req.Header("x-amz-sdk-checksum-algorithm")) {
+    std::optional<auth::ChecksumAlgorithm> named = auth::ChecksumFromName(Trim(*sdk));
+    if (!named || (algorithm && *named != *algorithm)) {
+      return Response::Error(S3Error::kInvalidRequest, "x-amz-sdk-checksum-algorithm",
+                             std::string(*sdk),
+                             "Value for x-amz-sdk-checksum-algorithm header is invalid.");
+    }
+  }
+  if (!algorithm) {
+    return std::nullopt;
+  }
+  start->checksum = std::make_unique<auth::Checksum>(*algorithm);
+  start->checksum_expected = std::string(value);
+  return std::nullopt;
+}
+
+bool ChecksumModeEnabled(const Request& req) {
+  std::optional<std::string_view> mode = req.Header("x-amz-checksum-mode");
+  return mode && EqualsIgnoreCase(Trim(*mode), "ENABLED");
+}
+
+void AddChecksumHeaders(const storage::ObjectMeta& meta, Response* res) {
+  for (const auto& [name, value] : meta.headers) {
+    if (name.starts_with(kChecksumPrefix)) {
+      res->AddHeader(name, value);
+      res->AddHeader("x-amz-checksum-type",
+                     value.find('-') != std::string::npos ? "COMPOSITE" : "FULL_OBJECT");
+      return;
+    }
   }
 }
 

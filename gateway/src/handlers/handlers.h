@@ -10,6 +10,7 @@
 #include <string>
 
 #include "access.h"
+#include "auth/checksum.h"
 #include "metrics.h"
 #include "oc/gateway/options.h"
 #include "oc/storage/store.h"
@@ -45,6 +46,12 @@ struct UploadStart {
   // A descriptor PUT's report (the chunks its x-oc-if-none-match found existing), filled by
   // the time the writer's Commit returns; null for the other uploads.
   std::shared_ptr<const storage::KvPutReport> kv_report;
+  // The upload's x-amz-checksum-* (a header or the trailer), which the session computes over
+  // the decoded body and checks before Commit (400 BadDigest, nothing stored, on a mismatch);
+  // null when the request declared none (docs/decisions.md, "S3 checksums: verified on
+  // upload, stored as a header, zlib and ISA-L").
+  std::unique_ptr<auth::Checksum> checksum;
+  std::string checksum_expected;  // the header's base64 value; "" when it comes as a trailer
 };
 UploadStart OpenUpload(HandlerEnv& env, Request& req, uint64_t body_bytes);
 Response FinishUpload(HandlerEnv& env, Request& req, const UploadStart& start,
@@ -89,8 +96,21 @@ Response HandleMetrics(HandlerEnv& env, Request& req);
 // PutOptions from Content-Type, x-amz-meta-*, Cache-Control, Content-Disposition,
 // Content-Encoding (aws-chunked removed), Content-Language, Expires.
 storage::PutOptions PutOptionsFromHeaders(const Request& req);
-// Adds ETag, Last-Modified, Content-Type, x-amz-meta-* and stored headers of `meta`.
+// Adds ETag, Last-Modified, Content-Type, x-amz-meta-* and stored headers of `meta`, but not
+// its stored checksum (AddChecksumHeaders).
 void AddObjectHeaders(const storage::ObjectMeta& meta, Response* res);
+// The checksum an upload declares (PutObject, UploadPart): one x-amz-checksum-<algorithm>
+// header, or the trailer req.checksum_trailer, consistent with x-amz-sdk-checksum-algorithm
+// when that is sent. Sets start->checksum (and checksum_expected for a header); nothing when
+// the request declares none. Returns 400 InvalidRequest naming the header for two checksums,
+// a value that is not the base64 of the algorithm's digest, or an unknown or disagreeing
+// x-amz-sdk-checksum-algorithm.
+std::optional<Response> ParseUploadChecksum(const Request& req, UploadStart* start);
+// True when the request asks for stored checksums (x-amz-checksum-mode: ENABLED).
+bool ChecksumModeEnabled(const Request& req);
+// The stored x-amz-checksum-<algorithm> of `meta` and its x-amz-checksum-type (COMPOSITE for
+// a "-N" checksum of checksums, else FULL_OBJECT); nothing when it has none.
+void AddChecksumHeaders(const storage::ObjectMeta& meta, Response* res);
 // The partNumber query parameter: 1..kMaxPartNumber, else kInvalidArgument naming it.
 Result<uint32_t> ParsePartNumber(const Request& req);
 // The If-Match, If-None-Match, If-Modified-Since and If-Unmodified-Since headers, each name

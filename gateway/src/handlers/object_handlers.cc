@@ -188,6 +188,9 @@ Response ServeObject(HandlerEnv& env, Request& req, bool head) {
   }
   res.status = range ? 206 : 200;
   AddObjectHeaders(meta, &res);
+  if (!range && ChecksumModeEnabled(req)) {
+    AddChecksumHeaders(meta, &res);  // S3 sends the whole object's checksum only with it
+  }
   res.AddHeader("Accept-Ranges", "bytes");
   if (range) {
     res.AddHeader("Content-Range", "bytes " + std::to_string(resolved.offset) + "-" +
@@ -346,12 +349,22 @@ UploadStart OpenUpload(HandlerEnv& env, Request& req, uint64_t body_bytes) {
                                   std::string(req.Header("content-md5").value_or("")));
     return start;
   }
+  if (std::optional<Response> bad = ParseUploadChecksum(req, &start)) {
+    start.error = std::move(*bad);
+    return start;
+  }
   const bool chunked_transfer =
       !req.content_length.has_value() && req.Header("x-amz-decoded-content-length") == std::nullopt;
   Result<std::unique_ptr<storage::ObjectWriter>> writer = Status::Internal("unset");
   if (req.route.op == S3Op::kPutObject) {
     storage::PutOptions options = PutOptionsFromHeaders(req);
     options.content_md5 = *md5;
+    // A checksum sent as a header is stored as sent: the session checks it before Commit. One
+    // sent as a trailer is added then (ObjectWriter::AddHeader).
+    if (start.checksum && !start.checksum_expected.empty()) {
+      options.headers.emplace_back(auth::ChecksumHeaderName(start.checksum->algorithm()),
+                                   start.checksum_expected);
+    }
     // Conditional writes, decided by the store at commit (types.h PutOptions). S3 takes only
     // "*" in If-None-Match on a write.
     if (std::optional<std::string_view> none = req.Header("if-none-match")) {

@@ -441,7 +441,19 @@ Result<std::vector<XmlPart>> ParseCompleteMultipartUpload(std::string_view body)
     if (tag.size() >= 2 && tag.front() == '"' && tag.back() == '"') {
       tag = tag.substr(1, tag.size() - 2);
     }
-    parts.push_back({n, std::string(tag)});
+    XmlPart part{n, std::string(tag), "", ""};
+    for (const XmlNode& field : child.children) {
+      constexpr std::string_view kChecksum = "Checksum";
+      if (!field.name.starts_with(kChecksum) || field.name == "ChecksumType") {
+        continue;
+      }
+      if (!part.checksum_algorithm.empty()) {
+        return Malformed("Part with more than one checksum");
+      }
+      part.checksum_algorithm = field.name.substr(kChecksum.size());
+      part.checksum = std::string(Trim(field.text, kXmlWhitespace));
+    }
+    parts.push_back(std::move(part));
   }
   if (parts.empty()) {
     return Malformed("no parts");

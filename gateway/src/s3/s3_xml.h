@@ -73,9 +73,13 @@ Result<XmlNode> ParseXml(std::string_view document);
 struct XmlPart {
   uint32_t part_number = 0;
   std::string etag;  // quotes removed
+  // The part's checksum element, if any: "CRC32" and its value for <ChecksumCRC32>.
+  std::string checksum_algorithm;
+  std::string checksum;
 };
-// <CompleteMultipartUpload><Part><PartNumber/><ETag/></Part>...</CompleteMultipartUpload>.
-// kInvalidArgument (MalformedXML) if the root or a part is malformed, or there are no parts.
+// <CompleteMultipartUpload><Part><PartNumber/><ETag/>[<ChecksumCRC32/>...]</Part>...
+// </CompleteMultipartUpload>. kInvalidArgument (MalformedXML) if the root or a part is
+// malformed (two checksum elements in one part included), or there are no parts.
 Result<std::vector<XmlPart>> ParseCompleteMultipartUpload(std::string_view body);
 
 struct XmlDeleteRequest {

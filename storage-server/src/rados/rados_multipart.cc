@@ -270,6 +270,10 @@ class RadosPartWriter final : public ObjectWriter {
     return stream_.Append(data);
   }
 
+  Status AddHeader(std::string /*name*/, std::string /*value*/) override {
+    return Status::Ok();  // a part keeps no headers (store.h)
+  }
+
   Result<ObjectMeta> Commit() override {
     if (spent_) {
       return Status::FailedPrecondition(Subject::kEntity, "writer already committed");

@@ -67,6 +67,14 @@ class RadosWriter final : public ObjectWriter {
     return stream_.Append(data);
   }
 
+  Status AddHeader(std::string name, std::string value) override {
+    if (spent_) {
+      return Status::FailedPrecondition(Subject::kEntity, "writer already committed");
+    }
+    options_.headers.emplace_back(std::move(name), std::move(value));
+    return Status::Ok();
+  }
+
   Result<ObjectMeta> Commit() override {
     if (spent_) {
       return Status::FailedPrecondition(Subject::kEntity, "writer already committed");
@@ -117,7 +125,7 @@ class RadosWriter final : public ObjectWriter {
 
   RadosStore* const store_;
   const ObjectKey key_;
-  const PutOptions options_;
+  PutOptions options_;  // AddHeader appends to its headers
   const RadosStore::BucketRef bucket_;
   rados::DataStream stream_;
   bool spent_ = false;

@@ -73,6 +73,14 @@ class RocksWriter final : public ObjectWriter {
     return Status::Ok();
   }
 
+  Status AddHeader(std::string name, std::string value) override {
+    if (spent_) {
+      return Status::FailedPrecondition(Subject::kEntity, "writer already committed");
+    }
+    target_.options.headers.emplace_back(std::move(name), std::move(value));
+    return Status::Ok();
+  }
+
   Result<ObjectMeta> Commit() override {
     if (spent_) {
       return Status::FailedPrecondition(Subject::kEntity, "writer already committed");
@@ -141,7 +149,7 @@ class RocksWriter final : public ObjectWriter {
   }
 
   RocksStore* const store_;
-  const RocksStore::WriteTarget target_;
+  RocksStore::WriteTarget target_;  // AddHeader appends to options.headers
   const uint64_t data_id_;
   const uint64_t extent_bytes_;
   uint8_t flags_;  // cleared at Commit for a small object under the data-file layout

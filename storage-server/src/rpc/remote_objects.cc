@@ -40,6 +40,21 @@ class RemoteWriter final : public ObjectWriter {
     return Status::Ok();
   }
 
+  Status AddHeader(std::string name, std::string value) override {
+    if (spent_ || !lease_) {
+      return Status::FailedPrecondition(Subject::kNone, "writer already committed or failed");
+    }
+    std::vector<std::byte> body;
+    WireWriter w(&body);
+    w.Str(name);
+    w.Str(value);
+    if (Status st = lease_->WriteFrame(Op::kPutHeader, rid_, body); !st.ok()) {
+      spent_ = true;
+      return st;
+    }
+    return Status::Ok();
+  }
+
   Result<ObjectMeta> Commit() override {
     if (spent_ || !lease_) {
       return Status::FailedPrecondition(Subject::kNone, "writer already committed or failed");

@@ -70,6 +70,18 @@ asio::awaitable<bool> Connection::ServeWrite(const FrameHeader& h,
       }
       continue;
     }
+    if (fh.op == Op::kPutHeader) {
+      std::string name;
+      std::string value;
+      if (Status d = DecodeBody(body(), &name, &value); !d.ok()) {
+        co_await DestroyOnPool(std::move(writer));
+        co_return co_await Reject(rid, d);
+      }
+      if (first_error.ok()) {
+        first_error = writer->AddHeader(std::move(name), std::move(value));
+      }
+      continue;
+    }
     if (fh.op == Op::kAbort && fh.body_length == 0) {
       co_await DestroyOnPool(std::move(writer));
       co_return true;

@@ -82,6 +82,11 @@ Status ValidateBody(Op op, uint16_t flags, ByteSpan body) {
     }
     case Op::kAbort:
       return DecodeBody(body);
+    case Op::kPutHeader: {
+      std::string name;
+      std::string value;
+      return reply ? DecodeBody(body) : DecodeBody(body, &name, &value);
+    }
     case Op::kKvProbe:
     case Op::kKvGetLayers:
     case Op::kKvPutChunks: {

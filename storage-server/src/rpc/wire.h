@@ -47,7 +47,8 @@ namespace oc::storage::rpc {
 
 inline constexpr uint32_t kMagic = 0x3152434F;  // bytes 'O' 'C' 'R' '1'
 // 2: ByteRange carries a part number, ObjectMeta tags and PutOptions write conditions (issue 17).
-inline constexpr uint8_t kVersion = 2;
+// 3: KvPutReport carries the create-if-absent outcomes; op 36 (PutHeader) exists (issue 17).
+inline constexpr uint8_t kVersion = 3;
 inline constexpr size_t kHeaderBytes = 24;
 // The hard ceiling on any frame body either side accepts, whatever is configured: a
 // length above it is refused before any allocation. A list reply of 1000 keys with full
@@ -97,6 +98,10 @@ enum class Op : uint8_t {
   kAbortUpload = 33,      // key, upload id               / (empty)
   kListParts = 34,        // key, upload id, marker u32, max u32 / ListPartsResult
   kListUploads = 35,      // bucket, ListUploadsOptions   / ListUploadsResult
+  // Inside a streamed write, before kCommit: ObjectWriter::AddHeader (a header known only at
+  // the end of the body). No reply: an error is kept and answered at kCommit. A server older
+  // than this op refuses it as unknown and closes the connection, so the write fails whole.
+  kPutHeader = 36,  // name, value                    / no reply
   // 40 and 41 are reserved: they were ReadSlices and its SliceData frames, superseded by the
   // descriptor calls below (the storage server reads slices itself). A peer that still sends
   // them gets the error frame for an unknown op. Never reuse them.

@@ -63,7 +63,7 @@ TEST(Botocore, SignedRequestsAuthenticateAndBodiesMatch) {
   for (const testing::BotocoreVector& v : vectors) {
     SCOPED_TRACE(v.name);
     if (v.sigv2) {
-      continue;  // see SigV2IsRefusedAsUnsupported
+      continue;  // see SigV2PresignedUrlsAuthenticateUntilTheyExpire
     }
     const auto now = ParseDate(SigningDate(v)) + std::chrono::seconds(30);
     Result<AuthResult> r = auth.Authenticate(ViewOf(v), now);
@@ -139,7 +139,9 @@ TEST(Botocore, EditedRequestsAreRejected) {
   }
 }
 
-TEST(Botocore, SigV2IsRefusedAsUnsupported) {
+// botocore's default presigned URL (SigV2: AWSAccessKeyId, Signature, Expires) authenticates
+// until Expires and not after, and not for another key or method.
+TEST(Botocore, SigV2PresignedUrlsAuthenticateUntilTheyExpire) {
   const Credentials creds = testing::AwsCredentials();
   const Authenticator auth(creds, AuthOptions{});
   int seen = 0;
@@ -149,10 +151,20 @@ TEST(Botocore, SigV2IsRefusedAsUnsupported) {
     }
     SCOPED_TRACE(v.name);
     ++seen;
-    Result<AuthResult> r = auth.Authenticate(ViewOf(v), std::chrono::system_clock::now());
-    ASSERT_FALSE(r.has_value());
-    EXPECT_EQ(r.error().code(), Code::kUnimplemented) << r.error();
-    EXPECT_EQ(r.error().field(), "AWSAccessKeyId");
+    const std::string_view target = v.target;
+    const size_t at = target.find("Expires=");
+    ASSERT_NE(at, std::string_view::npos);
+    const int64_t expires = std::stoll(std::string(target.substr(at + 8)));
+    const std::chrono::system_clock::time_point at_expiry{std::chrono::seconds(expires)};
+    Result<AuthResult> r = auth.Authenticate(ViewOf(v), at_expiry - std::chrono::seconds(3600));
+    ASSERT_TRUE(r.has_value()) << r.error();
+    EXPECT_NE(r->user, nullptr);
+    Result<AuthResult> late = auth.Authenticate(ViewOf(v), at_expiry + std::chrono::seconds(1));
+    ASSERT_FALSE(late.has_value());
+    EXPECT_EQ(late.error().code(), Code::kPermissionDenied) << late.error();
+    RequestView put = ViewOf(v);
+    put.method = "PUT";
+    EXPECT_FALSE(auth.Authenticate(put, at_expiry - std::chrono::seconds(3600)).has_value());
   }
   EXPECT_GT(seen, 0);
 }

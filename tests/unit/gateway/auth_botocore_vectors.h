@@ -17,7 +17,7 @@ struct BotocoreVector {
   std::string_view method;
   std::string_view target;
   bool presigned;
-  bool sigv2;  // a SigV2 request, which must be refused as unsupported (kUnimplemented)
+  bool sigv2;  // a SigV2 presigned URL (AWSAccessKeyId, Signature, Expires)
   std::vector<oc::HeaderField> headers;  // the one header view (oc/common/headers.h)
   std::string_view body;
 };

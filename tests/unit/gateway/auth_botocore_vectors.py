@@ -125,8 +125,8 @@ def main():
             continue
         method, url, headers, body = captured[-1]
         emit(name, method, url, headers, body, False)
-    # generate_presigned_url signs with SigV2 unless the client is configured for s3v4; we
-    # support SigV4 only, so the default URL must be refused as unsupported, not as anonymous.
+    # generate_presigned_url signs with SigV2 unless the client is configured for s3v4 (as
+    # aws-cli v1's `s3 presign` does): both kinds must authenticate.
     v4 = boto3.client(
         "s3", endpoint_url=ENDPOINT, aws_access_key_id=ACCESS, aws_secret_access_key=SECRET,
         region_name="us-east-1",

@@ -333,6 +333,56 @@ TEST(Checksum, KnownAnswers) {
   }
 }
 
+// A longer input, so the word-at-a-time paths (slice-by-8, ISA-L, zlib) run, fed whole and in
+// pieces of odd sizes; values from an independent bitwise implementation (Python, zlib).
+TEST(Checksum, LongInputsWholeAndInPieces) {
+  std::string input(1000, '\0');
+  for (size_t i = 0; i < input.size(); ++i) {
+    input[i] = static_cast<char>((i * 31 + 7) % 256);
+  }
+  struct Row {
+    ChecksumAlgorithm algorithm;
+    std::string_view base64;
+  };
+  for (const Row& row :
+       {Row{ChecksumAlgorithm::kCrc64Nvme, "hJuqFMGMbk4="},
+        Row{ChecksumAlgorithm::kCrc32c, "/1Lulw=="}, Row{ChecksumAlgorithm::kCrc32, "iQIWHg=="}}) {
+    SCOPED_TRACE(std::string(ChecksumHeaderName(row.algorithm)));
+    Checksum whole(row.algorithm);
+    whole.Update(AsBytes(input));
+    EXPECT_EQ(whole.FinishBase64(), row.base64);
+    for (size_t step : {1, 3, 7, 13, 64, 999}) {
+      Checksum pieces(row.algorithm);
+      for (size_t at = 0; at < input.size(); at += step) {
+        pieces.Update(AsBytes(std::string_view(input).substr(at, step)));
+      }
+      EXPECT_EQ(pieces.FinishBase64(), row.base64) << "step " << step;
+    }
+  }
+}
+
+// S3's checksum of checksums: the algorithm over the parts' binary digests, then "-N".
+TEST(Checksum, CompositeOfParts) {
+  const std::string parts[] = {"7YH59g==", "OncRQw=="};  // CRC32 of "hello " and "world"
+  EXPECT_EQ(CompositeChecksum(ChecksumAlgorithm::kCrc32, parts), "1Fu2mQ==-2");
+  const std::string bad[] = {"7YH59g==", "qZk+NkcGgWq6PiVxeFDCbJzQ2J0="};  // a SHA1 among CRC32s
+  EXPECT_FALSE(CompositeChecksum(ChecksumAlgorithm::kCrc32, bad).has_value());
+  EXPECT_FALSE(CompositeChecksum(ChecksumAlgorithm::kCrc32, std::span<const std::string>()));
+}
+
+TEST(Checksum, NamesAndValues) {
+  EXPECT_EQ(ChecksumFromName("crc64nvme"), ChecksumAlgorithm::kCrc64Nvme);
+  EXPECT_EQ(ChecksumFromName("SHA256"), ChecksumAlgorithm::kSha256);
+  EXPECT_FALSE(ChecksumFromName("MD5").has_value());
+  EXPECT_EQ(ChecksumName(ChecksumAlgorithm::kCrc32c), "CRC32C");
+  EXPECT_TRUE(IsChecksumValue(ChecksumAlgorithm::kCrc32, "y/Q5Jg=="));
+  EXPECT_TRUE(IsChecksumValue(ChecksumAlgorithm::kCrc64Nvme, "rosUhgp5mIg="));
+  EXPECT_FALSE(IsChecksumValue(ChecksumAlgorithm::kCrc64Nvme, "y/Q5Jg=="));  // 4 bytes, not 8
+  EXPECT_FALSE(IsChecksumValue(ChecksumAlgorithm::kCrc32, "y/Q5Jg="));       // not padded
+  EXPECT_FALSE(IsChecksumValue(ChecksumAlgorithm::kCrc32, "y/Q5J!=="));
+  EXPECT_FALSE(IsChecksumValue(ChecksumAlgorithm::kCrc32, ""));
+}
+
 TEST(Checksum, HeaderNames) {
   EXPECT_EQ(ChecksumFromHeaderName("X-Amz-Checksum-CRC32C"), ChecksumAlgorithm::kCrc32c);
   EXPECT_EQ(ChecksumFromHeaderName("x-amz-checksum-crc64nvme"), ChecksumAlgorithm::kCrc64Nvme);
@@ -389,6 +439,37 @@ TEST(AwsChunkedTrailer, DecodesAndChecksTheTrailer) {
   // An empty object.
   Decoded empty = DecodeTrailer(TrailerAuth(0), "0\r\nx-amz-checksum-crc32:AAAAAA==\r\n\r\n", 1);
   EXPECT_TRUE(empty.status.ok()) << empty.status;
+}
+
+// The verified trailer value is what the gateway stores as the object's checksum; nothing
+// before the trailer was checked, and nothing after a wrong one.
+TEST(AwsChunkedTrailer, ExposesTheVerifiedChecksum) {
+  AwsChunkedDecoder decoder(TrailerAuth(11));
+  ByteSpan in = AsBytes(kTrailerBody);
+  while (!in.empty()) {
+    if (AsText(in).find("x-amz-checksum-crc32:") != std::string_view::npos) {
+      EXPECT_EQ(decoder.trailer_checksum(), "") << "before the trailer line was read";
+    }
+    Result<AwsChunkedDecoder::Step> step = decoder.Next(in);
+    ASSERT_TRUE(step.has_value()) << step.error();
+    in = in.subspan(step->consumed);
+  }
+  EXPECT_EQ(decoder.trailer_checksum(), "DUoRhQ==");
+  AwsChunkedDecoder wrong(TrailerAuth(11));
+  std::string body(kTrailerBody);
+  body.replace(body.find("DUoRhQ=="), 8, "AAAAAA==");
+  ByteSpan rest = AsBytes(body);
+  Status failed;
+  while (!rest.empty() && failed.ok()) {
+    Result<AwsChunkedDecoder::Step> step = wrong.Next(rest);
+    if (!step.has_value()) {
+      failed = step.error();
+    } else {
+      rest = rest.subspan(step->consumed);
+    }
+  }
+  EXPECT_EQ(failed.subject(), Subject::kDigest) << failed;
+  EXPECT_EQ(wrong.trailer_checksum(), "");
 }
 
 TEST(AwsChunkedTrailer, Errors) {

@@ -150,6 +150,16 @@ TEST(S3Xml, ParsesCompleteMultipartUpload) {
   EXPECT_EQ((*parts)[0].etag, "abc");
   EXPECT_EQ((*parts)[1].part_number, 2u);
   EXPECT_EQ((*parts)[1].etag, "def");
+  // The part's checksum element, for the completion's checksum of checksums.
+  EXPECT_EQ((*parts)[0].checksum_algorithm, "");
+  EXPECT_EQ((*parts)[1].checksum_algorithm, "CRC32");
+  EXPECT_EQ((*parts)[1].checksum, "x");
+  Result<std::vector<XmlPart>> two = ParseCompleteMultipartUpload(
+      "<CompleteMultipartUpload><Part><PartNumber>1</PartNumber><ETag>a</ETag>"
+      "<ChecksumCRC32>x</ChecksumCRC32><ChecksumSHA1>y</ChecksumSHA1></Part>"
+      "</CompleteMultipartUpload>");
+  ASSERT_FALSE(two.has_value());
+  EXPECT_EQ(two.error().field(), "xml");
 }
 
 TEST(S3Xml, ParsesDeleteObjects) {

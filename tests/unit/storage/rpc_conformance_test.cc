@@ -238,6 +238,38 @@ TEST_P(StoreConformance, MetadataAndChunkShapeSurvive) {
   EXPECT_EQ(m->chunk->layer_bytes, 2048u);
 }
 
+// ObjectWriter::AddHeader: a header known only after the body (an S3 checksum sent as an
+// aws-chunked trailer) joins the stored headers at Commit; on a remote store it crosses the RPC
+// as a PutHeader frame among the Data frames. A writer dropped after it stores nothing.
+TEST_P(StoreConformance, HeadersAddedBeforeCommitAreStored) {
+  PutOptions o;
+  o.headers = {{"content-encoding", "gzip"}};
+  const std::string body = Bytes(3, (2 << 20) + 5);  // several Data frames
+  {
+    Result<std::unique_ptr<ObjectWriter>> w = store().Put({"bkt", "late"}, o);
+    ASSERT_TRUE(w.has_value()) << w.error();
+    ASSERT_TRUE((*w)->Append(AsBytes(body).first(1 << 20)).ok());
+    ASSERT_TRUE((*w)->AddHeader("x-amz-checksum-crc32", "AAAAAA==").ok());
+    ASSERT_TRUE((*w)->Append(AsBytes(body).subspan(1 << 20)).ok());
+    Result<ObjectMeta> committed = (*w)->Commit();
+    ASSERT_TRUE(committed.has_value()) << committed.error();
+    EXPECT_EQ(committed->headers.back().first, "x-amz-checksum-crc32");
+  }
+  Result<ObjectMeta> m = store().Head({"bkt", "late"});
+  ASSERT_TRUE(m.has_value()) << m.error();
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"content-encoding", "gzip"}, {"x-amz-checksum-crc32", "AAAAAA=="}};
+  EXPECT_EQ(m->headers, expected);
+  {
+    Result<std::unique_ptr<ObjectWriter>> w = store().Put({"bkt", "dropped"}, o);
+    ASSERT_TRUE(w.has_value());
+    ASSERT_TRUE((*w)->AddHeader("x-amz-checksum-crc32", "AAAAAA==").ok());
+  }
+  EXPECT_EQ(store().Head({"bkt", "dropped"}).error().code(), Code::kNotFound);
+  // The connection the dropped writer used is still good for the next call.
+  ASSERT_TRUE(PutString(store(), {"bkt", "after"}, "x", {}).has_value());
+}
+
 TEST_P(StoreConformance, AbandonedWritersAndReadersLeaveTheStoreUsable) {
   {
     Result<std::unique_ptr<ObjectWriter>> w = store().Put({"bkt", "abandoned"}, {});

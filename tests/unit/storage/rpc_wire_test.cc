@@ -131,7 +131,7 @@ TEST(RpcWire, EveryKnownOpHasANameAndUnknownOnesDoNot) {
       EXPECT_NE(OpName(static_cast<Op>(v)), "unknown");
     }
   }
-  EXPECT_EQ(known, 31);
+  EXPECT_EQ(known, 32);
   EXPECT_FALSE(IsKnownOp(0));
   EXPECT_FALSE(IsKnownOp(255));
 }
@@ -402,6 +402,7 @@ TEST(RpcWire, ValidateBodyAcceptsWhatEncodersProduceForEveryOp) {
        BodyOf(key, std::string("id"), std::vector<CompletedPart>{{1, "e"}})},
       {Op::kListParts, 0, BodyOf(key, std::string("id"), uint32_t{0}, uint32_t{1000})},
       {Op::kListUploads, 0, BodyOf(std::string("b"), ListUploadsOptions{})},
+      {Op::kPutHeader, 0, BodyOf(std::string("x-amz-checksum-crc32"), std::string("DUoRhQ=="))},
       {Op::kStats, kFlagReply, BodyOf(StoreStats{{{"x", 1}}})},
   };
   for (const Row& row : rows) {

@@ -72,7 +72,8 @@ struct GatewayOptions {
   // Region reported by GetBucketLocation and required in signatures ("" accepts any).
   // Default: "us-east-1"
   std::string region = "us-east-1";
-  // Virtual-host-style addressing: "<bucket>.<domain>"; empty means path style only.
+  // Virtual-host-style addressing: "<bucket>.<domain>" (flag --virtual-host-domain); path
+  // style keeps working. Empty means path style only.
   // Default: ""
   std::string virtual_host_domain;
   // The credentials file (auth/credentials.h format). `objectcache serve` defaults it to

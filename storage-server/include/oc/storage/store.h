@@ -46,6 +46,15 @@ class ObjectWriter {
   // Appends bytes. The store keeps only a bounded amount in memory (one extent batch),
   // whatever the object's size.
   virtual Status Append(ByteSpan data) = 0;
+  // Adds a stored header (as PutOptions::headers) whose value is known only once the body
+  // has been read: an S3 checksum that came as an aws-chunked trailer. Call before Commit.
+  // A part writer accepts and ignores it (parts keep only PutOptions' digest and size
+  // fields). kUnimplemented from a writer that cannot (a descriptor PUT's chunk pipe).
+  virtual Status AddHeader(std::string name, std::string value) {
+    (void)name;
+    (void)value;
+    return Status::Unimplemented("this writer takes no headers after Put");
+  }
   // Makes the object visible and durable; returns its metadata (size, ETag, mtime).
   // kInvalidArgument/kEntity if expected_size was set and not met; kInvalidArgument/kDigest
   // if content_md5 was set and differs. After Commit (either outcome) the writer is spent.
