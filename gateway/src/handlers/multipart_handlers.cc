@@ -56,8 +56,13 @@ Result<uint32_t> ParseBounded(const Request& req, std::string_view param, uint32
 }  // namespace
 
 Response HandleCreateMultipartUpload(HandlerEnv& env, Request& req) {
-  Result<std::string> upload =
-      env.store->CreateMultipartUpload(KeyOf(req), PutOptionsFromHeaders(req));
+  storage::PutOptions options = PutOptionsFromHeaders(req);
+  TaggingHeader tagging = TaggingHeaderOf(req);
+  if (tagging.error) {
+    return std::move(*tagging.error);
+  }
+  options.tags = std::move(tagging.tags);
+  Result<std::string> upload = env.store->CreateMultipartUpload(KeyOf(req), options);
   if (!upload.has_value()) {
     return Response::FromStatus(upload.error(), &req);
   }

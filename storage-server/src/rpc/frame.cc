@@ -53,6 +53,8 @@ std::string_view OpName(Op op) {
       return "ListParts";
     case Op::kListUploads:
       return "ListMultipartUploads";
+    case Op::kPutTags:
+      return "PutObjectTags";
     case Op::kStats:
       return "Stats";
     case Op::kServerInfo:

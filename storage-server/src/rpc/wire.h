@@ -97,6 +97,7 @@ enum class Op : uint8_t {
   kAbortUpload = 33,      // key, upload id               / (empty)
   kListParts = 34,        // key, upload id, marker u32, max u32 / ListPartsResult
   kListUploads = 35,      // bucket, ListUploadsOptions   / ListUploadsResult
+  kPutTags = 36,          // key, vector<(key, value)>    / ObjectMeta (Store::PutObjectTags)
   // 40 and 41 are reserved: they were ReadSlices and its SliceData frames, superseded by the
   // descriptor calls below (the storage server reads slices itself). A peer that still sends
   // them gets the error frame for an unknown op. Never reuse them.
@@ -239,6 +240,7 @@ void Encode(WireWriter& w, const KvGetReport& v);
 void Encode(WireWriter& w, const KvProbeResult& v);
 void Encode(WireWriter& w, const KvPutReport& v);
 void Encode(WireWriter& w, const DataPlaneInfo& v);
+void Encode(WireWriter& w, const std::pair<std::string, std::string>& v);  // one tag
 template <typename T>
 void Encode(WireWriter& w, std::span<const T> v) {
   w.U32(static_cast<uint32_t>(v.size()));
@@ -279,6 +281,7 @@ bool Decode(WireReader& r, DataPlaneInfo* v);
 bool Decode(WireReader& r, std::vector<BucketInfo>* v);
 bool Decode(WireReader& r, std::vector<CompletedPart>* v);
 bool Decode(WireReader& r, std::vector<std::string>* v);
+bool Decode(WireReader& r, Tags* v);
 void Encode(WireWriter& w, const std::optional<ObjectMeta>& v);
 bool Decode(WireReader& r, std::vector<std::optional<ObjectMeta>>* v);
 
