@@ -9,7 +9,8 @@
 // GETs carrying no S3 credentials (no Authorization header, no X-Amz-Credential), so a signed
 // request for a bucket called "stats" still reaches S3.
 //
-// A request naming a sub-resource we do not serve (?acl on PUT, ?tagging, ?versioning on PUT,
+// A request naming a sub-resource we do not serve (?acl on PUT, ?tagging on a bucket,
+// ?versioning on PUT,
 // ?policy, ?lifecycle, ...) routes to kNotImplemented, never to a plain operation that would
 // answer a wrong success. A method the resource does not support routes to kMethodNotAllowed.
 // Pure; thread-safe.
@@ -40,6 +41,9 @@ namespace oc::gateway {
   X(HeadObject)              \
   X(DeleteObject)            \
   X(GetObjectAcl)            \
+  X(GetObjectTagging)        \
+  X(PutObjectTagging)        \
+  X(DeleteObjectTagging)     \
   X(CreateMultipartUpload)   \
   X(UploadPart)              \
   X(UploadPartCopy)          \

@@ -10,14 +10,17 @@ Result<ObjectMeta> StreamCopy(Store& from, const ObjectKey& src, Store& to, cons
                               const std::optional<PutOptions>& replace, uint64_t piece_bytes) {
   OC_ASSIGN_OR_RETURN(std::unique_ptr<ObjectReader> reader, from.Get(src, ByteRange::All()));
   PutOptions options;
+  const ObjectMeta& m = reader->meta();
   if (replace.has_value()) {
     options = *replace;
   } else {
-    const ObjectMeta& m = reader->meta();
     options.content_type = m.content_type;
     options.user_meta = m.user_meta;
     options.headers = m.headers;
     options.chunk = m.chunk;
+  }
+  if (!options.tags.has_value()) {
+    options.tags = m.tags;  // x-amz-tagging-directive: COPY
   }
   options.expected_size = reader->length();
   options.content_md5.reset();

@@ -134,6 +134,12 @@ Response Dispatch(HandlerEnv& env, Request& req) {
       return HandleDeleteObject(env, req);
     case S3Op::kGetObjectAcl:
       return HandleGetObjectAcl(env, req);
+    case S3Op::kGetObjectTagging:
+      return HandleGetObjectTagging(env, req);
+    case S3Op::kPutObjectTagging:
+      return HandlePutObjectTagging(env, req);
+    case S3Op::kDeleteObjectTagging:
+      return HandleDeleteObjectTagging(env, req);
     case S3Op::kCreateMultipartUpload:
       return HandleCreateMultipartUpload(env, req);
     case S3Op::kCompleteMultipartUpload:

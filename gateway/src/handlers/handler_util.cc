@@ -4,6 +4,7 @@
 #include "handlers/handlers.h"
 #include "oc/common/text.h"
 #include "s3/s3_headers.h"
+#include "s3/s3_tagging.h"
 #include "s3/s3_xml.h"
 
 namespace oc::gateway {
@@ -94,6 +95,25 @@ void AddObjectHeaders(const storage::ObjectMeta& meta, Response* res) {
   if (meta.parts_count > 0) {
     res->AddHeader("x-amz-mp-parts-count", std::to_string(meta.parts_count));
   }
+  if (!meta.tags.empty()) {  // S3 sends it only for a tagged object
+    res->AddHeader("x-amz-tagging-count", std::to_string(meta.tags.size()));
+  }
+}
+
+TaggingHeader TaggingHeaderOf(const Request& req) {
+  TaggingHeader out;
+  const std::optional<std::string_view> header = req.Header("x-amz-tagging");
+  if (!header.has_value()) {
+    return out;
+  }
+  Result<TagSet> tags = ParseTaggingHeader(*header);
+  if (!tags.has_value()) {
+    out.error = Response::Error(S3Error::kInvalidTag, "x-amz-tagging", std::string(*header),
+                                std::string(tags.error().message()));
+    return out;
+  }
+  out.tags = std::move(*tags);
+  return out;
 }
 
 std::optional<Response> ParseUploadChecksum(const Request& req, UploadStart* start) {

@@ -74,6 +74,10 @@ Response HandleDeleteObject(HandlerEnv& env, Request& req);
 Response HandleDeleteObjects(HandlerEnv& env, Request& req);
 Response HandleCopyObject(HandlerEnv& env, Request& req);
 Response HandleGetObjectAcl(HandlerEnv& env, Request& req);
+// Object tagging (tagging_handlers.cc).
+Response HandleGetObjectTagging(HandlerEnv& env, Request& req);
+Response HandlePutObjectTagging(HandlerEnv& env, Request& req);
+Response HandleDeleteObjectTagging(HandlerEnv& env, Request& req);
 // Descriptor requests (objectcache_handlers.cc, docs/protocol.md). The PUT streams like
 // PutObject: OpenUpload/FinishUpload hand kPutObjectCache to these.
 Response HandleGetObjectCache(HandlerEnv& env, Request& req);
@@ -125,6 +129,14 @@ struct CopySource {
   std::optional<Response> error;
 };
 CopySource ParseCopySource(HandlerEnv& env, const Request& req);
+// The x-amz-tagging header (PutObject, CopyObject, CreateMultipartUpload): its tags, nullopt
+// when absent; or in `error` the answer to a malformed header or a set over S3's limits
+// (400 InvalidTag naming the header).
+struct TaggingHeader {
+  std::optional<storage::Tags> tags;
+  std::optional<Response> error;
+};
+TaggingHeader TaggingHeaderOf(const Request& req);
 // Owner element value: the bucket owner's access key.
 void AppendOwner(class XmlWriter& xml, std::string_view id);
 // AccessControlPolicy granting FULL_CONTROL to `owner` only (GetBucketAcl, GetObjectAcl).

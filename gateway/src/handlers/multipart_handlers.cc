@@ -117,8 +117,13 @@ Response HandleCreateMultipartUpload(HandlerEnv& env, Request& req) {
                            "Checksum algorithm provided is unsupported. Please try again with any "
                            "of the valid types: [CRC32, CRC32C, CRC64NVME, SHA1, SHA256]");
   }
-  Result<std::string> upload =
-      env.store->CreateMultipartUpload(KeyOf(req), PutOptionsFromHeaders(req));
+  storage::PutOptions options = PutOptionsFromHeaders(req);
+  TaggingHeader tagging = TaggingHeaderOf(req);
+  if (tagging.error) {
+    return std::move(*tagging.error);
+  }
+  options.tags = std::move(tagging.tags);
+  Result<std::string> upload = env.store->CreateMultipartUpload(KeyOf(req), options);
   if (!upload.has_value()) {
     return Response::FromStatus(upload.error(), &req);
   }

@@ -306,9 +306,39 @@ Response HandleCopyObject(HandlerEnv& env, Request& req) {
       return Response::Error(S3Error::kPreconditionFailed);
     }
   }
+  // The tags follow x-amz-tagging-directive as the metadata follows its directive: COPY keeps
+  // the source's, REPLACE takes x-amz-tagging (none when absent).
+  const std::string_view tagging_directive = req.Header("x-amz-tagging-directive").value_or("COPY");
+  if (tagging_directive != "COPY" && tagging_directive != "REPLACE") {
+    return Response::Error(S3Error::kInvalidArgument, "x-amz-tagging-directive",
+                           std::string(tagging_directive), "Unknown tagging directive.");
+  }
+  std::optional<storage::Tags> new_tags;
+  if (tagging_directive == "REPLACE") {
+    TaggingHeader tagging = TaggingHeaderOf(req);
+    if (tagging.error) {
+      return std::move(*tagging.error);
+    }
+    new_tags = tagging.tags.value_or(storage::Tags{});
+  }
   std::optional<storage::PutOptions> replace;
   if (directive == "REPLACE") {
     replace = PutOptionsFromHeaders(req);
+  } else if (new_tags.has_value()) {
+    // Metadata copied, tags replaced: the store copies metadata only with no `replace`, so
+    // the source's metadata is read here and passed on with the new tags.
+    Result<storage::ObjectMeta> meta = env.store->Head(src);
+    if (!meta.has_value()) {
+      return Response::FromStatus(meta.error(), &req);
+    }
+    replace.emplace();
+    replace->content_type = meta->content_type;
+    replace->user_meta = meta->user_meta;
+    replace->headers = meta->headers;
+    replace->chunk = meta->chunk;
+  }
+  if (replace.has_value()) {
+    replace->tags = std::move(new_tags);
   }
   Result<storage::ObjectMeta> copied = env.store->Copy(src, dst, replace);
   if (!copied.has_value()) {
@@ -378,6 +408,12 @@ UploadStart OpenUpload(HandlerEnv& env, Request& req, uint64_t body_bytes) {
     if (std::optional<std::string_view> match = req.Header("if-match")) {
       options.if_match = std::string(Trim(*match));
     }
+    TaggingHeader tagging = TaggingHeaderOf(req);
+    if (tagging.error) {
+      start.error = std::move(*tagging.error);
+      return start;
+    }
+    options.tags = std::move(tagging.tags);
     if (!chunked_transfer) {
       options.expected_size = body_bytes;
     }

@@ -96,6 +96,7 @@ class RadosGroupWriter final : public ObjectGroupWriter {
       m.record.meta.user_meta = m.options.user_meta;
       m.record.meta.headers = m.options.headers;
       m.record.meta.chunk = m.options.chunk;
+      m.record.meta.tags = m.options.tags.value_or(Tags{});
       m.record.segments.push_back(m.segment);
       if (last[m.name] == i) {
         by_shard[rados::ShardOf(m.name, ref_.shards)].push_back(i);

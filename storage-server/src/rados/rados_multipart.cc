@@ -387,6 +387,7 @@ Result<std::string> RadosStore::CreateMultipartUpload(const ObjectKey& key,
   record.user_meta = options.user_meta;
   record.headers = options.headers;
   record.chunk = options.chunk;
+  record.tags = options.tags.value_or(Tags{});
   record.initiated_unix_ms = RadosNowUnixMs();
   OC_ASSIGN_OR_RETURN(record.extent_bytes, ChooseObjectBytes(options));
   OC_ASSIGN_OR_RETURN(const BucketRef ref, Bucket(key.bucket));

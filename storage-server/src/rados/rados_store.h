@@ -83,6 +83,7 @@ class RadosStore final : public Store, public kv::SliceSource {
   Status Delete(const ObjectKey& key) override;
   Result<ObjectMeta> Copy(const ObjectKey& src, const ObjectKey& dst,
                           const std::optional<PutOptions>& replace) override;
+  Result<ObjectMeta> PutObjectTags(const ObjectKey& key, const Tags& tags) override;
   Result<ListResult> List(std::string_view bucket, const ListOptions& options) override;
   Result<std::unique_ptr<ObjectGroupWriter>> PutGroup(std::string_view bucket) override;
 

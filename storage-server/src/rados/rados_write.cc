@@ -40,6 +40,7 @@ ObjectRecord NewRecord(const PutOptions& o, const Segment& segment, const Md5Dig
   r.meta.user_meta = o.user_meta;
   r.meta.headers = o.headers;
   r.meta.chunk = o.chunk;
+  r.meta.tags = o.tags.value_or(Tags{});
   r.segments.push_back(segment);
   return r;
 }
@@ -183,6 +184,9 @@ Result<ObjectMeta> RadosStore::Copy(const ObjectKey& src, const ObjectKey& dst,
       next.meta.content_type = replace->content_type;
       next.meta.user_meta = replace->user_meta;
       next.meta.headers = replace->headers;
+      if (replace->tags.has_value()) {
+        next.meta.tags = *replace->tags;
+      }
     }
     next.meta.mtime_unix_ms = now;
     return std::optional<ObjectRecord>(std::move(next));
@@ -190,6 +194,28 @@ Result<ObjectMeta> RadosStore::Copy(const ObjectKey& src, const ObjectKey& dst,
   OC_ASSIGN_OR_RETURN(
       std::vector<std::optional<ObjectRecord>> done,
       CommitShard(dst.bucket, ref, rados::ShardOf(dst.name, ref.shards), changes, true));
+  return std::move(done[0]->meta);
+}
+
+Result<ObjectMeta> RadosStore::PutObjectTags(const ObjectKey& key, const Tags& tags) {
+  OC_RETURN_IF_ERROR(ValidateObjectKey(key.name));
+  // Only the record changes, in one guarded op like any commit: the same data objects, ETag
+  // and mtime (S3 PutObjectTagging), nothing for the GC.
+  OC_ASSIGN_OR_RETURN(const BucketRef ref, Bucket(key.bucket));
+  std::vector<KeyChange> changes(1);
+  changes[0].name = key.name;
+  changes[0].decide =
+      [&](const std::optional<ObjectRecord>& current) -> Result<std::optional<ObjectRecord>> {
+    if (!current.has_value()) {
+      return Status::NotFound(Subject::kKey, key.name);
+    }
+    ObjectRecord next = *current;
+    next.meta.tags = tags;
+    return std::optional<ObjectRecord>(std::move(next));
+  };
+  OC_ASSIGN_OR_RETURN(
+      std::vector<std::optional<ObjectRecord>> done,
+      CommitShard(key.bucket, ref, rados::ShardOf(key.name, ref.shards), changes, true));
   return std::move(done[0]->meta);
 }
 

@@ -15,6 +15,9 @@ constexpr uint8_t kFormatExtended = 3;
 constexpr uint8_t kFormatWithWriterExtended = 4;
 // Extension field ids of an object record. Never renumber.
 constexpr uint8_t kFieldCompletedUploadId = 1;
+constexpr uint8_t kFieldTags = 2;
+// Extension field ids of an upload record. Never renumber.
+constexpr uint8_t kUploadFieldTags = 1;
 // No record holds more entries than this; a larger count is corruption, refused before
 // anything is reserved.
 constexpr uint32_t kMaxRecordEntries = 1u << 20;
@@ -176,6 +179,18 @@ class Decoder {
   std::string_view in_;
 };
 
+// Tags as an extension field's value: the pairs' encoding.
+std::string EncodeTags(const Tags& tags) {
+  Encoder e;
+  e.Pairs(tags);
+  return e.Take();
+}
+
+bool DecodeTags(std::string_view value, Tags* tags) {
+  Decoder d(value);
+  return d.Pairs(tags) && d.Done();
+}
+
 Status Corrupt(std::string_view what) {
   return Status::Corruption(std::string("malformed ") + std::string(what) + " record");
 }
@@ -196,6 +211,7 @@ std::string EncodeObjectRecord(const ObjectRecord& r) {
   const bool with_writer = AnyWriter(r.segments);
   uint32_t fields = 0;
   fields += r.completed_upload_id.empty() ? 0 : 1;
+  fields += r.meta.tags.empty() ? 0 : 1;
   if (fields == 0) {
     e.U8(with_writer ? kFormatWithWriter : kFormatVersion);
   } else {
@@ -218,6 +234,10 @@ std::string EncodeObjectRecord(const ObjectRecord& r) {
     if (!r.completed_upload_id.empty()) {
       e.U8(kFieldCompletedUploadId);
       e.Str(r.completed_upload_id);
+    }
+    if (!r.meta.tags.empty()) {
+      e.U8(kFieldTags);
+      e.Str(EncodeTags(r.meta.tags));
     }
   }
   return e.Take();
@@ -255,6 +275,10 @@ Result<ObjectRecord> DecodeObjectRecord(std::string_view bytes) {
     }
     if (id == kFieldCompletedUploadId) {
       r.completed_upload_id = std::move(value);
+    } else if (id == kFieldTags) {
+      if (!DecodeTags(value, &r.meta.tags)) {
+        return Corrupt("object");
+      }
     }  // other ids: fields of a later format, skipped
   }
   if (!d.Done() || total != r.meta.size) {
@@ -282,21 +306,45 @@ Result<BucketRecord> DecodeBucketRecord(std::string_view bytes) {
 
 std::string EncodeUploadRecord(const UploadRecord& r) {
   Encoder e;
-  e.U8(kFormatVersion);
+  e.U8(r.tags.empty() ? kFormatVersion : kFormatExtended);
   e.Str(r.content_type);
   e.Pairs(r.user_meta);
   e.Pairs(r.headers);
   e.U64(r.extent_bytes);
   e.Chunk(r.chunk);
   e.I64(r.initiated_unix_ms);
+  if (!r.tags.empty()) {
+    e.U32(1);
+    e.U8(kUploadFieldTags);
+    e.Str(EncodeTags(r.tags));
+  }
   return e.Take();
 }
 
 Result<UploadRecord> DecodeUploadRecord(std::string_view bytes) {
   Decoder d(bytes);
   UploadRecord r;
-  if (!d.Version() || !d.Str(&r.content_type) || !d.Pairs(&r.user_meta) || !d.Pairs(&r.headers) ||
-      !d.U64(&r.extent_bytes) || !d.Chunk(&r.chunk) || !d.I64(&r.initiated_unix_ms) || !d.Done()) {
+  uint8_t version = 0;
+  if (!d.U8(&version) || (version != kFormatVersion && version != kFormatExtended) ||
+      !d.Str(&r.content_type) || !d.Pairs(&r.user_meta) || !d.Pairs(&r.headers) ||
+      !d.U64(&r.extent_bytes) || !d.Chunk(&r.chunk) || !d.I64(&r.initiated_unix_ms)) {
+    return Corrupt("upload");
+  }
+  uint32_t fields = 0;
+  if (version == kFormatExtended && !d.Count(&fields)) {
+    return Corrupt("upload");
+  }
+  for (uint32_t i = 0; i < fields; ++i) {
+    uint8_t id = 0;
+    std::string value;
+    if (!d.U8(&id) || !d.Str(&value)) {
+      return Corrupt("upload");
+    }
+    if (id == kUploadFieldTags && !DecodeTags(value, &r.tags)) {
+      return Corrupt("upload");
+    }  // other ids: fields of a later format, skipped
+  }
+  if (!d.Done()) {
     return Corrupt("upload");
   }
   return r;

@@ -7,8 +7,10 @@
 // followed by an extension block (a u32 count of fields, each a u8 field id and a
 // u32-length-prefixed value; ids this code does not know are skipped), written only when an
 // object record has an extension field set, so a record without one keeps its old bytes.
-// Decoding reads all four, checks every length against the record's size and returns
-// kCorruption on anything malformed. Pure functions, thread-safe.
+// Extension fields: 1 the completed upload id, 2 the object's tags (ObjectMeta::tags). An
+// upload record is format 1, or format 3 (1 plus the same extension block: field 1 its tags)
+// when it has tags. Decoding reads all four, checks every length against the record's size and
+// returns kCorruption on anything malformed. Pure functions, thread-safe.
 
 #include <array>
 #include <cstdint>
@@ -62,6 +64,7 @@ struct UploadRecord {
   uint64_t extent_bytes = 0;
   std::optional<ChunkShape> chunk;
   int64_t initiated_unix_ms = 0;
+  Tags tags;  // extension field 1 (x-amz-tagging on CreateMultipartUpload)
 };
 
 struct PartRecord {

@@ -57,6 +57,7 @@ Result<CompletedUpload> CompleteUpload(std::span<const CompletedPart> listed,
   record.meta.user_meta = upload.user_meta;
   record.meta.headers = upload.headers;
   record.meta.chunk = upload.chunk;
+  record.meta.tags = upload.tags;
   record.meta.parts_count = static_cast<uint32_t>(listed.size());
   record.meta.mtime_unix_ms = mtime_unix_ms;
   return out;

@@ -282,6 +282,7 @@ Result<std::vector<GroupCommitted>> RocksStore::CommitGroup(std::string_view buc
       record.meta.user_meta = m.options.user_meta;
       record.meta.headers = m.options.headers;
       record.meta.chunk = m.options.chunk;
+      record.meta.tags = m.options.tags.value_or(Tags{});
       record.segments.push_back(m.segment);
       if (last[keys[i]] != i) {
         freed += DeleteSegments(record.segments, batch, &dead);

@@ -56,6 +56,7 @@ Result<std::string> RocksStore::CreateMultipartUpload(const ObjectKey& key,
   record.user_meta = options.user_meta;
   record.headers = options.headers;
   record.chunk = options.chunk;
+  record.tags = options.tags.value_or(Tags{});
   record.initiated_unix_ms = NowUnixMs();
   OC_ASSIGN_OR_RETURN(record.extent_bytes,
                       ChooseExtentBytes(options, options_.default_extent_bytes));

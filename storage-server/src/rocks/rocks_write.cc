@@ -307,6 +307,7 @@ Result<ObjectMeta> RocksStore::WriteCommit(const WriteTarget& target, const Segm
     record.meta.user_meta = target.options.user_meta;
     record.meta.headers = target.options.headers;
     record.meta.chunk = target.options.chunk;
+    record.meta.tags = target.options.tags.value_or(Tags{});
     record.segments.push_back(segment);
     OC_RETURN_IF_ERROR(FromRocks(batch->Put(objects_cf_, object_key, EncodeObjectRecord(record))));
     if (old.has_value()) {
@@ -404,6 +405,9 @@ Result<ObjectMeta> RocksStore::Copy(const ObjectKey& src, const ObjectKey& dst,
       record->meta.content_type = replace->content_type;
       record->meta.user_meta = replace->user_meta;
       record->meta.headers = replace->headers;
+      if (replace->tags.has_value()) {
+        record->meta.tags = *replace->tags;
+      }
     }
     record->meta.mtime_unix_ms = NowUnixMs();
     OC_RETURN_IF_ERROR(
@@ -411,6 +415,24 @@ Result<ObjectMeta> RocksStore::Copy(const ObjectKey& src, const ObjectKey& dst,
     return std::move(record->meta);
   }
   return StreamCopy(*this, src, *this, dst, replace, kCopyBufferBytes);
+}
+
+Result<ObjectMeta> RocksStore::PutObjectTags(const ObjectKey& key, const Tags& tags) {
+  OC_RETURN_IF_ERROR(ValidateObjectKey(key.name));
+  // Only the record changes, under the key lock like any commit of the key: bytes, ETag and
+  // mtime stay (S3 PutObjectTagging).
+  const std::string object_key = ObjectDbKey(key.bucket, key.name);
+  std::shared_lock bucket_lock(bucket_mu_);
+  std::lock_guard key_lock(KeyMutex(object_key));
+  OC_RETURN_IF_ERROR(CheckBucket(key.bucket, meta_read_));
+  OC_ASSIGN_OR_RETURN(std::optional<ObjectRecord> record, GetRecord(object_key, meta_read_));
+  if (!record.has_value()) {
+    return Status::NotFound(Subject::kKey, key.name);
+  }
+  record->meta.tags = tags;
+  OC_RETURN_IF_ERROR(
+      FromRocks(db_->Put(synced_, objects_cf_, object_key, EncodeObjectRecord(*record))));
+  return std::move(record->meta);
 }
 
 }  // namespace oc::storage

@@ -100,6 +100,7 @@ using ListPartsCall = Call<Op::kListParts, &Store::ListParts, Retry::kIfPooled, 
                            std::string, uint32_t, uint32_t>;
 using ListUploadsCall = Call<Op::kListUploads, &Store::ListMultipartUploads, Retry::kIfPooled,
                              std::string, ListUploadsOptions>;
+using PutTagsCall = Call<Op::kPutTags, &Store::PutObjectTags, Retry::kNo, ObjectKey, Tags>;
 using KvDataPlaneCall = Call<Op::kKvDataPlane, &Store::DataPlane, Retry::kIfPooled, std::string>;
 // Unary on the wire; the server adds its own figures to the store's (ServeStats).
 using StatsCall = Call<Op::kStats, &Store::Stats, Retry::kIfPooled>;
@@ -117,10 +118,10 @@ struct ServerInfoCall {
 template <typename... Calls>
 struct CallList {};
 // Every unary call the server answers with ServeUnary (StatsCall is served by ServeStats).
-using UnaryCalls =
-    CallList<CreateBucketCall, DeleteBucketCall, HeadBucketCall, ListBucketsCall, HeadCall,
-             HeadManyCall, DeleteCall, CopyCall, ListCall, CreateUploadCall, CompleteUploadCall,
-             AbortUploadCall, ListPartsCall, ListUploadsCall, KvDataPlaneCall, ServerInfoCall>;
+using UnaryCalls = CallList<CreateBucketCall, DeleteBucketCall, HeadBucketCall, ListBucketsCall,
+                            HeadCall, HeadManyCall, DeleteCall, CopyCall, ListCall,
+                            CreateUploadCall, CompleteUploadCall, AbortUploadCall, ListPartsCall,
+                            ListUploadsCall, PutTagsCall, KvDataPlaneCall, ServerInfoCall>;
 
 // --- Calls that open a stream: the request is one frame, the rest is hand-written ---
 // Opening a writer creates nothing on the server, so it may be retried like a read.

@@ -55,6 +55,8 @@ std::string_view OpName(Op op) {
       return "ListMultipartUploads";
     case Op::kPutHeader:
       return "PutHeader";
+    case Op::kPutTags:
+      return "PutObjectTags";
     case Op::kStats:
       return "Stats";
     case Op::kServerInfo:

@@ -18,7 +18,7 @@ using internal::DecodeVector;
 constexpr size_t kMinStringBytes = 4;
 constexpr size_t kMinPairBytes = 2 * kMinStringBytes;
 constexpr size_t kMinBucketInfoBytes = 2 * kMinStringBytes + 8;
-constexpr size_t kMinObjectMetaBytes = 8 + 4 + 4 + 4 + 4 + 8 + 4 + 1;
+constexpr size_t kMinObjectMetaBytes = 8 + 4 + 4 + 4 + 4 + 8 + 4 + 1 + 4;
 constexpr size_t kMinListEntryBytes = kMinStringBytes + kMinObjectMetaBytes;
 constexpr size_t kMinCompletedPartBytes = 4 + kMinStringBytes;
 constexpr size_t kMinPartInfoBytes = 4 + 8 + kMinStringBytes + 8;
@@ -175,13 +175,21 @@ void Encode(WireWriter& w, const ObjectMeta& v) {
   w.U64(static_cast<uint64_t>(v.mtime_unix_ms));
   w.U32(v.parts_count);
   EncodeChunk(w, v.chunk);
+  EncodePairs(w, v.tags);
 }
 
 bool Decode(WireReader& r, ObjectMeta* v) {
   return r.U64(&v->size) && r.Str(&v->etag) && r.Str(&v->content_type) &&
          DecodePairs(r, &v->user_meta) && DecodePairs(r, &v->headers) && r.I64(&v->mtime_unix_ms) &&
-         r.U32(&v->parts_count) && DecodeChunk(r, &v->chunk);
+         r.U32(&v->parts_count) && DecodeChunk(r, &v->chunk) && DecodePairs(r, &v->tags);
 }
+
+void Encode(WireWriter& w, const std::pair<std::string, std::string>& v) {
+  w.Str(v.first);
+  w.Str(v.second);
+}
+
+bool Decode(WireReader& r, Tags* v) { return DecodePairs(r, v); }
 
 void Encode(WireWriter& w, const PutOptions& v) {
   w.Str(v.content_type);
@@ -201,6 +209,10 @@ void Encode(WireWriter& w, const PutOptions& v) {
   w.U8(v.if_match.has_value() ? 1 : 0);
   if (v.if_match.has_value()) {
     w.Str(*v.if_match);
+  }
+  w.U8(v.tags.has_value() ? 1 : 0);
+  if (v.tags.has_value()) {
+    EncodePairs(w, *v.tags);
   }
 }
 
@@ -246,6 +258,18 @@ bool Decode(WireReader& r, PutOptions* v) {
       return false;
     }
     v->if_match = std::move(etag);
+  }
+  bool has_tags = false;
+  if (!r.Bool(&has_tags)) {
+    return false;
+  }
+  v->tags.reset();
+  if (has_tags) {
+    Tags tags;
+    if (!DecodePairs(r, &tags)) {
+      return false;
+    }
+    v->tags = std::move(tags);
   }
   return true;
 }

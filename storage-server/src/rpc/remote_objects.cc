@@ -214,6 +214,10 @@ Result<ObjectMeta> RemoteStore::Head(const ObjectKey& key) {
   return RoutedUnary<HeadCall>(key.bucket, key);
 }
 
+Result<ObjectMeta> RemoteStore::PutObjectTags(const ObjectKey& key, const Tags& tags) {
+  return RoutedUnary<PutTagsCall>(key.bucket, key, tags);
+}
+
 Result<std::vector<std::optional<ObjectMeta>>> RemoteStore::HeadMany(
     std::string_view bucket, std::span<const std::string> names) {
   OC_ASSIGN_OR_RETURN(auto metas, RoutedUnary<HeadManyCall>(bucket, bucket, names));

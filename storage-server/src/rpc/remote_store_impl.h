@@ -59,6 +59,7 @@ class RemoteStore final : public Store {
   Result<std::vector<std::optional<ObjectMeta>>> HeadMany(
       std::string_view bucket, std::span<const std::string> names) override;
   Status Delete(const ObjectKey& key) override;
+  Result<ObjectMeta> PutObjectTags(const ObjectKey& key, const Tags& tags) override;
   Result<ObjectMeta> Copy(const ObjectKey& src, const ObjectKey& dst,
                           const std::optional<PutOptions>& replace) override;
   Result<ListResult> List(std::string_view bucket, const ListOptions& options) override;

@@ -134,6 +134,7 @@ Status ValidateBody(Op op, uint16_t flags, ByteSpan body) {
     case Op::kAbortUpload:
     case Op::kListParts:
     case Op::kListUploads:
+    case Op::kPutTags:
     case Op::kKvDataPlane:
     case Op::kServerInfo:
       break;

@@ -46,8 +46,9 @@
 namespace oc::storage::rpc {
 
 inline constexpr uint32_t kMagic = 0x3152434F;  // bytes 'O' 'C' 'R' '1'
-// 2: ByteRange carries a part number, ObjectMeta tags and PutOptions write conditions (issue 17).
-// 3: KvPutReport carries the create-if-absent outcomes; op 36 (PutHeader) exists (issue 17).
+// 2: ByteRange carries a part number and PutOptions write conditions (issue 17).
+// 3: PutOptions and ObjectMeta carry tags, KvPutReport the create-if-absent outcomes; ops 36
+//    (PutHeader) and 37 (PutObjectTags) exist (issue 17).
 inline constexpr uint8_t kVersion = 3;
 inline constexpr size_t kHeaderBytes = 24;
 // The hard ceiling on any frame body either side accepts, whatever is configured: a
@@ -102,6 +103,7 @@ enum class Op : uint8_t {
   // the end of the body). No reply: an error is kept and answered at kCommit. A server older
   // than this op refuses it as unknown and closes the connection, so the write fails whole.
   kPutHeader = 36,  // name, value                    / no reply
+  kPutTags = 37,    // key, vector<(key, value)>    / ObjectMeta (Store::PutObjectTags)
   // 40 and 41 are reserved: they were ReadSlices and its SliceData frames, superseded by the
   // descriptor calls below (the storage server reads slices itself). A peer that still sends
   // them gets the error frame for an unknown op. Never reuse them.
@@ -244,6 +246,7 @@ void Encode(WireWriter& w, const KvGetReport& v);
 void Encode(WireWriter& w, const KvProbeResult& v);
 void Encode(WireWriter& w, const KvPutReport& v);
 void Encode(WireWriter& w, const DataPlaneInfo& v);
+void Encode(WireWriter& w, const std::pair<std::string, std::string>& v);  // one tag
 template <typename T>
 void Encode(WireWriter& w, std::span<const T> v) {
   w.U32(static_cast<uint32_t>(v.size()));
@@ -284,6 +287,7 @@ bool Decode(WireReader& r, DataPlaneInfo* v);
 bool Decode(WireReader& r, std::vector<BucketInfo>* v);
 bool Decode(WireReader& r, std::vector<CompletedPart>* v);
 bool Decode(WireReader& r, std::vector<std::string>* v);
+bool Decode(WireReader& r, Tags* v);
 void Encode(WireWriter& w, const std::optional<ObjectMeta>& v);
 bool Decode(WireReader& r, std::vector<std::optional<ObjectMeta>>* v);
 

@@ -49,6 +49,10 @@ TEST(Router, RoutesEachOperation) {
       {"POST", "/b/k", {{"uploadId", "u"}}, false, S3Op::kCompleteMultipartUpload, "b", "k"},
       {"DELETE", "/b/k", {{"uploadId", "u"}}, false, S3Op::kAbortMultipartUpload, "b", "k"},
       {"GET", "/b/k", {{"uploadId", "u"}}, false, S3Op::kListParts, "b", "k"},
+      // Object tagging (issue 17).
+      {"GET", "/b/k", {{"tagging", ""}}, false, S3Op::kGetObjectTagging, "b", "k"},
+      {"PUT", "/b/k", {{"tagging", ""}}, false, S3Op::kPutObjectTagging, "b", "k"},
+      {"DELETE", "/b/k", {{"tagging", ""}}, false, S3Op::kDeleteObjectTagging, "b", "k"},
       {"GET", "/healthz", {}, false, S3Op::kHealthz, "", ""},
       {"GET", "/metrics", {}, false, S3Op::kMetrics, "", ""},
       // Sub-resources we do not serve: NotImplemented, never a plain operation.
@@ -57,7 +61,7 @@ TEST(Router, RoutesEachOperation) {
       {"PUT", "/b", {{"acl", ""}}, false, S3Op::kNotImplemented, "b", ""},
       {"GET", "/b", {{"policy", ""}}, false, S3Op::kNotImplemented, "b", ""},
       {"PUT", "/b", {{"lifecycle", ""}}, false, S3Op::kNotImplemented, "b", ""},
-      {"PUT", "/b/k", {{"tagging", ""}}, false, S3Op::kNotImplemented, "b", "k"},
+      {"POST", "/b/k", {{"tagging", ""}}, false, S3Op::kNotImplemented, "b", "k"},
       {"GET",
        "/b/k",
        {{"versionId", "x"}, {"retention", ""}},

@@ -93,6 +93,51 @@ TEST(MetaCodec, ExtensionFieldsRoundTripAndAreWrittenOnlyWhenSet) {
   EXPECT_EQ(skipped->completed_upload_id, "");
 }
 
+// Extension field 2: the object's tags (S3 object tagging). A record without tags keeps its
+// bytes; one with tags and a completed upload id carries both; an upload record with tags is
+// format 3 (format 1 and the same extension block), without them format 1 as before.
+TEST(MetaCodec, TagsAreAnExtensionFieldOfObjectAndUploadRecords) {
+  ObjectRecord r = SampleObject();
+  const std::string plain = EncodeObjectRecord(r);
+  r.meta.tags = {{"project", "kv"}, {"empty", ""}};
+  const std::string tagged = EncodeObjectRecord(r);
+  EXPECT_EQ(tagged[0], 3);
+  EXPECT_EQ(tagged.substr(1, plain.size() - 1), plain.substr(1));  // the format-1 body as is
+  Result<ObjectRecord> back = DecodeObjectRecord(tagged);
+  ASSERT_TRUE(back.has_value()) << back.error();
+  EXPECT_EQ(back->meta.tags, r.meta.tags);
+  EXPECT_EQ(back->completed_upload_id, "");
+  r.completed_upload_id = "u-1";
+  back = DecodeObjectRecord(EncodeObjectRecord(r));
+  ASSERT_TRUE(back.has_value()) << back.error();
+  EXPECT_EQ(back->meta.tags, r.meta.tags);
+  EXPECT_EQ(back->completed_upload_id, "u-1");
+  for (size_t n = 0; n < tagged.size(); ++n) {
+    SCOPED_TRACE(n);
+    EXPECT_FALSE(DecodeObjectRecord(std::string_view(tagged).substr(0, n)).has_value());
+  }
+
+  UploadRecord u;
+  u.content_type = "text/plain";
+  u.initiated_unix_ms = 5;
+  const std::string u_plain = EncodeUploadRecord(u);
+  EXPECT_EQ(u_plain[0], 1);
+  u.tags = {{"k", "v"}};
+  const std::string u_tagged = EncodeUploadRecord(u);
+  EXPECT_EQ(u_tagged[0], 3);
+  Result<UploadRecord> ub = DecodeUploadRecord(u_tagged);
+  ASSERT_TRUE(ub.has_value()) << ub.error();
+  EXPECT_EQ(ub->tags, u.tags);
+  EXPECT_EQ(ub->content_type, "text/plain");
+  Result<UploadRecord> untagged = DecodeUploadRecord(u_plain);
+  ASSERT_TRUE(untagged.has_value()) << untagged.error();
+  EXPECT_TRUE(untagged->tags.empty());
+  for (size_t n = 0; n < u_tagged.size(); ++n) {
+    SCOPED_TRACE(n);
+    EXPECT_FALSE(DecodeUploadRecord(std::string_view(u_tagged).substr(0, n)).has_value());
+  }
+}
+
 TEST(MetaCodec, SegmentSizesMustAddUpToObjectSize) {
   ObjectRecord r = SampleObject();
   r.meta.size = 31;

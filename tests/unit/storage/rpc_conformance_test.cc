@@ -340,6 +340,86 @@ TEST_P(StoreConformance, CopyKeepsOrReplacesMetadataWithinAndAcrossBuckets) {
             Subject::kBucket);
 }
 
+// S3 object tagging (Store::PutObjectTags, PutOptions::tags), on both backends and over the
+// RPC: tags given at PUT and at CreateMultipartUpload are stored with the object; replacing or
+// removing them changes nothing else (ETag, mtime, metadata, bytes); a copy keeps the source's
+// tags unless new ones are given, with the metadata copied or replaced.
+TEST_P(StoreConformance, TagsAreStoredReplacedAndCopiedAsS3Does) {
+  const Tags tags = {{"project", "kv"}, {"tier", "hot cache"}};
+  PutOptions o;
+  o.content_type = "text/plain";
+  o.user_meta = {{"m", "1"}};
+  o.tags = tags;
+  const std::string data = Bytes(7, 5000);
+  Result<ObjectMeta> put = PutString(store(), {"bkt", "t"}, data, o);
+  ASSERT_TRUE(put.has_value()) << put.error();
+  EXPECT_EQ(put->tags, tags);
+  Result<ObjectMeta> head = store().Head({"bkt", "t"});
+  ASSERT_TRUE(head.has_value()) << head.error();
+  EXPECT_EQ(head->tags, tags);
+  Result<std::unique_ptr<ObjectReader>> reader = store().Get({"bkt", "t"}, ByteRange::All());
+  ASSERT_TRUE(reader.has_value()) << reader.error();
+  EXPECT_EQ((*reader)->meta().tags, tags);
+  reader->reset();
+
+  const Tags other = {{"a", ""}};
+  Result<ObjectMeta> tagged = store().PutObjectTags({"bkt", "t"}, other);
+  ASSERT_TRUE(tagged.has_value()) << tagged.error();
+  EXPECT_EQ(tagged->tags, other);
+  head = store().Head({"bkt", "t"});
+  ASSERT_TRUE(head.has_value());
+  EXPECT_EQ(head->tags, other);
+  EXPECT_EQ(head->etag, put->etag);
+  EXPECT_EQ(head->mtime_unix_ms, put->mtime_unix_ms);
+  EXPECT_EQ(head->user_meta, o.user_meta);
+  EXPECT_EQ(head->content_type, "text/plain");
+  EXPECT_TRUE(*GetString(store(), {"bkt", "t"}) == data);
+  ASSERT_TRUE(store().PutObjectTags({"bkt", "t"}, {}).has_value());
+  EXPECT_TRUE(store().Head({"bkt", "t"})->tags.empty());
+  Result<ObjectMeta> absent = store().PutObjectTags({"bkt", "absent"}, other);
+  ASSERT_FALSE(absent.has_value());
+  EXPECT_EQ(absent.error().code(), Code::kNotFound);
+  EXPECT_EQ(absent.error().subject(), Subject::kKey);
+  EXPECT_EQ(store().PutObjectTags({"nobucket", "t"}, other).error().subject(), Subject::kBucket);
+
+  // Copies: tags COPY with metadata COPY or REPLACE, tags REPLACE, and onto the same key.
+  ASSERT_TRUE(store().PutObjectTags({"bkt", "t"}, tags).has_value());
+  Result<ObjectMeta> copy = store().Copy({"bkt", "t"}, {"bkt", "c1"}, std::nullopt);
+  ASSERT_TRUE(copy.has_value()) << copy.error();
+  EXPECT_EQ(copy->tags, tags);
+  PutOptions replace;
+  replace.content_type = "image/png";
+  copy = store().Copy({"bkt", "t"}, {"bkt", "c2"}, replace);
+  ASSERT_TRUE(copy.has_value()) << copy.error();
+  EXPECT_EQ(copy->tags, tags);
+  EXPECT_EQ(copy->content_type, "image/png");
+  replace.tags = other;
+  copy = store().Copy({"bkt", "t"}, {"bkt", "c3"}, replace);
+  ASSERT_TRUE(copy.has_value()) << copy.error();
+  EXPECT_EQ(store().Head({"bkt", "c3"})->tags, other);
+  copy = store().Copy({"bkt", "t"}, {"bkt", "t"}, replace);
+  ASSERT_TRUE(copy.has_value()) << copy.error();
+  EXPECT_EQ(store().Head({"bkt", "t"})->tags, other);
+  EXPECT_EQ(store().Head({"bkt", "t"})->content_type, "image/png");
+
+  // A multipart upload's tags go to the completed object.
+  const ObjectKey key{"bkt", "mp"};
+  PutOptions mp;
+  mp.tags = tags;
+  Result<std::string> id = store().CreateMultipartUpload(key, mp);
+  ASSERT_TRUE(id.has_value()) << id.error();
+  Result<std::unique_ptr<ObjectWriter>> w = store().UploadPart(key, *id, 1, {});
+  ASSERT_TRUE(w.has_value()) << w.error();
+  ASSERT_TRUE((*w)->Append(AsBytes(std::string_view(data))).ok());
+  Result<ObjectMeta> part = (*w)->Commit();
+  ASSERT_TRUE(part.has_value()) << part.error();
+  const std::vector<CompletedPart> parts = {{1, part->etag}};
+  Result<ObjectMeta> done = store().CompleteMultipartUpload(key, *id, parts);
+  ASSERT_TRUE(done.has_value()) << done.error();
+  EXPECT_EQ(done->tags, tags);
+  EXPECT_EQ(store().Head(key)->tags, tags);
+}
+
 TEST_P(StoreConformance, ListingPaginatesWithPrefixAndDelimiter) {
   std::set<std::string> expected;
   for (int i = 0; i < 120; ++i) {

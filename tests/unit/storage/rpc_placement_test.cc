@@ -52,6 +52,9 @@ class ReportingStore final : public Store {
                           const std::optional<PutOptions>& r) override {
     return inner_->Copy(s, d, r);
   }
+  Result<ObjectMeta> PutObjectTags(const ObjectKey& k, const Tags& tags) override {
+    return inner_->PutObjectTags(k, tags);
+  }
   Result<ListResult> List(std::string_view b, const ListOptions& o) override {
     return inner_->List(b, o);
   }

@@ -153,9 +153,14 @@ class Store {
   // kNotFound/kKey if absent (S3 callers treat that as success).
   virtual Status Delete(const ObjectKey& key) = 0;
   // Copies src to dst (which may be the same key). Metadata is src's unless `replace` is
-  // given (S3's x-amz-metadata-directive: REPLACE). Returns dst's new metadata.
+  // given (S3's x-amz-metadata-directive: REPLACE); tags are src's unless replace->tags is
+  // set (x-amz-tagging-directive: REPLACE). Returns dst's new metadata.
   virtual Result<ObjectMeta> Copy(const ObjectKey& src, const ObjectKey& dst,
                                   const std::optional<PutOptions>& replace) = 0;
+  // Replaces the tags of `key`'s object (S3 PutObjectTagging; no tags: DeleteObjectTagging) in
+  // one atomic step with nothing else changed: bytes, ETag, metadata and mtime stay, as in S3.
+  // Returns the object's metadata with its new tags. kNotFound/kKey if absent.
+  virtual Result<ObjectMeta> PutObjectTags(const ObjectKey& key, const Tags& tags) = 0;
   // Starts a group of new objects in `bucket` (ObjectGroupWriter above). kNotFound/kBucket if
   // the bucket does not exist now (it is checked again at Commit); kUnimplemented from a
   // store that cannot commit several objects atomically.

@@ -64,6 +64,10 @@ struct ChunkShape {
   uint64_t layer_bytes = 0;  // S: bytes of one layer of this chunk (K and V together)
 };
 
+// An object's tags (S3 object tagging): (key, value) pairs in the order given. The store keeps
+// them as given; S3's limits (10 tags, key and value lengths, unique keys) are the gateway's.
+using Tags = std::vector<std::pair<std::string, std::string>>;
+
 // What HEAD returns; also what a write commits.
 struct ObjectMeta {
   uint64_t size = 0;
@@ -81,6 +85,7 @@ struct ObjectMeta {
   int64_t mtime_unix_ms = 0;
   uint32_t parts_count = 0;  // 0 for a single PUT, N for a completed multipart upload
   std::optional<ChunkShape> chunk;
+  Tags tags;  // S3 object tags, in the order stored; empty for none
 };
 
 // What a caller supplies when writing an object (or a part: only the digest and size
@@ -109,6 +114,10 @@ struct PutOptions {
   // unconditional.
   bool if_none_match = false;
   std::optional<std::string> if_match;
+  // The object's tags (x-amz-tagging on PutObject and CreateMultipartUpload). In Store::Copy's
+  // `replace`: the copy's tags when set (x-amz-tagging-directive: REPLACE), else the source's.
+  // Parts ignore it. Default: none (in a copy: the source's)
+  std::optional<Tags> tags;
 };
 
 // One object of a committed group (ObjectGroupWriter::Commit), in Begin order.
