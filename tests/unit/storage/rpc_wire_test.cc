@@ -131,7 +131,7 @@ TEST(RpcWire, EveryKnownOpHasANameAndUnknownOnesDoNot) {
       EXPECT_NE(OpName(static_cast<Op>(v)), "unknown");
     }
   }
-  EXPECT_EQ(known, 32);
+  EXPECT_EQ(known, 33);
   EXPECT_FALSE(IsKnownOp(0));
   EXPECT_FALSE(IsKnownOp(255));
 }
