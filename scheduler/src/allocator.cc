@@ -35,6 +35,33 @@ std::vector<double> Proportional(const std::vector<double>& weights, double cap)
   return rates;
 }
 
+// bw-prop: r_i = B * r*_i / sum r*, the weights uncapped (the paper's definition; its Table A9
+// gives 16K@87.5% 29.28 Gbps of B = 50 Gbps, which weighting by min(r*_i, B) misses at 28.49).
+// A request with c_i = 0 has an unbounded r*: in the limit those requests split B equally and
+// the others get 0. Finite weights are divided by the largest first, so no sum overflows.
+std::vector<double> ZeroStallProportional(std::span<const Demand> demands, double cap) {
+  const size_t n = demands.size();
+  std::vector<double> w(n);
+  size_t unbounded = 0;
+  double largest = 0.0;
+  for (size_t i = 0; i < n; ++i) {
+    w[i] = ZeroStallRate(demands[i]);
+    if (std::isinf(w[i])) {
+      ++unbounded;
+    } else {
+      largest = std::max(largest, w[i]);
+    }
+  }
+  for (double& x : w) {
+    if (unbounded > 0) {
+      x = std::isinf(x) ? 1.0 : 0.0;
+    } else if (largest > 0.0) {
+      x /= largest;
+    }
+  }
+  return Proportional(w, cap);
+}
+
 }  // namespace
 
 std::vector<double> WaterFill(std::span<const double> layer_bytes, std::span<const double> targets,
@@ -127,14 +154,8 @@ Result<std::vector<double>> Allocate(Policy policy, std::span<const Demand> dema
       }
       return Proportional(w, cap);
     }
-    case Policy::kBwProp: {
-      std::vector<double> w(n);
-      for (size_t i = 0; i < n; ++i) {
-        w[i] = TargetRate(demands[i], cap,
-                          0.0);  // min(r*_i, B): finite even for c_i = 0
-      }
-      return Proportional(w, cap);
-    }
+    case Policy::kBwProp:
+      return ZeroStallProportional(demands, cap);
     case Policy::kStallOpt:
     case Policy::kCalStallOpt: {
       const double margin = policy == Policy::kStallOpt ? 0.0 : margin_bytes_per_sec;

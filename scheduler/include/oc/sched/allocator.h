@@ -4,7 +4,7 @@
 //
 //   equal          B / n
 //   kv-prop        B * W_i / sum W        (equal split if every W_i is 0)
-//   bw-prop        B * t_i / sum t        t_i = min(r*_i, B); equal split if every t_i is 0
+//   bw-prop        B * r*_i / sum r*      uncapped; c_i = 0 (r* unbounded) requests split B
 //   stall-opt      water-filling with targets t_i = min(r*_i, B)
 //   cal-stall-opt  water-filling with targets t_i = min(r*_i + δ, B)
 //

@@ -21,7 +21,7 @@ namespace oc::sched {
 enum class Policy {
   kEqual,        // r_i = B / n
   kKvProp,       // r_i = B * W_i / sum W      (proportional to matched bytes)
-  kBwProp,       // r_i = B * r*_i / sum r*    (proportional to zero-stall rate)
+  kBwProp,       // r_i = B * r*_i / sum r*    (proportional to zero-stall rate, uncapped)
   kStallOpt,     // water-filling, targets r*_i (margin 0)
   kCalStallOpt,  // water-filling, targets r*_i + margin (the paper's calibrated stall-opt)
 };
