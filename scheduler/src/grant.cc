@@ -140,6 +140,8 @@ Result<Grant> Scheduler::Admit(const RequestSpec& spec) {
   entries_.emplace(id, std::move(e));
   if (options_.work_conserving) {
     Reallocate(now);
+  } else if (options_.fixed_at_admission) {
+    AdmitIntoBatch(id, now);
   } else if (now >= epoch_end_) {
     MaybeAdvanceEpoch(now);  // the new epoch's allocation includes the arrival
   } else {
@@ -166,8 +168,38 @@ Result<Grant> Scheduler::Admit(const RequestSpec& spec) {
   return Grant(this, id);
 }
 
+void Scheduler::AdmitIntoBatch(uint64_t arrival, Time now) {
+  if (now >= epoch_end_) {
+    for (auto& [id, e] : entries_) {
+      e.fixed = id != arrival;  // every request here before the arrival is in a closed batch
+    }
+    ++epoch_;
+    epoch_end_ = now + options_.epoch;
+  }
+  double held = 0.0;
+  std::vector<uint64_t> batch;
+  std::vector<Demand> demands;
+  for (const auto& [id, e] : entries_) {
+    if (e.fixed) {
+      held += e.rate;
+    } else {
+      batch.push_back(id);
+      demands.push_back(e.demand);
+    }
+  }
+  const double free = std::max(0.0, cap_ - held);
+  Result<std::vector<double>> rates = Allocate(options_.policy, demands, free, margin_);
+  OC_CHECK(rates.has_value());  // inputs were validated at Admit and in Create
+  for (size_t i = 0; i < batch.size(); ++i) {
+    Entry& e = entries_.at(batch[i]);
+    e.rate = (*rates)[i] < cap_ * kDustFraction ? 0.0 : (*rates)[i];
+    e.epoch = epoch_;
+    OC_CHECK(pacer_.SetRate(batch[i], e.rate, now).ok());
+  }
+}
+
 void Scheduler::MaybeAdvanceEpoch(Time now) {
-  if (options_.work_conserving || now < epoch_end_) {
+  if (options_.work_conserving || options_.fixed_at_admission || now < epoch_end_) {
     return;
   }
   epoch_end_ = now + options_.epoch;
@@ -210,6 +242,10 @@ void Scheduler::Release(uint64_t id) {
     Reallocate(clock_.Now());
     return;
   }
+  if (options_.fixed_at_admission) {
+    entries_.erase(it);  // its rate is free for later arrivals; nobody admitted gains it
+    return;
+  }
   // Epoch mode: the share stays held until the next boundary.
   it->second.released = true;
   MaybeAdvanceEpoch(clock_.Now());
@@ -220,7 +256,8 @@ NextStep Scheduler::Next() {
   const Time now = clock_.Now();
   MaybeAdvanceEpoch(now);
   NextStep step = pacer_.Next(now);
-  if (step.kind == NextStep::Kind::kDispatch || options_.work_conserving || !pacer_.HasQueued()) {
+  if (step.kind == NextStep::Kind::kDispatch || options_.work_conserving ||
+      options_.fixed_at_admission || !pacer_.HasQueued()) {
     return step;
   }
   // Payloads wait; a new epoch may change the rates that hold them back.
@@ -236,6 +273,7 @@ SchedulerStats Scheduler::Stats() const {
   SchedulerStats s;
   s.policy = options_.policy;
   s.work_conserving = options_.work_conserving;
+  s.fixed_at_admission = options_.fixed_at_admission;
   s.cap_bytes_per_sec = cap_;
   s.epoch = epoch_;
   s.epoch_end = epoch_end_;

@@ -116,6 +116,58 @@ TEST(Scheduler, WorkConservingReassignsAtOnce) {
   EXPECT_EQ(st["a"].epoch, 3u);  // three allocations: a, a+b, a again
 }
 
+// The paper's admission rule. B = 1e9 bytes/s, equal s. a, b, c arrive together (one batch):
+// stall-opt's water level 1e9/3 caps a and b at r* = 3e8, c gets the rest, 4e8, exactly what
+// Allocate gives the three. After the batch closes a leaves: its 3e8 goes to nobody admitted
+// (c stays at 4e8 though its target is 6e8, through any number of epochs); d, arriving later,
+// gets min(its target 5e8, the 3e8 free).
+TEST(Scheduler, FixedAtAdmissionKeepsRatesAndGivesFreedBandwidthToLaterArrivals) {
+  ManualClock clock(Time{1'000});
+  SchedulerOptions o = Options(Policy::kStallOpt, false);
+  o.fixed_at_admission = true;
+  auto sched = Make(o, clock);
+  Result<Grant> a = sched->Admit(Spec("a", 3e8));
+  Result<Grant> b = sched->Admit(Spec("b", 3e8));
+  Result<Grant> c = sched->Admit(Spec("c", 6e8));
+  ASSERT_TRUE(a.has_value() && b.has_value() && c.has_value());
+  {
+    auto st = ByName(sched->Stats());
+    EXPECT_DOUBLE_EQ(st["a"].rate_bytes_per_sec, 3e8);
+    EXPECT_DOUBLE_EQ(st["b"].rate_bytes_per_sec, 3e8);
+    EXPECT_DOUBLE_EQ(st["c"].rate_bytes_per_sec, 4e8);
+    EXPECT_TRUE(sched->Stats().fixed_at_admission);
+  }
+  clock.Set(Time{1'000} + milliseconds(20));
+  a->Release();
+  ASSERT_TRUE(c->Enqueue(0, 1000).ok());
+  ASSERT_EQ(sched->Next().kind, NextStep::Kind::kDispatch);
+  {
+    auto st = ByName(sched->Stats());
+    EXPECT_EQ(st.count("a"), 0u);
+    EXPECT_DOUBLE_EQ(st["b"].rate_bytes_per_sec, 3e8);
+    EXPECT_DOUBLE_EQ(st["c"].rate_bytes_per_sec, 4e8);  // no growth: not work-conserving
+  }
+  clock.Set(Time{1'000} + milliseconds(30));
+  Result<Grant> d = sched->Admit(Spec("d", 5e8));
+  ASSERT_TRUE(d.has_value());
+  clock.Set(Time{1'000} + milliseconds(100));
+  (void)sched->Next();
+  auto st = ByName(sched->Stats());
+  EXPECT_DOUBLE_EQ(st["b"].rate_bytes_per_sec, 3e8);
+  EXPECT_DOUBLE_EQ(st["c"].rate_bytes_per_sec, 4e8);
+  EXPECT_NEAR(st["d"].rate_bytes_per_sec, 3e8, 1e-6);  // only what a freed
+  EXPECT_EQ(st["d"].epoch, 1u);                        // the second batch
+}
+
+TEST(Scheduler, FixedAtAdmissionExcludesWorkConserving) {
+  ManualClock clock;
+  SchedulerOptions o = Options(Policy::kEqual, true);
+  o.fixed_at_admission = true;
+  Result<std::unique_ptr<Scheduler>> s = Scheduler::Create(o, clock);
+  ASSERT_FALSE(s.has_value());
+  EXPECT_EQ(s.error().field(), "scheduler.fixed_at_admission");
+}
+
 // Epochs: a departure's share stays held until the boundary; an arrival with no headroom waits
 // (rate 0) for the boundary, then gets its policy rate.
 TEST(Scheduler, EpochsHoldRatesUntilTheBoundary) {
