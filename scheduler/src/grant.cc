@@ -171,11 +171,17 @@ Result<Grant> Scheduler::Admit(const RequestSpec& spec) {
 void Scheduler::AdmitIntoBatch(uint64_t arrival, Time now) {
   if (now >= epoch_end_) {
     for (auto& [id, e] : entries_) {
-      e.fixed = id != arrival;  // every request here before the arrival is in a closed batch
+      // Every request here before the arrival is in a closed batch; one that got nothing (the
+      // cap was taken) is not admitted yet and waits in the new batch for freed bandwidth.
+      e.fixed = id != arrival && e.rate > 0.0;
     }
     ++epoch_;
     epoch_end_ = now + options_.epoch;
   }
+  ShareOpenBatch(now);
+}
+
+void Scheduler::ShareOpenBatch(Time now) {
   double held = 0.0;
   std::vector<uint64_t> batch;
   std::vector<Demand> demands;
@@ -244,6 +250,13 @@ void Scheduler::Release(uint64_t id) {
   }
   if (options_.fixed_at_admission) {
     entries_.erase(it);  // its rate is free for later arrivals; nobody admitted gains it
+    const bool waiting = std::any_of(entries_.begin(), entries_.end(), [](const auto& kv) {
+      return !kv.second.fixed && kv.second.rate == 0.0;
+    });
+    if (waiting) {
+      // Requests the cap had no room for are admitted now, as the arrivals they are.
+      AdmitIntoBatch(0, clock_.Now());
+    }
     return;
   }
   // Epoch mode: the share stays held until the next boundary.

@@ -159,6 +159,27 @@ TEST(Scheduler, FixedAtAdmissionKeepsRatesAndGivesFreedBandwidthToLaterArrivals)
   EXPECT_EQ(st["d"].epoch, 1u);                        // the second batch
 }
 
+// An arrival that finds the cap taken is not admitted yet: it waits at rate 0 and takes what
+// the next departure frees (here a's 5e8; b, admitted, keeps its 5e8 although its target is 6e8).
+TEST(Scheduler, FixedAtAdmissionAdmitsAWaitingArrivalWhenBandwidthIsFreed) {
+  ManualClock clock(Time{1'000});
+  SchedulerOptions o = Options(Policy::kStallOpt, false);
+  o.fixed_at_admission = true;
+  auto sched = Make(o, clock);
+  Result<Grant> a = sched->Admit(Spec("a", 6e8));
+  Result<Grant> b = sched->Admit(Spec("b", 6e8));
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  clock.Set(Time{1'000} + milliseconds(20));
+  Result<Grant> c = sched->Admit(Spec("c", 6e8));
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(ByName(sched->Stats())["c"].rate_bytes_per_sec, 0.0);
+  clock.Set(Time{1'000} + milliseconds(40));
+  a->Release();
+  auto st = ByName(sched->Stats());
+  EXPECT_DOUBLE_EQ(st["b"].rate_bytes_per_sec, 5e8);
+  EXPECT_DOUBLE_EQ(st["c"].rate_bytes_per_sec, 5e8);
+}
+
 TEST(Scheduler, FixedAtAdmissionExcludesWorkConserving) {
   ManualClock clock;
   SchedulerOptions o = Options(Policy::kEqual, true);

@@ -21,7 +21,9 @@
 //   one epoch; every arrival in it re-runs the policy over the batch's requests with the cap
 //   left by the requests of closed batches still active (arrivals together get exactly the
 //   policy's rates, e.g. the paper's Table A9). A departure frees its rate at once, but only
-//   for later arrivals: no admitted request's rate grows. The epoch number counts batches.
+//   for later arrivals: no admitted request's rate grows. An arrival the cap has no room for
+//   (rate 0) is not admitted yet: it joins the next batch, which a departure also opens for it.
+//   The epoch number counts batches.
 // Epoch boundaries are noticed lazily, by any call that reads the clock.
 //
 // Thread safety: every Scheduler method may be called concurrently (one mutex). A Grant is used by
@@ -185,6 +187,8 @@ class Scheduler {
   // is over, then shares what the closed batches' requests leave of the cap among the open
   // batch's requests.
   void AdmitIntoBatch(uint64_t arrival, Time now) OC_REQUIRES(mu_);
+  // Runs the policy over the open batch with the cap the closed batches leave.
+  void ShareOpenBatch(Time now) OC_REQUIRES(mu_);
 
   const SchedulerOptions options_;
   const Clock& clock_;
