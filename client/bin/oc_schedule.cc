@@ -47,7 +47,7 @@ constexpr double kRateResolutionGbps = 1e-6;
 constexpr std::string_view kUsage =
     "usage: oc schedule [--config FILE] --policy P --cap-gbps B [--margin-gbps D] "
     "REQUESTS.json\n"
-    "  P: equal | kv-prop | bw-prop | stall-opt | cal-stall-opt | all\n"
+    "  P: equal | kv-prop | bw-prop | stall-opt | cal-stall-opt | shortest-first | all\n"
     "  B: the shared cap, Gbps (10^9 bit/s); D: cal-stall-opt's margin, Gbps (default 5)\n"
     "  FILE: a config whose [scheduler] table supplies P, B and D unless flags are given\n"
     "  REQUESTS.json (- for stdin): "

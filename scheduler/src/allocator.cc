@@ -62,6 +62,34 @@ std::vector<double> ZeroStallProportional(std::span<const Demand> demands, doubl
   return Proportional(w, cap);
 }
 
+// shortest-first: in order of remaining bytes (ties by index), each request gets
+// min(t_i = min(r*_i, B), what is left of B); what no target takes goes to the first, which can
+// run ahead of its compute and so leaves the cap sooner. Requests with nothing to send get 0.
+std::vector<double> ShortestFirst(std::span<const Demand> demands, double cap) {
+  const size_t n = demands.size();
+  std::vector<size_t> order;
+  for (size_t i = 0; i < n; ++i) {
+    if (demands[i].layer_bytes > 0) {
+      order.push_back(i);
+    }
+  }
+  auto remaining = [&](size_t i) {
+    return demands[i].remaining_bytes > 0 ? demands[i].remaining_bytes : demands[i].total_bytes;
+  };
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return remaining(a) < remaining(b); });
+  std::vector<double> rates(n, 0.0);
+  double left = cap;
+  for (size_t i : order) {
+    rates[i] = std::min(TargetRate(demands[i], cap, 0.0), left);
+    left -= rates[i];
+  }
+  if (!order.empty() && left > 0.0) {
+    rates[order.front()] += left;
+  }
+  return rates;
+}
+
 }  // namespace
 
 std::vector<double> WaterFill(std::span<const double> layer_bytes, std::span<const double> targets,
@@ -156,6 +184,8 @@ Result<std::vector<double>> Allocate(Policy policy, std::span<const Demand> dema
     }
     case Policy::kBwProp:
       return ZeroStallProportional(demands, cap);
+    case Policy::kShortestFirst:
+      return ShortestFirst(demands, cap);
     case Policy::kStallOpt:
     case Policy::kCalStallOpt: {
       const double margin = policy == Policy::kStallOpt ? 0.0 : margin_bytes_per_sec;

@@ -190,7 +190,7 @@ void Scheduler::ShareOpenBatch(Time now) {
       held += e.rate;
     } else {
       batch.push_back(id);
-      demands.push_back(e.demand);
+      demands.push_back(WithProgress(id, e.demand));
     }
   }
   const double free = std::max(0.0, cap_ - held);
@@ -202,6 +202,13 @@ void Scheduler::ShareOpenBatch(Time now) {
     e.epoch = epoch_;
     OC_CHECK(pacer_.SetRate(batch[i], e.rate, now).ok());
   }
+}
+
+Demand Scheduler::WithProgress(uint64_t id, Demand demand) const {
+  const uint64_t sent = pacer_.DeliveredBytes(id);
+  // At least one byte remains while the request is here (0 would mean "none sent").
+  demand.remaining_bytes = demand.total_bytes > sent ? demand.total_bytes - sent : 1;
+  return demand;
 }
 
 void Scheduler::MaybeAdvanceEpoch(Time now) {
@@ -218,7 +225,7 @@ void Scheduler::Reallocate(Time now) {
   std::vector<Demand> demands;
   demands.reserve(entries_.size());
   for (const auto& [id, e] : entries_) {
-    demands.push_back(e.demand);
+    demands.push_back(WithProgress(id, e.demand));
   }
   Result<std::vector<double>> rates = Allocate(options_.policy, demands, cap_, margin_);
   OC_CHECK(rates.has_value());  // inputs were validated at Admit and in Create

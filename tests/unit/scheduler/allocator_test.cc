@@ -199,6 +199,17 @@ TEST(Allocate, ReproducesThePapersTableA9) {
   }
 }
 
+// shortest-first on the three requests of HandComputedThreeRequests: by total bytes R1, R2, R3
+// get 10, min(100, 90) = 90 and 0; once R3 has only 500 bytes left it goes first (60), then R1
+// (10), then R2 (30). With B = 1000 every target fits and the surplus 730 goes to the first.
+TEST(Allocate, ShortestFirstServesFewestRemainingBytesAtTheirZeroStallRates) {
+  std::vector<Demand> d = {D(100, 10, 1000), D(400, 200, 2000), D(900, 60, 7000)};
+  ExpectRates(MustAllocate(Policy::kShortestFirst, d, 100, 5), {10, 90, 0});
+  ExpectRates(MustAllocate(Policy::kShortestFirst, d, 1000, 5), {740, 200, 60});
+  d[2].remaining_bytes = 500;
+  ExpectRates(MustAllocate(Policy::kShortestFirst, d, 100, 5), {10, 30, 60});
+}
+
 TEST(Allocate, OneRequest) {
   const std::vector<Demand> d = {D(1000, 10, 4000)};
   ExpectRates(MustAllocate(Policy::kEqual, d, 100, 5), {100});

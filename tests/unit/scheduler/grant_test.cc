@@ -180,6 +180,34 @@ TEST(Scheduler, FixedAtAdmissionAdmitsAWaitingArrivalWhenBandwidthIsFreed) {
   EXPECT_DOUBLE_EQ(st["c"].rate_bytes_per_sec, 5e8);
 }
 
+// shortest-first orders by what each request has left to send. B = 1e9, r* = 6e8 each. a (64 MB)
+// alone takes B; b (32 MB) arrives and goes first: 6e8, a the rest. After a has sent 40 MB
+// (24 MB left) an arrival c (100 MB) reallocates: a first (6e8), b 4e8, c nothing yet.
+TEST(Scheduler, ShortestFirstOrdersByBytesLeft) {
+  ManualClock clock;
+  auto sched = Make(Options(Policy::kShortestFirst, true), clock);
+  RequestSpec a_spec = Spec("a", 6e8), b_spec = Spec("b", 6e8), c_spec = Spec("c", 6e8);
+  a_spec.total_bytes = 64'000'000;
+  c_spec.total_bytes = 100'000'000;
+  Result<Grant> a = sched->Admit(a_spec);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_DOUBLE_EQ(ByName(sched->Stats())["a"].rate_bytes_per_sec, 1e9);
+  Result<Grant> b = sched->Admit(b_spec);
+  ASSERT_TRUE(b.has_value());
+  auto st = ByName(sched->Stats());
+  EXPECT_DOUBLE_EQ(st["b"].rate_bytes_per_sec, 6e8);
+  EXPECT_DOUBLE_EQ(st["a"].rate_bytes_per_sec, 4e8);
+  ASSERT_TRUE(a->Enqueue(0, 40'000'000).ok());
+  ASSERT_EQ(sched->Next().kind, NextStep::Kind::kDispatch);
+  ASSERT_EQ(ByName(sched->Stats())["a"].delivered_bytes, 40'000'000u);
+  Result<Grant> c = sched->Admit(c_spec);
+  ASSERT_TRUE(c.has_value());
+  st = ByName(sched->Stats());
+  EXPECT_DOUBLE_EQ(st["a"].rate_bytes_per_sec, 6e8);
+  EXPECT_DOUBLE_EQ(st["b"].rate_bytes_per_sec, 4e8);
+  EXPECT_EQ(st["c"].rate_bytes_per_sec, 0.0);
+}
+
 TEST(Scheduler, FixedAtAdmissionExcludesWorkConserving) {
   ManualClock clock;
   SchedulerOptions o = Options(Policy::kEqual, true);

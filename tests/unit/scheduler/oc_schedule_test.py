@@ -46,6 +46,8 @@ EXPECTED = {
     "bw-prop": [1000 / 270, 20000 / 270, 6000 / 270],
     "stall-opt": [10, 36, 54],
     "cal-stall-opt": [15, 34, 51],
+    # fewest bytes first (W = 32e6, 64e6, 224e6): a gets its r* 10, b min(100, 90), c nothing.
+    "shortest-first": [10, 90, 0],
 }
 
 with tempfile.TemporaryDirectory() as tmp:

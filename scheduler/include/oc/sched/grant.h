@@ -189,6 +189,8 @@ class Scheduler {
   void AdmitIntoBatch(uint64_t arrival, Time now) OC_REQUIRES(mu_);
   // Runs the policy over the open batch with the cap the closed batches leave.
   void ShareOpenBatch(Time now) OC_REQUIRES(mu_);
+  // `demand` with remaining_bytes = what request `id` has not sent yet.
+  Demand WithProgress(uint64_t id, Demand demand) const OC_REQUIRES(mu_);
 
   const SchedulerOptions options_;
   const Clock& clock_;
