@@ -41,6 +41,8 @@ class Emulator {
   Status E2e(Json* out);
   Status Bandwidth(Json* out);
   Status Sched(Json* out);
+  // The calibration margin δ from a rate sweep of one request (delta_experiment.cc).
+  Status Delta(Json* out);
 
   Json ModelRows() const { return model_rows_; }
 
