@@ -45,7 +45,8 @@ int Usage() {
   std::fprintf(stderr,
                "usage: ttft_emulator [--smallest | --reduced | --full] [--experiments LIST] "
                "[--reps N] [--out FILE] [--table-a8 CSV]\n"
-               "  [--sched-policies LIST] [--sched-variants LIST]   (exp. 7 subsets; default all)\n"
+               "  [--sched-workloads LIST] [--sched-policies LIST] [--sched-variants LIST]\n"
+               "  (exp. 7 subsets, e.g. C / equal,cal-stall-opt / admission; default all)\n"
                "  LIST: comma list of e2e, bandwidth, sched, delta, model (default all)\n"
                "  CSV: the paper's Table A8 (default " OC_TTFT_TABLE_A8 ")\n");
   return 2;
@@ -59,7 +60,7 @@ int main(int argc, char** argv) {
   std::string out_path;
   std::string table_path = OC_TTFT_TABLE_A8;
   int reps = 0;
-  std::vector<std::string> sched_policies, sched_variants;
+  std::vector<std::string> sched_policies, sched_variants, sched_workloads;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--smallest") {
@@ -70,11 +71,14 @@ int main(int argc, char** argv) {
       size = FullSize();
     } else if (a == "--out" && i + 1 < argc) {
       out_path = argv[++i];
-    } else if ((a == "--sched-policies" || a == "--sched-variants") && i + 1 < argc) {
+    } else if ((a == "--sched-policies" || a == "--sched-variants" || a == "--sched-workloads") &&
+               i + 1 < argc) {
       std::vector<std::string> list;
       std::stringstream ss(argv[++i]);
       for (std::string e; std::getline(ss, e, ',');) list.push_back(e);
-      (a == "--sched-policies" ? sched_policies : sched_variants) = list;
+      (a == "--sched-policies"   ? sched_policies
+       : a == "--sched-variants" ? sched_variants
+                                 : sched_workloads) = list;
     } else if (a == "--table-a8" && i + 1 < argc) {
       table_path = argv[++i];
     } else if (a == "--reps" && i + 1 < argc) {
@@ -95,6 +99,7 @@ int main(int argc, char** argv) {
     }
   }
   size.sched_policies = sched_policies;
+  if (!sched_workloads.empty()) size.sched_workloads = sched_workloads;
   size.sched_variants = sched_variants;
   if (reps > 0) {
     size.reps = reps;
