@@ -87,6 +87,7 @@ Status Emulator::Delta(Json* out) {
   const double delta = shortfalls.empty() ? 0 : shortfalls[shortfalls.size() / 2];
   std::fprintf(stderr, "  calibrated delta %.3f Gbps here = %.2f paper Gbps (paper: 5)\n",
                sched::BytesPerSecToGbps(delta), sched::BytesPerSecToGbps(delta) / ks);
+  measured_delta_paper_gbps_ = std::max(0.0, sched::BytesPerSecToGbps(delta) / ks);
   (*out)["profile"] = r.label;
   (*out)["layers"] = r.layers;
   (*out)["layer_bytes"] = r.layer_bytes();

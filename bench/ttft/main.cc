@@ -137,15 +137,15 @@ int main(int argc, char** argv) {
     st = emu.Bandwidth(&e);
     out["bandwidth"] = e;
   }
-  if (st.ok() && experiments.count("sched")) {
-    Json e;
-    st = emu.Sched(&e);
-    out["sched"] = e;
-  }
   if (st.ok() && experiments.count("delta")) {
     Json e;
     st = emu.Delta(&e);
     out["delta"] = e;
+  }
+  if (st.ok() && experiments.count("sched")) {
+    Json e;
+    st = emu.Sched(&e);
+    out["sched"] = e;
   }
   if (st.ok() && experiments.count("model")) {
     out["model"] = {{"rows", emu.ModelRows()}};

@@ -80,7 +80,10 @@ Status Emulator::Sched(Json* out) {
       reqs.push_back(r);
     }
     const double cap = sched::GbpsToBytesPerSec(wl.paper_cap_gbps) * ks;
-    const double margin = sched::GbpsToBytesPerSec(5) * ks;
+    // δ: the one measured by the delta experiment when it ran first, else the paper's 5 Gbps.
+    const bool calibrated = measured_delta_paper_gbps_ >= 0;
+    const double margin =
+        sched::GbpsToBytesPerSec(calibrated ? measured_delta_paper_gbps_ : 5.0) * ks;
     std::fprintf(stderr,
                  "sched workload %s: %zu requests, demand %.3f Gbps, cap %.3f Gbps "
                  "(ratio %.2f), L = %d, %d repetitions\n",
@@ -279,6 +282,8 @@ Status Emulator::Sched(Json* out) {
                          {"paper_cap_gbps", wl.paper_cap_gbps},
                          {"cap_gbps", sched::BytesPerSecToGbps(cap)},
                          {"margin_gbps", sched::BytesPerSecToGbps(margin)},
+                         {"margin_paper_gbps", sched::BytesPerSecToGbps(margin) / ks},
+                         {"margin_source", calibrated ? "measured (delta)" : "the paper's 5 Gbps"},
                          {"demand_gbps", sched::BytesPerSecToGbps(demand)},
                          {"demand_over_cap", demand / cap},
                          {"layers", size_.sched_layers},
