@@ -3,8 +3,9 @@
 //
 //   BM_Allocate/<policy>/<n>   Allocate() for n = 10, 100, 10,000 random layerwise requests
 //                              under each policy (0 equal, 1 kv-prop, 2 bw-prop, 3 stall-opt,
-//                              4 cal-stall-opt); the cap is half the sum of targets, so
-//                              water-filling caps part of the requests. items/s = requests/s.
+//                              4 cal-stall-opt, 5 shortest-first); the cap is half the sum
+//                              of targets, so water-filling caps part of the requests.
+//                              items/s = requests/s.
 //   BM_PacerNext/<n>           Pacer::Next() with n backlogged flows at water-filled rates,
 //                              the fake clock jumping to each wait; items/s = payloads/s.
 //
@@ -61,7 +62,7 @@ void BM_Allocate(benchmark::State& state) {
   state.SetLabel(std::string(sched::PolicyName(policy)));
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * state.range(1));
 }
-BENCHMARK(BM_Allocate)->ArgsProduct({{0, 1, 2, 3, 4}, {10, 100, 10'000}});
+BENCHMARK(BM_Allocate)->ArgsProduct({{0, 1, 2, 3, 4, 5}, {10, 100, 10'000}});
 
 void BM_PacerNext(benchmark::State& state) {
   const size_t n = static_cast<size_t>(state.range(0));

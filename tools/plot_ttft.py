@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Plots ttft_emulator results (bench/README.md), one PNG per experiment present in the JSON:
-  OUT.png            sched: added TTFT over the unthrottled run per policy and epoch variant,
-                     one panel per workload (bars: mean over requests, dashes: worst request)
+  OUT.png            sched: sum of added TTFT over each request alone per policy and way of sharing,
+                     one panel per workload (dashes: Eq. 3 at the policy's rates, admission)
+  OUT-delta.png      delta: the rate a request effectively got against the rate assigned, and
+                     Eq. 3 against the measured TTFT, over a rate sweep (the calibrated margin)
   OUT-e2e.png        e2e: TTFT overhead vs opt-local-LW per path, one panel per context x G
   OUT-bandwidth.png  bandwidth: TTFT increase with each path capped at 10% of its bandwidth
   OUT-model.png      model: Equation 3's TTFT against the measured one
@@ -42,16 +44,23 @@ def plot_sched(res, path):
         for r in w["runs"]:
             if r["policy"] not in policies:
                 policies.append(r["policy"])
-        width = 0.38
-        for k, variant in enumerate(["epoch", "work-conserving"]):
+        variants = []
+        for r in w["runs"]:
+            if r["variant"] not in variants:
+                variants.append(r["variant"])
+        width = 0.8 / len(variants)
+        for k, variant in enumerate(variants):
             runs = {r["policy"]: r for r in w["runs"] if r["variant"] == variant}
-            xs = [i + (k - 0.5) * width for i in range(len(policies))]
-            ax.bar(xs, [runs[p]["mean_added_ttft_ms"] for p in policies], width,
-                   label=variant + " (mean)")
-            ax.plot(xs, [runs[p]["max_added_ttft_ms"] for p in policies], "k_", markersize=12)
+            xs = [i + (k - (len(variants) - 1) / 2) * width for i in range(len(policies))]
+            ax.bar(xs, [runs[p].get("sum_added_ttft_ms", runs[p]["mean_added_ttft_ms"])
+                        for p in policies], width, label=variant)
+            if variant == "admission" and "sum_eq3_policy_added_ms" in runs[policies[0]]:
+                ax.plot(xs, [runs[p]["sum_eq3_policy_added_ms"] or float("nan") for p in policies],
+                        "k_",
+                        markersize=10, label="Eq. 3 at the policy's rates")
         ax.set_xticks(range(len(policies)))
         ax.set_xticklabels(policies, rotation=30, ha="right")
-        ax.set_ylabel("added TTFT over unthrottled, ms")
+        ax.set_ylabel("sum of added TTFT over each request alone, ms")
         ax.set_title("workload %s: %d requests, demand/cap %.2f (%.2f / %.2f Gbps)"
                      % (w["name"], len(w["unthrottled"]), w["demand_over_cap"], w["demand_gbps"],
                         w["cap_gbps"]), fontsize=8)
@@ -128,6 +137,34 @@ def plot_model(res, path):
     save(fig, path)
 
 
+def plot_delta(res, path):
+    d = res["delta"]
+    rows = d["rows"]
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    ax = axes[0]
+    pts = [(r["assigned_paper_gbps"], r["effective_paper_gbps"]) for r in rows
+           if r.get("effective_paper_gbps") is not None]
+    ax.plot([p[0] for p in pts], [p[1] for p in pts], "o-", label="effective (from TTFT)")
+    lim = max([r["assigned_paper_gbps"] for r in rows] + [1])
+    ax.plot([0, lim], [0, lim], "k--", linewidth=0.8, label="assigned")
+    ax.axvline(d["r_star_paper_gbps"], color="gray", linestyle=":", label="r*")
+    ax.set_xlabel("assigned rate, paper Gbps")
+    ax.set_ylabel("effective rate, paper Gbps")
+    ax.set_title("%s, L = %d: delta = %.2f paper Gbps (paper: 5)"
+                 % (d["profile"], d["layers"], d["delta_paper_gbps"]), fontsize=8)
+    ax.legend(fontsize=8)
+    ax = axes[1]
+    xs = [r["assigned_over_r_star"] for r in rows]
+    ax.plot(xs, [r["ttft_ms"] for r in rows], "o-", label="measured")
+    ax.plot(xs, [r["eq3_ms"] for r in rows], "s--", label="Eq. 3")
+    ax.axhline(d["alone_uncapped_ms"], color="gray", linestyle=":", label="alone, uncapped")
+    ax.set_xlabel("assigned rate / r*")
+    ax.set_ylabel("TTFT, ms")
+    ax.legend(fontsize=8)
+    fig.suptitle("rate sweep (Figure 15 analogue): " + title(res), fontsize=10)
+    save(fig, path)
+
+
 def main(argv):
     if len(argv) != 3:
         sys.stderr.write(__doc__)
@@ -137,6 +174,7 @@ def main(argv):
     stem = argv[2][:-4] if argv[2].endswith(".png") else argv[2]
     plots = [("sched", stem + ".png", plot_sched), ("e2e", stem + "-e2e.png", plot_e2e),
              ("bandwidth", stem + "-bandwidth.png", plot_bandwidth),
+             ("delta", stem + "-delta.png", plot_delta),
              ("model", stem + "-model.png", plot_model)]
     for key, path, fn in plots:
         if key in res and res[key]:

@@ -431,7 +431,9 @@ def ttft(ctx):
     exe = binary(ctx, "bench/ttft_emulator")
     flag = ctx["config"]["ttft"]["flag"]
     out = os.path.join(ctx["tmp"], "ttft.json")
-    cmd = [exe, flag, "--experiments", ",".join(n for n, _ in TTFT_EXPERIMENTS), "--out", out]
+    # delta (the calibrated margin's rate sweep) is reported with experiment 7.
+    cmd = [exe, flag, "--experiments", ",".join([n for n, _ in TTFT_EXPERIMENTS] + ["delta"]),
+           "--out", out]
     failure = None
     try:
         run(cmd, ctx["log_dir"], "ttft_emulator", ctx["progress"], timeout=7200)
@@ -458,7 +460,9 @@ def ttft(ctx):
             e["notes"].append(f"ttft_emulator's JSON has no '{name}' section.")
         png = [x for x in pngs if x.endswith(f"-{name}.png")]
         if name == "sched":
-            png = [x for x in pngs if x.endswith("ttft.png")]
+            png = [x for x in pngs if x.endswith("ttft.png") or x.endswith("-delta.png")]
+            if isinstance(e["data"], dict):
+                e["data"] = {**e["data"], "delta": doc.get("delta")}
         results[name] = (e, png)
     return results
 

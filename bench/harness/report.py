@@ -439,24 +439,31 @@ def sched_section(e, out_dir):
     summary = {}
     for w in workloads if isinstance(workloads, list) else []:
         for p in w.get("runs", []):
-            added = p.get("mean_added_ttft_ms")
+            added = p.get("sum_added_ttft_ms")
             trows.append([w.get("name", "?"), w.get("demand_over_cap"), p.get("policy", "?"),
                           p.get("variant", "?"), len(p.get("requests", [])), added,
-                          p.get("max_added_ttft_ms"), p.get("mean_eq3_added_ms")])
+                          p.get("sum_eq3_policy_added_ms"), p.get("sum_eq3_added_ms"),
+                          p.get("baseline_failures")])
             if added is not None:
                 summary.setdefault((w.get("name"), p.get("variant")), {})[p.get("policy")] = added
-    text = table(["workload", "demand / cap", "policy", "variant", "requests",
-                  "mean added TTFT ms", "max added TTFT ms", "Eq. 3 mean added ms"], trows) \
-        if trows else "(no rows)"
+    text = table(["workload", "demand / cap", "policy", "sharing", "requests",
+                  "sum added TTFT ms", "Eq. 3 sum at policy rates", "Eq. 3 sum at held rates",
+                  "baseline failures"], trows) if trows else "(no rows)"
     finding = "ttft_emulator gave no scheduling rows."
     if summary:
         bits = []
         for (w, variant), pol in sorted(summary.items()):
             best = min(pol, key=pol.get)
             eq = pol.get("equal")
-            bits.append(f"{w} ({variant}): lowest mean added TTFT {best} {pol[best]:.1f} ms"
-                        + (f" vs equal {eq:.1f} ms" if eq is not None and best != "equal" else ""))
+            bits.append(f"{w} ({variant}): lowest sum of added TTFT {best} {pol[best]:.1f} ms"
+                        + (f" vs equal {eq:.1f} ms" if eq is not None and best != "equal" else "")
+                        + (f", equal / cal-stall-opt {eq / pol['cal-stall-opt']:.2f}x"
+                           if eq and pol.get("cal-stall-opt") else ""))
         finding = "; ".join(bits) + "."
+    delta = data.get("delta") if isinstance(data, dict) else None
+    if delta:
+        finding += (f" Calibrated margin from a rate sweep of {delta.get('profile')}: "
+                    f"δ = {delta.get('delta_paper_gbps', 0):.2f} paper Gbps (the paper's 5).")
     return text, finding
 
 

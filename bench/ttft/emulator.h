@@ -41,6 +41,9 @@ class Emulator {
   Status E2e(Json* out);
   Status Bandwidth(Json* out);
   Status Sched(Json* out);
+  // The calibration margin δ from a rate sweep of one request (delta_experiment.cc). Run before
+  // Sched, cal-stall-opt then uses the δ measured (else the paper's 5 Gbps).
+  Status Delta(Json* out);
 
   Json ModelRows() const { return model_rows_; }
 
@@ -61,6 +64,7 @@ class Emulator {
   double rate_ = 0;  // S3Agg-LW bytes/s
   double k_ = 0;
   std::map<Path, double> path_rate_;
+  double measured_delta_paper_gbps_ = -1;  // < 0: Delta has not run
   std::map<std::pair<std::string, std::string>, double> e2e_;
   Json model_rows_ = Json::array();
 };

@@ -45,7 +45,9 @@ int Usage() {
   std::fprintf(stderr,
                "usage: ttft_emulator [--smallest | --reduced | --full] [--experiments LIST] "
                "[--reps N] [--out FILE] [--table-a8 CSV]\n"
-               "  LIST: comma list of e2e, bandwidth, sched, model (default all)\n"
+               "  [--sched-workloads LIST] [--sched-policies LIST] [--sched-variants LIST]\n"
+               "  (exp. 7 subsets, e.g. C / equal,cal-stall-opt / admission; default all)\n"
+               "  LIST: comma list of e2e, bandwidth, sched, delta, model (default all)\n"
                "  CSV: the paper's Table A8 (default " OC_TTFT_TABLE_A8 ")\n");
   return 2;
 }
@@ -54,10 +56,11 @@ int Usage() {
 
 int main(int argc, char** argv) {
   Size size = ReducedSize();
-  std::set<std::string> experiments = {"e2e", "bandwidth", "sched", "model"};
+  std::set<std::string> experiments = {"e2e", "bandwidth", "sched", "delta", "model"};
   std::string out_path;
   std::string table_path = OC_TTFT_TABLE_A8;
   int reps = 0;
+  std::vector<std::string> sched_policies, sched_variants, sched_workloads;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--smallest") {
@@ -68,6 +71,14 @@ int main(int argc, char** argv) {
       size = FullSize();
     } else if (a == "--out" && i + 1 < argc) {
       out_path = argv[++i];
+    } else if ((a == "--sched-policies" || a == "--sched-variants" || a == "--sched-workloads") &&
+               i + 1 < argc) {
+      std::vector<std::string> list;
+      std::stringstream ss(argv[++i]);
+      for (std::string e; std::getline(ss, e, ',');) list.push_back(e);
+      (a == "--sched-policies"   ? sched_policies
+       : a == "--sched-variants" ? sched_variants
+                                 : sched_workloads) = list;
     } else if (a == "--table-a8" && i + 1 < argc) {
       table_path = argv[++i];
     } else if (a == "--reps" && i + 1 < argc) {
@@ -78,13 +89,18 @@ int main(int argc, char** argv) {
       std::stringstream ss(argv[++i]);
       std::string e;
       while (std::getline(ss, e, ',')) {
-        if (e != "e2e" && e != "bandwidth" && e != "sched" && e != "model") return Usage();
+        if (e != "e2e" && e != "bandwidth" && e != "sched" && e != "delta" && e != "model") {
+          return Usage();
+        }
         experiments.insert(e);
       }
     } else {
       return Usage();
     }
   }
+  size.sched_policies = sched_policies;
+  if (!sched_workloads.empty()) size.sched_workloads = sched_workloads;
+  size.sched_variants = sched_variants;
   if (reps > 0) {
     size.reps = reps;
     size.sched_reps = reps;
@@ -97,7 +113,7 @@ int main(int argc, char** argv) {
   Json out;
   out["mode"] = size.name;
   out["experiments"] = Json::array();
-  for (const char* e : {"e2e", "bandwidth", "sched", "model"}) {
+  for (const char* e : {"e2e", "bandwidth", "sched", "delta", "model"}) {
     if (experiments.count(e)) out["experiments"].push_back(e);
   }
   Json machine;
@@ -120,6 +136,11 @@ int main(int argc, char** argv) {
     Json e;
     st = emu.Bandwidth(&e);
     out["bandwidth"] = e;
+  }
+  if (st.ok() && experiments.count("delta")) {
+    Json e;
+    st = emu.Delta(&e);
+    out["delta"] = e;
   }
   if (st.ok() && experiments.count("sched")) {
     Json e;

@@ -15,8 +15,8 @@ Size ReducedSize() {
           64,
           {0.5, 0.875},
           1,
-          8,
-          64,
+          32,
+          128,
           16,
           {"A", "B", "C"},
           3};
@@ -35,13 +35,15 @@ Size FullSize() {
           32,
           16,
           {"A", "B", "C"},
-          1};
+          3};
 }
 
 std::vector<Workload> Workloads() {
+  // The paper's scheduling workloads (its Tables A9-A12; bench/data/objectcache-table-a9.csv).
+  const std::vector<Profile> four = {{16384, 0.5}, {16384, 0.875}, {65536, 0.5}, {65536, 0.875}};
   return {
-      {"A", 80, {{16384, 0.875}, {65536, 0.875}, {16384, 0.5}, {65536, 0.5}}},  // 91 Gbps
-      {"B", 50, {{32768, 0.875}, {65536, 0.875}, {16384, 0.5}}},                // 73 Gbps
+      {"A", 80, four},  // demand 91 Gbps
+      {"B", 50, four},  // A's four requests under a 50 Gbps cap
       {"C",
        50,
        {{16384, 0.5},
@@ -49,7 +51,7 @@ std::vector<Workload> Workloads() {
         {32768, 0.5},
         {32768, 0.875},
         {65536, 0.5},
-        {65536, 0.875}}},  // six tenants, 137 Gbps
+        {65536, 0.875}}},  // six requests, 137 Gbps
   };
 }
 

@@ -23,13 +23,19 @@ struct Size {
   uint64_t sched_g;
   std::vector<std::string> sched_workloads;
   int sched_reps;
+  // Only these policies / ways of sharing in exp. 7 (--sched-policies, --sched-variants); empty:
+  // all.
+  std::vector<std::string> sched_policies = {};
+  std::vector<std::string> sched_variants = {};
 };
 
 Size SmallestSize();
 Size ReducedSize();
 Size FullSize();
 
-// Workloads of issue 6 (Table A8 profiles; the paper's exact mixes are not in ../shared).
+// The paper's scheduling workloads: A = four requests (16K and 64K contexts at 50% and 87.5%
+// hits) under 80 Gbps, B = the same four under 50 Gbps, C = six (16K, 32K, 64K at 50% and
+// 87.5%) under 50 Gbps. Profiles are Table A8 rows.
 struct Profile {
   uint64_t context;
   double hit;

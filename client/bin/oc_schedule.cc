@@ -52,7 +52,7 @@ const oc::cli::CommandSpec& Spec() {
       "Prints the rate each bandwidth policy gives a set of layerwise requests under a cap.",
       "REQUESTS.json",
       {{"policy", "P", "",
-        "equal | kv-prop | bw-prop | stall-opt | cal-stall-opt | all "
+        "equal | kv-prop | bw-prop | stall-opt | cal-stall-opt | shortest-first | all "
         "(required unless --config)"},
        {"cap-gbps", "B", "", "the shared cap, Gbps (10^9 bit/s) (required unless --config)"},
        {"margin-gbps", "D", "5", "cal-stall-opt's margin, Gbps"},

@@ -140,6 +140,8 @@ Result<Grant> Scheduler::Admit(const RequestSpec& spec) {
   entries_.emplace(id, std::move(e));
   if (options_.work_conserving) {
     Reallocate(now);
+  } else if (options_.fixed_at_admission) {
+    AdmitIntoBatch(id, now);
   } else if (now >= epoch_end_) {
     MaybeAdvanceEpoch(now);  // the new epoch's allocation includes the arrival
   } else {
@@ -166,8 +168,51 @@ Result<Grant> Scheduler::Admit(const RequestSpec& spec) {
   return Grant(this, id);
 }
 
+void Scheduler::AdmitIntoBatch(uint64_t arrival, Time now) {
+  if (now >= epoch_end_) {
+    for (auto& [id, e] : entries_) {
+      // Every request here before the arrival is in a closed batch; one that got nothing (the
+      // cap was taken) is not admitted yet and waits in the new batch for freed bandwidth.
+      e.fixed = id != arrival && e.rate > 0.0;
+    }
+    ++epoch_;
+    epoch_end_ = now + options_.epoch;
+  }
+  ShareOpenBatch(now);
+}
+
+void Scheduler::ShareOpenBatch(Time now) {
+  double held = 0.0;
+  std::vector<uint64_t> batch;
+  std::vector<Demand> demands;
+  for (const auto& [id, e] : entries_) {
+    if (e.fixed) {
+      held += e.rate;
+    } else {
+      batch.push_back(id);
+      demands.push_back(WithProgress(id, e.demand));
+    }
+  }
+  const double free = std::max(0.0, cap_ - held);
+  Result<std::vector<double>> rates = Allocate(options_.policy, demands, free, margin_);
+  OC_CHECK(rates.has_value());  // inputs were validated at Admit and in Create
+  for (size_t i = 0; i < batch.size(); ++i) {
+    Entry& e = entries_.at(batch[i]);
+    e.rate = (*rates)[i] < cap_ * kDustFraction ? 0.0 : (*rates)[i];
+    e.epoch = epoch_;
+    OC_CHECK(pacer_.SetRate(batch[i], e.rate, now).ok());
+  }
+}
+
+Demand Scheduler::WithProgress(uint64_t id, Demand demand) const {
+  const uint64_t sent = pacer_.DeliveredBytes(id);
+  // At least one byte remains while the request is here (0 would mean "none sent").
+  demand.remaining_bytes = demand.total_bytes > sent ? demand.total_bytes - sent : 1;
+  return demand;
+}
+
 void Scheduler::MaybeAdvanceEpoch(Time now) {
-  if (options_.work_conserving || now < epoch_end_) {
+  if (options_.work_conserving || options_.fixed_at_admission || now < epoch_end_) {
     return;
   }
   epoch_end_ = now + options_.epoch;
@@ -180,7 +225,7 @@ void Scheduler::Reallocate(Time now) {
   std::vector<Demand> demands;
   demands.reserve(entries_.size());
   for (const auto& [id, e] : entries_) {
-    demands.push_back(e.demand);
+    demands.push_back(WithProgress(id, e.demand));
   }
   Result<std::vector<double>> rates = Allocate(options_.policy, demands, cap_, margin_);
   OC_CHECK(rates.has_value());  // inputs were validated at Admit and in Create
@@ -210,6 +255,17 @@ void Scheduler::Release(uint64_t id) {
     Reallocate(clock_.Now());
     return;
   }
+  if (options_.fixed_at_admission) {
+    entries_.erase(it);  // its rate is free for later arrivals; nobody admitted gains it
+    const bool waiting = std::any_of(entries_.begin(), entries_.end(), [](const auto& kv) {
+      return !kv.second.fixed && kv.second.rate == 0.0;
+    });
+    if (waiting) {
+      // Requests the cap had no room for are admitted now, as the arrivals they are.
+      AdmitIntoBatch(0, clock_.Now());
+    }
+    return;
+  }
   // Epoch mode: the share stays held until the next boundary.
   it->second.released = true;
   MaybeAdvanceEpoch(clock_.Now());
@@ -220,7 +276,8 @@ NextStep Scheduler::Next() {
   const Time now = clock_.Now();
   MaybeAdvanceEpoch(now);
   NextStep step = pacer_.Next(now);
-  if (step.kind == NextStep::Kind::kDispatch || options_.work_conserving || !pacer_.HasQueued()) {
+  if (step.kind == NextStep::Kind::kDispatch || options_.work_conserving ||
+      options_.fixed_at_admission || !pacer_.HasQueued()) {
     return step;
   }
   // Payloads wait; a new epoch may change the rates that hold them back.
@@ -236,6 +293,7 @@ SchedulerStats Scheduler::Stats() const {
   SchedulerStats s;
   s.policy = options_.policy;
   s.work_conserving = options_.work_conserving;
+  s.fixed_at_admission = options_.fixed_at_admission;
   s.cap_bytes_per_sec = cap_;
   s.epoch = epoch_;
   s.epoch_end = epoch_end_;

@@ -171,6 +171,10 @@ Status SchedulerOptions::Validate() const {
   if (drr_quantum_bytes == 0) {
     return Status::InvalidArgument("scheduler.drr_quantum", "must be > 0");
   }
+  if (work_conserving && fixed_at_admission) {
+    return Status::InvalidArgument("scheduler.fixed_at_admission",
+                                   "cannot be combined with work_conserving");
+  }
   return ValidateComputeTable(compute_table);
 }
 
@@ -187,6 +191,7 @@ Status ApplyConfig(const oc::Config& config, SchedulerOptions* options) {
   }
   o.policy = *parsed;
   OC_RETURN_IF_ERROR(config.Read("scheduler.work_conserving", &o.work_conserving));
+  OC_RETURN_IF_ERROR(config.Read("scheduler.fixed_at_admission", &o.fixed_at_admission));
   OC_RETURN_IF_ERROR(config.ReadSize("scheduler.drr_quantum", &o.drr_quantum_bytes));
   OC_RETURN_IF_ERROR(config.Read("scheduler.default_model", &o.default_model));
   if (config.Has("scheduler.compute_table")) {

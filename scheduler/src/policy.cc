@@ -20,6 +20,8 @@ std::string_view PolicyName(Policy policy) {
       return "stall-opt";
     case Policy::kCalStallOpt:
       return "cal-stall-opt";
+    case Policy::kShortestFirst:
+      return "shortest-first";
   }
   return "unknown";
 }
@@ -32,7 +34,7 @@ Result<Policy> ParsePolicy(std::string_view name) {
   }
   return Status::InvalidArgument("policy",
                                  fmt::format("unknown policy '{}' (equal, kv-prop, bw-prop, "
-                                             "stall-opt, cal-stall-opt)",
+                                             "stall-opt, cal-stall-opt, shortest-first)",
                                              name));
 }
 

@@ -1,8 +1,11 @@
 #include "oc/sched/allocator.h"
 
 #include <cmath>
+#include <fstream>
 #include <limits>
+#include <map>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -67,7 +70,7 @@ TEST(Policy, GbpsConversion) {
 //   R3 = 1.8*30 = 54, R2 = 1.8*20 = 36.
 // cal-stall-opt, δ = 5: targets 15, 100, 65; breakpoints 1.5, 5, 2.17.
 //   mu = 1.67 >= 1.5: cap R1 at 15; mu = 85/50 = 1.7 < 2.17: R3 = 51, R2 = 34.
-// bw-prop: weights min(r*, B) = 10, 100, 60: 100 * (10, 100, 60) / 170.
+// bw-prop: weights r* = 10, 200, 60 (uncapped): 100 * (10, 200, 60) / 270.
 TEST(Allocate, HandComputedThreeRequests) {
   const std::vector<Demand> d = {D(100, 10, 1000), D(400, 200, 2000), D(900, 60, 7000)};
   struct Row {
@@ -77,7 +80,7 @@ TEST(Allocate, HandComputedThreeRequests) {
   const std::vector<Row> rows = {
       {Policy::kEqual, {100.0 / 3, 100.0 / 3, 100.0 / 3}},
       {Policy::kKvProp, {10, 20, 70}},
-      {Policy::kBwProp, {1000.0 / 170, 10000.0 / 170, 6000.0 / 170}},
+      {Policy::kBwProp, {1000.0 / 270, 20000.0 / 270, 6000.0 / 270}},
       {Policy::kStallOpt, {10, 36, 54}},
       {Policy::kCalStallOpt, {15, 34, 51}},
   };
@@ -99,16 +102,112 @@ TEST(Allocate, TargetsThatFitAreGrantedExactly) {
 }
 
 // c = 0: r* is unbounded, the target is B. R1 s=100 c=0 (t=100, bp 10), R2 s=400 r*=20 (bp 1):
-// mu = 100/30 >= 1 caps R2 at 20, then R1 = 80.
+// mu = 100/30 >= 1 caps R2 at 20, then R1 = 80. bw-prop's weight r* is unbounded: in the limit
+// of B * r*_i / sum r*, R1 takes B (two such requests split it).
 TEST(Allocate, ZeroComputeWindowTargetsTheCap) {
   const std::vector<Demand> d = {Demand{100, 0, 500}, D(400, 20, 500)};
   ExpectRates(MustAllocate(Policy::kStallOpt, d, 100, 0), {80, 20});
-  ExpectRates(MustAllocate(Policy::kBwProp, d, 100, 0), {100 * 100.0 / 120, 100 * 20.0 / 120});
+  ExpectRates(MustAllocate(Policy::kBwProp, d, 100, 0), {100, 0});
+  ExpectRates(MustAllocate(Policy::kBwProp, {Demand{100, 0, 500}, D(400, 20, 500), Demand{9, 0, 9}},
+                           100, 0),
+              {50, 0, 50});
   // Alone, it takes the whole cap under every policy.
   for (Policy p : kAllPolicies) {
     SCOPED_TRACE(std::string(PolicyName(p)));
     ExpectRates(MustAllocate(p, {Demand{100, 0, 500}}, 100, 5), {100});
   }
+}
+
+// Finite zero-stall rates so large that their sum overflows a double still split B by r*.
+TEST(Allocate, BwPropHugeZeroStallRatesStayFinite) {
+  const double huge = std::numeric_limits<double>::max() / 2;
+  const std::vector<Demand> d = {D(1000, huge, 1), D(1000, huge, 1), D(1000, huge / 2, 1)};
+  ExpectRates(MustAllocate(Policy::kBwProp, d, 100, 0), {40, 40, 20});
+}
+
+// The paper's Table A9 (bench/data/objectcache-table-a9.csv): the rate every policy gives every
+// request of workloads A, B and C, computed from Table A8 (s_i = cached tokens x 4096 B,
+// c_i = total compute / 32) with δ = 5 Gbps. Allocate must reproduce each value to the table's
+// two decimals.
+std::vector<std::map<std::string, std::string>> ReadCsv(const char* path) {
+  std::vector<std::map<std::string, std::string>> rows;
+  std::ifstream in(path);
+  EXPECT_TRUE(in) << path;
+  std::vector<std::string> header;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') {
+      continue;
+    }
+    std::vector<std::string> fields;
+    std::stringstream ss(line);
+    for (std::string f; std::getline(ss, f, ',');) {
+      fields.push_back(f);
+    }
+    if (header.empty()) {
+      header = fields;
+      continue;
+    }
+    EXPECT_EQ(fields.size(), header.size()) << line;
+    std::map<std::string, std::string>& row = rows.emplace_back();
+    for (size_t i = 0; i < fields.size() && i < header.size(); ++i) {
+      row[header[i]] = fields[i];
+    }
+  }
+  return rows;
+}
+
+TEST(Allocate, ReproducesThePapersTableA9) {
+  constexpr double kTokenLayerBytes = 4096;  // Llama-3.1-8B: 8 KV heads x 128 x (K, V) x fp16
+  constexpr double kLayers = 32;
+  std::map<std::pair<uint64_t, double>, double> compute_us;  // (context, hit) -> c_i
+  for (auto& row : ReadCsv(OC_TABLE_A8_CSV)) {
+    compute_us[{std::stoull(row["context_tokens"]), std::stod(row["hit_rate"])}] =
+        std::stod(row["total_compute_ms"]) * 1e3 / kLayers;
+  }
+  // The workloads' requests in the paper's order: A and B the same four, C six.
+  using Profile = std::pair<uint64_t, double>;
+  const std::vector<Profile> four = {{16384, 0.5}, {16384, 0.875}, {65536, 0.5}, {65536, 0.875}};
+  const std::map<std::string, std::vector<Profile>> workloads = {
+      {"A", four},
+      {"B", four},
+      {"C",
+       {{16384, 0.5}, {16384, 0.875}, {32768, 0.5}, {32768, 0.875}, {65536, 0.5}, {65536, 0.875}}}};
+  const std::vector<std::map<std::string, std::string>> table = ReadCsv(OC_TABLE_A9_CSV);
+  ASSERT_GE(table.size(), 41u);
+  for (auto row : table) {
+    SCOPED_TRACE(row["workload"] + " " + row["policy"] + " " + row["context_tokens"] + "@" +
+                 row["hit_rate"]);
+    const std::vector<Profile>& profiles = workloads.at(row["workload"]);
+    std::vector<Demand> demands;
+    size_t index = profiles.size();
+    for (size_t i = 0; i < profiles.size(); ++i) {
+      const auto [context, hit] = profiles[i];
+      ASSERT_TRUE(compute_us.count(profiles[i]));
+      const uint64_t s = static_cast<uint64_t>(std::llround(context * hit * kTokenLayerBytes));
+      demands.push_back(Demand{s, compute_us.at(profiles[i]), s * 32});
+      if (context == std::stoull(row["context_tokens"]) && hit == std::stod(row["hit_rate"])) {
+        index = i;
+      }
+    }
+    ASSERT_LT(index, profiles.size());
+    Result<Policy> policy = ParsePolicy(row["policy"]);
+    ASSERT_TRUE(policy.has_value());
+    const std::vector<double> rates = MustAllocate(
+        *policy, demands, GbpsToBytesPerSec(std::stod(row["cap_gbps"])), GbpsToBytesPerSec(5));
+    // Two decimals: within half a unit of the last digit (plus rounding of the inputs).
+    EXPECT_NEAR(BytesPerSecToGbps(rates[index]), std::stod(row["rate_gbps"]), 0.0051);
+  }
+}
+
+// shortest-first on the three requests of HandComputedThreeRequests: by total bytes R1, R2, R3
+// get 10, min(100, 90) = 90 and 0; once R3 has only 500 bytes left it goes first (60), then R1
+// (10), then R2 (30). With B = 1000 every target fits and the surplus 730 goes to the first.
+TEST(Allocate, ShortestFirstServesFewestRemainingBytesAtTheirZeroStallRates) {
+  std::vector<Demand> d = {D(100, 10, 1000), D(400, 200, 2000), D(900, 60, 7000)};
+  ExpectRates(MustAllocate(Policy::kShortestFirst, d, 100, 5), {10, 90, 0});
+  ExpectRates(MustAllocate(Policy::kShortestFirst, d, 1000, 5), {740, 200, 60});
+  d[2].remaining_bytes = 500;
+  ExpectRates(MustAllocate(Policy::kShortestFirst, d, 100, 5), {10, 30, 60});
 }
 
 TEST(Allocate, OneRequest) {

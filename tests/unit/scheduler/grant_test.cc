@@ -116,6 +116,107 @@ TEST(Scheduler, WorkConservingReassignsAtOnce) {
   EXPECT_EQ(st["a"].epoch, 3u);  // three allocations: a, a+b, a again
 }
 
+// The paper's admission rule. B = 1e9 bytes/s, equal s. a, b, c arrive together (one batch):
+// stall-opt's water level 1e9/3 caps a and b at r* = 3e8, c gets the rest, 4e8, exactly what
+// Allocate gives the three. After the batch closes a leaves: its 3e8 goes to nobody admitted
+// (c stays at 4e8 though its target is 6e8, through any number of epochs); d, arriving later,
+// gets min(its target 5e8, the 3e8 free).
+TEST(Scheduler, FixedAtAdmissionKeepsRatesAndGivesFreedBandwidthToLaterArrivals) {
+  ManualClock clock(Time{1'000});
+  SchedulerOptions o = Options(Policy::kStallOpt, false);
+  o.fixed_at_admission = true;
+  auto sched = Make(o, clock);
+  Result<Grant> a = sched->Admit(Spec("a", 3e8));
+  Result<Grant> b = sched->Admit(Spec("b", 3e8));
+  Result<Grant> c = sched->Admit(Spec("c", 6e8));
+  ASSERT_TRUE(a.has_value() && b.has_value() && c.has_value());
+  {
+    auto st = ByName(sched->Stats());
+    EXPECT_DOUBLE_EQ(st["a"].rate_bytes_per_sec, 3e8);
+    EXPECT_DOUBLE_EQ(st["b"].rate_bytes_per_sec, 3e8);
+    EXPECT_DOUBLE_EQ(st["c"].rate_bytes_per_sec, 4e8);
+    EXPECT_TRUE(sched->Stats().fixed_at_admission);
+  }
+  clock.Set(Time{1'000} + milliseconds(20));
+  a->Release();
+  ASSERT_TRUE(c->Enqueue(0, 1000).ok());
+  ASSERT_EQ(sched->Next().kind, NextStep::Kind::kDispatch);
+  {
+    auto st = ByName(sched->Stats());
+    EXPECT_EQ(st.count("a"), 0u);
+    EXPECT_DOUBLE_EQ(st["b"].rate_bytes_per_sec, 3e8);
+    EXPECT_DOUBLE_EQ(st["c"].rate_bytes_per_sec, 4e8);  // no growth: not work-conserving
+  }
+  clock.Set(Time{1'000} + milliseconds(30));
+  Result<Grant> d = sched->Admit(Spec("d", 5e8));
+  ASSERT_TRUE(d.has_value());
+  clock.Set(Time{1'000} + milliseconds(100));
+  (void)sched->Next();
+  auto st = ByName(sched->Stats());
+  EXPECT_DOUBLE_EQ(st["b"].rate_bytes_per_sec, 3e8);
+  EXPECT_DOUBLE_EQ(st["c"].rate_bytes_per_sec, 4e8);
+  EXPECT_NEAR(st["d"].rate_bytes_per_sec, 3e8, 1e-6);  // only what a freed
+  EXPECT_EQ(st["d"].epoch, 1u);                        // the second batch
+}
+
+// An arrival that finds the cap taken is not admitted yet: it waits at rate 0 and takes what
+// the next departure frees (here a's 5e8; b, admitted, keeps its 5e8 although its target is 6e8).
+TEST(Scheduler, FixedAtAdmissionAdmitsAWaitingArrivalWhenBandwidthIsFreed) {
+  ManualClock clock(Time{1'000});
+  SchedulerOptions o = Options(Policy::kStallOpt, false);
+  o.fixed_at_admission = true;
+  auto sched = Make(o, clock);
+  Result<Grant> a = sched->Admit(Spec("a", 6e8));
+  Result<Grant> b = sched->Admit(Spec("b", 6e8));
+  ASSERT_TRUE(a.has_value() && b.has_value());
+  clock.Set(Time{1'000} + milliseconds(20));
+  Result<Grant> c = sched->Admit(Spec("c", 6e8));
+  ASSERT_TRUE(c.has_value());
+  EXPECT_EQ(ByName(sched->Stats())["c"].rate_bytes_per_sec, 0.0);
+  clock.Set(Time{1'000} + milliseconds(40));
+  a->Release();
+  auto st = ByName(sched->Stats());
+  EXPECT_DOUBLE_EQ(st["b"].rate_bytes_per_sec, 5e8);
+  EXPECT_DOUBLE_EQ(st["c"].rate_bytes_per_sec, 5e8);
+}
+
+// shortest-first orders by what each request has left to send. B = 1e9, r* = 6e8 each. a (64 MB)
+// alone takes B; b (32 MB) arrives and goes first: 6e8, a the rest. After a has sent 40 MB
+// (24 MB left) an arrival c (100 MB) reallocates: a first (6e8), b 4e8, c nothing yet.
+TEST(Scheduler, ShortestFirstOrdersByBytesLeft) {
+  ManualClock clock;
+  auto sched = Make(Options(Policy::kShortestFirst, true), clock);
+  RequestSpec a_spec = Spec("a", 6e8), b_spec = Spec("b", 6e8), c_spec = Spec("c", 6e8);
+  a_spec.total_bytes = 64'000'000;
+  c_spec.total_bytes = 100'000'000;
+  Result<Grant> a = sched->Admit(a_spec);
+  ASSERT_TRUE(a.has_value());
+  EXPECT_DOUBLE_EQ(ByName(sched->Stats())["a"].rate_bytes_per_sec, 1e9);
+  Result<Grant> b = sched->Admit(b_spec);
+  ASSERT_TRUE(b.has_value());
+  auto st = ByName(sched->Stats());
+  EXPECT_DOUBLE_EQ(st["b"].rate_bytes_per_sec, 6e8);
+  EXPECT_DOUBLE_EQ(st["a"].rate_bytes_per_sec, 4e8);
+  ASSERT_TRUE(a->Enqueue(0, 40'000'000).ok());
+  ASSERT_EQ(sched->Next().kind, NextStep::Kind::kDispatch);
+  ASSERT_EQ(ByName(sched->Stats())["a"].delivered_bytes, 40'000'000u);
+  Result<Grant> c = sched->Admit(c_spec);
+  ASSERT_TRUE(c.has_value());
+  st = ByName(sched->Stats());
+  EXPECT_DOUBLE_EQ(st["a"].rate_bytes_per_sec, 6e8);
+  EXPECT_DOUBLE_EQ(st["b"].rate_bytes_per_sec, 4e8);
+  EXPECT_EQ(st["c"].rate_bytes_per_sec, 0.0);
+}
+
+TEST(Scheduler, FixedAtAdmissionExcludesWorkConserving) {
+  ManualClock clock;
+  SchedulerOptions o = Options(Policy::kEqual, true);
+  o.fixed_at_admission = true;
+  Result<std::unique_ptr<Scheduler>> s = Scheduler::Create(o, clock);
+  ASSERT_FALSE(s.has_value());
+  EXPECT_EQ(s.error().field(), "scheduler.fixed_at_admission");
+}
+
 // Epochs: a departure's share stays held until the boundary; an arrival with no headroom waits
 // (rate 0) for the boundary, then gets its policy rate.
 TEST(Scheduler, EpochsHoldRatesUntilTheBoundary) {

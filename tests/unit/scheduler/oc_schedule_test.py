@@ -30,7 +30,7 @@ def run(args, stdin=None):
 #   a: s = 1e6, c = 800  -> r* =  10      W = 32e6
 #   b: s = 4e6, c = 160  -> r* = 200 (target capped at B = 100)   W = 64e6
 #   c: s = 9e6, c = 1200 -> r* =  60      W = 224e6
-# equal: 100/3. kv-prop: 100 * (1, 2, 7) / 10. bw-prop: 100 * (10, 100, 60) / 170.
+# equal: 100/3. kv-prop: 100 * (1, 2, 7) / 10. bw-prop (r* uncapped): 100 * (10, 200, 60) / 270.
 # stall-opt: breakpoints t/sqrt(s) = 10, 50, 20; level 100/6 >= 10 caps a at 10, then
 #   90/5 = 18 < 20: b = 36, c = 54.
 # cal-stall-opt (δ = 5): targets 15, 100, 65; breakpoints 15, 50, 21.7; 100/6 >= 15 caps a
@@ -43,9 +43,11 @@ REQUESTS = [
 EXPECTED = {
     "equal": [100 / 3, 100 / 3, 100 / 3],
     "kv-prop": [10, 20, 70],
-    "bw-prop": [1000 / 170, 10000 / 170, 6000 / 170],
+    "bw-prop": [1000 / 270, 20000 / 270, 6000 / 270],
     "stall-opt": [10, 36, 54],
     "cal-stall-opt": [15, 34, 51],
+    # fewest bytes first (W = 32e6, 64e6, 224e6): a gets its r* 10, b min(100, 90), c nothing.
+    "shortest-first": [10, 90, 0],
 }
 
 with tempfile.TemporaryDirectory() as tmp:

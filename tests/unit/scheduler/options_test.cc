@@ -158,6 +158,21 @@ compute_table = ["Mistral-7B, 8192, 0.5, 4000", "Mistral-7B, 8192, 0.9, 1000"]
   EXPECT_TRUE(config->CheckNoUnknownKeys().ok());
 }
 
+TEST(SchedulerOptions, ApplyConfigReadsFixedAtAdmission) {
+  Result<Config> config = Config::Parse("[scheduler]\nfixed_at_admission = true\n");
+  ASSERT_TRUE(config.has_value()) << config.status();
+  SchedulerOptions o;
+  ASSERT_TRUE(ApplyConfig(*config, &o).ok());
+  EXPECT_TRUE(o.fixed_at_admission);
+  EXPECT_FALSE(o.work_conserving);
+  Result<Config> both =
+      Config::Parse("[scheduler]\nfixed_at_admission = true\nwork_conserving = true\n");
+  ASSERT_TRUE(both.has_value());
+  Status s = ApplyConfig(*both, &o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.field(), "scheduler.fixed_at_admission");
+}
+
 TEST(SchedulerOptions, ApplyConfigErrorsLeaveOptionsUntouched) {
   const std::vector<std::string> bad = {
       "[scheduler]\npolicy = \"fastest\"\n",
@@ -212,6 +227,7 @@ TEST(SchedulerOptions, ShippedConfMatchesTheDefaults) {
   o.epoch = std::chrono::microseconds(1);
   o.policy = Policy::kEqual;
   o.work_conserving = true;
+  o.fixed_at_admission = true;
   o.drr_quantum_bytes = 1;
   o.default_model = "x";
   o.compute_table = {{"x", 1, 0.5, 1}};
@@ -223,6 +239,7 @@ TEST(SchedulerOptions, ShippedConfMatchesTheDefaults) {
   EXPECT_EQ(o.epoch, d.epoch);
   EXPECT_EQ(o.policy, d.policy);
   EXPECT_EQ(o.work_conserving, d.work_conserving);
+  EXPECT_EQ(o.fixed_at_admission, d.fixed_at_admission);
   EXPECT_EQ(o.drr_quantum_bytes, d.drr_quantum_bytes);
   EXPECT_EQ(o.default_model, d.default_model);
   ASSERT_EQ(o.compute_table.size(), d.compute_table.size());

@@ -4,9 +4,11 @@
 //
 //   equal          B / n
 //   kv-prop        B * W_i / sum W        (equal split if every W_i is 0)
-//   bw-prop        B * t_i / sum t        t_i = min(r*_i, B); equal split if every t_i is 0
+//   bw-prop        B * r*_i / sum r*      uncapped; c_i = 0 (r* unbounded) requests split B
 //   stall-opt      water-filling with targets t_i = min(r*_i, B)
 //   cal-stall-opt  water-filling with targets t_i = min(r*_i + δ, B)
+//   shortest-first fewest remaining bytes first, r_i = min(min(r*_i, B), left), surplus to the
+//   first
 //
 // Water-filling solves  minimise sum s_i / r_i  s.t.  sum r_i = B, 0 < r_i <= t_i  in closed form,
 // O(n log n): r_i = min(t_i, sqrt(s_i / λ)), λ found by sorting the breakpoints t_i / sqrt(s_i).

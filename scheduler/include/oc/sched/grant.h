@@ -7,7 +7,8 @@
 // Through the Grant the server enqueues the request's layer payloads; delivery threads call
 // Scheduler::Next() to learn which payload to send next.
 //
-// Two ways to hand out rates, chosen by SchedulerOptions::work_conserving:
+// Three ways to hand out rates, chosen by SchedulerOptions::work_conserving and
+// fixed_at_admission:
 // - epochs (default): at each epoch boundary every active request's rate is recomputed by the
 //   policy and then held for the epoch. A request that leaves keeps its share counted until the
 //   next boundary; a request that arrives mid-epoch gets min(its target, the cap not held by
@@ -15,6 +16,14 @@
 //   waits for the next boundary - when nothing is free.
 // - work-conserving: every arrival and departure recomputes all rates at once. The epoch number
 //   then counts these reallocations.
+// - fixed at admission (the paper's protocol, docs/decisions.md): a request's rate never
+//   changes once its batch closes. The first arrival after a batch closed opens a new batch for
+//   one epoch; every arrival in it re-runs the policy over the batch's requests with the cap
+//   left by the requests of closed batches still active (arrivals together get exactly the
+//   policy's rates, e.g. the paper's Table A9). A departure frees its rate at once, but only
+//   for later arrivals: no admitted request's rate grows. An arrival the cap has no room for
+//   (rate 0) is not admitted yet: it joins the next batch, which a departure also opens for it.
+//   The epoch number counts batches.
 // Epoch boundaries are noticed lazily, by any call that reads the clock.
 //
 // Thread safety: every Scheduler method may be called concurrently (one mutex). A Grant is used by
@@ -89,6 +98,7 @@ struct RequestStats {
 struct SchedulerStats {
   Policy policy = Policy::kCalStallOpt;
   bool work_conserving = false;
+  bool fixed_at_admission = false;
   double cap_bytes_per_sec = 0;
   uint64_t epoch = 0;
   Time epoch_end{0};
@@ -163,6 +173,7 @@ class Scheduler {
     uint64_t epoch = 0;
     uint64_t delivered_at_release = 0;
     bool released = false;
+    bool fixed = false;  // fixed_at_admission: its batch has closed, the rate is final
   };
 
   Scheduler(const SchedulerOptions& options, const Clock& clock);
@@ -172,6 +183,14 @@ class Scheduler {
   void MaybeAdvanceEpoch(Time now) OC_REQUIRES(mu_);
   // Drops released entries and recomputes every rate at `now`; bumps the epoch.
   void Reallocate(Time now) OC_REQUIRES(mu_);
+  // fixed_at_admission, on the arrival of request `arrival`: closes the open batch if its epoch
+  // is over, then shares what the closed batches' requests leave of the cap among the open
+  // batch's requests.
+  void AdmitIntoBatch(uint64_t arrival, Time now) OC_REQUIRES(mu_);
+  // Runs the policy over the open batch with the cap the closed batches leave.
+  void ShareOpenBatch(Time now) OC_REQUIRES(mu_);
+  // `demand` with remaining_bytes = what request `id` has not sent yet.
+  Demand WithProgress(uint64_t id, Demand demand) const OC_REQUIRES(mu_);
 
   const SchedulerOptions options_;
   const Clock& clock_;

@@ -73,6 +73,12 @@ struct SchedulerOptions {
   // Reallocate at once whenever a request arrives or leaves, instead of per epoch.
   // Default: false
   bool work_conserving = false;
+  // The paper's admission rule: a request's rate is fixed when it is admitted and held for its
+  // whole load; bandwidth a finished request frees goes only to requests admitted later.
+  // Requests admitted within one epoch of the first of them form one batch that the policy
+  // shares out together (grant.h). Cannot be combined with work_conserving.
+  // Default: false
+  bool fixed_at_admission = false;
   // Pacer DRR quantum for a flow at the full cap (see PacerOptions).
   // Default: 1 MiB
   uint64_t drr_quantum_bytes = uint64_t{1} << 20;
@@ -84,14 +90,15 @@ struct SchedulerOptions {
   std::vector<ComputeTableRow> compute_table = DefaultComputeTable();
 
   // kInvalidArgument naming the key at fault: cap not finite or <= 0, margin not finite or < 0,
-  // epoch < 1 µs, quantum 0, or an invalid compute table.
+  // epoch < 1 µs, quantum 0, work_conserving together with fixed_at_admission, or an invalid
+  // compute table.
   Status Validate() const;
 };
 
 // Reads the [scheduler] table: scheduler.cap_gbps, margin_gbps, epoch, policy, work_conserving,
-// drr_quantum, default_model, compute_table (an array of row strings that replaces
-// the default table). Absent keys keep *options' values. Returns the first read or validation error
-// (kInvalidArgument naming the key).
+// fixed_at_admission, drr_quantum, default_model, compute_table (an array of row strings that
+// replaces the default table). Absent keys keep *options' values. Returns the first read or
+// validation error (kInvalidArgument naming the key).
 Status ApplyConfig(const oc::Config& config, SchedulerOptions* options);
 
 }  // namespace oc::sched

@@ -21,16 +21,20 @@ namespace oc::sched {
 enum class Policy {
   kEqual,        // r_i = B / n
   kKvProp,       // r_i = B * W_i / sum W      (proportional to matched bytes)
-  kBwProp,       // r_i = B * r*_i / sum r*    (proportional to zero-stall rate)
+  kBwProp,       // r_i = B * r*_i / sum r*    (proportional to zero-stall rate, uncapped)
   kStallOpt,     // water-filling, targets r*_i (margin 0)
   kCalStallOpt,  // water-filling, targets r*_i + margin (the paper's calibrated stall-opt)
+  // Fewest remaining bytes first, each request at min(r*_i, what is left of B), the surplus to
+  // the first: stall-aware and work-conserving (docs/decisions.md, "shortest-first").
+  kShortestFirst,
 };
 
 // Every policy, in the order `oc schedule --policy all` prints them.
-inline constexpr std::array<Policy, 5> kAllPolicies = {
-    Policy::kEqual, Policy::kKvProp, Policy::kBwProp, Policy::kStallOpt, Policy::kCalStallOpt};
+inline constexpr std::array<Policy, 6> kAllPolicies = {
+    Policy::kEqual,    Policy::kKvProp,      Policy::kBwProp,
+    Policy::kStallOpt, Policy::kCalStallOpt, Policy::kShortestFirst};
 
-// "equal", "kv-prop", "bw-prop", "stall-opt", "cal-stall-opt".
+// "equal", "kv-prop", "bw-prop", "stall-opt", "cal-stall-opt", "shortest-first".
 std::string_view PolicyName(Policy policy);
 // The inverse of PolicyName; kInvalidArgument (field "policy") for any other text.
 Result<Policy> ParsePolicy(std::string_view name);
@@ -45,6 +49,8 @@ struct Demand {
   double compute_us = 0;
   // W_i = N * L * S: total matched bytes; kv-prop's weight.
   uint64_t total_bytes = 0;
+  // Bytes not sent yet; shortest-first's order. 0 means none sent yet: total_bytes is used.
+  uint64_t remaining_bytes = 0;
 };
 
 inline constexpr double kBitsPerByte = 8.0;
