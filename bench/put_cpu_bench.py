@@ -6,7 +6,9 @@ What a PUT costs the server depends on what the client asks it to check: the Sig
 hash (x-amz-content-sha256 = the body's SHA-256) or UNSIGNED-PAYLOAD, and a Content-MD5
 header or none. Every PUT also pays the MD5 of its ETag. This bench sends the same bodies in
 each shape and reports the server's CPU per PUT (utime + stime of `objectcache serve` from
-/proc/<pid>/stat over a wrk run, divided by the PUTs answered 200), ops/s and p50:
+/proc/<pid>/stat over a wrk run, divided by the PUTs answered 200) and its user-space part
+(utime alone: the copies and hashes, without the kernel's page-cache and socket work), ops/s
+and p50:
 
   unsigned       presigned URL (X-Amz-Content-Sha256 is UNSIGNED-PAYLOAD)
   unsigned-md5   presigned URL + Content-MD5
@@ -110,8 +112,10 @@ def size_label(n):
 
 
 def proc_cpu(pid):
+    """(user, system) CPU seconds of the process so far."""
     fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tick = os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) / tick, int(fields[12]) / tick
 
 
 class HeaderSigner(Presigner):
@@ -210,11 +214,12 @@ class Run:
                                      os.path.join(self.a.perf, perf_name + ".data")],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             time.sleep(0.5)
-        cpu0 = proc_cpu(pid)
+        user0, sys0 = proc_cpu(pid)
         out = subprocess.run(["wrk", "-t", str(threads), "-c", str(self.a.conc), "-d",
                               f"{int(self.a.seconds)}s", "-s", script, url], env=env,
                              capture_output=True, text=True, timeout=self.a.seconds + 120)
-        cpu = proc_cpu(pid) - cpu0
+        user1, sys1 = proc_cpu(pid)
+        user, cpu = user1 - user0, user1 - user0 + sys1 - sys0
         if perf is not None:
             perf.send_signal(2)
             perf.wait()
@@ -226,7 +231,8 @@ class Run:
         secs = r["duration_us"] / 1e6
         return {"requests": r["requests"], "errors": r["non200"] + r["socket_errors"],
                 "ops_per_s": ok / secs, "cpu_s": cpu,
-                "cpu_us_per_put": cpu / ok * 1e6 if ok else None,
+                "cpu_us_per_put": cpu / ok * 1e6 if ok else None, "user_s": user,
+                "user_us_per_put": user / ok * 1e6 if ok else None,
                 "p50_ms": r["p50_us"] / 1e3, "p99_ms": r["p99_us"] / 1e3}
 
     def measure(self):
@@ -257,6 +263,7 @@ class Run:
                             print(f"rep {rep} {layout} {size_label(size)} {shape:12s} {name:8s}"
                                   f" {r['ops_per_s']:7.0f} ops/s "
                                   f"{cpu if cpu is not None else float('nan'):8.0f} us CPU/PUT"
+                                  f" (user {r['user_us_per_put'] or float('nan'):.0f})"
                                   f" errors {r['errors']} load {r['load']:.1f}",
                                   file=sys.stderr)
 
@@ -267,7 +274,8 @@ def markdown(doc):
     out = [f"put_cpu_bench {doc['started']}: concurrency {doc['conc']}, {doc['seconds']} s per "
            f"cell, {doc['reps']} repetitions alternating {', '.join(bins)}; load average "
            f"{min(r['load'] for r in rows):.1f}-{max(r['load'] for r in rows):.1f}. Medians; "
-           "server CPU µs per PUT (ops/s).", "",
+           "server CPU µs per PUT (ops/s), then its user-space part alone (the kernel's page-cache "
+           "and socket work varies most with the machine's load); ratios total / user.", "",
            "| layout | size | shape | " + " | ".join(bins) + " | " +
            " | ".join(f"{b}/{bins[0]}" for b in bins[1:]) + " |",
            "| --- | --- | --- |" + " --- |" * (2 * len(bins) - 1)]
@@ -275,16 +283,21 @@ def markdown(doc):
     for r in rows:
         cells.setdefault((r["layout"], r["size"], r["shape"]), {}).setdefault(r["bin"], []).append(r)
     for (layout, size, shape), per in cells.items():
-        med = {}
+        med, medu = {}, {}
         texts = []
         for b in bins:
             rs = per.get(b, [])
             cpu = [r["cpu_us_per_put"] for r in rs if r["cpu_us_per_put"] is not None]
+            user = [r["user_us_per_put"] for r in rs if r.get("user_us_per_put") is not None]
             ops = [r["ops_per_s"] for r in rs]
             med[b] = statistics.median(cpu) if cpu else None
-            texts.append(f"{med[b]:.0f} ({statistics.median(ops):.0f})" if cpu else "-")
-        ratios = [f"{med[b] / med[bins[0]]:.2f}" if med[b] and med[bins[0]] else "-"
-                  for b in bins[1:]]
+            medu[b] = statistics.median(user) if user else None
+            text = f"{med[b]:.0f} ({statistics.median(ops):.0f})" if cpu else "-"
+            texts.append(text + (f", user {medu[b]:.0f}" if user else ""))
+
+        def ratio(m, b):
+            return f"{m[b] / m[bins[0]]:.2f}" if m[b] and m[bins[0]] else "-"
+        ratios = [f"{ratio(med, b)} / {ratio(medu, b)}" for b in bins[1:]]
         out.append(f"| {layout} | {size_label(size)} | {shape} | " + " | ".join(texts) + " | " +
                    " | ".join(ratios) + " |")
     errors = sum(r["errors"] for r in rows)

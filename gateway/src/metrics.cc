@@ -77,6 +77,9 @@ std::string Metrics::StatsJson() const {
   out += fmt::format(",\"inline_reads\":{{\"served\":{},\"missed\":{}}}",
                      inline_reads_.load(std::memory_order_relaxed),
                      inline_misses_.load(std::memory_order_relaxed));
+  out += fmt::format(",\"upload_body_bytes\":{{\"lent\":{},\"piece\":{}}}",
+                     body_lent_bytes_.load(std::memory_order_relaxed),
+                     body_piece_bytes_.load(std::memory_order_relaxed));
   return out;
 }
 
@@ -158,11 +161,20 @@ std::string Metrics::Prometheus() const {
       "# HELP oc_gateway_inline_misses_total GETs and HEADs tried on the I/O thread that "
       "needed the disk and ran on the store pool.\n"
       "# TYPE oc_gateway_inline_misses_total counter\n"
-      "oc_gateway_inline_misses_total {}\n",
+      "oc_gateway_inline_misses_total {}\n"
+      "# HELP oc_gateway_upload_body_lent_bytes_total Upload body bytes the parser wrote into "
+      "memory the store writer lent.\n"
+      "# TYPE oc_gateway_upload_body_lent_bytes_total counter\n"
+      "oc_gateway_upload_body_lent_bytes_total {}\n"
+      "# HELP oc_gateway_upload_body_piece_bytes_total Upload body bytes the parser wrote into "
+      "the session's piece, copied from there into the store writer.\n"
+      "# TYPE oc_gateway_upload_body_piece_bytes_total counter\n"
+      "oc_gateway_upload_body_piece_bytes_total {}\n",
       open_connections(), refused_connections_.load(std::memory_order_relaxed),
       shed_connections_.load(std::memory_order_relaxed),
-      inline_reads_.load(std::memory_order_relaxed),
-      inline_misses_.load(std::memory_order_relaxed));
+      inline_reads_.load(std::memory_order_relaxed), inline_misses_.load(std::memory_order_relaxed),
+      body_lent_bytes_.load(std::memory_order_relaxed),
+      body_piece_bytes_.load(std::memory_order_relaxed));
   return out;
 }
 

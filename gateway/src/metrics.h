@@ -35,8 +35,17 @@ class Metrics {
     (missed ? inline_misses_ : inline_reads_).fetch_add(1, std::memory_order_relaxed);
   }
 
+  // Bytes of a PutObject, UploadPart or descriptor PUT body that the HTTP parser wrote
+  // straight into memory its store writer lent (ObjectWriter::AppendSpace), or into the
+  // session's own piece, from which the writer copies them (the first piece, read before the
+  // writer opens, and aws-chunked bodies; docs/decisions.md, "Copies of a PUT body").
+  void BodyBytes(uint64_t lent, uint64_t piece) {
+    body_lent_bytes_.fetch_add(lent, std::memory_order_relaxed);
+    body_piece_bytes_.fetch_add(piece, std::memory_order_relaxed);
+  }
+
   // JSON object members (without braces) for /stats: "operations": {...}, "errors": {...},
-  // "connections": {...}.
+  // "connections": {...}, "inline_reads": {...}, "upload_body_bytes": {"lent", "piece"}.
   std::string StatsJson() const;
   // Prometheus text exposition of every counter and histogram.
   std::string Prometheus() const;
@@ -60,6 +69,8 @@ class Metrics {
   std::atomic<uint64_t> shed_connections_{0};
   std::atomic<uint64_t> inline_reads_{0};
   std::atomic<uint64_t> inline_misses_{0};
+  std::atomic<uint64_t> body_lent_bytes_{0};
+  std::atomic<uint64_t> body_piece_bytes_{0};
 };
 
 }  // namespace oc::gateway

@@ -5,6 +5,7 @@
 // what is left of a body after an early error.
 #include "session_impl.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <utility>
@@ -24,6 +25,10 @@ namespace {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+
+// A lent tail shorter than this is not worth a piece (a read and a pool hop) of its own: the
+// writer lends its scratch instead (ObjectWriter::AppendSpace) and copies.
+constexpr uint64_t kMinLendBytes = 64 << 10;
 
 // At the end of an upload's body: the checksum it declared (UploadStart::checksum) against the
 // bytes received. A header's value must equal what was computed (400 BadDigest naming it, and
@@ -69,10 +74,14 @@ asio::awaitable<bool> Session<Stream>::SendContinue() {
 }
 
 template <class Stream>
-asio::awaitable<std::pair<size_t, beast::error_code>> Session<Stream>::ReadPiece() {
+asio::awaitable<std::pair<size_t, beast::error_code>> Session<Stream>::ReadPiece(
+    MutableByteSpan into) {
+  if (into.empty()) {
+    into = MutableByteSpan(reinterpret_cast<std::byte*>(piece_.data()), piece_.size());
+  }
   auto& body = parser_->get().body();
-  body.data = piece_.data();
-  body.size = piece_.size();
+  body.data = into.data();
+  body.size = into.size();
   beast::error_code ec;
   if (!parser_->is_done()) {
     Lowest().expires_after(opts_.read_timeout);
@@ -82,7 +91,7 @@ asio::awaitable<std::pair<size_t, beast::error_code>> Session<Stream>::ReadPiece
       ec = {};
     }
   }
-  const size_t n = piece_.size() - body.size;
+  const size_t n = into.size() - body.size;
   ex_->bytes_in += n;
   co_return std::make_pair(n, ec);
 }
@@ -176,7 +185,28 @@ asio::awaitable<bool> Session<Stream>::ServeUpload() {
   const bool hash = ex.auth.payload == auth::PayloadMode::kSigned;
   sigv4::Sha256 sha;
   UploadStart start;
+  Status body_status;
   bool opened = false;
+  // Space the writer lent for the next piece (ObjectWriter::AppendSpace): the parser writes
+  // the body straight into the store's extent buffer, and the hashes read it there. Empty:
+  // the piece goes to piece_, and the writer copies it (the first piece, read before the
+  // writer opens, and aws-chunked bodies, whose chunk framing is not payload).
+  // docs/decisions.md, "Copies of a PUT body".
+  MutableByteSpan lend;
+  uint64_t received = 0;  // body bytes read so far
+  const bool may_lend = !streaming && !chunked_transfer;
+  auto lend_next = [&] {  // on the pool, with the writer open and the previous piece taken
+    if (!may_lend || received >= body_bytes) {
+      return;
+    }
+    const uint64_t max = std::min<uint64_t>(piece_.size(), body_bytes - received);
+    Result<MutableByteSpan> space = start.writer->AppendSpace(std::min(max, kMinLendBytes), max);
+    if (!space.has_value()) {
+      body_status = space.error();
+      return;
+    }
+    lend = *space;
+  };
   auto open = [&] {
     start = OpenUpload(*shared_.env, req, body_bytes);
     opened = true;
@@ -186,21 +216,32 @@ asio::awaitable<bool> Session<Stream>::ServeUpload() {
   // writer opens, and opening, appending it (and, for a body that fits one piece, checking and
   // committing) share one pool hop (docs/decisions.md, "Gateway PUT path: one pool hop").
   if (ex.expect_continue) {
-    co_await OnPool(*shared_.pool, open);
+    auto open_and_lend = [&] {
+      open();
+      if (start.writer) {
+        lend_next();
+      }
+    };
+    co_await OnPool(*shared_.pool, open_and_lend);
     if (!start.writer) {
       co_return co_await Finish(std::move(start.error));
+    }
+    if (!body_status.ok()) {
+      start.writer.reset();
+      co_return co_await Finish(Response::FromStatus(body_status, &req));
     }
     if (!co_await SendContinue()) {
       co_return false;
     }
   }
 
-  Status body_status;
   Response res;
   std::string checksum_value;  // the upload's verified x-amz-checksum-*, echoed in the reply
+  uint64_t lent_bytes = 0;
   bool done = false;
   while (!done) {
-    auto [n, ec] = co_await ReadPiece();
+    auto [n, ec] = co_await ReadPiece(lend);
+    received += n;
     if (ec) {
       start.writer.reset();  // discards everything appended: nothing half-written is visible
       co_return co_await Finish(BodyReadError(ec));
@@ -214,7 +255,13 @@ asio::awaitable<bool> Session<Stream>::ServeUpload() {
           return;
         }
       }
-      ByteSpan input(reinterpret_cast<const std::byte*>(piece_.data()), n);
+      const bool lent = !lend.empty();
+      ByteSpan input = lent ? ByteSpan(lend.data(), n)
+                            : ByteSpan(reinterpret_cast<const std::byte*>(piece_.data()), n);
+      lend = {};
+      if (lent) {
+        lent_bytes += n;
+      }
       if (decoder) {
         while (!input.empty() && body_status.ok()) {
           Result<auth::AwsChunkedDecoder::Step> s = decoder->Next(input);
@@ -237,11 +284,17 @@ asio::awaitable<bool> Session<Stream>::ServeUpload() {
         if (start.checksum) {
           start.checksum->Update(input);
         }
-        if (!input.empty()) {
+        if (lent) {
+          body_status = start.writer->Appended(n);
+        } else if (!input.empty()) {
           body_status = start.writer->Append(input);
         }
       }
-      if (!last || !body_status.ok()) {
+      if (!body_status.ok()) {
+        return;
+      }
+      if (!last) {
+        lend_next();
         return;
       }
       body_status = decoder ? decoder->Finish() : auth::CheckPayloadSha256(ex.auth, sha.Finish());
@@ -261,6 +314,9 @@ asio::awaitable<bool> Session<Stream>::ServeUpload() {
       }
     };
     co_await OnPool(*shared_.pool, step);
+    if (last) {
+      shared_.metrics->BodyBytes(lent_bytes, received - lent_bytes);
+    }
     if (!start.writer) {
       co_return co_await Finish(std::move(start.error));  // refused at open: nothing appended
     }

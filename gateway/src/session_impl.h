@@ -112,9 +112,11 @@ class Session : public SessionBase {
   // --- session_body.cc: request bodies ---
   // 100 Continue, once, when the client asked for it (after auth and size checks).
   boost::asio::awaitable<bool> SendContinue();
-  // Reads the next piece of the request body into piece_. Returns the byte count (0 at the
-  // end); an error code for timeouts, resets and limit breaches.
-  boost::asio::awaitable<std::pair<size_t, boost::beast::error_code>> ReadPiece();
+  // Reads the next piece of the request body into `into` (a store writer's lent space), or
+  // into piece_ when it is empty. Returns the byte count (0 at the end); an error code for
+  // timeouts, resets and limit breaches.
+  boost::asio::awaitable<std::pair<size_t, boost::beast::error_code>> ReadPiece(
+      MutableByteSpan into = {});
   Response BodyReadError(const boost::beast::error_code& ec);
   // Reads a small XML body whole, bounded by max_xml_body_bytes, checking the payload hash.
   boost::asio::awaitable<std::optional<Response>> ReadXmlBody();

@@ -17,11 +17,8 @@
 // "Many clients at once: admission queue and deadline").
 
 #include <chrono>
-#include <condition_variable>
-#include <cstring>
-#include <deque>
-#include <mutex>
 
+#include "chunk_pipe.h"
 #include "deferred_response.h"
 #include "fmt/format.h"
 #include "handlers/handlers.h"
@@ -260,125 +257,9 @@ Response HandleGetObjectCache(HandlerEnv& env, Request& req) {
 
 // ---------------------------------------------------------------------------------------
 // PUT /{bucket}?objectcache: the session streams the body into the ObjectWriter returned
-// here; it feeds a bounded pipe that Store::PutChunks, a task on the descriptor executor,
-// reads as its ChunkSource. Commit() closes the pipe and waits for PutChunks; destroying the
-// writer without Commit abandons the body and waits for PutChunks to give up.
-
-namespace {
-
-// The pipe between the session (ObjectWriter side) and PutChunks (ChunkSource side), shared by
-// the writer and the task, so that either may end first.
-class ChunkPipe final : public storage::ChunkSource {
- public:
-  // Session side.
-  Status Append(ByteSpan data) {
-    std::unique_lock lock(mu_);
-    while (!data.empty()) {
-      if (!cv_.wait_for(lock, kPipeTimeout, [&] { return done_ || queued_ < kMaxQueuedBytes; })) {
-        return Status::Unavailable("storage did not take the chunk bytes in time");
-      }
-      if (done_) {
-        return result_.ok() ? Status(Code::kInvalidArgument, Subject::kEntity, "Content-Length",
-                                     "body longer than the chunks")
-                            : result_;
-      }
-      const uint64_t n = std::min<uint64_t>(data.size(), kMaxQueuedBytes - queued_);
-      queue_.emplace_back(reinterpret_cast<const char*>(data.data()), n);
-      queued_ += n;
-      received_ += n;
-      data = data.subspan(n);
-      cv_.notify_all();
-    }
-    return Status::Ok();
-  }
-  // Ends the body (committed: it is whole; else abandoned) and waits for PutChunks' result.
-  Result<uint64_t> Close(bool committed) {
-    std::unique_lock lock(mu_);
-    committed_ = committed_ || committed;
-    closed_ = true;
-    aborted_ = !committed_;
-    cv_.notify_all();
-    cv_.wait(lock, [&] { return done_; });
-    if (!result_.ok()) {
-      return result_;
-    }
-    return received_;
-  }
-
-  // Task side: PutChunks' outcome.
-  void Done(Status result) {
-    std::lock_guard lock(mu_);
-    done_ = true;
-    result_ = std::move(result);
-    cv_.notify_all();
-  }
-
-  // ChunkSource (PutChunks side).
-  Result<uint64_t> Read(MutableByteSpan out) override {
-    std::unique_lock lock(mu_);
-    if (!cv_.wait_for(lock, kPipeTimeout, [&] { return !queue_.empty() || closed_; })) {
-      return Status::Unavailable("request body stalled");
-    }
-    if (queue_.empty()) {
-      if (aborted_) {
-        return Status::Cancelled("the request body was abandoned");
-      }
-      return uint64_t{0};
-    }
-    std::string& front = queue_.front();
-    const uint64_t n = std::min<uint64_t>(out.size(), front.size() - front_pos_);
-    std::memcpy(out.data(), front.data() + front_pos_, n);
-    front_pos_ += n;
-    if (front_pos_ == front.size()) {
-      queued_ -= front.size();
-      queue_.pop_front();
-      front_pos_ = 0;
-      cv_.notify_all();
-    }
-    return n;
-  }
-
- private:
-  // Body bytes buffered between the socket and PutChunks.
-  static constexpr uint64_t kMaxQueuedBytes = 4ull << 20;
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::string> queue_;  // guarded by mu_
-  uint64_t front_pos_ = 0;         // guarded by mu_
-  uint64_t queued_ = 0;            // guarded by mu_
-  uint64_t received_ = 0;          // guarded by mu_
-  bool closed_ = false;            // guarded by mu_
-  bool committed_ = false;         // guarded by mu_
-  bool aborted_ = false;           // guarded by mu_
-  bool done_ = false;              // guarded by mu_
-  Status result_;                  // guarded by mu_
-};
-
-class ChunkPipeWriter final : public storage::ObjectWriter {
- public:
-  explicit ChunkPipeWriter(std::shared_ptr<ChunkPipe> pipe) : pipe_(std::move(pipe)) {}
-  ~ChunkPipeWriter() override {
-    if (!spent_) {
-      (void)pipe_->Close(/*committed=*/false);
-    }
-  }
-
-  Status Append(ByteSpan data) override { return pipe_->Append(data); }
-  Result<storage::ObjectMeta> Commit() override {
-    spent_ = true;
-    OC_ASSIGN_OR_RETURN(const uint64_t received, pipe_->Close(/*committed=*/true));
-    storage::ObjectMeta meta;
-    meta.size = received;
-    return meta;
-  }
-
- private:
-  std::shared_ptr<ChunkPipe> pipe_;
-  bool spent_ = false;
-};
-
-}  // namespace
+// here; it feeds a bounded pipe (chunk_pipe.h) that Store::PutChunks, a task on the descriptor
+// executor, reads as its ChunkSource. Commit() closes the pipe and waits for PutChunks;
+// destroying the writer without Commit abandons the body and waits for PutChunks to give up.
 
 UploadStart OpenPutObjectCache(HandlerEnv& env, Request& req, uint64_t body_bytes) {
   UploadStart start;
@@ -402,7 +283,7 @@ UploadStart OpenPutObjectCache(HandlerEnv& env, Request& req, uint64_t body_byte
     return start;
   }
   req.request_id = d->request_id;
-  auto pipe = std::make_shared<ChunkPipe>();
+  auto pipe = std::make_shared<ChunkPipe>(kPipeTimeout);
   // Written by the task before it reports to the pipe, read once the pipe closed.
   auto report = std::make_shared<storage::KvPutReport>();
   storage::Store* store = env.store;

@@ -38,10 +38,6 @@ Result<KvPutReport> PutChunks(SliceSource& source, std::string_view bucket,
   const uint64_t chunk_bytes = g.chunk_bytes();
   KvPutReport report;
   report.request_id = d.request_id;
-  std::vector<std::byte> heap;
-  if (!d.target.has_value()) {
-    heap.resize(std::min(options.put_read_bytes, chunk_bytes));
-  }
   PutOptions put;
   put.chunk = ChunkShape{d.layout, d.num_layers, d.layer_bytes};
   put.expected_size = chunk_bytes;
@@ -64,18 +60,22 @@ Result<KvPutReport> PutChunks(SliceSource& source, std::string_view bucket,
         done += n;
         continue;
       }
-      const uint64_t want = std::min<uint64_t>(chunk_bytes - done, heap.size());
-      OC_ASSIGN_OR_RETURN(uint64_t n, body->Read(MutableByteSpan(heap.data(), want)));
+      // The source's bytes go straight into the group's extent buffer: the only copy between
+      // a pipe that lends its queued bytes and the store (docs/decisions.md, "Copies of a PUT
+      // body"); a source that cannot lend reads into its own buffer first (kv.h).
+      const uint64_t want = std::min<uint64_t>(chunk_bytes - done, options.put_read_bytes);
+      OC_ASSIGN_OR_RETURN(ByteSpan piece, body->Peek(want));
       report.receive_us += Micros(Clock::now() - t0);
-      if (n == 0) {
+      if (piece.empty()) {
         return Status(Code::kInvalidArgument, Subject::kEntity, "",
                       fmt::format("body ended after {} of {} bytes", base + done, g.total_bytes()));
       }
-      if (n > want) {
+      if (piece.size() > want) {
         return Status::Internal("chunk source returned more bytes than asked");
       }
-      OC_RETURN_IF_ERROR(group->Append(ByteSpan(heap.data(), n)));
-      done += n;
+      OC_RETURN_IF_ERROR(group->Append(piece));
+      OC_RETURN_IF_ERROR(body->Consume(piece.size()));
+      done += piece.size();
     }
     return Status::Ok();
   };
@@ -87,9 +87,8 @@ Result<KvPutReport> PutChunks(SliceSource& source, std::string_view bucket,
   }
   if (!d.target.has_value()) {
     // The source's verified end (kv.h): a checked body reads 0 only once every check passed.
-    std::byte extra{};
-    OC_ASSIGN_OR_RETURN(uint64_t n, body->Read(MutableByteSpan(&extra, 1)));
-    if (n != 0) {
+    OC_ASSIGN_OR_RETURN(ByteSpan extra, body->Peek(1));
+    if (!extra.empty()) {
       return Status(Code::kInvalidArgument, Subject::kEntity, "",
                     fmt::format("body longer than the {} bytes of N·L·S", g.total_bytes()));
     }

@@ -19,6 +19,7 @@
 #include "records/chunk_etag.h"
 #include "records/md5.h"
 #include "records/meta_codec.h"
+#include "rocks/extent_buffer.h"
 #include "rocks/rocks_store.h"
 #include "rocks/store_keys.h"
 
@@ -64,7 +65,7 @@ class RocksGroupWriter final : public ObjectGroupWriter {
     }
     members_.push_back(std::move(m));
     next_extent_ = 0;
-    buf_.clear();
+    buf_.Clear();
     return Status::Ok();
   }
 
@@ -83,15 +84,15 @@ class RocksGroupWriter final : public ObjectGroupWriter {
     m.segment.size += data.size();
     const uint64_t extent_bytes = m.segment.extent_bytes;
     while (!data.empty()) {
-      if (buf_.capacity() < extent_bytes + kExtentHashBytes) {
+      if (buf_.capacity() < extent_bytes) {
         uint64_t want = extent_bytes;
         if (m.options.expected_size.has_value()) {
           want = std::min(want, *m.options.expected_size);
         }
-        buf_.reserve(want + kExtentHashBytes);
+        buf_.Reserve(want);
       }
       const uint64_t n = std::min<uint64_t>(extent_bytes - buf_.size(), data.size());
-      buf_.append(reinterpret_cast<const char*>(data.data()), n);
+      buf_.Append(data.first(n));
       data = data.subspan(n);
       if (buf_.size() == extent_bytes) {
         failed_ = EmitExtent(/*may_flush=*/true);
@@ -157,12 +158,12 @@ class RocksGroupWriter final : public ObjectGroupWriter {
       // The bytes go to a data file now; only the locator waits in the batch for Commit
       // (32 bytes per extent: no flush, so no pending record).
       OC_ASSIGN_OR_RETURN(const uint64_t hash,
-                          store_->AppendDataExtent(&batch_, data_id, next_extent_++, AsBytes(buf_),
+                          store_->AppendDataExtent(&batch_, data_id, next_extent_++, buf_.bytes(),
                                                    &staged_, &members_.back().live));
       if (etag_from_extents_) {
         etag_->AddPieceHash(hash);  // the frame's hash, not computed again
       }
-      buf_.clear();
+      buf_.Clear();
       return Status::Ok();
     }
     if (next_extent_ == 0) {
@@ -170,12 +171,12 @@ class RocksGroupWriter final : public ObjectGroupWriter {
     }
     uint64_t hash = 0;
     OC_RETURN_IF_ERROR(AddExtent(&batch_, store_->extents_cf(), data_id, next_extent_++, flags_,
-                                 &buf_, etag_from_extents_ ? &hash : nullptr));
+                                 buf_.bytes(), etag_from_extents_ ? &hash : nullptr));
     if (etag_from_extents_) {
       etag_->AddPieceHash(hash);  // a blob extent's trailer hash, or hashed once here
     }
     batch_bytes_ += buf_.size();
-    buf_.clear();
+    buf_.Clear();
     if (may_flush && batch_bytes_ >= store_->options().write_batch_bytes) {
       OC_RETURN_IF_ERROR(FromRocks(store_->db()->Write(store_->unsynced(), &batch_)));
       batch_.Clear();
@@ -214,7 +215,7 @@ class RocksGroupWriter final : public ObjectGroupWriter {
   std::optional<ChunkEtag> etag_;
   bool etag_from_extents_ = false;  // each extent is a piece: its hash is the piece's
   std::optional<Md5> md5_;
-  std::string buf_;  // the extent being filled
+  ExtentBuffer buf_;  // the extent being filled
   rocksdb::WriteBatch batch_;
   uint64_t batch_bytes_ = 0;
   StagedData staged_;  // data-file appends (their live bytes are per member)

@@ -88,11 +88,11 @@ inline rocksdb::Slice AsSlice(const ExtentKey& key) { return {key.data(), key.si
 // Key of a data id's record in the pending column family.
 std::string PendingKey(uint64_t data_id);
 
-// Adds extent `index` of `data_id` to *batch in `cf`: *bytes, extended by their XXH3-64 when
+// Adds extent `index` of `data_id` to *batch in `cf`: `bytes`, followed by their XXH3-64 when
 // `flags` has kSegmentExtentHash (extent_io.h reads both forms). With `hash` set, *hash is
 // that XXH3-64 (computed once for both uses: a descriptor PUT's ETag, records/chunk_etag.h).
 Status AddExtent(rocksdb::WriteBatch* batch, rocksdb::ColumnFamilyHandle* cf, uint64_t data_id,
-                 uint64_t index, uint8_t flags, std::string* bytes, uint64_t* hash = nullptr);
+                 uint64_t index, uint8_t flags, ByteSpan bytes, uint64_t* hash = nullptr);
 
 // Extent size of a new object or part: explicit, else the chunk's contiguous layer range
 // (S for KV_L2TD, S/2 for KV_2LTD), else `default_bytes` (types.h PutOptions).

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 
@@ -12,6 +13,7 @@
 #include "oc/common/log.h"
 #include "records/md5.h"
 #include "records/write_conditions.h"
+#include "rocks/extent_buffer.h"
 #include "rocks/extent_io.h"
 #include "rocks/extent_key.h"
 #include "rocks/group_sync.h"
@@ -48,22 +50,13 @@ class RocksWriter final : public ObjectWriter {
   }
 
   Status Append(ByteSpan data) override {
-    if (spent_) {
-      return Status::FailedPrecondition(Subject::kEntity, "writer already committed");
-    }
-    OC_RETURN_IF_ERROR(failed_);
+    OC_RETURN_IF_ERROR(Usable());
     md5_.Update(data);
     size_ += data.size();
     while (!data.empty()) {
-      if (buf_.capacity() == 0) {
-        uint64_t want = extent_bytes_;
-        if (target_.options.expected_size.has_value()) {
-          want = std::min(want, *target_.options.expected_size);
-        }
-        buf_.reserve(want + kExtentHashBytes);
-      }
+      ReserveExtent();
       const uint64_t n = std::min<uint64_t>(extent_bytes_ - buf_.size(), data.size());
-      buf_.append(reinterpret_cast<const char*>(data.data()), n);
+      buf_.Append(data.first(n));
       data = data.subspan(n);
       if (buf_.size() == extent_bytes_) {
         failed_ = EmitExtent(/*may_flush=*/true);
@@ -71,6 +64,42 @@ class RocksWriter final : public ObjectWriter {
       }
     }
     return Status::Ok();
+  }
+
+  // Lends the free tail of the extent being filled (at most up to the extent's end), so the
+  // bytes land where EmitExtent writes them from; a tail shorter than min_bytes is not worth
+  // a read of its own, and the scratch lend (store.h) takes the bytes instead.
+  Result<MutableByteSpan> AppendSpace(uint64_t min_bytes, uint64_t max_bytes) override {
+    OC_RETURN_IF_ERROR(Usable());
+    if (max_bytes == 0) {
+      return Status::InvalidArgument("max_bytes", "a lend needs max_bytes > 0");
+    }
+    ReserveExtent();
+    const uint64_t room = std::min(buf_.capacity(), extent_bytes_) - buf_.size();
+    if (room == 0 || room < std::min(min_bytes, max_bytes)) {
+      return ObjectWriter::AppendSpace(min_bytes, max_bytes);
+    }
+    lent_ = std::min(room, max_bytes);
+    return buf_.tail().first(*lent_);
+  }
+
+  Status Appended(uint64_t n) override {
+    if (!lent_.has_value()) {
+      return ObjectWriter::Appended(n);  // the scratch lend: through Append
+    }
+    const uint64_t lent = *lent_;
+    lent_.reset();
+    if (n > lent) {
+      return Status::FailedPrecondition(Subject::kEntity, "Appended more than was lent");
+    }
+    OC_RETURN_IF_ERROR(Usable());
+    md5_.Update(buf_.tail().first(n));
+    buf_.Grow(n);
+    size_ += n;
+    if (buf_.size() == extent_bytes_) {
+      failed_ = EmitExtent(/*may_flush=*/true);
+    }
+    return failed_;
   }
 
   Status AddHeader(std::string name, std::string value) override {
@@ -115,20 +144,42 @@ class RocksWriter final : public ObjectWriter {
   }
 
  private:
+  // kFailedPrecondition after Commit; the first write error for good; a lend outstanding.
+  Status Usable() const {
+    if (spent_) {
+      return Status::FailedPrecondition(Subject::kEntity, "writer already committed");
+    }
+    if (lent_.has_value()) {
+      return Status::FailedPrecondition(Subject::kEntity, "a lend is outstanding");
+    }
+    return failed_;
+  }
+
+  // Room for the extent being filled: the extent's size, or the expected object's if smaller.
+  void ReserveExtent() {
+    if (buf_.capacity() == 0) {
+      uint64_t want = extent_bytes_;
+      if (target_.options.expected_size.has_value()) {
+        want = std::min(want, *target_.options.expected_size);
+      }
+      buf_.Reserve(want);
+    }
+  }
+
   Status EmitExtent(bool may_flush) {
     if ((flags_ & kSegmentDataFile) != 0) {
       // The bytes go to a data file now; only the locator waits in the batch for Commit.
       OC_RETURN_IF_ERROR(store_
-                             ->AppendDataExtent(&batch_, data_id_, next_extent_++, AsBytes(buf_),
+                             ->AppendDataExtent(&batch_, data_id_, next_extent_++, buf_.bytes(),
                                                 &staged_, &staged_.live)
                              .status());
-      buf_.clear();
+      buf_.Clear();
       return Status::Ok();
     }
     OC_RETURN_IF_ERROR(
-        AddExtent(&batch_, store_->extents_cf(), data_id_, next_extent_++, flags_, &buf_));
+        AddExtent(&batch_, store_->extents_cf(), data_id_, next_extent_++, flags_, buf_.bytes()));
     batch_bytes_ += buf_.size();
-    buf_.clear();
+    buf_.Clear();
     if (may_flush && batch_bytes_ >= store_->options().write_batch_bytes) {
       return Flush();
     }
@@ -154,7 +205,8 @@ class RocksWriter final : public ObjectWriter {
   const uint64_t extent_bytes_;
   uint8_t flags_;  // cleared at Commit for a small object under the data-file layout
   Md5 md5_;
-  std::string buf_;  // the extent being filled
+  ExtentBuffer buf_;              // the extent being filled
+  std::optional<uint64_t> lent_;  // bytes of buf_'s tail lent by AppendSpace
   rocksdb::WriteBatch batch_;
   uint64_t batch_bytes_ = 0;
   StagedData staged_;  // data-file appends
@@ -174,22 +226,28 @@ std::string PendingKey(uint64_t data_id) {
 }
 
 Status AddExtent(rocksdb::WriteBatch* batch, rocksdb::ColumnFamilyHandle* cf, uint64_t data_id,
-                 uint64_t index, uint8_t flags, std::string* bytes, uint64_t* hash) {
+                 uint64_t index, uint8_t flags, ByteSpan bytes, uint64_t* hash) {
   const bool trailer_hash = (flags & kSegmentExtentHash) != 0;
   uint64_t h = 0;
   if (trailer_hash || hash != nullptr) {
-    h = ExtentHash(AsBytes(*bytes));
+    h = ExtentHash(bytes);
   }
   if (hash != nullptr) {
     *hash = h;
   }
-  if (trailer_hash) {
-    std::byte trailer[kExtentHashBytes];
-    PutLittleEndian64(h, trailer);
-    bytes->append(reinterpret_cast<const char*>(trailer), kExtentHashBytes);
-  }
   const ExtentKey key = EncodeExtentKey(data_id, index);
-  return FromRocks(batch->Put(cf, AsSlice(key), *bytes));
+  const rocksdb::Slice key_slice = AsSlice(key);
+  const rocksdb::Slice value(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  if (!trailer_hash) {
+    return FromRocks(batch->Put(cf, key_slice, value));
+  }
+  // The bytes and their trailer as one value, gathered by the batch (no copy here).
+  std::byte trailer[kExtentHashBytes];
+  PutLittleEndian64(h, trailer);
+  const rocksdb::Slice parts[2] = {
+      value, rocksdb::Slice(reinterpret_cast<const char*>(trailer), kExtentHashBytes)};
+  return FromRocks(
+      batch->Put(cf, rocksdb::SliceParts(&key_slice, 1), rocksdb::SliceParts(parts, 2)));
 }
 
 // Extent size of a new object or part: explicit, else the chunk's contiguous layer range

@@ -132,6 +132,9 @@ void KvPutStream::Push(std::vector<std::byte> piece) {
   if (result_.has_value() || closed_) {
     return;  // the store call ended early: the rest of the body is drained unread
   }
+  if (piece.empty()) {
+    return;  // an empty data frame: queued, it would read as the body's end
+  }
   queued_ += piece.size();
   received_ += piece.size();
   pieces_.push_back(std::move(piece));
@@ -169,30 +172,51 @@ uint64_t KvPutStream::received() {
 }
 
 Result<uint64_t> KvPutStream::Read(MutableByteSpan out) {
-  uint64_t n = 0;
+  if (out.empty()) {
+    return uint64_t{0};
+  }
+  OC_ASSIGN_OR_RETURN(const ByteSpan piece, Peek(out.size()));
+  std::copy_n(piece.data(), piece.size(), out.data());
+  OC_RETURN_IF_ERROR(Consume(piece.size()));
+  return piece.size();
+}
+
+Result<ByteSpan> KvPutStream::Peek(uint64_t max_bytes) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cv_.wait_for(lock, timeout_, [&] { return !pieces_.empty() || closed_; })) {
+    return Status::Unavailable("the descriptor PUT body stalled");
+  }
+  if (pieces_.empty()) {
+    if (aborted_) {
+      return Status::Cancelled("the descriptor PUT body was abandoned");
+    }
+    return ByteSpan();
+  }
+  // The front piece stays queued (Push only appends, which keeps it in place) until Consume.
+  const std::vector<std::byte>& front = pieces_.front();
+  return ByteSpan(front.data() + front_pos_,
+                  std::min<uint64_t>(max_bytes, front.size() - front_pos_));
+}
+
+Status KvPutStream::Consume(uint64_t n) {
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!cv_.wait_for(lock, timeout_, [&] { return !pieces_.empty() || closed_; })) {
-      return Status::Unavailable("the descriptor PUT body stalled");
+    std::lock_guard<std::mutex> lock(mu_);
+    if (n == 0) {
+      return Status::Ok();
     }
-    if (pieces_.empty()) {
-      if (aborted_) {
-        return Status::Cancelled("the descriptor PUT body was abandoned");
-      }
-      return uint64_t{0};
+    if (pieces_.empty() || n > pieces_.front().size() - front_pos_) {
+      return Status::FailedPrecondition(Subject::kEntity, "Consume past what Peek returned");
     }
-    std::vector<std::byte>& front = pieces_.front();
-    n = std::min<uint64_t>(out.size(), front.size() - front_pos_);
-    std::copy_n(front.data() + front_pos_, n, out.data());
     front_pos_ += n;
-    if (front_pos_ == front.size()) {
-      queued_ -= front.size();
-      pieces_.pop_front();
-      front_pos_ = 0;
+    if (front_pos_ < pieces_.front().size()) {
+      return Status::Ok();
     }
+    queued_ -= pieces_.front().size();
+    pieces_.pop_front();
+    front_pos_ = 0;
   }
   wake_();  // room for the strand's next piece
-  return n;
+  return Status::Ok();
 }
 
 }  // namespace oc::storage::rpc

@@ -104,8 +104,10 @@ class KvPutStream final : public ChunkSource {
   Result<KvPutReport> TakeResult();
   uint64_t received();
 
-  // ChunkSource (the store pool's side).
+  // ChunkSource (the store pool's side). Peek lends the front piece in place.
   Result<uint64_t> Read(MutableByteSpan out) override;
+  Result<ByteSpan> Peek(uint64_t max_bytes) override;
+  Status Consume(uint64_t n) override;
 
  private:
   const std::chrono::milliseconds timeout_;

@@ -82,8 +82,9 @@ struct KvOptions {
   // zero-copy from the block cache"). Bodies always go through staging.
   // Default: true
   bool zero_copy = true;
-  // Bytes PutChunks reads from a ChunkSource per call (its only buffer besides the store's
-  // writers).
+  // Most bytes PutChunks takes from a ChunkSource per Peek; a source that cannot lend its
+  // bytes (the default Peek) reads this many into a buffer of its own, the request's only
+  // buffer besides the store's writers.
   // Default: 1 MiB
   uint64_t put_read_bytes = 1ull << 20;
   // Workers of the store's descriptor executor (Store::descriptor_executor): the descriptor
@@ -226,12 +227,31 @@ struct KvPutReport {
 // whose bytes are checked (a payload hash, aws-chunked signatures, the body's length) must
 // return 0 only after every check passed, and an error otherwise: the gateway's pipe returns
 // 0 once the session vouched for the whole body, the RPC's once the caller sent kCommit.
+// PutChunks takes the bytes with Peek and Consume, which a source holding its bytes in memory
+// (the gateway's pipe) overrides to lend them without a copy; the default reads them with
+// Read into a buffer of the source's (docs/decisions.md, "Copies of a PUT body"). A caller
+// uses either Read or Peek/Consume on one source, never both.
 class ChunkSource {
  public:
   virtual ~ChunkSource() = default;
   // Fills up to out.size() bytes; returns how many (0 only at the verified end of the
   // source). An error if the source was abandoned or failed its checks.
   virtual Result<uint64_t> Read(MutableByteSpan out) = 0;
+  // The next bytes of the source, not yet consumed: at least one and at most max_bytes, the
+  // source's own memory, valid until the next call on the source; empty only at the
+  // verified end (as Read's 0). Errors as Read. The default holds at most max_bytes (the
+  // largest asked) of a Read. REQUIRES: max_bytes > 0.
+  virtual Result<ByteSpan> Peek(uint64_t max_bytes);
+  // Drops the first n bytes of what Peek returned (the rest is returned again by the next
+  // Peek). kFailedPrecondition if n exceeds that span.
+  virtual Status Consume(uint64_t n);
+
+ private:
+  // The default Peek's buffer and its unconsumed bytes [peek_pos_, peek_end_).
+  std::unique_ptr<std::byte[]> peek_buffer_;
+  uint64_t peek_capacity_ = 0;
+  uint64_t peek_pos_ = 0;
+  uint64_t peek_end_ = 0;
 };
 
 // The scheduler's seam in layerwise delivery: called before the first write of each layer

@@ -46,6 +46,24 @@ class ObjectWriter {
   // Appends bytes. The store keeps only a bounded amount in memory (one extent batch),
   // whatever the object's size.
   virtual Status Append(ByteSpan data) = 0;
+  // The lend API: the writer lends memory for the object's next bytes, the caller fills it in
+  // place (the gateway's HTTP parser writes a body straight into it) and hands it back with
+  // Appended, saving the copy Append would make (docs/decisions.md, "Copies of a PUT body").
+  // AppendSpace returns writable space of at least min(min_bytes, max_bytes) and at most
+  // max_bytes bytes, owned by the writer and valid until Appended or the writer's
+  // destruction; nothing of it is part of the object until Appended. A writer that fills an
+  // extent buffer lends its free tail when that holds min_bytes; the default (and such a
+  // writer when the tail is shorter) lends a scratch buffer of the writer's that Appended
+  // passes to Append, so every writer takes the calls. Errors: those Append would return now
+  // (a spent or failed writer); kFailedPrecondition if a lend is already outstanding;
+  // kInvalidArgument if max_bytes is 0.
+  // REQUIRES: no other call on the writer until Appended (a writer lending its own buffer
+  // refuses Append then with kFailedPrecondition; the default cannot tell).
+  virtual Result<MutableByteSpan> AppendSpace(uint64_t min_bytes, uint64_t max_bytes);
+  // Appends the first n bytes of the space AppendSpace lent, exactly as Append(those bytes)
+  // would (digests, sizes, extents written as they fill); n may be 0. Ends the lend whatever
+  // the outcome. kFailedPrecondition if no lend is outstanding or n exceeds it.
+  virtual Status Appended(uint64_t n);
   // Adds a stored header (as PutOptions::headers) whose value is known only once the body
   // has been read: an S3 checksum that came as an aws-chunked trailer. Call before Commit.
   // A part writer accepts and ignores it (parts keep only PutOptions' digest and size
@@ -59,6 +77,13 @@ class ObjectWriter {
   // kInvalidArgument/kEntity if expected_size was set and not met; kInvalidArgument/kDigest
   // if content_md5 was set and differs. After Commit (either outcome) the writer is spent.
   virtual Result<ObjectMeta> Commit() = 0;
+
+ private:
+  // The default lend: scratch memory (grown to the largest max_bytes asked) and the
+  // outstanding lend's size.
+  std::unique_ptr<std::byte[]> scratch_;
+  uint64_t scratch_bytes_ = 0;
+  std::optional<uint64_t> scratch_lent_;
 };
 
 // Writes several new objects of one bucket that become visible together (a descriptor PUT's
