@@ -246,8 +246,8 @@ asio::awaitable<bool> Session<Stream>::Serve() {
   }
   ex.auth = std::move(*authed);
   req.user = ex.auth.user;
-  req.body_signed = ex.auth.payload == auth::PayloadMode::kSigned ||
-                    ex.auth.payload == auth::PayloadMode::kStreamingSigned;
+  req.body_signed =
+      ex.auth.payload == auth::PayloadMode::kSigned || auth::IsSignedStreaming(ex.auth.payload);
   req.checksum_trailer = ex.auth.trailer;
 
   if (req.route.op == S3Op::kMethodNotAllowed) {

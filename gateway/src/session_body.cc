@@ -32,8 +32,9 @@ constexpr uint64_t kMinLendBytes = 64 << 10;
 
 // At the end of an upload's body: the checksum it declared (UploadStart::checksum) against the
 // bytes received. A header's value must equal what was computed (400 BadDigest naming it, and
-// nothing is stored); a trailer's was checked by the decoder, and a PutObject adds it to the
-// object now (ObjectWriter::AddHeader). Sets *value to the checksum the object carries.
+// nothing is stored); a trailer's was checked by the decoder, and a PutObject or UploadPart
+// adds it to the object or part now (ObjectWriter::AddHeader). Sets *value to the checksum
+// the object carries.
 Status CheckUploadChecksum(UploadStart& start, const std::string& trailer_value, const Request& req,
                            std::string* value) {
   if (!start.checksum) {
@@ -51,7 +52,7 @@ Status CheckUploadChecksum(UploadStart& start, const std::string& trailer_value,
     return Status::Ok();
   }
   *value = trailer_value;
-  if (req.route.op != S3Op::kPutObject || value->empty()) {
+  if ((req.route.op != S3Op::kPutObject && req.route.op != S3Op::kUploadPart) || value->empty()) {
     return Status::Ok();
   }
   return start.writer->AddHeader(std::move(header), *value);

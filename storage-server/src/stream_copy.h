@@ -13,9 +13,12 @@
 namespace oc::storage {
 
 // Copies src (read from `from`) to dst (written through `to`). Metadata is src's unless
-// `replace` is given. Memory: one buffer of at most `piece_bytes`. Returns dst's metadata,
-// or the first error of the read, the write or the commit (nothing becomes visible then).
+// `replace` is given (src's checksum kept unless replace->headers has one: CopyHeaders);
+// `conditions` are dst's, decided by `to` at the commit. Memory: one buffer of at most
+// `piece_bytes`. Returns dst's metadata, or the first error of the read, the write or the
+// commit (nothing becomes visible then).
 Result<ObjectMeta> StreamCopy(Store& from, const ObjectKey& src, Store& to, const ObjectKey& dst,
-                              const std::optional<PutOptions>& replace, uint64_t piece_bytes);
+                              const std::optional<PutOptions>& replace,
+                              const WriteConditions& conditions, uint64_t piece_bytes);
 
 }  // namespace oc::storage

@@ -41,10 +41,9 @@ struct Prng {
 
 // Feeds `body` in pieces; returns OK and the payload, or the first error.
 oc::Status Feed(std::string_view body, uint64_t declared, uint64_t seed, std::string* payload,
-                bool trailer = false) {
+                auth::PayloadMode mode = auth::PayloadMode::kStreamingSigned) {
   auth::AuthResult result;
-  result.payload =
-      trailer ? auth::PayloadMode::kStreamingUnsignedTrailer : auth::PayloadMode::kStreamingSigned;
+  result.payload = mode;
   result.streaming = Signer();
   result.decoded_content_length = declared;
   result.trailer = "x-amz-checksum-crc32";
@@ -91,7 +90,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // Declared length: small values or the AWS example's, picked by the mode byte.
     const uint64_t declared = (mode >> 2) % 4 == 0 ? 66560 : (mode >> 2) * 97;
     std::string payload;
-    (void)Feed(rest, declared, seed, &payload, (mode & 2) != 0);
+    // Bit 1: a checksum trailer follows, signed (with its x-amz-trailer-signature) when bit 7
+    // is set too.
+    const auth::PayloadMode payload_mode = (mode & 2) == 0 ? auth::PayloadMode::kStreamingSigned
+                                           : (mode & 128) != 0
+                                               ? auth::PayloadMode::kStreamingSignedTrailer
+                                               : auth::PayloadMode::kStreamingUnsignedTrailer;
+    (void)Feed(rest, declared, seed, &payload, payload_mode);
     return 0;
   }
   // Structured: pairs of bytes give chunk sizes (< 4096 each, up to 8 chunks); then an

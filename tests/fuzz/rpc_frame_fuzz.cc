@@ -73,7 +73,42 @@ void CheckBody(const rpc::FrameHeader& h, oc::ByteSpan body) {
     case rpc::Op::kCopy:
       if (!reply) {
         RoundTrip<oc::storage::ObjectKey, oc::storage::ObjectKey,
-                  std::optional<oc::storage::PutOptions>>(body);
+                  std::optional<oc::storage::PutOptions>, oc::storage::WriteConditions>(body);
+      } else {
+        RoundTrip<oc::storage::ObjectMeta>(body);
+      }
+      break;
+    case rpc::Op::kCreateUpload:
+      if (!reply) {
+        RoundTrip<oc::storage::ObjectKey, oc::storage::PutOptions>(body);
+      }
+      break;
+    case rpc::Op::kUploadPartBegin:
+      if (!reply) {
+        RoundTrip<oc::storage::ObjectKey, std::string, uint32_t, oc::storage::PutOptions>(body);
+      }
+      break;
+    case rpc::Op::kCompleteUpload:
+      if (!reply) {
+        RoundTrip<oc::storage::ObjectKey, std::string, std::vector<oc::storage::CompletedPart>,
+                  oc::storage::CompleteOptions>(body);
+      } else {
+        RoundTrip<oc::storage::ObjectMeta>(body);
+      }
+      break;
+    case rpc::Op::kListParts:
+      if (reply) {
+        RoundTrip<oc::storage::ListPartsResult>(body);
+      }
+      break;
+    case rpc::Op::kPutHeader:
+      RoundTrip<std::string, std::string>(body);
+      break;
+    case rpc::Op::kPutTags:
+      if (!reply) {
+        RoundTrip<oc::storage::ObjectKey, oc::storage::Tags>(body);
+      } else {
+        RoundTrip<oc::storage::ObjectMeta>(body);
       }
       break;
     case rpc::Op::kKvProbe:

@@ -67,3 +67,29 @@ def error_code(body):
     root = ET.fromstring(body)
     assert root.tag == "Error", body
     return root.findtext("Code"), root.findtext("ArgumentName")
+
+
+def signed_streaming(server, method, path, payload, chunk_bytes, query="", headers=None,
+                     trailer=None, tamper=None):
+    """A header-signed request with an aws-chunked body whose chunks are signed
+    (STREAMING-AWS4-HMAC-SHA256-PAYLOAD) and, with `trailer` ((name, value)), a signed
+    checksum trailer (STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER); sigv4.signed_chunks."""
+    import datetime
+    now = datetime.datetime.now(datetime.timezone.utc)
+    mode = ("STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER" if trailer
+            else "STREAMING-AWS4-HMAC-SHA256-PAYLOAD")
+    h = dict(headers or {})
+    h["content-encoding"] = "aws-chunked"
+    h["x-amz-decoded-content-length"] = str(len(payload))
+    if trailer:
+        h["x-amz-trailer"] = trailer[0]
+    host = f"127.0.0.1:{server.port}"
+    out = sigv4.sign(method, host, urllib.parse.unquote(path), query, h, b"",
+                     server.access_key, server.secret_key, now=now, payload_hash=mode)
+    seed = out["Authorization"].rsplit("Signature=", 1)[1]
+    date = now.strftime("%Y%m%d")
+    body = sigv4.signed_chunks(payload, chunk_bytes, sigv4.signing_key(server.secret_key, date),
+                               out["x-amz-date"], f"{date}/us-east-1/s3/aws4_request", seed,
+                               trailer=trailer, tamper=tamper)
+    target = path + ("?" + query if query else "")
+    return send(server.port, method, target, list(out.items()), body)

@@ -40,3 +40,50 @@ def sign(method, host, path, query, headers, body, access_key, secret_key,
     out["Authorization"] = (f"AWS4-HMAC-SHA256 Credential={access_key}/{scope}, "
                             f"SignedHeaders={';'.join(signed)}, Signature={sig}")
     return out
+
+
+def signing_key(secret_key, date, region="us-east-1"):
+    """kSigning of the SigV4 spec for `date` (yyyymmdd)."""
+    key = _hmac(("AWS4" + secret_key).encode(), date)
+    key = _hmac(key, region)
+    key = _hmac(key, "s3")
+    return _hmac(key, "aws4_request")
+
+
+EMPTY_SHA256 = hashlib.sha256(b"").hexdigest()
+
+
+def signed_chunks(payload, chunk_bytes, key, amz_date, scope, seed, trailer=None,
+                  tamper=None):
+    """An aws-chunked body signed as the S3 guide's "Signature calculations for the
+    Authorization header: transferring payload in multiple chunks" and, with `trailer` (a
+    (name, value) checksum trailer), "Signature calculations for trailing headers": every
+    chunk signed over the previous signature, the final empty chunk too; then the trailer
+    line and its x-amz-trailer-signature. `tamper` may name "chunk", "trailer-signature" or
+    "no-trailer-signature" to break one part."""
+    out = b""
+    prev = seed
+    pieces = [payload[i:i + chunk_bytes] for i in range(0, len(payload), chunk_bytes)] + [b""]
+    for n, piece in enumerate(pieces):
+        sts = "\n".join(["AWS4-HMAC-SHA256-PAYLOAD", amz_date, scope, prev, EMPTY_SHA256,
+                         hashlib.sha256(piece).hexdigest()])
+        sig = hmac.new(key, sts.encode(), hashlib.sha256).hexdigest()
+        prev = sig
+        if tamper == "chunk" and n == 0:
+            sig = "0" * 64
+        out += f"{len(piece):x};chunk-signature={sig}\r\n".encode() + piece
+        if piece or trailer is None:
+            out += b"\r\n"
+    if trailer is None:
+        return out
+    name, value = trailer
+    canonical = f"{name}:{value}\n"
+    sts = "\n".join(["AWS4-HMAC-SHA256-TRAILER", amz_date, scope, prev,
+                     hashlib.sha256(canonical.encode()).hexdigest()])
+    sig = hmac.new(key, sts.encode(), hashlib.sha256).hexdigest()
+    if tamper == "trailer-signature":
+        sig = sig[::-1]
+    out += f"{name}:{value}\r\n".encode()
+    if tamper != "no-trailer-signature":
+        out += f"x-amz-trailer-signature:{sig}\r\n".encode()
+    return out + b"\r\n"

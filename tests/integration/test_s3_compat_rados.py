@@ -1,4 +1,5 @@
-"""The S3 compatibility tests of test_s3_compat.py and test_s3_tagging.py (issue 17) on `objectcache serve` over RADOS
+"""The S3 compatibility tests of test_s3_compat.py, test_s3_tagging.py, test_s3_copy_conditions.py
+and test_s3_multipart_checksums.py (issue 17) on `objectcache serve` over RADOS
 (`[storage] backend = "rados"`), imported unchanged so both backends meet the same assertions,
 on the throw-away cluster of the `rados_cluster` CTest fixture in a random namespace. Data
 objects are 64 KiB, so parts and ranges cross data-object boundaries. After every test the
@@ -15,6 +16,12 @@ from test_s3_compat import (test_aws_cli_v1_copies_a_big_object_between_buckets,
                             test_delete_bucket_aborts_unfinished_uploads,
                             test_get_and_head_by_part_number, test_if_none_match_race_has_one_winner,
                             test_parts_uploaded_out_of_order, test_upload_part_copy, workdir)
+from test_s3_copy_conditions import (  # noqa: F401
+    test_complete_multipart_upload_conditions, test_copy_object_conditions,
+    test_copy_object_keeps_or_recomputes_the_checksum)
+from test_s3_multipart_checksums import (  # noqa: F401
+    test_completion_compares_listed_checksums, test_completion_without_checksums_stores_none,
+    test_list_parts_shows_each_parts_checksum, test_upload_file_stores_the_checksum_of_checksums)
 from test_s3_tagging import (  # noqa: F401
     test_aws_cli_v2_copies_and_syncs_tags_between_s3_locations, test_copy_object_tagging_directive,
     test_malformed_tagging_bodies_are_malformed_xml, test_multipart_upload_with_tagging,

@@ -10,6 +10,7 @@ namespace oc::gateway::auth {
 namespace {
 
 constexpr std::string_view kSignaturePrefix = ";chunk-signature=";
+constexpr std::string_view kTrailerSignatureName = "x-amz-trailer-signature";
 constexpr size_t kSignatureHexChars = 2 * sigv4::kSha256Bytes;
 constexpr size_t kMaxSizeHexDigits = 16;
 
@@ -34,7 +35,8 @@ AwsChunkedDecoder::AwsChunkedDecoder(StreamingSigner signer, uint64_t decoded_co
 AwsChunkedDecoder::AwsChunkedDecoder(const AuthResult& auth)
     : AwsChunkedDecoder(auth.streaming, auth.decoded_content_length) {
   OC_CHECK(IsAwsChunked(auth.payload));
-  if (auth.payload == PayloadMode::kStreamingUnsignedTrailer) {
+  signed_ = IsSignedStreaming(auth.payload);
+  if (auth.payload != PayloadMode::kStreamingSigned) {
     const std::optional<ChecksumAlgorithm> algorithm = ChecksumFromHeaderName(auth.trailer);
     OC_CHECK(algorithm.has_value());  // Authenticate validated x-amz-trailer
     checksum_.emplace(*algorithm);
@@ -83,7 +85,7 @@ Status AwsChunkedDecoder::ParseHeader() {
       return Framing("chunk size over the limit of " + std::to_string(kMaxAwsChunkBytes));
     }
   }
-  if (checksum_) {
+  if (!signed_) {
     if (semi != std::string_view::npos) {
       return Framing("unsigned chunks carry no extension");
     }
@@ -134,10 +136,11 @@ Status AwsChunkedDecoder::VerifyChunk() {
 }
 
 Status AwsChunkedDecoder::EndOfData() {
-  if (!checksum_) {
+  if (signed_) {
     OC_RETURN_IF_ERROR(VerifyChunk());
-  } else if (chunk_size_ == 0) {
-    state_ = State::kTrailer;  // unsigned: "0" CRLF is followed by the trailer section
+  }
+  if (checksum_ && chunk_size_ == 0) {
+    state_ = State::kTrailer;  // the final chunk's header is followed by the trailer section
     return Status::Ok();
   }
   crlf_seen_ = 0;
@@ -152,6 +155,12 @@ Status AwsChunkedDecoder::ParseTrailer() {
     return Framing("trailer line without ':'");
   }
   const std::string_view name = line.substr(0, colon);
+  if (signed_ && EqualsIgnoreCase(name, kTrailerSignatureName)) {
+    return VerifyTrailer(Trim(line.substr(colon + 1)));
+  }
+  if (trailer_signature_seen_) {
+    return Framing("trailer line after x-amz-trailer-signature");
+  }
   const std::optional<ChecksumAlgorithm> algorithm = ChecksumFromHeaderName(name);
   if (!algorithm || *algorithm != checksum_->algorithm()) {
     return Framing("unexpected trailer; x-amz-trailer named another");
@@ -160,13 +169,36 @@ Status AwsChunkedDecoder::ParseTrailer() {
     return Framing("repeated trailer");
   }
   trailer_seen_ = true;
+  const std::string_view value = Trim(line.substr(colon + 1));
+  canonical_trailer_.append(ChecksumHeaderName(*algorithm)).append(":").append(value).append("\n");
   std::string computed = checksum_->FinishBase64();
-  if (Trim(line.substr(colon + 1)) != computed) {
+  if (value != computed) {
     return Status(Code::kInvalidArgument, Subject::kDigest,
                   std::string(ChecksumHeaderName(*algorithm)),
                   "the trailer checksum does not match the payload");
   }
   trailer_checksum_ = std::move(computed);
+  return Status::Ok();
+}
+
+Status AwsChunkedDecoder::VerifyTrailer(std::string_view signature) {
+  const Status mismatch(Code::kUnauthenticated, Subject::kSignature,
+                        std::string(kTrailerSignatureName), "the trailer signature does not match");
+  if (trailer_signature_seen_ || !trailer_seen_) {
+    return Framing("x-amz-trailer-signature must follow the checksum trailer, once");
+  }
+  trailer_signature_seen_ = true;
+  std::string sts;
+  sts.reserve(200 + signer_.scope.size());
+  sts.append("AWS4-HMAC-SHA256-TRAILER\n");
+  sts.append(signer_.amz_date).push_back('\n');
+  sts.append(signer_.scope).push_back('\n');
+  sts.append(previous_signature_).push_back('\n');
+  sts.append(sigv4::DigestHex(sigv4::Sha256Of(canonical_trailer_)));
+  if (signature.size() != kSignatureHexChars ||
+      !sigv4::ConstantTimeEquals(sigv4::SignatureHex(signer_.signing_key, sts), signature)) {
+    return mismatch;
+  }
   return Status::Ok();
 }
 
@@ -208,7 +240,8 @@ Result<AwsChunkedDecoder::Step> AwsChunkedDecoder::Next(ByteSpan input) {
       step.consumed = take;
       if (checksum_) {
         checksum_->Update(step.payload);
-      } else {
+      }
+      if (signed_) {
         chunk_hash_.Update(step.payload);
       }
       chunk_remaining_ -= take;
@@ -249,6 +282,11 @@ Result<AwsChunkedDecoder::Step> AwsChunkedDecoder::Next(ByteSpan input) {
           return Fail(Status(Code::kInvalidArgument, Subject::kDigest,
                              std::string(ChecksumHeaderName(checksum_->algorithm())),
                              "the trailer named by x-amz-trailer was not sent"));
+        }
+        if (signed_ && !trailer_signature_seen_) {
+          return Fail(Status(Code::kUnauthenticated, Subject::kSignature,
+                             std::string(kTrailerSignatureName),
+                             "a signed trailer needs x-amz-trailer-signature"));
         }
         state_ = State::kDone;
         return step;

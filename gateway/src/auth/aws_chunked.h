@@ -15,6 +15,12 @@
 // x-amz-trailer (an x-amz-checksum-*) is checked against the payload. Source: AWS S3 API
 // reference, "Signature calculations for trailing headers (chunked uploads)".
 //
+// STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER signs both: chunks as in the first mode, the
+// final chunk "0;chunk-signature=" sig CRLF followed at once by the trailer section, whose
+// checksum line is followed by "x-amz-trailer-signature:" sig(64 hex) CRLF and the empty line.
+// The trailer signature is HMAC(signing key, "AWS4-HMAC-SHA256-TRAILER\n" date "\n" scope
+// "\n" final chunk's signature "\n" hex(sha256(trailer lines as "name:value\n"))).
+//
 // Memory: no body buffering. Payload bytes are handed back as views into the caller's input
 // as they arrive, hashed on the way, and the chunk's signature is checked when its last byte
 // has been seen. So bytes of a chunk are returned BEFORE that chunk is verified: the caller
@@ -24,6 +30,8 @@
 //
 // ERRORS (map in the gateway's ToS3Error):
 //   SignatureDoesNotMatch  403  kUnauthenticated   kSignature  "chunk-signature"
+//                                                                 "x-amz-trailer-signature"
+//     (signed-trailer mode: the trailer signature differs or is missing)
 //   BadDigest              400  kInvalidArgument   kDigest     "x-amz-checksum-<algorithm>"
 //     (unsigned-trailer mode: the trailer checksum differs from the payload's, or is missing)
 //   IncompleteBody         400  kInvalidArgument   kEntity     "x-amz-decoded-content-length"
@@ -62,8 +70,8 @@ class AwsChunkedDecoder {
   // `signer` from AuthResult::streaming; `decoded_content_length` from
   // AuthResult::decoded_content_length (x-amz-decoded-content-length).
   AwsChunkedDecoder(StreamingSigner signer, uint64_t decoded_content_length);
-  // For either streaming mode of an AuthResult: kStreamingSigned or
-  // kStreamingUnsignedTrailer. REQUIRES: auth.payload is one of those (IsAwsChunked).
+  // For the streaming modes of an AuthResult: kStreamingSigned, kStreamingUnsignedTrailer or
+  // kStreamingSignedTrailer. REQUIRES: auth.payload is one of those (IsAwsChunked).
   explicit AwsChunkedDecoder(const AuthResult& auth);
 
   struct Step {
@@ -81,7 +89,7 @@ class AwsChunkedDecoder {
 
   // True once the final chunk and its CRLF were consumed and verified.
   bool done() const { return state_ == State::kDone; }
-  // The trailer's x-amz-checksum-* value once verified (unsigned-trailer mode), else empty:
+  // The trailer's x-amz-checksum-* value once verified (trailer modes), else empty:
   // what the object's stored checksum is when it came as a trailer.
   const std::string& trailer_checksum() const { return trailer_checksum_; }
   uint64_t decoded_bytes() const { return decoded_; }
@@ -94,6 +102,7 @@ class AwsChunkedDecoder {
   Status VerifyChunk();   // at the end of a chunk's data
   Status EndOfData();     // after a chunk's data (signed) or the final header (unsigned)
   Status ParseTrailer();  // header_ holds one trailer line without CRLF
+  Status VerifyTrailer(std::string_view signature);  // x-amz-trailer-signature's value
   // Appends `in` to header_ up to and including the first '\n'; sets *complete when the line
   // ended (CRLF removed). Returns the bytes taken, or a framing error.
   Result<size_t> ReadLine(std::string_view in, bool* complete);
@@ -109,9 +118,15 @@ class AwsChunkedDecoder {
   std::string chunk_signature_;     // claimed signature of the current chunk
   std::string previous_signature_;  // the chain
   sigv4::Sha256 chunk_hash_;
-  // Set in unsigned-trailer mode: the payload checksum the trailer must carry.
+  // Chunks carry signatures (every mode but unsigned-trailer).
+  bool signed_ = true;
+  // Set in the trailer modes: the payload checksum the trailer must carry.
   std::optional<Checksum> checksum_;
   bool trailer_seen_ = false;
+  // Signed-trailer mode: "name:value\n" of the trailer lines, which the trailer signature
+  // covers, and whether that signature came and matched.
+  std::string canonical_trailer_;
+  bool trailer_signature_seen_ = false;
   std::string trailer_checksum_;
   Status error_;
 };

@@ -22,6 +22,7 @@ using sigv4::Sha256Digest;
 constexpr std::string_view kService = sigv4::kS3Service;
 constexpr std::string_view kStreamingPayload = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD";
 constexpr std::string_view kUnsignedTrailerPayload = "STREAMING-UNSIGNED-PAYLOAD-TRAILER";
+constexpr std::string_view kSignedTrailerPayload = "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER";
 // x-amz-* and x-oc-* request headers must be signed (CheckHeadersSigned); this one is
 // exempt (see sigv4.h).
 constexpr std::string_view kContentSha256Header = "x-amz-content-sha256";
@@ -108,6 +109,10 @@ Status ClassifyPayload(std::string_view value, const AuthOptions& options, AuthR
   }
   if (value == kUnsignedTrailerPayload && options.accept_unsigned_trailer) {
     out->payload = PayloadMode::kStreamingUnsignedTrailer;
+    return Status::Ok();
+  }
+  if (value == kSignedTrailerPayload && options.accept_unsigned_trailer) {
+    out->payload = PayloadMode::kStreamingSignedTrailer;
     return Status::Ok();
   }
   if (value.starts_with("STREAMING-")) {
@@ -241,14 +246,15 @@ Result<AuthResult> AuthenticateHeader(const RequestView& req, const ParsedTarget
       result.decoded_content_length = result.decoded_content_length * 10 + uint64_t(c - '0');
     }
   }
-  if (result.payload == PayloadMode::kStreamingUnsignedTrailer) {
+  if (result.payload == PayloadMode::kStreamingUnsignedTrailer ||
+      result.payload == PayloadMode::kStreamingSignedTrailer) {
     // One checksum trailer, named up front so the decoder knows what to compute.
     const HeaderLookup trailer = FindHeader(req, "x-amz-trailer");
     const std::optional<ChecksumAlgorithm> algorithm =
         trailer.count == 1 ? ChecksumFromHeaderName(Trim(trailer.value)) : std::nullopt;
     if (!algorithm) {
       return Status::InvalidArgument("x-amz-trailer",
-                                     "unsigned streaming uploads need one x-amz-trailer naming "
+                                     "trailer streaming uploads need one x-amz-trailer naming "
                                      "an x-amz-checksum-* header");
     }
     result.trailer = std::string(ChecksumHeaderName(*algorithm));
@@ -269,7 +275,7 @@ Result<AuthResult> AuthenticateHeader(const RequestView& req, const ParsedTarget
     return SignatureMismatch("", sts);
   }
   OC_RETURN_IF_ERROR(CheckHeadersSigned(req, auth.signed_headers));
-  if (result.payload == PayloadMode::kStreamingSigned) {
+  if (IsSignedStreaming(result.payload)) {
     result.streaming =
         StreamingSigner{key, std::string(date_header.value), scope, std::move(auth.signature)};
   }

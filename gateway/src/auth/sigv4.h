@@ -77,11 +77,22 @@ enum class PayloadMode {
   // STREAMING-UNSIGNED-PAYLOAD-TRAILER: decode with AwsChunkedDecoder, which checks the
   // x-amz-checksum-* trailer. Only when AuthOptions::accept_unsigned_trailer is set.
   kStreamingUnsignedTrailer,
+  // STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER: signed chunks as kStreamingSigned, then the
+  // x-amz-checksum-* trailer and its x-amz-trailer-signature, all checked by
+  // AwsChunkedDecoder. Only when AuthOptions::accept_unsigned_trailer is set (the caller
+  // handles a trailer checksum either way).
+  kStreamingSignedTrailer,
 };
 
 // True for the modes whose body is aws-chunked (decode with AwsChunkedDecoder(AuthResult)).
 inline bool IsAwsChunked(PayloadMode mode) {
-  return mode == PayloadMode::kStreamingSigned || mode == PayloadMode::kStreamingUnsignedTrailer;
+  return mode == PayloadMode::kStreamingSigned || mode == PayloadMode::kStreamingUnsignedTrailer ||
+         mode == PayloadMode::kStreamingSignedTrailer;
+}
+
+// True for the aws-chunked modes whose chunks carry signatures.
+inline bool IsSignedStreaming(PayloadMode mode) {
+  return mode == PayloadMode::kStreamingSigned || mode == PayloadMode::kStreamingSignedTrailer;
 }
 
 // What the aws-chunked decoder needs to verify the chunk signature chain.
@@ -99,8 +110,9 @@ struct AuthResult {
   PayloadMode payload = PayloadMode::kUnsigned;
   bool presigned = false;
   std::string payload_sha256;  // lowercase hex, when payload == kSigned
-  // When IsAwsChunked(payload): x-amz-decoded-content-length; when kStreamingSigned, the
-  // chain seed; when kStreamingUnsignedTrailer, the checksum header named by x-amz-trailer.
+  // When IsAwsChunked(payload): x-amz-decoded-content-length; when IsSignedStreaming, the
+  // chain seed; with a trailer (kStreamingUnsignedTrailer, kStreamingSignedTrailer), the
+  // checksum header named by x-amz-trailer.
   StreamingSigner streaming;
   uint64_t decoded_content_length = 0;
   std::string trailer;  // e.g. "x-amz-checksum-crc32" (lowercase)
@@ -112,7 +124,8 @@ struct AuthOptions {
   // Largest accepted distance between a request's timestamp and the server clock.
   // Default: 15 minutes (S3's RequestTimeTooSkewed window)
   std::chrono::seconds max_skew = std::chrono::minutes(15);
-  // Accept STREAMING-UNSIGNED-PAYLOAD-TRAILER (else NotImplemented). The caller must then
+  // Accept STREAMING-UNSIGNED-PAYLOAD-TRAILER and STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER
+  // (else NotImplemented). The caller must then
   // decode such bodies with AwsChunkedDecoder(AuthResult) (see IsAwsChunked), never store
   // them raw. Default: false
   bool accept_unsigned_trailer = false;

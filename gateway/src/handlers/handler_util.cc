@@ -100,6 +100,20 @@ void AddObjectHeaders(const storage::ObjectMeta& meta, Response* res) {
   }
 }
 
+std::optional<Response> WriteConditionsOf(const Request& req, storage::WriteConditions* out) {
+  if (std::optional<std::string_view> none = req.Header("if-none-match")) {
+    if (Trim(*none) != "*") {
+      return Response::Error(S3Error::kNotImplemented, "If-None-Match", std::string(*none),
+                             "If-None-Match on a write takes only *.");
+    }
+    out->if_none_match = true;
+  }
+  if (std::optional<std::string_view> match = req.Header("if-match")) {
+    out->if_match = std::string(Trim(*match));
+  }
+  return std::nullopt;
+}
+
 TaggingHeader TaggingHeaderOf(const Request& req) {
   TaggingHeader out;
   const std::optional<std::string_view> header = req.Header("x-amz-tagging");

@@ -120,6 +120,11 @@ Result<uint32_t> ParsePartNumber(const Request& req);
 // The If-Match, If-None-Match, If-Modified-Since and If-Unmodified-Since headers, each name
 // preceded by `prefix` ("" or "x-amz-copy-source-").
 Conditions ConditionsOf(const Request& req, std::string_view prefix);
+// The write conditions of PutObject, CopyObject and CompleteMultipartUpload: If-None-Match
+// (S3 takes only "*" on a write) and If-Match, decided by the store at the commit
+// (storage::WriteConditions). Returns 501 NotImplemented naming If-None-Match for any other
+// value, else fills *out.
+std::optional<Response> WriteConditionsOf(const Request& req, storage::WriteConditions* out);
 // The source of CopyObject and UploadPartCopy: x-amz-copy-source, "[/]bucket/key" percent-encoded
 // (with "?versionId=null" accepted), and the caller's read access to it. `error` is set to the
 // response instead: InvalidArgument for a malformed header or key, NotImplemented for another

@@ -5,6 +5,8 @@
 #include <charconv>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "handlers/handlers.h"
 #include "oc/common/text.h"
 #include "oc/sigv4/uri.h"
@@ -77,8 +79,8 @@ Result<uint32_t> ParseBounded(const Request& req, std::string_view param, uint32
 
 // The checksum of checksums of a completion whose parts list checksums (S3 "Using part-level
 // checksums for multipart uploads"): every part must then name one of the same algorithm.
-// It is answered in the completion's reply; the object does not store it (docs/decisions.md,
-// "S3 checksums: verified on upload, stored as a header, zlib and ISA-L").
+// The store compares each listed checksum with the part's own and stores this value with the
+// object (docs/decisions.md, "S3 checksums: multipart in full").
 std::optional<Response> CompositeOf(
     const std::vector<XmlPart>& parts,
     std::optional<std::pair<auth::ChecksumAlgorithm, std::string>>* out) {
@@ -107,6 +109,35 @@ std::optional<Response> CompositeOf(
   return std::nullopt;
 }
 
+// The object checksum a CompleteMultipartUpload request may carry (x-amz-checksum-<algorithm>,
+// boto3's ChecksumCRC32=... on complete_multipart_upload): the checksum of checksums it
+// expects, with or without the "-N" suffix; a different value is 400 BadDigest naming it, as S3
+// answers. A full-object checksum (x-amz-checksum-type: FULL_OBJECT) is not computed here
+// (docs/decisions.md), so it is neither checked nor stored.
+std::optional<Response> CheckCompletionChecksum(
+    const Request& req,
+    const std::optional<std::pair<auth::ChecksumAlgorithm, std::string>>& composite) {
+  for (const auto& [name, value] : req.headers) {
+    std::optional<auth::ChecksumAlgorithm> algorithm = auth::ChecksumFromHeaderName(name);
+    if (!algorithm) {
+      continue;
+    }
+    const std::optional<std::string_view> type = req.Header("x-amz-checksum-type");
+    if (type && EqualsIgnoreCase(Trim(*type), "FULL_OBJECT")) {
+      return std::nullopt;
+    }
+    auto base = [](std::string_view v) { return v.substr(0, v.find('-')); };
+    if (!composite || composite->first != *algorithm ||
+        base(Trim(value)) != base(composite->second)) {
+      return Response::Error(S3Error::kBadDigest, std::string(name), std::string(value),
+                             fmt::format("The {} you specified did not match the calculated "
+                                         "checksum.",
+                                         auth::ChecksumName(*algorithm)));
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Response HandleCreateMultipartUpload(HandlerEnv& env, Request& req) {
@@ -118,6 +149,10 @@ Response HandleCreateMultipartUpload(HandlerEnv& env, Request& req) {
                            "of the valid types: [CRC32, CRC32C, CRC64NVME, SHA1, SHA256]");
   }
   storage::PutOptions options = PutOptionsFromHeaders(req);
+  if (algorithm) {
+    options.upload_checksum_header =
+        auth::ChecksumHeaderName(*auth::ChecksumFromName(Trim(*algorithm)));
+  }
   TaggingHeader tagging = TaggingHeaderOf(req);
   if (tagging.error) {
     return std::move(*tagging.error);
@@ -227,13 +262,28 @@ Response HandleCompleteMultipartUpload(HandlerEnv& env, Request& req) {
   if (std::optional<Response> bad = CompositeOf(*parsed, &composite)) {
     return std::move(*bad);
   }
+  storage::CompleteOptions options;
+  if (std::optional<Response> bad = WriteConditionsOf(req, &options.conditions)) {
+    return std::move(*bad);
+  }
+  if (std::optional<Response> bad = CheckCompletionChecksum(req, composite)) {
+    return std::move(*bad);
+  }
+  if (composite) {
+    options.checksum = {std::string(auth::ChecksumHeaderName(composite->first)), composite->second};
+  }
   std::vector<storage::CompletedPart> parts;
   parts.reserve(parsed->size());
   for (XmlPart& p : *parsed) {
-    parts.push_back({p.part_number, std::move(p.etag)});
+    storage::CompletedPart part{p.part_number, std::move(p.etag), {}};
+    if (!p.checksum_algorithm.empty()) {
+      part.checksum = {std::string(auth::ChecksumHeaderName(composite->first)),
+                       std::move(p.checksum)};
+    }
+    parts.push_back(std::move(part));
   }
-  Result<storage::ObjectMeta> meta =
-      env.store->CompleteMultipartUpload(KeyOf(req), req.Query("uploadId").value_or(""), parts);
+  Result<storage::ObjectMeta> meta = env.store->CompleteMultipartUpload(
+      KeyOf(req), req.Query("uploadId").value_or(""), parts, options);
   if (!meta.has_value()) {
     return Response::FromStatus(meta.error(), &req);
   }
@@ -292,12 +342,20 @@ Response HandleListParts(HandlerEnv& env, Request& req) {
   xml.Element("NextPartNumberMarker", uint64_t{parts->next_part_number_marker});
   xml.Element("MaxParts", uint64_t{*max_parts});
   xml.Flag("IsTruncated", parts->truncated);
+  if (std::optional<auth::ChecksumAlgorithm> a =
+          auth::ChecksumFromHeaderName(parts->checksum_header)) {
+    xml.Element("ChecksumAlgorithm", auth::ChecksumName(*a));
+  }
   for (const storage::PartInfo& p : parts->parts) {
     xml.Open("Part");
     xml.Element("PartNumber", uint64_t{p.part_number});
     xml.Element("LastModified", FormatIso8601(p.mtime_unix_ms));
     xml.Element("ETag", QuoteEtag(p.etag));
     xml.Element("Size", p.size);
+    if (std::optional<auth::ChecksumAlgorithm> a =
+            auth::ChecksumFromHeaderName(p.checksum.header)) {
+      xml.Element("Checksum" + std::string(auth::ChecksumName(*a)), p.checksum.value);
+    }
     xml.Close("Part");
   }
   xml.Element("StorageClass", "STANDARD");

@@ -27,6 +27,65 @@ constexpr std::pair<std::string_view, std::string_view> kResponseOverrides[] = {
 
 storage::ObjectKey KeyOf(const Request& req) { return {req.route.bucket, req.route.key}; }
 
+// A copy streamed through the gateway moves its bytes in pieces of this size.
+constexpr uint64_t kCopyPieceBytes = 1 << 20;
+
+// The stored checksum among `headers` (an x-amz-checksum-<algorithm> entry), if any.
+const std::pair<std::string, std::string>* StoredChecksum(
+    const std::vector<std::pair<std::string, std::string>>& headers) {
+  for (const auto& header : headers) {
+    if (auth::ChecksumFromHeaderName(header.first)) {
+      return &header;
+    }
+  }
+  return nullptr;
+}
+
+// CopyObject with x-amz-checksum-algorithm naming another algorithm than the source's stored
+// checksum (or a source without one): S3 computes the new checksum over the bytes, so the
+// copy is streamed through the gateway from `reader` (one version of the source) into a new
+// object, checksummed on the way, instead of Store::Copy (docs/decisions.md, "S3 checksums:
+// multipart in full"). `replace` is the copy's metadata (nullopt: the source's), `tags` its
+// tags (nullopt: the source's).
+Result<storage::ObjectMeta> CopyWithChecksum(HandlerEnv& env, storage::ObjectReader& reader,
+                                             const storage::ObjectKey& dst,
+                                             std::optional<storage::PutOptions> replace,
+                                             std::optional<storage::Tags> tags,
+                                             const storage::WriteConditions& conditions,
+                                             auth::ChecksumAlgorithm algorithm) {
+  const storage::ObjectMeta& meta = reader.meta();
+  storage::PutOptions options;
+  if (replace.has_value()) {
+    options = std::move(*replace);
+  } else {
+    options.content_type = meta.content_type;
+    options.user_meta = meta.user_meta;
+    options.headers = meta.headers;
+    options.chunk = meta.chunk;
+  }
+  std::erase_if(options.headers,
+                [](const auto& h) { return auth::ChecksumFromHeaderName(h.first).has_value(); });
+  options.tags = tags.has_value() ? std::move(tags) : std::optional<storage::Tags>(meta.tags);
+  options.if_none_match = conditions.if_none_match;
+  options.if_match = conditions.if_match;
+  options.expected_size = reader.length();
+  OC_ASSIGN_OR_RETURN(std::unique_ptr<storage::ObjectWriter> writer, env.store->Put(dst, options));
+  auth::Checksum checksum(algorithm);
+  std::vector<std::byte> buffer(
+      std::min<uint64_t>(kCopyPieceBytes, std::max<uint64_t>(reader.length(), 1)));
+  for (;;) {
+    OC_ASSIGN_OR_RETURN(const uint64_t n, reader.Read(buffer));
+    if (n == 0) {
+      break;
+    }
+    checksum.Update(ByteSpan(buffer.data(), n));
+    OC_RETURN_IF_ERROR(writer->Append(ByteSpan(buffer.data(), n)));
+  }
+  OC_RETURN_IF_ERROR(
+      writer->AddHeader(std::string(auth::ChecksumHeaderName(algorithm)), checksum.FinishBase64()));
+  return writer->Commit();
+}
+
 // 304 carries the validators and no body; 412 is an ordinary error.
 std::optional<Response> ApplyConditions(const Request& req, const storage::ObjectMeta& meta) {
   switch (EvaluateConditions(ConditionsOf(req, ""), meta.etag, meta.mtime_unix_ms)) {
@@ -294,6 +353,10 @@ Response HandleCopyObject(HandlerEnv& env, Request& req) {
                            "This copy request is illegal because it is trying to copy an object "
                            "to itself without changing the object's metadata.");
   }
+  storage::WriteConditions write_conditions;  // on dst (If-None-Match: *, If-Match)
+  if (std::optional<Response> bad = WriteConditionsOf(req, &write_conditions)) {
+    return std::move(*bad);
+  }
   const Conditions conditions = ConditionsOf(req, "x-amz-copy-source-");
   if (conditions.if_match || conditions.if_none_match || conditions.if_modified_since ||
       conditions.if_unmodified_since) {
@@ -338,9 +401,46 @@ Response HandleCopyObject(HandlerEnv& env, Request& req) {
     replace->chunk = meta->chunk;
   }
   if (replace.has_value()) {
-    replace->tags = std::move(new_tags);
+    replace->tags = new_tags;
   }
-  Result<storage::ObjectMeta> copied = env.store->Copy(src, dst, replace);
+  Result<storage::ObjectMeta> copied = Status::Internal("unset");
+  // S3 keeps the source's checksum unless x-amz-checksum-algorithm asks for another, which it
+  // then computes over the bytes (CopyWithChecksum); Store::Copy keeps the stored one.
+  const std::optional<std::string_view> algorithm_header = req.Header("x-amz-checksum-algorithm");
+  std::optional<auth::ChecksumAlgorithm> algorithm;
+  if (algorithm_header) {
+    algorithm = auth::ChecksumFromName(Trim(*algorithm_header));
+    if (!algorithm) {
+      return Response::Error(S3Error::kInvalidRequest, "x-amz-checksum-algorithm",
+                             std::string(*algorithm_header),
+                             "Checksum algorithm provided is unsupported.");
+    }
+  }
+  std::unique_ptr<storage::ObjectReader> reader;
+  if (algorithm) {
+    Result<std::unique_ptr<storage::ObjectReader>> opened =
+        env.store->Get(src, storage::ByteRange::All());
+    if (!opened.has_value()) {
+      return Response::FromStatus(opened.error(), &req);
+    }
+    const auto* stored = StoredChecksum((*opened)->meta().headers);
+    if (stored == nullptr || stored->first != auth::ChecksumHeaderName(*algorithm)) {
+      reader = std::move(*opened);
+    }
+  }
+  if (reader) {
+    if (reader->length() > env.options->max_object_bytes) {
+      return Response::Error(S3Error::kEntityTooLarge);
+    }
+    std::optional<storage::PutOptions> metadata;
+    if (directive == "REPLACE") {
+      metadata = std::move(replace);
+    }
+    copied = CopyWithChecksum(env, *reader, dst, std::move(metadata), std::move(new_tags),
+                              write_conditions, *algorithm);
+  } else {
+    copied = env.store->Copy(src, dst, replace, write_conditions);
+  }
   if (!copied.has_value()) {
     return Response::FromStatus(copied.error(), &req);
   }
@@ -348,6 +448,11 @@ Response HandleCopyObject(HandlerEnv& env, Request& req) {
   xml.OpenRoot("CopyObjectResult");
   xml.Element("LastModified", FormatIso8601(copied->mtime_unix_ms));
   xml.Element("ETag", QuoteEtag(copied->etag));
+  if (const auto* stored = StoredChecksum(copied->headers)) {
+    xml.Element(
+        "Checksum" + std::string(auth::ChecksumName(*auth::ChecksumFromHeaderName(stored->first))),
+        stored->second);
+  }
   xml.Close("CopyObjectResult");
   return Response::Xml(std::move(xml).Finish());
 }
@@ -395,19 +500,14 @@ UploadStart OpenUpload(HandlerEnv& env, Request& req, uint64_t body_bytes) {
       options.headers.emplace_back(auth::ChecksumHeaderName(start.checksum->algorithm()),
                                    start.checksum_expected);
     }
-    // Conditional writes, decided by the store at commit (types.h PutOptions). S3 takes only
-    // "*" in If-None-Match on a write.
-    if (std::optional<std::string_view> none = req.Header("if-none-match")) {
-      if (Trim(*none) != "*") {
-        start.error = Response::Error(S3Error::kNotImplemented, "If-None-Match", std::string(*none),
-                                      "If-None-Match on a write takes only *.");
-        return start;
-      }
-      options.if_none_match = true;
+    // Conditional writes, decided by the store at commit (types.h PutOptions).
+    storage::WriteConditions conditions;
+    if (std::optional<Response> bad = WriteConditionsOf(req, &conditions)) {
+      start.error = std::move(*bad);
+      return start;
     }
-    if (std::optional<std::string_view> match = req.Header("if-match")) {
-      options.if_match = std::string(Trim(*match));
-    }
+    options.if_none_match = conditions.if_none_match;
+    options.if_match = std::move(conditions.if_match);
     TaggingHeader tagging = TaggingHeaderOf(req);
     if (tagging.error) {
       start.error = std::move(*tagging.error);
@@ -426,6 +526,12 @@ UploadStart OpenUpload(HandlerEnv& env, Request& req, uint64_t body_bytes) {
     }
     storage::PutOptions options;
     options.content_md5 = *md5;
+    // The part keeps its checksum (ListParts, the completion's comparison): one sent as a
+    // header is stored as sent once the session has checked it, a trailer's is added then.
+    if (start.checksum && !start.checksum_expected.empty()) {
+      options.headers.emplace_back(auth::ChecksumHeaderName(start.checksum->algorithm()),
+                                   start.checksum_expected);
+    }
     if (!chunked_transfer) {
       options.expected_size = body_bytes;
     }

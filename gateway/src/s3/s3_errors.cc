@@ -54,6 +54,8 @@ S3Error ToS3Error(const Status& status) {
                                                  : S3Error::kIncompleteBody;
         case Subject::kPart:
           return S3Error::kInvalidPart;
+        case Subject::kUpload:
+          return S3Error::kInvalidRequest;  // the request does not fit the upload (checksums)
         case Subject::kSignature:
           return status.field() == "Authorization" ? S3Error::kAuthorizationHeaderMalformed
                                                    : S3Error::kAuthorizationQueryParametersError;

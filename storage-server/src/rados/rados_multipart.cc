@@ -30,6 +30,8 @@
 #include "records/md5.h"
 #include "records/multipart_complete.h"
 #include "records/multipart_names.h"
+#include "records/object_checksum.h"
+#include "records/write_conditions.h"
 
 namespace oc::storage {
 namespace {
@@ -270,8 +272,13 @@ class RadosPartWriter final : public ObjectWriter {
     return stream_.Append(data);
   }
 
-  Status AddHeader(std::string /*name*/, std::string /*value*/) override {
-    return Status::Ok();  // a part keeps no headers (store.h)
+  Status AddHeader(std::string name, std::string value) override {
+    if (spent_) {
+      return Status::FailedPrecondition(Subject::kEntity, "writer already committed");
+    }
+    // A part keeps only its checksum (store.h): ChecksumOfHeaders picks it at the commit.
+    options_.headers.emplace_back(std::move(name), std::move(value));
+    return Status::Ok();
   }
 
   Result<ObjectMeta> Commit() override {
@@ -304,6 +311,7 @@ class RadosPartWriter final : public ObjectWriter {
     part.segment = stream_.segment();
     part.md5 = stream_.md5();
     part.mtime_unix_ms = RadosNowUnixMs();
+    part.checksum = ChecksumOfHeaders(options_.headers);
     const std::string value = EncodePartRecord(part);
     const uint32_t shard = rados::ShardOf(key_.name, bucket_.shards);
     std::string old;  // the part this one replaces ("" for none); assumed absent at first
@@ -344,7 +352,7 @@ class RadosPartWriter final : public ObjectWriter {
   const std::string upload_key_;
   const std::string upload_raw_;
   const std::string part_key_;
-  const PutOptions options_;
+  PutOptions options_;  // AddHeader appends to its headers
   const RadosStore::BucketRef bucket_;
   rados::DataStream stream_;
   bool spent_ = false;
@@ -388,6 +396,7 @@ Result<std::string> RadosStore::CreateMultipartUpload(const ObjectKey& key,
   record.headers = options.headers;
   record.chunk = options.chunk;
   record.tags = options.tags.value_or(Tags{});
+  record.checksum_header = options.upload_checksum_header;
   record.initiated_unix_ms = RadosNowUnixMs();
   OC_ASSIGN_OR_RETURN(record.extent_bytes, ChooseObjectBytes(options));
   OC_ASSIGN_OR_RETURN(const BucketRef ref, Bucket(key.bucket));
@@ -431,6 +440,10 @@ Result<std::unique_ptr<ObjectWriter>> RadosStore::UploadPart(const ObjectKey& ke
   PutOptions part_options;
   part_options.expected_size = options.expected_size;
   part_options.content_md5 = options.content_md5;
+  // The part's checksum, when sent as a header; one sent as a trailer comes by AddHeader.
+  if (ObjectChecksum checksum = ChecksumOfHeaders(options.headers); !checksum.empty()) {
+    part_options.headers.emplace_back(std::move(checksum.header), std::move(checksum.value));
+  }
   return std::unique_ptr<ObjectWriter>(new RadosPartWriter(
       this, key, std::move(ukey), std::move(found.begin()->second),
       rados::PartOmapKey(upload_id, part_number), std::move(part_options), ref,
@@ -440,7 +453,8 @@ Result<std::unique_ptr<ObjectWriter>> RadosStore::UploadPart(const ObjectKey& ke
 
 Result<ObjectMeta> RadosStore::CompleteMultipartUpload(const ObjectKey& key,
                                                        std::string_view upload_id,
-                                                       std::span<const CompletedPart> parts) {
+                                                       std::span<const CompletedPart> parts,
+                                                       const CompleteOptions& options) {
   OC_RETURN_IF_ERROR(ValidateObjectKey(key.name));
   OC_ASSIGN_OR_RETURN(const BucketRef ref, Bucket(key.bucket));
   if (!IsUploadId(upload_id)) {
@@ -465,12 +479,20 @@ Result<ObjectMeta> RadosStore::CompleteMultipartUpload(const ObjectKey& key,
     }
     OC_ASSIGN_OR_RETURN(UploadRecord upload, DecodeUploadRecord(u->second));
     OC_RETURN_IF_ERROR(CheckListedParts(parts));
+    const std::string old = o == found.end() ? std::string() : o->second;
+    if (IsConditional(options.conditions)) {
+      // Decided on the record the op below compares (o/<key> == old): atomic with the commit.
+      std::optional<ObjectRecord> current;
+      if (!old.empty()) {
+        OC_ASSIGN_OR_RETURN(current, DecodeObjectRecord(old));
+      }
+      OC_RETURN_IF_ERROR(CheckWriteConditions(options.conditions, key.name, current));
+    }
     OC_ASSIGN_OR_RETURN(const StoredParts stored,
                         ReadParts(*this, key.bucket, ref, shard, upload_id));
     OC_ASSIGN_OR_RETURN(CompletedUpload done,
-                        CompleteUpload(parts, stored.parts, upload, RadosNowUnixMs()));
+                        CompleteUpload(parts, stored.parts, upload, options, RadosNowUnixMs()));
     done.record.completed_upload_id = std::string(upload_id);
-    const std::string old = o == found.end() ? std::string() : o->second;
     std::vector<Segment> garbage = SegmentsOfEntry(okey, old);
     std::vector<std::string> removes{ukey};
     for (size_t i = 0; i < stored.parts.size(); ++i) {
@@ -554,28 +576,31 @@ Result<ListPartsResult> RadosStore::ListParts(const ObjectKey& key, std::string_
   if (found.empty()) {
     return NoSuchUpload(upload_id);
   }
+  OC_ASSIGN_OR_RETURN(const UploadRecord upload, DecodeUploadRecord(found.begin()->second));
   ListPartsResult result;
+  result.checksum_header = upload.checksum_header;
   if (part_number_marker >= kMaxPartNumber || max_parts == 0) {
     return result;
   }
-  Status s = ScanOmap(rados::IndexOid(ref.id, shard), rados::PartOmapPrefix(upload_id),
-                      rados::PartOmapKey(upload_id, part_number_marker),
-                      [&](std::string_view k, std::string_view v) -> Result<bool> {
-                        if (result.parts.size() == max_parts) {
-                          result.truncated = true;
-                          return false;
-                        }
-                        std::string id;
-                        uint32_t number = 0;
-                        if (!rados::ParsePartOmapKey(k, &id, &number)) {
-                          return Status::Corruption("malformed part key");
-                        }
-                        OC_ASSIGN_OR_RETURN(PartRecord part, DecodePartRecord(v));
-                        result.parts.push_back(PartInfo{number, part.segment.size,
-                                                        HexEncode(part.md5), part.mtime_unix_ms});
-                        result.next_part_number_marker = number;
-                        return true;
-                      });
+  Status s =
+      ScanOmap(rados::IndexOid(ref.id, shard), rados::PartOmapPrefix(upload_id),
+               rados::PartOmapKey(upload_id, part_number_marker),
+               [&](std::string_view k, std::string_view v) -> Result<bool> {
+                 if (result.parts.size() == max_parts) {
+                   result.truncated = true;
+                   return false;
+                 }
+                 std::string id;
+                 uint32_t number = 0;
+                 if (!rados::ParsePartOmapKey(k, &id, &number)) {
+                   return Status::Corruption("malformed part key");
+                 }
+                 OC_ASSIGN_OR_RETURN(PartRecord part, DecodePartRecord(v));
+                 result.parts.push_back(PartInfo{number, part.segment.size, HexEncode(part.md5),
+                                                 part.mtime_unix_ms, std::move(part.checksum)});
+                 result.next_part_number_marker = number;
+                 return true;
+               });
   if (s.IsNotFound()) {
     return ShardGone(key.bucket);
   }

@@ -8,6 +8,7 @@
 #include "names.h"
 #include "rados/rados_store.h"
 #include "rados/rados_stream.h"
+#include "records/object_checksum.h"
 #include "records/write_conditions.h"
 #include "stream_copy.h"
 
@@ -161,12 +162,13 @@ Status RadosStore::Delete(const ObjectKey& key) {
 }
 
 Result<ObjectMeta> RadosStore::Copy(const ObjectKey& src, const ObjectKey& dst,
-                                    const std::optional<PutOptions>& replace) {
+                                    const std::optional<PutOptions>& replace,
+                                    const WriteConditions& conditions) {
   OC_RETURN_IF_ERROR(ValidateObjectKey(src.name));
   OC_RETURN_IF_ERROR(ValidateObjectKey(dst.name));
   if (src.bucket != dst.bucket || src.name != dst.name) {
     // No server-side copy in the C API: stream, pinning src's version for the whole copy.
-    return StreamCopy(*this, src, *this, dst, replace, kCopyBufferBytes);
+    return StreamCopy(*this, src, *this, dst, replace, conditions, kCopyBufferBytes);
   }
   // Same key: the data objects stay; only the record (metadata, mtime) is rewritten, guarded
   // like any commit, and nothing goes to the GC (the new record names the same version).
@@ -179,11 +181,13 @@ Result<ObjectMeta> RadosStore::Copy(const ObjectKey& src, const ObjectKey& dst,
     if (!current.has_value()) {
       return Status::NotFound(Subject::kKey, src.name);
     }
+    // Decided on the record the guarded op compares: atomic with the rewrite.
+    OC_RETURN_IF_ERROR(CheckWriteConditions(conditions, dst.name, current));
     ObjectRecord next = *current;
     if (replace.has_value()) {
       next.meta.content_type = replace->content_type;
       next.meta.user_meta = replace->user_meta;
-      next.meta.headers = replace->headers;
+      next.meta.headers = CopyHeaders(current->meta, replace->headers);
       if (replace->tags.has_value()) {
         next.meta.tags = *replace->tags;
       }

@@ -18,6 +18,9 @@ constexpr uint8_t kFieldCompletedUploadId = 1;
 constexpr uint8_t kFieldTags = 2;
 // Extension field ids of an upload record. Never renumber.
 constexpr uint8_t kUploadFieldTags = 1;
+constexpr uint8_t kUploadFieldChecksumHeader = 2;
+// Extension field ids of a part record. Never renumber.
+constexpr uint8_t kPartFieldChecksum = 1;
 // No record holds more entries than this; a larger count is corruption, refused before
 // anything is reserved.
 constexpr uint32_t kMaxRecordEntries = 1u << 20;
@@ -157,11 +160,6 @@ class Decoder {
   bool Version() {
     uint8_t v = 0;
     return U8(&v) && v == kFormatVersion;
-  }
-  // Format 1 or 2; *with_writer tells which.
-  bool SegmentVersion(bool* with_writer) {
-    bool extended = false;
-    return ObjectVersion(with_writer, &extended) && !extended;
   }
   // Formats 1 to 4: *with_writer and *extended tell which.
   bool ObjectVersion(bool* with_writer, bool* extended) {
@@ -306,17 +304,24 @@ Result<BucketRecord> DecodeBucketRecord(std::string_view bytes) {
 
 std::string EncodeUploadRecord(const UploadRecord& r) {
   Encoder e;
-  e.U8(r.tags.empty() ? kFormatVersion : kFormatExtended);
+  const uint32_t fields = (r.tags.empty() ? 0 : 1) + (r.checksum_header.empty() ? 0 : 1);
+  e.U8(fields == 0 ? kFormatVersion : kFormatExtended);
   e.Str(r.content_type);
   e.Pairs(r.user_meta);
   e.Pairs(r.headers);
   e.U64(r.extent_bytes);
   e.Chunk(r.chunk);
   e.I64(r.initiated_unix_ms);
-  if (!r.tags.empty()) {
-    e.U32(1);
-    e.U8(kUploadFieldTags);
-    e.Str(EncodeTags(r.tags));
+  if (fields > 0) {
+    e.U32(fields);
+    if (!r.tags.empty()) {
+      e.U8(kUploadFieldTags);
+      e.Str(EncodeTags(r.tags));
+    }
+    if (!r.checksum_header.empty()) {
+      e.U8(kUploadFieldChecksumHeader);
+      e.Str(r.checksum_header);
+    }
   }
   return e.Take();
 }
@@ -342,6 +347,9 @@ Result<UploadRecord> DecodeUploadRecord(std::string_view bytes) {
     }
     if (id == kUploadFieldTags && !DecodeTags(value, &r.tags)) {
       return Corrupt("upload");
+    }
+    if (id == kUploadFieldChecksumHeader) {
+      r.checksum_header = std::move(value);
     }  // other ids: fields of a later format, skipped
   }
   if (!d.Done()) {
@@ -353,12 +361,25 @@ Result<UploadRecord> DecodeUploadRecord(std::string_view bytes) {
 std::string EncodePartRecord(const PartRecord& r) {
   Encoder e;
   const bool with_writer = r.segment.writer != 0;
-  e.U8(with_writer ? kFormatWithWriter : kFormatVersion);
+  const bool extended = !r.checksum.empty();
+  if (extended) {
+    e.U8(with_writer ? kFormatWithWriterExtended : kFormatExtended);
+  } else {
+    e.U8(with_writer ? kFormatWithWriter : kFormatVersion);
+  }
   e.Seg(r.segment, with_writer);
   std::string out = e.Take();
   out.append(reinterpret_cast<const char*>(r.md5.data()), r.md5.size());
   Encoder tail;
   tail.I64(r.mtime_unix_ms);
+  if (extended) {
+    Encoder checksum;
+    checksum.Str(r.checksum.header);
+    checksum.Str(r.checksum.value);
+    tail.U32(1);
+    tail.U8(kPartFieldChecksum);
+    tail.Str(checksum.Take());
+  }
   out += tail.Take();
   return out;
 }
@@ -367,16 +388,38 @@ Result<PartRecord> DecodePartRecord(std::string_view bytes) {
   Decoder d(bytes);
   PartRecord r;
   bool with_writer = false;
-  if (!d.SegmentVersion(&with_writer) || !d.Seg(&r.segment, with_writer)) {
+  bool extended = false;
+  if (!d.ObjectVersion(&with_writer, &extended) || !d.Seg(&r.segment, with_writer)) {
     return Corrupt("part");
   }
   const size_t kHead = 1 + (with_writer ? 8 : 0) + 8 + 8 + 8 + 1;
-  if (bytes.size() != kHead + 16 + 8) {
+  if (bytes.size() < kHead + 16 + 8 || (!extended && bytes.size() != kHead + 16 + 8)) {
     return Corrupt("part");
   }
   std::memcpy(r.md5.data(), bytes.data() + kHead, 16);
   Decoder tail(bytes.substr(kHead + 16));
-  if (!tail.I64(&r.mtime_unix_ms) || !tail.Done()) {
+  if (!tail.I64(&r.mtime_unix_ms)) {
+    return Corrupt("part");
+  }
+  uint32_t fields = 0;
+  if (extended && !tail.Count(&fields)) {
+    return Corrupt("part");
+  }
+  for (uint32_t i = 0; i < fields; ++i) {
+    uint8_t id = 0;
+    std::string value;
+    if (!tail.U8(&id) || !tail.Str(&value)) {
+      return Corrupt("part");
+    }
+    if (id == kPartFieldChecksum) {
+      Decoder checksum(value);
+      if (!checksum.Str(&r.checksum.header) || !checksum.Str(&r.checksum.value) ||
+          !checksum.Done() || r.checksum.header.empty()) {
+        return Corrupt("part");
+      }
+    }  // other ids: fields of a later format, skipped
+  }
+  if (!tail.Done()) {
     return Corrupt("part");
   }
   return r;

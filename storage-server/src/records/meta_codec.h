@@ -9,7 +9,9 @@
 // object record has an extension field set, so a record without one keeps its old bytes.
 // Extension fields: 1 the completed upload id, 2 the object's tags (ObjectMeta::tags). An
 // upload record is format 1, or format 3 (1 plus the same extension block: field 1 its tags)
-// when it has tags. Decoding reads all four, checks every length against the record's size and
+// when it has tags, or field 2 its checksum algorithm's header. A part record is format 1 or 2,
+// or 3 or 4 (1 or 2 plus the extension block: field 1 its checksum) when it has a checksum.
+// Decoding reads all four, checks every length against the record's size and
 // returns kCorruption on anything malformed. Pure functions, thread-safe.
 
 #include <array>
@@ -65,12 +67,15 @@ struct UploadRecord {
   std::optional<ChunkShape> chunk;
   int64_t initiated_unix_ms = 0;
   Tags tags;  // extension field 1 (x-amz-tagging on CreateMultipartUpload)
+  // Extension field 2: PutOptions::upload_checksum_header ("" for none).
+  std::string checksum_header;
 };
 
 struct PartRecord {
   Segment segment;
   std::array<std::byte, 16> md5{};
   int64_t mtime_unix_ms = 0;
+  ObjectChecksum checksum;  // extension field 1, written only when set
 };
 
 std::string EncodeObjectRecord(const ObjectRecord& record);

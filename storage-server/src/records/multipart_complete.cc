@@ -5,6 +5,7 @@
 #include "oc/common/bytes.h"
 #include "records/md5.h"
 #include "records/multipart_names.h"
+#include "records/object_checksum.h"
 
 namespace oc::storage {
 
@@ -22,7 +23,8 @@ Status CheckListedParts(std::span<const CompletedPart> listed) {
 
 Result<CompletedUpload> CompleteUpload(std::span<const CompletedPart> listed,
                                        std::span<const NumberedPart> stored,
-                                       const UploadRecord& upload, int64_t mtime_unix_ms) {
+                                       const UploadRecord& upload, const CompleteOptions& options,
+                                       int64_t mtime_unix_ms) {
   OC_RETURN_IF_ERROR(CheckListedParts(listed));
   CompletedUpload out;
   out.stitched.assign(stored.size(), false);
@@ -31,6 +33,16 @@ Result<CompletedUpload> CompleteUpload(std::span<const CompletedPart> listed,
   size_t s = 0;
   for (size_t i = 0; i < listed.size(); ++i) {
     const CompletedPart& want = listed[i];
+    if (!upload.checksum_header.empty() && want.checksum.header != upload.checksum_header) {
+      // S3: "The upload was created using a crc32 checksum. The complete request must include
+      // the checksum for each part. It was missing for part 1 in the request."
+      const std::string algorithm = upload.checksum_header.substr(kChecksumHeaderPrefix.size());
+      return Status(Code::kInvalidArgument, Subject::kUpload, upload.checksum_header,
+                    "The upload was created using a " + algorithm +
+                        " checksum. The complete request must include the checksum for each "
+                        "part. It was missing for part " +
+                        std::to_string(want.part_number) + " in the request.");
+    }
     while (s < stored.size() && stored[s].number < want.part_number) {
       ++s;
     }
@@ -42,6 +54,10 @@ Result<CompletedUpload> CompleteUpload(std::span<const CompletedPart> listed,
     if (NormalizeEtag(want.etag) != HexEncode(part.md5)) {
       return PartError(Code::kInvalidArgument,
                        "part " + std::to_string(want.part_number) + " has a different ETag");
+    }
+    if (!want.checksum.empty() && want.checksum != part.checksum) {
+      return PartError(Code::kInvalidArgument, "part " + std::to_string(want.part_number) +
+                                                   " has a different " + want.checksum.header);
     }
     if (i + 1 < listed.size() && part.segment.size < kMinPartBytes) {
       return PartError(Code::kOutOfRange,
@@ -56,6 +72,9 @@ Result<CompletedUpload> CompleteUpload(std::span<const CompletedPart> listed,
   record.meta.content_type = upload.content_type;
   record.meta.user_meta = upload.user_meta;
   record.meta.headers = upload.headers;
+  if (!options.checksum.empty()) {
+    record.meta.headers.emplace_back(options.checksum.header, options.checksum.value);
+  }
   record.meta.chunk = upload.chunk;
   record.meta.tags = upload.tags;
   record.meta.parts_count = static_cast<uint32_t>(listed.size());

@@ -37,12 +37,17 @@ struct CompletedUpload {
 // both). A backend may call it before reading the stored parts; CompleteUpload calls it too.
 Status CheckListedParts(std::span<const CompletedPart> listed);
 
-// The object made of `listed` from `stored`. REQUIRES: `stored` ascends by number.
-// The errors of CheckListedParts, then per listed part, in order: kInvalidArgument/kPart if
-// no stored part has its number or its ETag (NormalizeEtag) differs from the stored MD5;
-// kOutOfRange/kPart if a part other than the last is under kMinPartBytes.
+// The object made of `listed` from `stored`, carrying options.checksum as a header when set.
+// REQUIRES: `stored` ascends by number. The errors of CheckListedParts, then per listed part,
+// in order: kInvalidArgument/kUpload (field: the upload's checksum header) if the upload has
+// a checksum algorithm and the part lists no checksum under it (S3's InvalidRequest);
+// kInvalidArgument/kPart if no stored part has its number, its ETag (NormalizeEtag) differs
+// from the stored MD5, or its listed checksum differs from the stored one (S3's InvalidPart);
+// kOutOfRange/kPart if a part other than the last is under kMinPartBytes. options.conditions
+// are the backend's to check against the record it replaces (write_conditions.h).
 Result<CompletedUpload> CompleteUpload(std::span<const CompletedPart> listed,
                                        std::span<const NumberedPart> stored,
-                                       const UploadRecord& upload, int64_t mtime_unix_ms);
+                                       const UploadRecord& upload, const CompleteOptions& options,
+                                       int64_t mtime_unix_ms);
 
 }  // namespace oc::storage

@@ -8,6 +8,11 @@ namespace oc::storage {
 
 Status CheckWriteConditions(const PutOptions& options, std::string_view name,
                             const std::optional<ObjectRecord>& current) {
+  return CheckWriteConditions(ConditionsOf(options), name, current);
+}
+
+Status CheckWriteConditions(const WriteConditions& options, std::string_view name,
+                            const std::optional<ObjectRecord>& current) {
   if (options.if_none_match && current.has_value()) {
     return Status(Code::kFailedPrecondition, Subject::kKey, "If-None-Match",
                   "the object " + std::string(name) + " exists");

@@ -10,6 +10,8 @@
 #include "names.h"
 #include "records/multipart_complete.h"
 #include "records/multipart_names.h"
+#include "records/object_checksum.h"
+#include "records/write_conditions.h"
 #include "rocks/rocks_store.h"
 #include "rocks/store_keys.h"
 
@@ -57,6 +59,7 @@ Result<std::string> RocksStore::CreateMultipartUpload(const ObjectKey& key,
   record.headers = options.headers;
   record.chunk = options.chunk;
   record.tags = options.tags.value_or(Tags{});
+  record.checksum_header = options.upload_checksum_header;
   record.initiated_unix_ms = NowUnixMs();
   OC_ASSIGN_OR_RETURN(record.extent_bytes,
                       ChooseExtentBytes(options, options_.default_extent_bytes));
@@ -84,13 +87,18 @@ Result<std::unique_ptr<ObjectWriter>> RocksStore::UploadPart(const ObjectKey& ke
   part_options.expected_size = options.expected_size;
   part_options.content_md5 = options.content_md5;
   part_options.extent_bytes = upload.extent_bytes;
+  // The part's checksum, when sent as a header; one sent as a trailer comes by AddHeader.
+  if (ObjectChecksum checksum = ChecksumOfHeaders(options.headers); !checksum.empty()) {
+    part_options.headers.emplace_back(std::move(checksum.header), std::move(checksum.value));
+  }
   return NewWriter(WriteTarget{key, std::string(upload_id), part_number, part_options},
                    upload.extent_bytes);
 }
 
 Result<ObjectMeta> RocksStore::CompleteMultipartUpload(const ObjectKey& key,
                                                        std::string_view upload_id,
-                                                       std::span<const CompletedPart> parts) {
+                                                       std::span<const CompletedPart> parts,
+                                                       const CompleteOptions& options) {
   OC_RETURN_IF_ERROR(ValidateObjectKey(key.name));
   const std::string object_key = ObjectDbKey(key.bucket, key.name);
   std::shared_lock bucket_lock(bucket_mu_);
@@ -107,8 +115,11 @@ Result<ObjectMeta> RocksStore::CompleteMultipartUpload(const ObjectKey& key,
     return upload.error();
   }
   OC_RETURN_IF_ERROR(CheckListedParts(parts));
+  // Under the key lock: no other commit of the key can land between this check and the write.
+  OC_RETURN_IF_ERROR(CheckWriteConditions(options.conditions, key.name, old));
   OC_ASSIGN_OR_RETURN(const std::vector<NumberedPart> stored, GetParts(meta_read_, upload_id));
-  OC_ASSIGN_OR_RETURN(CompletedUpload done, CompleteUpload(parts, stored, *upload, NowUnixMs()));
+  OC_ASSIGN_OR_RETURN(CompletedUpload done,
+                      CompleteUpload(parts, stored, *upload, options, NowUnixMs()));
   done.record.completed_upload_id = std::string(upload_id);
   rocksdb::WriteBatch batch;
   OC_RETURN_IF_ERROR(
@@ -164,8 +175,8 @@ Result<ListPartsResult> RocksStore::ListParts(const ObjectKey& key, std::string_
   ro.snapshot = snapshot.snapshot();
   OC_RETURN_IF_ERROR(CheckBucket(key.bucket, ro));
   OC_ASSIGN_OR_RETURN(UploadRecord upload, GetUpload(ro, key, upload_id));
-  (void)upload;
   ListPartsResult result;
+  result.checksum_header = upload.checksum_header;
   if (part_number_marker >= kMaxPartNumber || max_parts == 0) {
     return result;
   }
@@ -182,8 +193,8 @@ Result<ListPartsResult> RocksStore::ListParts(const ObjectKey& key, std::string_
     const uint32_t number =
         GetBigEndian32(reinterpret_cast<const std::byte*>(it->key().data() + upload_id.size()));
     OC_ASSIGN_OR_RETURN(PartRecord part, DecodePartRecord(it->value().ToStringView()));
-    result.parts.push_back(
-        PartInfo{number, part.segment.size, HexEncode(part.md5), part.mtime_unix_ms});
+    result.parts.push_back(PartInfo{number, part.segment.size, HexEncode(part.md5),
+                                    part.mtime_unix_ms, std::move(part.checksum)});
     result.next_part_number_marker = number;
   }
   OC_RETURN_IF_ERROR(FromRocks(it->status()));

@@ -131,7 +131,8 @@ class RocksStore final : public Store, public kv::SliceSource {
       std::string_view bucket, std::span<const std::string> names) override;
   Status Delete(const ObjectKey& key) override;
   Result<ObjectMeta> Copy(const ObjectKey& src, const ObjectKey& dst,
-                          const std::optional<PutOptions>& replace) override;
+                          const std::optional<PutOptions>& replace,
+                          const WriteConditions& conditions) override;
   Result<ObjectMeta> PutObjectTags(const ObjectKey& key, const Tags& tags) override;
   Result<ListResult> List(std::string_view bucket, const ListOptions& options) override;
   // rocks_group.cc: one metadata batch commits the whole group. Store's and SliceSource's.
@@ -143,7 +144,8 @@ class RocksStore final : public Store, public kv::SliceSource {
                                                    uint32_t part_number,
                                                    const PutOptions& options) override;
   Result<ObjectMeta> CompleteMultipartUpload(const ObjectKey& key, std::string_view upload_id,
-                                             std::span<const CompletedPart> parts) override;
+                                             std::span<const CompletedPart> parts,
+                                             const CompleteOptions& options) override;
   Status AbortMultipartUpload(const ObjectKey& key, std::string_view upload_id) override;
   Result<ListPartsResult> ListParts(const ObjectKey& key, std::string_view upload_id,
                                     uint32_t part_number_marker, uint32_t max_parts) override;

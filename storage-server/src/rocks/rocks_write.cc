@@ -12,6 +12,7 @@
 #include "names.h"
 #include "oc/common/log.h"
 #include "records/md5.h"
+#include "records/object_checksum.h"
 #include "records/write_conditions.h"
 #include "rocks/extent_buffer.h"
 #include "rocks/extent_io.h"
@@ -389,7 +390,7 @@ Result<ObjectMeta> RocksStore::WriteCommit(const WriteTarget& target, const Segm
       OC_ASSIGN_OR_RETURN(PartRecord old, DecodePartRecord(old_part));
       freed = DeleteSegments({old.segment}, batch, &dead);
     }
-    PartRecord part{segment, md5, now};
+    PartRecord part{segment, md5, now, ChecksumOfHeaders(target.options.headers)};
     OC_RETURN_IF_ERROR(FromRocks(batch->Put(parts_cf_, part_key, EncodePartRecord(part))));
   }
   OC_ASSIGN_OR_RETURN(*ticket_out, WriteForDurability(batch));
@@ -446,7 +447,8 @@ Status RocksStore::Delete(const ObjectKey& key) {
 }
 
 Result<ObjectMeta> RocksStore::Copy(const ObjectKey& src, const ObjectKey& dst,
-                                    const std::optional<PutOptions>& replace) {
+                                    const std::optional<PutOptions>& replace,
+                                    const WriteConditions& conditions) {
   OC_RETURN_IF_ERROR(ValidateObjectKey(src.name));
   OC_RETURN_IF_ERROR(ValidateObjectKey(dst.name));
   if (src.bucket == dst.bucket && src.name == dst.name) {
@@ -459,10 +461,11 @@ Result<ObjectMeta> RocksStore::Copy(const ObjectKey& src, const ObjectKey& dst,
     if (!record.has_value()) {
       return Status::NotFound(Subject::kKey, src.name);
     }
+    OC_RETURN_IF_ERROR(CheckWriteConditions(conditions, dst.name, record));
     if (replace.has_value()) {
       record->meta.content_type = replace->content_type;
       record->meta.user_meta = replace->user_meta;
-      record->meta.headers = replace->headers;
+      record->meta.headers = CopyHeaders(record->meta, replace->headers);
       if (replace->tags.has_value()) {
         record->meta.tags = *replace->tags;
       }
@@ -472,7 +475,7 @@ Result<ObjectMeta> RocksStore::Copy(const ObjectKey& src, const ObjectKey& dst,
         FromRocks(db_->Put(synced_, objects_cf_, object_key, EncodeObjectRecord(*record))));
     return std::move(record->meta);
   }
-  return StreamCopy(*this, src, *this, dst, replace, kCopyBufferBytes);
+  return StreamCopy(*this, src, *this, dst, replace, conditions, kCopyBufferBytes);
 }
 
 Result<ObjectMeta> RocksStore::PutObjectTags(const ObjectKey& key, const Tags& tags) {

@@ -87,13 +87,14 @@ using HeadCall = Call<Op::kHead, &Store::Head, Retry::kIfPooled, ObjectKey>;
 using HeadManyCall =
     Call<Op::kHeadMany, &Store::HeadMany, Retry::kIfPooled, std::string, std::vector<std::string>>;
 using DeleteCall = Call<Op::kDelete, &Store::Delete, Retry::kNo, ObjectKey>;
-using CopyCall =
-    Call<Op::kCopy, &Store::Copy, Retry::kNo, ObjectKey, ObjectKey, std::optional<PutOptions>>;
+using CopyCall = Call<Op::kCopy, &Store::Copy, Retry::kNo, ObjectKey, ObjectKey,
+                      std::optional<PutOptions>, WriteConditions>;
 using ListCall = Call<Op::kList, &Store::List, Retry::kIfPooled, std::string, ListOptions>;
 using CreateUploadCall =
     Call<Op::kCreateUpload, &Store::CreateMultipartUpload, Retry::kNo, ObjectKey, PutOptions>;
-using CompleteUploadCall = Call<Op::kCompleteUpload, &Store::CompleteMultipartUpload, Retry::kNo,
-                                ObjectKey, std::string, std::vector<CompletedPart>>;
+using CompleteUploadCall =
+    Call<Op::kCompleteUpload, &Store::CompleteMultipartUpload, Retry::kNo, ObjectKey, std::string,
+         std::vector<CompletedPart>, CompleteOptions>;
 using AbortUploadCall =
     Call<Op::kAbortUpload, &Store::AbortMultipartUpload, Retry::kNo, ObjectKey, std::string>;
 using ListPartsCall = Call<Op::kListParts, &Store::ListParts, Retry::kIfPooled, ObjectKey,

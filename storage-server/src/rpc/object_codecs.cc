@@ -20,8 +20,9 @@ constexpr size_t kMinPairBytes = 2 * kMinStringBytes;
 constexpr size_t kMinBucketInfoBytes = 2 * kMinStringBytes + 8;
 constexpr size_t kMinObjectMetaBytes = 8 + 4 + 4 + 4 + 4 + 8 + 4 + 1 + 4;
 constexpr size_t kMinListEntryBytes = kMinStringBytes + kMinObjectMetaBytes;
-constexpr size_t kMinCompletedPartBytes = 4 + kMinStringBytes;
-constexpr size_t kMinPartInfoBytes = 4 + 8 + kMinStringBytes + 8;
+constexpr size_t kMinChecksumBytes = 2 * kMinStringBytes;
+constexpr size_t kMinCompletedPartBytes = 4 + kMinStringBytes + kMinChecksumBytes;
+constexpr size_t kMinPartInfoBytes = 4 + 8 + kMinStringBytes + 8 + kMinChecksumBytes;
 constexpr size_t kMinUploadInfoBytes = 2 * kMinStringBytes + 8;
 constexpr size_t kMinFigureBytes = kMinStringBytes + 8;
 
@@ -51,6 +52,15 @@ bool DecodePairs(WireReader& r, std::vector<std::pair<std::string, std::string>>
     v->push_back(std::move(p));
   }
   return true;
+}
+
+void EncodeChecksum(WireWriter& w, const ObjectChecksum& c) {
+  w.Str(c.header);
+  w.Str(c.value);
+}
+
+bool DecodeChecksum(WireReader& r, ObjectChecksum* c) {
+  return r.Str(&c->header) && r.Str(&c->value);
 }
 
 void EncodeChunk(WireWriter& w, const std::optional<ChunkShape>& c) {
@@ -214,6 +224,7 @@ void Encode(WireWriter& w, const PutOptions& v) {
   if (v.tags.has_value()) {
     EncodePairs(w, *v.tags);
   }
+  w.Str(v.upload_checksum_header);
 }
 
 bool Decode(WireReader& r, PutOptions* v) {
@@ -271,7 +282,7 @@ bool Decode(WireReader& r, PutOptions* v) {
     }
     v->tags = std::move(tags);
   }
-  return true;
+  return r.Str(&v->upload_checksum_header);
 }
 
 void Encode(WireWriter& w, const std::optional<PutOptions>& v) {
@@ -332,9 +343,45 @@ bool Decode(WireReader& r, ListResult* v) {
 void Encode(WireWriter& w, const CompletedPart& v) {
   w.U32(v.part_number);
   w.Str(v.etag);
+  EncodeChecksum(w, v.checksum);
 }
 
-bool Decode(WireReader& r, CompletedPart* v) { return r.U32(&v->part_number) && r.Str(&v->etag); }
+bool Decode(WireReader& r, CompletedPart* v) {
+  return r.U32(&v->part_number) && r.Str(&v->etag) && DecodeChecksum(r, &v->checksum);
+}
+
+void Encode(WireWriter& w, const WriteConditions& v) {
+  w.U8(v.if_none_match ? 1 : 0);
+  w.U8(v.if_match.has_value() ? 1 : 0);
+  if (v.if_match.has_value()) {
+    w.Str(*v.if_match);
+  }
+}
+
+bool Decode(WireReader& r, WriteConditions* v) {
+  bool has_if_match = false;
+  if (!r.Bool(&v->if_none_match) || !r.Bool(&has_if_match)) {
+    return false;
+  }
+  v->if_match.reset();
+  if (has_if_match) {
+    std::string etag;
+    if (!r.Str(&etag)) {
+      return false;
+    }
+    v->if_match = std::move(etag);
+  }
+  return true;
+}
+
+void Encode(WireWriter& w, const CompleteOptions& v) {
+  Encode(w, v.conditions);
+  EncodeChecksum(w, v.checksum);
+}
+
+bool Decode(WireReader& r, CompleteOptions* v) {
+  return Decode(r, &v->conditions) && DecodeChecksum(r, &v->checksum);
+}
 
 void Encode(WireWriter& w, const ListPartsResult& v) {
   w.U32(static_cast<uint32_t>(v.parts.size()));
@@ -343,18 +390,20 @@ void Encode(WireWriter& w, const ListPartsResult& v) {
     w.U64(p.size);
     w.Str(p.etag);
     w.U64(static_cast<uint64_t>(p.mtime_unix_ms));
+    EncodeChecksum(w, p.checksum);
   }
   w.U8(v.truncated ? 1 : 0);
   w.U32(v.next_part_number_marker);
+  w.Str(v.checksum_header);
 }
 
 bool Decode(WireReader& r, ListPartsResult* v) {
   return DecodeVector(r, &v->parts, kMinPartInfoBytes,
                       [](WireReader& rr, PartInfo* p) {
                         return rr.U32(&p->part_number) && rr.U64(&p->size) && rr.Str(&p->etag) &&
-                               rr.I64(&p->mtime_unix_ms);
+                               rr.I64(&p->mtime_unix_ms) && DecodeChecksum(rr, &p->checksum);
                       }) &&
-         r.Bool(&v->truncated) && r.U32(&v->next_part_number_marker);
+         r.Bool(&v->truncated) && r.U32(&v->next_part_number_marker) && r.Str(&v->checksum_header);
 }
 
 void Encode(WireWriter& w, const ListUploadsOptions& v) {

@@ -232,24 +232,27 @@ Status RemoteStore::Delete(const ObjectKey& key) {
 }
 
 Result<ObjectMeta> RemoteStore::Copy(const ObjectKey& src, const ObjectKey& dst,
-                                     const std::optional<PutOptions>& replace) {
+                                     const std::optional<PutOptions>& replace,
+                                     const WriteConditions& conditions) {
   // Shared placement: every server holds both buckets, so the copy is one call.
   if (placement_ == Placement::kShared) {
-    return RoutedUnary<CopyCall>(src.bucket, src, dst, replace);
+    return RoutedUnary<CopyCall>(src.bucket, src, dst, replace, conditions);
   }
   Endpoint& from = For(src.bucket);
   Endpoint& to = For(dst.bucket);
   if (&from == &to) {
-    return Unary<CopyCall>(from, src, dst, replace);
+    return Unary<CopyCall>(from, src, dst, replace, conditions);
   }
-  return CopyAcross(src, dst, replace);
+  return CopyAcross(src, dst, replace, conditions);
 }
 
 Result<ObjectMeta> RemoteStore::CopyAcross(const ObjectKey& src, const ObjectKey& dst,
-                                           const std::optional<PutOptions>& replace) {
+                                           const std::optional<PutOptions>& replace,
+                                           const WriteConditions& conditions) {
   // The buckets live on different servers: stream src through this process into dst, one
-  // piece at a time. The reader pins one version of src, as a server-side copy would.
-  return StreamCopy(*this, src, *this, dst, replace, kStreamChunkBytes);
+  // piece at a time. The reader pins one version of src, as a server-side copy would; dst's
+  // server decides the conditions at the commit.
+  return StreamCopy(*this, src, *this, dst, replace, conditions, kStreamChunkBytes);
 }
 
 Result<ListResult> RemoteStore::List(std::string_view bucket, const ListOptions& options) {
@@ -274,8 +277,9 @@ Result<std::unique_ptr<ObjectWriter>> RemoteStore::UploadPart(const ObjectKey& k
 
 Result<ObjectMeta> RemoteStore::CompleteMultipartUpload(const ObjectKey& key,
                                                         std::string_view upload_id,
-                                                        std::span<const CompletedPart> parts) {
-  return RoutedUnary<CompleteUploadCall>(key.bucket, key, upload_id, parts);
+                                                        std::span<const CompletedPart> parts,
+                                                        const CompleteOptions& options) {
+  return RoutedUnary<CompleteUploadCall>(key.bucket, key, upload_id, parts, options);
 }
 
 Status RemoteStore::AbortMultipartUpload(const ObjectKey& key, std::string_view upload_id) {

@@ -61,7 +61,8 @@ class RemoteStore final : public Store {
   Status Delete(const ObjectKey& key) override;
   Result<ObjectMeta> PutObjectTags(const ObjectKey& key, const Tags& tags) override;
   Result<ObjectMeta> Copy(const ObjectKey& src, const ObjectKey& dst,
-                          const std::optional<PutOptions>& replace) override;
+                          const std::optional<PutOptions>& replace,
+                          const WriteConditions& conditions) override;
   Result<ListResult> List(std::string_view bucket, const ListOptions& options) override;
 
   // --- Multipart (remote_objects.cc) ---
@@ -71,7 +72,8 @@ class RemoteStore final : public Store {
                                                    uint32_t part_number,
                                                    const PutOptions& options) override;
   Result<ObjectMeta> CompleteMultipartUpload(const ObjectKey& key, std::string_view upload_id,
-                                             std::span<const CompletedPart> parts) override;
+                                             std::span<const CompletedPart> parts,
+                                             const CompleteOptions& options) override;
   Status AbortMultipartUpload(const ObjectKey& key, std::string_view upload_id) override;
   Result<ListPartsResult> ListParts(const ObjectKey& key, std::string_view upload_id,
                                     uint32_t part_number_marker, uint32_t max_parts) override;
@@ -140,7 +142,8 @@ class RemoteStore final : public Store {
   Result<std::unique_ptr<ObjectWriter>> OpenWriter(Endpoint& ep, const Args&... args);
 
   Result<ObjectMeta> CopyAcross(const ObjectKey& src, const ObjectKey& dst,
-                                const std::optional<PutOptions>& replace);
+                                const std::optional<PutOptions>& replace,
+                                const WriteConditions& conditions);
 
   // Sends a descriptor call's request frame on a connection of the server it is routed to
   // (remote_kv.cc): a pooled one if it looks alive, else a new one.

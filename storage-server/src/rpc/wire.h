@@ -48,7 +48,9 @@ namespace oc::storage::rpc {
 inline constexpr uint32_t kMagic = 0x3152434F;  // bytes 'O' 'C' 'R' '1'
 // 2: ByteRange carries a part number and PutOptions write conditions (issue 17).
 // 3: PutOptions and ObjectMeta carry tags, KvPutReport the create-if-absent outcomes; ops 36
-//    (PutHeader) and 37 (PutObjectTags) exist (issue 17).
+//    (PutHeader) and 37 (PutObjectTags) exist; parts carry checksums (CompletedPart, PartInfo,
+//    ListPartsResult, PutOptions::upload_checksum_header), Copy takes WriteConditions and
+//    CompleteUpload CompleteOptions (issue 17; none of it was released before version 3).
 inline constexpr uint8_t kVersion = 3;
 inline constexpr size_t kHeaderBytes = 24;
 // The hard ceiling on any frame body either side accepts, whatever is configured: a
@@ -90,12 +92,12 @@ enum class Op : uint8_t {
   kGet = 24,              // key, ByteRange               / ObjectMeta, offset, length; then kData*
   kHead = 25,             // key                          / ObjectMeta
   kDelete = 26,           // key                          / (empty)
-  kCopy = 27,             // src, dst, optional<PutOptions> / ObjectMeta
+  kCopy = 27,             // src, dst, optional<PutOptions>, WriteConditions / ObjectMeta
   kList = 28,             // bucket, ListOptions          / ListResult
   kHeadMany = 29,         // bucket, vector<string>       / vector<optional<ObjectMeta>>
   kCreateUpload = 30,     // key, PutOptions              / upload id
   kUploadPartBegin = 31,  // key, upload id, part, PutOptions / (empty); then as kPutBegin
-  kCompleteUpload = 32,   // key, upload id, vector<CompletedPart> / ObjectMeta
+  kCompleteUpload = 32,   // key, upload id, vector<CompletedPart>, CompleteOptions / ObjectMeta
   kAbortUpload = 33,      // key, upload id               / (empty)
   kListParts = 34,        // key, upload id, marker u32, max u32 / ListPartsResult
   kListUploads = 35,      // bucket, ListUploadsOptions   / ListUploadsResult
@@ -235,6 +237,8 @@ void Encode(WireWriter& w, const std::optional<PutOptions>& v);
 void Encode(WireWriter& w, const ListOptions& v);
 void Encode(WireWriter& w, const ListResult& v);
 void Encode(WireWriter& w, const CompletedPart& v);
+void Encode(WireWriter& w, const WriteConditions& v);
+void Encode(WireWriter& w, const CompleteOptions& v);
 void Encode(WireWriter& w, const ListPartsResult& v);
 void Encode(WireWriter& w, const ListUploadsOptions& v);
 void Encode(WireWriter& w, const ListUploadsResult& v);
@@ -273,6 +277,8 @@ bool Decode(WireReader& r, std::optional<PutOptions>* v);
 bool Decode(WireReader& r, ListOptions* v);
 bool Decode(WireReader& r, ListResult* v);
 bool Decode(WireReader& r, CompletedPart* v);
+bool Decode(WireReader& r, WriteConditions* v);
+bool Decode(WireReader& r, CompleteOptions* v);
 bool Decode(WireReader& r, ListPartsResult* v);
 bool Decode(WireReader& r, ListUploadsOptions* v);
 bool Decode(WireReader& r, ListUploadsResult* v);

@@ -545,5 +545,60 @@ TEST(AwsChunkedTrailer, AuthenticateNeedsOneKnownTrailerHeader) {
   EXPECT_EQ(r->decoded_content_length, 11u);
 }
 
+// STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER: AWS's signed example chunks (the final one
+// followed at once by the trailer section), the crc32 trailer and its signature over
+// "x-amz-checksum-crc32:<value>\n" chained from the final chunk's signature.
+TEST(AwsChunkedSignedTrailer, ChecksChunksTrailerAndTrailerSignature) {
+  const StreamingSigner signer = AwsSigner();
+  AuthResult auth;
+  auth.payload = PayloadMode::kStreamingSignedTrailer;
+  auth.streaming = signer;
+  auth.decoded_content_length = 66560;
+  auth.trailer = "x-amz-checksum-crc32";
+  Checksum crc(ChecksumAlgorithm::kCrc32);
+  crc.Update(AsBytes(std::string(66560, 'a')));
+  const std::string value = crc.FinishBase64();
+  std::string chunks;
+  for (size_t i = 0; i < 2; ++i) {
+    chunks += ChunkBytes(testing::kAwsChunkSizes[i], testing::kAwsChunkSignatures[i]);
+  }
+  chunks += "0;chunk-signature=" + std::string(testing::kAwsChunkSignatures[2]) + "\r\n";
+  const std::string sts = "AWS4-HMAC-SHA256-TRAILER\n" + signer.amz_date + "\n" + signer.scope +
+                          "\n" + std::string(testing::kAwsChunkSignatures[2]) + "\n" +
+                          sigv4::DigestHex(sigv4::Sha256Of("x-amz-checksum-crc32:" + value + "\n"));
+  const std::string sig = sigv4::SignatureHex(signer.signing_key, sts);
+  const std::string line = "x-amz-checksum-crc32:" + value + "\r\n";
+  struct Row {
+    const char* what;
+    std::string body;
+    Code code;
+    std::string_view field;
+  };
+  std::string bad_sig = sig;
+  bad_sig[0] = bad_sig[0] == '0' ? '1' : '0';
+  const Row rows[] = {
+      {"good", chunks + line + "x-amz-trailer-signature:" + sig + "\r\n\r\n", Code::kOk, ""},
+      {"bad signature", chunks + line + "x-amz-trailer-signature:" + bad_sig + "\r\n\r\n",
+       Code::kUnauthenticated, "x-amz-trailer-signature"},
+      {"no signature", chunks + line + "\r\n", Code::kUnauthenticated, "x-amz-trailer-signature"},
+      {"signature first", chunks + "x-amz-trailer-signature:" + sig + "\r\n" + line + "\r\n",
+       Code::kInvalidArgument, "aws-chunked"},
+      {"unsigned final chunk", chunks.substr(0, chunks.rfind("0;")) + "0\r\n" + line + "\r\n",
+       Code::kInvalidArgument, "aws-chunked"},
+  };
+  for (const Row& row : rows) {
+    for (size_t piece : {size_t{1}, size_t{7}, size_t{65536}}) {
+      SCOPED_TRACE(std::string(row.what) + " piece " + std::to_string(piece));
+      Decoded d = DecodeTrailer(auth, row.body, piece);
+      EXPECT_EQ(d.status.code(), row.code) << d.status;
+      if (row.code == Code::kOk) {
+        EXPECT_EQ(d.payload, std::string(66560, 'a'));
+      } else {
+        EXPECT_EQ(d.status.field(), row.field) << d.status;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace oc::gateway::auth

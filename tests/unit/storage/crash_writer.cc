@@ -274,7 +274,7 @@ int RunRados(oc::storage::Store& store, uint64_t seed) {
       }
       continue;
     }
-    auto meta = store.CompleteMultipartUpload({"crash", key}, *id, done);
+    auto meta = store.CompleteMultipartUpload({"crash", key}, *id, done, {});
     if (!meta.has_value()) {
       return Fail("complete", meta.error());
     }

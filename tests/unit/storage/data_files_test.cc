@@ -382,7 +382,7 @@ TEST_F(DataFilesTest, SmallObjectsInOneExtentStayInRocksDb) {
     ASSERT_TRUE(m.has_value()) << m.error();
     parts.push_back({n, m->etag});
   }
-  ASSERT_TRUE(store_->CompleteMultipartUpload({"bkt", "mp"}, *upload, parts).has_value());
+  ASSERT_TRUE(store_->CompleteMultipartUpload({"bkt", "mp"}, *upload, parts, {}).has_value());
   ExpectContent("mp", first + last);
   ExpectContent("small", Bytes(1, 999));
   Open();  // the counts at open agree

@@ -180,6 +180,46 @@ TEST(MetaCodec, BucketUploadAndPartRecordsRoundTrip) {
   EXPECT_FALSE(DecodeUploadRecord("\x01").has_value());
 }
 
+// Part checksums and the upload's checksum algorithm (issue 17) are extension fields, written
+// only when set: records without them keep the bytes of formats 1 and 2.
+TEST(MetaCodec, ChecksumsAreExtensionFieldsOfPartAndUploadRecords) {
+  for (const uint64_t writer : {uint64_t{0}, uint64_t{77}}) {
+    SCOPED_TRACE(writer);
+    PartRecord p;
+    p.segment = {5, 100, 64, 0, writer};
+    p.md5[3] = std::byte{0x42};
+    p.mtime_unix_ms = 9;
+    const std::string plain = EncodePartRecord(p);
+    EXPECT_EQ(plain[0], writer == 0 ? '\x01' : '\x02');
+    p.checksum = {"x-amz-checksum-crc32", "AAAAAQ=="};
+    const std::string with = EncodePartRecord(p);
+    EXPECT_EQ(with[0], writer == 0 ? '\x03' : '\x04');
+    EXPECT_EQ(with.substr(1, plain.size() - 1), plain.substr(1));  // the old fields, then the block
+    Result<PartRecord> back = DecodePartRecord(with);
+    ASSERT_TRUE(back.has_value()) << back.error();
+    EXPECT_EQ(back->checksum, p.checksum);
+    EXPECT_EQ(back->segment.writer, writer);
+    EXPECT_EQ(back->md5, p.md5);
+    EXPECT_EQ(back->mtime_unix_ms, 9);
+    Result<PartRecord> old = DecodePartRecord(plain);
+    ASSERT_TRUE(old.has_value());
+    EXPECT_TRUE(old->checksum.empty());
+    for (size_t n = 0; n < with.size(); ++n) {
+      EXPECT_FALSE(DecodePartRecord(std::string_view(with).substr(0, n)).has_value()) << n;
+    }
+  }
+  UploadRecord u;
+  const std::string plain = EncodeUploadRecord(u);
+  u.checksum_header = "x-amz-checksum-sha256";
+  u.tags = {{"a", "b"}};
+  const std::string with = EncodeUploadRecord(u);
+  Result<UploadRecord> back = DecodeUploadRecord(with);
+  ASSERT_TRUE(back.has_value()) << back.error();
+  EXPECT_EQ(back->checksum_header, "x-amz-checksum-sha256");
+  EXPECT_EQ(back->tags, u.tags);
+  EXPECT_TRUE(DecodeUploadRecord(plain)->checksum_header.empty());
+}
+
 // Stored parts 1, 2 and 3 of an upload: 1 and 2 of the minimum size, 3 small; MD5s of
 // repeated bytes 0x11, 0x22, 0xcc.
 std::vector<NumberedPart> StoredParts() {
@@ -208,7 +248,7 @@ TEST(CompleteUpload, StitchesListedPartsInOrderWithTheS3Etag) {
   const std::vector<NumberedPart> stored = StoredParts();
   // Part 2 is left out; the client's ETags may come quoted and in upper case.
   const std::vector<CompletedPart> listed = {{1, "\"" + kEtag1 + "\""}, {3, kEtag3Upper}};
-  Result<CompletedUpload> done = CompleteUpload(listed, stored, upload, 1234);
+  Result<CompletedUpload> done = CompleteUpload(listed, stored, upload, {}, 1234);
   ASSERT_TRUE(done.has_value()) << done.error();
   const ObjectRecord& r = done->record;
   ASSERT_EQ(r.segments.size(), 2u);
@@ -226,6 +266,45 @@ TEST(CompleteUpload, StitchesListedPartsInOrderWithTheS3Etag) {
   ASSERT_TRUE(r.meta.chunk.has_value());
   EXPECT_EQ(r.meta.chunk->num_layers, 4u);
   EXPECT_EQ(done->stitched, (std::vector<bool>{true, false, true}));
+}
+
+// Listed checksums are compared with the stored ones; an upload with an algorithm needs one
+// under it for every listed part; the completion's checksum becomes a header of the object.
+TEST(CompleteUpload, ComparesPartChecksumsAndStoresTheComposite) {
+  std::vector<NumberedPart> stored = StoredParts();
+  const ObjectChecksum c1{"x-amz-checksum-crc32", "AAAAAQ=="};
+  const ObjectChecksum c2{"x-amz-checksum-crc32", "AAAAAg=="};
+  stored[0].part.checksum = c1;
+  stored[1].part.checksum = c2;
+  UploadRecord upload;
+  upload.headers = {{"cache-control", "x"}};
+  CompleteOptions options;
+  options.checksum = {"x-amz-checksum-crc32", "Zm9vYg==-2"};
+  Result<CompletedUpload> done = CompleteUpload(
+      std::vector<CompletedPart>{{1, kEtag1, c1}, {2, kEtag2, c2}}, stored, upload, options, 5);
+  ASSERT_TRUE(done.has_value()) << done.error();
+  EXPECT_EQ(done->record.meta.headers,
+            (std::vector<std::pair<std::string, std::string>>{
+                {"cache-control", "x"}, {"x-amz-checksum-crc32", "Zm9vYg==-2"}}));
+  // Part 3 has no stored checksum: listing one for it is a mismatch.
+  Result<CompletedUpload> bad =
+      CompleteUpload(std::vector<CompletedPart>{{1, kEtag1, c2}}, stored, upload, {}, 5);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().subject(), Subject::kPart);
+  bad = CompleteUpload(std::vector<CompletedPart>{{3, kEtag3, c1}}, stored, upload, {}, 5);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().subject(), Subject::kPart);
+  // Listing none is fine for an upload without an algorithm, refused for one with it.
+  EXPECT_TRUE(
+      CompleteUpload(std::vector<CompletedPart>{{1, kEtag1}}, stored, upload, {}, 5).has_value());
+  upload.checksum_header = "x-amz-checksum-crc32";
+  bad = CompleteUpload(std::vector<CompletedPart>{{1, kEtag1, c1}, {2, kEtag2}}, stored, upload, {},
+                       5);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().code(), Code::kInvalidArgument);
+  EXPECT_EQ(bad.error().subject(), Subject::kUpload);
+  EXPECT_EQ(bad.error().field(), "x-amz-checksum-crc32");
+  EXPECT_NE(bad.error().message().find("missing for part 2"), std::string::npos);
 }
 
 TEST(CompleteUpload, RefusesBadListsWithThePartErrors) {
@@ -249,7 +328,7 @@ TEST(CompleteUpload, RefusesBadListsWithThePartErrors) {
   stored.push_back(fourth);
   for (const Row& row : rows) {
     SCOPED_TRACE(row.what);
-    Result<CompletedUpload> done = CompleteUpload(row.listed, stored, UploadRecord{}, 0);
+    Result<CompletedUpload> done = CompleteUpload(row.listed, stored, UploadRecord{}, {}, 0);
     ASSERT_FALSE(done.has_value());
     EXPECT_EQ(done.error().code(), row.code) << done.error();
     EXPECT_EQ(done.error().subject(), Subject::kPart);
@@ -259,7 +338,7 @@ TEST(CompleteUpload, RefusesBadListsWithThePartErrors) {
   }
   // The last part may be small; earlier ones are exactly the minimum here.
   EXPECT_TRUE(CompleteUpload(std::vector<CompletedPart>{{1, kEtag1}, {2, kEtag2}, {3, kEtag3}},
-                             stored, UploadRecord{}, 0)
+                             stored, UploadRecord{}, {}, 0)
                   .has_value());
 }
 

@@ -118,7 +118,7 @@ TEST_F(RadosGcTest, DeleteAndEveryMultipartPathLeaveNoGarbage) {
   Result<ObjectMeta> m3 = Part("mp", *id, 3, Bytes(8, 20'000));
   ASSERT_TRUE(m1.has_value() && m2.has_value() && m3.has_value());
   Result<ObjectMeta> done = store_->CompleteMultipartUpload(
-      {"bkt", "mp"}, *id, std::vector<CompletedPart>{{1, m1->etag}, {3, m3->etag}});
+      {"bkt", "mp"}, *id, std::vector<CompletedPart>{{1, m1->etag}, {3, m3->etag}}, {});
   ASSERT_TRUE(done.has_value()) << done.error();
   // An aborted upload.
   Result<std::string> aborted = store_->CreateMultipartUpload({"bkt", "ab"}, {});
@@ -233,8 +233,8 @@ TEST_F(RadosGcTest, RacingUploadsOfOnePartLeaveOnePartAndNoGarbage) {
   ASSERT_EQ(parts->parts.size(), 1u);
   EXPECT_EQ(Gc(*store_), Objects(70'000) * (kThreads * kRounds - 1));
   ASSERT_TRUE(store_
-                  ->CompleteMultipartUpload({"bkt", "mp"}, *id,
-                                            std::vector<CompletedPart>{{1, parts->parts[0].etag}})
+                  ->CompleteMultipartUpload(
+                      {"bkt", "mp"}, *id, std::vector<CompletedPart>{{1, parts->parts[0].etag}}, {})
                   .has_value());
   EXPECT_EQ(DataObjects(), Objects(70'000));
   Result<std::string> body = GetString(*store_, {"bkt", "mp"});

@@ -63,7 +63,13 @@ TEST(RpcCalls, EveryCallEncodesTheFieldsOfItsOpInWireOrder) {
   uploads.key_marker = "k";
   uploads.max_uploads = 2;
   const std::vector<std::string> names = {"a", "", "c"};
-  const std::vector<CompletedPart> parts = {{1, "e1"}, {2, "e2"}};
+  const std::vector<CompletedPart> parts = {{1, "e1", {"x-amz-checksum-crc32", "AAAAAQ=="}},
+                                            {2, "e2", {}}};
+  WriteConditions conditions;
+  conditions.if_match = "\"e\"";
+  CompleteOptions complete;
+  complete.conditions.if_none_match = true;
+  complete.checksum = {"x-amz-checksum-crc32", "AAAAAA==-2"};
   const ByteRange range{10, 20, false};
 
   ExpectRequest<CreateBucketCall>(bucket_view, owner);  // views, as RemoteStore holds them
@@ -74,11 +80,11 @@ TEST(RpcCalls, EveryCallEncodesTheFieldsOfItsOpInWireOrder) {
   ExpectRequest<HeadManyCall>(bucket_view, std::span<const std::string>(names));
   ExpectRequest<HeadManyCall>(bucket, names);
   ExpectRequest<DeleteCall>(key);
-  ExpectRequest<CopyCall>(key, dst, replace);
-  ExpectRequest<CopyCall>(key, dst, keep);
+  ExpectRequest<CopyCall>(key, dst, replace, conditions);
+  ExpectRequest<CopyCall>(key, dst, keep, WriteConditions{});
   ExpectRequest<ListCall>(bucket, list);
   ExpectRequest<CreateUploadCall>(key, options);
-  ExpectRequest<CompleteUploadCall>(key, upload, std::span<const CompletedPart>(parts));
+  ExpectRequest<CompleteUploadCall>(key, upload, std::span<const CompletedPart>(parts), complete);
   ExpectRequest<AbortUploadCall>(key, upload);
   ExpectRequest<ListPartsCall>(key, upload, marker, max);
   ExpectRequest<ListUploadsCall>(bucket, uploads);

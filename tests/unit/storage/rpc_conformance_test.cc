@@ -345,7 +345,7 @@ TEST_P(StoreConformance, CopyKeepsOrReplacesMetadataWithinAndAcrossBuckets) {
     if (bucket != "bkt") {
       ASSERT_TRUE(store().CreateBucket(bucket, "me").ok());
     }
-    Result<ObjectMeta> copy = store().Copy({"bkt", "src"}, {bucket, "dst"}, std::nullopt);
+    Result<ObjectMeta> copy = store().Copy({"bkt", "src"}, {bucket, "dst"}, std::nullopt, {});
     ASSERT_TRUE(copy.has_value()) << copy.error();
     EXPECT_EQ(copy->etag, src->etag);
     EXPECT_EQ(copy->content_type, "image/png");
@@ -354,14 +354,14 @@ TEST_P(StoreConformance, CopyKeepsOrReplacesMetadataWithinAndAcrossBuckets) {
 
     PutOptions r;
     r.content_type = "text/plain";
-    Result<ObjectMeta> replaced = store().Copy({"bkt", "src"}, {bucket, "dst2"}, r);
+    Result<ObjectMeta> replaced = store().Copy({"bkt", "src"}, {bucket, "dst2"}, r, {});
     ASSERT_TRUE(replaced.has_value()) << replaced.error();
     EXPECT_EQ(replaced->content_type, "text/plain");
     EXPECT_TRUE(replaced->user_meta.empty());
-    EXPECT_EQ(store().Copy({"bkt", "absent"}, {bucket, "x"}, std::nullopt).error().subject(),
+    EXPECT_EQ(store().Copy({"bkt", "absent"}, {bucket, "x"}, std::nullopt, {}).error().subject(),
               Subject::kKey);
   }
-  EXPECT_EQ(store().Copy({"bkt", "src"}, {"nobucket", "x"}, std::nullopt).error().subject(),
+  EXPECT_EQ(store().Copy({"bkt", "src"}, {"nobucket", "x"}, std::nullopt, {}).error().subject(),
             Subject::kBucket);
 }
 
@@ -409,20 +409,20 @@ TEST_P(StoreConformance, TagsAreStoredReplacedAndCopiedAsS3Does) {
 
   // Copies: tags COPY with metadata COPY or REPLACE, tags REPLACE, and onto the same key.
   ASSERT_TRUE(store().PutObjectTags({"bkt", "t"}, tags).has_value());
-  Result<ObjectMeta> copy = store().Copy({"bkt", "t"}, {"bkt", "c1"}, std::nullopt);
+  Result<ObjectMeta> copy = store().Copy({"bkt", "t"}, {"bkt", "c1"}, std::nullopt, {});
   ASSERT_TRUE(copy.has_value()) << copy.error();
   EXPECT_EQ(copy->tags, tags);
   PutOptions replace;
   replace.content_type = "image/png";
-  copy = store().Copy({"bkt", "t"}, {"bkt", "c2"}, replace);
+  copy = store().Copy({"bkt", "t"}, {"bkt", "c2"}, replace, {});
   ASSERT_TRUE(copy.has_value()) << copy.error();
   EXPECT_EQ(copy->tags, tags);
   EXPECT_EQ(copy->content_type, "image/png");
   replace.tags = other;
-  copy = store().Copy({"bkt", "t"}, {"bkt", "c3"}, replace);
+  copy = store().Copy({"bkt", "t"}, {"bkt", "c3"}, replace, {});
   ASSERT_TRUE(copy.has_value()) << copy.error();
   EXPECT_EQ(store().Head({"bkt", "c3"})->tags, other);
-  copy = store().Copy({"bkt", "t"}, {"bkt", "t"}, replace);
+  copy = store().Copy({"bkt", "t"}, {"bkt", "t"}, replace, {});
   ASSERT_TRUE(copy.has_value()) << copy.error();
   EXPECT_EQ(store().Head({"bkt", "t"})->tags, other);
   EXPECT_EQ(store().Head({"bkt", "t"})->content_type, "image/png");
@@ -439,7 +439,7 @@ TEST_P(StoreConformance, TagsAreStoredReplacedAndCopiedAsS3Does) {
   Result<ObjectMeta> part = (*w)->Commit();
   ASSERT_TRUE(part.has_value()) << part.error();
   const std::vector<CompletedPart> parts = {{1, part->etag}};
-  Result<ObjectMeta> done = store().CompleteMultipartUpload(key, *id, parts);
+  Result<ObjectMeta> done = store().CompleteMultipartUpload(key, *id, parts, {});
   ASSERT_TRUE(done.has_value()) << done.error();
   EXPECT_EQ(done->tags, tags);
   EXPECT_EQ(store().Head(key)->tags, tags);
@@ -530,7 +530,7 @@ TEST_P(RocksConformance, MultipartUploadEndToEnd) {
   ASSERT_EQ(uploads->uploads.size(), 1u);
   EXPECT_EQ(uploads->uploads[0].upload_id, *id);
 
-  Result<ObjectMeta> done = store().CompleteMultipartUpload(key, *id, parts);
+  Result<ObjectMeta> done = store().CompleteMultipartUpload(key, *id, parts, {});
   ASSERT_TRUE(done.has_value()) << done.error();
   EXPECT_EQ(done->size, part1.size() + part2.size());
   EXPECT_TRUE(done->etag.ends_with("-2")) << done->etag;
@@ -544,7 +544,7 @@ TEST_P(RocksConformance, MultipartUploadEndToEnd) {
   EXPECT_EQ(past.error().code(), Code::kOutOfRange);
   EXPECT_EQ(past.error().subject(), Subject::kPart);
   EXPECT_EQ(past.error().field(), "partNumber");
-  Result<ObjectMeta> again = store().CompleteMultipartUpload(key, *id, parts);
+  Result<ObjectMeta> again = store().CompleteMultipartUpload(key, *id, parts, {});
   ASSERT_TRUE(again.has_value()) << again.error();
   EXPECT_EQ(again->etag, done->etag);
 
@@ -552,8 +552,9 @@ TEST_P(RocksConformance, MultipartUploadEndToEnd) {
   ASSERT_TRUE(other.has_value());
   EXPECT_TRUE(store().AbortMultipartUpload({"bkt", "aborted"}, *other).ok());
   EXPECT_EQ(store().AbortMultipartUpload({"bkt", "aborted"}, *other).subject(), Subject::kUpload);
-  EXPECT_EQ(store().CompleteMultipartUpload({"bkt", "aborted"}, *other, parts).error().subject(),
-            Subject::kUpload);
+  EXPECT_EQ(
+      store().CompleteMultipartUpload({"bkt", "aborted"}, *other, parts, {}).error().subject(),
+      Subject::kUpload);
 }
 
 TEST_P(StoreConformance, StatsAnswer) {

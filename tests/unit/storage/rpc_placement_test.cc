@@ -49,8 +49,8 @@ class ReportingStore final : public Store {
   }
   Status Delete(const ObjectKey& k) override { return inner_->Delete(k); }
   Result<ObjectMeta> Copy(const ObjectKey& s, const ObjectKey& d,
-                          const std::optional<PutOptions>& r) override {
-    return inner_->Copy(s, d, r);
+                          const std::optional<PutOptions>& r, const WriteConditions& c) override {
+    return inner_->Copy(s, d, r, c);
   }
   Result<ObjectMeta> PutObjectTags(const ObjectKey& k, const Tags& tags) override {
     return inner_->PutObjectTags(k, tags);
@@ -66,8 +66,9 @@ class ReportingStore final : public Store {
     return inner_->UploadPart(k, id, part, o);
   }
   Result<ObjectMeta> CompleteMultipartUpload(const ObjectKey& k, std::string_view id,
-                                             std::span<const CompletedPart> parts) override {
-    return inner_->CompleteMultipartUpload(k, id, parts);
+                                             std::span<const CompletedPart> parts,
+                                             const CompleteOptions& o) override {
+    return inner_->CompleteMultipartUpload(k, id, parts, o);
   }
   Status AbortMultipartUpload(const ObjectKey& k, std::string_view id) override {
     return inner_->AbortMultipartUpload(k, id);
@@ -277,7 +278,7 @@ TEST(RemotePlacement, SharedTargetSpreadsCallsRoundRobin) {
   EXPECT_EQ(on_a, 5);
   EXPECT_EQ(on_b, 5);
   // A copy is one call on one server (both hold both buckets).
-  Result<ObjectMeta> copy = (*remote)->Copy({"bkt", "k"}, {"bkt", "copy"}, std::nullopt);
+  Result<ObjectMeta> copy = (*remote)->Copy({"bkt", "k"}, {"bkt", "copy"}, std::nullopt, {});
   ASSERT_TRUE(copy.has_value()) << copy.error();
   EXPECT_NE(Has(*pair.a->local, {"bkt", "copy"}), Has(*pair.b->local, {"bkt", "copy"}));
 }

@@ -41,6 +41,7 @@ PutOptions SampleOptions() {
   md5[0] = std::byte{0xd4};
   md5[15] = std::byte{0x7e};
   o.content_md5 = md5;
+  o.upload_checksum_header = "x-amz-checksum-crc64nvme";
   return o;
 }
 
@@ -258,6 +259,7 @@ TEST(RpcWire, FieldsRoundTrip) {
   EXPECT_EQ(range2.length, 42u);
   EXPECT_EQ(options2.content_type, options.content_type);
   EXPECT_EQ(options2.user_meta, options.user_meta);
+  EXPECT_EQ(options2.upload_checksum_header, options.upload_checksum_header);
   EXPECT_EQ(options2.headers, options.headers);
   EXPECT_EQ(options2.extent_bytes, options.extent_bytes);
   EXPECT_EQ(options2.expected_size, options.expected_size);
@@ -279,9 +281,10 @@ TEST(RpcWire, FieldsRoundTrip) {
 
 TEST(RpcWire, MultipartAndStatsTypesRoundTrip) {
   ListPartsResult parts;
-  parts.parts = {{1, 5u << 20, "aa", 10}, {2, 7, "bb", 11}};
+  parts.parts = {{1, 5u << 20, "aa", 10, {"x-amz-checksum-sha1", "c2hh"}}, {2, 7, "bb", 11}};
   parts.truncated = true;
   parts.next_part_number_marker = 2;
+  parts.checksum_header = "x-amz-checksum-sha1";
   ListUploadsResult uploads;
   uploads.uploads = {{"k", "id-1", 99}};
   uploads.common_prefixes = {"c/"};
@@ -290,16 +293,26 @@ TEST(RpcWire, MultipartAndStatsTypesRoundTrip) {
   StoreStats stats;
   stats.figures = {{"a", 1}, {"b", ~0ull}};
   const std::vector<std::optional<ObjectMeta>> metas = {SampleMeta(), std::nullopt};
-  const std::vector<CompletedPart> done = {{1, "e1"}, {3, "e3"}};
+  const std::vector<CompletedPart> done = {{1, "e1"}, {3, "e3", {"x-amz-checksum-crc32", "AA=="}}};
+  CompleteOptions complete;
+  complete.conditions.if_match = "etag";
+  complete.checksum = {"x-amz-checksum-crc32", "AAAAAA==-2"};
 
-  const auto body = BodyOf(parts, uploads, stats, metas, done);
+  const auto body = BodyOf(parts, uploads, stats, metas, done, complete);
   ListPartsResult parts2;
   ListUploadsResult uploads2;
   StoreStats stats2;
   std::vector<std::optional<ObjectMeta>> metas2;
   std::vector<CompletedPart> done2;
-  ASSERT_TRUE(DecodeBody(body, &parts2, &uploads2, &stats2, &metas2, &done2).ok());
+  CompleteOptions complete2;
+  ASSERT_TRUE(DecodeBody(body, &parts2, &uploads2, &stats2, &metas2, &done2, &complete2).ok());
   ASSERT_EQ(parts2.parts.size(), 2u);
+  EXPECT_EQ(parts2.parts[0].checksum, parts.parts[0].checksum);
+  EXPECT_TRUE(parts2.parts[1].checksum.empty());
+  EXPECT_EQ(parts2.checksum_header, "x-amz-checksum-sha1");
+  EXPECT_EQ(complete2.conditions.if_match, complete.conditions.if_match);
+  EXPECT_FALSE(complete2.conditions.if_none_match);
+  EXPECT_EQ(complete2.checksum, complete.checksum);
   EXPECT_EQ(parts2.parts[0].size, 5u << 20);
   EXPECT_EQ(parts2.parts[1].etag, "bb");
   EXPECT_EQ(parts2.next_part_number_marker, 2u);
@@ -313,6 +326,7 @@ TEST(RpcWire, MultipartAndStatsTypesRoundTrip) {
   EXPECT_FALSE(metas2[1].has_value());
   ASSERT_EQ(done2.size(), 2u);
   EXPECT_EQ(done2[1].part_number, 3u);
+  EXPECT_EQ(done2[1].checksum, done[1].checksum);
 }
 
 TEST(RpcWire, EveryTruncationOfABodyIsAnError) {
@@ -394,12 +408,13 @@ TEST(RpcWire, ValidateBodyAcceptsWhatEncodersProduceForEveryOp) {
       {Op::kCommit, kFlagReply, BodyOf(SampleMeta())},
       {Op::kGet, 0, BodyOf(key, ByteRange{5, 10, false})},
       {Op::kGet, kFlagReply, BodyOf(GetReply{SampleMeta(), 5, 10})},
-      {Op::kCopy, 0, BodyOf(key, key, std::optional<PutOptions>(SampleOptions()))},
+      {Op::kCopy, 0,
+       BodyOf(key, key, std::optional<PutOptions>(SampleOptions()), WriteConditions{true, "e"})},
       {Op::kList, 0, BodyOf(std::string("b"), ListOptions{"p", "/", "a", 10})},
       {Op::kHeadMany, 0, BodyOf(std::string("b"), std::vector<std::string>{"a", "b"})},
       {Op::kUploadPartBegin, 0, BodyOf(key, std::string("id"), uint32_t{2}, PutOptions{})},
       {Op::kCompleteUpload, 0,
-       BodyOf(key, std::string("id"), std::vector<CompletedPart>{{1, "e"}})},
+       BodyOf(key, std::string("id"), std::vector<CompletedPart>{{1, "e"}}, CompleteOptions{})},
       {Op::kListParts, 0, BodyOf(key, std::string("id"), uint32_t{0}, uint32_t{1000})},
       {Op::kListUploads, 0, BodyOf(std::string("b"), ListUploadsOptions{})},
       {Op::kPutHeader, 0, BodyOf(std::string("x-amz-checksum-crc32"), std::string("DUoRhQ=="))},

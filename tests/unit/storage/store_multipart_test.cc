@@ -89,7 +89,7 @@ TEST_P(MultipartTest, CompletesWithS3EtagAndNoCopy) {
   EXPECT_EQ(store_->Head({"bkt", "mp"}).error().code(), Code::kNotFound);
   const std::vector<CompletedPart> parts = {
       {1, m1->etag}, {2, "\"" + m2->etag + "\""}, {3, m3->etag}};
-  Result<ObjectMeta> done = store_->CompleteMultipartUpload({"bkt", "mp"}, *id, parts);
+  Result<ObjectMeta> done = store_->CompleteMultipartUpload({"bkt", "mp"}, *id, parts, {});
   ASSERT_TRUE(done.has_value()) << done.error();
   std::string md5s;
   for (const auto& m : {*m1, *m2, *m3}) {
@@ -144,26 +144,26 @@ TEST_P(MultipartTest, CompletionChecksPartsEtagsOrderAndSize) {
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(row.what);
-    Result<ObjectMeta> r = store_->CompleteMultipartUpload({"bkt", "mp"}, *id, row.parts);
+    Result<ObjectMeta> r = store_->CompleteMultipartUpload({"bkt", "mp"}, *id, row.parts, {});
     ASSERT_FALSE(r.has_value());
     EXPECT_EQ(r.error().code(), row.code) << r.error();
     EXPECT_EQ(r.error().subject(), row.subject);
   }
   EXPECT_EQ(store_
                 ->CompleteMultipartUpload({"bkt", "mp"}, "0123456789abcdef0123456789abcdef",
-                                          std::vector<CompletedPart>{{1, m1->etag}})
+                                          std::vector<CompletedPart>{{1, m1->etag}}, {})
                 .error()
                 .subject(),
             Subject::kUpload);
   EXPECT_EQ(store_
                 ->CompleteMultipartUpload({"bkt", "other"}, *id,
-                                          std::vector<CompletedPart>{{1, m1->etag}})
+                                          std::vector<CompletedPart>{{1, m1->etag}}, {})
                 .error()
                 .subject(),
             Subject::kUpload);
   // A subset of the parts (the last may be small); the unused part's bytes are freed.
   const std::vector<CompletedPart> ok = {{1, m1->etag}, {3, m3->etag}};
-  Result<ObjectMeta> done = store_->CompleteMultipartUpload({"bkt", "mp"}, *id, ok);
+  Result<ObjectMeta> done = store_->CompleteMultipartUpload({"bkt", "mp"}, *id, ok, {});
   ASSERT_TRUE(done.has_value()) << done.error();
   EXPECT_EQ(done->size, kPart + 1000);
   Result<std::string> got = GetString(*store_, {"bkt", "mp"}, ByteRange::All(), 1 << 20);
@@ -270,20 +270,20 @@ TEST_P(MultipartTest, RetriedCompletionAnswersWithTheObjectItMade) {
   Result<ObjectMeta> p2 = UploadPart(*id, 2, Bytes(2, 10));
   ASSERT_TRUE(p1.has_value() && p2.has_value());
   const std::vector<CompletedPart> parts = {{1, p1->etag}, {2, p2->etag}};
-  Result<ObjectMeta> done = store_->CompleteMultipartUpload({"bkt", "mp"}, *id, parts);
+  Result<ObjectMeta> done = store_->CompleteMultipartUpload({"bkt", "mp"}, *id, parts, {});
   ASSERT_TRUE(done.has_value()) << done.error();
-  Result<ObjectMeta> again = store_->CompleteMultipartUpload({"bkt", "mp"}, *id, parts);
+  Result<ObjectMeta> again = store_->CompleteMultipartUpload({"bkt", "mp"}, *id, parts, {});
   ASSERT_TRUE(again.has_value()) << again.error();
   EXPECT_EQ(again->etag, done->etag);
   EXPECT_EQ(again->size, done->size);
-  EXPECT_EQ(store_->CompleteMultipartUpload({"bkt", "other"}, *id, parts).error().subject(),
+  EXPECT_EQ(store_->CompleteMultipartUpload({"bkt", "other"}, *id, parts, {}).error().subject(),
             Subject::kUpload);
   Result<std::string> other = store_->CreateMultipartUpload({"bkt", "mp"}, {});
   ASSERT_TRUE(other.has_value());
-  EXPECT_EQ(store_->CompleteMultipartUpload({"bkt", "mp"}, *other, parts).error().subject(),
+  EXPECT_EQ(store_->CompleteMultipartUpload({"bkt", "mp"}, *other, parts, {}).error().subject(),
             Subject::kPart);  // a live upload: its own (missing) parts decide
   ASSERT_TRUE(PutString(*store_, {"bkt", "mp"}, "replaced").has_value());
-  EXPECT_EQ(store_->CompleteMultipartUpload({"bkt", "mp"}, *id, parts).error().subject(),
+  EXPECT_EQ(store_->CompleteMultipartUpload({"bkt", "mp"}, *id, parts, {}).error().subject(),
             Subject::kUpload);
 }
 
@@ -299,7 +299,7 @@ TEST_P(MultipartTest, GetByPartNumberReadsThatPart) {
   Result<ObjectMeta> p9 = UploadPart(*id, 9, c);
   ASSERT_TRUE(p2.has_value() && p5.has_value() && p9.has_value());
   const std::vector<CompletedPart> listed = {{2, p2->etag}, {5, p5->etag}, {9, p9->etag}};
-  ASSERT_TRUE(store_->CompleteMultipartUpload({"bkt", "mp"}, *id, listed).has_value());
+  ASSERT_TRUE(store_->CompleteMultipartUpload({"bkt", "mp"}, *id, listed, {}).has_value());
   uint64_t offset = 0;
   for (const auto& [n, want] : {std::pair{1u, &a}, std::pair{2u, &b}, std::pair{3u, &c}}) {
     SCOPED_TRACE(n);
@@ -331,9 +331,10 @@ TEST_P(MultipartTest, CompletionReplacesAnExistingObject) {
   ASSERT_TRUE(id.has_value());
   Result<ObjectMeta> m1 = UploadPart(*id, 1, "only part");
   ASSERT_TRUE(m1.has_value());
-  ASSERT_TRUE(
-      store_->CompleteMultipartUpload({"bkt", "mp"}, *id, std::vector<CompletedPart>{{1, m1->etag}})
-          .has_value());
+  ASSERT_TRUE(store_
+                  ->CompleteMultipartUpload({"bkt", "mp"}, *id,
+                                            std::vector<CompletedPart>{{1, m1->etag}}, {})
+                  .has_value());
   EXPECT_EQ(*GetString(*store_, {"bkt", "mp"}), "only part");
   Result<std::string> old_bytes = ReadAll(**old, 1 << 20);
   ASSERT_TRUE(old_bytes.has_value());
@@ -445,7 +446,7 @@ TEST_P(MultipartTest, ReadsStartingInsideEveryPartAreByteExact) {
     ASSERT_TRUE(m.has_value()) << m.error();
     parts.push_back({n, m->etag});
   }
-  ASSERT_TRUE(store_->CompleteMultipartUpload({"bkt", "mp"}, *id, parts).has_value());
+  ASSERT_TRUE(store_->CompleteMultipartUpload({"bkt", "mp"}, *id, parts, {}).has_value());
   const std::string all = p1 + p2 + p3;
   for (uint64_t at : {uint64_t{0}, kPart, kPart + 1, 2 * kPart + 3, all.size() - 1}) {
     SCOPED_TRACE(at);
@@ -453,6 +454,114 @@ TEST_P(MultipartTest, ReadsStartingInsideEveryPartAreByteExact) {
     ASSERT_TRUE(got.has_value()) << got.error();
     EXPECT_TRUE(*got == all.substr(at, 5 << 20));
   }
+}
+
+// Part checksums (issue 17): kept with the part whether given at UploadPart (a header) or by
+// AddHeader (a trailer), listed by ListParts, compared at completion with the listed ones,
+// required for every part when the upload names an algorithm, and the completion's checksum
+// of checksums stored with the object. The completion's write conditions apply to the key.
+TEST_P(MultipartTest, PartChecksumsAreKeptComparedAndTheCompositeStored) {
+  const std::string kHeader = "x-amz-checksum-crc32";
+  PutOptions create;
+  create.upload_checksum_header = kHeader;
+  Result<std::string> id = store_->CreateMultipartUpload({"bkt", "mp"}, create);
+  ASSERT_TRUE(id.has_value()) << id.error();
+  PutOptions p1;
+  p1.headers = {{kHeader, "AAAAAQ=="}, {"x-other", "ignored"}};
+  Result<std::unique_ptr<ObjectWriter>> w1 = store_->UploadPart({"bkt", "mp"}, *id, 1, p1);
+  ASSERT_TRUE(w1.has_value()) << w1.error();
+  ASSERT_TRUE((*w1)->Append(AsBytes(Bytes(1, kPart))).ok());
+  Result<ObjectMeta> m1 = (*w1)->Commit();
+  ASSERT_TRUE(m1.has_value()) << m1.error();
+  Result<std::unique_ptr<ObjectWriter>> w2 = store_->UploadPart({"bkt", "mp"}, *id, 2, {});
+  ASSERT_TRUE(w2.has_value()) << w2.error();
+  ASSERT_TRUE((*w2)->Append(AsBytes(Bytes(2, 100))).ok());
+  ASSERT_TRUE((*w2)->AddHeader(kHeader, "AAAAAg==").ok());
+  Result<ObjectMeta> m2 = (*w2)->Commit();
+  ASSERT_TRUE(m2.has_value()) << m2.error();
+
+  Result<ListPartsResult> listed = store_->ListParts({"bkt", "mp"}, *id, 0, 10);
+  ASSERT_TRUE(listed.has_value()) << listed.error();
+  EXPECT_EQ(listed->checksum_header, kHeader);
+  ASSERT_EQ(listed->parts.size(), 2u);
+  EXPECT_EQ(listed->parts[0].checksum, (ObjectChecksum{kHeader, "AAAAAQ=="}));
+  EXPECT_EQ(listed->parts[1].checksum, (ObjectChecksum{kHeader, "AAAAAg=="}));
+
+  const ObjectChecksum c1{kHeader, "AAAAAQ=="};
+  const ObjectChecksum c2{kHeader, "AAAAAg=="};
+  struct Row {
+    const char* what;
+    std::vector<CompletedPart> parts;
+    Code code;
+    Subject subject;
+  };
+  const Row rows[] = {
+      {"a listed checksum differs",
+       {{1, m1->etag, c2}, {2, m2->etag, c2}},
+       Code::kInvalidArgument,
+       Subject::kPart},
+      {"another algorithm",
+       {{1, m1->etag, {"x-amz-checksum-sha1", "AAAAAQ=="}}},
+       Code::kInvalidArgument,
+       Subject::kUpload},
+      {"a part lists none",
+       {{1, m1->etag, c1}, {2, m2->etag, {}}},
+       Code::kInvalidArgument,
+       Subject::kUpload},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.what);
+    Result<ObjectMeta> r = store_->CompleteMultipartUpload({"bkt", "mp"}, *id, row.parts, {});
+    ASSERT_FALSE(r.has_value());
+    EXPECT_EQ(r.error().code(), row.code) << r.error();
+    EXPECT_EQ(r.error().subject(), row.subject) << r.error();
+  }
+  const std::vector<CompletedPart> good = {{1, m1->etag, c1}, {2, m2->etag, c2}};
+  CompleteOptions options;
+  options.checksum = {kHeader, "composite-2"};
+  options.conditions.if_match = "\"0123456789abcdef0123456789abcdef\"";
+  Result<ObjectMeta> refused = store_->CompleteMultipartUpload({"bkt", "mp"}, *id, good, options);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code(), Code::kNotFound) << refused.error();  // If-Match, no object
+  options.conditions = {};
+  options.conditions.if_none_match = true;
+  Result<ObjectMeta> done = store_->CompleteMultipartUpload({"bkt", "mp"}, *id, good, options);
+  ASSERT_TRUE(done.has_value()) << done.error();
+  EXPECT_EQ(done->headers,
+            (std::vector<std::pair<std::string, std::string>>{{kHeader, "composite-2"}}));
+  Result<ObjectMeta> head = store_->Head({"bkt", "mp"});
+  ASSERT_TRUE(head.has_value()) << head.error();
+  EXPECT_EQ(head->headers, done->headers);
+  EXPECT_EQ(head->size, kPart + 100);
+}
+
+// CompleteMultipartUpload's conditions are checked against the object it would replace.
+TEST_P(MultipartTest, CompletionConditionsGuardTheKey) {
+  ASSERT_TRUE(PutString(*store_, {"bkt", "mp"}, "old").has_value());
+  Result<ObjectMeta> old = store_->Head({"bkt", "mp"});
+  ASSERT_TRUE(old.has_value());
+  Result<std::string> id = store_->CreateMultipartUpload({"bkt", "mp"}, {});
+  ASSERT_TRUE(id.has_value());
+  Result<ObjectMeta> m1 = UploadPart(*id, 1, "new");
+  ASSERT_TRUE(m1.has_value());
+  const std::vector<CompletedPart> parts = {{1, m1->etag}};
+  CompleteOptions none_match;
+  none_match.conditions.if_none_match = true;
+  Result<ObjectMeta> r = store_->CompleteMultipartUpload({"bkt", "mp"}, *id, parts, none_match);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().code(), Code::kFailedPrecondition) << r.error();
+  EXPECT_EQ(r.error().field(), "If-None-Match");
+  CompleteOptions wrong;
+  wrong.conditions.if_match = "ffffffffffffffffffffffffffffffff";
+  r = store_->CompleteMultipartUpload({"bkt", "mp"}, *id, parts, wrong);
+  ASSERT_FALSE(r.has_value());
+  EXPECT_EQ(r.error().field(), "If-Match");
+  EXPECT_EQ(*GetString(*store_, {"bkt", "mp"}), "old");  // refused: nothing changed
+  CompleteOptions match;
+  match.conditions.if_match = old->etag;
+  r = store_->CompleteMultipartUpload({"bkt", "mp"}, *id, parts, match);
+  ASSERT_TRUE(r.has_value()) << r.error();
+  EXPECT_EQ(*GetString(*store_, {"bkt", "mp"}), "new");
 }
 
 }  // namespace

@@ -317,7 +317,7 @@ TEST_P(RocksSlicesTest, SliceSpansMultipartSegments) {
     ASSERT_TRUE(m.has_value());
     parts.push_back({n++, m->etag});
   }
-  ASSERT_TRUE(store_->CompleteMultipartUpload({"kvc", "mp"}, *id, parts).has_value());
+  ASSERT_TRUE(store_->CompleteMultipartUpload({"kvc", "mp"}, *id, parts, {}).has_value());
   const std::string all = p1 + p2;
   std::string dest(20000, '\0');
   const uint64_t offset = kMinPartBytes - 7000;

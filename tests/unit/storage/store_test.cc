@@ -473,7 +473,7 @@ TEST_P(StoreTest, CopyKeepsOrReplacesMetadata) {
   ASSERT_TRUE(src.has_value());
   ASSERT_TRUE(store_->CreateBucket("other", "me").ok());
 
-  Result<ObjectMeta> copy = store_->Copy({"bkt", "src"}, {"other", "dst"}, std::nullopt);
+  Result<ObjectMeta> copy = store_->Copy({"bkt", "src"}, {"other", "dst"}, std::nullopt, {});
   ASSERT_TRUE(copy.has_value()) << copy.error();
   EXPECT_EQ(copy->etag, src->etag);
   EXPECT_EQ(copy->content_type, "image/png");
@@ -482,13 +482,13 @@ TEST_P(StoreTest, CopyKeepsOrReplacesMetadata) {
 
   PutOptions r;
   r.content_type = "text/plain";
-  Result<ObjectMeta> replaced = store_->Copy({"bkt", "src"}, {"bkt", "dst2"}, r);
+  Result<ObjectMeta> replaced = store_->Copy({"bkt", "src"}, {"bkt", "dst2"}, r, {});
   ASSERT_TRUE(replaced.has_value());
   EXPECT_EQ(replaced->content_type, "text/plain");
   EXPECT_TRUE(replaced->user_meta.empty());
 
   // Onto itself: metadata replaced, bytes untouched.
-  Result<ObjectMeta> self = store_->Copy({"bkt", "src"}, {"bkt", "src"}, r);
+  Result<ObjectMeta> self = store_->Copy({"bkt", "src"}, {"bkt", "src"}, r, {});
   ASSERT_TRUE(self.has_value());
   EXPECT_EQ(self->content_type, "text/plain");
   EXPECT_EQ(self->etag, src->etag);
@@ -497,10 +497,59 @@ TEST_P(StoreTest, CopyKeepsOrReplacesMetadata) {
   // The copy is independent of its source.
   ASSERT_TRUE(store_->Delete({"bkt", "src"}).ok());
   EXPECT_TRUE(*GetString(*store_, {"other", "dst"}) == data);
-  EXPECT_EQ(store_->Copy({"bkt", "src"}, {"bkt", "x"}, std::nullopt).error().subject(),
+  EXPECT_EQ(store_->Copy({"bkt", "src"}, {"bkt", "x"}, std::nullopt, {}).error().subject(),
             Subject::kKey);
-  EXPECT_EQ(store_->Copy({"bkt", "dst2"}, {"nobucket", "x"}, std::nullopt).error().subject(),
+  EXPECT_EQ(store_->Copy({"bkt", "dst2"}, {"nobucket", "x"}, std::nullopt, {}).error().subject(),
             Subject::kBucket);
+}
+
+// CopyObject's write conditions on the destination and the checksum a REPLACE keeps (issue 17):
+// onto another key (a streamed copy) and onto the source itself (a record rewrite).
+TEST_P(StoreTest, CopyChecksDestinationConditionsAndKeepsTheChecksum) {
+  PutOptions o;
+  o.headers = {{"x-amz-checksum-crc32", "AAAAAQ=="}, {"cache-control", "no-cache"}};
+  Result<ObjectMeta> src = PutString(*store_, {"bkt", "src"}, Bytes(5, 9000), o);
+  ASSERT_TRUE(src.has_value()) << src.error();
+  Result<ObjectMeta> dst = PutString(*store_, {"bkt", "dst"}, "old");
+  ASSERT_TRUE(dst.has_value()) << dst.error();
+  for (const ObjectKey& to : {ObjectKey{"bkt", "dst"}, ObjectKey{"bkt", "src"}}) {
+    SCOPED_TRACE(to.name);
+    const std::string before = *GetString(*store_, to);
+    WriteConditions none_match;
+    none_match.if_none_match = true;
+    Result<ObjectMeta> r = store_->Copy({"bkt", "src"}, to, PutOptions{}, none_match);
+    ASSERT_FALSE(r.has_value());
+    EXPECT_EQ(r.error().code(), Code::kFailedPrecondition) << r.error();
+    EXPECT_EQ(r.error().field(), "If-None-Match");
+    WriteConditions wrong;
+    wrong.if_match = "ffffffffffffffffffffffffffffffff";
+    r = store_->Copy({"bkt", "src"}, to, std::nullopt, wrong);
+    ASSERT_FALSE(r.has_value());
+    EXPECT_EQ(r.error().field(), "If-Match") << r.error();
+    EXPECT_EQ(*GetString(*store_, to), before);  // refused: nothing changed
+    WriteConditions match;
+    match.if_match = "\"" + store_->Head(to)->etag + "\"";
+    PutOptions replace;
+    replace.content_type = "text/plain";
+    r = store_->Copy({"bkt", "src"}, to, replace, match);
+    ASSERT_TRUE(r.has_value()) << r.error();
+    // REPLACE takes the new metadata and keeps the source's checksum.
+    EXPECT_EQ(r->content_type, "text/plain");
+    EXPECT_EQ(
+        r->headers,
+        (std::vector<std::pair<std::string, std::string>>{{"x-amz-checksum-crc32", "AAAAAQ=="}}));
+    EXPECT_EQ(store_->Head(to)->headers, r->headers);
+  }
+  // A checksum given with the new metadata replaces the source's.
+  PutOptions replace;
+  replace.headers = {{"x-amz-checksum-sha1", "new"}};
+  Result<ObjectMeta> r = store_->Copy({"bkt", "src"}, {"bkt", "sha1"}, replace, {});
+  ASSERT_TRUE(r.has_value()) << r.error();
+  EXPECT_EQ(r->headers, replace.headers);
+  WriteConditions none_match;
+  none_match.if_none_match = true;
+  r = store_->Copy({"bkt", "src"}, {"bkt", "fresh"}, std::nullopt, none_match);
+  ASSERT_TRUE(r.has_value()) << r.error();  // absent: the copy is made
 }
 
 TEST_P(StoreTest, HeadManyAnswersEveryName) {

@@ -66,8 +66,8 @@ class ObjectWriter {
   virtual Status Appended(uint64_t n);
   // Adds a stored header (as PutOptions::headers) whose value is known only once the body
   // has been read: an S3 checksum that came as an aws-chunked trailer. Call before Commit.
-  // A part writer accepts and ignores it (parts keep only PutOptions' digest and size
-  // fields). kUnimplemented from a writer that cannot (a descriptor PUT's chunk pipe).
+  // A part writer keeps an x-amz-checksum-* header as the part's checksum (PartInfo) and
+  // ignores any other. kUnimplemented from a writer that cannot (a descriptor PUT's chunk pipe).
   virtual Status AddHeader(std::string name, std::string value) {
     (void)name;
     (void)value;
@@ -179,9 +179,14 @@ class Store {
   virtual Status Delete(const ObjectKey& key) = 0;
   // Copies src to dst (which may be the same key). Metadata is src's unless `replace` is
   // given (S3's x-amz-metadata-directive: REPLACE); tags are src's unless replace->tags is
-  // set (x-amz-tagging-directive: REPLACE). Returns dst's new metadata.
+  // set (x-amz-tagging-directive: REPLACE). src's checksum (an x-amz-checksum-* header) is
+  // kept under `replace` too unless replace->headers carries one (S3 keeps it unless asked for
+  // another algorithm). `conditions` apply to dst's current object as a PutObject's do
+  // (types.h WriteConditions); a copy onto src itself checks them against src. Returns dst's
+  // new metadata.
   virtual Result<ObjectMeta> Copy(const ObjectKey& src, const ObjectKey& dst,
-                                  const std::optional<PutOptions>& replace) = 0;
+                                  const std::optional<PutOptions>& replace,
+                                  const WriteConditions& conditions) = 0;
   // Replaces the tags of `key`'s object (S3 PutObjectTagging; no tags: DeleteObjectTagging) in
   // one atomic step with nothing else changed: bytes, ETag, metadata and mtime stay, as in S3.
   // Returns the object's metadata with its new tags. kNotFound/kKey if absent.
@@ -208,13 +213,18 @@ class Store {
                                                            uint32_t part_number,
                                                            const PutOptions& options) = 0;
   // Assembles the listed parts into the object, atomically. kNotFound/kUpload if no such
-  // upload; kInvalidArgument/kPart ("InvalidPart") if a part is missing or its ETag
-  // differs; kFailedPrecondition/kPart ("InvalidPartOrder") if numbers do not ascend;
+  // upload; kInvalidArgument/kPart ("InvalidPart") if a part is missing, its ETag differs or
+  // its listed checksum differs from the one stored with it; kInvalidArgument/kUpload
+  // ("InvalidRequest") if the upload has a checksum algorithm and a part lists no checksum
+  // under it; kFailedPrecondition/kPart ("InvalidPartOrder") if numbers do not ascend;
   // kOutOfRange/kPart ("EntityTooSmall") if a part other than the last is under
-  // kMinPartBytes. The parts' bytes are not copied.
+  // kMinPartBytes; the errors of options.conditions against the key's current object. A
+  // retry of a completion that succeeded answers that object's metadata. The parts' bytes
+  // are not copied.
   virtual Result<ObjectMeta> CompleteMultipartUpload(const ObjectKey& key,
                                                      std::string_view upload_id,
-                                                     std::span<const CompletedPart> parts) = 0;
+                                                     std::span<const CompletedPart> parts,
+                                                     const CompleteOptions& options) = 0;
   // Discards the upload and its parts. kNotFound/kUpload if no such upload.
   virtual Status AbortMultipartUpload(const ObjectKey& key, std::string_view upload_id) = 0;
   // Parts with numbers above `part_number_marker`, ascending, at most max_parts.

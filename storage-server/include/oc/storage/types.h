@@ -88,8 +88,30 @@ struct ObjectMeta {
   Tags tags;  // S3 object tags, in the order stored; empty for none
 };
 
-// What a caller supplies when writing an object (or a part: only the digest and size
-// fields apply to parts).
+// An S3 additional checksum as the store keeps it: the header it is sent and returned under
+// (lowercase, "x-amz-checksum-crc32", ...) and its base64 value ("<base64>-<N>" for a
+// multipart upload's checksum of checksums). The store compares and copies them as text; the
+// gateway computes and verifies them (docs/decisions.md, "S3 checksums").
+struct ObjectChecksum {
+  std::string header;  // "" for none
+  std::string value;
+  bool empty() const { return header.empty(); }
+  bool operator==(const ObjectChecksum&) const = default;
+};
+
+// Conditions on the object a write replaces (S3 If-None-Match: * and If-Match: <etag> on
+// PutObject, CompleteMultipartUpload and CopyObject), checked by the store against the key's
+// current record atomically with the write. if_none_match: kFailedPrecondition/kKey (field
+// "If-None-Match") if the key exists. if_match (an unquoted ETag): kNotFound/kKey if the key
+// is absent, kFailedPrecondition/kKey (field "If-Match") if its ETag differs. On either
+// nothing is stored. Default: unconditional.
+struct WriteConditions {
+  bool if_none_match = false;
+  std::optional<std::string> if_match;
+};
+
+// What a caller supplies when writing an object (or a part: only the digest and size fields
+// apply to parts, and an x-amz-checksum-* entry of `headers`, kept as the part's checksum).
 struct PutOptions {
   std::string content_type;  // Default: "" (the gateway answers binary/octet-stream)
   std::vector<std::pair<std::string, std::string>> user_meta;
@@ -118,6 +140,11 @@ struct PutOptions {
   // `replace`: the copy's tags when set (x-amz-tagging-directive: REPLACE), else the source's.
   // Parts ignore it. Default: none (in a copy: the source's)
   std::optional<Tags> tags;
+  // CreateMultipartUpload only: the header of the upload's checksum algorithm
+  // (x-amz-checksum-algorithm: CRC32 -> "x-amz-checksum-crc32"). Its completion then needs a
+  // checksum under that header listed for every part (CompleteMultipartUpload). Default: ""
+  // (none)
+  std::string upload_checksum_header;
 };
 
 // One object of a committed group (ObjectGroupWriter::Commit), in Begin order.
@@ -153,6 +180,19 @@ struct ListResult {
 struct CompletedPart {
   uint32_t part_number = 0;
   std::string etag;  // unquoted
+  // The part's checksum as the client lists it (ChecksumCRC32 ... in the completion's XML);
+  // when set it must equal the checksum stored with the part. Default: none
+  ObjectChecksum checksum;
+};
+
+// CompleteMultipartUpload's options besides the part list.
+struct CompleteOptions {
+  // On the object the completion replaces (S3 If-None-Match: *, If-Match). Default: none
+  WriteConditions conditions;
+  // The completed object's checksum, stored as one of its headers (the checksum of checksums
+  // "<base64>-<N>" the gateway computed from the listed part checksums, which the store
+  // compares with the parts' own first). Default: none
+  ObjectChecksum checksum;
 };
 
 struct PartInfo {
@@ -160,12 +200,18 @@ struct PartInfo {
   uint64_t size = 0;
   std::string etag;  // unquoted hex MD5
   int64_t mtime_unix_ms = 0;
+  // The checksum sent with the part (x-amz-checksum-* as a header or trailer), verified by
+  // the gateway and stored with the part; empty if none was sent.
+  ObjectChecksum checksum;
 };
 
 struct ListPartsResult {
   std::vector<PartInfo> parts;
   bool truncated = false;
   uint32_t next_part_number_marker = 0;
+  // The upload's checksum algorithm as its header (PutOptions::upload_checksum_header); "" if
+  // none.
+  std::string checksum_header;
 };
 
 struct UploadInfo {
