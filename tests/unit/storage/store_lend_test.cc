@@ -197,7 +197,7 @@ TEST_P(LendTest, LentBytesAreStoredAsAppendedOnes) {
   Result<ObjectMeta> pm = (*pw)->Commit();
   ASSERT_TRUE(pm.has_value()) << pm.error();
   const std::vector<CompletedPart> parts = {{1, pm->etag}};
-  ASSERT_TRUE(store_->CompleteMultipartUpload({"bkt", "mp"}, *id, parts).has_value());
+  ASSERT_TRUE(store_->CompleteMultipartUpload({"bkt", "mp"}, *id, parts, {}).has_value());
   Result<std::string> got = GetString(*store_, {"bkt", "mp"});
   ASSERT_TRUE(got.has_value());
   EXPECT_TRUE(*got == part);
