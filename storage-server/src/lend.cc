@@ -19,6 +19,9 @@ Result<MutableByteSpan> ObjectWriter::AppendSpace(uint64_t min_bytes, uint64_t m
   if (scratch_lent_.has_value()) {
     return Status::FailedPrecondition(Subject::kEntity, "a lend is already outstanding");
   }
+  // An empty Append changes nothing and answers what Append would now: a spent or failed
+  // writer lends nothing (store.h).
+  OC_RETURN_IF_ERROR(Append(ByteSpan{}));
   if (scratch_bytes_ < max_bytes) {
     scratch_ = std::make_unique_for_overwrite<std::byte[]>(max_bytes);
     scratch_bytes_ = max_bytes;

@@ -56,7 +56,7 @@ Status WriteByLends(ObjectWriter& w, std::string_view data, std::vector<uint64_t
 class CollectingWriter final : public ObjectWriter {
  public:
   Status Append(ByteSpan data) override {
-    ++appends_;
+    appends_ += data.empty() ? 0 : 1;  // AppendSpace's empty probe of the writer's state
     bytes_.append(AsText(data));
     return Status::Ok();
   }
@@ -234,6 +234,7 @@ TEST_P(LendTest, AbandonedAfterALendStoresNothing) {
   Result<std::string> got = GetString(*store_, {"bkt", "short"});
   ASSERT_TRUE(got.has_value());
   EXPECT_TRUE(*got == data.substr(0, 5000));
+  const uint64_t with_short = Extents();
 
   // A lend refused by a size check at Commit leaves nothing either.
   PutOptions sized;
@@ -243,8 +244,11 @@ TEST_P(LendTest, AbandonedAfterALendStoresNothing) {
   ASSERT_TRUE(WriteByLends(**bad, data.substr(0, 7000), {4096}).ok());
   EXPECT_EQ((*bad)->Commit().error().subject(), Subject::kEntity);
   EXPECT_EQ(store_->Head({"bkt", "sized"}).error().code(), Code::kNotFound);
+  EXPECT_EQ(Extents(), with_short);
   ASSERT_TRUE(store_->Delete({"bkt", "short"}).ok());
-  EXPECT_EQ(Extents(), before);
+  if (GetParam() != Backend::kRados) {  // RADOS frees deleted data in its GC (rados_gc_test)
+    EXPECT_EQ(Extents(), before);
+  }
 }
 
 TEST_P(LendTest, MisuseIsRefused) {
