@@ -29,6 +29,10 @@ Usage: bench/gateway_bench.py [--seconds 5] [--modes embedded,remote,nginx] [--s
        [--osd-asok PATH] [--ops GET,HEAD,PUT,PUT-DISTINCT]
 --out defaults to bench/results/<YYYY-MM-DD>/gateway_bench.json (UTC date).
 Binaries: OC_OBJECTCACHE_BIN, OC_GATEWAY_BIN, OC_STORAGE_SERVER_BIN (default: build/release).
+--bin NAME=PATH makes mode NAME the embedded server run from the objectcache binary PATH (an
+A/B between two builds in one run: list both names in --modes and --reps alternates them);
+--baseline NAME adds "ratios": every other mode's median ops/s and server CPU per request over
+NAME's, per op, size and concurrency.
 --endpoint measures a server that is already running (any S3 server: Ceph RGW, `objectcache
 serve` on RADOS) instead of starting ours: rows get mode = --label, and server CPU comes from
 the --cpu-pids processes (per process in "cpu_us_per_req", summed in server_cpu_us_per_req).
@@ -226,9 +230,15 @@ def bench_mode(mode, args, results):
     root = tempfile.mkdtemp(prefix="oc-bench-")
     # A --variant is the embedded server with one [storage] setting changed; rows keep its name.
     storage = args.variants.get(mode)
+    binary = args.bins.get(mode)
     extra = BENCH_CONFIG + (f"[storage]\n{storage}\n" if storage else "")
-    srv = Server("embedded" if storage else mode, root, extra_config=extra)
-    srv.start()
+    srv = Server("embedded" if storage or binary else mode, root, extra_config=extra)
+    default_bin = os.environ["OC_OBJECTCACHE_BIN"]
+    os.environ["OC_OBJECTCACHE_BIN"] = binary or default_bin  # read by Server.start
+    try:
+        srv.start()
+    finally:
+        os.environ["OC_OBJECTCACHE_BIN"] = default_bin
     try:
         s3 = srv.boto3()
         s3.create_bucket(Bucket="bench")
@@ -323,6 +333,32 @@ def nginx_ratios(results):
                             "ratio": ratio})
                 print(f"GET {size} c={conc}: {mode} {median(ours):.0f} ops/s, nginx "
                       f"{median(v):.0f} ops/s: {ratio:.2f} of nginx", flush=True)
+    return out
+
+
+def mode_ratios(results, baseline):
+    """Per (op, size, concurrency): each mode's median ops/s and server CPU per request over
+    the baseline mode's."""
+    cells = {}
+    for r in results:
+        cells.setdefault((r["op"], r["size"], r["concurrency"]), {}).setdefault(
+            r["mode"], []).append(r)
+    out = []
+    for (op, size, conc), by_mode in sorted(cells.items()):
+        base = by_mode.get(baseline)
+        if not base:
+            continue
+        for mode, rows in sorted(by_mode.items()):
+            if mode == baseline:
+                continue
+            ops = median([r["ops_per_s"] for r in rows]) / median([r["ops_per_s"] for r in base])
+            cpu = (median([r["server_cpu_us_per_req"] for r in rows])
+                   / median([r["server_cpu_us_per_req"] for r in base]))
+            out.append({"op": op, "size": size, "concurrency": conc, "mode": mode,
+                        "baseline": baseline, "ops_ratio": ops, "cpu_per_req_ratio": cpu,
+                        "runs": len(rows), "baseline_runs": len(base)})
+            print(f"{op} {size} c={conc}: {mode}/{baseline} ops/s {ops:.2f}, "
+                  f"server CPU per request {cpu:.2f}", flush=True)
     return out
 
 
@@ -461,6 +497,10 @@ def main():
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=SETTING",
                     help="mode NAME: the embedded server with this [storage] setting, e.g. "
                     "'small-in-files=data_file_min_bytes = 0' (repeatable; list NAME in --modes)")
+    ap.add_argument("--bin", action="append", default=[], metavar="NAME=PATH",
+                    help="mode NAME: the embedded server run from the objectcache binary PATH "
+                    "(repeatable; list NAME in --modes)")
+    ap.add_argument("--baseline", help="a mode: report the others' ratios over it")
     ap.add_argument("--out", default=os.path.join(
         HERE, "results", time.strftime("%Y-%m-%d", time.gmtime()), "gateway_bench.json"))
     args = ap.parse_args()
@@ -473,6 +513,12 @@ def main():
         if not sep or not name or not setting:
             ap.error(f"--variant takes NAME=SETTING, not {v}")
         args.variants[name] = setting
+    args.bins = {}
+    for b in args.bin:
+        name, sep, path = b.partition("=")
+        if not sep or not name or not os.access(path, os.X_OK):
+            ap.error(f"--bin takes NAME=PATH of an executable, not {b}")
+        args.bins[name] = os.path.abspath(path)
     if not set(args.ops) <= {"GET", "HEAD", "PUT", "PUT-DISTINCT"}:
         ap.error(f"--ops takes GET, HEAD, PUT and/or PUT-DISTINCT, not {','.join(args.ops)}")
     results = []
@@ -480,7 +526,7 @@ def main():
         if not (args.access_key and args.secret_key):
             ap.error("--endpoint needs --access-key and --secret-key (or AWS_* variables)")
         bench_endpoint(args, results)
-        write(args.out, results)
+        write(args.out, results, args.baseline)
         return
     build = os.path.join(ROOT, "build", "release")
     os.environ.setdefault("OC_OBJECTCACHE_BIN", os.path.join(build, "gateway", "objectcache"))
@@ -496,14 +542,16 @@ def main():
                 print("remote: oc-storage-server not built, skipped", flush=True)
                 continue
             bench_mode(mode, args, results)
-    write(args.out, results)
+    write(args.out, results, args.baseline)
 
 
-def write(out, results):
+def write(out, results, baseline=None):
     os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
     doc = {"benchmark": "gateway_bench", "results": results}
     if any(r["mode"] == "nginx" for r in results):
         doc["nginx_ratio"] = nginx_ratios(results)
+    if baseline:
+        doc["ratios"] = mode_ratios(results, baseline)
     with open(out, "w") as f:
         json.dump(doc, f, indent=1)
     print(f"wrote {out}")

@@ -1,9 +1,12 @@
-// RocksStore, space reclamation: replaced and deleted versions leave range tombstones over
-// their extents; after StoreOptions::reclaim_after_bytes of them a background thread compacts
+// RocksStore, space reclamation: replaced and deleted versions leave tombstones over their
+// extents (point deletes for a version of a few extents, one range tombstone for a larger
+// one); after StoreOptions::reclaim_after_bytes of them a background thread compacts
 // the extent column family (and its blob files) so the space comes back, and rewrites the
 // data files that are mostly garbage (rocks_data_reclaim.cc).
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -16,6 +19,14 @@ namespace oc::storage {
 namespace {
 
 const Logger kLog{"storage"};
+
+// A version of at most this many extents is freed by point deletes of its extent keys, a
+// larger one by one DeleteRange. RocksDB re-fragments the range tombstones of the mutable
+// memtable for every new iterator once another one is added, so a range tombstone per
+// overwrite made each PUT and read cost O(overwrites since the last flush), which in the
+// data-file layout (small locator values, rare flushes) grew to milliseconds
+// (docs/decisions.md, "Storage: point deletes for small versions").
+constexpr uint64_t kPointDeleteMaxExtents = 256;
 
 }  // namespace
 
@@ -39,8 +50,20 @@ uint64_t RocksStore::DeleteSegments(const std::vector<Segment>& segments,
         kLog.Warn("reading locators of data id {}: {}", s.data_id, it->status().ToString());
       }
     }
+    // Extents are extent_bytes each but the last, numbered from 0 (rocks_write.cc); an empty
+    // version may have written one. Deleting a key that was never written is harmless.
+    const uint64_t extents =
+        s.extent_bytes == 0 ? UINT64_MAX
+                            : std::max<uint64_t>(1, s.size / s.extent_bytes +
+                                                        (s.size % s.extent_bytes != 0 ? 1 : 0));
     // Cannot fail for a batch that is not size-capped.
-    (void)batch->DeleteRange(extents_cf_, AsSlice(begin), AsSlice(end));
+    if (extents <= kPointDeleteMaxExtents) {
+      for (uint64_t i = 0; i < extents; ++i) {
+        (void)batch->Delete(extents_cf_, AsSlice(EncodeExtentKey(s.data_id, i)));
+      }
+    } else {
+      (void)batch->DeleteRange(extents_cf_, AsSlice(begin), AsSlice(end));
+    }
     bytes += s.size;
   }
   return bytes;

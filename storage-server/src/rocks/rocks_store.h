@@ -274,7 +274,8 @@ class RocksStore final : public Store, public kv::SliceSource {
   // AwaitDurable (unsynced plus group sync when options_.sync_writes, else unsynced).
   Result<uint64_t> WriteForDurability(rocksdb::WriteBatch* batch);
   Status AwaitDurable(uint64_t ticket);
-  // Adds DeleteRange of every segment's extents to *batch; returns the bytes freed. For
+  // Adds the deletes of every segment's extents to *batch (point deletes for a few extents,
+  // else one DeleteRange: rocks_reclaim.cc); returns the bytes freed. For
   // data-file segments it reads their locators and adds the frame bytes they free per file
   // to *dead. REQUIRES: bucket_mu_ held (shared), as the write of *batch.
   uint64_t DeleteSegments(const std::vector<Segment>& segments, rocksdb::WriteBatch* batch,

@@ -10,6 +10,9 @@
 #include <tuple>
 #include <vector>
 
+#include <rocksdb/db.h>
+#include <rocksdb/table_properties.h>
+
 #include "oc/common/config.h"
 #include "rados/rados_store.h"
 #include "records/md5.h"
@@ -391,6 +394,34 @@ TEST_P(RocksStoreTest, DeleteAndOverwriteReclaimExtents) {
     }
   }
   EXPECT_LT(on_disk, 200000u) << "deleted extents still occupy the disk";
+}
+
+// A replaced or deleted version of a few extents is freed by point deletes, not a range
+// tombstone: each range tombstone in the mutable memtable is re-fragmented by every later
+// iterator, which made overwrites of small objects cost O(overwrites) per PUT and read. A
+// version of more than 256 extents still takes one DeleteRange.
+TEST_P(RocksStoreTest, SmallVersionsAreFreedByPointDeletes) {
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(PutString(*store_, {"bkt", "hot"}, Bytes(i, 10000)).has_value());  // 3 extents
+  }
+  ASSERT_TRUE(PutString(*store_, {"bkt", "big"}, Bytes(1, 300 * 4096)).has_value());
+  ASSERT_TRUE(store_->Delete({"bkt", "big"}).ok());
+  ASSERT_TRUE(store_->Delete({"bkt", "hot"}).ok());
+  rocksdb::FlushOptions flush;
+  flush.wait = true;
+  ASSERT_TRUE(rocks().db()->Flush(flush, rocks().extents_cf()).ok());
+  rocksdb::TablePropertiesCollection tables;
+  ASSERT_TRUE(rocks().db()->GetPropertiesOfAllTables(rocks().extents_cf(), &tables).ok());
+  uint64_t deletions = 0;
+  uint64_t range_deletions = 0;
+  for (const auto& [file, props] : tables) {
+    deletions += props->num_deletions;
+    range_deletions += props->num_range_deletions;
+  }
+  EXPECT_EQ(range_deletions, 1u) << "only the 300-extent version takes a DeleteRange";
+  EXPECT_GE(deletions, 20u * 3 + range_deletions) << "20 versions of 3 extents";
+  Result<std::string> gone = GetString(*store_, {"bkt", "hot"});
+  EXPECT_EQ(gone.error().code(), Code::kNotFound);
 }
 
 TEST_P(StoreTest, ManySmallObjects) {
