@@ -21,10 +21,10 @@ namespace {
 const Logger kLog{"storage"};
 
 // A version of at most this many extents is freed by point deletes of its extent keys, a
-// larger one by one DeleteRange. RocksDB re-fragments the range tombstones of the mutable
-// memtable for every new iterator once another one is added, so a range tombstone per
-// overwrite made each PUT and read cost O(overwrites since the last flush), which in the
-// data-file layout (small locator values, rare flushes) grew to milliseconds
+// larger one by one DeleteRange. Every new iterator fragments all the range tombstones of
+// the mutable memtable, so a range tombstone per overwrite made each PUT and read cost
+// O(overwrites since the last flush), which in the data-file layout (small locator values,
+// rare flushes) grew to milliseconds
 // (docs/decisions.md, "Storage: point deletes for small versions").
 constexpr uint64_t kPointDeleteMaxExtents = 256;
 
