@@ -30,17 +30,6 @@ storage::ObjectKey KeyOf(const Request& req) { return {req.route.bucket, req.rou
 // A copy streamed through the gateway moves its bytes in pieces of this size.
 constexpr uint64_t kCopyPieceBytes = 1 << 20;
 
-// The stored checksum among `headers` (an x-amz-checksum-<algorithm> entry), if any.
-const std::pair<std::string, std::string>* StoredChecksum(
-    const std::vector<std::pair<std::string, std::string>>& headers) {
-  for (const auto& header : headers) {
-    if (auth::ChecksumFromHeaderName(header.first)) {
-      return &header;
-    }
-  }
-  return nullptr;
-}
-
 // CopyObject with x-amz-checksum-algorithm naming another algorithm than the source's stored
 // checksum (or a source without one): S3 computes the new checksum over the bytes, so the
 // copy is streamed through the gateway from `reader` (one version of the source) into a new
