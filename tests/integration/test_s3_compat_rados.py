@@ -22,7 +22,8 @@ from test_s3_copy_conditions import (  # noqa: F401
 from test_s3_full_object_checksums import (  # noqa: F401
     test_create_takes_the_checksum_type_as_s3_does,
     test_full_object_checksum_is_combined_checked_and_stored,
-    test_full_object_completion_without_expected_value)
+    test_full_object_completion_without_expected_value,
+    test_upload_part_of_another_algorithm_is_refused_at_once)
 from test_s3_multipart_checksums import (  # noqa: F401
     test_completion_compares_listed_checksums, test_completion_without_checksums_stores_none,
     test_list_parts_shows_each_parts_checksum, test_upload_file_stores_the_checksum_of_checksums)

@@ -10,6 +10,7 @@ computed here independently of the server (zlib, bitwise tables); the image's ne
 drives a whole upload_file. Over the embedded and the remote store; test_s3_compat_rados.py
 runs them over RADOS."""
 import os
+import socket
 import subprocess
 import textwrap
 import xml.etree.ElementTree as ET
@@ -17,6 +18,7 @@ import xml.etree.ElementTree as ET
 import pytest
 from botocore.exceptions import ClientError
 
+import sigv4
 from rawhttp import aws_chunked, error_code, signed
 from test_s3_checksums import MODERN_PYTHON, body, checksum, head, stored_checksums
 from test_s3_multipart_checksums import complete_xml
@@ -248,3 +250,62 @@ def test_modern_boto3_upload_file_with_a_full_object_checksum(server, made_bucke
                         str(tmp_path / "big.bin")], capture_output=True, timeout=300, env=env)
     assert r.returncode == 0, (r.stdout + r.stderr).decode()
 
+
+def part_with_continue(server, bucket, key, uid, number, data, headers):
+    """An UploadPart sent with Expect: 100-continue: returns (first status line's code, the
+    final status, reply). The body is sent only after 100 Continue, so a refusal answered
+    first was decided before any of it was read."""
+    host = f"127.0.0.1:{server.port}"
+    query = f"partNumber={number}&uploadId={uid}"
+    h = dict(headers)
+    h["expect"] = "100-continue"
+    payload_hash = h.pop("x-amz-content-sha256", None)
+    signed_headers = sigv4.sign("PUT", host, f"/{bucket}/{key}", query, h, data,
+                                server.access_key, server.secret_key, payload_hash=payload_hash)
+    lines = [f"PUT /{bucket}/{key}?{query} HTTP/1.1", f"Host: {host}"]
+    lines += [f"{k}: {v}" for k, v in signed_headers.items() if k.lower() != "host"]
+    lines += [f"Content-Length: {len(data)}", "Connection: close"]
+    with socket.create_connection(("127.0.0.1", server.port), timeout=30) as s:
+        s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        first = s.recv(65536)
+        code = int(first.split(b" ", 2)[1])
+        if code == 100:
+            s.sendall(data)
+        raw = first if code != 100 else b""
+        while True:
+            b = s.recv(65536)
+            if not b:
+                break
+            raw += b
+    if code == 100:
+        raw = raw[raw.index(b"HTTP/1.1", 1) if raw.startswith(b"HTTP/1.1 100") else 0:]
+    status = int(raw.split(b" ", 2)[1])
+    return code, status, raw.partition(b"\r\n\r\n")[2]
+
+
+def test_upload_part_of_another_algorithm_is_refused_at_once(server, made_bucket):
+    """On an upload created with CRC32, a part with a CRC32C header or announcing a SHA256
+    trailer is 400 InvalidRequest naming its header, answered before the body is sent (no 100
+    Continue), and stores nothing; a CRC32 part is taken."""
+    s3 = server.boto3()
+    uid = s3.create_multipart_upload(Bucket=made_bucket, Key="alg",
+                                     ChecksumAlgorithm="CRC32")["UploadId"]
+    data = body(61, 3000)
+    cases = [({"x-amz-checksum-crc32c": checksum("crc32c", data)}, "x-amz-checksum-crc32c",
+              b"expected checksum Type: crc32, actual checksum Type: crc32c"),
+             ({"x-amz-trailer": "x-amz-checksum-sha256", "content-encoding": "aws-chunked",
+               "x-amz-decoded-content-length": str(len(data)),
+               "x-amz-content-sha256": "STREAMING-UNSIGNED-PAYLOAD-TRAILER"},
+              "x-amz-checksum-sha256", b"actual checksum Type: sha256")]
+    for headers, name, text in cases:
+        first, status, reply = part_with_continue(server, made_bucket, "alg", uid, 1, data,
+                                                  headers)
+        assert (first, status) == (400, 400), reply
+        assert error_code(reply) == ("InvalidRequest", name), reply
+        assert text in reply, reply
+    assert s3.list_parts(Bucket=made_bucket, Key="alg", UploadId=uid).get("Parts", []) == []
+    first, status, reply = part_with_continue(server, made_bucket, "alg", uid, 1, data,
+                                              {"x-amz-checksum-crc32": checksum("crc32", data)})
+    assert (first, status) == (100, 200), reply
+    parts = s3.list_parts(Bucket=made_bucket, Key="alg", UploadId=uid)["Parts"]
+    assert [(p["PartNumber"], p["ChecksumCRC32"]) for p in parts] == [(1, checksum("crc32", data))]

@@ -521,6 +521,11 @@ UploadStart OpenUpload(HandlerEnv& env, Request& req, uint64_t body_bytes) {
       options.headers.emplace_back(auth::ChecksumHeaderName(start.checksum->algorithm()),
                                    start.checksum_expected);
     }
+    // Header or trailer, the store refuses a checksum of another algorithm than the upload's
+    // before any of the body is read (S3 does; PutOptions::part_checksum_header).
+    if (start.checksum) {
+      options.part_checksum_header = auth::ChecksumHeaderName(start.checksum->algorithm());
+    }
     if (!chunked_transfer) {
       options.expected_size = body_bytes;
     }
