@@ -84,6 +84,8 @@ st::PutOptions FullPutOptions() {
   o.if_match = "\"5d41402abc4b2a76b9719d911017c592\"";
   o.tags = st::Tags{{"t", "1"}};
   o.upload_checksum_header = "x-amz-checksum-crc32";
+  o.upload_checksum_type = st::ChecksumType::kFullObject;
+  o.part_checksum_header = "x-amz-checksum-crc32";
   return o;
 }
 
@@ -171,15 +173,17 @@ std::map<std::string, Frames> Seeds() {
   st::CompleteOptions complete;
   complete.conditions.if_none_match = true;
   complete.checksum = {"x-amz-checksum-crc32", "AAAAAA==-2"};
-  s["complete"] = Frame(Op::kCompleteUpload, false, key, upload,
-                        std::vector<st::CompletedPart>{
-                            {1, "e1", {"x-amz-checksum-crc32", "AAAAAQ=="}}, {2, "e2", {}}},
-                        complete);
+  s["complete"] =
+      Frame(Op::kCompleteUpload, false, key, upload,
+            std::vector<st::CompletedPart>{{1, "e1", {"x-amz-checksum-crc32", "AAAAAQ=="}, 5 << 20},
+                                           {2, "e2", {}, std::nullopt}},
+            complete);
   st::ListPartsResult parts;
   parts.parts = {{1, 5 << 20, "e", 1700000000000, {"x-amz-checksum-crc32", "AAAAAQ=="}},
                  {2, 10, "f", 1700000000001, {}}};
   parts.next_part_number_marker = 2;
   parts.checksum_header = "x-amz-checksum-crc32";
+  parts.checksum_type = st::ChecksumType::kFullObject;
   s["list_parts_reply"] = Frame(Op::kListParts, true, parts);
   st::ListUploadsResult uploads;
   uploads.uploads = {{"k", upload, 1700000000000}};

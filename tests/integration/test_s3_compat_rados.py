@@ -1,10 +1,10 @@
-"""The S3 compatibility tests of test_s3_compat.py, test_s3_tagging.py, test_s3_copy_conditions.py
-and test_s3_multipart_checksums.py (issue 17) on `objectcache serve` over RADOS
-(`[storage] backend = "rados"`), imported unchanged so both backends meet the same assertions,
-on the throw-away cluster of the `rados_cluster` CTest fixture in a random namespace. Data
-objects are 64 KiB, so parts and ranges cross data-object boundaries. After every test the
-buckets the server lists must be exactly the bucket registry in that namespace, read through
-librados: a server that kept its data elsewhere fails."""
+"""The S3 compatibility tests of test_s3_compat.py, test_s3_tagging.py, test_s3_copy_conditions.py,
+test_s3_multipart_checksums.py and test_s3_full_object_checksums.py (issue 17) on
+`objectcache serve` over RADOS (`[storage] backend = "rados"`), imported unchanged so both
+backends meet the same assertions, on the throw-away cluster of the `rados_cluster` CTest
+fixture in a random namespace. Data objects are 64 KiB, so parts and ranges cross data-object
+boundaries. After every test the buckets the server lists must be exactly the bucket registry
+in that namespace, read through librados: a server that kept its data elsewhere fails."""
 import pytest
 
 from conftest import RadosNamespace, rados_config, running_server
@@ -19,6 +19,11 @@ from test_s3_compat import (test_aws_cli_v1_copies_a_big_object_between_buckets,
 from test_s3_copy_conditions import (  # noqa: F401
     test_complete_multipart_upload_conditions, test_copy_object_conditions,
     test_copy_object_keeps_or_recomputes_the_checksum)
+from test_s3_full_object_checksums import (  # noqa: F401
+    test_create_takes_the_checksum_type_as_s3_does,
+    test_full_object_checksum_is_combined_checked_and_stored,
+    test_full_object_completion_without_expected_value,
+    test_upload_part_of_another_algorithm_is_refused_at_once)
 from test_s3_multipart_checksums import (  # noqa: F401
     test_completion_compares_listed_checksums, test_completion_without_checksums_stores_none,
     test_list_parts_shows_each_parts_checksum, test_upload_file_stores_the_checksum_of_checksums)

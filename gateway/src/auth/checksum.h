@@ -9,6 +9,9 @@
 // Implementations (docs/decisions.md, "S3 checksums: verified on upload, stored as a header,
 // zlib and ISA-L"): CRC32 is zlib's, CRC32C ISA-L's (crc32_iscsi, hardware-accelerated), SHA1
 // and SHA256 OpenSSL's; CRC64NVME, which Debian 12 has in no C library, is a slice-by-8 table.
+// CRC combination (FULL_OBJECT multipart checksums) is zlib's crc32_combine for CRC32 and one
+// GF(2) combine, generic over the reflected polynomial, for CRC32C and CRC64NVME, which
+// neither ISA-L 2.30 nor zlib offers (docs/decisions.md, "S3 checksums: FULL_OBJECT").
 // Thread safety: a Checksum object is used by one thread at a time; the functions are pure.
 
 #include <cstdint>
@@ -63,5 +66,28 @@ class Checksum {
 // IsChecksumValue or there are none.
 std::optional<std::string> CompositeChecksum(ChecksumAlgorithm algorithm,
                                              std::span<const std::string> part_values);
+
+// True for the CRCs (CRC32, CRC32C, CRC64NVME): the algorithms whose values combine, and so
+// the only ones S3 allows for FULL_OBJECT multipart checksums.
+bool IsCrc(ChecksumAlgorithm algorithm);
+
+// The CRC of A||B from the finished CRCs of A and of B and B's length in bytes (zlib's
+// crc32_combine, for any of the three CRCs): crc(A||B) = crc(A) * x^(8*size_b) + crc(B)
+// modulo the polynomial, the initial and final inversions cancelling. Values are the CRCs as
+// numbers (the big-endian digest read back). REQUIRES: IsCrc(algorithm).
+uint64_t CrcCombine(ChecksumAlgorithm algorithm, uint64_t crc_a, uint64_t crc_b, uint64_t size_b);
+
+// One part of a FULL_OBJECT multipart upload: its checksum as stored (base64) and its size.
+struct PartCrc {
+  std::string_view value;
+  uint64_t size = 0;
+};
+
+// S3's FULL_OBJECT checksum of a multipart upload (S3 User Guide, "Checking object
+// integrity", full object checksums): the CRC of the parts' concatenation in order, combined
+// from each part's CRC and size without reading a byte, as base64 with no "-N". nullopt if the
+// algorithm is not IsCrc, a value is not IsChecksumValue, or there are no parts.
+std::optional<std::string> FullObjectChecksum(ChecksumAlgorithm algorithm,
+                                              std::span<const PartCrc> parts);
 
 }  // namespace oc::gateway::auth

@@ -181,11 +181,28 @@ void AddChecksumHeaders(const storage::ObjectMeta& meta, Response* res) {
   for (const auto& [name, value] : meta.headers) {
     if (name.starts_with(kChecksumPrefix)) {
       res->AddHeader(name, value);
-      res->AddHeader("x-amz-checksum-type",
-                     value.find('-') != std::string::npos ? "COMPOSITE" : "FULL_OBJECT");
+      res->AddHeader("x-amz-checksum-type", std::string(ChecksumTypeOfValue(value)));
       return;
     }
   }
+}
+
+const std::pair<std::string, std::string>* StoredChecksum(
+    const std::vector<std::pair<std::string, std::string>>& headers) {
+  for (const auto& header : headers) {
+    if (auth::ChecksumFromHeaderName(header.first)) {
+      return &header;
+    }
+  }
+  return nullptr;
+}
+
+std::string_view ChecksumTypeName(storage::ChecksumType type) {
+  return type == storage::ChecksumType::kFullObject ? "FULL_OBJECT" : "COMPOSITE";
+}
+
+std::string_view ChecksumTypeOfValue(std::string_view value) {
+  return value.find('-') != std::string_view::npos ? "COMPOSITE" : "FULL_OBJECT";
 }
 
 Result<uint32_t> ParsePartNumber(const Request& req) {

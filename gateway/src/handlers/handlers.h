@@ -8,6 +8,9 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "access.h"
 #include "auth/checksum.h"
@@ -112,9 +115,17 @@ void AddObjectHeaders(const storage::ObjectMeta& meta, Response* res);
 std::optional<Response> ParseUploadChecksum(const Request& req, UploadStart* start);
 // True when the request asks for stored checksums (x-amz-checksum-mode: ENABLED).
 bool ChecksumModeEnabled(const Request& req);
-// The stored x-amz-checksum-<algorithm> of `meta` and its x-amz-checksum-type (COMPOSITE for
-// a "-N" checksum of checksums, else FULL_OBJECT); nothing when it has none.
+// The stored x-amz-checksum-<algorithm> of `meta` and its x-amz-checksum-type
+// (ChecksumTypeOfValue); nothing when it has none.
 void AddChecksumHeaders(const storage::ObjectMeta& meta, Response* res);
+// The stored checksum among `headers` (an x-amz-checksum-<algorithm> entry), if any.
+const std::pair<std::string, std::string>* StoredChecksum(
+    const std::vector<std::pair<std::string, std::string>>& headers);
+// S3's name of a checksum type: "COMPOSITE" or "FULL_OBJECT".
+std::string_view ChecksumTypeName(storage::ChecksumType type);
+// The type of a stored checksum value: COMPOSITE for a "-N" checksum of checksums, else
+// FULL_OBJECT (a single PUT's, or a FULL_OBJECT multipart upload's).
+std::string_view ChecksumTypeOfValue(std::string_view value);
 // The partNumber query parameter: 1..kMaxPartNumber, else kInvalidArgument naming it.
 Result<uint32_t> ParsePartNumber(const Request& req);
 // The If-Match, If-None-Match, If-Modified-Since and If-Unmodified-Since headers, each name

@@ -5,9 +5,8 @@
 #include <charconv>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "handlers/handlers.h"
+#include "handlers/multipart_checksum.h"
 #include "oc/common/text.h"
 #include "oc/sigv4/uri.h"
 #include "s3/s3_headers.h"
@@ -77,81 +76,12 @@ Result<uint32_t> ParseBounded(const Request& req, std::string_view param, uint32
   return static_cast<uint32_t>(std::min<uint64_t>(n, max));
 }
 
-// The checksum of checksums of a completion whose parts list checksums (S3 "Using part-level
-// checksums for multipart uploads"): every part must then name one of the same algorithm.
-// The store compares each listed checksum with the part's own and stores this value with the
-// object (docs/decisions.md, "S3 checksums: multipart in full").
-std::optional<Response> CompositeOf(
-    const std::vector<XmlPart>& parts,
-    std::optional<std::pair<auth::ChecksumAlgorithm, std::string>>* out) {
-  const std::string& name = parts.front().checksum_algorithm;
-  if (std::all_of(parts.begin(), parts.end(),
-                  [](const XmlPart& p) { return p.checksum_algorithm.empty(); })) {
-    return std::nullopt;
-  }
-  const std::optional<auth::ChecksumAlgorithm> algorithm = auth::ChecksumFromName(name);
-  std::vector<std::string> values;
-  values.reserve(parts.size());
-  for (const XmlPart& p : parts) {
-    if (!algorithm || p.checksum_algorithm != name) {
-      return Response::Error(S3Error::kInvalidPart, "Checksum" + p.checksum_algorithm,
-                             std::to_string(p.part_number),
-                             "Every part must list a checksum of the same algorithm.");
-    }
-    values.push_back(p.checksum);
-  }
-  std::optional<std::string> value = auth::CompositeChecksum(*algorithm, values);
-  if (!value) {
-    return Response::Error(S3Error::kInvalidPart, "Checksum" + name, "",
-                           "A part's checksum is not the base64 of a " + name + " digest.");
-  }
-  *out = std::make_pair(*algorithm, std::move(*value));
-  return std::nullopt;
-}
-
-// The object checksum a CompleteMultipartUpload request may carry (x-amz-checksum-<algorithm>,
-// boto3's ChecksumCRC32=... on complete_multipart_upload): the checksum of checksums it
-// expects, with or without the "-N" suffix; a different value is 400 BadDigest naming it, as S3
-// answers. A full-object checksum (x-amz-checksum-type: FULL_OBJECT) is not computed here
-// (docs/decisions.md), so it is neither checked nor stored.
-std::optional<Response> CheckCompletionChecksum(
-    const Request& req,
-    const std::optional<std::pair<auth::ChecksumAlgorithm, std::string>>& composite) {
-  for (const auto& [name, value] : req.headers) {
-    std::optional<auth::ChecksumAlgorithm> algorithm = auth::ChecksumFromHeaderName(name);
-    if (!algorithm) {
-      continue;
-    }
-    const std::optional<std::string_view> type = req.Header("x-amz-checksum-type");
-    if (type && EqualsIgnoreCase(Trim(*type), "FULL_OBJECT")) {
-      return std::nullopt;
-    }
-    auto base = [](std::string_view v) { return v.substr(0, v.find('-')); };
-    if (!composite || composite->first != *algorithm ||
-        base(Trim(value)) != base(composite->second)) {
-      return Response::Error(S3Error::kBadDigest, std::string(name), std::string(value),
-                             fmt::format("The {} you specified did not match the calculated "
-                                         "checksum.",
-                                         auth::ChecksumName(*algorithm)));
-    }
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 Response HandleCreateMultipartUpload(HandlerEnv& env, Request& req) {
-  const std::optional<std::string_view> algorithm = req.Header("x-amz-checksum-algorithm");
-  if (algorithm && !auth::ChecksumFromName(Trim(*algorithm))) {
-    return Response::Error(S3Error::kInvalidRequest, "x-amz-checksum-algorithm",
-                           std::string(*algorithm),
-                           "Checksum algorithm provided is unsupported. Please try again with any "
-                           "of the valid types: [CRC32, CRC32C, CRC64NVME, SHA1, SHA256]");
-  }
   storage::PutOptions options = PutOptionsFromHeaders(req);
-  if (algorithm) {
-    options.upload_checksum_header =
-        auth::ChecksumHeaderName(*auth::ChecksumFromName(Trim(*algorithm)));
+  if (std::optional<Response> bad = ParseCreateUploadChecksum(req, &options)) {
+    return std::move(*bad);
   }
   TaggingHeader tagging = TaggingHeaderOf(req);
   if (tagging.error) {
@@ -169,9 +99,11 @@ Response HandleCreateMultipartUpload(HandlerEnv& env, Request& req) {
   xml.Element("UploadId", *upload);
   xml.Close("InitiateMultipartUploadResult");
   Response res = Response::Xml(std::move(xml).Finish());
-  if (algorithm) {
-    res.AddHeader("x-amz-checksum-algorithm",
-                  std::string(auth::ChecksumName(*auth::ChecksumFromName(Trim(*algorithm)))));
+  if (std::optional<auth::ChecksumAlgorithm> a =
+          auth::ChecksumFromHeaderName(options.upload_checksum_header)) {
+    res.AddHeader("x-amz-checksum-algorithm", std::string(auth::ChecksumName(*a)));
+    res.AddHeader("x-amz-checksum-type",
+                  std::string(ChecksumTypeName(options.upload_checksum_type)));
   }
   return res;
 }
@@ -258,29 +190,14 @@ Response HandleCompleteMultipartUpload(HandlerEnv& env, Request& req) {
   if (!parsed.has_value()) {
     return Response::FromStatus(parsed.error(), &req);
   }
-  std::optional<std::pair<auth::ChecksumAlgorithm, std::string>> composite;
-  if (std::optional<Response> bad = CompositeOf(*parsed, &composite)) {
-    return std::move(*bad);
-  }
   storage::CompleteOptions options;
   if (std::optional<Response> bad = WriteConditionsOf(req, &options.conditions)) {
     return std::move(*bad);
   }
-  if (std::optional<Response> bad = CheckCompletionChecksum(req, composite)) {
-    return std::move(*bad);
-  }
-  if (composite) {
-    options.checksum = {std::string(auth::ChecksumHeaderName(composite->first)), composite->second};
-  }
   std::vector<storage::CompletedPart> parts;
-  parts.reserve(parsed->size());
-  for (XmlPart& p : *parsed) {
-    storage::CompletedPart part{p.part_number, std::move(p.etag), {}};
-    if (!p.checksum_algorithm.empty()) {
-      part.checksum = {std::string(auth::ChecksumHeaderName(composite->first)),
-                       std::move(p.checksum)};
-    }
-    parts.push_back(std::move(part));
+  if (std::optional<Response> bad =
+          PlanCompletionChecksum(env, req, std::move(*parsed), &parts, &options)) {
+    return std::move(*bad);
   }
   Result<storage::ObjectMeta> meta = env.store->CompleteMultipartUpload(
       KeyOf(req), req.Query("uploadId").value_or(""), parts, options);
@@ -293,9 +210,12 @@ Response HandleCompleteMultipartUpload(HandlerEnv& env, Request& req) {
   xml.Element("Bucket", req.route.bucket);
   xml.Element("Key", req.route.key);
   xml.Element("ETag", QuoteEtag(meta->etag));
-  if (composite) {
-    xml.Element("Checksum" + std::string(auth::ChecksumName(composite->first)), composite->second);
-    xml.Element("ChecksumType", "COMPOSITE");
+  // The checksum stored (also when this retries a completion that succeeded).
+  if (const auto* stored = StoredChecksum(meta->headers)) {
+    xml.Element(
+        "Checksum" + std::string(auth::ChecksumName(*auth::ChecksumFromHeaderName(stored->first))),
+        stored->second);
+    xml.Element("ChecksumType", ChecksumTypeOfValue(stored->second));
   }
   xml.Close("CompleteMultipartUploadResult");
   return Response::Xml(std::move(xml).Finish());
@@ -345,6 +265,7 @@ Response HandleListParts(HandlerEnv& env, Request& req) {
   if (std::optional<auth::ChecksumAlgorithm> a =
           auth::ChecksumFromHeaderName(parts->checksum_header)) {
     xml.Element("ChecksumAlgorithm", auth::ChecksumName(*a));
+    xml.Element("ChecksumType", ChecksumTypeName(parts->checksum_type));
   }
   for (const storage::PartInfo& p : parts->parts) {
     xml.Open("Part");

@@ -30,17 +30,6 @@ storage::ObjectKey KeyOf(const Request& req) { return {req.route.bucket, req.rou
 // A copy streamed through the gateway moves its bytes in pieces of this size.
 constexpr uint64_t kCopyPieceBytes = 1 << 20;
 
-// The stored checksum among `headers` (an x-amz-checksum-<algorithm> entry), if any.
-const std::pair<std::string, std::string>* StoredChecksum(
-    const std::vector<std::pair<std::string, std::string>>& headers) {
-  for (const auto& header : headers) {
-    if (auth::ChecksumFromHeaderName(header.first)) {
-      return &header;
-    }
-  }
-  return nullptr;
-}
-
 // CopyObject with x-amz-checksum-algorithm naming another algorithm than the source's stored
 // checksum (or a source without one): S3 computes the new checksum over the bytes, so the
 // copy is streamed through the gateway from `reader` (one version of the source) into a new
@@ -531,6 +520,11 @@ UploadStart OpenUpload(HandlerEnv& env, Request& req, uint64_t body_bytes) {
     if (start.checksum && !start.checksum_expected.empty()) {
       options.headers.emplace_back(auth::ChecksumHeaderName(start.checksum->algorithm()),
                                    start.checksum_expected);
+    }
+    // Header or trailer, the store refuses a checksum of another algorithm than the upload's
+    // before any of the body is read (S3 does; PutOptions::part_checksum_header).
+    if (start.checksum) {
+      options.part_checksum_header = auth::ChecksumHeaderName(start.checksum->algorithm());
     }
     if (!chunked_transfer) {
       options.expected_size = body_bytes;

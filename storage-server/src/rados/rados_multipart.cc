@@ -397,6 +397,7 @@ Result<std::string> RadosStore::CreateMultipartUpload(const ObjectKey& key,
   record.chunk = options.chunk;
   record.tags = options.tags.value_or(Tags{});
   record.checksum_header = options.upload_checksum_header;
+  record.checksum_type = options.upload_checksum_type;
   record.initiated_unix_ms = RadosNowUnixMs();
   OC_ASSIGN_OR_RETURN(record.extent_bytes, ChooseObjectBytes(options));
   OC_ASSIGN_OR_RETURN(const BucketRef ref, Bucket(key.bucket));
@@ -437,6 +438,7 @@ Result<std::unique_ptr<ObjectWriter>> RadosStore::UploadPart(const ObjectKey& ke
     return NoSuchUpload(upload_id);
   }
   OC_ASSIGN_OR_RETURN(UploadRecord upload, DecodeUploadRecord(found.begin()->second));
+  OC_RETURN_IF_ERROR(CheckPartChecksum(upload, options));
   PutOptions part_options;
   part_options.expected_size = options.expected_size;
   part_options.content_md5 = options.content_md5;
@@ -579,6 +581,7 @@ Result<ListPartsResult> RadosStore::ListParts(const ObjectKey& key, std::string_
   OC_ASSIGN_OR_RETURN(const UploadRecord upload, DecodeUploadRecord(found.begin()->second));
   ListPartsResult result;
   result.checksum_header = upload.checksum_header;
+  result.checksum_type = upload.checksum_type;
   if (part_number_marker >= kMaxPartNumber || max_parts == 0) {
     return result;
   }

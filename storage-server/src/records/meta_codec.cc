@@ -19,6 +19,9 @@ constexpr uint8_t kFieldTags = 2;
 // Extension field ids of an upload record. Never renumber.
 constexpr uint8_t kUploadFieldTags = 1;
 constexpr uint8_t kUploadFieldChecksumHeader = 2;
+constexpr uint8_t kUploadFieldChecksumType = 3;
+// Field 3's one value (written only for kFullObject; absent is kComposite).
+constexpr std::string_view kFullObjectText = "FULL_OBJECT";
 // Extension field ids of a part record. Never renumber.
 constexpr uint8_t kPartFieldChecksum = 1;
 // No record holds more entries than this; a larger count is corruption, refused before
@@ -304,7 +307,9 @@ Result<BucketRecord> DecodeBucketRecord(std::string_view bytes) {
 
 std::string EncodeUploadRecord(const UploadRecord& r) {
   Encoder e;
-  const uint32_t fields = (r.tags.empty() ? 0 : 1) + (r.checksum_header.empty() ? 0 : 1);
+  const bool full_object = r.checksum_type == ChecksumType::kFullObject;
+  const uint32_t fields =
+      (r.tags.empty() ? 0 : 1) + (r.checksum_header.empty() ? 0 : 1) + (full_object ? 1 : 0);
   e.U8(fields == 0 ? kFormatVersion : kFormatExtended);
   e.Str(r.content_type);
   e.Pairs(r.user_meta);
@@ -321,6 +326,10 @@ std::string EncodeUploadRecord(const UploadRecord& r) {
     if (!r.checksum_header.empty()) {
       e.U8(kUploadFieldChecksumHeader);
       e.Str(r.checksum_header);
+    }
+    if (full_object) {
+      e.U8(kUploadFieldChecksumType);
+      e.Str(kFullObjectText);
     }
   }
   return e.Take();
@@ -350,6 +359,12 @@ Result<UploadRecord> DecodeUploadRecord(std::string_view bytes) {
     }
     if (id == kUploadFieldChecksumHeader) {
       r.checksum_header = std::move(value);
+    }
+    if (id == kUploadFieldChecksumType) {
+      if (value != kFullObjectText) {
+        return Corrupt("upload");
+      }
+      r.checksum_type = ChecksumType::kFullObject;
     }  // other ids: fields of a later format, skipped
   }
   if (!d.Done()) {

@@ -9,7 +9,8 @@
 // object record has an extension field set, so a record without one keeps its old bytes.
 // Extension fields: 1 the completed upload id, 2 the object's tags (ObjectMeta::tags). An
 // upload record is format 1, or format 3 (1 plus the same extension block: field 1 its tags)
-// when it has tags, or field 2 its checksum algorithm's header. A part record is format 1 or 2,
+// when it has tags, or field 2 its checksum algorithm's header, or field 3 "FULL_OBJECT" when
+// its checksum type is (absent: COMPOSITE). A part record is format 1 or 2,
 // or 3 or 4 (1 or 2 plus the extension block: field 1 its checksum) when it has a checksum.
 // Decoding reads all four, checks every length against the record's size and
 // returns kCorruption on anything malformed. Pure functions, thread-safe.
@@ -69,6 +70,8 @@ struct UploadRecord {
   Tags tags;  // extension field 1 (x-amz-tagging on CreateMultipartUpload)
   // Extension field 2: PutOptions::upload_checksum_header ("" for none).
   std::string checksum_header;
+  // Extension field 3: PutOptions::upload_checksum_type, written only when kFullObject.
+  ChecksumType checksum_type = ChecksumType::kComposite;
 };
 
 struct PartRecord {

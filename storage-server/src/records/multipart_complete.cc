@@ -21,6 +21,23 @@ Status CheckListedParts(std::span<const CompletedPart> listed) {
   return Status::Ok();
 }
 
+Status CheckPartChecksum(const UploadRecord& upload, const PutOptions& part_options) {
+  const std::string declared = part_options.part_checksum_header.empty()
+                                   ? ChecksumOfHeaders(part_options.headers).header
+                                   : part_options.part_checksum_header;
+  if (upload.checksum_header.empty() || declared.empty() || declared == upload.checksum_header) {
+    return Status::Ok();
+  }
+  auto algorithm = [](const std::string& header) {
+    return header.starts_with(kChecksumHeaderPrefix) ? header.substr(kChecksumHeaderPrefix.size())
+                                                     : header;
+  };
+  return Status(Code::kInvalidArgument, Subject::kUpload, declared,
+                "Checksum Type mismatch occurred, expected checksum Type: " +
+                    algorithm(upload.checksum_header) +
+                    ", actual checksum Type: " + algorithm(declared));
+}
+
 Result<CompletedUpload> CompleteUpload(std::span<const CompletedPart> listed,
                                        std::span<const NumberedPart> stored,
                                        const UploadRecord& upload, const CompleteOptions& options,
@@ -58,6 +75,11 @@ Result<CompletedUpload> CompleteUpload(std::span<const CompletedPart> listed,
     if (!want.checksum.empty() && want.checksum != part.checksum) {
       return PartError(Code::kInvalidArgument, "part " + std::to_string(want.part_number) +
                                                    " has a different " + want.checksum.header);
+    }
+    if (want.size.has_value() && *want.size != part.segment.size) {
+      // The part was replaced after the gateway read its size for a FULL_OBJECT checksum.
+      return PartError(Code::kInvalidArgument,
+                       "part " + std::to_string(want.part_number) + " has a different size");
     }
     if (i + 1 < listed.size() && part.segment.size < kMinPartBytes) {
       return PartError(Code::kOutOfRange,

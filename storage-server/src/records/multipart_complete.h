@@ -37,12 +37,20 @@ struct CompletedUpload {
 // both). A backend may call it before reading the stored parts; CompleteUpload calls it too.
 Status CheckListedParts(std::span<const CompletedPart> listed);
 
+// UploadPart's check, before a part's writer opens: `part_header`, the checksum the part
+// declares (PutOptions::part_checksum_header, else the x-amz-checksum-* entry of its
+// headers), must be the upload's algorithm when both are set. kInvalidArgument/kUpload
+// naming part_header otherwise, with S3's text ("Checksum Type mismatch occurred, expected
+// checksum Type: crc32, actual checksum Type: crc32c"), mapped to 400 InvalidRequest.
+Status CheckPartChecksum(const UploadRecord& upload, const PutOptions& part_options);
+
 // The object made of `listed` from `stored`, carrying options.checksum as a header when set.
 // REQUIRES: `stored` ascends by number. The errors of CheckListedParts, then per listed part,
 // in order: kInvalidArgument/kUpload (field: the upload's checksum header) if the upload has
 // a checksum algorithm and the part lists no checksum under it (S3's InvalidRequest);
 // kInvalidArgument/kPart if no stored part has its number, its ETag (NormalizeEtag) differs
-// from the stored MD5, or its listed checksum differs from the stored one (S3's InvalidPart);
+// from the stored MD5, its listed checksum differs from the stored one, or its listed size
+// (CompletedPart::size) differs from the stored part's (S3's InvalidPart);
 // kOutOfRange/kPart if a part other than the last is under kMinPartBytes. options.conditions
 // are the backend's to check against the record it replaces (write_conditions.h).
 Result<CompletedUpload> CompleteUpload(std::span<const CompletedPart> listed,

@@ -60,6 +60,7 @@ Result<std::string> RocksStore::CreateMultipartUpload(const ObjectKey& key,
   record.chunk = options.chunk;
   record.tags = options.tags.value_or(Tags{});
   record.checksum_header = options.upload_checksum_header;
+  record.checksum_type = options.upload_checksum_type;
   record.initiated_unix_ms = NowUnixMs();
   OC_ASSIGN_OR_RETURN(record.extent_bytes,
                       ChooseExtentBytes(options, options_.default_extent_bytes));
@@ -83,6 +84,7 @@ Result<std::unique_ptr<ObjectWriter>> RocksStore::UploadPart(const ObjectKey& ke
   }
   OC_RETURN_IF_ERROR(CheckBucket(key.bucket, meta_read_));
   OC_ASSIGN_OR_RETURN(UploadRecord upload, GetUpload(meta_read_, key, upload_id));
+  OC_RETURN_IF_ERROR(CheckPartChecksum(upload, options));
   PutOptions part_options;
   part_options.expected_size = options.expected_size;
   part_options.content_md5 = options.content_md5;
@@ -177,6 +179,7 @@ Result<ListPartsResult> RocksStore::ListParts(const ObjectKey& key, std::string_
   OC_ASSIGN_OR_RETURN(UploadRecord upload, GetUpload(ro, key, upload_id));
   ListPartsResult result;
   result.checksum_header = upload.checksum_header;
+  result.checksum_type = upload.checksum_type;
   if (part_number_marker >= kMaxPartNumber || max_parts == 0) {
     return result;
   }

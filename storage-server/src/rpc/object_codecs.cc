@@ -21,7 +21,7 @@ constexpr size_t kMinBucketInfoBytes = 2 * kMinStringBytes + 8;
 constexpr size_t kMinObjectMetaBytes = 8 + 4 + 4 + 4 + 4 + 8 + 4 + 1 + 4;
 constexpr size_t kMinListEntryBytes = kMinStringBytes + kMinObjectMetaBytes;
 constexpr size_t kMinChecksumBytes = 2 * kMinStringBytes;
-constexpr size_t kMinCompletedPartBytes = 4 + kMinStringBytes + kMinChecksumBytes;
+constexpr size_t kMinCompletedPartBytes = 4 + kMinStringBytes + kMinChecksumBytes + 1;
 constexpr size_t kMinPartInfoBytes = 4 + 8 + kMinStringBytes + 8 + kMinChecksumBytes;
 constexpr size_t kMinUploadInfoBytes = 2 * kMinStringBytes + 8;
 constexpr size_t kMinFigureBytes = kMinStringBytes + 8;
@@ -61,6 +61,16 @@ void EncodeChecksum(WireWriter& w, const ObjectChecksum& c) {
 
 bool DecodeChecksum(WireReader& r, ObjectChecksum* c) {
   return r.Str(&c->header) && r.Str(&c->value);
+}
+
+// A ChecksumType as its u8; any other value is refused.
+bool DecodeChecksumType(WireReader& r, ChecksumType* t) {
+  uint8_t v = 0;
+  if (!r.U8(&v) || v > static_cast<uint8_t>(ChecksumType::kFullObject)) {
+    return false;
+  }
+  *t = static_cast<ChecksumType>(v);
+  return true;
 }
 
 void EncodeChunk(WireWriter& w, const std::optional<ChunkShape>& c) {
@@ -225,6 +235,8 @@ void Encode(WireWriter& w, const PutOptions& v) {
     EncodePairs(w, *v.tags);
   }
   w.Str(v.upload_checksum_header);
+  w.U8(static_cast<uint8_t>(v.upload_checksum_type));
+  w.Str(v.part_checksum_header);
 }
 
 bool Decode(WireReader& r, PutOptions* v) {
@@ -282,7 +294,8 @@ bool Decode(WireReader& r, PutOptions* v) {
     }
     v->tags = std::move(tags);
   }
-  return r.Str(&v->upload_checksum_header);
+  return r.Str(&v->upload_checksum_header) && DecodeChecksumType(r, &v->upload_checksum_type) &&
+         r.Str(&v->part_checksum_header);
 }
 
 void Encode(WireWriter& w, const std::optional<PutOptions>& v) {
@@ -344,10 +357,27 @@ void Encode(WireWriter& w, const CompletedPart& v) {
   w.U32(v.part_number);
   w.Str(v.etag);
   EncodeChecksum(w, v.checksum);
+  w.U8(v.size.has_value() ? 1 : 0);
+  if (v.size.has_value()) {
+    w.U64(*v.size);
+  }
 }
 
 bool Decode(WireReader& r, CompletedPart* v) {
-  return r.U32(&v->part_number) && r.Str(&v->etag) && DecodeChecksum(r, &v->checksum);
+  bool has_size = false;
+  if (!r.U32(&v->part_number) || !r.Str(&v->etag) || !DecodeChecksum(r, &v->checksum) ||
+      !r.Bool(&has_size)) {
+    return false;
+  }
+  v->size.reset();
+  if (has_size) {
+    uint64_t size = 0;
+    if (!r.U64(&size)) {
+      return false;
+    }
+    v->size = size;
+  }
+  return true;
 }
 
 void Encode(WireWriter& w, const WriteConditions& v) {
@@ -395,6 +425,7 @@ void Encode(WireWriter& w, const ListPartsResult& v) {
   w.U8(v.truncated ? 1 : 0);
   w.U32(v.next_part_number_marker);
   w.Str(v.checksum_header);
+  w.U8(static_cast<uint8_t>(v.checksum_type));
 }
 
 bool Decode(WireReader& r, ListPartsResult* v) {
@@ -403,7 +434,8 @@ bool Decode(WireReader& r, ListPartsResult* v) {
                         return rr.U32(&p->part_number) && rr.U64(&p->size) && rr.Str(&p->etag) &&
                                rr.I64(&p->mtime_unix_ms) && DecodeChecksum(rr, &p->checksum);
                       }) &&
-         r.Bool(&v->truncated) && r.U32(&v->next_part_number_marker) && r.Str(&v->checksum_header);
+         r.Bool(&v->truncated) && r.U32(&v->next_part_number_marker) &&
+         r.Str(&v->checksum_header) && DecodeChecksumType(r, &v->checksum_type);
 }
 
 void Encode(WireWriter& w, const ListUploadsOptions& v) {

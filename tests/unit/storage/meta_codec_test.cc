@@ -218,6 +218,19 @@ TEST(MetaCodec, ChecksumsAreExtensionFieldsOfPartAndUploadRecords) {
   EXPECT_EQ(back->checksum_header, "x-amz-checksum-sha256");
   EXPECT_EQ(back->tags, u.tags);
   EXPECT_TRUE(DecodeUploadRecord(plain)->checksum_header.empty());
+  EXPECT_EQ(back->checksum_type, ChecksumType::kComposite);
+  EXPECT_EQ(DecodeUploadRecord(plain)->checksum_type, ChecksumType::kComposite);
+  // FULL_OBJECT is extension field 3; a COMPOSITE record keeps the bytes it had before.
+  u.checksum_type = ChecksumType::kFullObject;
+  const std::string full = EncodeUploadRecord(u);
+  EXPECT_NE(full, with);
+  Result<UploadRecord> full_back = DecodeUploadRecord(full);
+  ASSERT_TRUE(full_back.has_value()) << full_back.error();
+  EXPECT_EQ(full_back->checksum_type, ChecksumType::kFullObject);
+  EXPECT_EQ(full_back->checksum_header, "x-amz-checksum-sha256");
+  for (size_t n = 0; n < full.size(); ++n) {
+    EXPECT_FALSE(DecodeUploadRecord(std::string_view(full).substr(0, n)).has_value()) << n;
+  }
 }
 
 // Stored parts 1, 2 and 3 of an upload: 1 and 2 of the minimum size, 3 small; MD5s of
@@ -305,6 +318,49 @@ TEST(CompleteUpload, ComparesPartChecksumsAndStoresTheComposite) {
   EXPECT_EQ(bad.error().subject(), Subject::kUpload);
   EXPECT_EQ(bad.error().field(), "x-amz-checksum-crc32");
   EXPECT_NE(bad.error().message().find("missing for part 2"), std::string::npos);
+}
+
+// A listed size (FULL_OBJECT: the size the gateway combined the part's CRC with) must be the
+// stored part's; unset, no size is compared.
+TEST(CompleteUpload, ComparesListedSizes) {
+  const std::vector<NumberedPart> stored = StoredParts();
+  const uint64_t size1 = stored[0].part.segment.size;
+  const uint64_t size3 = stored[2].part.segment.size;
+  EXPECT_TRUE(
+      CompleteUpload(std::vector<CompletedPart>{{1, kEtag1, {}, size1}, {3, kEtag3, {}, size3}},
+                     stored, UploadRecord{}, {}, 5)
+          .has_value());
+  Result<CompletedUpload> bad =
+      CompleteUpload(std::vector<CompletedPart>{{1, kEtag1, {}, size1}, {3, kEtag3, {}, size3 + 1}},
+                     stored, UploadRecord{}, {}, 5);
+  ASSERT_FALSE(bad.has_value());
+  EXPECT_EQ(bad.error().code(), Code::kInvalidArgument);
+  EXPECT_EQ(bad.error().subject(), Subject::kPart);
+  EXPECT_NE(bad.error().message().find("part 3 has a different size"), std::string::npos);
+}
+
+// UploadPart's check: a part declaring another algorithm than the upload's is refused with
+// S3's text, naming the part's header; a part or an upload without one passes.
+TEST(CheckPartChecksum, RefusesAnotherAlgorithmThanTheUploads) {
+  UploadRecord upload;
+  PutOptions part;
+  part.part_checksum_header = "x-amz-checksum-crc32c";
+  EXPECT_TRUE(CheckPartChecksum(upload, part).ok());  // the upload has no algorithm
+  upload.checksum_header = "x-amz-checksum-crc32";
+  Status s = CheckPartChecksum(upload, part);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_EQ(s.subject(), Subject::kUpload);
+  EXPECT_EQ(s.field(), "x-amz-checksum-crc32c");
+  EXPECT_EQ(s.message(),
+            "Checksum Type mismatch occurred, expected checksum Type: crc32, actual checksum "
+            "Type: crc32c");
+  // Declared only by the stored header (no part_checksum_header): the same check.
+  PutOptions by_header;
+  by_header.headers = {{"x-amz-checksum-sha256", "c2hh"}};
+  EXPECT_EQ(CheckPartChecksum(upload, by_header).field(), "x-amz-checksum-sha256");
+  part.part_checksum_header = "x-amz-checksum-crc32";
+  EXPECT_TRUE(CheckPartChecksum(upload, part).ok());
+  EXPECT_TRUE(CheckPartChecksum(upload, PutOptions{}).ok());  // the part declares none
 }
 
 TEST(CompleteUpload, RefusesBadListsWithThePartErrors) {

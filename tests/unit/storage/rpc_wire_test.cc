@@ -42,6 +42,8 @@ PutOptions SampleOptions() {
   md5[15] = std::byte{0x7e};
   o.content_md5 = md5;
   o.upload_checksum_header = "x-amz-checksum-crc64nvme";
+  o.upload_checksum_type = ChecksumType::kFullObject;
+  o.part_checksum_header = "x-amz-checksum-crc32c";
   return o;
 }
 
@@ -260,6 +262,8 @@ TEST(RpcWire, FieldsRoundTrip) {
   EXPECT_EQ(options2.content_type, options.content_type);
   EXPECT_EQ(options2.user_meta, options.user_meta);
   EXPECT_EQ(options2.upload_checksum_header, options.upload_checksum_header);
+  EXPECT_EQ(options2.upload_checksum_type, ChecksumType::kFullObject);
+  EXPECT_EQ(options2.part_checksum_header, options.part_checksum_header);
   EXPECT_EQ(options2.headers, options.headers);
   EXPECT_EQ(options2.extent_bytes, options.extent_bytes);
   EXPECT_EQ(options2.expected_size, options.expected_size);
@@ -285,6 +289,7 @@ TEST(RpcWire, MultipartAndStatsTypesRoundTrip) {
   parts.truncated = true;
   parts.next_part_number_marker = 2;
   parts.checksum_header = "x-amz-checksum-sha1";
+  parts.checksum_type = ChecksumType::kFullObject;
   ListUploadsResult uploads;
   uploads.uploads = {{"k", "id-1", 99}};
   uploads.common_prefixes = {"c/"};
@@ -293,7 +298,8 @@ TEST(RpcWire, MultipartAndStatsTypesRoundTrip) {
   StoreStats stats;
   stats.figures = {{"a", 1}, {"b", ~0ull}};
   const std::vector<std::optional<ObjectMeta>> metas = {SampleMeta(), std::nullopt};
-  const std::vector<CompletedPart> done = {{1, "e1"}, {3, "e3", {"x-amz-checksum-crc32", "AA=="}}};
+  const std::vector<CompletedPart> done = {{1, "e1"},
+                                           {3, "e3", {"x-amz-checksum-crc32", "AA=="}, 5u << 30}};
   CompleteOptions complete;
   complete.conditions.if_match = "etag";
   complete.checksum = {"x-amz-checksum-crc32", "AAAAAA==-2"};
@@ -310,6 +316,11 @@ TEST(RpcWire, MultipartAndStatsTypesRoundTrip) {
   EXPECT_EQ(parts2.parts[0].checksum, parts.parts[0].checksum);
   EXPECT_TRUE(parts2.parts[1].checksum.empty());
   EXPECT_EQ(parts2.checksum_header, "x-amz-checksum-sha1");
+  EXPECT_EQ(parts2.checksum_type, ChecksumType::kFullObject);
+  ASSERT_EQ(done2.size(), 2u);
+  EXPECT_FALSE(done2[0].size.has_value());
+  EXPECT_EQ(done2[1].size, 5u << 30);
+  EXPECT_EQ(done2[1].checksum, done[1].checksum);
   EXPECT_EQ(complete2.conditions.if_match, complete.conditions.if_match);
   EXPECT_FALSE(complete2.conditions.if_none_match);
   EXPECT_EQ(complete2.checksum, complete.checksum);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <tuple>
 
 #include "rados/rados_store.h"
 #include "records/md5.h"
@@ -533,6 +534,87 @@ TEST_P(MultipartTest, PartChecksumsAreKeptComparedAndTheCompositeStored) {
   ASSERT_TRUE(head.has_value()) << head.error();
   EXPECT_EQ(head->headers, done->headers);
   EXPECT_EQ(head->size, kPart + 100);
+}
+
+// FULL_OBJECT uploads (issue 17): the type is kept with the upload and listed; a completion
+// listing part sizes is refused when one is not the part's (a part replaced after the
+// gateway read the sizes it combined the CRCs with), storing nothing, and otherwise stores
+// the given checksum as it is (no "-N").
+TEST_P(MultipartTest, FullObjectTypeIsKeptAndListedSizesCompared) {
+  const std::string kHeader = "x-amz-checksum-crc64nvme";
+  PutOptions create;
+  create.upload_checksum_header = kHeader;
+  create.upload_checksum_type = ChecksumType::kFullObject;
+  Result<std::string> id = store_->CreateMultipartUpload({"bkt", "mp"}, create);
+  ASSERT_TRUE(id.has_value()) << id.error();
+  std::vector<ObjectMeta> metas;
+  const ObjectChecksum c1{kHeader, "AAAAAAAAAAE="};
+  const ObjectChecksum c2{kHeader, "AAAAAAAAAAI="};
+  for (const auto& [n, size, c] : {std::tuple{1u, kPart, c1}, std::tuple{2u, uint64_t{100}, c2}}) {
+    PutOptions p;
+    p.headers = {{kHeader, c.value}};
+    p.part_checksum_header = kHeader;
+    Result<std::unique_ptr<ObjectWriter>> w = store_->UploadPart({"bkt", "mp"}, *id, n, p);
+    ASSERT_TRUE(w.has_value()) << w.error();
+    ASSERT_TRUE((*w)->Append(AsBytes(Bytes(n, size))).ok());
+    Result<ObjectMeta> m = (*w)->Commit();
+    ASSERT_TRUE(m.has_value()) << m.error();
+    metas.push_back(*m);
+  }
+  Result<ListPartsResult> listed = store_->ListParts({"bkt", "mp"}, *id, 0, 10);
+  ASSERT_TRUE(listed.has_value()) << listed.error();
+  EXPECT_EQ(listed->checksum_header, kHeader);
+  EXPECT_EQ(listed->checksum_type, ChecksumType::kFullObject);
+  CompleteOptions options;
+  options.checksum = {kHeader, "ZnVsbG9iag=="};
+  std::vector<CompletedPart> parts = {{1, metas[0].etag, c1, kPart}, {2, metas[1].etag, c2, 99}};
+  Result<ObjectMeta> refused = store_->CompleteMultipartUpload({"bkt", "mp"}, *id, parts, options);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code(), Code::kInvalidArgument) << refused.error();
+  EXPECT_EQ(refused.error().subject(), Subject::kPart) << refused.error();
+  EXPECT_EQ(store_->Head({"bkt", "mp"}).error().code(), Code::kNotFound);
+  parts[1].size = 100;
+  Result<ObjectMeta> done = store_->CompleteMultipartUpload({"bkt", "mp"}, *id, parts, options);
+  ASSERT_TRUE(done.has_value()) << done.error();
+  EXPECT_EQ(done->headers,
+            (std::vector<std::pair<std::string, std::string>>{{kHeader, "ZnVsbG9iag=="}}));
+  // A COMPOSITE upload lists as one.
+  Result<std::string> composite = store_->CreateMultipartUpload({"bkt", "c"}, PutOptions{});
+  ASSERT_TRUE(composite.has_value()) << composite.error();
+  EXPECT_EQ(store_->ListParts({"bkt", "c"}, *composite, 0, 10)->checksum_type,
+            ChecksumType::kComposite);
+}
+
+// UploadPart refuses, before any byte, a part whose declared checksum (as a header, or
+// announced for a trailer) is of another algorithm than the upload's; nothing is stored.
+TEST_P(MultipartTest, UploadPartOfAnotherAlgorithmIsRefusedAtOnce) {
+  PutOptions create;
+  create.upload_checksum_header = "x-amz-checksum-crc32";
+  Result<std::string> id = store_->CreateMultipartUpload({"bkt", "mp"}, create);
+  ASSERT_TRUE(id.has_value()) << id.error();
+  PutOptions trailer;
+  trailer.part_checksum_header = "x-amz-checksum-crc32c";
+  PutOptions header;
+  header.headers = {{"x-amz-checksum-sha1", "c2hh"}};
+  for (const PutOptions& p : {trailer, header}) {
+    Result<std::unique_ptr<ObjectWriter>> w = store_->UploadPart({"bkt", "mp"}, *id, 1, p);
+    ASSERT_FALSE(w.has_value());
+    EXPECT_EQ(w.error().code(), Code::kInvalidArgument) << w.error();
+    EXPECT_EQ(w.error().subject(), Subject::kUpload) << w.error();
+    EXPECT_NE(w.error().message().find("expected checksum Type: crc32,"), std::string::npos)
+        << w.error();
+  }
+  PutOptions same;
+  same.part_checksum_header = "x-amz-checksum-crc32";
+  Result<std::unique_ptr<ObjectWriter>> w = store_->UploadPart({"bkt", "mp"}, *id, 2, same);
+  ASSERT_TRUE(w.has_value()) << w.error();
+  ASSERT_TRUE((*w)->Append(AsBytes(std::string_view("x"))).ok());
+  ASSERT_TRUE((*w)->AddHeader("x-amz-checksum-crc32", "AAAAAQ==").ok());
+  ASSERT_TRUE((*w)->Commit().has_value());
+  Result<ListPartsResult> listed = store_->ListParts({"bkt", "mp"}, *id, 0, 10);
+  ASSERT_TRUE(listed.has_value()) << listed.error();
+  ASSERT_EQ(listed->parts.size(), 1u);
+  EXPECT_EQ(listed->parts[0].part_number, 2u);
 }
 
 // CompleteMultipartUpload's conditions are checked against the object it would replace.

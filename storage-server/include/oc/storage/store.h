@@ -207,17 +207,19 @@ class Store {
                                                     const PutOptions& options) = 0;
   // Writes part `part_number` (1..kMaxPartNumber) of the upload; a part written again
   // replaces the earlier one. kNotFound/kUpload if no such upload for this key;
-  // kInvalidArgument/kPart (field "partNumber") if out of range.
+  // kInvalidArgument/kPart (field "partNumber") if out of range; kInvalidArgument/kUpload
+  // (field: the part's checksum header) if the part declares a checksum of another algorithm
+  // than the upload's (PutOptions::part_checksum_header).
   virtual Result<std::unique_ptr<ObjectWriter>> UploadPart(const ObjectKey& key,
                                                            std::string_view upload_id,
                                                            uint32_t part_number,
                                                            const PutOptions& options) = 0;
   // Assembles the listed parts into the object, atomically. kNotFound/kUpload if no such
-  // upload; kInvalidArgument/kPart ("InvalidPart") if a part is missing, its ETag differs or
-  // its listed checksum differs from the one stored with it; kInvalidArgument/kUpload
-  // ("InvalidRequest") if the upload has a checksum algorithm and a part lists no checksum
-  // under it; kFailedPrecondition/kPart ("InvalidPartOrder") if numbers do not ascend;
-  // kOutOfRange/kPart ("EntityTooSmall") if a part other than the last is under
+  // upload; kInvalidArgument/kPart ("InvalidPart") if a part is missing, its ETag differs,
+  // its listed checksum differs from the one stored with it or its listed size from its own;
+  // kInvalidArgument/kUpload ("InvalidRequest") if the upload has a checksum algorithm and a
+  // part lists no checksum under it; kFailedPrecondition/kPart ("InvalidPartOrder") if numbers do
+  // not ascend; kOutOfRange/kPart ("EntityTooSmall") if a part other than the last is under
   // kMinPartBytes; the errors of options.conditions against the key's current object. A
   // retry of a completion that succeeded answers that object's metadata. The parts' bytes
   // are not copied.

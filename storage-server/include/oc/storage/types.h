@@ -99,6 +99,14 @@ struct ObjectChecksum {
   bool operator==(const ObjectChecksum&) const = default;
 };
 
+// How a multipart upload's object checksum is made from its parts (S3 x-amz-checksum-type on
+// CreateMultipartUpload). The store keeps it with the upload and returns it (ListParts); the
+// gateway makes the value (docs/decisions.md, "S3 checksums: FULL_OBJECT").
+enum class ChecksumType : uint8_t {
+  kComposite = 0,   // the algorithm over the parts' digests, "<base64>-<N>"
+  kFullObject = 1,  // the CRC of the whole object, combined from the parts' CRCs and sizes
+};
+
 // Conditions on the object a write replaces (S3 If-None-Match: * and If-Match: <etag> on
 // PutObject, CompleteMultipartUpload and CopyObject), checked by the store against the key's
 // current record atomically with the write. if_none_match: kFailedPrecondition/kKey (field
@@ -145,6 +153,16 @@ struct PutOptions {
   // checksum under that header listed for every part (CompleteMultipartUpload). Default: ""
   // (none)
   std::string upload_checksum_header;
+  // CreateMultipartUpload only, with upload_checksum_header: how the completed object's
+  // checksum is made (kFullObject only for a CRC, which the gateway checks). Default:
+  // kComposite
+  ChecksumType upload_checksum_type = ChecksumType::kComposite;
+  // UploadPart only: the header of the checksum the part declares before its body, sent as a
+  // header (also in `headers`) or announced for an aws-chunked trailer (x-amz-trailer).
+  // UploadPart fails with kInvalidArgument/kUpload naming it if the upload was created with
+  // another algorithm (S3 refuses such a part at once, "Checksum Type mismatch occurred").
+  // Default: "" (the x-amz-checksum-* entry of `headers`, if any)
+  std::string part_checksum_header;
 };
 
 // One object of a committed group (ObjectGroupWriter::Commit), in Begin order.
@@ -183,15 +201,19 @@ struct CompletedPart {
   // The part's checksum as the client lists it (ChecksumCRC32 ... in the completion's XML);
   // when set it must equal the checksum stored with the part. Default: none
   ObjectChecksum checksum;
+  // When set it must equal the part's size: a FULL_OBJECT checksum was combined from the
+  // parts' checksums and these sizes, so both are compared with the parts the commit stitches.
+  // Default: none
+  std::optional<uint64_t> size;
 };
 
 // CompleteMultipartUpload's options besides the part list.
 struct CompleteOptions {
   // On the object the completion replaces (S3 If-None-Match: *, If-Match). Default: none
   WriteConditions conditions;
-  // The completed object's checksum, stored as one of its headers (the checksum of checksums
-  // "<base64>-<N>" the gateway computed from the listed part checksums, which the store
-  // compares with the parts' own first). Default: none
+  // The completed object's checksum, stored as one of its headers: the checksum of checksums
+  // "<base64>-<N>" or the FULL_OBJECT CRC the gateway computed from the listed part checksums
+  // (and sizes), which the store compares with the parts' own first. Default: none
   ObjectChecksum checksum;
 };
 
@@ -212,6 +234,8 @@ struct ListPartsResult {
   // The upload's checksum algorithm as its header (PutOptions::upload_checksum_header); "" if
   // none.
   std::string checksum_header;
+  // PutOptions::upload_checksum_type of the upload.
+  ChecksumType checksum_type = ChecksumType::kComposite;
 };
 
 struct UploadInfo {
