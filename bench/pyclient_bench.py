@@ -217,7 +217,9 @@ def plot(rows, path):
         a.plot(xs, [r["cpp_gbps"] for r in sel], "o" + style, label=f"C++ {via}")
         a.plot(xs, [r["py_gbps"] for r in sel], "s" + style, label=f"Python {via}")
         b.plot(xs, [r["added_us"] for r in sel], "o" + style, label=f"wall {via}")
-        b.plot(xs, [r["added_cpu_us"] for r in sel], "s" + style, label=f"client CPU {via}")
+        b.plot(xs, [r["added_cpu_us"] for r in sel], "s" + style, label=f"process CPU {via}")
+        b.plot(xs, [r["added_thread_cpu_us"] for r in sel], "^" + style,
+               label=f"calling-thread CPU {via}")
         c.plot(xs, [r["cpp_cpu_us_median"] for r in sel], "o" + style, label=f"C++ client {via}")
         c.plot(xs, [r["py_cpu_us_median"] for r in sel], "s" + style, label=f"Python client {via}")
         c.plot(xs, [r["server_cpu_us_py"] for r in sel], "^" + style,
