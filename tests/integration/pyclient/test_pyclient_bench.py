@@ -55,11 +55,13 @@ def test_bench_reports_client_and_server_cpu_per_request(tmp_path):
     for row in doc["rows"]:
         assert row["requests_each"] == 6 and len(row["rounds"]) == 2
         for key in ("cpp_us_median", "py_us_median", "cpp_cpu_us_median", "py_cpu_us_median",
-                    "cpp_thread_cpu_us_median", "py_thread_cpu_us_median", "cpp_rusage_us",
-                    "py_rusage_us", "server_cpu_us_py"):
+                    "cpp_thread_cpu_us_median", "py_thread_cpu_us_median", "py_rusage_us",
+                    "server_cpu_us_py"):
             assert row[key] > 0, (key, row)
-        # The C++ server figure is a difference of two runs: present, any sign.
-        assert isinstance(row["server_cpu_us_cpp"], float)
+        # Differences of two `oc` runs (R+1 requests less 1): present, any sign, since the
+        # setup of either run can cost more than the R = 3 requests.
+        for key in ("cpp_rusage_us", "server_cpu_us_cpp"):
+            assert isinstance(row[key], (int, float)), (key, row)
         assert abs(row["added_cpu_us"] -
                    (row["py_cpu_us_median"] - row["cpp_cpu_us_median"])) <= 0.2
         assert abs(row["added_thread_cpu_us"] - (row["py_thread_cpu_us_median"] -
