@@ -25,6 +25,8 @@
 // `probe` "matched=<M>" then one line per chunk: its size, or "-" when absent. Progress goes to
 // stderr. Exit 0 on success, 1 on a request error (the S3 error printed), 2 on bad flags.
 
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -140,8 +142,9 @@ const std::vector<oc::cli::CommandSpec>& Commands() {
                {"quiet", "", "", "no progress lines on stderr for large requests"},
                {"buffer-bytes", "N", "", "target buffer size (tests; default N*L*S)"},
                {"repeat", "N", "1",
-                "send the request N times into the same buffer, timing "
-                "each after the first"}}),
+                "send the request N times into the same buffer; each after the first prints "
+                "\"repeat <i> total_us=<wall> matched=<m> cpu_us=<process CPU> "
+                "thread_cpu_us=<calling thread's CPU>\""}}),
        {"oc get-layers --bucket kv --tokens prompt.txt --chunk-tokens 16 --layers 32 "
         "--layer-bytes 65536 --out payload.bin"},
        kKeysNotes},
@@ -375,6 +378,17 @@ int RunPutChunks(const Flags& f, client::Client& c, descriptor::Descriptor d,
   return 0;
 }
 
+// CPU time used so far, user + system, in nanoseconds, by this process (every thread) or by
+// the calling thread: the clocks Python's time.process_time() and time.thread_time() read, so
+// bench/pyclient_bench.py compares like with like.
+int64_t CpuNs(clockid_t clock) {
+  timespec ts{};
+  if (clock_gettime(clock, &ts) != 0) {
+    return 0;
+  }
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
 int RunGetLayers(const Flags& f, client::Client& c, const descriptor::Descriptor& d,
                  const std::string& bucket) {
   const uint64_t total = d.num_chunks() * d.num_layers * d.layer_bytes;
@@ -465,7 +479,10 @@ int RunGetLayers(const Flags& f, client::Client& c, const descriptor::Descriptor
       r->summary.transfer_us.value_or(0), r->assigned_rate_gbps, c.slowdown_retries());
   // --repeat N: N-1 more requests into the same buffer, in this process (connections, data
   // plane and buffer warm), each timed from the call to the end of Wait(), layers waited in
-  // order: "repeat <i> total_us=<t> matched=<m>" (what bench/pyclient_bench.py compares).
+  // order: "repeat <i> total_us=<t> matched=<m> cpu_us=<c> thread_cpu_us=<ct>", c being the CPU
+  // time of the whole process over that request (every thread: the caller, the HTTP I/O and
+  // UCX progress threads), ct that of the calling thread alone (what bench/pyclient_bench.py
+  // compares).
   oc::Result<uint64_t> repeat = oc::ParseSize(f.Value("repeat"), "--repeat");
   if (!repeat.has_value()) {
     return Fail(repeat.error(), 2);
@@ -473,6 +490,8 @@ int RunGetLayers(const Flags& f, client::Client& c, const descriptor::Descriptor
   h = oc::Status::Cancelled("ended");  // frees the target's address for the next request
   for (uint64_t i = 1; i < *repeat; ++i) {
     const Clock::time_point t0 = Clock::now();
+    const int64_t cpu0 = CpuNs(CLOCK_PROCESS_CPUTIME_ID);
+    const int64_t thread_cpu0 = CpuNs(CLOCK_THREAD_CPUTIME_ID);
     oc::Result<client::LayerHandle> again =
         via == "ucx" ? c.GetLayers(bucket, d, *target) : c.GetLayersHttp(bucket, d, out);
     if (!again.has_value()) {
@@ -484,10 +503,17 @@ int RunGetLayers(const Flags& f, client::Client& c, const descriptor::Descriptor
     if (!done.has_value()) {
       return Fail(done.error(), 1);
     }
+    const uint64_t matched = done->summary.matched_chunks;
+    // Freed inside the timed span, as Python's Transfer.wait() releases its handle.
+    again = oc::Status::Cancelled("ended");
+    done = oc::Status::Cancelled("ended");
+    const int64_t thread_cpu_ns = CpuNs(CLOCK_THREAD_CPUTIME_ID) - thread_cpu0;
+    const int64_t cpu_ns = CpuNs(CLOCK_PROCESS_CPUTIME_ID) - cpu0;
     const int64_t us =
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0).count();
-    std::cout << fmt::format("repeat {} total_us={} matched={}\n", i, us,
-                             done->summary.matched_chunks);
+    std::cout << fmt::format(
+        "repeat {} total_us={} matched={} cpu_us={:.1f} thread_cpu_us={:.1f}\n", i, us, matched,
+        static_cast<double>(cpu_ns) / 1e3, static_cast<double>(thread_cpu_ns) / 1e3);
   }
   return 0;
 }
