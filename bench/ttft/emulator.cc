@@ -140,6 +140,15 @@ double Emulator::PredictMs(Path p, const Request& r, double rate) const {
   return Eq3(Layerwise(p), r.layers, x, r.compute_us * 1e-3);
 }
 
+void Emulator::WarmUp(storage::kv::KvEngine& engine, const std::vector<Request>& reqs) {
+  for (const Measured& m : w_.RunStore(engine, reqs, true, 0)) {
+    if (!m.ok) {
+      ok_ = false;
+      std::fprintf(stderr, "  warm-up run failed: %s\n", m.error.c_str());
+    }
+  }
+}
+
 void Emulator::AddModelRow(const std::string& experiment, const std::string& config,
                            double measured, double predicted) {
   model_rows_.push_back({{"experiment", experiment},

@@ -53,6 +53,10 @@ class Emulator {
   // Median TTFT over the repetitions (the whole Measured of the median run).
   Measured RunMedian(Path p, const Request& r, double link_cap);
   double PredictMs(Path p, const Request& r, double rate) const;
+  // One untimed run of `reqs` through `engine`: its data plane attaches the nodes' target buffers
+  // and fills its page tables for them, once per engine, as a long-running server does
+  // (docs/decisions.md, "TTFT emulator: one target buffer per node").
+  void WarmUp(storage::kv::KvEngine& engine, const std::vector<Request>& reqs);
   void AddModelRow(const std::string& experiment, const std::string& config, double measured,
                    double predicted);
 
