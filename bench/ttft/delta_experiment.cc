@@ -20,7 +20,7 @@
 namespace oc::bench::ttft {
 
 Status Emulator::Delta(Json* out) {
-  const double ks = k_ / 2;
+  const double ks = SchedK();
   const double phi = static_cast<double>(size_.sched_phi);
   const Profile p{16384, 0.875};
   Request r;

@@ -66,6 +66,11 @@ Status Emulator::Calibrate(Json* machine) {
   return Status::Ok();
 }
 
+double Emulator::SchedK() const {
+  return size_.sched_link_gbytes > 0 ? size_.sched_link_gbytes * 1e9 / kPaperLinkBytesPerSec
+                                     : k_ / 2;
+}
+
 Json Emulator::Scaling() const {
   return {
       {"paper_link_gbps", 100},
@@ -81,11 +86,12 @@ Json Emulator::Scaling() const {
        "Table A8 rows (Llama-3.1-8B, A100) per layer; 12.5% hit by the line through the "
        "context's 50% and 87.5% rows in uncached tokens"},
       {"compute", "sleep"},
-      {"sched_k", k_ / 2},
+      {"sched_k", SchedK()},
+      {"sched_link_gbytes_per_s", SchedK() * kPaperLinkBytesPerSec / 1e9},
       {"sched_k_note",
        "scheduling runs map the paper's 100 Gbps link to half the measured rate (4-6 "
-       "nodes, the dispatcher and the data plane share 2 cores); caps, demands and delta "
-       "scale by sched_k, times (c, epoch) by 1/(sched_phi*sched_k)"},
+       "nodes, the dispatcher and the data plane share 2 cores) or to --sched-link-gbytes; "
+       "caps, demands and delta scale by sched_k, times (c, epoch) by 1/(sched_phi*sched_k)"},
       {"sched_layers", size_.sched_layers},
       {"sched_context_scale", size_.sched_phi},
       {"sched_g", size_.sched_g}};

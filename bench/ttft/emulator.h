@@ -67,6 +67,8 @@ class Emulator {
   double memcpy_ = 0;
   double rate_ = 0;  // S3Agg-LW bytes/s
   double k_ = 0;
+  // The scheduling runs' scale: rates here = paper rates x sched_k (Size::sched_link_gbytes).
+  double SchedK() const;
   std::map<Path, double> path_rate_;
   double measured_delta_paper_gbps_ = -1;  // < 0: Delta has not run
   std::map<std::pair<std::string, std::string>, double> e2e_;

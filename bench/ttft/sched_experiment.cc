@@ -54,7 +54,7 @@ std::string ProfileLabel(size_t i, const Profile& p) {
 }  // namespace
 
 Status Emulator::Sched(Json* out) {
-  const double ks = k_ / 2;
+  const double ks = SchedK();
   const double phi = static_cast<double>(size_.sched_phi);
   const int64_t epoch_us = std::max<int64_t>(1000, std::llround(10'000 / (phi * ks)));
   Json workloads = Json::array();
