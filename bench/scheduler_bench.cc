@@ -75,8 +75,8 @@ void BM_PacerNext(benchmark::State& state) {
   // Keep every flow backlogged: refill a flow's next layer whenever one leaves.
   std::vector<uint32_t> next_layer(n, 0);
   for (size_t i = 0; i < n; ++i) {
-    (void)pacer.Enqueue(i, next_layer[i]++, w.demands[i].layer_bytes);
-    (void)pacer.Enqueue(i, next_layer[i]++, w.demands[i].layer_bytes);
+    (void)pacer.Enqueue(i, next_layer[i]++, w.demands[i].layer_bytes, sched::Time{0});
+    (void)pacer.Enqueue(i, next_layer[i]++, w.demands[i].layer_bytes, sched::Time{0});
   }
   sched::Time now{0};
   int64_t dispatched = 0;
@@ -89,7 +89,7 @@ void BM_PacerNext(benchmark::State& state) {
     if (step.kind == sched::NextStep::Kind::kDispatch) {
       ++dispatched;
       const size_t i = step.dispatch.request;
-      (void)pacer.Enqueue(i, next_layer[i]++, w.demands[i].layer_bytes);
+      (void)pacer.Enqueue(i, next_layer[i]++, w.demands[i].layer_bytes, now);
     }
   }
   state.SetItemsProcessed(dispatched);

@@ -15,6 +15,8 @@ redistribution, shortest-first: requests in order of remaining bytes each get mi
 is left), the surplus goes to the first (stall-aware, work-conserving).
 
 Usage: /usr/bin/python3 tools/sched_model.py [--dt SECONDS]   prints one Markdown table
+       /usr/bin/python3 tools/sched_model.py --delta-sweep   Eq. 3's equal / cal-stall-opt under
+                                        the paper's protocol for delta = 0..10 Gbps, per workload
 """
 import math
 import os
@@ -64,7 +66,7 @@ def water_fill(s, t, cap):
     return r
 
 
-def allocate(policy, s, rstar, remaining, cap):
+def allocate(policy, s, rstar, remaining, cap, delta=None):
     n = len(s)
     if policy == "equal":
         return [cap / n] * n
@@ -73,7 +75,7 @@ def allocate(policy, s, rstar, remaining, cap):
     if policy == "bw-prop":
         return [cap * x / sum(rstar) for x in rstar]
     if policy in ("stall-opt", "cal-stall-opt"):
-        d = DELTA if policy == "cal-stall-opt" else 0
+        d = (DELTA if delta is None else delta) if policy == "cal-stall-opt" else 0
         return water_fill(s, [x + d for x in rstar], cap)
     if policy == "shortest-first":
         order = sorted(range(n), key=lambda i: (remaining[i], i))
@@ -118,9 +120,30 @@ def redistributed(policy, s, c, rstar, cap, dt):
     return [(end[i] - L * c[i]) * 1e3 for i in range(n)]
 
 
+def delta_sweep(a8):
+    """Eq. 3 under fixed rates: equal's sum of added TTFT over cal-stall-opt's, per delta."""
+    deltas = [0, 1, 2, 3, 4, 5, 6, 7, 8, 10]
+    print("| workload | " + " | ".join(f"delta {d}" for d in deltas) + " |")
+    print("| --- |" + " --- |" * len(deltas))
+    for name, (gbps, profiles) in WORKLOADS.items():
+        cap = gbps * 1e9 / 8
+        s = [round(ctx * hit) * 4096 for ctx, hit in profiles]
+        c = [a8[p] / 32 / 1e3 for p in profiles]
+        rstar = [si / ci for si, ci in zip(s, c)]
+        eq = sum(fixed(s, c, allocate("equal", s, rstar, s, cap)))
+        cells = []
+        for d in deltas:
+            cal = sum(fixed(s, c, allocate("cal-stall-opt", s, rstar, s, cap, d * 1e9 / 8)))
+            cells.append(f"{eq / cal:.2f}x")
+        print(f"| {name} ({gbps} Gbps) | " + " | ".join(cells) + " |")
+    return 0
+
+
 def main(argv):
     dt = float(argv[argv.index("--dt") + 1]) if "--dt" in argv else 5e-5
     a8 = table_a8()
+    if "--delta-sweep" in argv:
+        return delta_sweep(a8)
     print("| workload | sharing | policy | sum added TTFT ms | equal / policy |")
     print("| --- | --- | --- | --- | --- |")
     for name, (gbps, profiles) in WORKLOADS.items():

@@ -20,7 +20,7 @@
 namespace oc::bench::ttft {
 
 Status Emulator::Delta(Json* out) {
-  const double ks = k_ / 2;
+  const double ks = SchedK();
   const double phi = static_cast<double>(size_.sched_phi);
   const Profile p{16384, 0.875};
   Request r;
@@ -34,20 +34,26 @@ Status Emulator::Delta(Json* out) {
   const double s = static_cast<double>(r.layer_bytes());
   const double c_ms = r.compute_us * 1e-3;
   const double r_star = s / (c_ms * 1e-3);
-  auto median_ttft = [&](storage::kv::KvEngine& engine) {
-    std::vector<double> t;
+  auto median_run = [&](storage::kv::KvEngine& engine) {
+    std::vector<Measured> runs;
+    WarmUp(engine, {r});
     for (int rep = 0; rep < size_.sched_reps; ++rep) {
-      Measured m = w_.RunStore(engine, {r}, true, 0)[0];
-      if (!m.ok) {
+      runs.push_back(w_.RunStore(engine, {r}, true, 0)[0]);
+      if (!runs.back().ok) {
         ok_ = false;
-        std::fprintf(stderr, "  delta run failed: %s\n", m.error.c_str());
+        std::fprintf(stderr, "  delta run failed: %s\n", runs.back().error.c_str());
       }
-      t.push_back(m.ttft_ms);
     }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
+    std::sort(runs.begin(), runs.end(),
+              [](const Measured& a, const Measured& b) { return a.ttft_ms < b.ttft_ms; });
+    return runs[runs.size() / 2];
   };
-  const double alone = median_ttft(w_.layerwise());
+  auto trace = [](const Measured& m) {
+    return Json{
+        {"landed_ms", m.landed_ms}, {"woke_ms", m.woke_ms}, {"compute_end_ms", m.compute_end_ms}};
+  };
+  const Measured alone_run = median_run(w_.layerwise());
+  const double alone = alone_run.ttft_ms;
   std::fprintf(stderr, "delta sweep: %s alone %.1f ms, r* %.3f Gbps here (%.2f paper Gbps)\n",
                r.label.c_str(), alone, sched::BytesPerSecToGbps(r_star),
                sched::BytesPerSecToGbps(r_star) / ks);
@@ -63,7 +69,8 @@ Status Emulator::Delta(Json* out) {
         std::chrono::microseconds(std::max<int64_t>(1000, std::llround(10'000 / (phi * ks))));
     so->drr_quantum_bytes = 256 << 10;
     OC_ASSIGN_OR_RETURN(auto engine, w_.MakeEngine(1, so));
-    const double ttft = median_ttft(*engine);
+    const Measured run = median_run(*engine);
+    const double ttft = run.ttft_ms;
     const double eq3 = PredictMs(Path::kS3AggLW, r, std::min(rate, rate_));
     // Invert Eq. 3's stalled branch T = L x + c for the rate the request effectively got.
     const double x_eff = (ttft - c_ms) / r.layers;
@@ -78,7 +85,8 @@ Status Emulator::Delta(Json* out) {
          {"eq3_ms", eq3},
          {"error_pct", (eq3 - ttft) / ttft * 100},
          {"effective_gbps", stalled ? Json(sched::BytesPerSecToGbps(r_eff)) : Json()},
-         {"effective_paper_gbps", stalled ? Json(sched::BytesPerSecToGbps(r_eff) / ks) : Json()}});
+         {"effective_paper_gbps", stalled ? Json(sched::BytesPerSecToGbps(r_eff) / ks) : Json()},
+         {"trace", trace(run)}});
     AddModelRow("delta", r.label + " at " + std::to_string(f).substr(0, 4) + " r*", ttft, eq3);
     std::fprintf(stderr, "  at %.2f r* (%.2f paper Gbps): TTFT %8.1f ms, Eq. 3 %8.1f ms%s\n", f,
                  sched::BytesPerSecToGbps(rate) / ks, ttft, eq3, stalled ? " (stalled)" : "");
@@ -95,6 +103,7 @@ Status Emulator::Delta(Json* out) {
   (*out)["r_star_gbps"] = sched::BytesPerSecToGbps(r_star);
   (*out)["r_star_paper_gbps"] = sched::BytesPerSecToGbps(r_star) / ks;
   (*out)["alone_uncapped_ms"] = alone;
+  (*out)["alone_trace"] = trace(alone_run);
   (*out)["rows"] = rows;
   (*out)["delta_gbps"] = sched::BytesPerSecToGbps(delta);
   (*out)["delta_paper_gbps"] = sched::BytesPerSecToGbps(delta) / ks;

@@ -66,6 +66,11 @@ Status Emulator::Calibrate(Json* machine) {
   return Status::Ok();
 }
 
+double Emulator::SchedK() const {
+  return size_.sched_link_gbytes > 0 ? size_.sched_link_gbytes * 1e9 / kPaperLinkBytesPerSec
+                                     : k_ / 2;
+}
+
 Json Emulator::Scaling() const {
   return {
       {"paper_link_gbps", 100},
@@ -81,11 +86,12 @@ Json Emulator::Scaling() const {
        "Table A8 rows (Llama-3.1-8B, A100) per layer; 12.5% hit by the line through the "
        "context's 50% and 87.5% rows in uncached tokens"},
       {"compute", "sleep"},
-      {"sched_k", k_ / 2},
+      {"sched_k", SchedK()},
+      {"sched_link_gbytes_per_s", SchedK() * kPaperLinkBytesPerSec / 1e9},
       {"sched_k_note",
        "scheduling runs map the paper's 100 Gbps link to half the measured rate (4-6 "
-       "nodes, the dispatcher and the data plane share 2 cores); caps, demands and delta "
-       "scale by sched_k, times (c, epoch) by 1/(sched_phi*sched_k)"},
+       "nodes, the dispatcher and the data plane share 2 cores) or to --sched-link-gbytes; "
+       "caps, demands and delta scale by sched_k, times (c, epoch) by 1/(sched_phi*sched_k)"},
       {"sched_layers", size_.sched_layers},
       {"sched_context_scale", size_.sched_phi},
       {"sched_g", size_.sched_g}};
@@ -138,6 +144,15 @@ Measured Emulator::RunMedian(Path p, const Request& r, double link_cap) {
 double Emulator::PredictMs(Path p, const Request& r, double rate) const {
   const double x = static_cast<double>(r.layer_bytes()) / rate * 1e3;
   return Eq3(Layerwise(p), r.layers, x, r.compute_us * 1e-3);
+}
+
+void Emulator::WarmUp(storage::kv::KvEngine& engine, const std::vector<Request>& reqs) {
+  for (const Measured& m : w_.RunStore(engine, reqs, true, 0)) {
+    if (!m.ok) {
+      ok_ = false;
+      std::fprintf(stderr, "  warm-up run failed: %s\n", m.error.c_str());
+    }
+  }
 }
 
 void Emulator::AddModelRow(const std::string& experiment, const std::string& config,

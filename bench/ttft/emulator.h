@@ -53,6 +53,10 @@ class Emulator {
   // Median TTFT over the repetitions (the whole Measured of the median run).
   Measured RunMedian(Path p, const Request& r, double link_cap);
   double PredictMs(Path p, const Request& r, double rate) const;
+  // One untimed run of `reqs` through `engine`: its data plane attaches the nodes' target buffers
+  // and fills its page tables for them, once per engine, as a long-running server does
+  // (docs/decisions.md, "TTFT emulator: one target buffer per node").
+  void WarmUp(storage::kv::KvEngine& engine, const std::vector<Request>& reqs);
   void AddModelRow(const std::string& experiment, const std::string& config, double measured,
                    double predicted);
 
@@ -63,6 +67,8 @@ class Emulator {
   double memcpy_ = 0;
   double rate_ = 0;  // S3Agg-LW bytes/s
   double k_ = 0;
+  // The scheduling runs' scale: rates here = paper rates x sched_k (Size::sched_link_gbytes).
+  double SchedK() const;
   std::map<Path, double> path_rate_;
   double measured_delta_paper_gbps_ = -1;  // < 0: Delta has not run
   std::map<std::pair<std::string, std::string>, double> e2e_;

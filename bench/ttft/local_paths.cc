@@ -3,39 +3,47 @@
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <thread>
+#include <vector>
 
 #include "node.h"
 
 namespace oc::bench::ttft {
 namespace {
 
-// Layer-ready signals of the local paths.
+// Layer-ready signals of the local paths, with the time each layer was signalled.
 class LayerSignal {
  public:
+  explicit LayerSignal(int layers) : at_(static_cast<size_t>(layers)) {}
+  // Layers up to l are ready now.
   void Set(int l) {
+    const Clock::time_point now = Clock::now();
     {
       std::lock_guard<std::mutex> lock(mu_);
-      ready_ = l;
+      while (ready_ < l) at_[static_cast<size_t>(++ready_)] = now;
     }
     cv_.notify_all();
   }
-  bool Wait(int l) {
+  // When layer l was signalled; nullopt on timeout.
+  std::optional<Clock::time_point> Wait(int l) {
     std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, kLayerTimeout, [&] { return ready_ >= l; });
+    if (!cv_.wait_for(lock, kLayerTimeout, [&] { return ready_ >= l; })) return std::nullopt;
+    return at_[static_cast<size_t>(l)];
   }
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
   int ready_ = -1;
+  std::vector<Clock::time_point> at_;
 };
 
 }  // namespace
 
 Measured RunLocal(Path p, const Request& r, LocalKv& kv, double link_cap) {
   Measured m;
-  LayerSignal signal;
+  LayerSignal signal(r.layers);
   const uint64_t s = r.layer_bytes();
   const uint64_t slice = r.g * kTokenLayerBytes;
   const uint64_t chunk = slice * static_cast<uint64_t>(r.layers);

@@ -46,6 +46,8 @@ int Usage() {
                "usage: ttft_emulator [--smallest | --reduced | --full] [--experiments LIST] "
                "[--reps N] [--out FILE] [--table-a8 CSV]\n"
                "  [--sched-workloads LIST] [--sched-policies LIST] [--sched-variants LIST]\n"
+               "  [--sched-link-gbytes X] (exp. 7 and delta: the paper's 100 Gbps is X GB/s;\n"
+               "  default half the calibrated data-plane rate)\n"
                "  (exp. 7 subsets, e.g. C / equal,cal-stall-opt / admission; default all)\n"
                "  LIST: comma list of e2e, bandwidth, sched, delta, model (default all)\n"
                "  CSV: the paper's Table A8 (default " OC_TTFT_TABLE_A8 ")\n");
@@ -60,6 +62,7 @@ int main(int argc, char** argv) {
   std::string out_path;
   std::string table_path = OC_TTFT_TABLE_A8;
   int reps = 0;
+  double sched_link = 0;
   std::vector<std::string> sched_policies, sched_variants, sched_workloads;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -79,6 +82,9 @@ int main(int argc, char** argv) {
       (a == "--sched-policies"   ? sched_policies
        : a == "--sched-variants" ? sched_variants
                                  : sched_workloads) = list;
+    } else if (a == "--sched-link-gbytes" && i + 1 < argc) {
+      sched_link = std::atof(argv[++i]);
+      if (!(sched_link > 0 && sched_link < 1000)) return Usage();
     } else if (a == "--table-a8" && i + 1 < argc) {
       table_path = argv[++i];
     } else if (a == "--reps" && i + 1 < argc) {
@@ -101,6 +107,7 @@ int main(int argc, char** argv) {
   size.sched_policies = sched_policies;
   if (!sched_workloads.empty()) size.sched_workloads = sched_workloads;
   size.sched_variants = sched_variants;
+  size.sched_link_gbytes = sched_link;
   if (reps > 0) {
     size.reps = reps;
     size.sched_reps = reps;

@@ -60,6 +60,10 @@ struct Measured {
   double admitted_gbps = 0;  // KvGetReport::assigned_rate_gbps
   // The scheduler's rate for it when each layer landed (paced runs only).
   std::vector<double> layer_rates_gbps;
+  // Per layer, ms from the start: when it landed (the layer-ready notification on the client's
+  // progress thread, or the local loader's signal), when the node's thread woke with it, and the
+  // end of its emulated compute (node.h).
+  std::vector<double> landed_ms, woke_ms, compute_end_ms;
 };
 
 }  // namespace oc::bench::ttft

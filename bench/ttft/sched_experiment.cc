@@ -54,7 +54,7 @@ std::string ProfileLabel(size_t i, const Profile& p) {
 }  // namespace
 
 Status Emulator::Sched(Json* out) {
-  const double ks = k_ / 2;
+  const double ks = SchedK();
   const double phi = static_cast<double>(size_.sched_phi);
   const int64_t epoch_us = std::max<int64_t>(1000, std::llround(10'000 / (phi * ks)));
   Json workloads = Json::array();
@@ -95,6 +95,7 @@ Status Emulator::Sched(Json* out) {
     Json baseline = Json::array();
     for (size_t i = 0; i < reqs.size(); ++i) {
       std::vector<double> t;
+      WarmUp(w_.layerwise(), {reqs[i]});
       for (int rep = 0; rep < size_.sched_reps; ++rep) {
         Measured m = w_.RunStore(w_.layerwise(), {reqs[i]}, true, 0)[0];
         if (!m.ok) {
@@ -115,6 +116,7 @@ Status Emulator::Sched(Json* out) {
     // Each request's median TTFT over the repetitions; every Measured of the median run.
     auto median_run = [&](storage::kv::KvEngine& engine) {
       std::vector<std::vector<Measured>> runs;
+      WarmUp(engine, reqs);
       for (int rep = 0; rep < size_.sched_reps; ++rep) {
         runs.push_back(w_.RunStore(engine, reqs, true, 0));
       }
@@ -224,7 +226,11 @@ Status Emulator::Sched(Json* out) {
                         {"eq3_added_ms", modelled ? Json(eq3_held - eq3_base) : Json(nullptr)},
                         {"eq3_policy_added_ms",
                          policy_rate > 0 ? Json(eq3_policy - eq3_base) : Json(nullptr)},
-                        {"ok", m.ok}});
+                        {"ok", m.ok},
+                        {"trace",
+                         {{"landed_ms", m.landed_ms},
+                          {"woke_ms", m.woke_ms},
+                          {"compute_end_ms", m.compute_end_ms}}}});
           if (modelled) {
             AddModelRow("sched",
                         std::string(wl.name) + " " + std::string(sched::PolicyName(policy)) + " " +

@@ -27,6 +27,12 @@ struct Size {
   // all.
   std::vector<std::string> sched_policies = {};
   std::vector<std::string> sched_variants = {};
+  // What the paper's 100 Gbps link is in the scheduling runs (exp. 7 and the delta sweep), GB/s
+  // (--sched-link-gbytes); 0: half the data-plane rate calibrated in the run. A fixed value keeps
+  // the time scale (compute per layer, per-layer transfer) from following a noisy calibration:
+  // with reused target buffers S3Agg-LW calibrates at 1.8-7.3 GB/s on this machine, and at 7.3
+  // a 16K@87.5% request computes 0.24 ms per layer, below what 2 loaded cores can time.
+  double sched_link_gbytes = 0;
 };
 
 Size SmallestSize();

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "kv/pacing.h"
@@ -33,6 +34,7 @@ Status World::Open() {
 }
 
 void World::Close() {
+  targets_.clear();
   clients_.clear();
   layerwise_.reset();
   chunkwise_.reset();
@@ -112,6 +114,17 @@ Status World::Fill(uint64_t g, int layers, uint64_t chunks) {
   return Status::Ok();
 }
 
+Result<client::TargetBuffer*> World::Target(size_t i, uint64_t bytes) {
+  while (targets_.size() <= i) targets_.emplace_back();
+  if (targets_[i] == nullptr || targets_[i]->length() < bytes) {
+    targets_[i].reset();
+    OC_ASSIGN_OR_RETURN(client::DataPlane * c, Client(i));
+    OC_ASSIGN_OR_RETURN(targets_[i], c->Allocate(bytes));
+    std::memset(targets_[i]->bytes().data(), 0x5a, targets_[i]->length());  // fault pages in now
+  }
+  return targets_[i].get();
+}
+
 Result<client::DataPlane*> World::Client(size_t i) {
   while (clients_.size() <= i) {
     client::DataPlaneOptions co;
@@ -127,9 +140,11 @@ std::vector<Measured> World::RunStore(storage::kv::KvEngine& engine,
                                       double link_cap) {
   const size_t n = reqs.size();
   std::vector<Measured> out(n);
-  std::vector<std::unique_ptr<client::TargetBuffer>> targets(n);
   std::vector<descriptor::Descriptor> ds(n);
   std::vector<std::unique_ptr<client::Delivery>> deliveries(n);
+  // When each layer-ready notification reached the client's progress thread (ns since the clock's
+  // epoch; 0 until then): the time the layer landed.
+  std::vector<std::unique_ptr<std::atomic<int64_t>[]>> landed(n);
   auto fail_all = [&](const Status& s) {
     for (Measured& m : out) {
       m.ok = false;
@@ -140,18 +155,24 @@ std::vector<Measured> World::RunStore(storage::kv::KvEngine& engine,
   for (size_t i = 0; i < n; ++i) {
     Result<client::DataPlane*> c = Client(i);
     if (!c.has_value()) return fail_all(c.error());
-    auto t = (*c)->Allocate(reqs[i].payload());
-    if (!t.has_value()) return fail_all(t.error());
-    targets[i] = std::move(*t);
-    std::memset(targets[i]->bytes().data(), 0x5a, targets[i]->length());  // fault pages in now
+    Result<client::TargetBuffer*> target = Target(i, reqs[i].payload());
+    if (!target.has_value()) return fail_all(target.error());
     ds[i] = MakeDescriptor(reqs[i]);
     Result<storage::DataPlaneInfo> where = engine.DataPlaneInfo();
     if (!where.has_value()) return fail_all(where.error());
     Result<descriptor::ConnectionId> connection =
         (*c)->Connect(where->address, where->shared_memory);
     if (!connection.has_value()) return fail_all(connection.error());
-    ds[i].target = targets[i]->Target(*connection);
-    auto d = (*c)->Expect(ds[i].target->address, static_cast<uint32_t>(reqs[i].layers));
+    Result<descriptor::DataPlaneTarget> where_to =
+        (*target)->Target(*connection, 0, reqs[i].payload());
+    if (!where_to.has_value()) return fail_all(where_to.error());
+    ds[i].target = *where_to;
+    landed[i] = std::make_unique<std::atomic<int64_t>[]>(static_cast<size_t>(reqs[i].layers));
+    std::atomic<int64_t>* at = landed[i].get();
+    auto d = (*c)->Expect(
+        ds[i].target->address, static_cast<uint32_t>(reqs[i].layers), [at](uint32_t l) {
+          at[l].store(Clock::now().time_since_epoch().count(), std::memory_order_release);
+        });
     if (!d.has_value()) return fail_all(d.error());
     deliveries[i] = std::move(*d);
   }
@@ -170,17 +191,24 @@ std::vector<Measured> World::RunStore(storage::kv::KvEngine& engine,
       }
     });
     threads.emplace_back([&, i] {
-      auto wait = [&](int l) {
+      auto wait = [&](int l) -> std::optional<Clock::time_point> {
         while (true) {
           Status s =
               deliveries[i]->WaitLayer(static_cast<uint32_t>(l), std::chrono::milliseconds(200));
-          if (s.ok()) return true;
+          if (s.ok()) break;
           if (s.code() != Code::kUnavailable || server_failed[i] ||
               Clock::now() - start > kLayerTimeout) {
             if (out[i].error.empty()) out[i].error = s.ToString();
-            return false;
+            return std::nullopt;
           }
         }
+        // The progress thread marks the layer ready, then runs the callback: it may trail by a
+        // moment.
+        int64_t ns = 0;
+        while ((ns = landed[i][static_cast<size_t>(l)].load(std::memory_order_acquire)) == 0) {
+          std::this_thread::yield();
+        }
+        return Clock::time_point(Clock::duration(ns));
       };
       auto on_layer = [&](int) {
         if (engine.pacing() == nullptr) return;

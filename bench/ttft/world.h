@@ -49,12 +49,18 @@ class World {
   static std::string ChunkName(uint64_t g, int layers, uint64_t j);
   static descriptor::Descriptor MakeDescriptor(const Request& r);
   Result<client::DataPlane*> Client(size_t i);
+  // Node i's target buffer, at least `bytes` long. Each node keeps one across runs, as a serving
+  // node keeps its registered KV memory, so the store attaches it once per engine (a fresh
+  // buffer per run made every request pay the attach, 1-70 ms on this machine: docs/decisions.md,
+  // "TTFT emulator: one target buffer per node").
+  Result<client::TargetBuffer*> Target(size_t i, uint64_t bytes);
 
   std::unique_ptr<testutil::TempDir> dir_;
   std::unique_ptr<storage::Store> store_;
   std::unique_ptr<storage::kv::KvEngine> layerwise_;
   std::unique_ptr<storage::kv::KvEngine> chunkwise_;
   std::vector<std::unique_ptr<client::DataPlane>> clients_;
+  std::vector<std::unique_ptr<client::TargetBuffer>> targets_;  // one per client, same index
   std::map<std::pair<uint64_t, int>, uint64_t> filled_;
 };
 

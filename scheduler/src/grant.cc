@@ -239,7 +239,7 @@ void Scheduler::Reallocate(Time now) {
 
 Status Scheduler::Enqueue(uint64_t id, uint32_t layer, uint64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
-  return pacer_.Enqueue(id, layer, bytes);
+  return pacer_.Enqueue(id, layer, bytes, clock_.Now());
 }
 
 void Scheduler::Release(uint64_t id) {

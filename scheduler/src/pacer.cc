@@ -71,6 +71,9 @@ Status Pacer::SetRate(uint64_t request, double rate, Time now) {
     return Status::NotFound(Subject::kNone, fmt::format("request {} not paced", request));
   }
   Flow& f = *it->second;
+  if (f.rate == 0 && rate > 0) {
+    f.ready = std::max(f.ready, now);  // time spent parked is not a wait the flow is owed
+  }
   if (f.rate > 0 && rate > 0 && f.ready > now) {
     // The bytes still owed at the old rate, paid at the new one.
     const double owed_ns = static_cast<double>((f.ready - now).count()) * f.rate / rate;
@@ -81,7 +84,7 @@ Status Pacer::SetRate(uint64_t request, double rate, Time now) {
   return Status::Ok();
 }
 
-Status Pacer::Enqueue(uint64_t request, uint32_t layer, uint64_t bytes) {
+Status Pacer::Enqueue(uint64_t request, uint32_t layer, uint64_t bytes, Time now) {
   auto it = flows_.find(request);
   if (it == flows_.end()) {
     return Status::NotFound(Subject::kNone, fmt::format("request {} not paced", request));
@@ -96,7 +99,7 @@ Status Pacer::Enqueue(uint64_t request, uint32_t layer, uint64_t bytes) {
                              layer, f.last_layer));
   }
   f.last_layer = layer;
-  f.queue.push_back({layer, bytes});
+  f.queue.push_back({layer, bytes, now});
   if (f.queue.size() == 1) {
     if (ring_.empty()) {
       fresh_ = true;
@@ -111,6 +114,7 @@ void Pacer::RemoveFromRing(size_t index) {
   if (ring_.empty()) {
     cursor_ = 0;
     in_visit_ = false;
+    promised_.reset();  // nothing is due any more
     return;
   }
   if (index < cursor_) {
@@ -145,18 +149,36 @@ uint64_t Pacer::QueuedPayloads(uint64_t request) const {
   return it == flows_.end() ? 0 : it->second->queue.size();
 }
 
-NextStep Pacer::Send(size_t ring_index, Time now) {
+NextStep Pacer::Send(size_t ring_index, Time now, Time start) {
   Flow& f = *ring_[ring_index];
   const Payload p = f.queue.front();
   f.queue.pop_front();
   f.deficit -= static_cast<double>(p.bytes);
   f.delivered += p.bytes;
-  // The flow's bucket holds two payloads: time it waited past its ready time (for the cap's bucket,
-  // busy whenever the rates sum to B, or for a late dispatcher) is made up, up to one payload, so a
-  // backlogged flow averages its rate instead of losing every delay for good.
   const Time spacing = Spacing(p.bytes, f.rate);
-  f.ready = std::max(f.ready, now - std::min(spacing, now)) + spacing;
-  global_ready_ = std::max(global_ready_, now) + Spacing(p.bytes, options_.cap_bytes_per_sec);
+  const Time cap_spacing = Spacing(p.bytes, options_.cap_bytes_per_sec);
+  // The flow's bucket. The payload was due at `due`; a punctual caller could have sent it at
+  // max(due, global_ready_), the cap's bucket being busy with other flows' payloads until then.
+  // That wait is the pacer's and is made up in full: the dispatch counts as `held` earlier. Of the
+  // rest (a late caller, a payload queued after its ready time) one payload is made up, so a
+  // backlogged flow averages its rate however the cap interleaves it with larger payloads.
+  const Time due = std::max(f.ready, p.enqueued);
+  const Time held = std::max(Time{0}, std::min(now, global_ready_) - due);
+  const Time counted = now - held;
+  f.ready = std::max(f.ready, counted - std::min(spacing, counted)) + spacing;
+  // The cap's bucket makes up its caller's lateness, up to one payload: a payload was due at the
+  // time the last kWait named (`promised_`) or, if rates changed since, at `start`, so a call
+  // after both counts the dispatch as made then, but no more than one payload's spacing before
+  // `now`. A punctual caller (now == promised_) and an arrival after an idle spell (no promise) get
+  // no credit, so the total stays within B * window + one payload for them; a late caller's
+  // catch-up sends at most one payload more (docs/decisions.md, "Pacer: the cap makes up a late
+  // dispatcher").
+  Time counted_at = now;
+  if (promised_.has_value() && std::max(*promised_, start) < now) {
+    counted_at = std::max({*promised_, start, now - std::min(cap_spacing, now)});
+  }
+  promised_.reset();
+  global_ready_ = std::max(global_ready_, counted_at) + cap_spacing;
   if (f.queue.empty()) {
     f.deficit = 0;  // DRR: an idle flow keeps no credit
     RemoveFromRing(ring_index);
@@ -170,6 +192,7 @@ NextStep Pacer::Send(size_t ring_index, Time now) {
 NextStep Pacer::Next(Time now) {
   NextStep idle;
   if (ring_.empty() || !(options_.cap_bytes_per_sec > 0.0)) {
+    promised_.reset();
     return idle;
   }
   Time earliest = Time::max();
@@ -179,6 +202,7 @@ NextStep Pacer::Next(Time now) {
     }
   }
   if (earliest == Time::max()) {
+    promised_.reset();
     return idle;  // every backlogged flow is parked at rate 0
   }
   const Time start = std::max(earliest, global_ready_);
@@ -186,6 +210,7 @@ NextStep Pacer::Next(Time now) {
     NextStep wait;
     wait.kind = NextStep::Kind::kWait;
     wait.wait_until = start;
+    promised_ = start;
     return wait;
   }
 
@@ -193,7 +218,7 @@ NextStep Pacer::Next(Time now) {
   if (in_visit_ && cursor_ < ring_.size()) {
     const Flow& f = *ring_[cursor_];
     if (Eligible(f, now) && f.deficit >= static_cast<double>(f.queue.front().bytes)) {
-      return Send(cursor_, now);
+      return Send(cursor_, now, start);
     }
   }
   in_visit_ = false;
@@ -244,7 +269,7 @@ NextStep Pacer::Next(Time now) {
   cursor_ = cands[best].index;
   in_visit_ = true;
   fresh_ = false;
-  return Send(cursor_, now);
+  return Send(cursor_, now, start);
 }
 
 }  // namespace oc::sched

@@ -2,18 +2,22 @@
 // The pacer: turns per-request rates into a dispatch order for layer payloads (docs/design.md:
 // Scheduler; issue 6, "The pacer").
 //
-// Each request is a flow with a FIFO of layer payloads and a token bucket at its assigned rate, two
-// payloads deep (in its equivalent "ready time" form: after a payload of p bytes leaves at time t,
-// the flow may send again at max(ready, t - p / rate) + p / rate), so a flow kept waiting past its
-// ready time (by the cap, or a late caller) catches up by one payload and a backlogged flow gets
-// its rate; over any window between two of its dispatches it sends at most rate * window + two
-// payloads (docs/decisions.md, "Pacer: two-payload flow buckets"). A second bucket at the cap B
-// spans every flow, so over ANY window [a, b] the bytes dispatched are at most B * (b - a) + one
-// payload: the k-th payload in the window leaves no earlier than a + (bytes of the previous k-1) /
-// B. Among flows whose buckets allow a payload, weighted deficit round robin (quantum proportional
-// to the flow's rate) picks the next one, in closed form so one call costs O(flows) however small a
-// quantum is. A flow's payloads leave in the order enqueued, and layers must be enqueued in
-// increasing order.
+// Each request is a flow with a FIFO of layer payloads and a token bucket at its assigned rate,
+// kept in its "ready time" form: a payload of p bytes is due at max(ready, the time it was queued),
+// and after it leaves the flow may send again p / rate later. Time the flow then waited for the
+// cap's bucket (other flows' payloads going first) is the pacer's doing and is made up in full;
+// other lateness (a late caller, a payload queued after its ready time) is made up by one payload,
+// as if the bucket were two payloads deep. So a backlogged flow gets its rate even when the rates
+// sum to B and other flows' payloads are larger than its own (docs/decisions.md, "Pacer:
+// two-payload flow buckets" and "Pacer: waits for the cap are made up"); from its first dispatch to
+// any later one it sends at most rate * elapsed + two payloads. A second bucket at the cap B spans
+// every flow, so over ANY window [a, b] the bytes dispatched are at most B * (b - a) + one payload
+// when the caller comes back when told: the k-th payload in the window leaves no earlier than a +
+// (bytes of the previous k-1) / B. A caller that comes back late gets one payload of that
+// lateness made up (B * (b - a) + two payloads). Among flows whose buckets allow a payload,
+// weighted deficit round robin (quantum proportional to the flow's rate) picks the next one, in
+// closed form so one call costs O(flows) however small a quantum is. A flow's payloads leave in the
+// order enqueued, and layers must be enqueued in increasing order.
 //
 // Time is injected: every call takes `now` (a Time read from a Clock), so tests drive the pacer
 // with a ManualClock and check bytes, never wall-clock time. Thread safety: Pacer is not
@@ -25,6 +29,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -108,12 +113,13 @@ class Pacer {
   // the old rate) is rescaled to the new rate, so a flow that sent its first payload at a crumb
   // of a rate (an arrival when the cap was nearly taken) is not held for that crumb's spacing
   // once it gets its share (docs/decisions.md, "Many clients at once: admission queue and
-  // deadline"). A flow parked at 0, or moving to 0, keeps its ready time. kNotFound if absent;
-  // kInvalidArgument as for AddRequest.
+  // deadline"). A flow moving to 0 keeps its ready time; a parked flow given a rate may send no
+  // earlier than `now` (parking earns no catch-up). kNotFound if absent; kInvalidArgument as for
+  // AddRequest.
   Status SetRate(uint64_t request, double rate, Time now);
-  // Queues one layer payload. kNotFound if the request is absent; kInvalidArgument if bytes == 0 or
-  // `layer` is not greater than the request's previous layer.
-  Status Enqueue(uint64_t request, uint32_t layer, uint64_t bytes);
+  // Queues one layer payload at `now`. kNotFound if the request is absent; kInvalidArgument if
+  // bytes == 0 or `layer` is not greater than the request's previous layer.
+  Status Enqueue(uint64_t request, uint32_t layer, uint64_t bytes, Time now);
   // Drops the flow and its queued payloads (cancel, failure or completion). No-op if absent.
   void Remove(uint64_t request);
 
@@ -135,6 +141,7 @@ class Pacer {
   struct Payload {
     uint32_t layer;
     uint64_t bytes;
+    Time enqueued;  // a payload is not due before it is queued
   };
   struct Flow {
     uint64_t id = 0;
@@ -157,7 +164,9 @@ class Pacer {
 
   bool Eligible(const Flow& f, Time now) const { return f.rate > 0 && f.ready <= now; }
   void RemoveFromRing(size_t index);
-  NextStep Send(size_t ring_index, Time now);
+  // Sends the head payload of ring_[ring_index] at `now`; `start`: the earliest time the buckets
+  // allowed a payload in this call.
+  NextStep Send(size_t ring_index, Time now, Time start);
 
   const PacerOptions options_;
   std::unordered_map<uint64_t, std::unique_ptr<Flow>> flows_;
@@ -172,6 +181,9 @@ class Pacer {
   bool in_visit_ = false;
   // The cap's bucket: nothing leaves before this time.
   Time global_ready_{0};
+  // The time the last kWait told the driver to come back, while payloads wait for it: a dispatch
+  // later than this was due then (the driver was late), and the cap's bucket makes that up.
+  std::optional<Time> promised_;
   // Scratch for Next(), kept to avoid an allocation per call.
   std::vector<Candidate> candidates_;
 };
