@@ -66,8 +66,11 @@ bool DecodeChecksum(WireReader& r, ObjectChecksum* c) {
 // A ChecksumType as its u8; any other value is refused.
 bool DecodeChecksumType(WireReader& r, ChecksumType* t) {
   uint8_t v = 0;
-  if (!r.U8(&v) || v > static_cast<uint8_t>(ChecksumType::kFullObject)) {
+  if (!r.U8(&v)) {
     return false;
+  }
+  if (v > static_cast<uint8_t>(ChecksumType::kFullObject)) {
+    return r.Fail("checksum_type", "unknown checksum type");
   }
   *t = static_cast<ChecksumType>(v);
   return true;

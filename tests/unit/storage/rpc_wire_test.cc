@@ -441,6 +441,21 @@ TEST(RpcWire, ValidateBodyAcceptsWhatEncodersProduceForEveryOp) {
   }
 }
 
+// A checksum type the wire does not know fails the whole body with the field named (found by
+// rpc_frame_fuzz: the decoder returned false without recording it, so the body was accepted
+// with the type left at its default).
+TEST(RpcWire, UnknownChecksumTypeIsRefused) {
+  ListPartsResult parts;
+  parts.checksum_type = ChecksumType::kFullObject;
+  std::vector<std::byte> body = BodyOf(parts);
+  ASSERT_EQ(body.back(), std::byte{1});  // the type is the last byte
+  body.back() = std::byte{99};
+  ListPartsResult back;
+  const Status st = DecodeBody(body, &back);
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_EQ(st.field(), "checksum_type");
+}
+
 TEST(RpcWire, HostPortParsing) {
   struct Row {
     std::string_view text;
