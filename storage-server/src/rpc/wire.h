@@ -314,7 +314,10 @@ void EncodeFrame(std::vector<std::byte>* out, Op op, uint16_t flags, uint64_t re
 template <typename... Fields>
 Status DecodeBody(ByteSpan body, Fields*... fields) {
   WireReader r(body);
-  (Decode(r, fields), ...);
+  // A decoder that refuses a value without recording why still fails the body.
+  if (!(Decode(r, fields) && ...) && r.ok()) {
+    r.Fail("body", "a field's value is refused");
+  }
   return r.Finish();
 }
 
