@@ -63,6 +63,33 @@ bool DecodeChecksum(WireReader& r, ObjectChecksum* c) {
   return r.Str(&c->header) && r.Str(&c->value);
 }
 
+// The write conditions' fields (WriteConditions, and PutOptions, which holds the same two):
+// if_none_match u8, present u8, then the If-Match ETag when present.
+void EncodeConditions(WireWriter& w, bool if_none_match,
+                      const std::optional<std::string>& if_match) {
+  w.U8(if_none_match ? 1 : 0);
+  w.U8(if_match.has_value() ? 1 : 0);
+  if (if_match.has_value()) {
+    w.Str(*if_match);
+  }
+}
+
+bool DecodeConditions(WireReader& r, bool* if_none_match, std::optional<std::string>* if_match) {
+  bool has_if_match = false;
+  if (!r.Bool(if_none_match) || !r.Bool(&has_if_match)) {
+    return false;
+  }
+  if_match->reset();
+  if (has_if_match) {
+    std::string etag;
+    if (!r.Str(&etag)) {
+      return false;
+    }
+    *if_match = std::move(etag);
+  }
+  return true;
+}
+
 // A ChecksumType as its u8; any other value is refused.
 bool DecodeChecksumType(WireReader& r, ChecksumType* t) {
   uint8_t v = 0;
@@ -228,11 +255,7 @@ void Encode(WireWriter& w, const PutOptions& v) {
   if (v.content_md5.has_value()) {
     w.Raw(*v.content_md5);
   }
-  w.U8(v.if_none_match ? 1 : 0);
-  w.U8(v.if_match.has_value() ? 1 : 0);
-  if (v.if_match.has_value()) {
-    w.Str(*v.if_match);
-  }
+  EncodeConditions(w, v.if_none_match, v.if_match);
   w.U8(v.tags.has_value() ? 1 : 0);
   if (v.tags.has_value()) {
     EncodePairs(w, *v.tags);
@@ -273,17 +296,8 @@ bool Decode(WireReader& r, PutOptions* v) {
     std::copy(md5.begin(), md5.end(), digest.begin());
     v->content_md5 = digest;
   }
-  bool has_if_match = false;
-  if (!r.Bool(&v->if_none_match) || !r.Bool(&has_if_match)) {
+  if (!DecodeConditions(r, &v->if_none_match, &v->if_match)) {
     return false;
-  }
-  v->if_match.reset();
-  if (has_if_match) {
-    std::string etag;
-    if (!r.Str(&etag)) {
-      return false;
-    }
-    v->if_match = std::move(etag);
   }
   bool has_tags = false;
   if (!r.Bool(&has_tags)) {
@@ -384,27 +398,11 @@ bool Decode(WireReader& r, CompletedPart* v) {
 }
 
 void Encode(WireWriter& w, const WriteConditions& v) {
-  w.U8(v.if_none_match ? 1 : 0);
-  w.U8(v.if_match.has_value() ? 1 : 0);
-  if (v.if_match.has_value()) {
-    w.Str(*v.if_match);
-  }
+  EncodeConditions(w, v.if_none_match, v.if_match);
 }
 
 bool Decode(WireReader& r, WriteConditions* v) {
-  bool has_if_match = false;
-  if (!r.Bool(&v->if_none_match) || !r.Bool(&has_if_match)) {
-    return false;
-  }
-  v->if_match.reset();
-  if (has_if_match) {
-    std::string etag;
-    if (!r.Str(&etag)) {
-      return false;
-    }
-    v->if_match = std::move(etag);
-  }
-  return true;
+  return DecodeConditions(r, &v->if_none_match, &v->if_match);
 }
 
 void Encode(WireWriter& w, const CompleteOptions& v) {
