@@ -437,6 +437,7 @@ def sched_section(e, out_dir):
     workloads = data.get("workloads", [])
     trows = []
     summary = {}
+    vs_eq3 = {}
     for w in workloads if isinstance(workloads, list) else []:
         for p in w.get("runs", []):
             added = p.get("sum_added_ttft_ms")
@@ -446,6 +447,9 @@ def sched_section(e, out_dir):
                           p.get("baseline_failures")])
             if added is not None:
                 summary.setdefault((w.get("name"), p.get("variant")), {})[p.get("policy")] = added
+            if (added is not None and p.get("policy") == "cal-stall-opt"
+                    and p.get("sum_eq3_policy_added_ms")):
+                vs_eq3[(w.get("name"), p.get("variant"))] = added / p["sum_eq3_policy_added_ms"] - 1
     text = table(["workload", "demand / cap", "policy", "sharing", "requests",
                   "sum added TTFT ms", "Eq. 3 sum at policy rates", "Eq. 3 sum at held rates",
                   "baseline failures"], trows) if trows else "(no rows)"
@@ -458,7 +462,9 @@ def sched_section(e, out_dir):
             bits.append(f"{w} ({variant}): lowest sum of added TTFT {best} {pol[best]:.1f} ms"
                         + (f" vs equal {eq:.1f} ms" if eq is not None and best != "equal" else "")
                         + (f", equal / cal-stall-opt {eq / pol['cal-stall-opt']:.2f}x"
-                           if eq and pol.get("cal-stall-opt") else ""))
+                           if eq and pol.get("cal-stall-opt") else "")
+                        + (f", cal-stall-opt {vs_eq3[(w, variant)]:+.0%} vs Eq. 3 at its rates"
+                           if variant.startswith("admission") and (w, variant) in vs_eq3 else ""))
         finding = "; ".join(bits) + "."
     delta = data.get("delta") if isinstance(data, dict) else None
     if delta:

@@ -1,8 +1,11 @@
 // Experiment 7 (Emulator::Sched): the paper's scheduling measurement (its Tables A9-A12). Each
 // workload (sizes.h: A, B and C as the paper defines them) runs with all its requests starting
 // together, through one engine per policy and per way of sharing the cap:
-//   admission        the paper's protocol: a rate fixed at admission for the whole load, freed
-//                    bandwidth only for later arrivals (SchedulerOptions::fixed_at_admission)
+//   admission        the paper's protocol: a rate fixed at admission for the whole load, from
+//                    the first byte, freed bandwidth only for later arrivals
+//                    (SchedulerOptions::fixed_at_admission and pace_first_layer)
+//   admission-burst  the same rates with the pacer's default start: each request's layer 0
+//                    leaves at once instead of one layer's transfer time at its rate
 //   epoch            rates recomputed every epoch (the default)
 //   work-conserving  rates recomputed at every arrival and departure
 // The baseline is each request alone and uncapped (no scheduler), as in the paper. Per request:
@@ -20,6 +23,8 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/core.h>
+
 #include "emulator.h"
 #include "oc/sched/allocator.h"
 #include "oc/sched/grant.h"
@@ -28,8 +33,9 @@
 namespace oc::bench::ttft {
 namespace {
 
-enum class Sharing { kAdmission, kEpoch, kWorkConserving };
-constexpr Sharing kAllSharing[] = {Sharing::kAdmission, Sharing::kEpoch, Sharing::kWorkConserving};
+enum class Sharing { kAdmission, kAdmissionBurst, kEpoch, kWorkConserving };
+constexpr Sharing kAllSharing[] = {Sharing::kAdmission, Sharing::kAdmissionBurst, Sharing::kEpoch,
+                                   Sharing::kWorkConserving};
 
 // Admission mode's batch window: longer than any workload's arrivals take to start.
 constexpr int64_t kAdmissionWindowUs = 1'000'000;
@@ -38,6 +44,8 @@ const char* SharingName(Sharing s) {
   switch (s) {
     case Sharing::kAdmission:
       return "admission";
+    case Sharing::kAdmissionBurst:
+      return "admission-burst";
     case Sharing::kEpoch:
       return "epoch";
     case Sharing::kWorkConserving:
@@ -150,12 +158,14 @@ Status Emulator::Sched(Json* out) {
         so->margin_gbps = sched::BytesPerSecToGbps(margin);
         so->policy = policy;
         so->work_conserving = sharing == Sharing::kWorkConserving;
-        so->fixed_at_admission = sharing == Sharing::kAdmission;
+        const bool admission =
+            sharing == Sharing::kAdmission || sharing == Sharing::kAdmissionBurst;
+        so->fixed_at_admission = admission;
+        so->pace_first_layer = sharing == Sharing::kAdmission;
         // Under the admission rule the epoch is only the window in which arrivals are shared
         // out together: every request here starts at once, so it spans all their arrivals
         // (threads on a loaded machine start milliseconds apart) and the rates are the policy's.
-        so->epoch = std::chrono::microseconds(sharing == Sharing::kAdmission ? kAdmissionWindowUs
-                                                                             : epoch_us);
+        so->epoch = std::chrono::microseconds(admission ? kAdmissionWindowUs : epoch_us);
         so->drr_quantum_bytes = 256 << 10;
         OC_ASSIGN_OR_RETURN(auto engine, w_.MakeEngine(1, so));
         const std::vector<Measured> res = median_run(*engine);
@@ -251,11 +261,14 @@ Status Emulator::Sched(Json* out) {
                          n_modelled > 0 ? Json(sum_eq3_held / n_modelled) : Json(nullptr)},
                         {"sum_eq3_policy_added_ms",
                          policy_unmodelled ? Json(nullptr) : Json(sum_eq3_policy)}});
+        // A policy that parks a request has no Eq. 3 sum at its rates (null in the JSON).
+        const std::string eq3_policy_text =
+            policy_unmodelled ? std::string("      n/a") : fmt::format("{:9.1f}", sum_eq3_policy);
         std::fprintf(stderr,
                      "  %-14s %-15s added TTFT sum %9.1f ms (Eq. 3 at held rates %9.1f, at "
-                     "policy rates %9.1f)%s\n",
+                     "policy rates %s)%s\n",
                      std::string(sched::PolicyName(policy)).c_str(), SharingName(sharing),
-                     sum_added, sum_eq3_held, sum_eq3_policy,
+                     sum_added, sum_eq3_held, eq3_policy_text.c_str(),
                      failures > 0 ? " BASELINE FAILURE" : "");
       }
     }

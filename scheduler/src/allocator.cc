@@ -62,9 +62,15 @@ std::vector<double> ZeroStallProportional(std::span<const Demand> demands, doubl
   return Proportional(w, cap);
 }
 
+// Below this fraction of its target a share is not worth starting a request on: it would crawl
+// (a fixed-at-admission rate holds for the whole load, so such a crumb never grows), where 0
+// leaves it waiting for a share that lets it run.
+constexpr double kShortestFirstMinShare = 0.01;
+
 // shortest-first: in order of remaining bytes (ties by index), each request gets
-// min(t_i = min(r*_i, B), what is left of B); what no target takes goes to the first, which can
-// run ahead of its compute and so leaves the cap sooner. Requests with nothing to send get 0.
+// min(t_i = min(r*_i, B), what is left of B), or 0 if that is under 1% of t_i; what no target
+// takes goes to the first, which can run ahead of its compute and so leaves the cap sooner.
+// Requests with nothing to send get 0.
 std::vector<double> ShortestFirst(std::span<const Demand> demands, double cap) {
   const size_t n = demands.size();
   std::vector<size_t> order;
@@ -81,7 +87,8 @@ std::vector<double> ShortestFirst(std::span<const Demand> demands, double cap) {
   std::vector<double> rates(n, 0.0);
   double left = cap;
   for (size_t i : order) {
-    rates[i] = std::min(TargetRate(demands[i], cap, 0.0), left);
+    const double target = TargetRate(demands[i], cap, 0.0);
+    rates[i] = left >= target * kShortestFirstMinShare ? std::min(target, left) : 0.0;
     left -= rates[i];
   }
   if (!order.empty() && left > 0.0) {

@@ -22,6 +22,7 @@ PacerOptions MakePacerOptions(const SchedulerOptions& o) {
   PacerOptions p;
   p.cap_bytes_per_sec = GbpsToBytesPerSec(o.cap_gbps);
   p.quantum_bytes = o.drr_quantum_bytes;
+  p.pace_first_payload = o.pace_first_layer;
   return p;
 }
 

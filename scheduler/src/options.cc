@@ -192,6 +192,7 @@ Status ApplyConfig(const oc::Config& config, SchedulerOptions* options) {
   o.policy = *parsed;
   OC_RETURN_IF_ERROR(config.Read("scheduler.work_conserving", &o.work_conserving));
   OC_RETURN_IF_ERROR(config.Read("scheduler.fixed_at_admission", &o.fixed_at_admission));
+  OC_RETURN_IF_ERROR(config.Read("scheduler.pace_first_layer", &o.pace_first_layer));
   OC_RETURN_IF_ERROR(config.ReadSize("scheduler.drr_quantum", &o.drr_quantum_bytes));
   OC_RETURN_IF_ERROR(config.Read("scheduler.default_model", &o.default_model));
   if (config.Has("scheduler.compute_table")) {

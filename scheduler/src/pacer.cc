@@ -74,6 +74,12 @@ Status Pacer::SetRate(uint64_t request, double rate, Time now) {
   if (f.rate == 0 && rate > 0) {
     f.ready = std::max(f.ready, now);  // time spent parked is not a wait the flow is owed
   }
+  if (rate == 0 && f.delivered == 0) {
+    // Parked before its first byte: it owes nothing yet, and its first spacing starts afresh
+    // when it resumes.
+    f.first_paced = false;
+    f.ready = Time{0};
+  }
   if (f.rate > 0 && rate > 0 && f.ready > now) {
     // The bytes still owed at the old rate, paid at the new one.
     const double owed_ns = static_cast<double>((f.ready - now).count()) * f.rate / rate;
@@ -81,7 +87,17 @@ Status Pacer::SetRate(uint64_t request, double rate, Time now) {
                         std::ceil(std::min(owed_ns, static_cast<double>(kMaxSpacingNs))))};
   }
   f.rate = rate;
+  PaceFirstPayload(f, now);
   return Status::Ok();
+}
+
+void Pacer::PaceFirstPayload(Flow& f, Time now) const {
+  if (!options_.pace_first_payload || f.first_paced || f.delivered != 0 || f.rate <= 0 ||
+      f.queue.empty()) {
+    return;
+  }
+  f.first_paced = true;
+  f.ready = std::max(f.ready, now) + Spacing(f.queue.front().bytes, f.rate);
 }
 
 Status Pacer::Enqueue(uint64_t request, uint32_t layer, uint64_t bytes, Time now) {
@@ -100,6 +116,7 @@ Status Pacer::Enqueue(uint64_t request, uint32_t layer, uint64_t bytes, Time now
   }
   f.last_layer = layer;
   f.queue.push_back({layer, bytes, now});
+  PaceFirstPayload(f, now);
   if (f.queue.size() == 1) {
     if (ring_.empty()) {
       fresh_ = true;

@@ -210,6 +210,17 @@ TEST(Allocate, ShortestFirstServesFewestRemainingBytesAtTheirZeroStallRates) {
   ExpectRates(MustAllocate(Policy::kShortestFirst, d, 100, 5), {10, 30, 60});
 }
 
+// What is left after the first targets may be a crumb of the next one's: under 1% of its target
+// it gets 0 (it waits for a share it can run on) and the crumb goes to the first as surplus;
+// from 1% up it gets what is left.
+TEST(Allocate, ShortestFirstGivesNoCrumbs) {
+  const std::vector<Demand> d = {D(100, 10, 1000), D(400, 200, 2000), D(900, 60, 7000)};
+  // B = 210.5: R1 10, R2 200, 0.5 left < 1% of R3's 60.
+  ExpectRates(MustAllocate(Policy::kShortestFirst, d, 210.5, 5), {10.5, 200, 0});
+  // B = 210.7: 0.7 left, over 1% of 60.
+  ExpectRates(MustAllocate(Policy::kShortestFirst, d, 210.7, 5), {10, 200, 0.7});
+}
+
 TEST(Allocate, OneRequest) {
   const std::vector<Demand> d = {D(1000, 10, 4000)};
   ExpectRates(MustAllocate(Policy::kEqual, d, 100, 5), {100});

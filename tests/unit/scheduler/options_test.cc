@@ -173,6 +173,19 @@ TEST(SchedulerOptions, ApplyConfigReadsFixedAtAdmission) {
   EXPECT_EQ(s.field(), "scheduler.fixed_at_admission");
 }
 
+TEST(SchedulerOptions, ApplyConfigReadsPaceFirstLayer) {
+  Result<Config> config = Config::Parse("[scheduler]\npace_first_layer = true\n");
+  ASSERT_TRUE(config.has_value()) << config.status();
+  SchedulerOptions o;
+  ASSERT_TRUE(ApplyConfig(*config, &o).ok());
+  EXPECT_TRUE(o.pace_first_layer);
+  Result<Config> bad = Config::Parse("[scheduler]\npace_first_layer = \"yes\"\n");
+  ASSERT_TRUE(bad.has_value());
+  Status s = ApplyConfig(*bad, &o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.field(), "scheduler.pace_first_layer");
+}
+
 TEST(SchedulerOptions, ApplyConfigErrorsLeaveOptionsUntouched) {
   const std::vector<std::string> bad = {
       "[scheduler]\npolicy = \"fastest\"\n",
@@ -228,6 +241,7 @@ TEST(SchedulerOptions, ShippedConfMatchesTheDefaults) {
   o.policy = Policy::kEqual;
   o.work_conserving = true;
   o.fixed_at_admission = true;
+  o.pace_first_layer = true;
   o.drr_quantum_bytes = 1;
   o.default_model = "x";
   o.compute_table = {{"x", 1, 0.5, 1}};
@@ -240,6 +254,7 @@ TEST(SchedulerOptions, ShippedConfMatchesTheDefaults) {
   EXPECT_EQ(o.policy, d.policy);
   EXPECT_EQ(o.work_conserving, d.work_conserving);
   EXPECT_EQ(o.fixed_at_admission, d.fixed_at_admission);
+  EXPECT_EQ(o.pace_first_layer, d.pace_first_layer);
   EXPECT_EQ(o.drr_quantum_bytes, d.drr_quantum_bytes);
   EXPECT_EQ(o.default_model, d.default_model);
   ASSERT_EQ(o.compute_table.size(), d.compute_table.size());

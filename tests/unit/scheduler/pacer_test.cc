@@ -434,6 +434,55 @@ TEST(Pacer, NewRateRescalesTheWaitStillOwed) {
   EXPECT_EQ(pacer.Next(Time{500'000}).wait_until, Time{900'000});
 }
 
+// pace_first_payload: layer l of a flow leaves (l + 1) spacings after the flow could first send,
+// whether the rate or the payload came first, and a flow parked before its first byte owes that
+// spacing afresh when it resumes. Without the option the first payload leaves at once.
+TEST(Pacer, PacedFirstPayloadHoldsTheRateFromTheFirstByte) {
+  PacerOptions paced{1e9, 1 << 20};
+  paced.pace_first_payload = true;
+  {
+    Pacer pacer(paced);
+    ASSERT_TRUE(pacer.AddRequest(1, 1e6).ok());  // 1000 bytes every 1 ms
+    for (uint32_t l = 0; l < 3; ++l) {
+      ASSERT_TRUE(pacer.Enqueue(1, l, 1000, Time{5'000}).ok());
+    }
+    const std::vector<Sent> sent = Drain(pacer, Time{5'000});
+    ASSERT_EQ(sent.size(), 3u);
+    for (size_t l = 0; l < 3; ++l) {
+      EXPECT_EQ(sent[l].at, Time{5'000 + 1'000'000 * static_cast<int64_t>(l + 1)}) << l;
+    }
+  }
+  {
+    // The payload first, then the rate: the spacing runs from the rate.
+    Pacer pacer(paced);
+    ASSERT_TRUE(pacer.AddRequest(1, 0).ok());
+    ASSERT_TRUE(pacer.Enqueue(1, 0, 1000, Time{0}).ok());
+    ASSERT_TRUE(pacer.SetRate(1, 1e6, Time{300'000}).ok());
+    NextStep s = pacer.Next(Time{300'000});
+    ASSERT_EQ(s.kind, NextStep::Kind::kWait);
+    EXPECT_EQ(s.wait_until, Time{1'300'000});
+    // Parked half way and resumed later: the whole spacing again, from the resume.
+    ASSERT_TRUE(pacer.SetRate(1, 0, Time{800'000}).ok());
+    EXPECT_EQ(pacer.Next(Time{900'000}).kind, NextStep::Kind::kIdle);
+    ASSERT_TRUE(pacer.SetRate(1, 2e6, Time{2'000'000}).ok());
+    s = pacer.Next(Time{2'000'000});
+    ASSERT_EQ(s.kind, NextStep::Kind::kWait);
+    EXPECT_EQ(s.wait_until, Time{2'500'000});  // 1000 bytes at 2 MB/s
+    // A new rate before the first byte rescales what is owed, as for any payload.
+    ASSERT_TRUE(pacer.SetRate(1, 4e6, Time{2'100'000}).ok());
+    s = pacer.Next(Time{2'100'000});
+    ASSERT_EQ(s.kind, NextStep::Kind::kWait);
+    EXPECT_EQ(s.wait_until, Time{2'300'000});
+    EXPECT_EQ(pacer.Next(Time{2'300'000}).kind, NextStep::Kind::kDispatch);
+  }
+  {
+    Pacer pacer(PacerOptions{1e9, 1 << 20});
+    ASSERT_TRUE(pacer.AddRequest(1, 1e6).ok());
+    ASSERT_TRUE(pacer.Enqueue(1, 0, 1000, Time{5'000}).ok());
+    EXPECT_EQ(pacer.Next(Time{5'000}).kind, NextStep::Kind::kDispatch);
+  }
+}
+
 // Random interleavings of every operation (admit, enqueue, rate changes, removal, time passing)
 // never let the total exceed B * window + two payloads (one made up for a late call), nor reorder
 // a flow.

@@ -8,7 +8,7 @@
 //   stall-opt      water-filling with targets t_i = min(r*_i, B)
 //   cal-stall-opt  water-filling with targets t_i = min(r*_i + δ, B)
 //   shortest-first fewest remaining bytes first, r_i = min(min(r*_i, B), left), surplus to the
-//   first
+//   first; a share under 1% of min(r*_i, B) is 0 instead (the request waits, it does not crawl)
 //
 // Water-filling solves  minimise sum s_i / r_i  s.t.  sum r_i = B, 0 < r_i <= t_i  in closed form,
 // O(n log n): r_i = min(t_i, sqrt(s_i / λ)), λ found by sorting the breakpoints t_i / sqrt(s_i).

@@ -79,6 +79,12 @@ struct SchedulerOptions {
   // shares out together (grant.h). Cannot be combined with work_conserving.
   // Default: false
   bool fixed_at_admission = false;
+  // A request's first layer also waits its rate's spacing, so the rate holds from the first byte
+  // (layer l leaves (l + 1) * layer bytes / rate after admission, as the paper's protocol and its
+  // Equation 3 assume; PacerOptions::pace_first_payload). False: the first layer leaves at once,
+  // which shortens every request's critical path by up to one layer's transfer at its rate.
+  // Default: false
+  bool pace_first_layer = false;
   // Pacer DRR quantum for a flow at the full cap (see PacerOptions).
   // Default: 1 MiB
   uint64_t drr_quantum_bytes = uint64_t{1} << 20;
@@ -96,8 +102,8 @@ struct SchedulerOptions {
 };
 
 // Reads the [scheduler] table: scheduler.cap_gbps, margin_gbps, epoch, policy, work_conserving,
-// fixed_at_admission, drr_quantum, default_model, compute_table (an array of row strings that
-// replaces the default table). Absent keys keep *options' values. Returns the first read or
+// fixed_at_admission, pace_first_layer, drr_quantum, default_model, compute_table (an array of
+// row strings that replaces the default table). Absent keys keep *options' values. Returns the first read or
 // validation error (kInvalidArgument naming the key).
 Status ApplyConfig(const oc::Config& config, SchedulerOptions* options);
 

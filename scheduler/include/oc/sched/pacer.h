@@ -74,6 +74,12 @@ struct PacerOptions {
   // quantum * r / B. Only the ratios matter for the order; this sets the granularity.
   // Default: 1 MiB
   uint64_t quantum_bytes = uint64_t{1} << 20;
+  // A flow's first payload waits its own spacing too (bytes / rate after the flow can first send),
+  // so the flow's rate holds from its first byte: layer l leaves (l + 1) * bytes / rate after the
+  // start, as a fluid rate limit would deliver it (the paper's protocol). False: the first payload
+  // leaves at once, as from a full bucket; every request's layer 0 is on its critical path.
+  // Default: false
+  bool pace_first_payload = false;
 
   // kInvalidArgument if the cap is negative or not finite, or the quantum is 0.
   Status Validate() const;
@@ -114,7 +120,8 @@ class Pacer {
   // of a rate (an arrival when the cap was nearly taken) is not held for that crumb's spacing
   // once it gets its share (docs/decisions.md, "Many clients at once: admission queue and
   // deadline"). A flow moving to 0 keeps its ready time; a parked flow given a rate may send no
-  // earlier than `now` (parking earns no catch-up). kNotFound if absent; kInvalidArgument as for
+  // earlier than `now` (parking earns no catch-up; under pace_first_payload one parked before its
+  // first byte owes that payload's spacing afresh). kNotFound if absent; kInvalidArgument as for
   // AddRequest.
   Status SetRate(uint64_t request, double rate, Time now);
   // Queues one layer payload at `now`. kNotFound if the request is absent; kInvalidArgument if
@@ -150,6 +157,8 @@ class Pacer {
     Time ready{0};       // earliest time its bucket allows the next payload
     int64_t last_layer = -1;
     uint64_t delivered = 0;
+    // pace_first_payload: the first payload's spacing has been charged to `ready`.
+    bool first_paced = false;
     std::deque<Payload> queue;
   };
 
@@ -163,6 +172,9 @@ class Pacer {
   };
 
   bool Eligible(const Flow& f, Time now) const { return f.rate > 0 && f.ready <= now; }
+  // pace_first_payload: once a flow that has sent nothing has both a rate and a payload, its first
+  // payload is due one spacing after `now`.
+  void PaceFirstPayload(Flow& f, Time now) const;
   void RemoveFromRing(size_t index);
   // Sends the head payload of ring_[ring_index] at `now`; `start`: the earliest time the buckets
   // allowed a payload in this call.
