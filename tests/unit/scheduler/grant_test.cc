@@ -208,8 +208,8 @@ TEST(Scheduler, FixedAtAdmissionShortestFirstFinishesEveryRequest) {
     uint64_t layer_bytes;
     double compute_us;
   };
-  const std::vector<Load> loads = {{262144, 9724},  {458752, 2866},   {524288, 26339},
-                                   {917504, 7764},  {1048576, 88224}, {1835008, 24657}};
+  const std::vector<Load> loads = {{262144, 9724}, {458752, 2866},   {524288, 26339},
+                                   {917504, 7764}, {1048576, 88224}, {1835008, 24657}};
   constexpr uint32_t kLayers = 32;
   std::vector<Grant> grants;
   for (const Load& l : loads) {

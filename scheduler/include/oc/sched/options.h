@@ -103,8 +103,8 @@ struct SchedulerOptions {
 
 // Reads the [scheduler] table: scheduler.cap_gbps, margin_gbps, epoch, policy, work_conserving,
 // fixed_at_admission, pace_first_layer, drr_quantum, default_model, compute_table (an array of
-// row strings that replaces the default table). Absent keys keep *options' values. Returns the first read or
-// validation error (kInvalidArgument naming the key).
+// row strings that replaces the default table). Absent keys keep *options' values. Returns the
+// first read or validation error (kInvalidArgument naming the key).
 Status ApplyConfig(const oc::Config& config, SchedulerOptions* options);
 
 }  // namespace oc::sched
