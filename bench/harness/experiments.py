@@ -96,7 +96,7 @@ PLANNED = {
                  "rados_vs_rgw": RVR.PLANNED_S["smallest"],
                  "write_bench": WB.PLANNED_S["smallest"], "scaling": SB.planned_s("smallest")},
     "reduced": {"storage": 140, "transport": 90, "overhead": 40, "aggregation": 240,
-                "ttft": 840, "rados_vs_rgw": RVR.PLANNED_S["reduced"],
+                "ttft": 980, "rados_vs_rgw": RVR.PLANNED_S["reduced"],
                 "write_bench": WB.PLANNED_S["reduced"], "scaling": SB.planned_s("reduced")},
     "full": {"storage": 400, "transport": 600, "overhead": 200, "aggregation": 1800,
              "ttft": 1800, "rados_vs_rgw": RVR.PLANNED_S["full"],

@@ -1,10 +1,11 @@
 // The calibration margin δ measured here (Emulator::Delta; the paper's Figure 15 analogue). One
 // request of the scheduling workloads (16K@87.5%, the largest zero-stall rate r*) runs alone
 // through a scheduler whose cap is a sweep of rates from 0.5 r* to 2 r*, so the pacer holds it at
-// exactly that rate. Where the request stalls (rate < r*), Equation 3 gives TTFT = L x + c, so
-// the measured TTFT yields the rate the request effectively got: r_eff = s / ((T - c) / L). The
-// shortfall r - r_eff is what the system loses to overheads Eq. 3 does not model; δ is its
-// median over the stalled points, in the paper's Gbps. If Eq. 3 holds, δ is near 0.
+// exactly that rate from its first byte (pace_first_layer). Where the request stalls (rate < r*),
+// Equation 3 gives TTFT = L x + c, so the measured TTFT yields the rate the request effectively
+// got: r_eff = s / ((T - c) / L). The shortfall r - r_eff is what the system loses to overheads Eq.
+// 3 does not model; δ is its median over the stalled points, in the paper's Gbps. If Eq. 3 holds, δ
+// is near 0.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -65,6 +66,9 @@ Status Emulator::Delta(Json* out) {
     so->cap_gbps = sched::BytesPerSecToGbps(rate);
     so->policy = sched::Policy::kEqual;  // alone, it is given the whole cap
     so->margin_gbps = 0;
+    // The rate from the first byte, as in exp. 7's admission runs: with the pacer's default
+    // start, layer 0 would land before Eq. 3's x and bias δ down by up to x / L.
+    so->pace_first_layer = true;
     so->epoch =
         std::chrono::microseconds(std::max<int64_t>(1000, std::llround(10'000 / (phi * ks))));
     so->drr_quantum_bytes = 256 << 10;
