@@ -483,16 +483,18 @@ TEST(Pacer, PacedFirstPayloadHoldsTheRateFromTheFirstByte) {
   }
 }
 
-// Random interleavings of every operation (admit, enqueue, rate changes, removal, time passing)
-// never let the total exceed B * window + two payloads (one made up for a late call), nor reorder
-// a flow.
+// Random interleavings of every operation (admit, enqueue, rate changes, removal, time passing),
+// with and without pace_first_payload, never let the total exceed B * window + two payloads (one
+// made up for a late call), nor reorder a flow.
 TEST(Pacer, RandomOperationsNeverBreakTheCap) {
   constexpr uint64_t kCap = 3'000'000'000;
   constexpr uint64_t kMaxPayload = 4 << 20;
   std::mt19937_64 rng(2026);
   for (int trial = 0; trial < 20; ++trial) {
     SCOPED_TRACE("trial " + std::to_string(trial));
-    Pacer pacer(PacerOptions{static_cast<double>(kCap), 1 + rng() % (2 << 20)});
+    PacerOptions options{static_cast<double>(kCap), 1 + rng() % (2 << 20)};
+    options.pace_first_payload = trial % 2 == 1;  // the paced start keeps the bounds too
+    Pacer pacer(options);
     std::map<uint64_t, uint32_t> next_layer;
     std::map<uint64_t, int64_t> last_sent;
     std::vector<Sent> sent;
