@@ -74,7 +74,7 @@ Status Pacer::SetRate(uint64_t request, double rate, Time now) {
   if (f.rate == 0 && rate > 0) {
     f.ready = std::max(f.ready, now);  // time spent parked is not a wait the flow is owed
   }
-  if (rate == 0 && f.delivered == 0) {
+  if (options_.pace_first_payload && rate == 0 && f.delivered == 0) {
     // Parked before its first byte: it owes nothing yet, and its first spacing starts afresh
     // when it resumes.
     f.first_paced = false;
