@@ -110,6 +110,7 @@ def test_a_table_in_a_code_fence_is_not_checked(tmp_path):
     ("| kv_bench | 3.1 GB/s | — | unrecorded |\n", "unrecorded (why)"),
     ("| kv_bench (target met) | unrecorded (no JSON) | — | unrecorded |\n", "presented as met"),
     ("| kv_bench | unrecorded (no JSON; met) | — | unrecorded |\n", "presented as met"),
+    ("| kv_bench | unrecorded (no JSON) | 0463c64 | unrecorded |\n", "names no commit"),
 ])
 def test_unrecorded_needs_its_reason_and_is_never_met(tmp_path, row, why):
     rc, out = run(tmp_path, table(row))
