@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """The paper's scheduling workloads in the model, no system involved (bench/README.md,
-"Scheduling: the paper's protocol"). Reads Table A8 (bench/data/objectcache-table-a8.csv):
+"ttft_emulator"). Reads Table A8 (bench/data/objectcache-table-a8.csv):
 request i moves L = 32 layers of s_i = cached tokens x 4096 bytes and computes each for
 c_i = total compute / 32; added TTFT is over L * c_i (infinite bandwidth).
 

@@ -434,7 +434,7 @@ def ttft(ctx):
     # delta (the calibrated margin's rate sweep) is reported with experiment 7.
     # Exp. 7 at a fixed scale (the paper's 100 Gbps = 0.3 GB/s): the calibrated data-plane rate
     # follows the machine's load, and at its top compute per layer is too short for loaded cores
-    # to time (bench/README.md, "Scheduling: why requests at r* lost more than Eq. 3").
+    # to time (docs/decisions.md, "TTFT emulator: one target buffer per node").
     cmd = [exe, flag, "--experiments", ",".join([n for n, _ in TTFT_EXPERIMENTS] + ["delta"]),
            "--out", out] + ctx["config"]["ttft"].get("extra", [])
     failure = None

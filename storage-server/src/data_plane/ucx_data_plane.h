@@ -65,7 +65,8 @@ struct DataPlaneOptions {
   // Default: kFlush
   LayerOrdering ordering = LayerOrdering::kFlush;
   // kRendezvous measured 37x kPut over shared memory and ~2x over TCP for 4 MiB layers with
-  // UCX 1.13 (bench/README.md); kPut is the one-sided path for RDMA.
+  // UCX 1.13 (docs/decisions.md, "Data plane: rendezvous writes by default"); kPut is the
+  // one-sided path for RDMA.
   // Default: kRendezvous
   WriteMode write_mode = WriteMode::kRendezvous;
   // UCX keepalive interval for noticing vanished clients on endpoints with peer error
