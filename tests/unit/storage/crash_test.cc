@@ -61,8 +61,16 @@ struct Version {
   bool operator==(const Version&) const = default;
 };
 
-// Runs the writer with `args` for `run_for`, SIGKILLs it, and returns every complete line it
-// printed.
+// Runs the writer with `args` until `run_for` after its first acknowledged write (state, not
+// wall time from the start: on a loaded machine the writer may take longer than any fixed time
+// to open its store), SIGKILLs it, and returns every complete line it printed. A writer that
+// acknowledges nothing within kFirstAckBound is killed then; the test fails on its count.
+constexpr std::chrono::seconds kFirstAckBound{120};
+
+bool HasAck(const std::string& out) {
+  return out.starts_with("A ") || out.find("\nA ") != std::string::npos;
+}
+
 std::vector<std::string> RunAndKill(const std::vector<std::string>& args,
                                     std::chrono::milliseconds run_for) {
   int fds[2];
@@ -84,8 +92,13 @@ std::vector<std::string> RunAndKill(const std::vector<std::string>& args,
   ::close(fds[1]);
   std::string out;
   char buf[4096];
-  const auto deadline = std::chrono::steady_clock::now() + run_for;
+  auto deadline = std::chrono::steady_clock::now() + kFirstAckBound;
+  bool acked = false;
   for (;;) {
+    if (!acked && HasAck(out)) {
+      acked = true;
+      deadline = std::chrono::steady_clock::now() + run_for;
+    }
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
         deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
