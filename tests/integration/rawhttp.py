@@ -8,27 +8,42 @@ import xml.etree.ElementTree as ET
 import sigv4
 
 
-def send(port, method, target, headers, body=b"", host_header=None):
+def send(port, method, target, headers, body=b"", host_header=None, interim=None):
     """One request; `headers` a list of (name, value). Content-Length is added for a body
-    unless a header already sets it."""
+    unless a header already sets it. With `Expect: 100-continue` among the headers the body
+    is sent only after the server's 100 Continue (as botocore and the AWS SDKs do); a final
+    answer instead is the answer, the body never sent. `interim` (a list) receives the
+    status of each interim answer seen."""
     lines = [f"{method} {target} HTTP/1.1"]
-    names = {k.lower() for k, _ in headers}
+    names = {k.lower(): v for k, v in headers}
     if "host" not in names:
         lines.append(f"Host: {host_header or f'127.0.0.1:{port}'}")
     lines += [f"{k}: {v}" for k, v in headers]
     lines.append("Connection: close")
-    if (body or method in ("PUT", "POST")) and "content-length" not in names:
+    if (body or method in ("PUT", "POST")) and "content-length" not in names and \
+            "transfer-encoding" not in names:
         lines.append(f"Content-Length: {len(body)}")
-    data = ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+    head = ("\r\n".join(lines) + "\r\n\r\n").encode()
+    expect = str(names.get("expect", "")).lower() == "100-continue" and body
     with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
-        s.sendall(data)
-        chunks = []
+        s.sendall(head if expect else head + body)
+        raw = b""
+        if expect:
+            while b"\r\n\r\n" not in raw:
+                b = s.recv(65536)
+                if not b:
+                    break
+                raw += b
+            if raw.startswith(b"HTTP/1.1 100"):
+                if interim is not None:
+                    interim.append(100)
+                raw = raw.partition(b"\r\n\r\n")[2]
+                s.sendall(body)
         while True:
             b = s.recv(65536)
             if not b:
                 break
-            chunks.append(b)
-    raw = b"".join(chunks)
+            raw += b
     head, _, rest = raw.partition(b"\r\n\r\n")
     status_line, *header_lines = head.decode().split("\r\n")
     resp_headers = {}
@@ -67,6 +82,13 @@ def error_code(body):
     root = ET.fromstring(body)
     assert root.tag == "Error", body
     return root.findtext("Code"), root.findtext("ArgumentName")
+
+
+def assert_not_stored(server, bucket, key):
+    """Nothing is stored under `key`: a signed GET answers 404 NoSuchKey. A server that crashed
+    (no connection, no answer) or answered anything else (a 500, a 403) fails the test."""
+    status, _, body = signed(server, "GET", f"/{bucket}/{urllib.parse.quote(key)}")
+    assert (status, error_code(body)[0]) == (404, "NoSuchKey"), (status, body[:500])
 
 
 def signed_streaming(server, method, path, payload, chunk_bytes, query="", headers=None,
