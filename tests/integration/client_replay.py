@@ -68,7 +68,7 @@ def botocore_request(server, method, path, query="", headers=(), body=b"",
         ("X-Amz-Content-SHA256", signed["x-amz-content-sha256"]),
         ("Authorization", signed["Authorization"]),
         ("amz-sdk-invocation-id", str(uuid.uuid4())), ("amz-sdk-request", "attempt=1")]
-    if method in ("PUT", "POST") or body:
+    if method in ("PUT", "POST", "DELETE") or body:
         wire.append(("Content-Length", str(len(body))))
     target = path + ("?" + query if query else "")
     return rawhttp.send(server.port, method, target, wire, body, interim=interim)
@@ -90,13 +90,13 @@ def parts_of(data, size=MULTIPART_CHUNKSIZE):
 
 def complete_body(parts):
     """The CompleteMultipartUpload body botocore serialises: the namespace on the root, per
-    part the ETag, the checksum the part's answer carried (if any), then the number."""
+    part the ETag, the number, then the CRC32 the part's answer carried (if any)."""
     out = '<CompleteMultipartUpload xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
     for number, etag, checksum in parts:
-        out += f"<Part><ETag>{etag}</ETag>"
+        out += f"<Part><ETag>{etag}</ETag><PartNumber>{number}</PartNumber>"
         if checksum:
             out += f"<ChecksumCRC32>{checksum}</ChecksumCRC32>"
-        out += f"<PartNumber>{number}</PartNumber></Part>"
+        out += "</Part>"
     return (out + "</CompleteMultipartUpload>").encode()
 
 
@@ -191,12 +191,13 @@ def aws_cli_v1_copy(server, src_bucket, src_key, dst_bucket, dst_key, content_ty
 
 
 def aws_cli_v1_download(server, bucket, key):
-    """`aws s3 cp s3://b/k FILE`: HeadObject, then GetObject with x-amz-checksum-mode ENABLED,
-    as ranged GETs of 8 MiB sent concurrently above 8 MiB. Returns the object's bytes."""
+    """`aws s3 cp s3://b/k FILE`: HeadObject, then GetObject with x-amz-checksum-mode ENABLED;
+    above 8 MiB as ranged GETs of 8 MiB sent concurrently, each with If-Match on the HEAD's
+    ETag, the last range open-ended ("bytes=16777216-"). Returns the object's bytes."""
     path = key_path(bucket, key)
     headers, _ = ok(botocore_request(server, "HEAD", path,
                                      headers=[("User-Agent", AWS_CLI_V1_UA)]))
-    size = int(headers["content-length"])
+    size, etag = int(headers["content-length"]), headers["etag"]
     if size <= MULTIPART_THRESHOLD:
         _, body = ok(botocore_request(server, "GET", path, headers=[
             ("x-amz-checksum-mode", "ENABLED"), ("User-Agent", AWS_CLI_V1_UA)]))
@@ -206,8 +207,9 @@ def aws_cli_v1_download(server, bucket, key):
 
     def get(r):
         first, last = r
+        spec = f"bytes={first}-" if last == size - 1 else f"bytes={first}-{last}"
         h, body = ok(botocore_request(server, "GET", path, headers=[
-            ("Range", f"bytes={first}-{last}"), ("x-amz-checksum-mode", "ENABLED"),
+            ("Range", spec), ("If-Match", etag), ("x-amz-checksum-mode", "ENABLED"),
             ("User-Agent", AWS_CLI_V1_UA)]), 206)
         assert h["content-range"] == f"bytes {first}-{last}/{size}", h
         return body
@@ -272,5 +274,10 @@ def boto3_upload_file(server, bucket, key, data, chunksize=MULTIPART_CHUNKSIZE,
     if full_object_crc32 is not None:
         complete = [("x-amz-checksum-crc32", full_object_crc32),
                     ("x-amz-checksum-type", "FULL_OBJECT")] + complete
-    return botocore_request(server, "POST", path, f"uploadId={upload_id}", headers=complete,
-                            body=complete_body(parts))
+    answer = botocore_request(server, "POST", path, f"uploadId={upload_id}", headers=complete,
+                              body=complete_body(parts))
+    if answer[0] != 200:
+        # s3transfer aborts an upload whose completion failed.
+        ok(botocore_request(server, "DELETE", path, f"uploadId={upload_id}",
+                            headers=[("User-Agent", BOTO3_UA)]), 204)
+    return answer

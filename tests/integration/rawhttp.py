@@ -115,3 +115,36 @@ def signed_streaming(server, method, path, payload, chunk_bytes, query="", heade
                                trailer=trailer, tamper=tamper)
     target = path + ("?" + query if query else "")
     return send(server.port, method, target, list(out.items()), body)
+
+
+def _proc_tcp_queues(local, remote):
+    """(tx_queue, rx_queue) of the IPv4 socket bound to `local` and connected to `remote`
+    ((ip, port) pairs) from /proc/net/tcp, or None when there is no such socket."""
+    def hexaddr(addr):
+        ip, port = addr
+        return socket.inet_aton(ip)[::-1].hex().upper() + f":{port:04X}"
+
+    want_local, want_remote = hexaddr(local), hexaddr(remote)
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            if fields[1] == want_local and fields[2] == want_remote:
+                tx, rx = fields[4].split(":")
+                return int(tx, 16), int(rx, 16)
+    return None
+
+
+def wait_read_by_server(sock, deadline_s=60):
+    """Waits until the server process has read every byte sent on `sock` (a loopback
+    connection): nothing unacknowledged on our side, nothing unread in the server socket's
+    receive queue (/proc/net/tcp). The state a test means by "the server has taken in what
+    was sent", without guessing a pause."""
+    import time
+    local, remote = sock.getsockname(), sock.getpeername()
+    deadline = time.monotonic() + deadline_s
+    while True:
+        ours, theirs = _proc_tcp_queues(local, remote), _proc_tcp_queues(remote, local)
+        if ours is not None and theirs is not None and ours[0] == 0 and theirs[1] == 0:
+            return
+        assert time.monotonic() < deadline, f"server has not read what was sent: {ours} {theirs}"
+        time.sleep(0.01)
