@@ -88,7 +88,8 @@ def assert_not_stored(server, bucket, key):
     """Nothing is stored under `key`: a signed GET answers 404 NoSuchKey. A server that crashed
     (no connection, no answer) or answered anything else (a 500, a 403) fails the test."""
     status, _, body = signed(server, "GET", f"/{bucket}/{urllib.parse.quote(key)}")
-    assert (status, error_code(body)[0]) == (404, "NoSuchKey"), (status, body[:500])
+    assert status == 404, (f"{key} answered {status}", body[:500])
+    assert error_code(body)[0] == "NoSuchKey", body[:500]
 
 
 def signed_streaming(server, method, path, payload, chunk_bytes, query="", headers=None,

@@ -46,11 +46,14 @@ def raise_fd_limit(want):
     if soft >= want:
         return
     new_hard = hard if hard == resource.RLIM_INFINITY or hard >= want else want
+    refused = None
     try:
         resource.setrlimit(resource.RLIMIT_NOFILE, (want, new_hard))
     except (ValueError, OSError) as e:
+        refused = e
+    if refused is not None:
         pytest.fail(f"cannot raise the open-file limit (soft {soft}, hard {hard}) to the {want} "
-                    f"this test needs: {e}; run it where `ulimit -n {want}` is allowed",
+                    f"this test needs: {refused}; run it where `ulimit -n {want}` is allowed",
                     pytrace=False)
 
 
