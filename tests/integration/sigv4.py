@@ -87,3 +87,25 @@ def signed_chunks(payload, chunk_bytes, key, amz_date, scope, seed, trailer=None
     if tamper != "no-trailer-signature":
         out += f"x-amz-trailer-signature:{sig}\r\n".encode()
     return out + b"\r\n"
+
+
+def presign(method, host, path, access_key, secret_key, expires, now=None, region="us-east-1"):
+    """The path and query of a presigned URL (the S3 guide's "Authenticating requests: using
+    query parameters"): host the only signed header, UNSIGNED-PAYLOAD, signed at `now` (a
+    datetime; a past one gives a URL that has already expired) for `expires` seconds."""
+    now = now or datetime.datetime.now(datetime.timezone.utc)
+    amz_date = now.strftime("%Y%m%dT%H%M%SZ")
+    date = now.strftime("%Y%m%d")
+    scope = f"{date}/{region}/s3/aws4_request"
+    params = [("X-Amz-Algorithm", "AWS4-HMAC-SHA256"),
+              ("X-Amz-Credential", f"{access_key}/{scope}"), ("X-Amz-Date", amz_date),
+              ("X-Amz-Expires", str(expires)), ("X-Amz-SignedHeaders", "host")]
+    query = "&".join(f"{urllib.parse.quote(k, safe='-_.~')}={urllib.parse.quote(v, safe='-_.~')}"
+                     for k, v in sorted(params))
+    canon_path = urllib.parse.quote(path, safe="/-_.~")
+    creq = "\n".join([method, canon_path, query, f"host:{host}\n", "host", "UNSIGNED-PAYLOAD"])
+    sts = "\n".join(["AWS4-HMAC-SHA256", amz_date, scope,
+                     hashlib.sha256(creq.encode()).hexdigest()])
+    key = signing_key(secret_key, date, region)
+    sig = hmac.new(key, sts.encode(), hashlib.sha256).hexdigest()
+    return f"{canon_path}?{query}&X-Amz-Signature={sig}"

@@ -7,11 +7,11 @@ bytes, and absent chunks stay absent."""
 import hashlib
 import hmac
 import socket
-import time
 
 import pytest
 
 import sigv4
+from rawhttp import wait_read_by_server
 
 LAYERS = 2
 LAYER_BYTES = 64 << 10
@@ -42,13 +42,14 @@ def request_bytes(method, target, headers, body=b""):
 
 def exchange(server, data, close_early=False):
     """Sends `data`, then (close_early) shuts the write side; returns everything answered until
-    the server closes or goes quiet."""
-    with socket.create_connection(("127.0.0.1", server.port), timeout=15) as s:
+    the server closes. A server that neither answers nor closes within 60 s fails the test
+    (socket.timeout is not caught)."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=60) as s:
         s.sendall(data)
         if close_early:
-            # Let the server take in what was sent as body (not with the end of the stream),
-            # so it has received whole chunks when the client goes away.
-            time.sleep(0.5)
+            # The server takes in what was sent as body (not with the end of the stream), so
+            # it has received whole chunks when the client goes away: waited for as state.
+            wait_read_by_server(s)
             s.shutdown(socket.SHUT_WR)
         out = []
         try:
@@ -57,7 +58,7 @@ def exchange(server, data, close_early=False):
                 if not b:
                     break
                 out.append(b)
-        except (socket.timeout, ConnectionResetError):
+        except ConnectionResetError:
             pass
         return b"".join(out)
 

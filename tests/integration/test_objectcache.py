@@ -461,19 +461,43 @@ def test_hostile_targets_never_reach_ucx(server, made_bucket, tmp):
     assert server.alive()
 
 
+def kill_mid_transfer(server, bucket, keys, n_layers, s, via, attempts=5):
+    """Starts `oc get-layers` and SIGKILLs it in the middle of its transfer, as state, not
+    after a guessed pause: the client reports progress on stderr ("oc: k/L layers", every
+    L/8 layers, for requests of 64 MiB or more); at its first report it is stopped
+    (SIGSTOP), and killed if by then it has not received every layer. A client that got
+    everything before it could be stopped is a retry (at most `attempts`): the test fails if
+    it never catches a transfer in flight."""
+    for _ in range(attempts):
+        proc = subprocess.Popen([OC, "get-layers", "--bucket", bucket, *keys, "--layers",
+                                 str(n_layers), "--layer-bytes", str(s), "--via", via],
+                                env=client_env(server), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE)
+        try:
+            first = proc.stderr.readline().decode()
+            # A progress line, not an error or the end of a client that reported nothing.
+            assert first.startswith("oc: "), f"no progress report from get-layers: {first!r}"
+            proc.send_signal(signal.SIGSTOP)
+            os.set_blocking(proc.stderr.fileno(), False)
+            seen = first + (proc.stderr.read() or b"").decode()
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        if f"{n_layers}/{n_layers} layers" not in seen:
+            return seen
+    raise AssertionError(f"get-layers --via {via} finished each time before it was stopped")
+
+
 def test_client_killed_mid_transfer_and_concurrent_clients(server, made_bucket, tmp):
+    # Killed mid-transfer: 64 MiB, so the client reports progress (oc_kv.cc).
+    kill_keys = key_args("compact", tmp, 16, 16, "kill/")
+    put_chunks(server, made_bucket, tmp, kill_keys, 16, 64, 65536, "kv_l2td", 4)
+    for via in ("ucx", "http"):
+        kill_mid_transfer(server, made_bucket, kill_keys, 64, 65536, via)
+    assert server.alive()
     n, n_layers, s, g = 16, 32, 65536, 16  # 32 MiB
     keys = key_args("compact", tmp, n, g, "big/")
     put_chunks(server, made_bucket, tmp, keys, n, n_layers, s, "kv_l2td", 3)
-    for via in ("ucx", "http"):
-        proc = subprocess.Popen([OC, "get-layers", "--bucket", made_bucket, *keys, "--layers",
-                                 str(n_layers), "--layer-bytes", str(s), "--via", via],
-                                env=client_env(server), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        time.sleep(0.05)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-    assert server.alive()
     results = [None] * 4
 
     def one(i):

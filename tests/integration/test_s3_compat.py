@@ -19,14 +19,19 @@ import os
 import shutil
 import subprocess
 import threading
+import xml.etree.ElementTree as ET
 
 import pytest
 from botocore.exceptions import ClientError
 
+from client_replay import (aws_cli_v1_copy, aws_cli_v1_download, aws_cli_v1_make_bucket,
+                           aws_cli_v1_multipart_upload, aws_cli_v1_put_object, crc32, parts_of)
+from rawhttp import error_code
 from test_clients import AWS, aws_env, run, workdir  # noqa: F401
 
 
 MiB = 1 << 20
+NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 
 
 def aws_v1():
@@ -269,6 +274,25 @@ def test_aws_cli_v1_copies_a_big_object_between_buckets(server, made_bucket, wor
     assert filecmp.cmp(big, back, shallow=False)
 
 
+def test_aws_cli_v1_big_copy_request_shapes(server, made_bucket):
+    """What test_aws_cli_v1_copies_a_big_object_between_buckets has aws-cli v1 send, replayed
+    request by request as aws-cli 1.45.11 sends it (client_replay), so it runs without that
+    client: `s3 cp` of 20 MiB + 3 (multipart, CRC32 per part), `s3 mb`, `s3 cp` between
+    buckets (UploadPartCopy per 8 MiB range with x-amz-copy-source-if-match), `s3 cp` back
+    (ranged GETs with x-amz-checksum-mode)."""
+    data = pattern(11, 20 * MiB + 3)
+    done = aws_cli_v1_multipart_upload(server, made_bucket, "big.bin", data,
+                                       "application/octet-stream")
+    assert ET.fromstring(done).findtext(f"{NS}ETag") == s3_etag(parts_of(data)), done
+    dst = f"{made_bucket}-copy"
+    aws_cli_v1_make_bucket(server, dst)
+    aws_cli_v1_copy(server, made_bucket, "big.bin", dst, "big.bin", "application/octet-stream")
+    head = server.boto3().head_object(Bucket=dst, Key="big.bin")
+    # Copied in the same 8 MiB ranges: the same "-3" ETag as the upload.
+    assert head["ETag"] == s3_etag(parts_of(data)) and head["ContentLength"] == len(data)
+    assert aws_cli_v1_download(server, dst, "big.bin") == data
+
+
 def put_with_headers(s3, bucket, key, body, **headers):
     """put_object with extra (signed) headers: Debian's boto3 1.26 has no IfNoneMatch/IfMatch
     parameters, so they are added before signing, as newer SDKs send them."""
@@ -344,3 +368,20 @@ def test_aws_cli_v1_put_if_none_match(server, made_bucket, workdir):  # noqa: F8
     run(cmd, env)
     again = run(cmd, env, check=False)
     assert again.returncode != 0 and b"PreconditionFailed" in again.stderr, again.stderr
+
+
+def test_aws_cli_v1_put_if_none_match_request_shape(server, made_bucket):
+    """test_aws_cli_v1_put_if_none_match's two `aws s3api put-object --if-none-match *` calls
+    as aws-cli 1.45.11 sends them (If-None-Match, CRC32 header, signed payload, Expect:
+    100-continue), replayed: the first stores, the second is 412 PreconditionFailed."""
+    interim = []
+    status, headers, body = aws_cli_v1_put_object(server, made_bucket, "once", b"only once",
+                                                  extra=[("If-None-Match", "*")],
+                                                  interim=interim)
+    assert (status, interim) == (200, [100]), body
+    assert headers["x-amz-checksum-crc32"] == crc32(b"only once")
+    status, _, body = aws_cli_v1_put_object(server, made_bucket, "once", b"second",
+                                            extra=[("If-None-Match", "*")])
+    assert (status, error_code(body)[0]) == (412, "PreconditionFailed"), body
+    assert server.boto3().get_object(Bucket=made_bucket, Key="once")["Body"].read() == \
+        b"only once"

@@ -9,8 +9,10 @@ import pytest
 
 from conftest import RadosNamespace, rados_config, running_server
 # Imported tests run here against the RADOS-backed server (this module's `server`).
-from test_s3_compat import (test_aws_cli_v1_copies_a_big_object_between_buckets,  # noqa: F401
+from test_s3_compat import (test_aws_cli_v1_big_copy_request_shapes,  # noqa: F401
+                            test_aws_cli_v1_copies_a_big_object_between_buckets,
                             test_aws_cli_v1_put_if_none_match,
+                            test_aws_cli_v1_put_if_none_match_request_shape,
                             test_aws_rb_force_with_unfinished_upload,
                             test_complete_retried_answers_the_same_etag, test_conditional_put,
                             test_delete_bucket_aborts_unfinished_uploads,

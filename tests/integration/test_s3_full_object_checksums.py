@@ -16,10 +16,10 @@ import textwrap
 import xml.etree.ElementTree as ET
 
 import pytest
-from botocore.exceptions import ClientError
 
 import sigv4
-from rawhttp import aws_chunked, error_code, signed
+from client_replay import boto3_get_object, boto3_head_object, boto3_upload_file
+from rawhttp import assert_not_stored, aws_chunked, error_code, signed
 from test_s3_checksums import MODERN_PYTHON, body, checksum, head, stored_checksums
 from test_s3_multipart_checksums import complete_xml
 
@@ -156,8 +156,7 @@ def test_full_object_checksum_is_combined_checked_and_stored(server, made_bucket
     assert status == 400 and error_code(reply)[0] == "InvalidPart", reply
     status, _, reply = complete(good[:2] + [(4, etags[2], {element: part_crcs[2]})], {})
     assert status == 400 and error_code(reply)[0] == "InvalidPart", reply
-    with pytest.raises(ClientError):
-        server.boto3().head_object(Bucket=made_bucket, Key="full")
+    assert_not_stored(server, made_bucket, "full")
 
     status, _, reply = complete(good, {header: whole, "x-amz-checksum-type": "FULL_OBJECT"})
     assert status == 200, reply
@@ -249,6 +248,34 @@ def test_modern_boto3_upload_file_with_a_full_object_checksum(server, made_bucke
                         server.access_key, server.secret_key, made_bucket,
                         str(tmp_path / "big.bin")], capture_output=True, timeout=300, env=env)
     assert r.returncode == 0, (r.stdout + r.stderr).decode()
+
+
+def test_modern_boto3_full_object_upload_request_shapes(server, made_bucket):
+    """What test_modern_boto3_upload_file_with_a_full_object_checksum has boto3 (botocore >=
+    1.36) send, replayed as boto3 1.43.11 sends it over HTTP (client_replay), so it runs
+    without that boto3: upload_file with ExtraArgs={"ChecksumCRC32": whole} and 5 MiB parts
+    creates the upload with x-amz-checksum-type FULL_OBJECT and x-amz-checksum-algorithm
+    CRC32, sends each part with its CRC32, and completes with the parts' CRC32s listed and
+    the whole object's CRC32 and the type as headers. A wrong whole-object value is 400
+    BadDigest and stores nothing."""
+    big = bytes(i % 247 for i in range(12 << 20))
+    crc = checksum("crc32", big)
+    status, _, reply = boto3_upload_file(server, made_bucket, "full", big, chunksize=5 * MiB,
+                                         full_object_crc32=crc)
+    assert status == 200, reply
+    assert ET.fromstring(reply).findtext(f"{NS}ChecksumCRC32") == crc, reply
+    status, headers, _ = boto3_head_object(server, made_bucket, "full")
+    assert status == 200
+    assert (headers["x-amz-checksum-crc32"], headers["x-amz-checksum-type"]) == \
+        (crc, "FULL_OBJECT")
+    status, headers, got = boto3_get_object(server, made_bucket, "full")
+    assert status == 200 and got == big
+    assert headers["x-amz-checksum-crc32"] == crc  # boto3 checks the body against it
+    wrong = checksum("crc32", big + b"x")
+    status, _, reply = boto3_upload_file(server, made_bucket, "wrong", big, chunksize=5 * MiB,
+                                         full_object_crc32=wrong)
+    assert (status, error_code(reply)) == (400, ("BadDigest", "x-amz-checksum-crc32")), reply
+    assert_not_stored(server, made_bucket, "wrong")
 
 
 def part_with_continue(server, bucket, key, uid, number, data, headers):

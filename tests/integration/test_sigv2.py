@@ -13,6 +13,9 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+import sigv2
+from client_replay import aws_cli_v1_put_object
+from conftest import ACCESS_KEY, SECRET_KEY
 from rawhttp import error_code, send
 from test_clients import aws_env, workdir  # noqa: F401
 from test_s3_compat import AWS_V1
@@ -70,11 +73,15 @@ def test_presigned_urls_get_head_put_delete(server, made_bucket):
 def test_expired_and_far_future_urls_are_access_denied(server, made_bucket):
     s3 = sigv2_client(server)
     s3.put_object(Bucket=made_bucket, Key="k", Body=b"x")
-    url = s3.generate_presigned_url("get_object", Params={"Bucket": made_bucket, "Key": "k"},
-                                    ExpiresIn=1)
-    time.sleep(2.5)
-    status, body = fetch(url)
+    # Signed with an Expires a minute in the past (botocore always adds ExpiresIn to now):
+    # expired, with no wait on the clock.
+    target = sigv2.presign("GET", f"/{made_bucket}/k", server.access_key, server.secret_key,
+                           expires_at=time.time() - 60)
+    status, body = fetch(server.endpoint + target)
     assert status == 403 and error_code(body) == ("AccessDenied", "Expires")
+    target = sigv2.presign("GET", f"/{made_bucket}/k", server.access_key, server.secret_key,
+                           expires_in=60)
+    assert fetch(server.endpoint + target) == (200, b"x")  # the same URL, not yet expired
     far = s3.generate_presigned_url("get_object", Params={"Bucket": made_bucket, "Key": "k"},
                                     ExpiresIn=8 * 86400)
     status, body = fetch(far)
@@ -139,3 +146,38 @@ def test_aws_cli_v1_presign(server, made_bucket, workdir):  # noqa: F811
     out = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", url],
                          capture_output=True, timeout=60)
     assert out.stdout.decode() == "200"
+
+
+def test_presign_matches_aws_cli_v1_output():
+    """A URL aws-cli 1.45.11 printed (`aws --endpoint-url http://127.0.0.1:9 s3 presign
+    "s3://bkt/dir/obj file.bin" --expires-in 300`, with the tests' credentials, 2026-12-02):
+    sigv2.presign writes the same bytes for the same key and Expires."""
+    printed = ("/bkt/dir/obj%20file.bin?AWSAccessKeyId=OCTESTACCESSKEY00001"
+               "&Signature=biSJ4gRSampE2NSQ5PR9YXgOGd0%3D&Expires=1796187251")
+    assert sigv2.presign("GET", "/bkt/dir/obj%20file.bin", ACCESS_KEY, SECRET_KEY,
+                         expires_at=1796187251) == printed
+
+
+def test_aws_cli_v1_presign_request_shapes(server, made_bucket):
+    """test_aws_cli_v1_presign without aws-cli v1: the `s3 cp` PutObject as aws-cli 1.45.11
+    sends it (client_replay), and the URL its `s3 presign --expires-in 300` prints (SigV2 query
+    auth: AWSAccessKeyId, Signature, Expires, in that order; checked byte for byte against
+    aws-cli 1.45.11's output for the same key and Expires), fetched as the test does and with
+    curl; the same URL for another key, or with another signature, is refused."""
+    data = os.urandom(100000)
+    status, _, body = aws_cli_v1_put_object(server, made_bucket, "dir/obj file.bin", data,
+                                            content_type="application/octet-stream")
+    assert status == 200, body
+    path = f"/{made_bucket}/dir/obj%20file.bin"
+    url = server.endpoint + sigv2.presign("GET", path, server.access_key, server.secret_key,
+                                          expires_in=300)
+    assert "AWSAccessKeyId=" in url and "&Signature=" in url and "&Expires=" in url
+    assert fetch(url) == (200, data)
+    out = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", url],
+                         capture_output=True, timeout=60)
+    assert out.stdout.decode() == "200"
+    status, body = fetch(url.replace("obj%20file", "obj%20other"))
+    assert status == 403 and error_code(body)[0] == "SignatureDoesNotMatch"
+    forged = url.replace("&Signature=", "&Signature=A")
+    status, body = fetch(forged)
+    assert status == 403 and error_code(body)[0] == "SignatureDoesNotMatch"
