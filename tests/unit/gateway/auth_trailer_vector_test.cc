@@ -96,10 +96,10 @@ Decoded Decode(const AuthResult& auth, std::string_view body, size_t piece) {
 TEST(AwsTrailerVector, CanonicalRequestAndStringToSignAreThePublishedOnes) {
   const testing::OwnedRequest req = AwsTrailerRequest(testing::kAwsTrailerSeedSignature);
   const std::vector<std::string> names = testing::SplitSigned(testing::kAwsTrailerSignedHeaders);
-  const std::string canonical = sigv4::CanonicalRequest(
-      "PUT", sigv4::CanonicalUri(testing::kAwsChunkedTarget).value(), "",
-      sigv4::CanonicalHeaders(req.View(), names, "Authorization").value(), names,
-      "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER");
+  const std::string canonical =
+      sigv4::CanonicalRequest("PUT", sigv4::CanonicalUri(testing::kAwsChunkedTarget).value(), "",
+                              sigv4::CanonicalHeaders(req.View(), names, "Authorization").value(),
+                              names, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER");
   EXPECT_EQ(canonical, testing::kAwsTrailerCanonicalRequest);
   EXPECT_EQ(sigv4::StringToSign(testing::kAwsDate, testing::kAwsScope, canonical),
             testing::kAwsTrailerStringToSign);
@@ -177,8 +177,8 @@ TEST(AwsTrailerVector, EveryPublishedSignatureIsChecked) {
 // old page's number is the HMAC of the same lines under the chunk prefix. Recorded so that a
 // future reader meeting 63bddb24... in another implementation knows where it comes from.
 TEST(AwsTrailerVector, TheTwoPublishedTrailerSignaturesExplained) {
-  const sigv4::Sha256Digest key = sigv4::DeriveSigningKey(
-      testing::kAwsSecretKey, "20130524", "us-east-1", "s3");
+  const sigv4::Sha256Digest key =
+      sigv4::DeriveSigningKey(testing::kAwsSecretKey, "20130524", "us-east-1", "s3");
   const std::string tail = "\n" + std::string(testing::kAwsDate) + "\n" +
                            std::string(testing::kAwsScope) + "\n" +
                            std::string(testing::kAwsTrailerChunkSignatures[2]) + "\n" +
