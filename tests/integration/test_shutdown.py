@@ -9,7 +9,9 @@ front of a running `oc-storage-server`):
 - once the listening socket is closed (a connect is refused, waited for with a deadline), the
   gateway is still running, the PUT's sender sends the rest and the GET's reader reads on;
 - both complete byte-exact (the PUT's ETag is the MD5 of the bytes and, after a restart, the
-  object reads back equal), and the gateway then exits 0."""
+  object reads back equal), and the gateway then exits 0.
+
+A request still running when the grace (30 s) is over is cut off, and the exit is still 0."""
 import hashlib
 import os
 import socket
@@ -149,3 +151,30 @@ def test_sigterm_finishes_in_flight_get_and_put(mode):
         assert all(code == 0 for code in srv.stop())
         srv.start()
         assert srv.boto3().get_object(Bucket="drain", Key="up")["Body"].read() == upload
+
+
+def test_a_request_still_running_after_the_grace_is_cut_off_and_exit_is_0():
+    """A reader that never reads on: the gateway waits out its grace (kShutdownGrace, 30 s),
+    then closes that connection and still exits 0 (it aborted on a double free before)."""
+    with running_server("oc-it-shutdown-", "embedded", make=PatientServer) as srv:
+        s3 = srv.boto3()
+        s3.create_bucket(Bucket="stall")
+        s3.put_object(Bucket="stall", Key="big", Body=os.urandom(GET_BYTES))
+        get = connect(srv.port, rcvbuf=64 << 10)
+        get.sendall(request_head(srv, "GET", "/stall/big", b"", [("Connection", "close")]))
+        status, _, got = read_head(get)
+        assert status == 200
+        got = read_exactly(get, MiB, got)
+
+        gateway = srv.procs[0]
+        gateway.terminate()  # SIGTERM
+        wait_until_refused(srv.port, gateway)
+        assert gateway.wait(timeout=DEADLINE_S + 30) == 0
+        received = len(got)
+        try:
+            while piece := get.recv(1 << 20):
+                received += len(piece)
+        except ConnectionResetError:
+            pass
+        assert received < GET_BYTES, "the stalled answer was not cut off"
+        get.close()
