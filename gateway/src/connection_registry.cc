@@ -45,6 +45,26 @@ void ConnectionRegistry::CloseIdle() {
   }
 }
 
+void ConnectionRegistry::CloseAll() {
+  std::lock_guard lock(mu_);
+  for (const auto& [id, entry] : sessions_) {
+    asio::post(*entry.ioc, [this, id = id] {
+      SessionBase* session = nullptr;
+      {
+        std::lock_guard inner(mu_);
+        auto it = sessions_.find(id);
+        if (it != sessions_.end()) {
+          session = it->second.session;
+        }
+      }
+      // Same thread as the session: it cannot be destroyed between the lookup and the call.
+      if (session != nullptr) {
+        session->CloseNow();
+      }
+    });
+  }
+}
+
 bool ConnectionRegistry::ShedOne() {
   std::lock_guard lock(mu_);
   // One pass, oldest first: the first kFresh wins at once; otherwise the first kHeader, then

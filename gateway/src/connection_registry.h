@@ -31,6 +31,9 @@ class SessionBase {
   // Closes the connection if it is waiting for a request (shutdown, or shed at the connection
   // limit); true if it did. Called on the session's own io_context thread.
   virtual bool CloseIfIdle() = 0;
+  // Closes the connection whatever it is doing (shutdown, once its grace is over): its pending
+  // operations end with an error and its coroutine unwinds. Called on its own thread.
+  virtual void CloseNow() = 0;
   // Written by the session's thread, read by the acceptor's.
   ConnectionState state() const { return state_.load(std::memory_order_relaxed); }
 
@@ -49,6 +52,8 @@ class ConnectionRegistry {
   void Remove(uint64_t id);
   // Posts CloseIfIdle to every live session on its own thread.
   void CloseIdle();
+  // Posts CloseNow to every live session on its own thread.
+  void CloseAll();
   // Gives up one connection for a new one: the oldest kFresh, else the oldest kHeader, else the
   // oldest kWaiting, never one picked before; posts CloseIfIdle to it on its own thread.
   // Returns false when every connection is busy with a request.

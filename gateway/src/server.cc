@@ -39,6 +39,9 @@ const Logger kLog{"gateway"};
 
 // How long shutdown waits for in-flight requests before closing what is left.
 constexpr std::chrono::seconds kShutdownGrace{30};
+// After the grace, how long the connections still open get to unwind once closed; the process
+// exits only after (destroying the io_contexts under a live session would free it twice).
+constexpr std::chrono::seconds kShutdownCloseWait{5};
 // After an accept failure, the acceptor waits before the next attempt: out of file descriptors,
 // accepting again at once would fail again (and spin). Short when a connection was just shed
 // (its descriptor is being closed on its own thread), longer when none could be.
@@ -238,7 +241,13 @@ class ServerImpl final : public Server {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
     if (metrics_.open_connections() > 0) {
-      kLog.Warn("shutdown grace over with {} connections open", metrics_.open_connections());
+      kLog.Warn("shutdown grace over with {} connections open: closing them",
+                metrics_.open_connections());
+      registry_.CloseAll();
+      const auto closed_by = std::chrono::steady_clock::now() + kShutdownCloseWait;
+      while (metrics_.open_connections() > 0 && std::chrono::steady_clock::now() < closed_by) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
     }
     guards.clear();
     for (auto& ioc : iocs_) {

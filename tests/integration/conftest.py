@@ -90,8 +90,9 @@ def stop_processes(procs, timeout_s=30):
 class Server:
     """One running gateway (and its storage daemon in remote mode)."""
 
-    def __init__(self, mode, root, extra_config="", cafile=None, env_extra=None):
+    def __init__(self, mode, root, extra_config="", cafile=None, env_extra=None, args=None):
         self.mode = mode
+        self.args = list(args or [])  # extra flags of objectcache serve / oc-gateway
         self.root = root
         self.data_dir = os.path.join(root, "data")
         self.access_key = ACCESS_KEY
@@ -120,7 +121,7 @@ class Server:
         env = self.env()
         if self.mode == "embedded":
             cmd = [os.environ["OC_OBJECTCACHE_BIN"], "serve", "--config", self.config,
-                   "--data-dir", self.data_dir, "--listen", f"127.0.0.1:{self.port}"]
+                   "--data-dir", self.data_dir, "--listen", f"127.0.0.1:{self.port}"] + self.args
             self.procs = [subprocess.Popen(cmd, env=env, stdout=self.log, stderr=self.log)]
         else:
             if self.storage_port is None:
@@ -136,7 +137,7 @@ class Server:
             gateway = subprocess.Popen(
                 [os.environ["OC_GATEWAY_BIN"], "--config", self.config,
                  "--storage", f"127.0.0.1:{self.storage_port}",
-                 "--listen", f"127.0.0.1:{self.port}"],
+                 "--listen", f"127.0.0.1:{self.port}"] + self.args,
                 env=env, stdout=self.log, stderr=self.log)
             self.procs = [gateway, storage]
         wait_healthy(self.endpoint, self.procs[0], cafile=self.cafile)
@@ -165,7 +166,7 @@ class Server:
         return boto3.client("s3", endpoint_url=self.endpoint, verify=self.cafile or True,
                             aws_access_key_id=kw.get("access_key", self.access_key),
                             aws_secret_access_key=kw.get("secret_key", self.secret_key),
-                            region_name="us-east-1", config=cfg)
+                            region_name=kw.get("region", "us-east-1"), config=cfg)
 
 
 def modes():

@@ -20,7 +20,8 @@ from test_s3_compat import (test_aws_cli_v1_big_copy_request_shapes,  # noqa: F4
                             test_parts_uploaded_out_of_order, test_upload_part_copy, workdir)
 from test_s3_copy_conditions import (  # noqa: F401
     test_complete_multipart_upload_conditions, test_copy_object_conditions,
-    test_copy_object_keeps_or_recomputes_the_checksum)
+    test_copy_object_keeps_or_recomputes_the_checksum,
+    test_copy_of_a_multipart_object_keeps_its_composite_checksum)
 from test_s3_full_object_checksums import (  # noqa: F401
     test_create_takes_the_checksum_type_as_s3_does,
     test_full_object_checksum_is_combined_checked_and_stored,

@@ -14,6 +14,7 @@ from botocore.exceptions import ClientError
 
 from rawhttp import error_code, signed
 from test_s3_checksums import b64, body, checksum, head, stored_checksums
+from test_s3_multipart_checksums import complete_xml, composite, start_upload
 
 MiB = 1 << 20
 NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
@@ -154,3 +155,40 @@ def test_copy_object_keeps_or_recomputes_the_checksum(server, made_bucket):
                                        "if-none-match": "*"})
     assert status == 412 and error_code(reply) == ("PreconditionFailed", "If-None-Match"), reply
     assert ET.fromstring(reply).tag == "Error"
+
+
+@pytest.mark.parametrize("algorithm", ["CRC32", "SHA256"])
+def test_copy_of_a_multipart_object_keeps_its_composite_checksum(server, made_bucket, algorithm):
+    """README, "CopyObject and checksums": a copy of a multipart object keeps the checksum of
+    checksums "-N" (and its COMPOSITE type) under COPY and REPLACE and when the copy names the
+    same algorithm, in the copy's answer and on HeadObject/GetObject with checksum mode."""
+    alg = algorithm.lower()
+    parts = [body(71, 5 * MiB), body(72, 5 * MiB), body(73, 12345)]
+    uid, etags = start_upload(server, made_bucket, "mp", parts, algorithm)
+    want = composite(alg, parts)
+    assert want.endswith("-3")
+    element = f"Checksum{algorithm}"
+    status, _, reply = signed(server, "POST", f"/{made_bucket}/mp", f"uploadId={uid}",
+                              body=complete_xml([(n, e, {element: checksum(alg, p)}) for n, e, p
+                                                 in zip((1, 2, 3), etags, parts)]))
+    assert status == 200, reply
+    expected = {f"x-amz-checksum-{alg}": want, "x-amz-checksum-type": "COMPOSITE"}
+    assert stored_checksums(head(server, made_bucket, "mp")) == expected
+
+    s3 = server.boto3()
+    copies = {
+        "copy": {},
+        "replace": {"MetadataDirective": "REPLACE", "ContentType": "text/plain"},
+        "same-algorithm": {"ChecksumAlgorithm": algorithm},
+    }
+    for key, extra in copies.items():
+        r = s3.copy_object(Bucket=made_bucket, Key=key, CopySource=f"{made_bucket}/mp", **extra)
+        assert r["CopyObjectResult"][element] == want, key
+        assert stored_checksums(head(server, made_bucket, key)) == expected, key
+        got = s3.get_object(Bucket=made_bucket, Key=key, ChecksumMode="ENABLED")
+        assert got["ResponseMetadata"]["HTTPHeaders"][f"x-amz-checksum-{alg}"] == want, key
+        assert got["Body"].read() == b"".join(parts), key
+    # A copy of the copy still carries it.
+    r = s3.copy_object(Bucket=made_bucket, Key="copy2", CopySource=f"{made_bucket}/copy")
+    assert r["CopyObjectResult"][element] == want
+    assert stored_checksums(head(server, made_bucket, "copy2")) == expected

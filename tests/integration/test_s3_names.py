@@ -41,14 +41,15 @@ class TwoUserServer(Server):
     """The conftest server with a credentials file of its own: the admin of the environment's
     keys and alice, an ordinary user who owns nothing yet."""
 
-    def __init__(self, mode, root):
+    def __init__(self, mode, root, extra_config=""):
         creds = os.path.join(root, "credentials.toml")
         with open(creds, "w") as f:
             f.write(f'[[user]]\nname = "admin"\naccess_key = "{ACCESS_KEY}"\n'
                     f'secret_key = "{SECRET_KEY}"\nadmin = true\n')
             f.write(f'[[user]]\nname = "{ALICE[0]}"\naccess_key = "{ALICE[1]}"\n'
                     f'secret_key = "{ALICE[2]}"\nadmin = false\n')
-        super().__init__(mode, root, extra_config=f'credentials_file = "{creds}"\n')
+        super().__init__(mode, root,
+                         extra_config=f'credentials_file = "{creds}"\n' + extra_config)
 
 
 @pytest.fixture(scope="module", params=modes())

@@ -18,6 +18,20 @@
 //           Transferring Payload in Multiple Chunks (Chunked Upload) (AWS Signature Version
 //           4)", "Example: PUT Object" (65536 + 1024 bytes of 'a', then the final chunk).
 //           https://docs.aws.amazon.com/AmazonS3/latest/API/sigv4-streaming.html
+//  [trailer] Amazon S3 API Reference, "Signature calculations for trailing headers (chunked
+//           uploads) (AWS Signature Version 4)", "Examples: Checking signature calculations"
+//           (the same 65536 + 1024 bytes of 'a', a CRC32C trailer, STREAMING-AWS4-HMAC-SHA256-
+//           PAYLOAD-TRAILER).
+//           https://docs.aws.amazon.com/AmazonS3/latest/API/sigv4-streaming-trailers.html
+//           Two lines of that page disagree with its own numbers and are not used: the
+//           printed Authorization header lists content-length and omits x-amz-trailer, while
+//           the seed signature is the one of the canonical request printed above it (no
+//           content-length, with x-amz-trailer); and Content-Length 66824 is the one of the
+//           example without a trailer, the body below being 66946 bytes. Earlier versions of
+//           the page printed the trailer signature 63bddb24...843f, which is the HMAC of the
+//           page's trailer string to sign with "AWS4-HMAC-SHA256-PAYLOAD" as its first line
+//           instead of "AWS4-HMAC-SHA256-TRAILER"; the page now prints d81f82fc...e435, the
+//           HMAC of the string to sign as printed (auth_trailer_vector_test.cc checks both).
 
 #include <string_view>
 #include <utility>
@@ -129,5 +143,48 @@ inline constexpr std::string_view kAwsChunkSignatures[] = {
     "b6c6ea8a5354eaf15b3cb7646744f4275b71ea724fed81ceb9323e279d449df9",
 };
 inline constexpr uint64_t kAwsChunkedBodyBytes = 66824;  // Content-Length of the example
+
+// [trailer] PUT /examplebucket/chunkObject.txt (path style, host s3.amazonaws.com).
+inline std::vector<std::pair<std::string_view, std::string_view>> AwsTrailerHeaders() {
+  return {{"Host", "s3.amazonaws.com"},
+          {"x-amz-date", kAwsDate},
+          {"x-amz-storage-class", "REDUCED_REDUNDANCY"},
+          {"x-amz-content-sha256", "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"},
+          {"Content-Encoding", "aws-chunked"},
+          {"x-amz-decoded-content-length", "66560"},
+          {"x-amz-trailer", "x-amz-checksum-crc32c"}};
+}
+inline constexpr std::string_view kAwsTrailerSignedHeaders =
+    "content-encoding;host;x-amz-content-sha256;x-amz-date;x-amz-decoded-content-length;"
+    "x-amz-storage-class;x-amz-trailer";
+inline constexpr std::string_view kAwsTrailerCanonicalRequest =
+    "PUT\n/examplebucket/chunkObject.txt\n\ncontent-encoding:aws-chunked\n"
+    "host:s3.amazonaws.com\nx-amz-content-sha256:STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER\n"
+    "x-amz-date:20130524T000000Z\nx-amz-decoded-content-length:66560\n"
+    "x-amz-storage-class:REDUCED_REDUNDANCY\nx-amz-trailer:x-amz-checksum-crc32c\n\n"
+    "content-encoding;host;x-amz-content-sha256;x-amz-date;x-amz-decoded-content-length;"
+    "x-amz-storage-class;x-amz-trailer\nSTREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER";
+inline constexpr std::string_view kAwsTrailerStringToSign =
+    "AWS4-HMAC-SHA256\n20130524T000000Z\n20130524/us-east-1/s3/aws4_request\n"
+    "44d48b8c2f70eae815a0198cc73d7a546a73a93359c070abbaa5e6c7de112559";
+inline constexpr std::string_view kAwsTrailerSeedSignature =
+    "106e2a8a18243abcf37539882f36619c00e2dfc72633413f02d3b74544bfeb8e";
+// Chunks of 65536, 1024 and 0 bytes of 'a' (kAwsChunkSizes).
+inline constexpr std::string_view kAwsTrailerChunkSignatures[] = {
+    "b474d8862b1487a5145d686f57f013e54db672cee1c953b3010fb58501ef5aa2",
+    "1c1344b170168f8e65b41376b44b20fe354e373826ccbbe2c1d40a8cae51e5c7",
+    "2ca2aba2005185cf7159c6277faf83795951dd77a3a99e6e65d5c9f85863f992",
+};
+inline constexpr std::string_view kAwsTrailerName = "x-amz-checksum-crc32c";
+inline constexpr std::string_view kAwsTrailerValue = "sOO8/Q==";  // CRC32C of the 66560 bytes
+// hex(sha256("x-amz-checksum-crc32c:sOO8/Q==\n")), the last line of the trailer string to sign.
+inline constexpr std::string_view kAwsTrailerHash =
+    "1e376db7e1a34a8ef1c4bcee131a2d60a1cb62503747488624e10995f448d774";
+inline constexpr std::string_view kAwsTrailerSignature =
+    "d81f82fc3505edab99d459891051a732e8730629a2e4a59689829ca17fe2e435";
+// The trailer signature earlier versions of the page printed (see [trailer] above).
+inline constexpr std::string_view kAwsTrailerSignatureOfOldPage =
+    "63bddb248ad2590c92712055f51b8e78ab024eead08276b24f010b0efd74843f";
+inline constexpr uint64_t kAwsTrailerBodyBytes = 66946;  // the body as sent
 
 }  // namespace oc::gateway::auth::testing
