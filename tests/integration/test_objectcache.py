@@ -8,6 +8,8 @@ store (conftest's `server` fixture)."""
 import hashlib
 import os
 import random
+import re
+import select
 import shutil
 import signal
 import subprocess
@@ -461,18 +463,37 @@ def test_hostile_targets_never_reach_ucx(server, made_bucket, tmp):
     assert server.alive()
 
 
+def killed_mid_transfer(server, bucket, keys, n_layers, s, via):
+    """Runs `oc get-layers` (64 MiB or more: it prints "oc: <l>/<L> layers" on stderr as layers
+    land) and SIGKILLs it at its first progress line, once the transfer has provably started.
+    True when the kill came before the client saw the last layer (its last line missing)."""
+    proc = subprocess.Popen([OC, "get-layers", "--bucket", bucket, *keys, "--layers",
+                             str(n_layers), "--layer-bytes", str(s), "--via", via],
+                            env=client_env(server), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+    seen = b""
+    deadline = time.monotonic() + 60
+    while b"\n" not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stderr], [], [], max(0, deadline - time.monotonic()))
+        chunk = os.read(proc.stderr.fileno(), 4096) if ready else b""
+        if not chunk:
+            break
+        seen += chunk
+    proc.send_signal(signal.SIGKILL)
+    seen += proc.stderr.read()
+    proc.wait()
+    assert re.match(rb"oc: \d+/\d+ layers\n", seen), seen  # a layer landed before the kill
+    return f"oc: {n_layers}/{n_layers} layers".encode() not in seen
+
+
 def test_client_killed_mid_transfer_and_concurrent_clients(server, made_bucket, tmp):
-    n, n_layers, s, g = 16, 32, 65536, 16  # 32 MiB
+    n, n_layers, s, g = 16, 32, 131072, 16  # 64 MiB
     keys = key_args("compact", tmp, n, g, "big/")
     put_chunks(server, made_bucket, tmp, keys, n, n_layers, s, "kv_l2td", 3)
     for via in ("ucx", "http"):
-        proc = subprocess.Popen([OC, "get-layers", "--bucket", made_bucket, *keys, "--layers",
-                                 str(n_layers), "--layer-bytes", str(s), "--via", via],
-                                env=client_env(server), stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
-        time.sleep(0.05)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        # Killed once it started; again if the whole payload had landed by then.
+        assert any(killed_mid_transfer(server, made_bucket, keys, n_layers, s, via)
+                   for _ in range(5)), via
     assert server.alive()
     results = [None] * 4
 
