@@ -93,12 +93,13 @@ def test_timeouts_then_a_reset_fails_the_transfer_cleanly():
 
 
 class InsideCall:
-    """Marks, by state, the interval in which this thread is inside one C function: a profile
-    hook (sys.setprofile, this thread only) sets `inside` on the "c_call" event of `name` and
-    clears it on its "c_return"/"c_exception". Setting it is the hook's last statement, and
-    CPython calls the C function right after the hook returns, running no bytecode in between;
-    so another thread that sees `inside` set runs Python code while this thread is inside the
-    C function: the function released the GIL."""
+    """Marks, by state, that this thread has entered one C function: a profile hook
+    (sys.setprofile, this thread only) sets `inside` on the "c_call" event of `name` and clears
+    it on its "c_return"/"c_exception". Setting it is the hook's last statement, and CPython
+    calls the C function right after the hook returns, running no bytecode in between; so
+    another thread that sees `inside` set runs after the C function began. (It may also see it
+    just after the function returned, before the clearing hook ran: the test tells the two
+    apart by how the call ended.)"""
 
     def __init__(self, name):
         self.name = name
@@ -124,10 +125,10 @@ class InsideCall:
 def test_the_gil_is_released_while_a_call_waits(call):
     """The main thread blocks in a call to a gateway that never answers (Transfer.wait,
     Transfer.wait_layer, Future.result, a blocking probe). Another Python thread waits until it
-    sees, by state, that the main thread is inside that call, and only then closes the gateway,
-    which ends the call with a reset. With the GIL held through the call that thread could
-    never run while the call lasts: the call would end at its own 60 s timeout instead (Timeout,
-    and `seen` unset)."""
+    sees, by state, that the main thread has entered that call, and only then closes the
+    gateway, which ends the call with a reset. With the GIL held through the call that thread
+    could not run until the call ended by itself, at its own 60 s timeout: the call would raise
+    Timeout instead of the reset's error."""
     silent = SilentServer()
     c, out, t = stalled_transfer(silent)
     d = descriptor("compact", 1, 1, 8, 4, "p/")
@@ -156,9 +157,10 @@ def test_the_gil_is_released_while_a_call_waits(call):
         finished.set()
         th.join()
         silent.close()
-    assert seen.is_set(), f"no other thread ran while {call}() waited: {outcome!r}"
-    assert isinstance(outcome, oc.ObjectCacheError) and not isinstance(outcome, oc.Timeout), \
-        outcome
+    assert seen.is_set(), f"the other thread never saw {call}() begin: {outcome!r}"
+    assert not isinstance(outcome, oc.Timeout), \
+        f"{call}() ended at its own timeout: no other thread ran while it waited (GIL held)"
+    assert isinstance(outcome, oc.ObjectCacheError), outcome  # the reset ended it
 
 
 @pytest.mark.parametrize("via", ["ucx", "http"])
