@@ -471,18 +471,20 @@ def killed_mid_transfer(server, bucket, keys, n_layers, s, via):
                              str(n_layers), "--layer-bytes", str(s), "--via", via],
                             env=client_env(server), stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
+    progress = re.compile(rb"^oc: \d+/\d+ layers$", re.M)  # other lines (UCX's) may come first
     seen = b""
     deadline = time.monotonic() + 60
-    while b"\n" not in seen and time.monotonic() < deadline:
+    while not progress.search(seen) and time.monotonic() < deadline:
         ready, _, _ = select.select([proc.stderr], [], [], max(0, deadline - time.monotonic()))
         chunk = os.read(proc.stderr.fileno(), 4096) if ready else b""
         if not chunk:
             break
         seen += chunk
+    started = progress.search(seen) is not None
     proc.send_signal(signal.SIGKILL)
     seen += proc.stderr.read()
     proc.wait()
-    assert re.match(rb"oc: \d+/\d+ layers\n", seen), seen  # a layer landed before the kill
+    assert started, seen  # a layer landed before the kill
     return f"oc: {n_layers}/{n_layers} layers".encode() not in seen
 
 
@@ -490,10 +492,12 @@ def test_client_killed_mid_transfer_and_concurrent_clients(server, made_bucket, 
     n, n_layers, s, g = 16, 32, 131072, 16  # 64 MiB
     keys = key_args("compact", tmp, n, g, "big/")
     put_chunks(server, made_bucket, tmp, keys, n, n_layers, s, "kv_l2td", 3)
-    for via in ("ucx", "http"):
-        # Killed once it started; again if the whole payload had landed by then.
-        assert any(killed_mid_transfer(server, made_bucket, keys, n_layers, s, via)
-                   for _ in range(5)), via
+    # Killed once the transfer started. Over HTTP, again until the kill came before the last
+    # layer landed; over UCX the client may learn of every layer at once at the end (the
+    # layer-ready messages can trail the data), so there only the start is observable.
+    killed_mid_transfer(server, made_bucket, keys, n_layers, s, "ucx")
+    assert any(killed_mid_transfer(server, made_bucket, keys, n_layers, s, "http")
+               for _ in range(5)), "the HTTP client was never killed before the last layer"
     assert server.alive()
     results = [None] * 4
 
