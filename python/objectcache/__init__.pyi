@@ -3,8 +3,13 @@
 # behaviour; every network call raises an ObjectCacheError subclass.
 from typing import Any, Callable, Iterable, Optional, Sequence, Union
 
-Buffer = Any  # any object with the buffer protocol (numpy array, bytearray, memoryview, mmap)
-Seconds = Optional[float]  # None: the client's timeout (Client(timeout=...))
+# Any C-contiguous object with the buffer protocol (numpy array, bytearray, memoryview, mmap);
+# writable where the call writes into it. Another kind is a TypeError, a size that does not fit
+# an InvalidArgument (a ValueError); nothing outside the buffer is ever written.
+Buffer = Any
+# Seconds as an int or a float (numpy scalars too); None: the client's timeout
+# (Client(timeout=...)). Negative or NaN is an InvalidArgument (a ValueError).
+Seconds = Optional[float]
 
 class ObjectCacheError(Exception):
     code: str  # the client's status code name ("NotFound", "Unavailable", ...)
@@ -161,7 +166,9 @@ class Client:
     def get_object_async(self, bucket: str, key: str, offset: int = 0,
                          length: int = 0) -> Future: ...
     def get_object_into(self, bucket: str, key: str, out: Buffer, offset: int = 0,
-                        length: int = 0) -> int: ...
+                        length: int = 0) -> int:
+        """GetObject into `out`: InvalidArgument if it is smaller than `length`, OutOfRange if
+        the whole object (length 0) does not fit."""
     def delete_object(self, bucket: str, key: str) -> None: ...
     def delete_object_async(self, bucket: str, key: str) -> Future: ...
     def list_objects(self, bucket: str, prefix: str = "",

@@ -26,6 +26,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -51,8 +52,10 @@ py::object MakeError(const Status& status, bool timeout = false);
 class PinnedBuffer {
  public:
   PinnedBuffer() = default;
-  // Kind: PyBUF_WRITABLE or not, always C-contiguous. Raises BufferError/TypeError as Python.
-  PinnedBuffer(const py::handle& object, bool writable);
+  // Kind: PyBUF_WRITABLE or not, always C-contiguous. Raises TypeError, naming the argument
+  // `what`, for an object that is not such a buffer (read-only where writable is asked, not
+  // C-contiguous, no buffer at all); args.cc.
+  PinnedBuffer(const py::handle& object, bool writable, std::string_view what);
   PinnedBuffer(PinnedBuffer&& other) noexcept;
   PinnedBuffer& operator=(PinnedBuffer&& other) noexcept;
   PinnedBuffer(const PinnedBuffer&) = delete;
@@ -164,9 +167,9 @@ class Future {
   bool done() const;
   // The result; raises the call's exception, or objectcache.Timeout when `timeout` (seconds;
   // None waits as long as it takes) passes first.
-  py::object result(const py::object& timeout);
+  py::object result(std::optional<double> timeout);
   // The call's exception, None if it succeeded (waits as result does).
-  py::object exception(const py::object& timeout);
+  py::object exception(std::optional<double> timeout);
 
  private:
   struct State {
@@ -175,16 +178,47 @@ class Future {
     bool ready = false;  // guarded by mu
     Convert convert;     // guarded by mu
   };
-  bool WaitReady(const py::object& timeout);
+  // Both with the GIL held; `bound` nullopt waits for the end.
+  bool WaitReady(std::optional<std::chrono::milliseconds> bound);
+  py::object Result(std::optional<std::chrono::milliseconds> bound);
   std::shared_ptr<Core> core_;
   std::shared_ptr<State> state_;
   std::vector<PinnedBuffer> pins_;
   py::object keep_alive_;
 };
 
-// Converters shared by module.cc and transfer.cc.
-descriptor::Descriptor& DescriptorOf(const py::handle& object);  // raises TypeError
-std::chrono::milliseconds TimeoutOr(const py::object& seconds, std::chrono::milliseconds fallback);
+// Argument converters (args.cc). Each runs with the GIL held and raises as Python; what they
+// return is plain C++, safe to use inside gil_scoped_release.
+
+// A timeout in seconds as pybind11 converted it (an int, a float, None): nullopt for None.
+// Raises objectcache.InvalidArgument (a ValueError, field "timeout") when negative or NaN; a
+// timeout over kMaxTimeoutSeconds (inf included) waits kMaxTimeoutSeconds.
+std::optional<std::chrono::milliseconds> TimeoutArg(std::optional<double> seconds);
+// Longest wait: steady_clock::now() plus this many seconds stays far from overflow.
+constexpr double kMaxTimeoutSeconds = 1e9;  // about 31 years
+// Raises objectcache.InvalidArgument (a ValueError) naming `field` unless `needed` bytes at
+// `offset` fit in `size`.
+void CheckFits(uint64_t size, uint64_t offset, uint64_t needed, std::string_view field);
+// Token ids (uint32) from a C-contiguous uint32 buffer or any iterable of integers. TypeError
+// for an element that is not an integer, ValueError for one outside [0, 2**32).
+std::vector<uint32_t> Tokens(const py::handle& tokens);
+// The exception classes (errors.cc), created once at import.
+void CreateErrorClasses(py::module_& m);
+
+// Per-key outcome of put_chunks.
+struct PutReport {
+  uint64_t chunks = 0;  // stored by this call
+  uint64_t bytes = 0;
+  std::vector<std::string> request_ids;
+  std::vector<std::string> status;                  // per key: "stored", "exists" or "failed"
+  std::vector<std::pair<uint64_t, Status>> errors;  // failed keys and why
+};
+
+// put_chunks.cc: stores the chunks of `d` from `body` (HTTP) or from `source` at `offset` (UCX
+// pull), in runs of at most `batch` keys. Pure C++: runs without the GIL.
+PutReport PutChunks(client::Client& cl, const std::string& bucket, const descriptor::Descriptor& d,
+                    ByteSpan body, client::TargetBuffer* source, uint64_t offset, bool if_absent,
+                    uint64_t batch);
 
 // transfer.cc: binds RegisteredBuffer, Transfer (get_layers' handle), Future and the Client
 // methods that start them.

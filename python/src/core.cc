@@ -192,20 +192,18 @@ bool Future::done() const {
   return state_->ready;
 }
 
-bool Future::WaitReady(const py::object& timeout) {
-  const bool forever = timeout.is_none();
-  const std::chrono::milliseconds bound = TimeoutOr(timeout, std::chrono::milliseconds(0));
-  py::gil_scoped_release release;
+bool Future::WaitReady(std::optional<std::chrono::milliseconds> bound) {
+  py::gil_scoped_release release;  // only the C++ wait runs without the GIL
   std::unique_lock lock(state_->mu);
-  if (forever) {
+  if (!bound.has_value()) {
     state_->cv.wait(lock, [&] { return state_->ready; });
     return true;
   }
-  return state_->cv.wait_for(lock, bound, [&] { return state_->ready; });
+  return state_->cv.wait_for(lock, *bound, [&] { return state_->ready; });
 }
 
-py::object Future::result(const py::object& timeout) {
-  if (!WaitReady(timeout)) {
+py::object Future::Result(std::optional<std::chrono::milliseconds> bound) {
+  if (!WaitReady(bound)) {
     Raise(Status::Unavailable("timed out waiting for the call"), /*timeout=*/true);
   }
   Convert convert;
@@ -216,9 +214,12 @@ py::object Future::result(const py::object& timeout) {
   return convert();
 }
 
-py::object Future::exception(const py::object& timeout) {
+py::object Future::result(std::optional<double> timeout) { return Result(TimeoutArg(timeout)); }
+
+py::object Future::exception(std::optional<double> timeout) {
+  const std::optional<std::chrono::milliseconds> bound = TimeoutArg(timeout);  // raises here
   try {
-    result(timeout);
+    Result(bound);
   } catch (py::error_already_set& e) {
     if (e.matches(PyExc_TimeoutError) && !done()) {
       throw;

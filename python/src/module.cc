@@ -20,262 +20,6 @@
 namespace oc::python {
 namespace {
 
-// ------------------------------------------------------------------------------------------
-// Exceptions: one class per S3 error family, all under ObjectCacheError; the builtin each also
-// derives from lets generic Python code catch them (a Timeout is a TimeoutError).
-
-struct ErrorClass {
-  const char* name;
-  const char* base;     // another row, or nullptr for ObjectCacheError's base (Exception)
-  const char* builtin;  // builtins name also derived from, or nullptr
-  const char* doc;
-};
-
-constexpr ErrorClass kErrorClasses[] = {
-    {"ObjectCacheError", nullptr, nullptr,
-     "Base of every objectcache error. Attributes: code (the client's status code name), "
-     "s3_code and http_status (the gateway's answer, None for local errors), field (the "
-     "header or argument at fault, or None), message."},
-    {"InvalidArgument", "ObjectCacheError", "ValueError", "400: a malformed request or argument."},
-    {"OutOfRange", "ObjectCacheError", "IndexError",
-     "A range or layer past the end (wait_layer of a layer a partial hit did not deliver)."},
-    {"InvalidRange", "OutOfRange", nullptr, "416: a Range starting past the end of an object."},
-    {"AccessDenied", "ObjectCacheError", "PermissionError", "403 AccessDenied."},
-    {"AuthenticationError", "ObjectCacheError", "PermissionError",
-     "403: SignatureDoesNotMatch or InvalidAccessKeyId."},
-    {"NotFound", "ObjectCacheError", nullptr, "404."},
-    {"NoSuchBucket", "NotFound", nullptr, "404 NoSuchBucket."},
-    {"NoSuchKey", "NotFound", nullptr, "404 NoSuchKey."},
-    {"AlreadyExists", "ObjectCacheError", nullptr,
-     "409 BucketAlreadyOwnedByYou / BucketAlreadyExists."},
-    {"PreconditionFailed", "ObjectCacheError", nullptr,
-     "412, or 409 for a state that forbids the call (BucketNotEmpty)."},
-    {"Unavailable", "ObjectCacheError", "ConnectionError",
-     "503, or the gateway or data plane cannot be reached."},
-    {"SlowDown", "Unavailable", nullptr,
-     "503 SlowDown still answered after the client's retry budget."},
-    {"Timeout", "Unavailable", "TimeoutError", "A wait passed its timeout."},
-    {"TransportError", "ObjectCacheError", "OSError", "A socket read or write failed."},
-    {"ResourceExhausted", "ObjectCacheError", nullptr,
-     "A configured limit was reached (requests in flight, body size)."},
-    {"Corruption", "ObjectCacheError", nullptr, "An answer or stored bytes failed their checks."},
-    {"Unimplemented", "ObjectCacheError", "NotImplementedError", "501 NotImplemented."},
-    {"InternalError", "ObjectCacheError", nullptr, "500 or another server failure."},
-};
-
-// The classes, created once at import; references kept for the life of the process.
-std::map<std::string, PyObject*, std::less<>>& Classes() {
-  static auto* classes = new std::map<std::string, PyObject*, std::less<>>();
-  return *classes;
-}
-
-// S3 error codes -> class (docs/protocol.md and the gateway's error table name them).
-constexpr std::pair<std::string_view, const char*> kS3Codes[] = {
-    {"NoSuchBucket", "NoSuchBucket"},
-    {"NoSuchKey", "NoSuchKey"},
-    {"NoSuchUpload", "NotFound"},
-    {"AccessDenied", "AccessDenied"},
-    {"SignatureDoesNotMatch", "AuthenticationError"},
-    {"InvalidAccessKeyId", "AuthenticationError"},
-    {"BucketAlreadyOwnedByYou", "AlreadyExists"},
-    {"BucketAlreadyExists", "AlreadyExists"},
-    {"BucketNotEmpty", "PreconditionFailed"},
-    {"PreconditionFailed", "PreconditionFailed"},
-    {"InvalidRange", "InvalidRange"},
-    {"SlowDown", "SlowDown"},
-    {"ServiceUnavailable", "Unavailable"},
-    {"NotImplemented", "Unimplemented"},
-    {"InternalError", "InternalError"},
-};
-
-const char* ClassForCode(Code code) {
-  switch (code) {
-    case Code::kInvalidArgument:
-      return "InvalidArgument";
-    case Code::kNotFound:
-      return "NotFound";
-    case Code::kAlreadyExists:
-      return "AlreadyExists";
-    case Code::kFailedPrecondition:
-      return "PreconditionFailed";
-    case Code::kOutOfRange:
-      return "OutOfRange";
-    case Code::kPermissionDenied:
-      return "AccessDenied";
-    case Code::kUnauthenticated:
-      return "AuthenticationError";
-    case Code::kResourceExhausted:
-      return "ResourceExhausted";
-    case Code::kUnavailable:
-      return "Unavailable";
-    case Code::kCorruption:
-      return "Corruption";
-    case Code::kIOError:
-      return "TransportError";
-    case Code::kUnimplemented:
-      return "Unimplemented";
-    default:
-      return "InternalError";
-  }
-}
-
-// liboc_client writes a gateway error as "<S3 code> (HTTP <status>): <message>" (client.h).
-struct S3Answer {
-  std::string code;
-  int http_status = 0;
-  std::string message;
-};
-std::optional<S3Answer> ParseS3Answer(std::string_view text) {
-  const size_t open = text.find(" (HTTP ");
-  if (open == std::string_view::npos || open == 0 ||
-      text.substr(0, open).find(' ') != std::string_view::npos) {
-    return std::nullopt;
-  }
-  const size_t close = text.find("): ", open);
-  if (close == std::string_view::npos) {
-    return std::nullopt;
-  }
-  S3Answer a;
-  a.code = std::string(text.substr(0, open));
-  for (char c : text.substr(open + 7, close - open - 7)) {
-    if (c < '0' || c > '9') {
-      return std::nullopt;
-    }
-    a.http_status = a.http_status * 10 + (c - '0');
-  }
-  a.message = std::string(text.substr(close + 3));
-  return a;
-}
-
-void CreateErrorClasses(py::module_& m) {
-  py::module_ builtins = py::module_::import("builtins");
-  for (const ErrorClass& e : kErrorClasses) {
-    PyObject* base = e.base == nullptr ? PyExc_Exception : Classes().at(e.base);
-    py::tuple bases = e.builtin == nullptr
-                          ? py::make_tuple(py::handle(base))
-                          : py::make_tuple(py::handle(base), builtins.attr(e.builtin));
-    const std::string qualified = std::string("objectcache.") + e.name;
-    PyObject* cls = PyErr_NewExceptionWithDoc(qualified.c_str(), e.doc, bases.ptr(), nullptr);
-    if (cls == nullptr) {
-      throw py::error_already_set();
-    }
-    Classes()[e.name] = cls;
-    m.add_object(e.name, py::handle(cls));
-  }
-}
-
-}  // namespace
-
-py::object MakeError(const Status& status, bool timeout) {
-  const std::optional<S3Answer> s3 = ParseS3Answer(status.message());
-  const char* name = ClassForCode(status.code());
-  if (timeout) {
-    name = "Timeout";
-  } else if (s3.has_value()) {
-    for (const auto& [code, cls] : kS3Codes) {
-      if (code == s3->code) {
-        name = cls;
-      }
-    }
-  }
-  const std::string text = status.ToString();
-  py::object error = py::reinterpret_borrow<py::object>(Classes().at(name))(text);
-  error.attr("code") = py::str(std::string(CodeName(status.code())));
-  error.attr("s3_code") = s3 ? py::object(py::str(s3->code)) : py::none();
-  error.attr("http_status") = s3 ? py::object(py::int_(s3->http_status)) : py::none();
-  error.attr("field") =
-      status.field().empty() ? py::none() : py::object(py::str(std::string(status.field())));
-  error.attr("message") = py::str(s3 ? s3->message : std::string(status.message()));
-  return error;
-}
-
-void Raise(const Status& status, bool timeout) {
-  py::object error = MakeError(status, timeout);
-  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
-  throw py::error_already_set();
-}
-
-// ------------------------------------------------------------------------------------------
-// PinnedBuffer
-
-PinnedBuffer::PinnedBuffer(const py::handle& object, bool writable) {
-  const int flags = PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0);
-  if (PyObject_GetBuffer(object.ptr(), &view_, flags) != 0) {
-    throw py::error_already_set();
-  }
-  held_ = true;
-}
-
-PinnedBuffer::PinnedBuffer(PinnedBuffer&& other) noexcept : view_(other.view_), held_(other.held_) {
-  other.held_ = false;
-}
-
-PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
-  if (this != &other) {
-    Release();
-    view_ = other.view_;
-    held_ = other.held_;
-    other.held_ = false;
-  }
-  return *this;
-}
-
-void PinnedBuffer::Release() {
-  if (held_) {
-    PyBuffer_Release(&view_);
-    held_ = false;
-  }
-}
-
-// ------------------------------------------------------------------------------------------
-// Converters
-
-descriptor::Descriptor& DescriptorOf(const py::handle& object) {
-  return object.cast<descriptor::Descriptor&>();
-}
-
-std::chrono::milliseconds TimeoutOr(const py::object& seconds, std::chrono::milliseconds fallback) {
-  if (seconds.is_none()) {
-    return fallback;
-  }
-  const double s = seconds.cast<double>();
-  if (!(s >= 0)) {
-    throw py::value_error("timeout must be a number of seconds >= 0, or None");
-  }
-  return std::chrono::milliseconds(static_cast<int64_t>(s * 1000.0 + 0.5));
-}
-
-namespace {
-
-// Token ids from a buffer of uint32 (numpy uint32 array, array('I')) or any iterable of ints.
-std::vector<uint32_t> Tokens(const py::handle& tokens) {
-  std::vector<uint32_t> out;
-  if (PyObject_CheckBuffer(tokens.ptr())) {
-    Py_buffer view;
-    if (PyObject_GetBuffer(tokens.ptr(), &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) == 0) {
-      const std::string_view format = view.format != nullptr ? view.format : "B";
-      const bool u32 = view.itemsize == 4 && (format == "I" || format == "=I" || format == "<I");
-      if (u32) {
-        out.resize(static_cast<size_t>(view.len) / 4);
-        std::memcpy(out.data(), view.buf, out.size() * 4);
-        PyBuffer_Release(&view);
-        return out;
-      }
-      PyBuffer_Release(&view);
-    } else {
-      PyErr_Clear();
-    }
-  }
-  for (py::handle t : py::iter(tokens)) {
-    const auto v = t.cast<int64_t>();
-    if (v < 0 || v > UINT32_MAX) {
-      throw py::value_error("token ids must be in [0, 2**32)");
-    }
-    out.push_back(static_cast<uint32_t>(v));
-  }
-  return out;
-}
-
 template <class T>
 T Unwrap(Result<T> r) {
   if (!r.has_value()) {
@@ -607,7 +351,7 @@ PYBIND11_MODULE(_native, m) {
                o.access_key = access_key;
                o.secret_key = secret_key;
                o.region = region;
-               o.timeout = TimeoutOr(py::float_(timeout), o.timeout);
+               o.timeout = TimeoutArg(timeout).value_or(o.timeout);
                o.data_plane.transports = ucx_transports;
                o.requests_in_flight = requests_in_flight;
                o.sign_payload = sign_payload;
@@ -657,8 +401,9 @@ PYBIND11_MODULE(_native, m) {
       "put_object",
       [](PyClient& c, const std::string& bucket, const std::string& key, const py::buffer& data) {
         client::Client& cl = ClientOf(c);
-        PinnedBuffer pin(data, false);
-        Blocking([&] { return cl.PutObject(bucket, key, ByteSpan(pin.data(), pin.size())); });
+        PinnedBuffer pin(data, false, "data");
+        const ByteSpan body(pin.data(), pin.size());
+        Blocking([&] { return cl.PutObject(bucket, key, body); });
       },
       R"doc(Plain S3 PutObject of the bytes of `data` (any buffer).)doc", py::arg("bucket"),
       py::arg("key"), py::arg("data"));
@@ -678,12 +423,14 @@ PYBIND11_MODULE(_native, m) {
       [](PyClient& c, const std::string& bucket, const std::string& key, const py::buffer& out,
          uint64_t offset, uint64_t length) {
         client::Client& cl = ClientOf(c);
-        PinnedBuffer pin(out, true);
-        return Blocking([&] {
-          return cl.GetObject(bucket, key, MutableByteSpan(pin.data(), pin.size()), offset, length);
-        });
+        PinnedBuffer pin(out, true, "out");
+        if (length > 0) {  // a Range GET: its size is known before anything is sent
+          CheckFits(pin.size(), 0, length, "out");
+        }
+        const MutableByteSpan into(pin.data(), pin.size());
+        return Blocking([&] { return cl.GetObject(bucket, key, into, offset, length); });
       },
-      R"doc(GetObject into the writable buffer `out`; returns the bytes read. OutOfRange if `out` is too small.)doc",
+      R"doc(GetObject into the writable, C-contiguous buffer `out`; returns the bytes read. InvalidArgument (a ValueError) if `out` is smaller than `length`; OutOfRange if the whole object (length 0) does not fit (nothing past `out` is written).)doc",
       py::arg("bucket"), py::arg("key"), py::arg("out"), py::arg("offset") = 0,
       py::arg("length") = 0);
   client.def(

@@ -42,7 +42,8 @@ class Transfer {
     DropCore(core_);
   }
 
-  void WaitLayer(uint32_t layer, const py::object& timeout) {
+  void WaitLayer(uint32_t layer, std::optional<double> timeout) {
+    const std::chrono::milliseconds bound = TimeoutArg(timeout).value_or(DefaultTimeout());
     if (!handle_.has_value()) {  // ended: answer from what was recorded
       if (layer < final_layers_) {
         return;
@@ -59,7 +60,7 @@ class Transfer {
     bool timed_out = false;
     {
       py::gil_scoped_release release;
-      s = handle_->WaitLayer(layer, TimeoutOr(timeout, DefaultTimeout()));
+      s = handle_->WaitLayer(layer, bound);
       timed_out = !s.ok() && s.code() == Code::kUnavailable && !handle_->done();
     }
     if (!s.ok()) {
@@ -67,13 +68,14 @@ class Transfer {
     }
   }
 
-  LayersInfo Wait(const py::object& timeout) {
+  LayersInfo Wait(std::optional<double> timeout) {
+    const std::chrono::milliseconds bound = TimeoutArg(timeout).value_or(DefaultTimeout());
     if (!result_.has_value()) {
       Result<client::LayersResult> r = Status::Internal("unset");
       bool timed_out = false;
       {
         py::gil_scoped_release release;
-        r = handle_->Wait(TimeoutOr(timeout, DefaultTimeout()));
+        r = handle_->Wait(bound);
         timed_out = !r.has_value() && r.error().code() == Code::kUnavailable && !handle_->done();
       }
       if (timed_out) {
@@ -180,13 +182,10 @@ Result<client::DataPlane*> Plane(PyClient& c) {
   return cl.data_plane();
 }
 
-std::string SizeError(uint64_t size, uint64_t offset, uint64_t needed) {
-  return fmt::format("a buffer of {} bytes does not hold {} bytes at offset {}", size, needed,
-                     offset);
-}
-
 // Where the server reads or writes over UCX: a RegisteredBuffer given as is, or the buffer
-// `object` (pinned in *pin) inside a registered one, or mapped for this call (*temp).
+// `object` (pinned in *pin) inside a registered one, or mapped for this call (*temp). Raises
+// TypeError for a buffer of the wrong kind and ValueError when `needed` bytes at `offset` do
+// not fit, both named `field`, before anything is mapped or sent.
 struct UcxSource {
   client::TargetBuffer* target = nullptr;
   uint64_t offset = 0;
@@ -194,19 +193,19 @@ struct UcxSource {
   py::object registered_ref = py::none();  // keeps `registered` alive while it is used
 };
 UcxSource ResolveUcx(PyClient& c, const py::handle& object, uint64_t offset, uint64_t needed,
-                     PinnedBuffer* pin, std::unique_ptr<client::TargetBuffer>* temp) {
+                     std::string_view field, PinnedBuffer* pin,
+                     std::unique_ptr<client::TargetBuffer>* temp) {
   UcxSource src;
   if (py::isinstance<RegisteredBuffer>(object)) {
     src.registered = &object.cast<RegisteredBuffer&>();
+    src.target = &src.registered->target();  // ValueError once closed
+    CheckFits(src.target->length(), offset, needed, field);
     src.registered_ref = py::reinterpret_borrow<py::object>(object);
-    src.target = &src.registered->target();
     src.offset = offset;
     return src;
   }
-  *pin = PinnedBuffer(object, true);
-  if (offset > pin->size() || pin->size() - offset < needed) {
-    Raise(Status::OutOfRange(SizeError(pin->size(), offset, needed)));
-  }
+  *pin = PinnedBuffer(object, true, field);
+  CheckFits(pin->size(), offset, needed, field);
   const auto address = reinterpret_cast<uint64_t>(pin->data()) + offset;
   {
     std::lock_guard lock(c.core->mu);
@@ -229,6 +228,13 @@ UcxSource ResolveUcx(PyClient& c, const py::handle& object, uint64_t offset, uin
 
 namespace {
 
+// A closed RegisteredBuffer is refused by name, whichever way the call would use it.
+void RefuseClosed(const py::handle& buffer) {
+  if (py::isinstance<RegisteredBuffer>(buffer) && buffer.cast<RegisteredBuffer&>().closed()) {
+    throw py::value_error("the buffer was closed");
+  }
+}
+
 bool UseUcx(PyClient& c, const std::string& via) {
   if (via == "ucx") {
     return true;
@@ -246,6 +252,7 @@ Transfer* GetLayers(PyClient& c, const std::string& bucket, const descriptor::De
                     const py::object& buffer, uint64_t offset, const std::string& via,
                     const py::object& on_layer) {
   client::Client& cl = ClientOf(c);
+  RefuseClosed(buffer);
   const uint64_t needed = d.num_chunks() * d.num_layers * d.layer_bytes;
   auto t = std::make_unique<Transfer>(c.core);
   t->num_layers_ = d.num_layers;
@@ -265,7 +272,7 @@ Transfer* GetLayers(PyClient& c, const std::string& bucket, const descriptor::De
   Result<client::LayerHandle> h = Status::Internal("unset");
   if (UseUcx(c, via)) {
     t->via_ = "ucx";
-    UcxSource src = ResolveUcx(c, buffer, offset, needed, &t->pin_, &t->temp_target_);
+    UcxSource src = ResolveUcx(c, buffer, offset, needed, "buffer", &t->pin_, &t->temp_target_);
     if (src.registered != nullptr) {
       t->registered_ = src.registered;
       t->keep_.push_back(src.registered_ref);
@@ -275,10 +282,8 @@ Transfer* GetLayers(PyClient& c, const std::string& bucket, const descriptor::De
     h = cl.GetLayers(bucket, d, *src.target, std::move(callback), src.offset);
   } else {
     t->via_ = "http";
-    t->pin_ = PinnedBuffer(buffer, true);
-    if (offset > t->pin_.size() || t->pin_.size() - offset < needed) {
-      Raise(Status::OutOfRange(SizeError(t->pin_.size(), offset, needed)));
-    }
+    t->pin_ = PinnedBuffer(buffer, true, "buffer");
+    CheckFits(t->pin_.size(), offset, needed, "buffer");
     const MutableByteSpan out(t->pin_.data() + offset, needed);
     py::gil_scoped_release release;
     h = cl.GetLayersHttp(bucket, d, out, std::move(callback));
@@ -290,100 +295,6 @@ Transfer* GetLayers(PyClient& c, const std::string& bucket, const descriptor::De
 // ------------------------------------------------------------------------------------------
 // put_chunks
 
-// Per-key outcome of put_chunks.
-struct PutReport {
-  uint64_t chunks = 0;  // stored by this call
-  uint64_t bytes = 0;
-  std::vector<std::string> request_ids;
-  std::vector<std::string> status;                  // per key: "stored", "exists" or "failed"
-  std::vector<std::pair<uint64_t, Status>> errors;  // failed keys and why
-};
-
-descriptor::Descriptor SubDescriptor(const descriptor::Descriptor& d, uint64_t first,
-                                     uint64_t count) {
-  descriptor::Descriptor sub = d;
-  if (const auto* k = std::get_if<descriptor::CompactKeys>(&d.keys)) {
-    sub.keys =
-        descriptor::CompactKeys{k->prefix,
-                                {k->hashes.begin() + static_cast<std::ptrdiff_t>(first),
-                                 k->hashes.begin() + static_cast<std::ptrdiff_t>(first + count)}};
-  } else {
-    const auto& names = std::get<descriptor::ExplicitKeys>(d.keys).names;
-    sub.keys =
-        descriptor::ExplicitKeys{{names.begin() + static_cast<std::ptrdiff_t>(first),
-                                  names.begin() + static_cast<std::ptrdiff_t>(first + count)}};
-  }
-  return sub;
-}
-
-// Stores the chunks of `d` from `body` (HTTP) or from `source` at `offset` (UCX pull). With
-// `if_absent`, one probe first so chunks already present are not sent ("exists"), and the
-// PUTs of the rest carry the descriptor's create-if-absent field (docs/protocol.md), so a
-// writer that stored one of them between the probe and the PUT keeps it: the server reports
-// that chunk as existing ("exists") and the first writer's bytes stay. Chunks go in runs of at
-// most `batch` keys; a failed run marks its keys failed and the next run is still tried. No
-// GIL needed.
-PutReport PutChunks(client::Client& cl, const std::string& bucket, const descriptor::Descriptor& d,
-                    ByteSpan body, client::TargetBuffer* source, uint64_t offset, bool if_absent,
-                    uint64_t batch) {
-  const uint64_t n = d.num_chunks();
-  const uint64_t chunk_bytes = uint64_t{d.num_layers} * d.layer_bytes;
-  PutReport report;
-  report.status.assign(n, "stored");
-  std::vector<bool> send(n, true);
-  if (if_absent) {
-    Result<client::ProbeResult> probe = cl.ProbeChunks(bucket, d);
-    if (!probe.has_value()) {
-      for (uint64_t j = 0; j < n; ++j) {
-        report.status[j] = "failed";
-        report.errors.emplace_back(j, probe.error());
-      }
-      return report;
-    }
-    for (uint64_t j = 0; j < n; ++j) {
-      if (probe->sizes[j].has_value()) {
-        send[j] = false;
-        report.status[j] = "exists";
-      }
-    }
-  }
-  uint64_t j = 0;
-  while (j < n) {
-    if (!send[j]) {
-      ++j;
-      continue;
-    }
-    uint64_t count = 0;
-    while (j + count < n && send[j + count] && count < batch) {
-      ++count;
-    }
-    descriptor::Descriptor sub = count == n ? d : SubDescriptor(d, j, count);
-    sub.if_none_match = if_absent;
-    Result<client::PutChunksResult> r =
-        source != nullptr
-            ? cl.PutChunks(bucket, sub, *source, offset + j * chunk_bytes)
-            : cl.PutChunks(bucket, sub, body.subspan(j * chunk_bytes, count * chunk_bytes));
-    for (uint64_t k = j; k < j + count; ++k) {
-      if (!r.has_value()) {
-        report.status[k] = "failed";
-        report.errors.emplace_back(k, r.error());
-      }
-    }
-    if (r.has_value()) {
-      for (uint64_t k = 0; k < count && k < r->existed.size(); ++k) {
-        if (r->existed[k]) {
-          report.status[j + k] = "exists";
-        }
-      }
-      report.chunks += r->chunks;
-      report.bytes += r->bytes;
-      report.request_ids.push_back(r->request_id);
-    }
-    j += count;
-  }
-  return report;
-}
-
 py::object ReportToPy(const PutReport& r) {
   py::dict errors;
   for (const auto& [index, status] : r.errors) {
@@ -394,45 +305,63 @@ py::object ReportToPy(const PutReport& r) {
 }
 
 // Everything a put_chunks call needs, resolved with the GIL held.
-struct PutPlan {
-  PinnedBuffer pin;
+// What the PUTs read, in C++ only (it may be used and destroyed without the GIL).
+struct PutSource {
   ByteSpan body;
   client::TargetBuffer* source = nullptr;
   std::shared_ptr<client::TargetBuffer> temp;
   uint64_t offset = 0;
-  RegisteredBuffer* registered = nullptr;
+  RegisteredBuffer* registered = nullptr;  // in_flight counted until the PUTs end
+};
+struct PutPlan {
+  PinnedBuffer pin;
   py::object registered_ref = py::none();
+  std::shared_ptr<PutSource> src = std::make_shared<PutSource>();
 };
 
 PutPlan PlanPut(PyClient& c, const descriptor::Descriptor& d, const py::object& data,
                 uint64_t offset, const std::string& via) {
   const uint64_t needed = d.num_chunks() * d.num_layers * d.layer_bytes;
+  RefuseClosed(data);
   PutPlan p;
+  PutSource& src = *p.src;
   if (via == "ucx") {
     std::unique_ptr<client::TargetBuffer> temp;
-    UcxSource src = ResolveUcx(c, data, offset, needed, &p.pin, &temp);
-    p.temp = std::move(temp);
-    p.source = src.target;
-    p.offset = src.offset;
-    p.registered = src.registered;
-    p.registered_ref = src.registered_ref;
-    if (p.registered != nullptr) {
-      p.registered->in_flight.fetch_add(1);
+    UcxSource ucx = ResolveUcx(c, data, offset, needed, "data", &p.pin, &temp);
+    src.temp = std::move(temp);
+    src.source = ucx.target;
+    src.offset = ucx.offset;
+    src.registered = ucx.registered;
+    p.registered_ref = ucx.registered_ref;
+    if (src.registered != nullptr) {
+      src.registered->in_flight.fetch_add(1);
     }
     return p;
   }
   if (via != "http") {
     throw py::value_error("via must be 'http' or 'ucx'");
   }
-  p.pin = PinnedBuffer(data, false);
+  p.pin = PinnedBuffer(data, false, "data");
   if (offset > p.pin.size() || p.pin.size() - offset != needed) {
     Raise(Status(Code::kInvalidArgument, Subject::kDescriptor, "data",
                  fmt::format("{} bytes given for {} chunks of {} layers x {} bytes",
                              p.pin.size() - std::min(offset, p.pin.size()), d.num_chunks(),
                              d.num_layers, d.layer_bytes)));
   }
-  p.body = ByteSpan(p.pin.data() + offset, needed);
+  src.body = ByteSpan(p.pin.data() + offset, needed);
   return p;
+}
+
+// The PUTs of one put_chunks call, then the source let go. No GIL needed (nor taken).
+PutReport RunPut(client::Client& cl, const std::string& bucket, const descriptor::Descriptor& d,
+                 PutSource& src, bool if_absent, uint64_t batch) {
+  PutReport report = PutChunks(cl, bucket, d, src.body, src.source, src.offset, if_absent,
+                               std::max<uint64_t>(batch, 1));
+  if (src.registered != nullptr) {
+    src.registered->in_flight.fetch_sub(1);
+  }
+  src.temp.reset();
+  return report;
 }
 
 constexpr uint64_t kDefaultPutBatch = 256;  // keys per PUT: well within the header limit
@@ -445,6 +374,13 @@ void BindTransfers(py::module_& m, py::class_<PyClient>& client) {
       R"doc(Memory mapped for the data plane (register_buffer, allocate_buffer). Buffer protocol: numpy.frombuffer(buf) views it.)doc",
       py::buffer_protocol())
       .def_buffer([](RegisteredBuffer& b) {
+        // pybind11 calls this from the buffer protocol's C slot, which cannot carry a C++
+        // exception: a closed buffer exports no bytes.
+        if (b.closed()) {
+          static uint8_t nothing = 0;
+          return py::buffer_info(&nothing, 1, py::format_descriptor<uint8_t>::format(), 1, {0},
+                                 {1});
+        }
         MutableByteSpan bytes = b.target().bytes();
         return py::buffer_info(bytes.data(), 1, py::format_descriptor<uint8_t>::format(), 1,
                                {static_cast<py::ssize_t>(bytes.size())}, {1});
@@ -495,13 +431,13 @@ void BindTransfers(py::module_& m, py::class_<PyClient>& client) {
         if (!t.done()) {
           return py::none();
         }
-        return py::int_(t.Wait(py::none()).matched);  // raises the request's error
+        return py::int_(t.Wait(std::nullopt).matched);  // raises the request's error
       });
 
   client.def(
       "register_buffer",
       [](PyClient& c, const py::object& buffer) {
-        PinnedBuffer pin(buffer, true);
+        PinnedBuffer pin(buffer, true, "buffer");
         client::DataPlane* plane = Unwrap(Plane(c));
         const MutableByteSpan span(pin.data(), pin.size());
         Result<std::unique_ptr<client::TargetBuffer>> target = [&] {
@@ -536,18 +472,11 @@ void BindTransfers(py::module_& m, py::class_<PyClient>& client) {
          uint64_t batch) {
         client::Client& cl = ClientOf(c);
         PutPlan p = PlanPut(c, d, data, offset, via);
+        PutSource& src = *p.src;
         PutReport report = [&] {
           py::gil_scoped_release release;
-          return PutChunks(cl, bucket, d, p.body, p.source, p.offset, if_absent,
-                           std::max<uint64_t>(batch, 1));
+          return RunPut(cl, bucket, d, src, if_absent, batch);
         }();
-        if (p.registered != nullptr) {
-          p.registered->in_flight.fetch_sub(1);
-        }
-        {
-          py::gil_scoped_release release;
-          p.temp.reset();
-        }
         return ReportToPy(report);
       },
       R"doc(Stores the N chunks of `descriptor` from `data` (N*L*S bytes, chunk-major: a C-contiguous [chunks, layers, S] array in kv_l2td). via='http' sends the body, 'ucx' lets the server pull from registered memory. if_absent=True skips chunks already present ('exists'). Returns a PutResult with a status per key; batches of `batch` keys fail alone.)doc",
@@ -560,19 +489,14 @@ void BindTransfers(py::module_& m, py::class_<PyClient>& client) {
          const py::object& data, uint64_t offset, const std::string& via, bool if_absent,
          uint64_t batch) {
         client::Client* cl = &ClientOf(c);
-        auto p = std::make_shared<PutPlan>(PlanPut(c, d, data, offset, via));
+        PutPlan p = PlanPut(c, d, data, offset, via);
+        // The work runs and is destroyed off the GIL, so it holds only the C++ source; the
+        // Future holds the Python side (the pin, the data, the registered buffer).
         std::vector<PinnedBuffer> pins;
-        pins.push_back(std::move(p->pin));
-        // The plan is released off the GIL, so it keeps no Python reference: the Future does.
-        py::object registered = std::move(p->registered_ref);
-        py::object keep = py::make_tuple(data, registered);
-        Future::Work work = [cl, bucket, d, p, if_absent, batch]() -> Future::Convert {
-          PutReport report = PutChunks(*cl, bucket, d, p->body, p->source, p->offset, if_absent,
-                                       std::max<uint64_t>(batch, 1));
-          if (p->registered != nullptr) {
-            p->registered->in_flight.fetch_sub(1);
-          }
-          p->temp.reset();
+        pins.push_back(std::move(p.pin));
+        py::object keep = py::make_tuple(data, p.registered_ref);
+        Future::Work work = [cl, bucket, d, src = p.src, if_absent, batch]() -> Future::Convert {
+          PutReport report = RunPut(*cl, bucket, d, *src, if_absent, batch);
           return [report = std::move(report)] { return ReportToPy(report); };
         };
         return new Future(c.core, std::move(work), std::move(pins), std::move(keep));
@@ -585,7 +509,7 @@ void BindTransfers(py::module_& m, py::class_<PyClient>& client) {
       "put_object_async",
       [](PyClient& c, const std::string& bucket, const std::string& key, const py::object& data) {
         client::Client* cl = &ClientOf(c);
-        PinnedBuffer pin(data, false);
+        PinnedBuffer pin(data, false, "data");
         const ByteSpan body(pin.data(), pin.size());
         std::vector<PinnedBuffer> pins;
         pins.push_back(std::move(pin));

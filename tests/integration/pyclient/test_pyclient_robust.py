@@ -29,7 +29,9 @@ class SilentServer:
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(16)
         self.endpoint = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        self.conns = []
+        self.conns = []  # guarded by lock
+        self.closed = False  # guarded by lock
+        self.lock = threading.Lock()
         self.thread = threading.Thread(target=self._accept, daemon=True)
         self.thread.start()
 
@@ -39,13 +41,28 @@ class SilentServer:
                 conn, _ = self.sock.accept()
             except OSError:
                 return
-            self.conns.append(conn)
+            with self.lock:
+                if not self.closed:
+                    self.conns.append(conn)
+                    continue
+            self._reset(conn)  # accepted as close() ran
 
-    def close(self):
-        self.sock.close()
-        for c in self.conns:
-            c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
-            c.close()
+    @staticmethod
+    def _reset(conn):
+        conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+        conn.close()
+
+    def close(self):  # idempotent
+        with self.lock:
+            self.closed = True
+            conns, self.conns = self.conns, []
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)  # wakes the accept() in progress
+        except OSError:
+            pass
+        self.sock.close()  # connections still in the backlog are reset
+        for c in conns:
+            self._reset(c)
 
 
 def stalled_transfer(silent, **kw):
@@ -75,43 +92,83 @@ def test_timeouts_then_a_reset_fails_the_transfer_cleanly():
     assert isinstance(f.exception(timeout=20), oc.ObjectCacheError) and f.done()
 
 
-def test_the_gil_is_released_while_a_call_waits():
-    """A Python thread counting runs while the main thread waits in wait() about as far as
-    while it sleeps; with the GIL held through the wait it would hardly count at all."""
+class InsideCall:
+    """Marks, by state, that this thread has entered one C function: a profile hook
+    (sys.setprofile, this thread only) sets `inside` on the "c_call" event of `name` and clears
+    it on its "c_return"/"c_exception". Setting it is the hook's last statement, and CPython
+    calls the C function right after the hook returns, running no bytecode in between; so
+    another thread that sees `inside` set runs after the C function began. (It may also see it
+    just after the function returned, before the clearing hook ran: the test tells the two
+    apart by how the call ended.)"""
+
+    def __init__(self, name):
+        self.name = name
+        self.inside = False
+
+    def _hook(self, frame, event, arg):
+        if getattr(arg, "__name__", None) != self.name:
+            return
+        if event == "c_call":
+            self.inside = True  # the last statement before the C call begins
+        elif event in ("c_return", "c_exception"):
+            self.inside = False
+
+    def __enter__(self):
+        sys.setprofile(self._hook)
+        return self
+
+    def __exit__(self, *exc):
+        sys.setprofile(None)
+
+
+@pytest.mark.parametrize("call", ["wait", "wait_layer", "result", "probe"])
+def test_the_gil_is_released_while_a_call_waits(call):
+    """The main thread blocks in a call to a gateway that never answers (Transfer.wait,
+    Transfer.wait_layer, Future.result, a blocking probe). Another Python thread waits until it
+    sees, by state, that the main thread has entered that call, and only then closes the
+    gateway, which ends the call with a reset. With the GIL held through the call that thread
+    could not run until the call ended by itself, at its own 60 s timeout: the call would raise
+    Timeout instead of the reset's error."""
     silent = SilentServer()
     c, out, t = stalled_transfer(silent)
-    count, stop = [0], threading.Event()
+    d = descriptor("compact", 1, 1, 8, 4, "p/")
+    f = c.probe_async("b", d)
+    run = {"wait": lambda: t.wait(timeout=60.0),
+           "wait_layer": lambda: t.wait_layer(0, timeout=60.0),
+           "result": lambda: f.result(timeout=60.0),
+           "probe": lambda: c.probe("b", d)}[call]
+    marker = InsideCall(call)
+    seen, finished = threading.Event(), threading.Event()
 
-    def counter():
-        while not stop.is_set():
-            count[0] += 1
+    def closer():
+        deadline = time.monotonic() + 120
+        while not marker.inside and not finished.is_set() and time.monotonic() < deadline:
+            time.sleep(0.001)
+        if marker.inside:
+            seen.set()
+        silent.close()
 
-    th = threading.Thread(target=counter)
+    th = threading.Thread(target=closer)
     th.start()
     try:
-        before = count[0]
-        time.sleep(0.5)  # sleep releases the GIL: how far the counter gets in 0.5 s
-        free = count[0] - before
-        before = count[0]
-        with pytest.raises(oc.Timeout):
-            t.wait(timeout=0.5)
-        during = count[0] - before
+        with marker:
+            outcome = catch(run)
     finally:
-        stop.set()
+        finished.set()
         th.join()
         silent.close()
-    # Held through the wait, the counter would get only a switch interval or two (5 ms each)
-    # of the 500 ms: about 2% of `free`.
-    assert during > free // 4, (during, free)
-    with pytest.raises(oc.ObjectCacheError):
-        t.wait()
+    assert seen.is_set(), f"the other thread never saw {call}() begin: {outcome!r}"
+    assert not isinstance(outcome, oc.Timeout), \
+        f"{call}() ended at its own timeout: no other thread ran while it waited (GIL held)"
+    assert isinstance(outcome, oc.ObjectCacheError), outcome  # the reset ended it
 
 
 @pytest.mark.parametrize("via", ["ucx", "http"])
 def test_server_killed_mid_transfer(via):
-    """SIGSTOP the server while a 64 MiB transfer runs: waits time out and the handle is not
-    done; SIGKILL it: the wait fails at once with an ObjectCacheError, the handle is done, and
-    no thread hangs."""
+    """SIGSTOP the server once a 64 MiB transfer has provably started (its first bytes landed)
+    and provably not ended (a wait with the server stopped times out, the handle not done);
+    SIGKILL it: the wait fails at once with an ObjectCacheError, the handle is done, and no
+    thread hangs."""
     root = tempfile.mkdtemp(prefix="oc-py-kill-")
     srv = Server("embedded", root)
     srv.start()
@@ -123,17 +180,22 @@ def test_server_killed_mid_transfer(via):
         c.put_chunks("kv-kill", d, chunks(n, n_layers, s, 5)).raise_for_status()
         out = np.zeros(d.payload_bytes, np.uint8)
         for _ in range(5):
+            out[:] = 0
             t = c.get_layers("kv-kill", d, out, via=via)
+            # Started: the first bytes of layer 0 are in the buffer (the chunks are random,
+            # so they are not all zero). Stopped at once, well before the other 63 MiB land.
+            deadline = time.monotonic() + 60
+            while not out[:4096].any():
+                assert time.monotonic() < deadline and not t.done(), "no byte landed"
             for p in srv.procs:
                 os.kill(p.pid, signal.SIGSTOP)
-            if not t.done():
+            try:
+                t.wait(timeout=0.3)  # what was on its way lands; the rest cannot
+            except oc.Timeout:
                 break  # stopped mid-transfer
-            for p in srv.procs:
+            for p in srv.procs:  # it ended before the stop: again
                 os.kill(p.pid, signal.SIGCONT)
-            t.wait()
-        assert not t.done()
-        with pytest.raises(oc.Timeout):
-            t.wait(timeout=0.3)
+        assert not t.done() and t.layers_ready() < n_layers, "never stopped mid-transfer"
         outcome = []
         waiter = threading.Thread(target=lambda: outcome.append(catch(t.wait)))
         waiter.start()
