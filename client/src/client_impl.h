@@ -32,6 +32,12 @@ namespace oc::client {
 // not one or a size does not parse.
 Result<ListPage> ParseListObjectsV2(std::string_view xml);
 
+// A probe answer (x-oc-matched-chunks, `matched`, nullptr when absent, and a body of one line
+// per chunk: its size or "-") for a descriptor of `num_chunks` chunks (descriptor_calls.cc).
+// kCorruption if it is not one.
+Result<ProbeResult> ParseProbeAnswer(const std::string* matched, std::string_view body,
+                                     uint64_t num_chunks);
+
 // Reads what is left of a body (a few bytes at most for the answers it is used on).
 Status Drain(HttpConnection& conn);
 

@@ -163,21 +163,9 @@ Result<PutChunksResult> Client::PutChunks(std::string_view bucket, Descriptor d,
   return r;
 }
 
-Result<ProbeResult> Client::ProbeChunks(std::string_view bucket, const Descriptor& d) {
-  Descriptor probe = d;
-  probe.target.reset();
-  probe.if_none_match = false;
-  OC_RETURN_IF_ERROR(descriptor::Validate(probe, descriptor::Limits{}));
-  Impl::DescriptorRequest req = impl_->BuildDescriptorRequest(probe);
-  OC_ASSIGN_OR_RETURN(Impl::Exchange ex,
-                      impl_->Execute(req.method, Impl::Path(bucket), "objectcache&probe",
-                                     std::move(req.headers), AsBytes(req.body)));
-  if (!ex.ok()) {
-    return ex.Error();
-  }
-  OC_ASSIGN_OR_RETURN(std::string body, ex.conn->ReadBodyString());
+Result<ProbeResult> ParseProbeAnswer(const std::string* matched, std::string_view body,
+                                     uint64_t num_chunks) {
   ProbeResult r;
-  const std::string* matched = ex.head.Find("x-oc-matched-chunks");
   if (matched == nullptr) {
     return Status::Corruption("probe answer without x-oc-matched-chunks");
   }
@@ -197,11 +185,27 @@ Result<ProbeResult> Client::ProbeChunks(std::string_view bucket, const Descripto
       r.sizes.emplace_back(size);
     }
   }
-  if (r.sizes.size() != probe.num_chunks() || r.matched > r.sizes.size()) {
+  if (r.sizes.size() != num_chunks || r.matched > r.sizes.size()) {
     return Status::Corruption(
-        fmt::format("probe answer has {} sizes for {} chunks", r.sizes.size(), probe.num_chunks()));
+        fmt::format("probe answer has {} sizes for {} chunks", r.sizes.size(), num_chunks));
   }
   return r;
+}
+
+Result<ProbeResult> Client::ProbeChunks(std::string_view bucket, const Descriptor& d) {
+  Descriptor probe = d;
+  probe.target.reset();
+  probe.if_none_match = false;
+  OC_RETURN_IF_ERROR(descriptor::Validate(probe, descriptor::Limits{}));
+  Impl::DescriptorRequest req = impl_->BuildDescriptorRequest(probe);
+  OC_ASSIGN_OR_RETURN(Impl::Exchange ex,
+                      impl_->Execute(req.method, Impl::Path(bucket), "objectcache&probe",
+                                     std::move(req.headers), AsBytes(req.body)));
+  if (!ex.ok()) {
+    return ex.Error();
+  }
+  OC_ASSIGN_OR_RETURN(std::string body, ex.conn->ReadBodyString());
+  return ParseProbeAnswer(ex.head.Find("x-oc-matched-chunks"), body, probe.num_chunks());
 }
 
 namespace {

@@ -140,11 +140,20 @@ std::optional<std::string> Unbase64(std::string_view text) {
   const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
                                 reinterpret_cast<const unsigned char*>(text.data()),
                                 static_cast<int>(text.size()));
-  if (n < 0) {
+  const size_t pad = text.ends_with("==") ? 2 : text.ends_with('=') ? 1 : 0;
+  if (n < 0 || static_cast<size_t>(n) < pad) {
     return std::nullopt;
   }
-  const size_t pad = text.ends_with("==") ? 2 : text.ends_with('=') ? 1 : 0;
   out.resize(static_cast<size_t>(n) - pad);
+  // EVP_DecodeBlock alone takes more ('=' inside the text, whitespace around it, non-zero
+  // bits after the last byte): only the one encoding of the bytes is base64 here.
+  std::string again(text.size() + 1, '\0');
+  const int m = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(again.data()),
+                                reinterpret_cast<const unsigned char*>(out.data()),
+                                static_cast<int>(out.size()));
+  if (m < 0 || std::string_view(again.data(), static_cast<size_t>(m)) != text) {
+    return std::nullopt;
+  }
   return out;
 }
 

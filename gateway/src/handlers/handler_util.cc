@@ -3,6 +3,7 @@
 
 #include "handlers/handlers.h"
 #include "oc/common/text.h"
+#include "s3/s3_copy_source.h"
 #include "s3/s3_headers.h"
 #include "s3/s3_tagging.h"
 #include "s3/s3_xml.h"
@@ -233,30 +234,16 @@ Conditions ConditionsOf(const Request& req, std::string_view prefix) {
 
 CopySource ParseCopySource(HandlerEnv& env, const Request& req) {
   CopySource out;
-  std::string_view source = req.Header("x-amz-copy-source").value_or("");
-  const size_t version = source.find("?versionId=");
-  if (version != std::string_view::npos) {
-    if (source.substr(version + 11) != "null") {
-      out.error = Response::Error(S3Error::kNotImplemented, "x-amz-copy-source",
-                                  std::string(source), "Object versions are not supported.");
-      return out;
-    }
-    source = source.substr(0, version);
-  }
-  std::optional<std::string> decoded = PercentDecode(source);
-  std::string_view path = decoded ? std::string_view(*decoded) : std::string_view();
-  if (path.starts_with('/')) {
-    path.remove_prefix(1);
-  }
-  const size_t slash = path.find('/');
-  if (!decoded || slash == std::string_view::npos || slash == 0 || slash + 1 == path.size()) {
-    out.error = Response::Error(S3Error::kInvalidArgument, "x-amz-copy-source",
-                                std::string(req.Header("x-amz-copy-source").value_or("")),
-                                "Copy Source must mention the source bucket and key: "
-                                "sourcebucket/sourcekey.");
+  const std::string_view header = req.Header("x-amz-copy-source").value_or("");
+  Result<CopySourceName> name = ParseCopySourceHeader(header);
+  if (!name.has_value()) {
+    out.error = Response::Error(
+        name.error().code() == Code::kUnimplemented ? S3Error::kNotImplemented
+                                                    : S3Error::kInvalidArgument,
+        "x-amz-copy-source", std::string(header), std::string(name.error().message()));
     return out;
   }
-  out.key = {std::string(path.substr(0, slash)), std::string(path.substr(slash + 1))};
+  out.key = {std::move(name->bucket), std::move(name->key)};
   if (!IsValidObjectKey(out.key.name)) {
     out.error = InvalidKeyEncoding("x-amz-copy-source", out.key.name);
     return out;

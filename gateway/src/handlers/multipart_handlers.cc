@@ -9,6 +9,7 @@
 #include "handlers/multipart_checksum.h"
 #include "oc/common/text.h"
 #include "oc/sigv4/uri.h"
+#include "s3/s3_copy_source.h"
 #include "s3/s3_headers.h"
 #include "s3/s3_xml.h"
 
@@ -19,29 +20,6 @@ storage::ObjectKey KeyOf(const Request& req) { return {req.route.bucket, req.rou
 
 // UploadPartCopy moves the source's bytes through a buffer of this size (one per request).
 constexpr uint64_t kCopyPieceBytes = 1 << 20;
-
-// x-amz-copy-source-range: exactly "bytes=first-last", first <= last (S3 takes no other form).
-std::optional<storage::ByteRange> ParseCopySourceRange(std::string_view v) {
-  constexpr std::string_view kPrefix = "bytes=";
-  if (!v.starts_with(kPrefix)) {
-    return std::nullopt;
-  }
-  v.remove_prefix(kPrefix.size());
-  const size_t dash = v.find('-');
-  if (dash == std::string_view::npos || dash == 0 || dash + 1 == v.size()) {
-    return std::nullopt;
-  }
-  auto number = [](std::string_view s, uint64_t* out) {
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
-    return ec == std::errc() && p == s.data() + s.size();
-  };
-  uint64_t first = 0;
-  uint64_t last = 0;
-  if (!number(v.substr(0, dash), &first) || !number(v.substr(dash + 1), &last) || last < first) {
-    return std::nullopt;
-  }
-  return storage::ByteRange{first, last - first + 1, false};
-}
 
 // encoding-type=url: keys, prefixes and markers percent-encoded in the listing (S3's
 // ListMultipartUploads; ListParts' key likewise, as MinIO does).
@@ -122,7 +100,7 @@ Response HandleUploadPartCopy(HandlerEnv& env, Request& req) {
   storage::ByteRange range = storage::ByteRange::All();
   const std::optional<std::string_view> range_header = req.Header("x-amz-copy-source-range");
   if (range_header) {
-    std::optional<storage::ByteRange> parsed = ParseCopySourceRange(*range_header);
+    std::optional<CopySourceRange> parsed = ParseCopySourceRange(*range_header);
     if (!parsed) {
       return Response::Error(S3Error::kInvalidArgument, "x-amz-copy-source-range",
                              std::string(*range_header),
@@ -130,7 +108,7 @@ Response HandleUploadPartCopy(HandlerEnv& env, Request& req) {
                              "bytes=first-last where first and last are the zero-based offsets "
                              "of the first and last bytes to copy");
     }
-    range = *parsed;
+    range = storage::ByteRange{parsed->first, parsed->last - parsed->first + 1, false};
   }
   Result<std::unique_ptr<storage::ObjectReader>> reader = env.store->Get(source.key, range);
   if (!reader.has_value()) {

@@ -26,6 +26,15 @@ std::optional<size_t> CountChars(std::string_view text) {
   return n;
 }
 
+bool HasControlCharacter(std::string_view text) {
+  for (char c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return true;
+    }
+  }
+  return false;
+}
+
 Status Invalid(std::string_view field, std::string message) {
   return Status::InvalidArgument(std::string(field), std::move(message));
 }
@@ -54,6 +63,11 @@ Status CheckTags(const TagSet& tags, std::string_view field) {
     const std::optional<size_t> value_chars = CountChars(value);
     if (!key_chars.has_value() || !value_chars.has_value()) {
       return Invalid(field, "a tag key or value is not well-formed UTF-8");
+    }
+    // S3 takes letters, digits, spaces and + - = . _ : / @ only; control characters could not
+    // even be written back in GetObjectTagging's XML (XML 1.0 has no way to carry most of them).
+    if (HasControlCharacter(key) || HasControlCharacter(value)) {
+      return Invalid(field, "a tag key or value holds a control character");
     }
     if (*key_chars == 0 || *key_chars > kMaxTagKeyChars) {
       return Invalid(field, fmt::format("a tag key must have 1 to {} characters, not {}",

@@ -19,7 +19,8 @@ namespace oc::gateway {
 using TagSet = std::vector<std::pair<std::string, std::string>>;
 
 // S3's limits on an object's tags: at most 10, keys of 1..128 and values of 0..256 Unicode
-// characters (code points of well-formed UTF-8), keys unique.
+// characters (code points of well-formed UTF-8) without control characters (U+0000..U+001F,
+// U+007F), keys unique.
 inline constexpr size_t kMaxObjectTags = 10;
 inline constexpr size_t kMaxTagKeyChars = 128;
 inline constexpr size_t kMaxTagValueChars = 256;

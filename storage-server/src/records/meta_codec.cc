@@ -259,10 +259,10 @@ Result<ObjectRecord> DecodeObjectRecord(std::string_view bytes) {
   r.segments.resize(n);
   uint64_t total = 0;
   for (Segment& s : r.segments) {
-    if (!d.Seg(&s, with_writer)) {
+    // Sizes that wrap around 2^64 must not add up to the object's size.
+    if (!d.Seg(&s, with_writer) || __builtin_add_overflow(total, s.size, &total)) {
       return Corrupt("object");
     }
-    total += s.size;
   }
   uint32_t fields = 0;
   if (extended && !d.Count(&fields)) {

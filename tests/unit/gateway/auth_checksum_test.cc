@@ -48,6 +48,20 @@ uint64_t CrcValue(ChecksumAlgorithm algorithm, std::string_view data) {
   return v;
 }
 
+// Found by s3_headers_fuzz: OpenSSL's base64 decoder took '=' inside the value and bits
+// after the digest's last byte.
+TEST(ChecksumValue, IsStrictPaddedBase64OfTheDigest) {
+  EXPECT_TRUE(IsChecksumValue(ChecksumAlgorithm::kCrc32, "NhCmhg=="));
+  EXPECT_TRUE(IsChecksumValue(ChecksumAlgorithm::kCrc64Nvme, "AAAAAAAAAAA="));
+  EXPECT_FALSE(IsChecksumValue(ChecksumAlgorithm::kCrc32, "Ntes=g=="));
+  EXPECT_FALSE(IsChecksumValue(ChecksumAlgorithm::kCrc32, "N=Cmhg=="));
+  EXPECT_FALSE(IsChecksumValue(ChecksumAlgorithm::kCrc32, " NhCmhg="));
+  EXPECT_FALSE(IsChecksumValue(ChecksumAlgorithm::kCrc32, "NhCm\ng=="));
+  EXPECT_FALSE(IsChecksumValue(ChecksumAlgorithm::kCrc32, "NhCmhg-="));
+  EXPECT_FALSE(IsChecksumValue(ChecksumAlgorithm::kCrc32, "NhCmhg="));
+  EXPECT_FALSE(IsChecksumValue(ChecksumAlgorithm::kCrc32, "Nbytes=="));  // bits after the digest
+}
+
 TEST(CrcCombine, EqualsTheCrcOfTheConcatenation) {
   // Sizes of B cover 0, single bytes, odd sizes and ones with high length bits (5 MiB + 3:
   // an S3 minimum part plus a little; 2^31 + 5 is exercised below without data).

@@ -62,6 +62,10 @@ TEST(S3Tagging, LimitsAreS3sCountedInCharacters) {
            Row{"empty value", {{"k", ""}}, true},
            Row{"repeated key", {{"k", "1"}, {"k", "2"}}, false},
            Row{"not UTF-8", {{"k\xFF", "v"}}, false},
+           // Found by s3_tagging_fuzz: GetObjectTagging could not write them back as XML.
+           Row{"control character in a key", {{"c\x01", "v"}}, false},
+           Row{"tab in a value", {{"k", "a\tb"}}, false},
+           Row{"DEL in a value", {{"k", "\x7f"}}, false},
        }) {
     SCOPED_TRACE(row.what);
     Status s = CheckTags(row.tags, "Tagging");
@@ -75,6 +79,7 @@ TEST(S3Tagging, LimitsAreS3sCountedInCharacters) {
   ASSERT_FALSE(header.has_value());
   EXPECT_EQ(header.error().field(), "x-amz-tagging");
   EXPECT_FALSE(ParseTaggingHeader("a=%zz").has_value());
+  EXPECT_FALSE(ParseTaggingHeader("a=b&c%01=d").has_value());
   EXPECT_FALSE(ParseTaggingHeader(Repeat("k=v&", 11)).has_value());
 }
 

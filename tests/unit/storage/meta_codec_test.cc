@@ -144,6 +144,14 @@ TEST(MetaCodec, SegmentSizesMustAddUpToObjectSize) {
   EXPECT_FALSE(DecodeObjectRecord(EncodeObjectRecord(r)).has_value());
 }
 
+// Found by store_records_fuzz: segment sizes whose sum wraps around 2^64 to the object's size.
+TEST(MetaCodec, SegmentSizesThatOverflowAreCorruption) {
+  ObjectRecord r = SampleObject();
+  r.meta.size = 30;
+  r.segments = {{7, 1ull << 63, 4, 0}, {9, (1ull << 63) + 30, 8, 0}};
+  EXPECT_FALSE(DecodeObjectRecord(EncodeObjectRecord(r)).has_value());
+}
+
 TEST(MetaCodec, BucketUploadAndPartRecordsRoundTrip) {
   Result<BucketRecord> b = DecodeBucketRecord(EncodeBucketRecord({"AKIDEXAMPLE", 42}));
   ASSERT_TRUE(b.has_value());
