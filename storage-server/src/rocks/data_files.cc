@@ -11,12 +11,14 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <vector>
 
 #include <fmt/core.h>
 
+#include "oc/common/log.h"
 #include "oc/storage/options.h"
 #include "rocks/group_sync.h"
 #include "rocks/xxh3.h"
@@ -26,6 +28,7 @@ namespace {
 
 // The largest frame: a mapping of an active file reaches this far past roll_bytes.
 constexpr uint64_t kMaxFrameBytes = kFrameHeaderBytes + kMaxExtentBytes;
+const Logger kLog{"storage"};
 constexpr uint64_t kHeaderHashedBytes = 40;
 // Read's fused copy-and-hash works in pieces that stay in L2 between the copy and the hash.
 constexpr uint64_t kHashPieceBytes = 128 << 10;
@@ -50,6 +53,15 @@ uint32_t ParseFileName(std::string_view name) {
     n = n * 10 + static_cast<uint64_t>(c - '0');
   }
   return n > 0 && n <= UINT32_MAX ? static_cast<uint32_t>(n) : 0;
+}
+
+// OC_TEST_SKIP_DATA_FILE_SYNC=1 skips the fdatasync of the data files (AwaitSynced still
+// groups and returns OK), so acknowledged bytes are lost at a power cut: the deliberately
+// broken build of the power-loss test (tests/powerloss, docs/decisions/powerloss-test.md).
+// Never for production: the store warns at open.
+bool TestSkipsDataFileSync() {
+  const char* v = std::getenv("OC_TEST_SKIP_DATA_FILE_SYNC");
+  return v != nullptr && std::string_view(v) == "1";
 }
 
 Status SyncDir(const std::string& dir) {
@@ -169,7 +181,12 @@ Result<ExtentLocator> DecodeLocator(std::string_view value) {
 
 DataFiles::DataFiles(std::string dir, uint64_t roll_bytes, bool sync, uint64_t writeback_bytes)
     : dir_(std::move(dir)), roll_bytes_(roll_bytes), writeback_bytes_(sync ? writeback_bytes : 0) {
-  if (sync) {
+  if (sync && TestSkipsDataFileSync()) {
+    kLog.Warn(
+        "OC_TEST_SKIP_DATA_FILE_SYNC=1: data files are never synced, so acknowledged PUTs can "
+        "be lost at a power cut (a test-only switch: never set it in production)");
+    sync_ = std::make_unique<GroupSync>([] { return Status::Ok(); });
+  } else if (sync) {
     sync_ = std::make_unique<GroupSync>([this] { return SyncDirty(); });
   }
 }
