@@ -303,14 +303,12 @@ Response HandleListObjectsV2(HandlerEnv& env, Request& req) {
   options.prefix = QueryOr(req, "prefix");
   options.delimiter = QueryOr(req, "delimiter");
   const std::string start_after = QueryOr(req, "start-after");
-  // An empty continuation-token is no token (S3 treats it as absent; some SDKs send one on
-  // the first page).
-  std::optional<std::string_view> token = req.Query("continuation-token");
-  if (token && token->empty()) {
-    token.reset();
-  }
+  // An empty continuation-token lists from the start (some SDKs send one on the first page)
+  // and is echoed, empty, like any token sent (API reference, ListObjectsV2: "If
+  // ContinuationToken was sent with the request, it is included in the response").
+  const std::optional<std::string_view> token = req.Query("continuation-token");
   options.start_after = start_after;
-  if (token) {
+  if (token && !token->empty()) {
     // Our tokens are the hex of the last key or prefix returned: opaque to clients, and
     // checked here like any other input.
     std::optional<std::vector<std::byte>> decoded = HexDecode(*token);
