@@ -96,7 +96,7 @@ def head_bytes(method, target, headers):
 
 # --- Descriptor PUT without a length ---------------------------------------------------------
 
-LAYERS, LAYER_BYTES = 2, 4096
+LAYERS, LAYER_BYTES = 2, 64 << 10  # as test_hostile_descriptor_put.py
 
 
 def descriptor_headers(keys):
