@@ -74,6 +74,7 @@ def exchange(port, data):
 
 
 def parse_answer(raw):
+    assert raw.startswith(b"HTTP/1.1 "), f"no answer before the server closed: {raw[:200]!r}"
     head, _, body = raw.partition(b"\r\n\r\n")
     return int(head.split(b" ", 2)[1]), body
 
