@@ -5,7 +5,9 @@
 namespace oc::gateway {
 namespace {
 
-// Operations an anonymous request may perform on a public-read bucket.
+// Operations an anonymous request may perform on a public-read bucket. Every other one
+// (ListObjectVersions, GetObjectAttributes and the ACL writes among them) needs a user: S3
+// grants them separately from the reads (s3:ListBucketVersions, s3:GetObjectAttributes).
 bool IsPublicRead(S3Op op) {
   switch (op) {
     case S3Op::kGetObject:

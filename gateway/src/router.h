@@ -9,8 +9,7 @@
 // GETs carrying no S3 credentials (no Authorization header, no X-Amz-Credential), so a signed
 // request for a bucket called "stats" still reaches S3.
 //
-// A request naming a sub-resource we do not serve (?acl on PUT, ?tagging on a bucket,
-// ?versioning on PUT,
+// A request naming a sub-resource we do not serve (?tagging on a bucket, ?versioning on PUT,
 // ?policy, ?lifecycle, ...) routes to kNotImplemented, never to a plain operation that would
 // answer a wrong success. A method the resource does not support routes to kMethodNotAllowed.
 // Pure; thread-safe.
@@ -31,6 +30,8 @@ namespace oc::gateway {
   X(GetBucketLocation)       \
   X(GetBucketAcl)            \
   X(GetBucketVersioning)     \
+  X(PutBucketAcl)            \
+  X(ListObjectVersions)      \
   X(ListObjects)             \
   X(ListObjectsV2)           \
   X(ListMultipartUploads)    \
@@ -41,6 +42,8 @@ namespace oc::gateway {
   X(HeadObject)              \
   X(DeleteObject)            \
   X(GetObjectAcl)            \
+  X(PutObjectAcl)            \
+  X(GetObjectAttributes)     \
   X(GetObjectTagging)        \
   X(PutObjectTagging)        \
   X(DeleteObjectTagging)     \

@@ -167,7 +167,14 @@ asio::awaitable<bool> Session<Stream>::ServeUpload() {
   Request& req = ex.req;
   const bool streaming = auth::IsAwsChunked(ex.auth.payload);
   const bool chunked_transfer = !req.content_length.has_value();
-  if (chunked_transfer && !parser_->chunked()) {
+  // No length at all; or a descriptor PUT without one, whose body must be exactly chunks x
+  // layers x layer bytes (docs/protocol.md): answered 411 at once, before any body byte is
+  // read, as S3 answers a PUT without Content-Length (API reference, "Error responses":
+  // MissingContentLength). aws-chunked bodies carry x-amz-decoded-content-length instead.
+  // PutObject and UploadPart take plain chunked bodies of any length (docs/decisions/
+  // chunked-uploads.md).
+  if (chunked_transfer &&
+      (!parser_->chunked() || (req.route.op == S3Op::kPutObjectCache && !streaming))) {
     co_return co_await Finish(Response::Error(S3Error::kMissingContentLength));
   }
   const uint64_t body_bytes =

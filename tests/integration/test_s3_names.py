@@ -2,14 +2,15 @@
 boto3 and raw requests, over the embedded and the remote store:
 
 - ListBuckets with max-buckets / continuation-token / prefix; ListObjectsV2 with an empty
-  continuation-token (absent); a prefix holding a newline comes back decoded unless
+  continuation-token (lists from the start, echoed empty); a prefix holding a newline comes back decoded unless
   encoding-type=url; encoding-type=url on ListMultipartUploads and ListParts.
 - Re-creating a bucket by its owner answers 200 (us-east-1) and changes nothing.
 - Special key names (`/`, `%`, `?`, `+`, spaces, `_` runs) round-trip.
 - User metadata outside printable ASCII comes back as an RFC 2047 encoded word; encoded words
   sent stay as sent. Content-Encoding is stored as sent, aws-chunked removed.
-- A PUT with Date and x-amz-date, or x-amz-date alone, is accepted; X-Amz-Expires of 0,
-  negative or over 604800 is 403 AccessDenied.
+- A PUT with Date and x-amz-date, or x-amz-date alone, is accepted; X-Amz-Expires not a
+  number, negative or over 604800 is 400 AuthorizationQueryParametersError, 0 is 403
+  AccessDenied (expired).
 - DeleteObject on a deleted bucket is 404 NoSuchBucket; for a user who owns nothing and for
   anonymous requests, a missing bucket is NoSuchBucket before any AccessDenied."""
 import base64
@@ -108,6 +109,15 @@ def test_list_objects_v2_empty_token_and_newline_prefix(server, made_bucket):
     status, _, body = signed(server, "GET", f"/{made_bucket}", "list-type=2&continuation-token=")
     assert status == 200, body
     assert sorted(texts(xml(body), "Key")) == sorted(["\nnl/a", "\nnl/b", "plain"])
+    # S3 echoes the token sent, empty too (API reference, ListObjectsV2: "If ContinuationToken
+    # was sent with the request, it is included in the response"; issue 29).
+    token = xml(body).find(NS + "ContinuationToken")
+    assert token is not None and (token.text or "") == "", body
+    r = s3.list_objects_v2(Bucket=made_bucket, ContinuationToken="")
+    assert r["ContinuationToken"] == "" and r["KeyCount"] == 3
+    # Without a token sent, none comes back.
+    status, _, body = signed(server, "GET", f"/{made_bucket}", "list-type=2")
+    assert xml(body).find(NS + "ContinuationToken") is None, body
     # The prefix comes back decoded (as XML character data) unless encoding-type=url.
     status, _, body = signed(server, "GET", f"/{made_bucket}", "list-type=2&prefix=%0A")
     root = xml(body)
@@ -239,16 +249,24 @@ def test_date_and_amz_date_and_presigned_expires(server, made_bucket):
         status, _, body = send(server.port, "PUT", key, sign_v2(server, "PUT", key, headers), b"x")
         assert status == 200, (headers, body)
         assert server.boto3().head_object(Bucket=made_bucket, Key=f"v2-{i}")["ContentLength"] == 1
-    # X-Amz-Expires out of 1..604800 is AccessDenied, as S3 answers; a valid one works.
+    # X-Amz-Expires: S3 answers a value that is not a number, negative, or over 604800 with
+    # 400 AuthorizationQueryParametersError ("X-Amz-Expires should be a number", "must be
+    # non-negative", "must be less than a week"; S3 API reference, "Authenticating Requests:
+    # Using Query Parameters"), and 0, a URL expired on arrival, with 403 AccessDenied (issue
+    # 29). A valid one works.
     s3 = server.boto3()
     url = s3.generate_presigned_url("get_object", Params={"Bucket": made_bucket, "Key": "d0"},
                                     ExpiresIn=100)
     parsed = urllib.parse.urlsplit(url)
     assert send(server.port, "GET", f"{parsed.path}?{parsed.query}", [])[0] == 200
-    for expires in ("0", "-1", "604801"):
+    for expires, want in (("0", (403, "AccessDenied")),
+                          ("-1", (400, "AuthorizationQueryParametersError")),
+                          ("604801", (400, "AuthorizationQueryParametersError")),
+                          ("99999999999", (400, "AuthorizationQueryParametersError")),
+                          ("ten", (400, "AuthorizationQueryParametersError"))):
         query = parsed.query.replace("X-Amz-Expires=100", f"X-Amz-Expires={expires}")
         status, _, body = send(server.port, "GET", f"{parsed.path}?{query}", [])
-        assert status == 403 and error_code(body) == ("AccessDenied", "X-Amz-Expires"), body
+        assert (status, error_code(body)) == (want[0], (want[1], "X-Amz-Expires")), (expires, body)
 
 
 def sign_v2(server, method, path, headers):

@@ -306,22 +306,31 @@ Result<AuthResult> AuthenticatePresigned(const RequestView& req, const ParsedTar
     return Malformed("X-Amz-Date", "X-Amz-Date must be yyyymmddThhmmssZ");
   }
   OC_RETURN_IF_ERROR(CheckScope(credential, amz_date, options, "X-Amz-Credential"));
-  // A number that is not 1..604800 (0, negative, too long) is AccessDenied, as S3 answers
-  // it; text that is not a number at all is a malformed parameter.
-  const std::string_view expires_digits =
-      expires_text.starts_with('-') ? expires_text.substr(1) : expires_text;
+  // S3 answers a value that is not a number, a negative one, or one over 604800 (7 days) with
+  // 400 AuthorizationQueryParametersError ("X-Amz-Expires should be a number", "... must be
+  // non-negative", "... must be less than a week (in seconds)"); 0 is a valid number whose URL
+  // has expired when it arrives (403 AccessDenied below). S3 API reference, "Authenticating
+  // Requests: Using Query Parameters (AWS Signature Version 4)": X-Amz-Expires is 1..604800.
+  const bool negative = expires_text.starts_with('-');
+  const std::string_view expires_digits = negative ? expires_text.substr(1) : expires_text;
   if (expires_digits.empty() || !std::all_of(expires_digits.begin(), expires_digits.end(),
                                              [](char c) { return c >= '0' && c <= '9'; })) {
-    return Malformed("X-Amz-Expires", "X-Amz-Expires must be a number of seconds");
+    return Malformed("X-Amz-Expires", "X-Amz-Expires should be a number");
+  }
+  if (negative) {
+    return Malformed("X-Amz-Expires", "X-Amz-Expires must be non-negative");
   }
   int64_t expires = 0;
   for (char c : expires_digits.substr(0, 8)) {
     expires = expires * 10 + (c - '0');
   }
-  if (expires_text.starts_with('-') || expires_digits.size() > 8 || expires < 1 ||
-      expires > kMaxPresignedExpiresSeconds) {
-    return AccessDenied("X-Amz-Expires",
-                        "X-Amz-Expires must be more than 0 and at most 604800 seconds (7 days)");
+  if (expires_digits.size() > 8 || expires > kMaxPresignedExpiresSeconds) {
+    return Malformed("X-Amz-Expires",
+                     "X-Amz-Expires must be less than a week (in seconds); that is, at most "
+                     "604800 seconds");
+  }
+  if (expires == 0) {
+    return AccessDenied("X-Amz-Expires", "request has expired");
   }
   if (signed_text.size() > kMaxAuthorizationBytes) {
     return Malformed("X-Amz-SignedHeaders", "too long");

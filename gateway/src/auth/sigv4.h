@@ -24,14 +24,15 @@
 //   InvalidAccessKeyId                  403  kUnauthenticated   kAccessKey  ""
 //   RequestTimeTooSkewed                403  kOutOfRange        kSignature  "x-amz-date"
 //   AccessDenied (expired or not yet    403  kPermissionDenied  kSignature  "X-Amz-Expires" /
-//     valid presigned URL; X-Amz-Expires                                    "X-Amz-Date" /
-//     0, negative or over 604800; missing                                   "x-amz-date"
-//     or unparsable x-amz-date header)
+//     valid presigned URL, X-Amz-Expires                                    "X-Amz-Date" /
+//     0 included; missing or unparsable                                     "x-amz-date"
+//     x-amz-date header)
 //   AccessDenied (an x-amz-* or x-oc-*  403  kPermissionDenied  kSignature  the first such
 //     header the signature does not                                         header (lowercase)
 //     cover: CheckHeadersSigned)
 //   AuthorizationHeaderMalformed        400  kInvalidArgument   kSignature  "Authorization"
 //   AuthorizationQueryParametersError   400  kInvalidArgument   kSignature  "X-Amz-<Param>"
+//     (also X-Amz-Expires not a number, negative, or over 604800, as S3)
 //     (rule: kInvalidArgument+kSignature is AuthorizationHeaderMalformed when field is
 //      "Authorization", else AuthorizationQueryParametersError)
 //   InvalidRequest ("Please use          400  kUnimplemented     kSignature  "Authorization" /

@@ -118,6 +118,10 @@ Response Dispatch(HandlerEnv& env, Request& req) {
       return HandleListObjects(env, req);
     case S3Op::kListObjectsV2:
       return HandleListObjectsV2(env, req);
+    case S3Op::kListObjectVersions:
+      return HandleListObjectVersions(env, req);
+    case S3Op::kPutBucketAcl:
+      return HandlePutBucketAcl(env, req);
     case S3Op::kListMultipartUploads:
       return HandleListMultipartUploads(env, req);
     case S3Op::kDeleteObjects:
@@ -134,6 +138,10 @@ Response Dispatch(HandlerEnv& env, Request& req) {
       return HandleDeleteObject(env, req);
     case S3Op::kGetObjectAcl:
       return HandleGetObjectAcl(env, req);
+    case S3Op::kPutObjectAcl:
+      return HandlePutObjectAcl(env, req);
+    case S3Op::kGetObjectAttributes:
+      return HandleGetObjectAttributes(env, req);
     case S3Op::kGetObjectTagging:
       return HandleGetObjectTagging(env, req);
     case S3Op::kPutObjectTagging:

@@ -1,5 +1,5 @@
 // Bucket operations: ListBuckets, CreateBucket, DeleteBucket, HeadBucket, GetBucketLocation,
-// GetBucketAcl, GetBucketVersioning, ListObjects (v1) and ListObjectsV2.
+// GetBucketAcl, GetBucketVersioning, ListObjects (v1), ListObjectsV2 and ListObjectVersions.
 #include <charconv>
 
 #include "handlers/handlers.h"
@@ -141,6 +141,9 @@ Response HandleListBuckets(HandlerEnv& env, Request& req) {
 
 Response HandleCreateBucket(HandlerEnv& env, Request& req) {
   const std::string& bucket = req.route.bucket;
+  if (std::optional<Response> refused = CheckAclHeaders(req, /*bucket=*/true)) {
+    return std::move(*refused);
+  }
   if (!req.body.empty()) {
     Result<std::string> location = ParseCreateBucketConfiguration(req.body);
     if (!location.has_value()) {
@@ -303,14 +306,12 @@ Response HandleListObjectsV2(HandlerEnv& env, Request& req) {
   options.prefix = QueryOr(req, "prefix");
   options.delimiter = QueryOr(req, "delimiter");
   const std::string start_after = QueryOr(req, "start-after");
-  // An empty continuation-token is no token (S3 treats it as absent; some SDKs send one on
-  // the first page).
-  std::optional<std::string_view> token = req.Query("continuation-token");
-  if (token && token->empty()) {
-    token.reset();
-  }
+  // An empty continuation-token lists from the start (some SDKs send one on the first page)
+  // and is echoed, empty, like any token sent (API reference, ListObjectsV2: "If
+  // ContinuationToken was sent with the request, it is included in the response").
+  const std::optional<std::string_view> token = req.Query("continuation-token");
   options.start_after = start_after;
-  if (token) {
+  if (token && !token->empty()) {
     // Our tokens are the hex of the last key or prefix returned: opaque to clients, and
     // checked here like any other input.
     std::optional<std::vector<std::byte>> decoded = HexDecode(*token);
@@ -357,6 +358,88 @@ Response HandleListObjectsV2(HandlerEnv& env, Request& req) {
   }
   AppendContents(xml, result, *enc, fetch_owner, req.user ? req.user->access_key : "");
   xml.Close("ListBucketResult");
+  return Response::Xml(std::move(xml).Finish());
+}
+
+// Versioning is never enabled here, so each object is its only version, "null", and the latest
+// (S3 on a bucket that never had versioning: "Objects that are stored in your bucket before
+// you set the versioning state have a version ID of null", user guide, "Working with objects
+// in a versioning-enabled bucket"; ListObjectVersions lists them so). The listing is
+// ListObjects' with S3's version markers: key-marker is the key to start after; the only
+// version-id-marker that names a version here is "null", whose key is then done too.
+Response HandleListObjectVersions(HandlerEnv& env, Request& req) {
+  Result<uint32_t> max_keys = ParseMaxKeys(req, "max-keys");
+  if (!max_keys.has_value()) {
+    return Response::FromStatus(max_keys.error(), &req);
+  }
+  Result<ListEncoding> enc = ParseEncoding(req);
+  if (!enc.has_value()) {
+    return Response::FromStatus(enc.error(), &req);
+  }
+  const std::string key_marker = QueryOr(req, "key-marker");
+  const std::optional<std::string_view> version_marker = req.Query("version-id-marker");
+  if (version_marker && !version_marker->empty()) {
+    // S3: "A version-id marker cannot be specified without a key marker."
+    if (key_marker.empty()) {
+      return Response::Error(S3Error::kInvalidArgument, "version-id-marker",
+                             std::string(*version_marker),
+                             "A version-id marker cannot be specified without a key marker.");
+    }
+    if (*version_marker != "null") {
+      return Response::Error(S3Error::kInvalidArgument, "version-id-marker",
+                             std::string(*version_marker), "Invalid version id specified");
+    }
+  }
+  storage::ListOptions options;
+  options.prefix = QueryOr(req, "prefix");
+  options.delimiter = QueryOr(req, "delimiter");
+  options.start_after = key_marker;
+  options.max_keys = *max_keys;
+  storage::ListResult result;
+  if (options.max_keys > 0) {
+    Result<storage::ListResult> listed = env.store->List(req.route.bucket, options);
+    if (!listed.has_value()) {
+      return Response::FromStatus(listed.error(), &req);
+    }
+    result = std::move(*listed);
+  }
+  const std::string owner = req.user ? req.user->access_key : "";
+  XmlWriter xml;
+  xml.OpenRoot("ListVersionsResult");
+  xml.Element("Name", req.route.bucket);
+  xml.Element("Prefix", (*enc)(options.prefix));
+  xml.Element("KeyMarker", (*enc)(key_marker));
+  xml.Element("VersionIdMarker", version_marker.value_or(""));
+  xml.Element("MaxKeys", uint64_t{*max_keys});
+  if (!options.delimiter.empty()) {
+    xml.Element("Delimiter", (*enc)(options.delimiter));
+  }
+  if (enc->url) {
+    xml.Element("EncodingType", "url");
+  }
+  xml.Flag("IsTruncated", result.truncated);
+  if (result.truncated) {
+    xml.Element("NextKeyMarker", (*enc)(result.next_start_after));
+    xml.Element("NextVersionIdMarker", "null");
+  }
+  for (const storage::ListEntry& e : result.objects) {
+    xml.Open("Version");
+    xml.Element("Key", (*enc)(e.name));
+    xml.Element("VersionId", "null");
+    xml.Flag("IsLatest", true);
+    xml.Element("LastModified", FormatIso8601(e.meta.mtime_unix_ms));
+    xml.Element("ETag", QuoteEtag(e.meta.etag));
+    xml.Element("Size", e.meta.size);
+    AppendOwner(xml, owner);
+    xml.Element("StorageClass", "STANDARD");
+    xml.Close("Version");
+  }
+  for (const std::string& prefix : result.common_prefixes) {
+    xml.Open("CommonPrefixes");
+    xml.Element("Prefix", (*enc)(prefix));
+    xml.Close("CommonPrefixes");
+  }
+  xml.Close("ListVersionsResult");
   return Response::Xml(std::move(xml).Finish());
 }
 

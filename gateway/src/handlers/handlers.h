@@ -1,9 +1,9 @@
 #pragma once
 // The S3 operation handlers, one function per operation named after it (STYLE 3.2), in files
-// by concern: bucket_handlers.cc, object_handlers.cc, multipart_handlers.cc,
-// admin_handlers.cc. They run on the Store pool, take the routed and authenticated Request,
-// check access, call the Store, and return a Response (errors included). They never touch
-// the network: the session reads bodies and writes responses.
+// by concern: bucket_handlers.cc, object_handlers.cc, multipart_handlers.cc, acl_handlers.cc,
+// attributes_handlers.cc, admin_handlers.cc. They run on the Store pool, take the routed and
+// authenticated Request, check access, call the Store, and return a Response (errors
+// included). They never touch the network: the session reads bodies and writes responses.
 // Thread safety: handlers share only the HandlerEnv, whose members are thread-safe.
 
 #include <memory>
@@ -70,6 +70,8 @@ Response HandleGetBucketAcl(HandlerEnv& env, Request& req);
 Response HandleGetBucketVersioning(HandlerEnv& env, Request& req);
 Response HandleListObjects(HandlerEnv& env, Request& req);
 Response HandleListObjectsV2(HandlerEnv& env, Request& req);
+// Every object as its one version, VersionId "null" (S3 on an unversioned bucket).
+Response HandleListObjectVersions(HandlerEnv& env, Request& req);
 // Object operations.
 Response HandleGetObject(HandlerEnv& env, Request& req);
 Response HandleHeadObject(HandlerEnv& env, Request& req);
@@ -77,6 +79,17 @@ Response HandleDeleteObject(HandlerEnv& env, Request& req);
 Response HandleDeleteObjects(HandlerEnv& env, Request& req);
 Response HandleCopyObject(HandlerEnv& env, Request& req);
 Response HandleGetObjectAcl(HandlerEnv& env, Request& req);
+// ETag, Checksum, ObjectParts, StorageClass, ObjectSize (attributes_handlers.cc).
+Response HandleGetObjectAttributes(HandlerEnv& env, Request& req);
+// ACL writes (acl_handlers.cc): `x-amz-acl: private` is the no-op it is here (every bucket and
+// object is owner-only); other canned ACLs, x-amz-grant-* headers and grant bodies are 501.
+Response HandlePutBucketAcl(HandlerEnv& env, Request& req);
+Response HandlePutObjectAcl(HandlerEnv& env, Request& req);
+// The x-amz-acl and x-amz-grant-* headers of CreateBucket (`bucket`), PutObject, CopyObject and
+// CreateMultipartUpload: nothing when absent or owner-only (private, and for objects
+// bucket-owner-full-control); else the answer, 400 InvalidBucketAclWithObjectOwnership
+// (CreateBucket) or AccessControlListNotSupported naming the header, as S3 with ACLs disabled.
+std::optional<Response> CheckAclHeaders(const Request& req, bool bucket);
 // Object tagging (tagging_handlers.cc).
 Response HandleGetObjectTagging(HandlerEnv& env, Request& req);
 Response HandlePutObjectTagging(HandlerEnv& env, Request& req);

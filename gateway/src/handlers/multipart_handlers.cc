@@ -57,6 +57,9 @@ Result<uint32_t> ParseBounded(const Request& req, std::string_view param, uint32
 }  // namespace
 
 Response HandleCreateMultipartUpload(HandlerEnv& env, Request& req) {
+  if (std::optional<Response> refused = CheckAclHeaders(req, /*bucket=*/false)) {
+    return std::move(*refused);
+  }
   storage::PutOptions options = PutOptionsFromHeaders(req);
   if (std::optional<Response> bad = ParseCreateUploadChecksum(req, &options)) {
     return std::move(*bad);

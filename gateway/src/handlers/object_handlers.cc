@@ -326,6 +326,9 @@ Response HandleDeleteObjects(HandlerEnv& env, Request& req) {
 }
 
 Response HandleCopyObject(HandlerEnv& env, Request& req) {
+  if (std::optional<Response> refused = CheckAclHeaders(req, /*bucket=*/false)) {
+    return std::move(*refused);
+  }
   CopySource source = ParseCopySource(env, req);
   if (source.error) {
     return std::move(*source.error);
@@ -476,6 +479,12 @@ UploadStart OpenUpload(HandlerEnv& env, Request& req, uint64_t body_bytes) {
   if (std::optional<Response> bad = ParseUploadChecksum(req, &start)) {
     start.error = std::move(*bad);
     return start;
+  }
+  if (req.route.op == S3Op::kPutObject) {
+    if (std::optional<Response> refused = CheckAclHeaders(req, /*bucket=*/false)) {
+      start.error = std::move(*refused);
+      return start;
+    }
   }
   const bool chunked_transfer =
       !req.content_length.has_value() && req.Header("x-amz-decoded-content-length") == std::nullopt;

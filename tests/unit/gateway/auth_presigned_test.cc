@@ -95,13 +95,14 @@ TEST_F(SigV4Test, PresignedParameterErrors) {
       {"X-Amz-SignedHeaders", "", Code::kInvalidArgument, "X-Amz-SignedHeaders"},
       {"X-Amz-Signature", "", Code::kInvalidArgument, "X-Amz-Signature"},
       {"X-Amz-Algorithm", "AWS4-HMAC-SHA1", Code::kUnimplemented, "X-Amz-Algorithm"},
-      // Out of 1..604800: AccessDenied, as S3 answers (issue 17); not a number: malformed.
+      // Not a number, negative or over 604800: AuthorizationQueryParametersError, as S3
+      // answers (issue 29); 0 has expired on arrival: AccessDenied.
       {"X-Amz-Expires", "0", Code::kPermissionDenied, "X-Amz-Expires"},
-      {"X-Amz-Expires", "604801", Code::kPermissionDenied, "X-Amz-Expires"},
-      {"X-Amz-Expires", "-5", Code::kPermissionDenied, "X-Amz-Expires"},
+      {"X-Amz-Expires", "604801", Code::kInvalidArgument, "X-Amz-Expires"},
+      {"X-Amz-Expires", "-5", Code::kInvalidArgument, "X-Amz-Expires"},
       {"X-Amz-Expires", "1e3", Code::kInvalidArgument, "X-Amz-Expires"},
       {"X-Amz-Expires", "-", Code::kInvalidArgument, "X-Amz-Expires"},
-      {"X-Amz-Expires", "99999999999", Code::kPermissionDenied, "X-Amz-Expires"},
+      {"X-Amz-Expires", "99999999999", Code::kInvalidArgument, "X-Amz-Expires"},
       {"X-Amz-Date", "20130524", Code::kInvalidArgument, "X-Amz-Date"},
       {"X-Amz-Date", "20130525T000000Z", Code::kInvalidArgument, "X-Amz-Credential"},
       {"X-Amz-Credential", "AKIAIOSFODNN7EXAMPLE%2F20130524%2Feu-west-1%2Fs3%2Faws4_request",
