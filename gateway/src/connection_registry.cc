@@ -38,6 +38,28 @@ void ConnectionRegistry::PostCloseIfIdle(uint64_t id, asio::io_context& ioc) {
   });
 }
 
+void ConnectionRegistry::PostClose(uint64_t id) {
+  std::lock_guard lock(mu_);
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) {
+    return;
+  }
+  asio::post(*it->second.ioc, [this, id] {
+    SessionBase* session = nullptr;
+    {
+      std::lock_guard inner(mu_);
+      auto found = sessions_.find(id);
+      if (found != sessions_.end()) {
+        session = found->second.session;
+      }
+    }
+    // Same thread as the session: it cannot be destroyed between the lookup and the call.
+    if (session != nullptr) {
+      session->CloseNow();
+    }
+  });
+}
+
 void ConnectionRegistry::CloseIdle() {
   std::lock_guard lock(mu_);
   for (const auto& [id, entry] : sessions_) {
