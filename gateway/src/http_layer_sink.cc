@@ -33,13 +33,13 @@ struct HttpLayerSink::Pipe {
   const StallPolicy stall;
   std::mutex mu;
   std::condition_variable cv;
-  std::deque<Piece> queue;     // guarded by mu
-  uint64_t written = 0;        // bytes handed to Write(); guarded by mu
-  uint64_t taken = 0;          // bytes the reader took (Read, Lend); guarded by mu
-  bool finished = false;       // guarded by mu
-  Status final;                // guarded by mu
-  bool reader_gone = false;    // guarded by mu
-  bool stalled = false;        // the producer gave up on the reader; guarded by mu
+  std::deque<Piece> queue;      // guarded by mu
+  uint64_t written = 0;         // bytes handed to Write(); guarded by mu
+  uint64_t taken = 0;           // bytes the reader took (Read, Lend); guarded by mu
+  bool finished = false;        // guarded by mu
+  Status final;                 // guarded by mu
+  bool reader_gone = false;     // guarded by mu
+  bool stalled = false;         // the producer gave up on the reader; guarded by mu
   std::function<void()> close;  // the session's StallHook; guarded by mu
 
   void ReaderGone() {
@@ -150,6 +150,10 @@ class BodyReader final : public storage::ObjectReader {
 }  // namespace
 
 HttpLayerSink::HttpLayerSink(uint32_t buffers, uint64_t buffer_bytes,
+                             std::chrono::milliseconds timeout)
+    : HttpLayerSink(buffers, buffer_bytes, timeout, StallPolicy()) {}
+
+HttpLayerSink::HttpLayerSink(uint32_t buffers, uint64_t buffer_bytes,
                              std::chrono::milliseconds timeout, StallPolicy stall)
     : pipe_(std::make_shared<Pipe>(buffers, buffer_bytes, timeout, std::move(stall))) {}
 
@@ -209,9 +213,10 @@ Result<storage::StagingBuffer> HttpLayerSink::AcquireBuffer() {
       return Status::Cancelled("the client went away");
     }
     p.stalled = true;
-    kLog.Warn("req={} descriptor body: the client took no byte in {} ms while requests waited "
-              "for a worker; its transfer ends and its connection is closed",
-              p.stall.request_id, p.stall.step.count());
+    kLog.Warn(
+        "req={} descriptor body: the client took no byte in {} ms while requests waited "
+        "for a worker; its transfer ends and its connection is closed",
+        p.stall.request_id, p.stall.step.count());
     if (p.close) {
       std::exchange(p.close, nullptr)();
     }

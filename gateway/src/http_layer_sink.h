@@ -49,9 +49,10 @@ class HttpLayerSink final : public storage::LayerSink {
     std::string request_id;
   };
   // `buffers` staging buffers of `buffer_bytes` each; `timeout` bounds each wait on either
-  // side.
+  // side. Without a StallPolicy the producer never gives up early.
+  HttpLayerSink(uint32_t buffers, uint64_t buffer_bytes, std::chrono::milliseconds timeout);
   HttpLayerSink(uint32_t buffers, uint64_t buffer_bytes, std::chrono::milliseconds timeout,
-                StallPolicy stall = {});
+                StallPolicy stall);
   ~HttpLayerSink() override;
 
   uint64_t buffer_bytes() const override;
