@@ -114,8 +114,8 @@ TEST(HttpLayerSinkTest, AStalledReaderLosesItsProducerWhenOthersWaitAndItsConnec
   HttpLayerSink::StallPolicy stall;
   stall.step = std::chrono::milliseconds(10);
   stall.others_waiting = [] { return true; };
-  // A timeout far beyond the test: only the stall rule can end the wait.
-  HttpLayerSink sink(2, kBufferBytes, std::chrono::minutes(10), std::move(stall));
+  // A timeout far beyond a step: without the stall rule the wait ends only there, with no close.
+  HttpLayerSink sink(2, kBufferBytes, std::chrono::seconds(5), std::move(stall));
   std::unique_ptr<storage::ObjectReader> body = sink.Body(data.size());
   std::atomic<int> closed{0};
   sink.StallHook()([&] { ++closed; });
