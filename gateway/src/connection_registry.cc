@@ -38,6 +38,31 @@ void ConnectionRegistry::PostCloseIfIdle(uint64_t id, asio::io_context& ioc) {
   });
 }
 
+void ConnectionRegistry::PostClose(uint64_t id) {
+  std::lock_guard lock(mu_);
+  auto it = sessions_.find(id);
+  if (it != sessions_.end()) {
+    PostCloseNow(id, *it->second.ioc);
+  }
+}
+
+void ConnectionRegistry::PostCloseNow(uint64_t id, asio::io_context& ioc) {
+  asio::post(ioc, [this, id] {
+    SessionBase* session = nullptr;
+    {
+      std::lock_guard inner(mu_);
+      auto found = sessions_.find(id);
+      if (found != sessions_.end()) {
+        session = found->second.session;
+      }
+    }
+    // Same thread as the session: it cannot be destroyed between the lookup and the call.
+    if (session != nullptr) {
+      session->CloseNow();
+    }
+  });
+}
+
 void ConnectionRegistry::CloseIdle() {
   std::lock_guard lock(mu_);
   for (const auto& [id, entry] : sessions_) {
@@ -48,20 +73,7 @@ void ConnectionRegistry::CloseIdle() {
 void ConnectionRegistry::CloseAll() {
   std::lock_guard lock(mu_);
   for (const auto& [id, entry] : sessions_) {
-    asio::post(*entry.ioc, [this, id = id] {
-      SessionBase* session = nullptr;
-      {
-        std::lock_guard inner(mu_);
-        auto it = sessions_.find(id);
-        if (it != sessions_.end()) {
-          session = it->second.session;
-        }
-      }
-      // Same thread as the session: it cannot be destroyed between the lookup and the call.
-      if (session != nullptr) {
-        session->CloseNow();
-      }
-    });
+    PostCloseNow(id, *entry.ioc);
   }
 }
 

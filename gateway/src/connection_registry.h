@@ -31,8 +31,9 @@ class SessionBase {
   // Closes the connection if it is waiting for a request (shutdown, or shed at the connection
   // limit); true if it did. Called on the session's own io_context thread.
   virtual bool CloseIfIdle() = 0;
-  // Closes the connection whatever it is doing (shutdown, once its grace is over): its pending
-  // operations end with an error and its coroutine unwinds. Called on its own thread.
+  // Closes the connection whatever it is doing (shutdown once its grace is over, or its
+  // response's producer gave up on a client that stopped reading): its pending reads and writes
+  // fail and its coroutine unwinds. Called on the session's own thread.
   virtual void CloseNow() = 0;
   // Written by the session's thread, read by the acceptor's.
   ConnectionState state() const { return state_.load(std::memory_order_relaxed); }
@@ -58,6 +59,8 @@ class ConnectionRegistry {
   // oldest kWaiting, never one picked before; posts CloseIfIdle to it on its own thread.
   // Returns false when every connection is busy with a request.
   bool ShedOne();
+  // Posts CloseNow to session `id` on its own thread, if it is still open then. Any thread.
+  void PostClose(uint64_t id);
 
  private:
   struct Entry {
@@ -66,6 +69,8 @@ class ConnectionRegistry {
     bool shed = false;  // ShedOne picked it; its close is on the way
   };
   void PostCloseIfIdle(uint64_t id, boost::asio::io_context& ioc);
+  // Posts CloseNow to session `id` on `ioc`, its thread. REQUIRES: mu_ held.
+  void PostCloseNow(uint64_t id, boost::asio::io_context& ioc);
 
   std::mutex mu_;
   // By id, which grows with each accept: ascending order is oldest first.

@@ -1,18 +1,26 @@
 #include "http_layer_sink.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <utility>
 
 #include "fmt/format.h"
+#include "oc/common/log.h"
 
 namespace oc::gateway {
+namespace {
+
+const Logger kLog{"gateway"};
+
+}  // namespace
 
 struct HttpLayerSink::Pipe {
-  Pipe(uint32_t buffers, uint64_t buffer_bytes, std::chrono::milliseconds t)
-      : pool(buffers, buffer_bytes), timeout(t) {}
+  Pipe(uint32_t buffers, uint64_t buffer_bytes, std::chrono::milliseconds t, StallPolicy s)
+      : pool(buffers, buffer_bytes), timeout(t), stall(std::move(s)) {}
 
   struct Piece {
     uint32_t slot;
@@ -22,19 +30,24 @@ struct HttpLayerSink::Pipe {
 
   storage::HeapBufferPool pool;
   const std::chrono::milliseconds timeout;
+  const StallPolicy stall;
   std::mutex mu;
   std::condition_variable cv;
-  std::deque<Piece> queue;   // guarded by mu
-  uint64_t written = 0;      // bytes handed to Write(); guarded by mu
-  bool finished = false;     // guarded by mu
-  Status final;              // guarded by mu
-  bool reader_gone = false;  // guarded by mu
+  std::deque<Piece> queue;      // guarded by mu
+  uint64_t written = 0;         // bytes handed to Write(); guarded by mu
+  uint64_t taken = 0;           // bytes the reader took (Read, Lend); guarded by mu
+  bool finished = false;        // guarded by mu
+  Status final;                 // guarded by mu
+  bool reader_gone = false;     // guarded by mu
+  bool stalled = false;         // the producer gave up on the reader; guarded by mu
+  std::function<void()> close;  // the session's StallHook; guarded by mu
 
   void ReaderGone() {
     std::deque<Piece> drop;
     {
       std::lock_guard lock(mu);
       reader_gone = true;
+      close = nullptr;
       drop.swap(queue);
       cv.notify_all();
     }
@@ -72,6 +85,7 @@ class BodyReader final : public storage::ObjectReader {
     const uint64_t n = std::min<uint64_t>(out.size(), front.length - consumed_);
     std::memcpy(out.data(), front.data + consumed_, n);
     consumed_ += n;
+    p.taken += n;
     if (consumed_ == front.length) {
       const uint32_t slot = front.slot;
       p.queue.pop_front();
@@ -95,6 +109,7 @@ class BodyReader final : public storage::ObjectReader {
     const uint64_t n = std::min<uint64_t>(max, front.length - consumed_);
     const ByteSpan lent(front.data + consumed_, n);
     consumed_ += n;
+    p.taken += n;
     if (consumed_ == front.length) {
       lent_slot_ = front.slot;  // released at the next call, once the caller is done with it
       p.queue.pop_front();
@@ -136,7 +151,11 @@ class BodyReader final : public storage::ObjectReader {
 
 HttpLayerSink::HttpLayerSink(uint32_t buffers, uint64_t buffer_bytes,
                              std::chrono::milliseconds timeout)
-    : pipe_(std::make_shared<Pipe>(buffers, buffer_bytes, timeout)) {}
+    : HttpLayerSink(buffers, buffer_bytes, timeout, StallPolicy()) {}
+
+HttpLayerSink::HttpLayerSink(uint32_t buffers, uint64_t buffer_bytes,
+                             std::chrono::milliseconds timeout, StallPolicy stall)
+    : pipe_(std::make_shared<Pipe>(buffers, buffer_bytes, timeout, std::move(stall))) {}
 
 HttpLayerSink::~HttpLayerSink() {
   std::lock_guard lock(pipe_->mu);
@@ -150,13 +169,60 @@ HttpLayerSink::~HttpLayerSink() {
 uint64_t HttpLayerSink::buffer_bytes() const { return pipe_->pool.buffer_bytes(); }
 
 Result<storage::StagingBuffer> HttpLayerSink::AcquireBuffer() {
+  Pipe& p = *pipe_;
+  uint64_t taken = 0;
   {
-    std::lock_guard lock(pipe_->mu);
-    if (pipe_->reader_gone) {
+    std::lock_guard lock(p.mu);
+    if (p.reader_gone) {
       return Status::Cancelled("the client went away");
     }
+    taken = p.taken;
   }
-  return pipe_->pool.Acquire(pipe_->timeout);
+  if (p.stall.step.count() <= 0 || !p.stall.others_waiting) {
+    return p.pool.Acquire(p.timeout);
+  }
+  // Every buffer is queued for the reader: wait for one a step at a time, and after a step in
+  // which the reader took nothing, give its worker up to a request waiting for one.
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point deadline = Clock::now() + p.timeout;
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left <= p.stall.step) {
+      return p.pool.Acquire(std::max(left, std::chrono::milliseconds(0)));
+    }
+    Result<storage::StagingBuffer> buffer = p.pool.Acquire(p.stall.step);
+    if (buffer.has_value()) {
+      return buffer;
+    }
+    {
+      std::lock_guard lock(p.mu);
+      if (p.reader_gone) {
+        return Status::Cancelled("the client went away");
+      }
+      if (p.taken != taken) {  // slow, not stalled
+        taken = p.taken;
+        continue;
+      }
+    }
+    if (!p.stall.others_waiting()) {
+      continue;
+    }
+    std::lock_guard lock(p.mu);
+    if (p.reader_gone) {
+      return Status::Cancelled("the client went away");
+    }
+    p.stalled = true;
+    kLog.Warn(
+        "req={} descriptor body: the client took no byte in {} ms while requests waited "
+        "for a worker; its transfer ends and its connection is closed",
+        p.stall.request_id, p.stall.step.count());
+    if (p.close) {
+      std::exchange(p.close, nullptr)();
+    }
+    return Status::Unavailable(
+        "descriptor body: the client stopped reading while other requests waited");
+  }
 }
 
 Result<storage::StagingBuffer> HttpLayerSink::TryAcquireBuffer() {
@@ -216,6 +282,20 @@ Status HttpLayerSink::Finish(const Status& final) {
 
 std::unique_ptr<storage::ObjectReader> HttpLayerSink::Body(uint64_t length) {
   return std::make_unique<BodyReader>(pipe_, length);
+}
+
+std::function<void(std::function<void()>)> HttpLayerSink::StallHook() {
+  return [pipe = pipe_](std::function<void()> close) {
+    std::lock_guard lock(pipe->mu);
+    if (pipe->reader_gone) {
+      return;
+    }
+    if (pipe->stalled) {
+      close();
+      return;
+    }
+    pipe->close = std::move(close);
+  };
 }
 
 }  // namespace oc::gateway

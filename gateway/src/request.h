@@ -7,6 +7,7 @@
 // Thread safety: one request is handled by one thread at a time.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -60,6 +61,10 @@ struct Response {
   // A streamed body: `stream_length` bytes from the reader's current position.
   std::unique_ptr<storage::ObjectReader> reader;
   uint64_t stream_length = 0;
+  // Set with a `reader` whose producer may give up on a client that stopped reading (a
+  // descriptor GET's body, http_layer_sink.h StallHook): the session calls it before it
+  // streams, with a function that closes this connection from any thread.
+  std::function<void(std::function<void()>)> on_stalled_reader;
   // Set for an error response; the session renders the XML (nothing for HEAD).
   std::optional<S3Error> error;
   std::string error_field;

@@ -78,12 +78,6 @@ bool Session<Stream>::CloseIfIdle() {
 }
 
 template <class Stream>
-void Session<Stream>::CloseNow() {
-  beast::error_code ec;
-  beast::get_lowest_layer(stream_).socket().close(ec);
-}
-
-template <class Stream>
 asio::awaitable<void> Session<Stream>::Run() {
   std::string failure;
   try {

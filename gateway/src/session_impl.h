@@ -83,7 +83,7 @@ class Session : public SessionBase {
   ~Session() override;
 
   bool CloseIfIdle() override;
-  void CloseNow() override;
+  void CloseNow() override { Close(); }
 
   // The connection's coroutine. Its catch is the last resort (STYLE 3.4): nothing a client
   // sends should throw, but if anything does, the connection is logged with its request id,

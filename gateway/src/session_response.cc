@@ -177,6 +177,12 @@ asio::awaitable<bool> Session<Stream>::Finish(Response res, bool force_close, By
     http::response_serializer<http::empty_body> sr{h};
     co_await http::async_write(stream_, sr, asio::redirect_error(asio::use_awaitable, ec));
   } else if (res.reader) {
+    if (res.on_stalled_reader) {
+      // The producer may give up on a client that stopped reading (a descriptor body): it
+      // then closes this connection, so the write below fails now instead of holding the
+      // staging until read_timeout.
+      res.on_stalled_reader([registry = shared_.registry, id = id_] { registry->PostClose(id); });
+    }
     http::response_serializer<http::buffer_body> sr{msg};
     uint64_t sent = 0;
     ByteSpan piece = first;

@@ -38,6 +38,14 @@ constexpr uint32_t kBodyBuffers = 4;
 constexpr uint64_t kBodyBufferBytes = 1ull << 20;
 // Longest wait of either side of a body pipe (the assembler for the socket, or back).
 constexpr std::chrono::milliseconds kPipeTimeout{60'000};
+// A body GET whose client took no byte for this long while another descriptor GET waits in
+// the executor's admission queue gives its worker up and its connection is closed
+// (HttpLayerSink::StallPolicy; docs/decisions/slow-body-readers.md): a stalled reader costs a
+// waiting request about this per executor's worth of them, not the admission timeout. Far
+// above the time a reading client needs to take one piece of the body (stream_piece_bytes,
+// 256 KiB), so only a client that stopped, or takes less than a piece a second while others
+// wait, loses its transfer.
+constexpr std::chrono::milliseconds kStalledReaderStep{1'000};
 
 uint64_t Micros(Clock::time_point since) {
   return static_cast<uint64_t>(
@@ -184,17 +192,24 @@ Response GetIntoTarget(HandlerEnv& env, Request& req, const descriptor::Descript
 // Content-Length) go out before the payload and no Store pool thread waits, also while the
 // request waits in the admission queue; the sink's buffers are allocated only once a worker
 // runs the task. Storage and transfer timings are not known when the headers are sent; only
-// x-oc-gateway-us is. A slow reader holds its worker at most kPipeTimeout per stalled step (the
-// sink fails, GetLayers ends, the worker is free), and one that disconnects frees it at once
-// (the sink's kCancelled).
+// x-oc-gateway-us is. A reader that stops holds its worker only while no other descriptor GET
+// waits for one: then, after kStalledReaderStep without a byte taken, the sink fails (GetLayers
+// ends, the worker is free) and the connection is closed; otherwise at most kPipeTimeout per
+// stalled step. One that disconnects frees it at once (the sink's kCancelled).
 Response GetIntoBody(HandlerEnv& env, Request& req, const descriptor::Descriptor& d,
                      Clock::time_point start) {
   auto pending = std::make_shared<DeferredResponse>(env.deferred);
   storage::Store* store = env.store;
   Request* request = &req;
+  BoundedExecutor* executor = env.descriptors;
   const Status admitted = env.descriptors->Submit(
-      [pending, store, request, d, start] {
-        auto sink = std::make_shared<HttpLayerSink>(kBodyBuffers, kBodyBufferBytes, kPipeTimeout);
+      [pending, store, request, d, start, executor] {
+        HttpLayerSink::StallPolicy stall;
+        stall.step = kStalledReaderStep;
+        stall.others_waiting = [executor] { return executor->queued() > 0; };
+        stall.request_id = d.request_id;
+        auto sink = std::make_shared<HttpLayerSink>(kBodyBuffers, kBodyBufferBytes, kPipeTimeout,
+                                                    std::move(stall));
         bool answered = false;
         // `request` is used only until the answer is complete: the session owns it and resumes
         // once Complete ran.
@@ -209,6 +224,7 @@ Response GetIntoBody(HandlerEnv& env, Request& req, const descriptor::Descriptor
               AddSummary(s, &res);
               res.content_type = "application/octet-stream";
               res.reader = sink->Body(plan.payload_bytes);  // keeps the sink alive
+              res.on_stalled_reader = sink->StallHook();
               res.stream_length = plan.payload_bytes;
               answered = true;
               pending->Complete(std::move(res));

@@ -2,10 +2,13 @@
 // reader hands out the staging buffers' own bytes (Lend) in order, each buffer going back to
 // the pool at the reader's next call, so a producer with a single buffer still gets through a
 // payload many buffers long; Read and Lend may be mixed; the producer's error reaches the
-// reader after the bytes queued before it.
+// reader after the bytes queued before it. A reader that takes nothing loses its producer only
+// while another request waits for the producer's worker, and then the session's close hook
+// runs (docs/decisions/slow-body-readers.md).
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <string>
@@ -88,6 +91,89 @@ TEST(HttpLayerSinkTest, TheProducersErrorFollowsTheQueuedBytes) {
     got.append(reinterpret_cast<const char*>(lent->data()), lent->size());
   }
   EXPECT_EQ(got, data);
+}
+
+// Fills the sink's every buffer with the start of `data`; returns the bytes written.
+uint64_t FillAll(HttpLayerSink& sink, uint32_t buffers, const std::string& data) {
+  uint64_t at = 0;
+  for (uint32_t i = 0; i < buffers; ++i) {
+    Result<storage::StagingBuffer> b = sink.AcquireBuffer();
+    EXPECT_TRUE(b.has_value()) << b.error();
+    if (!b.has_value()) {
+      return at;
+    }
+    std::memcpy(b->bytes().data(), data.data() + at, kBufferBytes);
+    EXPECT_TRUE(sink.Write(at, std::move(*b), kBufferBytes).ok());
+    at += kBufferBytes;
+  }
+  return at;
+}
+
+TEST(HttpLayerSinkTest, AStalledReaderLosesItsProducerWhenOthersWaitAndItsConnectionCloses) {
+  const std::string data = Pattern(4 * kBufferBytes);
+  HttpLayerSink::StallPolicy stall;
+  stall.step = std::chrono::milliseconds(10);
+  stall.others_waiting = [] { return true; };
+  // A timeout far beyond a step: without the stall rule the wait ends only there, with no close.
+  HttpLayerSink sink(2, kBufferBytes, std::chrono::seconds(5), std::move(stall));
+  std::unique_ptr<storage::ObjectReader> body = sink.Body(data.size());
+  std::atomic<int> closed{0};
+  sink.StallHook()([&] { ++closed; });
+  FillAll(sink, 2, data);
+  // The reader takes nothing: the producer's next buffer never comes back.
+  Result<storage::StagingBuffer> next = sink.AcquireBuffer();
+  ASSERT_FALSE(next.has_value());
+  EXPECT_EQ(next.error().code(), Code::kUnavailable);
+  EXPECT_EQ(closed.load(), 1);
+  // A hook installed after the producer gave up runs at once.
+  std::atomic<int> late{0};
+  sink.StallHook()([&] { ++late; });
+  EXPECT_EQ(late.load(), 1);
+  // The bytes queued before are still the reader's, then the producer's error.
+  ASSERT_EQ(sink.Finish(next.error()).code(), Code::kUnavailable);
+  Result<ByteSpan> lent = body->Lend(kBufferBytes);
+  ASSERT_TRUE(lent.has_value()) << lent.error();
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(lent->data()), lent->size()),
+            data.substr(0, kBufferBytes));
+}
+
+TEST(HttpLayerSinkTest, AStalledReaderKeepsItsProducerWhileNobodyWaits) {
+  const std::string data = Pattern(3 * kBufferBytes);
+  std::atomic<int> asked{0};
+  HttpLayerSink::StallPolicy stall;
+  stall.step = std::chrono::milliseconds(10);
+  stall.others_waiting = [&] {
+    ++asked;
+    return false;
+  };
+  HttpLayerSink sink(2, kBufferBytes, std::chrono::minutes(10), std::move(stall));
+  std::unique_ptr<storage::ObjectReader> body = sink.Body(data.size());
+  std::atomic<int> closed{0};
+  sink.StallHook()([&] { ++closed; });
+  const uint64_t filled = FillAll(sink, 2, data);
+  std::thread producer([&] {
+    Result<storage::StagingBuffer> b = sink.AcquireBuffer();  // waits for the reader
+    ASSERT_TRUE(b.has_value()) << b.error();
+    std::memcpy(b->bytes().data(), data.data() + filled, kBufferBytes);
+    ASSERT_TRUE(sink.Write(filled, std::move(*b), kBufferBytes).ok());
+    ASSERT_TRUE(sink.Finish(Status::Ok()).ok());
+  });
+  // State, not time: the producer has found the reader stalled twice and nobody waiting.
+  while (asked.load() < 2) {
+    std::this_thread::yield();
+  }
+  std::string got;
+  for (;;) {
+    Result<ByteSpan> lent = body->Lend(kBufferBytes);
+    ASSERT_TRUE(lent.has_value()) << lent.error();
+    if (lent->empty()) {
+      break;
+    }
+    got.append(reinterpret_cast<const char*>(lent->data()), lent->size());
+  }
+  producer.join();
+  EXPECT_EQ(got, data);
+  EXPECT_EQ(closed.load(), 0);
 }
 
 }  // namespace
