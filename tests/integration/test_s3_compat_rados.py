@@ -4,10 +4,9 @@ test_s3_multipart_checksums.py and test_s3_full_object_checksums.py (issue 17) o
 backends meet the same assertions, on the throw-away cluster of the `rados_cluster` CTest
 fixture in a random namespace. Data objects are 64 KiB, so parts and ranges cross data-object
 boundaries. After every test the buckets the server lists must be exactly the bucket registry
-in that namespace, read through librados: a server that kept its data elsewhere fails."""
-import pytest
-
-from conftest import RadosNamespace, rados_config, running_server
+in that namespace, read through librados: a server that kept its data elsewhere fails
+(rados_twin.py)."""
+from rados_twin import twin_fixtures
 # Imported tests run here against the RADOS-backed server (this module's `server`).
 from test_s3_compat import (test_aws_cli_v1_big_copy_request_shapes,  # noqa: F401
                             test_aws_cli_v1_copies_a_big_object_between_buckets,
@@ -36,23 +35,4 @@ from test_s3_tagging import (  # noqa: F401
     test_put_get_delete_object_tagging, test_tag_limits_are_s3s)
 
 
-@pytest.fixture(scope="module")
-def namespace():
-    ns = RadosNamespace("it-s3compat")
-    yield ns
-    ns.close()
-
-
-@pytest.fixture(scope="module")
-def server(namespace):
-    with running_server("oc-it-s3compat-", extra_config=rados_config(namespace.name)) as srv:
-        yield srv
-
-
-@pytest.fixture(autouse=True)
-def buckets_live_in_rados(server, namespace):
-    yield
-    listed = sorted(b["Name"] for b in server.boto3().list_buckets()["Buckets"])
-    registered = namespace.registered_buckets()
-    assert registered is not None, f"no bucket registry in RADOS namespace {namespace.name}"
-    assert registered == listed
+namespace, server, buckets_live_in_rados = twin_fixtures("it-s3compat")
