@@ -1,7 +1,7 @@
 #pragma once
 // ShardMerge: the omap entries under one key prefix of all of a bucket's index shards, in
-// omap key order, as a k-way merge (RadosStore::List, rados_list.cc, and
-// RadosStore::ListMultipartUploads, rados_uploads.cc). Each shard is paged with
+// omap key order, as a k-way merge (the listing cursor of RadosStore::List and
+// RadosStore::ListMultipartUploads, rados_list.cc). Each shard is paged with
 // omap_get_vals2(start_after, filter prefix); the first page of every shard is read in
 // parallel, later pages as a shard's buffer runs dry. The smallest buffered key of all
 // shards comes next. SkipPrefix drops a common prefix on every shard: buffered keys under it

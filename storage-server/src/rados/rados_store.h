@@ -7,9 +7,9 @@
 // Its parts: rados_store.cc (open, buckets, records, stats), rados_commit.cc (the commit op,
 // with rados_commit_memo.h: one process's writers of a key take turns), rados_write.cc
 // (writer, Put, Delete, Copy), rados_read.cc (reader, Get, Head, HeadMany), rados_list.cc
-// (over rados_shard_merge.h, the k-way merge of the index shards that both listings use),
-// rados_slices.cc (ReadSlices), rados_group.cc (PutGroup), rados_multipart.cc and
-// rados_uploads.cc (multipart), rados_gc.cc (the GC leader), rados_scrub.cc (orphans).
+// (both listings: the cursor over rados_shard_merge.h, the k-way merge of the index shards,
+// that object/list_walker.h walks), rados_slices.cc (ReadSlices), rados_group.cc (PutGroup),
+// rados_multipart.cc (multipart), rados_gc.cc (the GC leader), rados_scrub.cc (orphans).
 //
 // The commit point of every mutation is ONE write op on ONE index shard object, atomic in
 // RADOS: cmpxattr(oc.state == live) + omap_cmp(o/<key> == the record it replaces, "" for
@@ -88,7 +88,7 @@ class RadosStore final : public Store, public kv::SliceSource {
   Result<ListResult> List(std::string_view bucket, const ListOptions& options) override;
   Result<std::unique_ptr<ObjectGroupWriter>> PutGroup(std::string_view bucket) override;
 
-  // Multipart uploads (rados_multipart.cc, listing in rados_uploads.cc): an upload's u/ and
+  // Multipart uploads (rados_multipart.cc, listing in rados_list.cc): an upload's u/ and
   // m/ records live in its key's shard; completion is one guarded op whose object record
   // names the parts' data objects (no byte copied).
   Result<std::string> CreateMultipartUpload(const ObjectKey& key,
