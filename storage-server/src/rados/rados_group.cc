@@ -24,6 +24,7 @@
 #include <unordered_map>
 
 #include "names.h"
+#include "object/checking_writer.h"
 #include "rados/rados_store.h"
 #include "rados/rados_stream.h"
 
@@ -53,12 +54,12 @@ class RadosGroupWriter final : public ObjectGroupWriter {
     Member m;
     m.name = std::string(name);
     m.options = options;
-    rados::StreamHashes hashes;  // the chunk ETag (records/chunk_etag.h); MD5 only to check one
-    hashes.md5 = options.content_md5.has_value();
+    rados::StreamHashes hashes;  // the chunk ETag (records/chunk_etag.h)
     hashes.chunk_etag = true;
     hashes.chunk_piece_bytes = ChunkEtag::PieceBytes(options);
     m.stream = std::make_unique<rados::DataStream>(store_->io(), ref_.id, m.name,
                                                    store_->NewVersion(object_bytes), hashes);
+    check_.emplace(options, /*etag_md5=*/false);
     members_.push_back(std::move(m));
     return Status::Ok();
   }
@@ -67,6 +68,9 @@ class RadosGroupWriter final : public ObjectGroupWriter {
     OC_RETURN_IF_ERROR(Usable());
     if (members_.empty() || members_.back().stream == nullptr) {
       return Status::FailedPrecondition(Subject::kEntity, "Append before Begin");
+    }
+    if (check_.has_value()) {  // none once the member ended: its closed stream refuses
+      check_->Update(data);
     }
     failed_ = members_.back().stream->Append(data);
     return failed_;
@@ -193,16 +197,9 @@ class RadosGroupWriter final : public ObjectGroupWriter {
     m.segment = m.stream->segment();
     m.etag = m.stream->chunk_etag();
     closing_.push_back(members_.size() - 1);
-    const PutOptions& o = m.options;
-    if (o.expected_size.has_value() && *o.expected_size != m.segment.size) {
-      return Status(Code::kInvalidArgument, Subject::kEntity, "Content-Length",
-                    "object " + m.name + " has " + std::to_string(m.segment.size) +
-                        " bytes, expected " + std::to_string(*o.expected_size));
-    }
-    if (o.content_md5.has_value() && *o.content_md5 != m.stream->md5()) {
-      return Status(Code::kInvalidArgument, Subject::kDigest, "Content-MD5",
-                    "Content-MD5 does not match the body");
-    }
+    const Status checked = check_->Finish(m.name);
+    check_.reset();
+    OC_RETURN_IF_ERROR(checked);
     while (closing_.size() > kMembersInFlight) {
       OC_RETURN_IF_ERROR(FinishOldest());
     }
@@ -237,6 +234,8 @@ class RadosGroupWriter final : public ObjectGroupWriter {
   const RadosStore::BucketRef ref_;
   std::vector<Member> members_;
   std::deque<size_t> closing_;  // members closed whose writes are not waited for yet
+  // The size and Content-MD5 of the member in progress (object/checking_writer.h).
+  std::optional<BodyCheck> check_;
   bool spent_ = false;
   bool committed_ = false;
   Status failed_;

@@ -25,9 +25,9 @@
 #include <thread>
 
 #include "names.h"
+#include "object/checking_writer.h"
 #include "rados/rados_store.h"
 #include "rados/rados_stream.h"
-#include "records/md5.h"
 #include "records/multipart_complete.h"
 #include "records/multipart_names.h"
 #include "records/object_checksum.h"
@@ -78,20 +78,6 @@ struct StoredParts {
   std::vector<std::string> keys;  // m/...
   std::vector<std::string> raws;  // the values, for the commit's compare
 };
-
-// The size and digest checks of a finished part (store.h ObjectWriter::Commit).
-Status CheckBody(const PutOptions& o, uint64_t size, const Md5Digest& md5) {
-  if (o.expected_size.has_value() && *o.expected_size != size) {
-    return Status(Code::kInvalidArgument, Subject::kEntity, "Content-Length",
-                  "body has " + std::to_string(size) + " bytes, expected " +
-                      std::to_string(*o.expected_size));
-  }
-  if (o.content_md5.has_value() && *o.content_md5 != md5) {
-    return Status(Code::kInvalidArgument, Subject::kDigest, "Content-MD5",
-                  "Content-MD5 does not match the body");
-  }
-  return Status::Ok();
-}
 
 }  // namespace
 
@@ -245,56 +231,27 @@ uint64_t RadosStore::RemoveObjects(const std::vector<std::string>& oids) {
 
 namespace {
 
-class RadosPartWriter final : public ObjectWriter {
+// A part's bytes on their way to its data objects, then its commit op, under a CheckingWriter
+// (object/checking_writer.h: the counting, MD5 and checks, the writer state, AddHeader: a part
+// keeps only its checksum, which ChecksumOfHeaders picks at the commit).
+class RadosPartBody final : public RawBodyWriter {
  public:
-  RadosPartWriter(RadosStore* store, ObjectKey key, std::string upload_key, std::string upload_raw,
-                  std::string part_key, PutOptions options, RadosStore::BucketRef bucket,
-                  Segment segment)
+  RadosPartBody(RadosStore* store, ObjectKey key, std::string upload_key, std::string upload_raw,
+                std::string part_key, RadosStore::BucketRef bucket, Segment segment)
       : store_(store),
         key_(std::move(key)),
         upload_key_(std::move(upload_key)),
         upload_raw_(std::move(upload_raw)),
         part_key_(std::move(part_key)),
-        options_(std::move(options)),
         bucket_(bucket),
         stream_(store->io(), bucket.id, key_.name, segment) {}
 
-  ~RadosPartWriter() override {
-    if (!spent_) {
-      stream_.Discard();
-    }
-  }
+  Status Write(ByteSpan data) override { return stream_.Append(data); }
+  Status Finish() override { return stream_.Finish(); }
+  void Discard() override { stream_.Discard(); }
 
-  Status Append(ByteSpan data) override {
-    if (spent_) {
-      return Status::FailedPrecondition(Subject::kEntity, "writer already committed");
-    }
-    return stream_.Append(data);
-  }
-
-  Status AddHeader(std::string name, std::string value) override {
-    if (spent_) {
-      return Status::FailedPrecondition(Subject::kEntity, "writer already committed");
-    }
-    // A part keeps only its checksum (store.h): ChecksumOfHeaders picks it at the commit.
-    options_.headers.emplace_back(std::move(name), std::move(value));
-    return Status::Ok();
-  }
-
-  Result<ObjectMeta> Commit() override {
-    if (spent_) {
-      return Status::FailedPrecondition(Subject::kEntity, "writer already committed");
-    }
-    spent_ = true;
-    Status s = stream_.Finish();
-    if (s.ok()) {
-      s = CheckBody(options_, stream_.segment().size, stream_.md5());
-    }
-    if (!s.ok()) {
-      stream_.Discard();
-      return s;
-    }
-    Result<ObjectMeta> done = CommitPart();
+  Result<ObjectMeta> Commit(const PutOptions& options, const BodyCheck& check) override {
+    Result<ObjectMeta> done = CommitPart(options, check.md5());
     if (!done.has_value()) {
       // As for a PUT: a refused op changed nothing; one that may have applied keeps its data.
       const Code code = done.error().code();
@@ -306,12 +263,12 @@ class RadosPartWriter final : public ObjectWriter {
   }
 
  private:
-  Result<ObjectMeta> CommitPart() {
+  Result<ObjectMeta> CommitPart(const PutOptions& options, const Md5Digest& md5) {
     PartRecord part;
     part.segment = stream_.segment();
-    part.md5 = stream_.md5();
+    part.md5 = md5;
     part.mtime_unix_ms = RadosNowUnixMs();
-    part.checksum = ChecksumOfHeaders(options_.headers);
+    part.checksum = ChecksumOfHeaders(options.headers);
     const std::string value = EncodePartRecord(part);
     const uint32_t shard = rados::ShardOf(key_.name, bucket_.shards);
     std::string old;  // the part this one replaces ("" for none); assumed absent at first
@@ -352,10 +309,8 @@ class RadosPartWriter final : public ObjectWriter {
   const std::string upload_key_;
   const std::string upload_raw_;
   const std::string part_key_;
-  PutOptions options_;  // AddHeader appends to its headers
   const RadosStore::BucketRef bucket_;
   rados::DataStream stream_;
-  bool spent_ = false;
 };
 
 // Every part of `upload_id` in `shard`, ascending.
@@ -446,11 +401,13 @@ Result<std::unique_ptr<ObjectWriter>> RadosStore::UploadPart(const ObjectKey& ke
   if (ObjectChecksum checksum = ChecksumOfHeaders(options.headers); !checksum.empty()) {
     part_options.headers.emplace_back(std::move(checksum.header), std::move(checksum.value));
   }
-  return std::unique_ptr<ObjectWriter>(new RadosPartWriter(
-      this, key, std::move(ukey), std::move(found.begin()->second),
-      rados::PartOmapKey(upload_id, part_number), std::move(part_options), ref,
-      NewVersion(upload.extent_bytes != 0 ? upload.extent_bytes
-                                          : options_.rados.object_extent_bytes)));
+  return std::unique_ptr<ObjectWriter>(new CheckingWriter(
+      std::move(part_options), /*etag_md5=*/true,
+      std::make_unique<RadosPartBody>(
+          this, key, std::move(ukey), std::move(found.begin()->second),
+          rados::PartOmapKey(upload_id, part_number), ref,
+          NewVersion(upload.extent_bytes != 0 ? upload.extent_bytes
+                                              : options_.rados.object_extent_bytes))));
 }
 
 Result<ObjectMeta> RadosStore::CompleteMultipartUpload(const ObjectKey& key,

@@ -10,9 +10,6 @@ DataStream::DataStream(rados_ioctx_t io, uint64_t bucket_id, std::string key, Se
                        StreamHashes hashes)
     : io_(io), bucket_id_(bucket_id), key_(std::move(key)), segment_(segment) {
   segment_.size = 0;
-  if (hashes.md5) {
-    md5_.emplace();
-  }
   if (hashes.chunk_etag) {
     etag_.emplace(hashes.chunk_piece_bytes);
   }
@@ -28,9 +25,6 @@ Status DataStream::Append(ByteSpan data) {
   OC_RETURN_IF_ERROR(failed_);
   if (closed_) {
     return Status::FailedPrecondition(Subject::kEntity, "stream already closed");
-  }
-  if (md5_.has_value()) {
-    md5_->Update(data);
   }
   if (etag_.has_value()) {
     etag_->Update(data);
@@ -93,10 +87,6 @@ Status DataStream::Close() {
   closed_ = true;
   if (failed_.ok()) {
     failed_ = Flush();
-  }
-  if (md5_.has_value()) {
-    md5_digest_ = md5_->Finish();
-    md5_.reset();
   }
   if (etag_.has_value()) {
     chunk_etag_ = etag_->Finish();

@@ -1,14 +1,13 @@
 #pragma once
 // DataStream: writes the bytes of one new version into its data objects (rados_keys.h
-// DataOid), in pieces of at most kPieceBytes with at most kPiecesInFlight writes in flight,
-// hashing them (MD5) as they pass. The first piece of each data object is a write_full with
-// the oc.key and oc.ver xattrs (for the orphan scrub) in the same op; later pieces write at
-// their offset (RADOS applies one client's ops on one object in order). Nothing refers to the
-// data until a commit op names the version, so pieces need no atomicity. librados copies a
-// piece when the op is built, so one piece buffer serves the whole stream. A descriptor PUT's
-// chunk is hashed for its ChunkEtag instead (records/chunk_etag.h), and for MD5 only to check
-// a Content-MD5.
-// Not thread-safe: one writer's.
+// DataOid), in pieces of at most kPieceBytes with at most kPiecesInFlight writes in flight.
+// The first piece of each data object is a write_full with the oc.key and oc.ver xattrs (for
+// the orphan scrub) in the same op; later pieces write at their offset (RADOS applies one client's
+// ops on one object in order). Nothing refers to the data until a commit op names the version, so
+// pieces need no atomicity. librados copies a piece when the op is built, so one piece buffer
+// serves the whole stream. The MD5 and the body's checks are the writer's
+// (object/checking_writer.h); a descriptor PUT's chunk is hashed here for its ChunkEtag
+// (records/chunk_etag.h). Not thread-safe: one writer's.
 
 #include <cstdint>
 #include <deque>
@@ -20,7 +19,6 @@
 #include "oc/common/status.h"
 #include "rados/rados_wrap.h"
 #include "records/chunk_etag.h"
-#include "records/md5.h"
 #include "records/meta_codec.h"
 
 namespace oc::storage::rados {
@@ -32,7 +30,6 @@ inline constexpr size_t kPiecesInFlight = 4;
 
 // What a DataStream hashes its bytes for.
 struct StreamHashes {
-  bool md5 = true;  // a plain PUT's ETag, or a Content-MD5 to check
   bool chunk_etag = false;
   uint64_t chunk_piece_bytes = 0;  // ChunkEtag::PieceBytes, with chunk_etag
 };
@@ -51,8 +48,6 @@ class DataStream {
   Status Close();
   // Close(), then waits for every write; the first error of any.
   Status Finish();
-  // The MD5 of every byte appended. REQUIRES: Close() returned OK, hashes.md5.
-  const Md5Digest& md5() const { return md5_digest_; }
   // The ChunkEtag of every byte appended. REQUIRES: Close() returned OK, hashes.chunk_etag.
   const std::string& chunk_etag() const { return chunk_etag_; }
   const Segment& segment() const { return segment_; }
@@ -71,8 +66,6 @@ class DataStream {
   const uint64_t bucket_id_;
   const std::string key_;
   Segment segment_;
-  std::optional<Md5> md5_;
-  Md5Digest md5_digest_{};
   std::optional<ChunkEtag> etag_;
   std::string chunk_etag_;
   std::string piece_;

@@ -1,11 +1,13 @@
-// RadosStore, writing one object: the streaming writer (data objects first, then one guarded
-// commit op on the key's index shard, RadosStore::CommitPut), Delete and Copy (rados_store.h).
+// RadosStore, writing one object: the bytes' way under a CheckingWriter (data objects first,
+// then one guarded commit op on the key's index shard, RadosStore::CommitPut), Delete and Copy
+// (rados_store.h).
 
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "names.h"
+#include "object/checking_writer.h"
 #include "rados/rados_store.h"
 #include "rados/rados_stream.h"
 #include "records/object_checksum.h"
@@ -17,20 +19,6 @@ namespace {
 
 // Copy to another key streams through a buffer of this size.
 constexpr uint64_t kCopyBufferBytes = 4ull << 20;
-
-// The size and digest checks of a finished object (store.h ObjectWriter::Commit).
-Status CheckBody(const PutOptions& o, uint64_t size, const Md5Digest& md5) {
-  if (o.expected_size.has_value() && *o.expected_size != size) {
-    return Status(Code::kInvalidArgument, Subject::kEntity, "Content-Length",
-                  "body has " + std::to_string(size) + " bytes, expected " +
-                      std::to_string(*o.expected_size));
-  }
-  if (o.content_md5.has_value() && *o.content_md5 != md5) {
-    return Status(Code::kInvalidArgument, Subject::kDigest, "Content-MD5",
-                  "Content-MD5 does not match the body");
-  }
-  return Status::Ok();
-}
 
 ObjectRecord NewRecord(const PutOptions& o, const Segment& segment, const Md5Digest& md5) {
   ObjectRecord r;
@@ -46,53 +34,24 @@ ObjectRecord NewRecord(const PutOptions& o, const Segment& segment, const Md5Dig
   return r;
 }
 
-class RadosWriter final : public ObjectWriter {
+// The bytes of one object on their way to its data objects, then the commit op, under a
+// CheckingWriter (object/checking_writer.h: the counting, MD5 and checks, the writer state).
+class RadosBody final : public RawBodyWriter {
  public:
-  RadosWriter(RadosStore* store, ObjectKey key, PutOptions options, RadosStore::BucketRef bucket,
-              Segment segment)
+  RadosBody(RadosStore* store, ObjectKey key, RadosStore::BucketRef bucket, Segment segment)
       : store_(store),
         key_(std::move(key)),
-        options_(std::move(options)),
         bucket_(bucket),
         stream_(store->io(), bucket.id, key_.name, segment) {}
 
-  ~RadosWriter() override {
-    if (!spent_) {
-      stream_.Discard();
-    }
-  }
+  Status Write(ByteSpan data) override { return stream_.Append(data); }
+  Status Finish() override { return stream_.Finish(); }
+  void Discard() override { stream_.Discard(); }
 
-  Status Append(ByteSpan data) override {
-    if (spent_) {
-      return Status::FailedPrecondition(Subject::kEntity, "writer already committed");
-    }
-    return stream_.Append(data);
-  }
-
-  Status AddHeader(std::string name, std::string value) override {
-    if (spent_) {
-      return Status::FailedPrecondition(Subject::kEntity, "writer already committed");
-    }
-    options_.headers.emplace_back(std::move(name), std::move(value));
-    return Status::Ok();
-  }
-
-  Result<ObjectMeta> Commit() override {
-    if (spent_) {
-      return Status::FailedPrecondition(Subject::kEntity, "writer already committed");
-    }
-    spent_ = true;
-    Status s = stream_.Finish();
-    if (s.ok()) {
-      s = CheckBody(options_, stream_.segment().size, stream_.md5());
-    }
-    if (!s.ok()) {
-      stream_.Discard();
-      return s;
-    }
-    const ObjectRecord record = NewRecord(options_, stream_.segment(), stream_.md5());
-    const Status done = IsConditional(options_)
-                            ? CommitConditional(record)
+  Result<ObjectMeta> Commit(const PutOptions& options, const BodyCheck& check) override {
+    const ObjectRecord record = NewRecord(options, stream_.segment(), check.md5());
+    const Status done = IsConditional(options)
+                            ? CommitConditional(options, record)
                             : store_->CommitPut(key_.bucket, bucket_, key_.name, record);
     if (!done.ok()) {
       // A refused op changed nothing (one op is atomic), so nothing names the data. An op
@@ -111,12 +70,12 @@ class RadosWriter final : public ObjectWriter {
   // A conditional PUT commits alone, not grouped with other PUTs of its key, and decides on
   // the record read first and guarded by the op's compare: a conflict re-reads and decides
   // again, so the condition holds against the record the op replaces.
-  Status CommitConditional(const ObjectRecord& record) {
+  Status CommitConditional(const PutOptions& options, const ObjectRecord& record) {
     std::vector<RadosStore::KeyChange> changes(1);
     changes[0].name = key_.name;
     changes[0].decide =
         [&](const std::optional<ObjectRecord>& current) -> Result<std::optional<ObjectRecord>> {
-      OC_RETURN_IF_ERROR(CheckWriteConditions(options_, key_.name, current));
+      OC_RETURN_IF_ERROR(CheckWriteConditions(options, key_.name, current));
       return std::optional<ObjectRecord>(record);
     };
     return store_
@@ -127,10 +86,8 @@ class RadosWriter final : public ObjectWriter {
 
   RadosStore* const store_;
   const ObjectKey key_;
-  PutOptions options_;  // AddHeader appends to its headers
   const RadosStore::BucketRef bucket_;
   rados::DataStream stream_;
-  bool spent_ = false;
 };
 
 }  // namespace
@@ -141,7 +98,8 @@ Result<std::unique_ptr<ObjectWriter>> RadosStore::Put(const ObjectKey& key,
   OC_ASSIGN_OR_RETURN(const uint64_t object_bytes, ChooseObjectBytes(options));
   OC_ASSIGN_OR_RETURN(const BucketRef ref, Bucket(key.bucket));
   return std::unique_ptr<ObjectWriter>(
-      new RadosWriter(this, key, options, ref, NewVersion(object_bytes)));
+      new CheckingWriter(options, /*etag_md5=*/true,
+                         std::make_unique<RadosBody>(this, key, ref, NewVersion(object_bytes))));
 }
 
 Status RadosStore::Delete(const ObjectKey& key) {

@@ -15,9 +15,9 @@
 #include <unordered_map>
 
 #include "names.h"
+#include "object/checking_writer.h"
 #include "oc/common/log.h"
 #include "records/chunk_etag.h"
-#include "records/md5.h"
 #include "records/meta_codec.h"
 #include "rocks/extent_buffer.h"
 #include "rocks/rocks_store.h"
@@ -60,9 +60,7 @@ class RocksGroupWriter final : public ObjectGroupWriter {
     const uint64_t piece_bytes = ChunkEtag::PieceBytes(options);
     etag_.emplace(piece_bytes);
     etag_from_extents_ = piece_bytes == extent_bytes;
-    if (options.content_md5.has_value()) {
-      md5_.emplace();
-    }
+    check_.emplace(options, /*etag_md5=*/false);
     members_.push_back(std::move(m));
     next_extent_ = 0;
     buf_.Clear();
@@ -75,9 +73,7 @@ class RocksGroupWriter final : public ObjectGroupWriter {
       return Status::FailedPrecondition(Subject::kEntity, "Append before Begin");
     }
     RocksStore::GroupMember& m = members_.back();
-    if (md5_.has_value()) {
-      md5_->Update(data);
-    }
+    check_->Update(data);
     if (!etag_from_extents_) {
       etag_->Update(data);
     }
@@ -134,22 +130,9 @@ class RocksGroupWriter final : public ObjectGroupWriter {
     RocksStore::GroupMember& m = members_.back();
     m.etag = etag_->Finish();
     etag_.reset();
-    std::optional<Md5Digest> md5;
-    if (md5_.has_value()) {
-      md5 = md5_->Finish();
-      md5_.reset();
-    }
-    const PutOptions& o = m.options;
-    if (o.expected_size.has_value() && *o.expected_size != m.segment.size) {
-      return Status(Code::kInvalidArgument, Subject::kEntity, "Content-Length",
-                    "object " + m.name + " has " + std::to_string(m.segment.size) +
-                        " bytes, expected " + std::to_string(*o.expected_size));
-    }
-    if (o.content_md5.has_value() && *o.content_md5 != md5) {
-      return Status(Code::kInvalidArgument, Subject::kDigest, "Content-MD5",
-                    "Content-MD5 does not match the body");
-    }
-    return Status::Ok();
+    const Status checked = check_->Finish(m.name);
+    check_.reset();
+    return checked;
   }
 
   Status EmitExtent(bool may_flush) {
@@ -211,11 +194,11 @@ class RocksGroupWriter final : public ObjectGroupWriter {
   const std::string bucket_;
   const uint8_t flags_;
   std::vector<RocksStore::GroupMember> members_;
-  // Of the object in progress; empty between objects. MD5 only with a Content-MD5.
+  // Of the object in progress; empty between objects.
   std::optional<ChunkEtag> etag_;
   bool etag_from_extents_ = false;  // each extent is a piece: its hash is the piece's
-  std::optional<Md5> md5_;
-  ExtentBuffer buf_;  // the extent being filled
+  std::optional<BodyCheck> check_;  // size and Content-MD5 (object/checking_writer.h)
+  ExtentBuffer buf_;                // the extent being filled
   rocksdb::WriteBatch batch_;
   uint64_t batch_bytes_ = 0;
   StagedData staged_;  // data-file appends (their live bytes are per member)

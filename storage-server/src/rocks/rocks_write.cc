@@ -1,6 +1,7 @@
-// RocksStore, writing one object or part: the streaming writer (extents buffered, flushed
-// unsynced under a pending record, committed in one batch), the commit under the key lock
-// with the WAL group sync, Delete, and Copy (rocks_store.h: "Writes", "Locks").
+// RocksStore, writing one object or part: the bytes' way under a CheckingWriter (extents
+// buffered, flushed unsynced under a pending record, committed in one batch), the commit
+// under the key lock with the WAL group sync, Delete, and Copy (rocks_store.h: "Writes",
+// "Locks").
 
 #include <algorithm>
 #include <cstring>
@@ -10,8 +11,8 @@
 #include <string>
 
 #include "names.h"
+#include "object/checking_writer.h"
 #include "oc/common/log.h"
-#include "records/md5.h"
 #include "records/object_checksum.h"
 #include "records/write_conditions.h"
 #include "rocks/extent_buffer.h"
@@ -34,25 +35,19 @@ Status BadKeyStatus(std::string field, std::string message) {
   return Status(Code::kInvalidArgument, Subject::kNone, std::move(field), std::move(message));
 }
 
-class RocksWriter final : public ObjectWriter {
+// The bytes of one object or part on their way to RocksDB (or its data files), under a
+// CheckingWriter (object/checking_writer.h: the counting, MD5 and checks, the writer state).
+class RocksBody final : public RawBodyWriter {
  public:
-  RocksWriter(RocksStore* store, RocksStore::WriteTarget target, uint64_t data_id,
-              uint64_t extent_bytes, uint8_t flags)
+  RocksBody(RocksStore* store, RocksStore::WriteTarget target, uint64_t data_id,
+            uint64_t extent_bytes, uint8_t flags)
       : store_(store),
         target_(std::move(target)),
         data_id_(data_id),
         extent_bytes_(extent_bytes),
         flags_(flags) {}
 
-  ~RocksWriter() override {
-    if (!spent_) {
-      store_->DiscardData(data_id_, flushed_);
-    }
-  }
-
-  Status Append(ByteSpan data) override {
-    OC_RETURN_IF_ERROR(Usable());
-    md5_.Update(data);
+  Status Write(ByteSpan data) override {
     size_ += data.size();
     while (!data.empty()) {
       ReserveExtent();
@@ -60,8 +55,7 @@ class RocksWriter final : public ObjectWriter {
       buf_.Append(data.first(n));
       data = data.subspan(n);
       if (buf_.size() == extent_bytes_) {
-        failed_ = EmitExtent(/*may_flush=*/true);
-        OC_RETURN_IF_ERROR(failed_);
+        OC_RETURN_IF_ERROR(EmitExtent(/*may_flush=*/true));
       }
     }
     return Status::Ok();
@@ -70,92 +64,45 @@ class RocksWriter final : public ObjectWriter {
   // Lends the free tail of the extent being filled (at most up to the extent's end), so the
   // bytes land where EmitExtent writes them from; a tail shorter than min_bytes is not worth
   // a read of its own, and the scratch lend (store.h) takes the bytes instead.
-  Result<MutableByteSpan> AppendSpace(uint64_t min_bytes, uint64_t max_bytes) override {
-    OC_RETURN_IF_ERROR(Usable());
-    if (max_bytes == 0) {
-      return Status::InvalidArgument("max_bytes", "a lend needs max_bytes > 0");
-    }
+  MutableByteSpan Lend(uint64_t min_bytes, uint64_t max_bytes) override {
     ReserveExtent();
     const uint64_t room = std::min(buf_.capacity(), extent_bytes_) - buf_.size();
     if (room == 0 || room < std::min(min_bytes, max_bytes)) {
-      return ObjectWriter::AppendSpace(min_bytes, max_bytes);
+      return {};
     }
-    lent_ = std::min(room, max_bytes);
-    return buf_.tail().first(*lent_);
+    return buf_.tail().first(std::min(room, max_bytes));
   }
 
-  Status Appended(uint64_t n) override {
-    if (!lent_.has_value()) {
-      return ObjectWriter::Appended(n);  // the scratch lend: through Append
-    }
-    const uint64_t lent = *lent_;
-    lent_.reset();
-    if (n > lent) {
-      return Status::FailedPrecondition(Subject::kEntity, "Appended more than was lent");
-    }
-    OC_RETURN_IF_ERROR(Usable());
-    md5_.Update(buf_.tail().first(n));
+  Status Lent(uint64_t n) override {
     buf_.Grow(n);
     size_ += n;
     if (buf_.size() == extent_bytes_) {
-      failed_ = EmitExtent(/*may_flush=*/true);
+      return EmitExtent(/*may_flush=*/true);
     }
-    return failed_;
-  }
-
-  Status AddHeader(std::string name, std::string value) override {
-    if (spent_) {
-      return Status::FailedPrecondition(Subject::kEntity, "writer already committed");
-    }
-    target_.options.headers.emplace_back(std::move(name), std::move(value));
     return Status::Ok();
   }
 
-  Result<ObjectMeta> Commit() override {
-    if (spent_) {
-      return Status::FailedPrecondition(Subject::kEntity, "writer already committed");
-    }
-    spent_ = true;
-    Status s = failed_;
+  Status Finish() override {
     if (next_extent_ == 0 && (flags_ & kSegmentDataFile) != 0 &&
         size_ < store_->options().data_file_min_bytes) {
       flags_ = 0;  // small, in one extent: stays in RocksDB, one sync (options.h)
     }
-    if (s.ok() && !buf_.empty()) {
-      s = EmitExtent(/*may_flush=*/false);
+    if (!buf_.empty()) {
+      return EmitExtent(/*may_flush=*/false);
     }
-    const Md5Digest md5 = md5_.Finish();
-    const PutOptions& o = target_.options;
-    if (s.ok() && o.expected_size.has_value() && *o.expected_size != size_) {
-      s = Status(Code::kInvalidArgument, Subject::kEntity, "Content-Length",
-                 "body has " + std::to_string(size_) + " bytes, expected " +
-                     std::to_string(*o.expected_size));
-    }
-    if (s.ok() && o.content_md5.has_value() && *o.content_md5 != md5) {
-      s = Status(Code::kInvalidArgument, Subject::kDigest, "Content-MD5",
-                 "Content-MD5 does not match the body");
-    }
-    if (!s.ok()) {
-      store_->DiscardData(data_id_, flushed_);
-      return s;
-    }
-    // CommitWrite frees the extents itself when it fails before writing the record.
-    return store_->CommitWrite(target_, Segment{data_id_, size_, extent_bytes_, flags_}, md5,
-                               flushed_, &batch_, staged_);
+    return Status::Ok();
   }
+
+  Result<ObjectMeta> Commit(const PutOptions& options, const BodyCheck& check) override {
+    target_.options = options;
+    // CommitWrite frees the extents itself when it fails before writing the record.
+    return store_->CommitWrite(target_, Segment{data_id_, size_, extent_bytes_, flags_},
+                               check.md5(), flushed_, &batch_, staged_);
+  }
+
+  void Discard() override { store_->DiscardData(data_id_, flushed_); }
 
  private:
-  // kFailedPrecondition after Commit; the first write error for good; a lend outstanding.
-  Status Usable() const {
-    if (spent_) {
-      return Status::FailedPrecondition(Subject::kEntity, "writer already committed");
-    }
-    if (lent_.has_value()) {
-      return Status::FailedPrecondition(Subject::kEntity, "a lend is outstanding");
-    }
-    return failed_;
-  }
-
   // Room for the extent being filled: the extent's size, or the expected object's if smaller.
   void ReserveExtent() {
     if (buf_.capacity() == 0) {
@@ -201,21 +148,17 @@ class RocksWriter final : public ObjectWriter {
   }
 
   RocksStore* const store_;
-  RocksStore::WriteTarget target_;  // AddHeader appends to options.headers
+  RocksStore::WriteTarget target_;  // options as at Put; at Commit, the writer's
   const uint64_t data_id_;
   const uint64_t extent_bytes_;
-  uint8_t flags_;  // cleared at Commit for a small object under the data-file layout
-  Md5 md5_;
-  ExtentBuffer buf_;              // the extent being filled
-  std::optional<uint64_t> lent_;  // bytes of buf_'s tail lent by AppendSpace
+  uint8_t flags_;     // cleared at Finish for a small object under the data-file layout
+  ExtentBuffer buf_;  // the extent being filled
   rocksdb::WriteBatch batch_;
   uint64_t batch_bytes_ = 0;
   StagedData staged_;  // data-file appends
   uint64_t next_extent_ = 0;
   uint64_t size_ = 0;
   bool flushed_ = false;
-  bool spent_ = false;
-  Status failed_;
 };
 
 }  // namespace
@@ -287,8 +230,11 @@ Result<std::unique_ptr<ObjectWriter>> RocksStore::Put(const ObjectKey& key,
 Result<std::unique_ptr<ObjectWriter>> RocksStore::NewWriter(WriteTarget target,
                                                             uint64_t extent_bytes) {
   OC_ASSIGN_OR_RETURN(uint64_t data_id, NewDataId());
+  PutOptions options = target.options;
   return std::unique_ptr<ObjectWriter>(
-      new RocksWriter(this, std::move(target), data_id, extent_bytes, NewSegmentFlags()));
+      new CheckingWriter(std::move(options), /*etag_md5=*/true,
+                         std::make_unique<RocksBody>(this, std::move(target), data_id, extent_bytes,
+                                                     NewSegmentFlags())));
 }
 
 uint8_t RocksStore::NewSegmentFlags() const {
