@@ -25,6 +25,7 @@
 
 #include "names.h"
 #include "object/checking_writer.h"
+#include "object/new_records.h"
 #include "rados/rados_store.h"
 #include "rados/rados_stream.h"
 
@@ -93,14 +94,7 @@ class RadosGroupWriter final : public ObjectGroupWriter {
     std::map<uint32_t, std::vector<size_t>> by_shard;  // shard -> members, in Begin order
     for (size_t i = 0; i < members_.size(); ++i) {
       Member& m = members_[i];
-      m.record.meta.size = m.segment.size;
-      m.record.meta.etag = m.etag;
-      m.record.meta.mtime_unix_ms = now;
-      m.record.meta.content_type = m.options.content_type;
-      m.record.meta.user_meta = m.options.user_meta;
-      m.record.meta.headers = m.options.headers;
-      m.record.meta.chunk = m.options.chunk;
-      m.record.meta.tags = m.options.tags.value_or(Tags{});
+      m.record.meta = NewObjectMeta(m.options, m.segment.size, m.etag, now);
       m.record.segments.push_back(m.segment);
       if (last[m.name] == i) {
         by_shard[rados::ShardOf(m.name, ref_.shards)].push_back(i);

@@ -26,6 +26,7 @@
 
 #include "names.h"
 #include "object/checking_writer.h"
+#include "object/new_records.h"
 #include "rados/rados_store.h"
 #include "rados/rados_stream.h"
 #include "records/multipart_complete.h"
@@ -345,15 +346,7 @@ Result<StoredParts> ReadParts(RadosStore& store, std::string_view bucket,
 Result<std::string> RadosStore::CreateMultipartUpload(const ObjectKey& key,
                                                       const PutOptions& options) {
   OC_RETURN_IF_ERROR(ValidateObjectKey(key.name));
-  UploadRecord record;
-  record.content_type = options.content_type;
-  record.user_meta = options.user_meta;
-  record.headers = options.headers;
-  record.chunk = options.chunk;
-  record.tags = options.tags.value_or(Tags{});
-  record.checksum_header = options.upload_checksum_header;
-  record.checksum_type = options.upload_checksum_type;
-  record.initiated_unix_ms = RadosNowUnixMs();
+  UploadRecord record = NewUploadRecord(options, RadosNowUnixMs());
   OC_ASSIGN_OR_RETURN(record.extent_bytes, ChooseObjectBytes(options));
   OC_ASSIGN_OR_RETURN(const BucketRef ref, Bucket(key.bucket));
   const std::string value = EncodeUploadRecord(record);
@@ -378,10 +371,7 @@ Result<std::unique_ptr<ObjectWriter>> RadosStore::UploadPart(const ObjectKey& ke
                                                              uint32_t part_number,
                                                              const PutOptions& options) {
   OC_RETURN_IF_ERROR(ValidateObjectKey(key.name));
-  if (part_number < 1 || part_number > kMaxPartNumber) {
-    return Status(Code::kInvalidArgument, Subject::kPart, "partNumber",
-                  "part number must be 1.." + std::to_string(kMaxPartNumber));
-  }
+  OC_RETURN_IF_ERROR(CheckPartNumber(part_number));
   OC_ASSIGN_OR_RETURN(const BucketRef ref, Bucket(key.bucket));
   if (!IsUploadId(upload_id)) {
     return NoSuchUpload(upload_id);
@@ -393,14 +383,7 @@ Result<std::unique_ptr<ObjectWriter>> RadosStore::UploadPart(const ObjectKey& ke
     return NoSuchUpload(upload_id);
   }
   OC_ASSIGN_OR_RETURN(UploadRecord upload, DecodeUploadRecord(found.begin()->second));
-  OC_RETURN_IF_ERROR(CheckPartChecksum(upload, options));
-  PutOptions part_options;
-  part_options.expected_size = options.expected_size;
-  part_options.content_md5 = options.content_md5;
-  // The part's checksum, when sent as a header; one sent as a trailer comes by AddHeader.
-  if (ObjectChecksum checksum = ChecksumOfHeaders(options.headers); !checksum.empty()) {
-    part_options.headers.emplace_back(std::move(checksum.header), std::move(checksum.value));
-  }
+  OC_ASSIGN_OR_RETURN(PutOptions part_options, PartWriteOptions(upload, options));
   return std::unique_ptr<ObjectWriter>(new CheckingWriter(
       std::move(part_options), /*etag_md5=*/true,
       std::make_unique<RadosPartBody>(

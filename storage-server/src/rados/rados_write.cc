@@ -8,9 +8,9 @@
 
 #include "names.h"
 #include "object/checking_writer.h"
+#include "object/new_records.h"
 #include "rados/rados_store.h"
 #include "rados/rados_stream.h"
-#include "records/object_checksum.h"
 #include "records/write_conditions.h"
 #include "stream_copy.h"
 
@@ -22,14 +22,7 @@ constexpr uint64_t kCopyBufferBytes = 4ull << 20;
 
 ObjectRecord NewRecord(const PutOptions& o, const Segment& segment, const Md5Digest& md5) {
   ObjectRecord r;
-  r.meta.size = segment.size;
-  r.meta.etag = HexEncode(md5);
-  r.meta.mtime_unix_ms = RadosNowUnixMs();
-  r.meta.content_type = o.content_type;
-  r.meta.user_meta = o.user_meta;
-  r.meta.headers = o.headers;
-  r.meta.chunk = o.chunk;
-  r.meta.tags = o.tags.value_or(Tags{});
+  r.meta = NewObjectMeta(o, segment.size, HexEncode(md5), RadosNowUnixMs());
   r.segments.push_back(segment);
   return r;
 }
@@ -143,12 +136,7 @@ Result<ObjectMeta> RadosStore::Copy(const ObjectKey& src, const ObjectKey& dst,
     OC_RETURN_IF_ERROR(CheckWriteConditions(conditions, dst.name, current));
     ObjectRecord next = *current;
     if (replace.has_value()) {
-      next.meta.content_type = replace->content_type;
-      next.meta.user_meta = replace->user_meta;
-      next.meta.headers = CopyHeaders(current->meta, replace->headers);
-      if (replace->tags.has_value()) {
-        next.meta.tags = *replace->tags;
-      }
+      ReplaceMetadata(&next.meta, *replace);
     }
     next.meta.mtime_unix_ms = now;
     return std::optional<ObjectRecord>(std::move(next));

@@ -16,6 +16,7 @@
 
 #include "names.h"
 #include "object/checking_writer.h"
+#include "object/new_records.h"
 #include "oc/common/log.h"
 #include "records/chunk_etag.h"
 #include "records/meta_codec.h"
@@ -259,14 +260,7 @@ Result<std::vector<GroupCommitted>> RocksStore::CommitGroup(std::string_view buc
       const GroupMember& m = members[i];
       OC_RETURN_IF_ERROR(FromRocks(batch->Delete(pending_cf_, PendingKey(m.segment.data_id))));
       ObjectRecord record;
-      record.meta.size = m.segment.size;
-      record.meta.etag = m.etag;
-      record.meta.mtime_unix_ms = now;
-      record.meta.content_type = m.options.content_type;
-      record.meta.user_meta = m.options.user_meta;
-      record.meta.headers = m.options.headers;
-      record.meta.chunk = m.options.chunk;
-      record.meta.tags = m.options.tags.value_or(Tags{});
+      record.meta = NewObjectMeta(m.options, m.segment.size, m.etag, now);
       record.segments.push_back(m.segment);
       if (last[keys[i]] != i) {
         freed += DeleteSegments(record.segments, batch, &dead);

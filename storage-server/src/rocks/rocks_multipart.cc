@@ -8,9 +8,9 @@
 #include <rocksdb/snapshot.h>
 
 #include "names.h"
+#include "object/new_records.h"
 #include "records/multipart_complete.h"
 #include "records/multipart_names.h"
-#include "records/object_checksum.h"
 #include "records/write_conditions.h"
 #include "rocks/rocks_store.h"
 #include "rocks/store_keys.h"
@@ -53,15 +53,7 @@ Result<std::vector<NumberedPart>> RocksStore::GetParts(const rocksdb::ReadOption
 Result<std::string> RocksStore::CreateMultipartUpload(const ObjectKey& key,
                                                       const PutOptions& options) {
   OC_RETURN_IF_ERROR(ValidateObjectKey(key.name));
-  UploadRecord record;
-  record.content_type = options.content_type;
-  record.user_meta = options.user_meta;
-  record.headers = options.headers;
-  record.chunk = options.chunk;
-  record.tags = options.tags.value_or(Tags{});
-  record.checksum_header = options.upload_checksum_header;
-  record.checksum_type = options.upload_checksum_type;
-  record.initiated_unix_ms = NowUnixMs();
+  UploadRecord record = NewUploadRecord(options, NowUnixMs());
   OC_ASSIGN_OR_RETURN(record.extent_bytes,
                       ChooseExtentBytes(options, options_.default_extent_bytes));
   const std::string upload_id = NewUploadId();
@@ -78,21 +70,11 @@ Result<std::unique_ptr<ObjectWriter>> RocksStore::UploadPart(const ObjectKey& ke
                                                              uint32_t part_number,
                                                              const PutOptions& options) {
   OC_RETURN_IF_ERROR(ValidateObjectKey(key.name));
-  if (part_number < 1 || part_number > kMaxPartNumber) {
-    return Status(Code::kInvalidArgument, Subject::kPart, "partNumber",
-                  "part number must be 1.." + std::to_string(kMaxPartNumber));
-  }
+  OC_RETURN_IF_ERROR(CheckPartNumber(part_number));
   OC_RETURN_IF_ERROR(CheckBucket(key.bucket, meta_read_));
   OC_ASSIGN_OR_RETURN(UploadRecord upload, GetUpload(meta_read_, key, upload_id));
-  OC_RETURN_IF_ERROR(CheckPartChecksum(upload, options));
-  PutOptions part_options;
-  part_options.expected_size = options.expected_size;
-  part_options.content_md5 = options.content_md5;
+  OC_ASSIGN_OR_RETURN(PutOptions part_options, PartWriteOptions(upload, options));
   part_options.extent_bytes = upload.extent_bytes;
-  // The part's checksum, when sent as a header; one sent as a trailer comes by AddHeader.
-  if (ObjectChecksum checksum = ChecksumOfHeaders(options.headers); !checksum.empty()) {
-    part_options.headers.emplace_back(std::move(checksum.header), std::move(checksum.value));
-  }
   return NewWriter(WriteTarget{key, std::string(upload_id), part_number, part_options},
                    upload.extent_bytes);
 }

@@ -12,6 +12,7 @@
 
 #include "names.h"
 #include "object/checking_writer.h"
+#include "object/new_records.h"
 #include "oc/common/log.h"
 #include "records/object_checksum.h"
 #include "records/write_conditions.h"
@@ -307,12 +308,7 @@ Result<ObjectMeta> RocksStore::WriteCommit(const WriteTarget& target, const Segm
     // Under the key lock: no other commit of the key can land between this check and the write.
     OC_RETURN_IF_ERROR(CheckWriteConditions(target.options, target.key.name, old));
     ObjectRecord record;
-    record.meta = meta;
-    record.meta.content_type = target.options.content_type;
-    record.meta.user_meta = target.options.user_meta;
-    record.meta.headers = target.options.headers;
-    record.meta.chunk = target.options.chunk;
-    record.meta.tags = target.options.tags.value_or(Tags{});
+    record.meta = NewObjectMeta(target.options, meta.size, meta.etag, now);
     record.segments.push_back(segment);
     OC_RETURN_IF_ERROR(FromRocks(batch->Put(objects_cf_, object_key, EncodeObjectRecord(record))));
     if (old.has_value()) {
@@ -409,12 +405,7 @@ Result<ObjectMeta> RocksStore::Copy(const ObjectKey& src, const ObjectKey& dst,
     }
     OC_RETURN_IF_ERROR(CheckWriteConditions(conditions, dst.name, record));
     if (replace.has_value()) {
-      record->meta.content_type = replace->content_type;
-      record->meta.user_meta = replace->user_meta;
-      record->meta.headers = CopyHeaders(record->meta, replace->headers);
-      if (replace->tags.has_value()) {
-        record->meta.tags = *replace->tags;
-      }
+      ReplaceMetadata(&record->meta, *replace);
     }
     record->meta.mtime_unix_ms = NowUnixMs();
     OC_RETURN_IF_ERROR(
