@@ -19,32 +19,6 @@ namespace {
 // Reads a reader keeps in flight ahead of its caller.
 constexpr size_t kReadAhead = 2;
 
-// Where object offset `at` lives: the data object and the offset in it, and how many bytes
-// from there stay in that object (and in its segment).
-struct Located {
-  const Segment* segment = nullptr;
-  uint64_t extent = 0;
-  uint64_t within = 0;
-  uint64_t room = 0;
-};
-
-Located Locate(const std::vector<Segment>& segments, uint64_t at) {
-  uint64_t start = 0;
-  for (const Segment& s : segments) {
-    if (at < start + s.size) {
-      const uint64_t in_seg = at - start;
-      Located l;
-      l.segment = &s;
-      l.extent = in_seg / s.extent_bytes;
-      l.within = in_seg % s.extent_bytes;
-      l.room = std::min(s.extent_bytes - l.within, s.size - in_seg);
-      return l;
-    }
-    start += s.size;
-  }
-  return Located{};
-}
-
 class RadosReader final : public ObjectReader {
  public:
   RadosReader(RadosStore* store, uint64_t bucket_id, std::string name, ObjectRecord record,
@@ -114,16 +88,19 @@ class RadosReader final : public ObjectReader {
   Status Prefetch() {
     const uint64_t end = offset_ + length_;
     while (pending_.size() < kReadAhead && fetch_at_ < end) {
-      const Located l = Locate(record_.segments, fetch_at_);
-      if (l.segment == nullptr) {
+      // The data object holding fetch_at_ and the bytes from there to its end.
+      const std::optional<ExtentPos> l = LocateExtent(record_.segments, fetch_at_);
+      if (!l.has_value()) {
         return Status::Corruption(name_ + ": record segments do not cover its size");
       }
+      const Segment& seg = record_.segments[l->segment];
+      const uint64_t room = ExtentDataBytes(seg, l->extent) - l->within;
       auto p = std::make_unique<Pending>();
-      p->len = std::min({l.room, end - fetch_at_, rados::kPieceBytes});
+      p->len = std::min({room, end - fetch_at_, rados::kPieceBytes});
       p->buf = std::make_unique_for_overwrite<char[]>(p->len);
-      p->op.Read(l.within, p->len, p->buf.get(), &p->got, &p->prval);
+      p->op.Read(l->within, p->len, p->buf.get(), &p->got, &p->prval);
       const int rc =
-          p->op.OperateAsync(store_->io(), rados::DataOid(bucket_id_, *l.segment, l.extent), p->c);
+          p->op.OperateAsync(store_->io(), rados::DataOid(bucket_id_, seg, l->extent), p->c);
       OC_RETURN_IF_ERROR(rados::FromRados(rc, "reading a data object"));
       fetch_at_ += p->len;
       pending_.push_back(std::move(p));

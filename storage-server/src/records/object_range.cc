@@ -40,4 +40,19 @@ Result<ResolvedRange> ResolveRange(const ObjectRecord& record, const ByteRange& 
   return ResolvedRange{range.offset, std::min(range.length, size - range.offset)};
 }
 
+std::optional<ExtentPos> LocateExtent(std::span<const Segment> segments, uint64_t offset) {
+  for (size_t i = 0; i < segments.size(); ++i) {
+    if (offset < segments[i].size) {
+      return ExtentPos{i, offset / segments[i].extent_bytes, offset % segments[i].extent_bytes};
+    }
+    offset -= segments[i].size;
+  }
+  return std::nullopt;
+}
+
+uint64_t ExtentDataBytes(const Segment& segment, uint64_t index) {
+  const uint64_t start = index * segment.extent_bytes;
+  return std::min(segment.extent_bytes, segment.size - start);
+}
+
 }  // namespace oc::storage

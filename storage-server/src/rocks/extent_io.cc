@@ -27,21 +27,6 @@ Status HashMismatch() { return Status::Corruption("extent hash mismatch"); }
 
 uint64_t ExtentHash(ByteSpan data) { return XXH3_64bits(data.data(), data.size()); }
 
-ExtentPos LocateExtent(std::span<const Segment> segments, uint64_t offset) {
-  size_t i = 0;
-  while (i + 1 < segments.size() && offset >= segments[i].size) {
-    offset -= segments[i].size;
-    ++i;
-  }
-  OC_CHECK(i < segments.size());
-  return {i, offset / segments[i].extent_bytes, offset % segments[i].extent_bytes};
-}
-
-uint64_t ExtentDataBytes(const Segment& segment, uint64_t index) {
-  const uint64_t start = index * segment.extent_bytes;
-  return std::min(segment.extent_bytes, segment.size - start);
-}
-
 uint64_t StoredExtentBytes(const Segment& segment, uint64_t index) {
   if ((segment.flags & kSegmentDataFile) != 0) {
     return kLocatorBytes;
@@ -126,7 +111,11 @@ Status ReadObjectRange(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
   if (dest.empty()) {
     return Status::Ok();
   }
-  ExtentPos pos = LocateExtent(segments, offset);
+  const std::optional<ExtentPos> start = LocateExtent(segments, offset);
+  if (!start.has_value()) {
+    return Status::Corruption("record segments do not cover its size");
+  }
+  ExtentPos pos = *start;
   uint64_t done = 0;
   rocksdb::PinnableSlice pinned;
   while (done < dest.size()) {

@@ -16,21 +16,13 @@
 #include "oc/common/bytes.h"
 #include "oc/common/status.h"
 #include "records/meta_codec.h"
+#include "records/object_range.h"
 #include "rocks/data_files.h"
 
 namespace oc::storage {
 
-// Where byte `offset` of an object lies: segment index, extent index, offset in extent.
-struct ExtentPos {
-  size_t segment = 0;
-  uint64_t extent = 0;
-  uint64_t within = 0;
-};
-// REQUIRES: offset < sum of segment sizes.
-ExtentPos LocateExtent(std::span<const Segment> segments, uint64_t offset);
-
-// Bytes of extent `index` of `segment` (without the hash trailer).
-uint64_t ExtentDataBytes(const Segment& segment, uint64_t index);
+// Locating an offset (ExtentPos, LocateExtent) and an extent's bytes without the hash trailer
+// (ExtentDataBytes) are records/object_range.h's, shared with RADOS.
 // Length of the record of extent `index` of `segment`: its bytes, with the hash trailer, or
 // a locator.
 uint64_t StoredExtentBytes(const Segment& segment, uint64_t index);

@@ -75,7 +75,11 @@ class RocksReader final : public ObjectReader {
  private:
   Status LoadExtent(uint64_t at) {
     have_extent_ = false;
-    const ExtentPos pos = LocateExtent(record_.segments, at);
+    const std::optional<ExtentPos> located = LocateExtent(record_.segments, at);
+    if (!located.has_value()) {
+      return Status::Corruption("record segments do not cover its size");
+    }
+    const ExtentPos pos = *located;
     const Segment& seg = record_.segments[pos.segment];
     view_ = {};
     OC_RETURN_IF_ERROR(FetchExtent(store_->db(), store_->extents_cf(),

@@ -119,7 +119,11 @@ Status RocksStore::MultiGetSlices(const rocksdb::ReadOptions& meta_ro,
       continue;
     }
     const std::vector<Segment>& segments = records[i].segments;
-    ExtentPos pos = LocateExtent(segments, slices[i].offset);
+    const std::optional<ExtentPos> start = LocateExtent(segments, slices[i].offset);
+    if (!start.has_value()) {
+      return Status::Corruption("record segments do not cover its size");
+    }
+    ExtentPos pos = *start;
     uint64_t done = 0;
     while (done < slices[i].length) {
       const Segment& seg = segments[pos.segment];

@@ -1,11 +1,13 @@
 // The records a write makes from its options (object/new_records.h), shared by both
-// backends: the fields each copies, UploadPart's checks and the part writer's options.
+// backends: the fields each copies, UploadPart's checks and the part writer's options; and the
+// readers' shared offset location (records/object_range.h).
 // store_multipart_test.cc and store_test.cc check the same through every real backend.
 
 #include <gtest/gtest.h>
 
 #include "object/new_records.h"
 #include "records/md5.h"
+#include "records/object_range.h"
 
 namespace oc::storage::test {
 namespace {
@@ -85,6 +87,30 @@ TEST(NewRecordsTest, PartChecksAndWriterOptions) {
   Result<PutOptions> mismatch = PartWriteOptions(upload, other);
   ASSERT_FALSE(mismatch.has_value());
   EXPECT_EQ(mismatch.error().subject(), Subject::kUpload);
+}
+
+// Both readers locate an offset with records/object_range.h: segments of 10 bytes in extents
+// of 4, an empty one, then 3 bytes in extents of 8.
+TEST(ObjectRangeTest, LocateExtentAcrossSegments) {
+  const std::vector<Segment> segments = {Segment{1, 10, 4, 0}, Segment{2, 0, 4, 0},
+                                         Segment{3, 3, 8, 0}};
+  struct Row {
+    uint64_t offset;
+    size_t segment;
+    uint64_t extent, within, bytes;
+  };
+  for (const Row& r : {Row{0, 0, 0, 0, 4}, Row{5, 0, 1, 1, 4}, Row{9, 0, 2, 1, 2},
+                       Row{10, 2, 0, 0, 3}, Row{12, 2, 0, 2, 3}}) {
+    SCOPED_TRACE(r.offset);
+    const std::optional<ExtentPos> pos = LocateExtent(segments, r.offset);
+    ASSERT_TRUE(pos.has_value());
+    EXPECT_EQ(pos->segment, r.segment);
+    EXPECT_EQ(pos->extent, r.extent);
+    EXPECT_EQ(pos->within, r.within);
+    EXPECT_EQ(ExtentDataBytes(segments[pos->segment], pos->extent), r.bytes);
+  }
+  EXPECT_FALSE(LocateExtent(segments, 13).has_value());  // past the end: a corrupt record
+  EXPECT_FALSE(LocateExtent({}, 0).has_value());
 }
 
 }  // namespace
