@@ -3,27 +3,6 @@
 #include <algorithm>
 
 namespace oc::gateway {
-namespace {
-
-// Operations an anonymous request may perform on a public-read bucket. Every other one
-// (ListObjectVersions, GetObjectAttributes and the ACL writes among them) needs a user: S3
-// grants them separately from the reads (s3:ListBucketVersions, s3:GetObjectAttributes).
-bool IsPublicRead(S3Op op) {
-  switch (op) {
-    case S3Op::kGetObject:
-    case S3Op::kGetObjectCache:
-    case S3Op::kHeadObject:
-    case S3Op::kListObjects:
-    case S3Op::kListObjectsV2:
-    case S3Op::kHeadBucket:
-    case S3Op::kGetBucketLocation:
-      return true;
-    default:
-      return false;
-  }
-}
-
-}  // namespace
 
 Access::Access(const GatewayOptions& options, storage::Store* store)
     : store_(store), public_read_(options.public_read_buckets) {
@@ -69,8 +48,18 @@ void Access::Forget(const std::string& bucket) {
   owners_.erase(bucket);
 }
 
-std::optional<Response> Access::Check(const Request& req, S3Op op, const std::string& bucket) {
-  if (bucket.empty() || op == S3Op::kCreateBucket) {
+std::optional<Response> Access::Check(const Request& req, AccessClass access,
+                                      const std::string& bucket) {
+  switch (access) {
+    case AccessClass::kUnsigned:
+    case AccessClass::kAnyCaller:
+      return std::nullopt;
+    case AccessClass::kSignedUser:
+    case AccessClass::kBucketUser:
+    case AccessClass::kPublicRead:
+      break;
+  }
+  if (bucket.empty() || access == AccessClass::kSignedUser) {
     if (req.user == nullptr) {
       return Response::Error(S3Error::kAccessDenied);
     }
@@ -86,7 +75,7 @@ std::optional<Response> Access::Check(const Request& req, S3Op op, const std::st
   if (req.user == nullptr) {
     const bool is_public =
         std::find(public_read_.begin(), public_read_.end(), bucket) != public_read_.end();
-    if (!is_public || !IsPublicRead(op)) {
+    if (!is_public || access != AccessClass::kPublicRead) {
       return Response::Error(S3Error::kAccessDenied);
     }
   }

@@ -2,7 +2,8 @@
 // Access: who may do what (issue 4, auth and access). Every bucket has an owner (the access
 // key of the user that created it). A user touches only its own buckets, unless it is an admin
 // (credentials file) or the config grants it the bucket ("user=bucket"). Anonymous requests
-// may only read buckets listed in public_read_buckets.
+// may only call the kPublicRead operations (the access column of s3_ops.def) on buckets listed
+// in public_read_buckets.
 // Bucket owners are cached for kOwnerCacheTtl: a gateway in front of remote storage servers
 // may not see another gateway's DeleteBucket/CreateBucket sooner than that.
 // Thread safety: every method may be called concurrently.
@@ -29,10 +30,11 @@ class Access {
   // REQUIRES: `store` outlives this object.
   Access(const GatewayOptions& options, storage::Store* store);
 
-  // nullopt when `req.user` may perform `op` on `bucket` (or on the service if bucket is
-  // empty); otherwise the error response (AccessDenied, NoSuchBucket, ...). Runs on the
-  // Store pool (may call HeadBucket).
-  std::optional<Response> Check(const Request& req, S3Op op, const std::string& bucket);
+  // nullopt when `req.user` (nullptr: anonymous) may call an operation of class `access`
+  // (its row's, op_table.h) on `bucket` (or on the service if bucket is empty); otherwise the
+  // error response (AccessDenied, NoSuchBucket, ...). Runs on the Store pool (may call
+  // HeadBucket).
+  std::optional<Response> Check(const Request& req, AccessClass access, const std::string& bucket);
   // Drops the cached owner of `bucket` (after DeleteBucket/CreateBucket).
   void Forget(const std::string& bucket);
   // True when `user` may see `info` in ListBuckets.

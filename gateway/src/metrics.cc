@@ -55,7 +55,7 @@ std::string Metrics::StatsJson() const {
     out += fmt::format(
         "{}\"{}\":{{\"requests\":{},\"errors\":{},\"bytes_in\":{},\"bytes_out\":{},"
         "\"latency_us\":{{\"mean\":{},\"p50\":{},\"p90\":{},\"p99\":{}}}}}",
-        first ? "" : ",", kS3OpNames[i], n, s.errors.load(std::memory_order_relaxed),
+        first ? "" : ",", kOpRows[i].name, n, s.errors.load(std::memory_order_relaxed),
         s.bytes_in.load(std::memory_order_relaxed), s.bytes_out.load(std::memory_order_relaxed),
         s.latency_sum_us.load(std::memory_order_relaxed) / n, Percentile(s, 0.5),
         Percentile(s, 0.9), Percentile(s, 0.99));
@@ -89,28 +89,28 @@ std::string Metrics::Prometheus() const {
       "# HELP oc_gateway_requests_total S3 requests by operation.\n"
       "# TYPE oc_gateway_requests_total counter\n";
   for (size_t i = 0; i < kS3OpCount; ++i) {
-    out += fmt::format("oc_gateway_requests_total{{op=\"{}\"}} {}\n", kS3OpNames[i],
+    out += fmt::format("oc_gateway_requests_total{{op=\"{}\"}} {}\n", kOpRows[i].name,
                        ops_[i].requests.load(std::memory_order_relaxed));
   }
   out +=
       "# HELP oc_gateway_request_errors_total Responses with status >= 400 by operation.\n"
       "# TYPE oc_gateway_request_errors_total counter\n";
   for (size_t i = 0; i < kS3OpCount; ++i) {
-    out += fmt::format("oc_gateway_request_errors_total{{op=\"{}\"}} {}\n", kS3OpNames[i],
+    out += fmt::format("oc_gateway_request_errors_total{{op=\"{}\"}} {}\n", kOpRows[i].name,
                        ops_[i].errors.load(std::memory_order_relaxed));
   }
   out +=
       "# HELP oc_gateway_bytes_in_total Request body bytes by operation.\n"
       "# TYPE oc_gateway_bytes_in_total counter\n";
   for (size_t i = 0; i < kS3OpCount; ++i) {
-    out += fmt::format("oc_gateway_bytes_in_total{{op=\"{}\"}} {}\n", kS3OpNames[i],
+    out += fmt::format("oc_gateway_bytes_in_total{{op=\"{}\"}} {}\n", kOpRows[i].name,
                        ops_[i].bytes_in.load(std::memory_order_relaxed));
   }
   out +=
       "# HELP oc_gateway_bytes_out_total Response body bytes by operation.\n"
       "# TYPE oc_gateway_bytes_out_total counter\n";
   for (size_t i = 0; i < kS3OpCount; ++i) {
-    out += fmt::format("oc_gateway_bytes_out_total{{op=\"{}\"}} {}\n", kS3OpNames[i],
+    out += fmt::format("oc_gateway_bytes_out_total{{op=\"{}\"}} {}\n", kOpRows[i].name,
                        ops_[i].bytes_out.load(std::memory_order_relaxed));
   }
   out +=
@@ -122,19 +122,19 @@ std::string Metrics::Prometheus() const {
     for (size_t b = 0; b < s.buckets.size(); ++b) {
       cumulative += s.buckets[b].load(std::memory_order_relaxed);
       if (b < kLatencyBucketsUs.size()) {
-        out +=
-            fmt::format("oc_gateway_request_duration_seconds_bucket{{op=\"{}\",le=\"{}\"}} {}\n",
-                        kS3OpNames[i], static_cast<double>(kLatencyBucketsUs[b]) / 1e6, cumulative);
+        out += fmt::format("oc_gateway_request_duration_seconds_bucket{{op=\"{}\",le=\"{}\"}} {}\n",
+                           kOpRows[i].name, static_cast<double>(kLatencyBucketsUs[b]) / 1e6,
+                           cumulative);
       } else {
         out +=
             fmt::format("oc_gateway_request_duration_seconds_bucket{{op=\"{}\",le=\"+Inf\"}} {}\n",
-                        kS3OpNames[i], cumulative);
+                        kOpRows[i].name, cumulative);
       }
     }
-    out += fmt::format("oc_gateway_request_duration_seconds_sum{{op=\"{}\"}} {}\n", kS3OpNames[i],
+    out += fmt::format("oc_gateway_request_duration_seconds_sum{{op=\"{}\"}} {}\n", kOpRows[i].name,
                        static_cast<double>(s.latency_sum_us.load(std::memory_order_relaxed)) / 1e6);
-    out += fmt::format("oc_gateway_request_duration_seconds_count{{op=\"{}\"}} {}\n", kS3OpNames[i],
-                       cumulative);
+    out += fmt::format("oc_gateway_request_duration_seconds_count{{op=\"{}\"}} {}\n",
+                       kOpRows[i].name, cumulative);
   }
   out +=
       "# HELP oc_gateway_errors_total Error responses by S3 code.\n"

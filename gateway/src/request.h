@@ -41,7 +41,7 @@ struct Request {
   // upload, lowercase; "" otherwise (the decoder verifies it: AwsChunkedDecoder).
   std::string checksum_trailer;
   std::optional<uint64_t> content_length;
-  std::string body;  // BodyPolicy::kXml only
+  std::string body;  // BodyPolicy::kXml, and kDescriptor on a POST, only
 
   // First header called `name` (case-insensitive), or nullopt.
   std::optional<std::string_view> Header(std::string_view name) const;

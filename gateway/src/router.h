@@ -1,7 +1,9 @@
 #pragma once
-// The route table (STYLE 3.6 step 2): method x addressed level (service, bucket, object) x
-// sub-resource query parameter -> the S3 operation, named as AWS names it. The operation name
-// is the one identifier for handler, metric label and the access log's op=.
+// Routing (STYLE 3.6 step 2): method x addressed level (service, bucket, object) x
+// sub-resource query parameter x copy source -> the S3 operation, read from the route columns
+// of the operation table (s3_ops.def, op_table.h). Of the rows a request matches, the most
+// specific wins: one requiring a sub-resource over one that does not, then one requiring
+// x-amz-copy-source over one that does not; so the rows' order does not matter.
 //
 // Addressing: virtual-host style when the Host header (port removed) ends with
 // "." + virtual_host_domain, the bucket being the part before it; otherwise path style
@@ -10,8 +12,9 @@
 // request for a bucket called "stats" still reaches S3.
 //
 // A request naming a sub-resource we do not serve (?tagging on a bucket, ?versioning on PUT,
-// ?policy, ?lifecycle, ...) routes to kNotImplemented, never to a plain operation that would
-// answer a wrong success. A method the resource does not support routes to kMethodNotAllowed.
+// ?policy, ?lifecycle, ... : IsSubresource) beyond the one its row requires routes to
+// kNotImplemented, never to a plain operation that would answer a wrong success. A method that
+// no row at the addressed level answers routes to kMethodNotAllowed.
 // Pure; thread-safe.
 
 #include <cstdint>
@@ -20,74 +23,12 @@
 #include <utility>
 #include <vector>
 
+#include "op_table.h"
+
 namespace oc::gateway {
 
-#define OC_S3_OPS(X)         \
-  X(ListBuckets)             \
-  X(CreateBucket)            \
-  X(DeleteBucket)            \
-  X(HeadBucket)              \
-  X(GetBucketLocation)       \
-  X(GetBucketAcl)            \
-  X(GetBucketVersioning)     \
-  X(PutBucketAcl)            \
-  X(ListObjectVersions)      \
-  X(ListObjects)             \
-  X(ListObjectsV2)           \
-  X(ListMultipartUploads)    \
-  X(DeleteObjects)           \
-  X(PutObject)               \
-  X(CopyObject)              \
-  X(GetObject)               \
-  X(HeadObject)              \
-  X(DeleteObject)            \
-  X(GetObjectAcl)            \
-  X(PutObjectAcl)            \
-  X(GetObjectAttributes)     \
-  X(GetObjectTagging)        \
-  X(PutObjectTagging)        \
-  X(DeleteObjectTagging)     \
-  X(CreateMultipartUpload)   \
-  X(UploadPart)              \
-  X(UploadPartCopy)          \
-  X(CompleteMultipartUpload) \
-  X(AbortMultipartUpload)    \
-  X(ListParts)               \
-  X(GetObjectCache)          \
-  X(PutObjectCache)          \
-  X(Healthz)                 \
-  X(Readyz)                  \
-  X(Stats)                   \
-  X(Metrics)                 \
-  X(NotImplemented)          \
-  X(MethodNotAllowed)        \
-  X(BadRequest)
-
-enum class S3Op : uint8_t {
-#define OC_S3_OP_ENUM(name) k##name,
-  OC_S3_OPS(OC_S3_OP_ENUM)
-#undef OC_S3_OP_ENUM
-};
-
-inline constexpr std::string_view kS3OpNames[] = {
-#define OC_S3_OP_NAME(name) #name,
-    OC_S3_OPS(OC_S3_OP_NAME)
-#undef OC_S3_OP_NAME
-};
-inline constexpr size_t kS3OpCount = std::size(kS3OpNames);
-
-inline std::string_view OpName(S3Op op) { return kS3OpNames[static_cast<size_t>(op)]; }
-
-// How the request body is read before or while the handler runs.
-enum class BodyPolicy : uint8_t {
-  kNone,    // no body expected; any body is drained (bounded) or the connection closed
-  kXml,     // a small document read whole under Options::max_xml_body_bytes
-  kStream,  // object bytes streamed into a Store writer
-};
-
 struct Route {
-  S3Op op = S3Op::kBadRequest;
-  BodyPolicy body = BodyPolicy::kNone;
+  S3Op op = S3Op::kBadRequest;  // its row (RowOf) says how to read the body, who may call it
   std::string bucket;
   std::string key;
 };

@@ -217,21 +217,9 @@ asio::awaitable<bool> Session<Stream>::Serve() {
     co_return co_await Finish(std::move(*bad));
   }
 
-  switch (req.route.op) {
-    case S3Op::kHealthz: {
-      Response res;
-      res.content_type = "text/plain";
-      res.body = "ok\n";
-      co_return co_await Finish(std::move(res));
-    }
-    case S3Op::kReadyz:
-    case S3Op::kStats:
-    case S3Op::kMetrics:
-      co_return co_await RunHandler();
-    case S3Op::kBadRequest:
-      co_return co_await Finish(Response::Error(S3Error::kInvalidRequest));
-    default:
-      break;
+  const OpRow& row = RowOf(req.route.op);
+  if (row.access == AccessClass::kUnsigned) {
+    co_return co_await RunHandler();  // the operations endpoints and a bad target: no body
   }
 
   // Authenticate before anything else about the request is believed (STYLE 3.6 step 3).
@@ -250,24 +238,21 @@ asio::awaitable<bool> Session<Stream>::Serve() {
       ex.auth.payload == auth::PayloadMode::kSigned || auth::IsSignedStreaming(ex.auth.payload);
   req.checksum_trailer = ex.auth.trailer;
 
-  if (req.route.op == S3Op::kMethodNotAllowed) {
-    co_return co_await Finish(Response::Error(S3Error::kMethodNotAllowed));
-  }
-  if (req.route.op == S3Op::kNotImplemented) {
-    co_return co_await Finish(Response::Error(S3Error::kNotImplemented));
-  }
-  switch (req.route.body) {
-    case BodyPolicy::kStream:
+  switch (row.body) {
+    case BodyPolicy::kUpload:
+    case BodyPolicy::kDescriptorUpload:
       co_return co_await ServeUpload();
     case BodyPolicy::kXml:
-      if (has_body) {
+    case BodyPolicy::kDescriptor:
+      // A descriptor GET carries its descriptor in headers: only a POST's body is read.
+      if (has_body && (row.body == BodyPolicy::kXml || req.method == "POST")) {
         std::optional<Response> bad = co_await ReadXmlBody();
         if (bad) {
           co_return co_await Finish(std::move(*bad));
         }
       }
-      co_return co_await RunHandler();
-    case BodyPolicy::kNone:
+      break;
+    case BodyPolicy::kNoBody:
       break;
   }
   co_return co_await RunHandler();

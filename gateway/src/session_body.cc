@@ -32,10 +32,10 @@ constexpr uint64_t kMinLendBytes = 64 << 10;
 
 // At the end of an upload's body: the checksum it declared (UploadStart::checksum) against the
 // bytes received. A header's value must equal what was computed (400 BadDigest naming it, and
-// nothing is stored); a trailer's was checked by the decoder, and a PutObject or UploadPart
-// adds it to the object or part now (ObjectWriter::AddHeader). Sets *value to the checksum
-// the object carries.
-Status CheckUploadChecksum(UploadStart& start, const std::string& trailer_value, const Request& req,
+// nothing is stored); a trailer's was checked by the decoder, and an object upload
+// (BodyPolicy::kUpload: PutObject, UploadPart) adds it to the object or part now
+// (ObjectWriter::AddHeader). Sets *value to the checksum the object carries.
+Status CheckUploadChecksum(UploadStart& start, const std::string& trailer_value, BodyPolicy body,
                            std::string* value) {
   if (!start.checksum) {
     return Status::Ok();
@@ -52,7 +52,7 @@ Status CheckUploadChecksum(UploadStart& start, const std::string& trailer_value,
     return Status::Ok();
   }
   *value = trailer_value;
-  if ((req.route.op != S3Op::kPutObject && req.route.op != S3Op::kUploadPart) || value->empty()) {
+  if (body != BodyPolicy::kUpload || value->empty()) {
     return Status::Ok();
   }
   return start.writer->AddHeader(std::move(header), *value);
@@ -165,6 +165,7 @@ template <class Stream>
 asio::awaitable<bool> Session<Stream>::ServeUpload() {
   Exchange& ex = *ex_;
   Request& req = ex.req;
+  const BodyPolicy body = RowOf(req.route.op).body;
   const bool streaming = auth::IsAwsChunked(ex.auth.payload);
   const bool chunked_transfer = !req.content_length.has_value();
   // No length at all; or a descriptor PUT without one, whose body must be exactly chunks x
@@ -174,7 +175,7 @@ asio::awaitable<bool> Session<Stream>::ServeUpload() {
   // PutObject and UploadPart take plain chunked bodies of any length (docs/decisions/
   // chunked-uploads.md).
   if (chunked_transfer &&
-      (!parser_->chunked() || (req.route.op == S3Op::kPutObjectCache && !streaming))) {
+      (!parser_->chunked() || (body == BodyPolicy::kDescriptorUpload && !streaming))) {
     co_return co_await Finish(Response::Error(S3Error::kMissingContentLength));
   }
   const uint64_t body_bytes =
@@ -309,7 +310,7 @@ asio::awaitable<bool> Session<Stream>::ServeUpload() {
       if (!body_status.ok()) {
         return;
       }
-      body_status = CheckUploadChecksum(start, decoder ? decoder->trailer_checksum() : "", req,
+      body_status = CheckUploadChecksum(start, decoder ? decoder->trailer_checksum() : "", body,
                                         &checksum_value);
       if (!body_status.ok()) {
         return;

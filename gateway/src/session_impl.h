@@ -121,19 +121,21 @@ class Session : public SessionBase {
   Response BodyReadError(const boost::beast::error_code& ec);
   // Reads a small XML body whole, bounded by max_xml_body_bytes, checking the payload hash.
   boost::asio::awaitable<std::optional<Response>> ReadXmlBody();
-  // PutObject / UploadPart: open the writer (access, headers), 100 Continue, stream the body
-  // through the payload checks into the writer, commit only when every check passed.
+  // A streamed upload (BodyPolicy::kUpload, kDescriptorUpload): open the writer (OpenUpload:
+  // access, headers), 100 Continue, stream the body through the payload checks into the
+  // writer, commit only when every check passed.
   boost::asio::awaitable<bool> ServeUpload();
   // After an early error: read and discard what is left of the body, up to max_drain_bytes.
   // True when the body was consumed and the connection can be kept.
   boost::asio::awaitable<bool> DrainBody();
 
   // --- session_response.cc: the handler and the response ---
-  // Runs Dispatch on the pool, reads the first piece of a streamed body there too, and
-  // writes the response. A GET or HEAD that the store can answer from memory runs on this
-  // I/O thread instead (InlineCandidate), and goes to the pool only after a miss.
+  // Runs Dispatch where the operation's row says (RunOn): on the pool, reading the first
+  // piece of a streamed body there too, then writes the response. A kIoThread operation runs
+  // on this I/O thread; a kCachedReads one (GET, HEAD) too while the store can answer it
+  // from memory (InlineCachedReads), and goes to the pool only after a miss.
   boost::asio::awaitable<bool> RunHandler();
-  bool InlineCandidate(S3Op op) const;
+  bool InlineCachedReads() const;
   // The next piece of a streamed body (at most piece_'s size of the `left` bytes): lent by
   // the reader when it can (valid until its next call), else read into piece_.
   Result<ByteSpan> NextPiece(storage::ObjectReader& reader, uint64_t left);

@@ -50,7 +50,11 @@ asio::awaitable<bool> Session<Stream>::RunHandler() {
     }
   };
   bool on_pool = true;
-  if (InlineCandidate(ex.req.route.op)) {
+  const RunOn runs_on = RowOf(ex.req.route.op).runs_on;
+  if (runs_on == RunOn::kIoThread) {
+    job();  // never touches the Store
+    on_pool = false;
+  } else if (runs_on == RunOn::kCachedReads && InlineCachedReads()) {
     {
       // No co_await in this scope: it is the thread's, and other sessions run here next.
       storage::CachedReadsOnly scope;
@@ -81,9 +85,8 @@ asio::awaitable<bool> Session<Stream>::RunHandler() {
 }
 
 template <class Stream>
-bool Session<Stream>::InlineCandidate(S3Op op) const {
-  return opts_.inline_cached_reads && (op == S3Op::kGetObject || op == S3Op::kHeadObject) &&
-         shared_.env->store->SupportsCachedReads();
+bool Session<Stream>::InlineCachedReads() const {
+  return opts_.inline_cached_reads && shared_.env->store->SupportsCachedReads();
 }
 
 template <class Stream>

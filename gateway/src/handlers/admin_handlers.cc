@@ -1,5 +1,6 @@
-// Operations endpoints (/readyz, /stats, /metrics; /healthz is answered by the session
-// without touching the Store) and Dispatch, the op -> handler switch.
+// Operations endpoints (/healthz, which never touches the Store and runs on the I/O thread;
+// /readyz, /stats, /metrics) and the router's refusals (NotImplemented, MethodNotAllowed,
+// BadRequest), answered on the I/O thread too (s3_ops.def).
 #include <fmt/core.h>
 
 #include "handlers/handlers.h"
@@ -41,6 +42,8 @@ std::string MetricName(std::string_view s) {
 }
 
 }  // namespace
+
+Response HandleHealthz(HandlerEnv& /*env*/, Request& /*req*/) { return Text("ok\n", "text/plain"); }
 
 Response HandleReadyz(HandlerEnv& env, Request& /*req*/) {
   Result<storage::StoreStats> stats = env.store->Stats();
@@ -84,84 +87,16 @@ Response HandleMetrics(HandlerEnv& env, Request& /*req*/) {
   return Text(std::move(text), "text/plain; version=0.0.4");
 }
 
-Response Dispatch(HandlerEnv& env, Request& req) {
-  const S3Op op = req.route.op;
-  switch (op) {
-    case S3Op::kReadyz:
-      return HandleReadyz(env, req);
-    case S3Op::kStats:
-      return HandleStats(env, req);
-    case S3Op::kMetrics:
-      return HandleMetrics(env, req);
-    default:
-      break;
-  }
-  if (std::optional<Response> denied = env.access->Check(req, op, req.route.bucket)) {
-    return std::move(*denied);
-  }
-  switch (op) {
-    case S3Op::kListBuckets:
-      return HandleListBuckets(env, req);
-    case S3Op::kCreateBucket:
-      return HandleCreateBucket(env, req);
-    case S3Op::kDeleteBucket:
-      return HandleDeleteBucket(env, req);
-    case S3Op::kHeadBucket:
-      return HandleHeadBucket(env, req);
-    case S3Op::kGetBucketLocation:
-      return HandleGetBucketLocation(env, req);
-    case S3Op::kGetBucketAcl:
-      return HandleGetBucketAcl(env, req);
-    case S3Op::kGetBucketVersioning:
-      return HandleGetBucketVersioning(env, req);
-    case S3Op::kListObjects:
-      return HandleListObjects(env, req);
-    case S3Op::kListObjectsV2:
-      return HandleListObjectsV2(env, req);
-    case S3Op::kListObjectVersions:
-      return HandleListObjectVersions(env, req);
-    case S3Op::kPutBucketAcl:
-      return HandlePutBucketAcl(env, req);
-    case S3Op::kListMultipartUploads:
-      return HandleListMultipartUploads(env, req);
-    case S3Op::kDeleteObjects:
-      return HandleDeleteObjects(env, req);
-    case S3Op::kCopyObject:
-      return HandleCopyObject(env, req);
-    case S3Op::kGetObject:
-      return HandleGetObject(env, req);
-    case S3Op::kGetObjectCache:
-      return HandleGetObjectCache(env, req);
-    case S3Op::kHeadObject:
-      return HandleHeadObject(env, req);
-    case S3Op::kDeleteObject:
-      return HandleDeleteObject(env, req);
-    case S3Op::kGetObjectAcl:
-      return HandleGetObjectAcl(env, req);
-    case S3Op::kPutObjectAcl:
-      return HandlePutObjectAcl(env, req);
-    case S3Op::kGetObjectAttributes:
-      return HandleGetObjectAttributes(env, req);
-    case S3Op::kGetObjectTagging:
-      return HandleGetObjectTagging(env, req);
-    case S3Op::kPutObjectTagging:
-      return HandlePutObjectTagging(env, req);
-    case S3Op::kDeleteObjectTagging:
-      return HandleDeleteObjectTagging(env, req);
-    case S3Op::kCreateMultipartUpload:
-      return HandleCreateMultipartUpload(env, req);
-    case S3Op::kCompleteMultipartUpload:
-      return HandleCompleteMultipartUpload(env, req);
-    case S3Op::kAbortMultipartUpload:
-      return HandleAbortMultipartUpload(env, req);
-    case S3Op::kListParts:
-      return HandleListParts(env, req);
-    case S3Op::kUploadPartCopy:
-      return HandleUploadPartCopy(env, req);
-    default:
-      // Anything the router did not map to a handler.
-      return Response::Error(S3Error::kNotImplemented);
-  }
+Response HandleNotImplemented(HandlerEnv& /*env*/, Request& /*req*/) {
+  return Response::Error(S3Error::kNotImplemented);
+}
+
+Response HandleMethodNotAllowed(HandlerEnv& /*env*/, Request& /*req*/) {
+  return Response::Error(S3Error::kMethodNotAllowed);
+}
+
+Response HandleBadRequest(HandlerEnv& /*env*/, Request& /*req*/) {
+  return Response::Error(S3Error::kInvalidRequest);
 }
 
 }  // namespace oc::gateway

@@ -248,7 +248,8 @@ CopySource ParseCopySource(HandlerEnv& env, const Request& req) {
     out.error = InvalidKeyEncoding("x-amz-copy-source", out.key.name);
     return out;
   }
-  out.error = env.access->Check(req, S3Op::kGetObject, out.key.bucket);
+  // Reading the source needs what GetObject needs.
+  out.error = env.access->Check(req, RowOf(S3Op::kGetObject).access, out.key.bucket);
   return out;
 }
 

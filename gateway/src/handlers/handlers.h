@@ -1,9 +1,12 @@
 #pragma once
 // The S3 operation handlers, one function per operation named after it (STYLE 3.2), in files
 // by concern: bucket_handlers.cc, object_handlers.cc, multipart_handlers.cc, acl_handlers.cc,
-// attributes_handlers.cc, admin_handlers.cc. They run on the Store pool, take the routed and
-// authenticated Request, check access, call the Store, and return a Response (errors
-// included). They never touch the network: the session reads bodies and writes responses.
+// attributes_handlers.cc, tagging_handlers.cc, objectcache_handlers.cc, admin_handlers.cc.
+// Each is named in its operation's row (s3_ops.def), which also says which thread runs it
+// (the Store pool for all that touch the Store). They take the routed and authenticated
+// Request, whose access Dispatch / OpenUpload checked by the row, call the Store, and return a
+// Response (errors included). They never touch the network: the session reads bodies and
+// writes responses.
 // Thread safety: handlers share only the HandlerEnv, whose members are thread-safe.
 
 #include <memory>
@@ -37,12 +40,9 @@ struct HandlerEnv {
   std::string effective_config_json;  // for /stats, secrets omitted
 };
 
-// Runs the handler of every BodyPolicy::kNone / kXml operation (req.route.op), access check
-// included.
-Response Dispatch(HandlerEnv& env, Request& req);
-
-// PutObject and UploadPart stream their body: Open* checks access and the headers and opens
-// the Store writer; the session appends the body; Finish* renders the reply after Commit.
+// PutObject, UploadPart and the descriptor PUT stream their body (BodyPolicy::kUpload,
+// kDescriptorUpload): the row's open function checks the headers and opens the Store writer;
+// the session appends the body; the row's finish function renders the reply after Commit.
 struct UploadStart {
   std::unique_ptr<storage::ObjectWriter> writer;  // null: `error` is the response
   Response error;
@@ -56,6 +56,21 @@ struct UploadStart {
   std::unique_ptr<auth::Checksum> checksum;
   std::string checksum_expected;  // the header's base64 value; "" when it comes as a trailer
 };
+
+// The handler column of s3_ops.def: `handle` for an operation whose body (if any) is read
+// before it runs, or the `open`/`finish` pair of a streamed upload; exactly one of the two.
+struct OpHandler {
+  Response (*handle)(HandlerEnv& env, Request& req) = nullptr;
+  UploadStart (*open)(HandlerEnv& env, Request& req, uint64_t body_bytes) = nullptr;
+  Response (*finish)(HandlerEnv& env, Request& req, const UploadStart& start,
+                     Result<storage::ObjectMeta> committed) = nullptr;
+};
+const OpHandler& HandlerOf(S3Op op);
+
+// The access check of the operation's row (Access::Check with its access class), then its
+// handler. For every operation whose row has a `handle` (dispatch.cc).
+Response Dispatch(HandlerEnv& env, Request& req);
+// The access check of the upload's row, then its `open`; its `finish` (dispatch.cc).
 UploadStart OpenUpload(HandlerEnv& env, Request& req, uint64_t body_bytes);
 Response FinishUpload(HandlerEnv& env, Request& req, const UploadStart& start,
                       Result<storage::ObjectMeta> committed);
@@ -94,8 +109,14 @@ std::optional<Response> CheckAclHeaders(const Request& req, bool bucket);
 Response HandleGetObjectTagging(HandlerEnv& env, Request& req);
 Response HandlePutObjectTagging(HandlerEnv& env, Request& req);
 Response HandleDeleteObjectTagging(HandlerEnv& env, Request& req);
+// Object uploads (object_handlers.cc): PutObject and UploadPart open their writer; both
+// answer with the ETag.
+UploadStart OpenPutObject(HandlerEnv& env, Request& req, uint64_t body_bytes);
+UploadStart OpenUploadPart(HandlerEnv& env, Request& req, uint64_t body_bytes);
+Response FinishPutObject(HandlerEnv& env, Request& req, const UploadStart& start,
+                         Result<storage::ObjectMeta> committed);
 // Descriptor requests (objectcache_handlers.cc, docs/protocol.md). The PUT streams like
-// PutObject: OpenUpload/FinishUpload hand kPutObjectCache to these.
+// PutObject.
 Response HandleGetObjectCache(HandlerEnv& env, Request& req);
 UploadStart OpenPutObjectCache(HandlerEnv& env, Request& req, uint64_t body_bytes);
 Response FinishPutObjectCache(HandlerEnv& env, Request& req, const UploadStart& start,
@@ -107,10 +128,16 @@ Response HandleAbortMultipartUpload(HandlerEnv& env, Request& req);
 Response HandleListParts(HandlerEnv& env, Request& req);
 Response HandleListMultipartUploads(HandlerEnv& env, Request& req);
 Response HandleUploadPartCopy(HandlerEnv& env, Request& req);
-// Operations endpoints.
+// Operations endpoints (admin_handlers.cc).
+Response HandleHealthz(HandlerEnv& env, Request& req);
 Response HandleReadyz(HandlerEnv& env, Request& req);
 Response HandleStats(HandlerEnv& env, Request& req);
 Response HandleMetrics(HandlerEnv& env, Request& req);
+// The router's answers to a request no other row serves (admin_handlers.cc): 501
+// NotImplemented, 405 MethodNotAllowed, 400 InvalidRequest.
+Response HandleNotImplemented(HandlerEnv& env, Request& req);
+Response HandleMethodNotAllowed(HandlerEnv& env, Request& req);
+Response HandleBadRequest(HandlerEnv& env, Request& req);
 
 // Shared helpers (handler_util.cc).
 // PutOptions from Content-Type, x-amz-meta-*, Cache-Control, Content-Disposition,

@@ -1,6 +1,6 @@
 // Multipart uploads: CreateMultipartUpload, UploadPartCopy, CompleteMultipartUpload,
 // AbortMultipartUpload, ListParts, ListMultipartUploads (UploadPart streams:
-// object_handlers.cc OpenUpload).
+// object_handlers.cc OpenUploadPart).
 #include <algorithm>
 #include <charconv>
 #include <vector>

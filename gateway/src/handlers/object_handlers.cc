@@ -1,5 +1,6 @@
 // Object operations: GetObject, HeadObject, DeleteObject, DeleteObjects, CopyObject,
-// GetObjectAcl, and the streamed PutObject/UploadPart (OpenUpload/FinishUpload).
+// GetObjectAcl, and the streamed PutObject/UploadPart (OpenPutObject, OpenUploadPart,
+// FinishPutObject: their rows' open/finish pair, s3_ops.def).
 #include <openssl/evp.h>
 
 #include <charconv>
@@ -272,6 +273,25 @@ Result<std::optional<std::array<std::byte, 16>>> ParseContentMd5(const Request& 
   return std::optional<std::array<std::byte, 16>>(out);
 }
 
+// What PutObject and UploadPart check first (after access): Content-MD5 into *md5, and the
+// declared checksum into *start; the answer to a bad one.
+std::optional<Response> ParseUploadDigests(const Request& req, UploadStart* start,
+                                           std::optional<std::array<std::byte, 16>>* md5) {
+  Result<std::optional<std::array<std::byte, 16>>> parsed = ParseContentMd5(req);
+  if (!parsed.has_value()) {
+    return Response::Error(S3Error::kInvalidDigest, "Content-MD5",
+                           std::string(req.Header("content-md5").value_or("")));
+  }
+  *md5 = *parsed;
+  return ParseUploadChecksum(req, start);
+}
+
+// A body of unknown length: plain chunked transfer (an aws-chunked one declares its length).
+bool ChunkedTransfer(const Request& req) {
+  return !req.content_length.has_value() &&
+         req.Header("x-amz-decoded-content-length") == std::nullopt;
+}
+
 }  // namespace
 
 Response HandleGetObject(HandlerEnv& env, Request& req) { return ServeObject(env, req, false); }
@@ -461,85 +481,43 @@ Response HandleGetObjectAcl(HandlerEnv& env, Request& req) {
   return OwnerOnlyAcl(info->owner);
 }
 
-UploadStart OpenUpload(HandlerEnv& env, Request& req, uint64_t body_bytes) {
-  if (req.route.op == S3Op::kPutObjectCache) {
-    return OpenPutObjectCache(env, req, body_bytes);
-  }
+UploadStart OpenPutObject(HandlerEnv& env, Request& req, uint64_t body_bytes) {
   UploadStart start;
-  if (std::optional<Response> denied = env.access->Check(req, req.route.op, req.route.bucket)) {
-    start.error = std::move(*denied);
-    return start;
-  }
-  Result<std::optional<std::array<std::byte, 16>>> md5 = ParseContentMd5(req);
-  if (!md5.has_value()) {
-    start.error = Response::Error(S3Error::kInvalidDigest, "Content-MD5",
-                                  std::string(req.Header("content-md5").value_or("")));
-    return start;
-  }
-  if (std::optional<Response> bad = ParseUploadChecksum(req, &start)) {
+  std::optional<std::array<std::byte, 16>> md5;
+  if (std::optional<Response> bad = ParseUploadDigests(req, &start, &md5)) {
     start.error = std::move(*bad);
     return start;
   }
-  if (req.route.op == S3Op::kPutObject) {
-    if (std::optional<Response> refused = CheckAclHeaders(req, /*bucket=*/false)) {
-      start.error = std::move(*refused);
-      return start;
-    }
+  if (std::optional<Response> refused = CheckAclHeaders(req, /*bucket=*/false)) {
+    start.error = std::move(*refused);
+    return start;
   }
-  const bool chunked_transfer =
-      !req.content_length.has_value() && req.Header("x-amz-decoded-content-length") == std::nullopt;
-  Result<std::unique_ptr<storage::ObjectWriter>> writer = Status::Internal("unset");
-  if (req.route.op == S3Op::kPutObject) {
-    storage::PutOptions options = PutOptionsFromHeaders(req);
-    options.content_md5 = *md5;
-    // A checksum sent as a header is stored as sent: the session checks it before Commit. One
-    // sent as a trailer is added then (ObjectWriter::AddHeader).
-    if (start.checksum && !start.checksum_expected.empty()) {
-      options.headers.emplace_back(auth::ChecksumHeaderName(start.checksum->algorithm()),
-                                   start.checksum_expected);
-    }
-    // Conditional writes, decided by the store at commit (types.h PutOptions).
-    storage::WriteConditions conditions;
-    if (std::optional<Response> bad = WriteConditionsOf(req, &conditions)) {
-      start.error = std::move(*bad);
-      return start;
-    }
-    options.if_none_match = conditions.if_none_match;
-    options.if_match = std::move(conditions.if_match);
-    TaggingHeader tagging = TaggingHeaderOf(req);
-    if (tagging.error) {
-      start.error = std::move(*tagging.error);
-      return start;
-    }
-    options.tags = std::move(tagging.tags);
-    if (!chunked_transfer) {
-      options.expected_size = body_bytes;
-    }
-    writer = env.store->Put(KeyOf(req), options);
-  } else {
-    Result<uint32_t> part = ParsePartNumber(req);
-    if (!part.has_value()) {
-      start.error = Response::FromStatus(part.error(), &req);
-      return start;
-    }
-    storage::PutOptions options;
-    options.content_md5 = *md5;
-    // The part keeps its checksum (ListParts, the completion's comparison): one sent as a
-    // header is stored as sent once the session has checked it, a trailer's is added then.
-    if (start.checksum && !start.checksum_expected.empty()) {
-      options.headers.emplace_back(auth::ChecksumHeaderName(start.checksum->algorithm()),
-                                   start.checksum_expected);
-    }
-    // Header or trailer, the store refuses a checksum of another algorithm than the upload's
-    // before any of the body is read (S3 does; PutOptions::part_checksum_header).
-    if (start.checksum) {
-      options.part_checksum_header = auth::ChecksumHeaderName(start.checksum->algorithm());
-    }
-    if (!chunked_transfer) {
-      options.expected_size = body_bytes;
-    }
-    writer = env.store->UploadPart(KeyOf(req), req.Query("uploadId").value_or(""), *part, options);
+  storage::PutOptions options = PutOptionsFromHeaders(req);
+  options.content_md5 = md5;
+  // A checksum sent as a header is stored as sent: the session checks it before Commit. One
+  // sent as a trailer is added then (ObjectWriter::AddHeader).
+  if (start.checksum && !start.checksum_expected.empty()) {
+    options.headers.emplace_back(auth::ChecksumHeaderName(start.checksum->algorithm()),
+                                 start.checksum_expected);
   }
+  // Conditional writes, decided by the store at commit (types.h PutOptions).
+  storage::WriteConditions conditions;
+  if (std::optional<Response> bad = WriteConditionsOf(req, &conditions)) {
+    start.error = std::move(*bad);
+    return start;
+  }
+  options.if_none_match = conditions.if_none_match;
+  options.if_match = std::move(conditions.if_match);
+  TaggingHeader tagging = TaggingHeaderOf(req);
+  if (tagging.error) {
+    start.error = std::move(*tagging.error);
+    return start;
+  }
+  options.tags = std::move(tagging.tags);
+  if (!ChunkedTransfer(req)) {
+    options.expected_size = body_bytes;
+  }
+  Result<std::unique_ptr<storage::ObjectWriter>> writer = env.store->Put(KeyOf(req), options);
   if (!writer.has_value()) {
     start.error = Response::FromStatus(writer.error(), &req);
     return start;
@@ -548,11 +526,46 @@ UploadStart OpenUpload(HandlerEnv& env, Request& req, uint64_t body_bytes) {
   return start;
 }
 
-Response FinishUpload(HandlerEnv& env, Request& req, const UploadStart& start,
-                      Result<storage::ObjectMeta> committed) {
-  if (req.route.op == S3Op::kPutObjectCache) {
-    return FinishPutObjectCache(env, req, start, std::move(committed));
+UploadStart OpenUploadPart(HandlerEnv& env, Request& req, uint64_t body_bytes) {
+  UploadStart start;
+  std::optional<std::array<std::byte, 16>> md5;
+  if (std::optional<Response> bad = ParseUploadDigests(req, &start, &md5)) {
+    start.error = std::move(*bad);
+    return start;
   }
+  Result<uint32_t> part = ParsePartNumber(req);
+  if (!part.has_value()) {
+    start.error = Response::FromStatus(part.error(), &req);
+    return start;
+  }
+  storage::PutOptions options;
+  options.content_md5 = md5;
+  // The part keeps its checksum (ListParts, the completion's comparison): one sent as a
+  // header is stored as sent once the session has checked it, a trailer's is added then.
+  if (start.checksum && !start.checksum_expected.empty()) {
+    options.headers.emplace_back(auth::ChecksumHeaderName(start.checksum->algorithm()),
+                                 start.checksum_expected);
+  }
+  // Header or trailer, the store refuses a checksum of another algorithm than the upload's
+  // before any of the body is read (S3 does; PutOptions::part_checksum_header).
+  if (start.checksum) {
+    options.part_checksum_header = auth::ChecksumHeaderName(start.checksum->algorithm());
+  }
+  if (!ChunkedTransfer(req)) {
+    options.expected_size = body_bytes;
+  }
+  Result<std::unique_ptr<storage::ObjectWriter>> writer =
+      env.store->UploadPart(KeyOf(req), req.Query("uploadId").value_or(""), *part, options);
+  if (!writer.has_value()) {
+    start.error = Response::FromStatus(writer.error(), &req);
+    return start;
+  }
+  start.writer = std::move(*writer);
+  return start;
+}
+
+Response FinishPutObject(HandlerEnv& /*env*/, Request& req, const UploadStart& /*start*/,
+                         Result<storage::ObjectMeta> committed) {
   if (!committed.has_value()) {
     return Response::FromStatus(committed.error(), &req);
   }

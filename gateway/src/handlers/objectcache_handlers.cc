@@ -3,8 +3,9 @@
 // batch existence query) and with &data-plane (where the client's UCX connects), and PUT
 // /{bucket}?objectcache (N chunks in one request, from the body or pulled over UCX). Like every
 // handler they run on the Store pool after the session authenticated the request; access is checked
-// exactly as for GetObject (reads) and PutObject (the PUT). The descriptor is decoded and validated
-// before any Store call: a bad one is a 400 naming the x-oc-* field.
+// by their rows (s3_ops.def) exactly as for GetObject (reads) and PutObject (the PUT). The
+// descriptor is decoded and validated before any Store call: a bad one is a 400 naming the x-oc-*
+// field.
 //
 // The transfers themselves (GetLayers and PutChunks) run on the descriptor executor
 // (HandlerEnv::descriptors), never on a thread of their own (docs/decisions.md, "One bounded
@@ -279,10 +280,6 @@ Response HandleGetObjectCache(HandlerEnv& env, Request& req) {
 
 UploadStart OpenPutObjectCache(HandlerEnv& env, Request& req, uint64_t body_bytes) {
   UploadStart start;
-  if (std::optional<Response> denied = env.access->Check(req, S3Op::kPutObject, req.route.bucket)) {
-    start.error = std::move(*denied);
-    return start;
-  }
   Result<descriptor::Descriptor> d = DecodeDescriptor(req, descriptor::Purpose::kPut);
   if (!d.has_value()) {
     start.error = Response::FromStatus(d.error(), &req);
