@@ -100,8 +100,9 @@ CONFIGS = {
     "data_files": 'extent_layout = "data_files"\n',
     "sst": 'extent_layout = "sst"\n',
     "blob": 'extent_layout = "blob"\n',
-    # The default layout without early write-back (docs/decisions.md, "Storage: early
-    # write-back and the small-object threshold"): the commit's fdatasync writes it all.
+    # The default layout without early write-back
+    # (docs/decisions/storage-early-writeback-small-objects.md): the commit's fdatasync writes it
+    # all.
     "data_files_nowb": 'extent_layout = "data_files"\ndata_file_writeback_bytes = 0\n',
     # The default layout with small objects in the data files too (data_file_min_bytes = 0).
     "data_files_all": 'extent_layout = "data_files"\ndata_file_min_bytes = 0\n',

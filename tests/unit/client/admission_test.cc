@@ -1,8 +1,8 @@
-// Admission of descriptor GETs when every descriptor worker is busy (docs/decisions.md, "Many
-// clients at once: admission queue and deadline"), end to end in process: oc_gateway's Server
-// over a local store with one descriptor worker, liboc_client over loopback and UCX on TCP.
-// The worker is held by a task the test submits to the store's own executor, so the test
-// decides when capacity frees; no timing is asserted.
+// Admission of descriptor GETs when every descriptor worker is busy
+// (docs/decisions/many-clients-admission-queue.md), end to end in process: oc_gateway's Server over
+// a local store with one descriptor worker, liboc_client over loopback and UCX on TCP. The worker
+// is held by a task the test submits to the store's own executor, so the test decides when capacity
+// frees; no timing is asserted.
 //  - a full admission queue answers 503 SlowDown saying the queue is full, nothing delivered;
 //  - a GET still queued at the admission timeout answers 503 SlowDown saying so;
 //  - liboc_client retries SlowDown with backoff and succeeds byte-exact once capacity frees.

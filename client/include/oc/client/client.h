@@ -12,8 +12,8 @@
 // GetLayersHttp is the fallback without a data plane: the same layer-major bytes stream in
 // the response body and land in caller memory at the same offsets, with the same per-layer
 // notifications. Every request is signed with SigV4 (oc_sigv4's SignRequest, the code the
-// gateway verifies with: docs/decisions.md "Client and gateway share one SigV4
-// implementation") over a pool of keep-alive HTTP/1.1 connections.
+// gateway verifies with: docs/decisions/sigv4-shared-oc-sigv4.md) over a pool of keep-alive
+// HTTP/1.1 connections.
 //
 // Errors: a gateway error answer becomes a Status whose code follows the HTTP status and
 // S3 error code (400 -> kInvalidArgument, 403 -> kPermissionDenied or kUnauthenticated,
