@@ -1,7 +1,8 @@
 // Descriptor GET delivery cost (storage-server/src/kv/): a warm RocksDB store of Llama-3.1-8B
 // KV chunks (L = 32, 4 KiB per token per layer, S = G · 4 KiB) served to a client in the same
 // process over UCX shared memory (the client library's TargetBuffer, which UCX allocates in
-// System V shared memory, so the server writes it in place; docs/decisions.md). Run:
+// System V shared memory, so the server writes it in place;
+// docs/decisions/data-plane-direct-writes-shm.md). Run:
 //   build/<dir>/bench/kv_bench --benchmark_format=json
 // Benchmarks, for G ∈ {16, 64, 256} and the matched prefix of a 4K or 16K context at 50% or
 // 87.5% hit (N = context · hit / G chunks; W = N · 32 · S):

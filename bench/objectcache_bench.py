@@ -37,7 +37,8 @@ def free_port():
 
 def ucx_env(tls):
     """UCX_TLS for the server and the bench client: the same transports on both ends. With
-    peer error handling UCX 1.13 picks TCP whenever TCP is allowed (docs/decisions.md), so the
+    peer error handling UCX 1.13 picks TCP whenever TCP is allowed
+    (docs/decisions/data-plane-vanished-client.md), so the
     default "shm" is what measures UCX shared memory; "" leaves UCX's own choice."""
     env = dict(os.environ)
     if tls:

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """one_get_cores: one descriptor GET before and after the read-ahead pipeline and the parallel
-copy engine (docs/decisions.md, "One descriptor GET on several cores"), in one alternating run.
+copy engine (docs/decisions/one-descriptor-get-several-cores.md), in one alternating run.
 
 For each build (--before DIR, --after DIR: build trees holding gateway/objectcache and
 bench/objectcache_bench) and each repetition, in turn: starts `objectcache serve` (UCX_TLS=shm),

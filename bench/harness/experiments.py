@@ -388,7 +388,7 @@ def aggregation(ctx):
                          ["<json>"] + cmd[5:])] + variant_commands
     notes = [
         f"UCX_TLS={p['ucx_tls']} for the server and the client: with TCP allowed, UCX 1.13 puts "
-        "the whole endpoint on TCP (docs/decisions.md, peer error handling).",
+        "the whole endpoint on TCP (docs/decisions/data-plane-vanished-client.md).",
         "Server: `objectcache serve` (embedded store) with a 4 GiB block cache (one G's largest "
         "data set is 1.75 GiB, so reads are warm) and otherwise the default configuration: "
         "Θ = 128 MiB picks layerwise or chunkwise (the ucx mode column), staging 8 x 4 MiB.",
@@ -434,7 +434,7 @@ def ttft(ctx):
     # delta (the calibrated margin's rate sweep) is reported with experiment 7.
     # Exp. 7 at a fixed scale (the paper's 100 Gbps = 0.3 GB/s): the calibrated data-plane rate
     # follows the machine's load, and at its top compute per layer is too short for loaded cores
-    # to time (docs/decisions.md, "TTFT emulator: one target buffer per node").
+    # to time (docs/decisions/ttft-one-target-buffer.md).
     cmd = [exe, flag, "--experiments", ",".join([n for n, _ in TTFT_EXPERIMENTS] + ["delta"]),
            "--out", out] + ctx["config"]["ttft"].get("extra", [])
     failure = None

@@ -5,67 +5,9 @@ import json
 import os
 
 from common import median
-
-KiB = 1024
-MiB = 1024 * 1024
-
-
-def size_label(n):
-    if n >= MiB and n % MiB == 0:
-        return f"{n // MiB} MiB"
-    if n >= KiB and n % KiB == 0:
-        return f"{n // KiB} KiB"
-    return f"{n} B"
-
-
-def tokens_label(n):
-    return f"{n // 1024}K" if n >= 1024 and n % 1024 == 0 else str(n)
-
-
-def num(v, digits=3):
-    if v is None:
-        return "n/a"
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, int):
-        return f"{v:,}"
-    if abs(v) >= 100:
-        return f"{v:,.0f}"
-    return f"{v:.{digits}g}"
-
-
-def table(headers, rows):
-    out = ["| " + " | ".join(headers) + " |", "|" + " --- |" * len(headers)]
-    for r in rows:
-        out.append("| " + " | ".join(num(c) if not isinstance(c, str) else c for c in r) + " |")
-    return "\n".join(out)
-
-
-def _size_ticks(ax, sizes):
-    sizes = sorted(set(sizes))
-    ax.set_xticks([x / KiB for x in sizes])
-    ax.set_xticklabels([size_label(x) for x in sizes])
-    ax.minorticks_off()
-
-
-def _save(fig, ax, out_dir, png, xlabel, ylabel, title, legend_size=8):
-    """Labels, legend and title on `ax`; writes `fig` to out_dir/png and closes it; returns png."""
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title)
-    ax.legend(fontsize=legend_size)
-    fig.tight_layout()
-    fig.savefig(os.path.join(out_dir, png), dpi=100)
-    _plt().close(fig)
-    return png
-
-
-def _plt():
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    return plt
-
+from report_format import (KiB, num, pyplot, save_figure, size_label, size_ticks, table,
+                           tokens_label)
+from report_ttft import bandwidth_section, e2e_section, model_section, sched_section
 
 # --- 1 ---------------------------------------------------------------------------------------
 
@@ -105,7 +47,7 @@ def storage_section(e, out_dir):
         finding += "."
     png = None
     if rows:
-        plt = _plt()
+        plt = pyplot()
         fig, ax = plt.subplots(figsize=(7, 4))
         for t in sorted({r["threads"] for r in rows}):
             for cold_flag in (False, True):
@@ -116,8 +58,8 @@ def storage_section(e, out_dir):
                             marker="o", linestyle="--" if cold_flag else "-",
                             label=f"{'cold' if cold_flag else 'warm'}, {t} threads")
         ax.set_xscale("log", base=2)
-        _size_ticks(ax, [r["block_bytes"] for r in rows])
-        png = _save(fig, ax, out_dir, "1-storage.png",
+        size_ticks(ax, [r["block_bytes"] for r in rows])
+        png = save_figure(fig, ax, out_dir, "1-storage.png",
                     xlabel="block (object) size",
                     ylabel="GB/s",
                     title="1. Store read throughput (Store::Get, RocksDB)")
@@ -187,7 +129,7 @@ def transport_section(e, out_dir):
     finding = finding[0].upper() + finding[1:]
     png = None
     if http or ucx:
-        plt = _plt()
+        plt = pyplot()
         fig, ax = plt.subplots(figsize=(7, 4))
         for op in ("GET", "PUT"):
             for conc in sorted({r["concurrency"] for r in http}):
@@ -203,8 +145,8 @@ def transport_section(e, out_dir):
                 ax.plot([r["layer_bytes"] / KiB for r in rs], [r["gbps"] for r in rs],
                         marker="s", linestyle="--", label=f"UCX {t} write ({mode})")
         ax.set_xscale("log", base=2)
-        _size_ticks(ax, [r["size"] for r in http] + [r["layer_bytes"] for r in ucx])
-        png = _save(fig, ax, out_dir, "2-transport.png",
+        size_ticks(ax, [r["size"] for r in http] + [r["layer_bytes"] for r in ucx])
+        png = save_figure(fig, ax, out_dir, "2-transport.png",
                     xlabel="object / layer size",
                     ylabel="GB/s",
                     title="2. S3 over HTTP vs the UCX data plane")
@@ -252,7 +194,7 @@ def overhead_section(e, out_dir):
         finding += "."
     png = None
     if ucx:
-        plt = _plt()
+        plt = pyplot()
         fig, ax = plt.subplots(figsize=(7, 4))
         labels = [size_label(r["object_bytes"]) for r in ucx]
         bottom = [0.0] * len(ucx)
@@ -261,7 +203,7 @@ def overhead_section(e, out_dir):
             vals = [(r[key] or 0) / 1e3 for r in ucx]
             ax.bar(labels, vals, bottom=bottom, label=name)
             bottom = [b + v for b, v in zip(bottom, vals)]
-        png = _save(fig, ax, out_dir, "3-overhead.png",
+        png = save_figure(fig, ax, out_dir, "3-overhead.png",
                     xlabel="object size (one-chunk descriptor GET over UCX)",
                     ylabel="server time, ms (median)",
                     title="3. Per-request latency breakdown")
@@ -352,7 +294,7 @@ def aggregation_section(e, out_dir):
                 f"{k.split('-', 1)[1]} {median(v):.2f}" for k, v in best.items()) + "."
     png = None
     if rows:
-        plt = _plt()
+        plt = pyplot()
         fig, ax = plt.subplots(figsize=(7, 4))
         for c, h in sorted({(s[1], s[2]) for s in shapes}):
             for k in methods:
@@ -367,125 +309,12 @@ def aggregation_section(e, out_dir):
         ax.set_xticks(gs)
         ax.set_xticklabels([str(g) for g in gs])
         ax.minorticks_off()
-        png = _save(fig, ax, out_dir, "4-aggregation.png",
+        png = save_figure(fig, ax, out_dir, "4-aggregation.png",
                     xlabel="G (tokens per chunk)",
                     ylabel="GB/s",
                     title="4. Aggregated descriptor GET vs per-object / per-range GETs",
                     legend_size=7)
     return "\n\n".join(parts), finding, [png] if png else []
-
-
-# --- 5-8 -------------------------------------------------------------------------------------
-
-def _ttft_rows_table(rows, prefer):
-    if not rows:
-        return "(no rows)"
-    keys = [k for k in prefer if any(k in r for r in rows)]
-    extra = [k for k in rows[0] if k not in keys and not isinstance(rows[0][k], (dict, list))]
-    keys += extra[:max(0, 12 - len(keys))]
-    return table(keys, [[r.get(k) if not isinstance(r.get(k), (dict, list)) else "…"
-                         for k in keys] for r in rows])
-
-
-def _median(v):
-    v = sorted(v)
-    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
-
-
-def e2e_section(e, out_dir):
-    data = e.get("data") or {}
-    rows = data.get("rows", [])
-    text = _ttft_rows_table(rows, ["path", "context", "tokens", "hit", "g", "layers", "chunks",
-                                   "layer_bytes", "compute_us", "ttft_ms", "eq3_ms",
-                                   "overhead_pct", "ok"])
-    finding = "ttft_emulator gave no end-to-end rows."
-    ov = [r for r in rows if r.get("overhead_pct") is not None and r.get("path") != "opt-local-LW"]
-    if ov:
-        groups = {}
-        for r in ov:
-            groups.setdefault((r["context"], r["path"]), []).append(r["overhead_pct"])
-        bits = []
-        for context in sorted({c for c, _ in groups}):
-            per = [f"{p} {_median(v):+.1f}%" for (c, p), v in sorted(groups.items())
-                   if c == context]
-            bits.append(f"at context {tokens_label(context)}: " + ", ".join(per))
-        finding = ("TTFT overhead relative to opt-local-LW (median over hit rates and G) "
-                   + "; ".join(bits) + ".")
-    return text, finding
-
-
-def bandwidth_section(e, out_dir):
-    data = e.get("data") or {}
-    rows = data.get("rows", [])
-    text = _ttft_rows_table(rows, ["path", "context", "hit", "g", "uncapped_gbytes_per_s",
-                                   "cap_gbytes_per_s", "uncapped_ttft_ms", "capped_ttft_ms",
-                                   "increase_pct", "eq3_capped_ms", "ok"])
-    finding = "ttft_emulator gave no bandwidth-sensitivity rows."
-    inc = [r for r in rows if r.get("increase_pct") is not None]
-    if inc:
-        by_path = {}
-        for r in inc:
-            by_path.setdefault(r["path"], []).append(r["increase_pct"])
-        finding = ("With each path capped at 10% of its uncapped rate, TTFT grows by (median "
-                   "over configurations) " + ", ".join(
-                       f"{p} {_median(v):+.0f}%" for p, v in sorted(by_path.items())) + ".")
-    return text, finding
-
-
-def sched_section(e, out_dir):
-    data = e.get("data") or {}
-    workloads = data.get("workloads", [])
-    trows = []
-    summary = {}
-    vs_eq3 = {}
-    for w in workloads if isinstance(workloads, list) else []:
-        for p in w.get("runs", []):
-            added = p.get("sum_added_ttft_ms")
-            trows.append([w.get("name", "?"), w.get("demand_over_cap"), p.get("policy", "?"),
-                          p.get("variant", "?"), len(p.get("requests", [])), added,
-                          p.get("sum_eq3_policy_added_ms"), p.get("sum_eq3_added_ms"),
-                          p.get("baseline_failures")])
-            if added is not None:
-                summary.setdefault((w.get("name"), p.get("variant")), {})[p.get("policy")] = added
-            if (added is not None and p.get("policy") == "cal-stall-opt"
-                    and p.get("sum_eq3_policy_added_ms")):
-                vs_eq3[(w.get("name"), p.get("variant"))] = added / p["sum_eq3_policy_added_ms"] - 1
-    text = table(["workload", "demand / cap", "policy", "sharing", "requests",
-                  "sum added TTFT ms", "Eq. 3 sum at policy rates", "Eq. 3 sum at held rates",
-                  "baseline failures"], trows) if trows else "(no rows)"
-    finding = "ttft_emulator gave no scheduling rows."
-    if summary:
-        bits = []
-        for (w, variant), pol in sorted(summary.items()):
-            best = min(pol, key=pol.get)
-            eq = pol.get("equal")
-            bits.append(f"{w} ({variant}): lowest sum of added TTFT {best} {pol[best]:.1f} ms"
-                        + (f" vs equal {eq:.1f} ms" if eq is not None and best != "equal" else "")
-                        + (f", equal / cal-stall-opt {eq / pol['cal-stall-opt']:.2f}x"
-                           if eq and pol.get("cal-stall-opt") else "")
-                        + (f", cal-stall-opt {vs_eq3[(w, variant)]:+.0%} vs Eq. 3 at its rates"
-                           if variant.startswith("admission") and (w, variant) in vs_eq3 else ""))
-        finding = "; ".join(bits) + "."
-    delta = data.get("delta") if isinstance(data, dict) else None
-    if delta:
-        finding += (f" Calibrated margin from a rate sweep of {delta.get('profile')}: "
-                    f"δ = {delta.get('delta_paper_gbps', 0):.2f} paper Gbps (the paper's 5).")
-    return text, finding
-
-
-def model_section(e, out_dir):
-    data = e.get("data") or {}
-    rows = data.get("rows", [])
-    text = _ttft_rows_table(rows, ["experiment", "config", "measured_ms", "eq3_ms",
-                                   "error_pct"])
-    finding = "ttft_emulator gave no model rows."
-    err = [abs(r["error_pct"]) for r in rows if r.get("error_pct") is not None]
-    if err:
-        err.sort()
-        finding = (f"Equation 3 predicts the measured TTFT within {err[len(err) // 2]:.1f}% "
-                   f"(median absolute error over {len(err)} configurations; worst "
-                   f"{err[-1]:.1f}%).")
-    return text, finding
 
 
 # --- 9 ---------------------------------------------------------------------------------------

@@ -172,7 +172,9 @@ def targets(s):
             _verdict([x for _, x in v], lambda x: x >= TARGET_DESC_VS_RGW))
 
         def put_row(size):
-            rows = [r for r in s["s3put"] if r["system"] == system and r["size"] == size]
+            # A cell where no PUT completed in its window has no CPU per PUT: not measured.
+            rows = [r for r in s["s3put"] if r["system"] == system and r["size"] == size
+                    and r.get("cpu_us_per_put") is not None]
             at = [r for r in rows if r["concurrency"] == TARGET_64KIB_CONC]
             return (at or sorted(rows, key=lambda r: r["concurrency"])[-1:] or [None])[0]
 

@@ -55,7 +55,7 @@ class Emulator {
   double PredictMs(Path p, const Request& r, double rate) const;
   // One untimed run of `reqs` through `engine`: its data plane attaches the nodes' target buffers
   // and fills its page tables for them, once per engine, as a long-running server does
-  // (docs/decisions.md, "TTFT emulator: one target buffer per node").
+  // (docs/decisions/ttft-one-target-buffer.md).
   void WarmUp(storage::kv::KvEngine& engine, const std::vector<Request>& reqs);
   void AddModelRow(const std::string& experiment, const std::string& config, double measured,
                    double predicted);

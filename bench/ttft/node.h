@@ -21,10 +21,9 @@ namespace oc::bench::ttft {
 // is computed, not read off this thread's clock after a sleep. A layer that landed while layer l-1
 // was computing starts when l-1 ends (a GPU has it queued); waking up late from that sleep is this
 // emulator's cost, not the system's, and on a loaded 2-core machine it was 0.1-2 ms per layer,
-// 32 times per request (docs/decisions.md, "TTFT emulator: the compute schedule from arrival
-// times"). A layer this thread was already waiting for starts when the notification woke it: that
-// wake-up is the system's. Sleeping until an absolute end keeps a late wake-up from adding to
-// every later layer.
+// 32 times per request (docs/decisions/ttft-compute-schedule.md). A layer this thread was already
+// waiting for starts when the notification woke it: that wake-up is the system's. Sleeping until an
+// absolute end keeps a late wake-up from adding to every later layer.
 template <typename WaitLayer, typename OnLayer>
 bool NodeLoop(const Request& r, bool layerwise, double link_cap, Clock::time_point start,
               WaitLayer wait_layer, OnLayer on_layer, Measured* m) {

@@ -51,8 +51,8 @@ class World {
   Result<client::DataPlane*> Client(size_t i);
   // Node i's target buffer, at least `bytes` long. Each node keeps one across runs, as a serving
   // node keeps its registered KV memory, so the store attaches it once per engine (a fresh
-  // buffer per run made every request pay the attach, 1-70 ms on this machine: docs/decisions.md,
-  // "TTFT emulator: one target buffer per node").
+  // buffer per run made every request pay the attach, 1-70 ms on this machine:
+  // docs/decisions/ttft-one-target-buffer.md).
   Result<client::TargetBuffer*> Target(size_t i, uint64_t bytes);
 
   std::unique_ptr<testutil::TempDir> dir_;

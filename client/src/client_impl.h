@@ -80,13 +80,16 @@ struct Client::Impl {
     // The error body when Execute already read it (a SlowDown it stopped retrying).
     std::optional<std::string> error_body;
     bool ok() const { return head.status >= 200 && head.status < 300; }
-    // The error answer as a Status (reads the error body).
+    // The error answer as a Status with its ErrorInfo (reads the error body).
     Status Error() {
+      const std::string* id = head.Find("x-amz-request-id");
+      const std::string_view request_id = id != nullptr ? std::string_view(*id) : "";
       if (error_body.has_value()) {
-        return StatusFromS3Response(head.status, *error_body);
+        return StatusFromS3Response(head.status, *error_body, request_id);
       }
       Result<std::string> body = conn->ReadBodyString(1 << 20);
-      return StatusFromS3Response(head.status, body.has_value() ? *body : std::string());
+      return StatusFromS3Response(head.status, body.has_value() ? *body : std::string(),
+                                  request_id);
     }
   };
 

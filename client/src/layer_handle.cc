@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "fmt/format.h"
+#include "oc/client/errors.h"
 
 namespace oc::client {
 
@@ -36,7 +37,7 @@ Status LayerHandle::WaitLayer(uint32_t layer, std::chrono::milliseconds timeout)
   if (s.delivery == nullptr) {  // HTTP: the exchange task counts layers
     std::unique_lock lock(s.mu);
     if (!s.cv.wait_until(lock, deadline, [&] { return s.ready > layer || s.finished; })) {
-      return Status::Unavailable(fmt::format("timed out waiting for layer {}", layer));
+      return TimedOut(fmt::format("timed out waiting for layer {}", layer));
     }
     if (s.ready > layer) {
       return Status::Ok();
@@ -62,7 +63,7 @@ Result<LayersResult> LayerHandle::Wait(std::chrono::milliseconds timeout) {
   {
     std::unique_lock lock(s.mu);
     if (!s.cv.wait_until(lock, deadline, [&] { return s.finished; })) {
-      return Status::Unavailable("timed out waiting for the gateway's answer");
+      return TimedOut("timed out waiting for the gateway's answer");
     }
     if (!s.status.ok()) {
       return s.status;

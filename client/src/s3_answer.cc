@@ -1,6 +1,8 @@
 // The gateway's S3 answers read by the client: error answers (<Error><Code/><Message/>
-// <ArgumentName/>) as a Status, so that a caller of the client sees the same Code/Subject/field
-// the gateway started from, and ListObjectsV2 pages.
+// <ArgumentName/><RequestId/>) as a Status, so that a caller of the client sees the same
+// Code/Subject/field the gateway started from, with the S3 code, HTTP status and request id as
+// its ErrorInfo (oc/client/errors.h); and ListObjectsV2 pages.
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -8,6 +10,7 @@
 #include "client_impl.h"
 #include "fmt/format.h"
 #include "oc/client/client.h"
+#include "oc/client/errors.h"
 #include "oc/common/units.h"
 
 namespace oc::client {
@@ -51,7 +54,8 @@ std::string XmlElement(std::string_view xml, std::string_view name) {
 
 }  // namespace
 
-Status StatusFromS3Response(unsigned http_status, std::string_view body) {
+Status StatusFromS3Response(unsigned http_status, std::string_view body,
+                            std::string_view request_id) {
   std::string code = XmlElement(body, "Code");
   std::string message = XmlElement(body, "Message");
   std::string field = XmlElement(body, "ArgumentName");
@@ -110,8 +114,11 @@ Status StatusFromS3Response(unsigned http_status, std::string_view body) {
       c = http_status >= 500 ? Code::kInternal : Code::kInvalidArgument;
       break;
   }
-  return Status(c, subject, std::move(field),
-                fmt::format("{} (HTTP {}): {}", code, http_status, message));
+  auto info = std::make_unique<ErrorInfo>();
+  info->s3_code = std::move(code);
+  info->http_status = http_status;
+  info->request_id = request_id.empty() ? XmlElement(body, "RequestId") : std::string(request_id);
+  return Status(c, subject, std::move(field), std::move(message)).WithDetail(std::move(info));
 }
 
 Result<ListPage> ParseListObjectsV2(std::string_view xml) {

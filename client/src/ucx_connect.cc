@@ -154,7 +154,7 @@ void UcxReceiver::CloseConnections(std::vector<std::shared_ptr<ServerConnection>
       }
       // A connection the server closed or that failed is released without a flush: a flush
       // towards a peer that is gone is what UCX logs as "error during flush: Endpoint
-      // timeout" (docs/decisions.md, "Data plane: who connects to whom").
+      // timeout" (docs/decisions/data-plane-who-connects-to-whom.md).
       ++closes_in_flight_;
       ucp_request_param_t param{};
       param.op_attr_mask =

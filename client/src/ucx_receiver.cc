@@ -10,6 +10,7 @@
 
 #include <fmt/core.h>
 
+#include "oc/client/errors.h"
 #include "oc/common/log.h"
 #include "oc/descriptor/data_plane_wire.h"
 #include "oc/ucx/mapped_memory.h"
@@ -97,7 +98,7 @@ class UcxDelivery final : public Delivery {
     }
     std::unique_lock<std::mutex> lock(s.mu);
     if (!s.cv.wait_for(lock, timeout, [&] { return s.ready[layer] || s.finished; })) {
-      return Status::Unavailable(fmt::format("timed out waiting for layer {}", layer));
+      return TimedOut(fmt::format("timed out waiting for layer {}", layer));
     }
     if (s.ready[layer]) {
       return Status::Ok();
@@ -112,7 +113,7 @@ class UcxDelivery final : public Delivery {
     DeliveryState& s = *state_;
     std::unique_lock<std::mutex> lock(s.mu);
     if (!s.cv.wait_for(lock, timeout, [&] { return s.finished; })) {
-      return Status::Unavailable("timed out waiting for the request to finish");
+      return TimedOut("timed out waiting for the request to finish");
     }
     return s.final;
   }

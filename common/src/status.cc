@@ -70,16 +70,21 @@ std::string_view SubjectName(Subject subject) {
 
 Status::Status(Code code, Subject subject, std::string field, std::string message) {
   if (code != Code::kOk) {
-    rep_ = std::make_unique<Rep>(Rep{code, subject, std::move(field), std::move(message)});
+    rep_ = std::make_unique<Rep>(
+        Rep{code, subject, std::move(field), std::move(message), /*detail=*/nullptr});
   }
 }
 
-Status::Status(const Status& other)
-    : rep_(other.rep_ ? std::make_unique<Rep>(*other.rep_) : nullptr) {}
+std::unique_ptr<Status::Rep> Status::CopyRep(const Rep& rep) {
+  return std::make_unique<Rep>(Rep{rep.code, rep.subject, rep.field, rep.message,
+                                   rep.detail ? rep.detail->Clone() : nullptr});
+}
+
+Status::Status(const Status& other) : rep_(other.rep_ ? CopyRep(*other.rep_) : nullptr) {}
 
 Status& Status::operator=(const Status& other) {
   if (this != &other) {
-    rep_ = other.rep_ ? std::make_unique<Rep>(*other.rep_) : nullptr;
+    rep_ = other.rep_ ? CopyRep(*other.rep_) : nullptr;
   }
   return *this;
 }
@@ -88,7 +93,18 @@ Status Status::WithSubject(Subject subject) const {
   if (ok()) {
     return Status();
   }
-  return Status(rep_->code, subject, rep_->field, rep_->message);
+  Status out(*this);
+  out.rep_->subject = subject;
+  return out;
+}
+
+Status Status::WithDetail(std::unique_ptr<StatusDetail> detail) const {
+  if (ok()) {
+    return Status();
+  }
+  Status out(*this);
+  out.rep_->detail = std::move(detail);
+  return out;
 }
 
 std::string Status::ToString() const {
@@ -105,6 +121,9 @@ std::string Status::ToString() const {
   if (!rep_->message.empty()) {
     out += ": ";
     out += rep_->message;
+  }
+  if (rep_->detail != nullptr) {
+    out += fmt::format(" [{}]", rep_->detail->ToString());
   }
   return out;
 }

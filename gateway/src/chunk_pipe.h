@@ -10,7 +10,7 @@
 // (Appended); PutChunks reads the queued buffer in place (Peek) into its store writer and
 // frees it (Consume). So between the socket's buffer and the store's extent buffer a
 // descriptor PUT body is copied once by the parser and once into the extent buffer
-// (docs/decisions.md, "Copies of a PUT body"). A lend waits while every buffer is queued: the
+// (docs/decisions/put-copies-lent-buffers.md). A lend waits while every buffer is queued: the
 // pipe's memory bound is what holds back a fast client.
 //
 // Thread safety: the session side (Lend, Queue, Append, Close) is used by one thread at a

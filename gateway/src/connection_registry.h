@@ -1,9 +1,9 @@
 #pragma once
 // The live connections, as the server sees them: each session registers itself and reports
 // where it is in its request cycle, so shutdown can close the idle ones (rgw's ConnectionList)
-// and the acceptor can shed one at the connection limit (docs/decisions.md, "Gateway: hostile
-// HTTP input"). Thread safety: the registry may be used from any thread; a session's state is
-// written by its own thread only, and CloseIfIdle always runs there.
+// and the acceptor can shed one at the connection limit
+// (docs/decisions/gateway-hostile-http-input.md). Thread safety: the registry may be used from any
+// thread; a session's state is written by its own thread only, and CloseIfIdle always runs there.
 
 #include <atomic>
 #include <cstdint>

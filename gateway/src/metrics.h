@@ -38,7 +38,7 @@ class Metrics {
   // Bytes of a PutObject, UploadPart or descriptor PUT body that the HTTP parser wrote
   // straight into memory its store writer lent (ObjectWriter::AppendSpace), or into the
   // session's own piece, from which the writer copies them (the first piece, read before the
-  // writer opens, and aws-chunked bodies; docs/decisions.md, "Copies of a PUT body").
+  // writer opens, and aws-chunked bodies; docs/decisions/put-copies-lent-buffers.md).
   void BodyBytes(uint64_t lent, uint64_t piece) {
     body_lent_bytes_.fetch_add(lent, std::memory_order_relaxed);
     body_piece_bytes_.fetch_add(piece, std::memory_order_relaxed);

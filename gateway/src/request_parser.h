@@ -10,7 +10,7 @@
 // operation's completion, outside any coroutine, so it escaped io_context::run() and ended the
 // process whenever max_header_bytes allowed a field over 64 KiB. RequestParser checks the
 // sizes first and fails the read with http::error::header_limit instead; nothing a client
-// sends reaches a throwing Beast call (docs/decisions.md, "Gateway: hostile HTTP input").
+// sends reaches a throwing Beast call (docs/decisions/gateway-hostile-http-input.md).
 // Thread safety: a RequestParser belongs to one session; PrepareRequest is pure.
 
 #include <cstdint>

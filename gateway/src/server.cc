@@ -270,7 +270,7 @@ class ServerImpl final : public Server {
  private:
   // Accepts forever, spreading connections over the io_contexts. At max_connections, and when
   // out of descriptors, a connection still waiting for a request is shed to make room
-  // (ConnectionRegistry::ShedOne; docs/decisions.md, "Gateway: hostile HTTP input").
+  // (ConnectionRegistry::ShedOne; docs/decisions/gateway-hostile-http-input.md).
   asio::awaitable<void> AcceptLoop() {
     size_t next = 0;
     uint64_t failures_unreported = 0;

@@ -150,7 +150,7 @@ asio::awaitable<bool> Session<Stream>::Serve() {
     co_return false;
   }
   beast::error_code ec;
-  // Deadlines (docs/decisions.md, "Gateway: hostile HTTP input"): a new connection has
+  // Deadlines (docs/decisions/gateway-hostile-http-input.md): a new connection has
   // header_timeout from accept until its header is complete; a kept-alive one waits up to
   // idle_timeout for the first byte of its next request, then has header_timeout.
   const bool first = served_ == 0;

@@ -200,7 +200,7 @@ asio::awaitable<bool> Session<Stream>::ServeUpload() {
   // the body straight into the store's extent buffer, and the hashes read it there. Empty:
   // the piece goes to piece_, and the writer copies it (the first piece, read before the
   // writer opens, and aws-chunked bodies, whose chunk framing is not payload).
-  // docs/decisions.md, "Copies of a PUT body".
+  // docs/decisions/put-copies-lent-buffers.md.
   MutableByteSpan lend;
   uint64_t received = 0;  // body bytes read so far
   const bool may_lend = !streaming && !chunked_transfer;
@@ -223,7 +223,7 @@ asio::awaitable<bool> Session<Stream>::ServeUpload() {
   // A client waiting for 100 Continue gets it only once the writer is open (access checked,
   // sizes valid). Any other client sends its body at once: the first piece is read before the
   // writer opens, and opening, appending it (and, for a body that fits one piece, checking and
-  // committing) share one pool hop (docs/decisions.md, "Gateway PUT path: one pool hop").
+  // committing) share one pool hop (docs/decisions/put-path-cpu-measured.md).
   if (ex.expect_continue) {
     auto open_and_lend = [&] {
       open();

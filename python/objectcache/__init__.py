@@ -19,6 +19,7 @@ once with a Transfer, and the other network calls have a *_async form returning 
 families (NoSuchBucket, AccessDenied, SlowDown, Timeout, ...). The wire protocol is the
 repository's docs/protocol.md.
 """
+from ._version import __version__  # noqa: F401  (written by the CMake configure)
 from ._native import (  # noqa: F401  (the public API)
     AccessDenied,
     AlreadyExists,

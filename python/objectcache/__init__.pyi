@@ -11,12 +11,16 @@ Buffer = Any
 # (Client(timeout=...)). Negative or NaN is an InvalidArgument (a ValueError).
 Seconds = Optional[float]
 
+__version__: str  # the CMake project's VERSION
+
 class ObjectCacheError(Exception):
     code: str  # the client's status code name ("NotFound", "Unavailable", ...)
-    s3_code: Optional[str]  # the gateway's S3 error code, None for local errors
-    http_status: Optional[int]
+    s3_code: Optional[str]  # the gateway's S3 error code, None for errors without an answer
+    http_status: Optional[int]  # the answer's HTTP status, None without an answer
+    request_id: Optional[str]  # the answer's x-amz-request-id, None without one
+    timed_out: bool  # a wait passed its timeout; the request may still complete
     field: Optional[str]  # the header or argument at fault
-    message: str
+    message: str  # the gateway's <Message>, or the client's own text
 
 class InvalidArgument(ObjectCacheError, ValueError): ...
 class OutOfRange(ObjectCacheError, IndexError): ...

@@ -40,11 +40,11 @@ namespace oc::python {
 
 namespace py = pybind11;
 
-// Raises the objectcache exception `status` maps to (module.cc: the S3 code, else the Status
-// code). `timeout` raises objectcache.Timeout whatever the code.
-[[noreturn]] void Raise(const Status& status, bool timeout = false);
+// Raises the objectcache exception `status` maps to (errors.cc, one table: objectcache.Timeout
+// when its ErrorInfo says timed_out, else by the S3 code, else by the Status code).
+[[noreturn]] void Raise(const Status& status);
 // The exception object itself (for Future.exception() and per-key results).
-py::object MakeError(const Status& status, bool timeout = false);
+py::object MakeError(const Status& status);
 
 // A Python buffer held for as long as this object lives: the exporter keeps its memory (numpy's
 // resize sees the reference and refuses; bytearray refuses to resize an exported buffer). Release()

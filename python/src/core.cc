@@ -204,7 +204,7 @@ bool Future::WaitReady(std::optional<std::chrono::milliseconds> bound) {
 
 py::object Future::Result(std::optional<std::chrono::milliseconds> bound) {
   if (!WaitReady(bound)) {
-    Raise(Status::Unavailable("timed out waiting for the call"), /*timeout=*/true);
+    Raise(client::TimedOut("timed out waiting for the call"));
   }
   Convert convert;
   {

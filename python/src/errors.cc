@@ -1,60 +1,84 @@
 // objectcache._native's exceptions: one class per S3 error family, all under ObjectCacheError,
 // and the one mapping from a liboc_client Status to them (MakeError, Raise). Errors cross the
-// language boundary as data: the Status code and the gateway's S3 code pick the class by table,
-// and the fields travel as attributes.
+// language boundary as data: liboc_client's ErrorInfo (oc/client/errors.h: S3 code, HTTP
+// status, request id, timed out) and the Status code pick the class from ONE table,
+// kErrorClasses, and travel as attributes; no message is parsed.
+#include <array>
 #include <map>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include "binding.h"
+#include "oc/client/errors.h"
 
 namespace oc::python {
 namespace {
 
 // ------------------------------------------------------------------------------------------
-// Exceptions: one class per S3 error family, all under ObjectCacheError; the builtin each also
-// derives from lets generic Python code catch them (a Timeout is a TimeoutError).
+// One row per exception class: its place in the hierarchy, the builtin it also derives from
+// (so generic Python code can catch it: a Timeout is a TimeoutError), and which errors map to
+// it. An error goes to the Timeout row when its ErrorInfo says timed_out; else to the row
+// listing its S3 code; else to the row of its Status code; else to InternalError.
 
 struct ErrorClass {
   const char* name;
   const char* base;     // another row, or nullptr for ObjectCacheError's base (Exception)
   const char* builtin;  // builtins name also derived from, or nullptr
+  Code code;            // the Status code this class stands for (kOk: none)
+  std::array<std::string_view, 3> s3_codes;  // the S3 error codes mapped here
+  bool timed_out;                            // the class of waits that passed their timeout
   const char* doc;
 };
 
+constexpr Code kNoCode = Code::kOk;
+
+// One row per class, laid out as a table.
+// clang-format off
 constexpr ErrorClass kErrorClasses[] = {
-    {"ObjectCacheError", nullptr, nullptr,
+    {"ObjectCacheError", nullptr, nullptr, kNoCode, {}, false,
      "Base of every objectcache error. Attributes: code (the client's status code name), "
-     "s3_code and http_status (the gateway's answer, None for local errors), field (the "
+     "s3_code, http_status and request_id (the gateway's answer, None for errors without "
+     "one), timed_out (a wait passed its timeout; the request may still complete), field (the "
      "header or argument at fault, or None), message."},
-    {"InvalidArgument", "ObjectCacheError", "ValueError", "400: a malformed request or argument."},
-    {"OutOfRange", "ObjectCacheError", "IndexError",
+    {"InvalidArgument", "ObjectCacheError", "ValueError", Code::kInvalidArgument, {}, false,
+     "400: a malformed request or argument."},
+    {"OutOfRange", "ObjectCacheError", "IndexError", Code::kOutOfRange, {}, false,
      "A range or layer past the end (wait_layer of a layer a partial hit did not deliver)."},
-    {"InvalidRange", "OutOfRange", nullptr, "416: a Range starting past the end of an object."},
-    {"AccessDenied", "ObjectCacheError", "PermissionError", "403 AccessDenied."},
-    {"AuthenticationError", "ObjectCacheError", "PermissionError",
+    {"InvalidRange", "OutOfRange", nullptr, kNoCode, {"InvalidRange"}, false,
+     "416: a Range starting past the end of an object."},
+    {"AccessDenied", "ObjectCacheError", "PermissionError", Code::kPermissionDenied,
+     {"AccessDenied"}, false, "403 AccessDenied."},
+    {"AuthenticationError", "ObjectCacheError", "PermissionError", Code::kUnauthenticated,
+     {"SignatureDoesNotMatch", "InvalidAccessKeyId"}, false,
      "403: SignatureDoesNotMatch or InvalidAccessKeyId."},
-    {"NotFound", "ObjectCacheError", nullptr, "404."},
-    {"NoSuchBucket", "NotFound", nullptr, "404 NoSuchBucket."},
-    {"NoSuchKey", "NotFound", nullptr, "404 NoSuchKey."},
-    {"AlreadyExists", "ObjectCacheError", nullptr,
+    {"NotFound", "ObjectCacheError", nullptr, Code::kNotFound, {"NoSuchUpload"}, false, "404."},
+    {"NoSuchBucket", "NotFound", nullptr, kNoCode, {"NoSuchBucket"}, false, "404 NoSuchBucket."},
+    {"NoSuchKey", "NotFound", nullptr, kNoCode, {"NoSuchKey"}, false, "404 NoSuchKey."},
+    {"AlreadyExists", "ObjectCacheError", nullptr, Code::kAlreadyExists,
+     {"BucketAlreadyOwnedByYou", "BucketAlreadyExists"}, false,
      "409 BucketAlreadyOwnedByYou / BucketAlreadyExists."},
-    {"PreconditionFailed", "ObjectCacheError", nullptr,
+    {"PreconditionFailed", "ObjectCacheError", nullptr, Code::kFailedPrecondition,
+     {"BucketNotEmpty", "PreconditionFailed"}, false,
      "412, or 409 for a state that forbids the call (BucketNotEmpty)."},
-    {"Unavailable", "ObjectCacheError", "ConnectionError",
-     "503, or the gateway or data plane cannot be reached."},
-    {"SlowDown", "Unavailable", nullptr,
+    {"Unavailable", "ObjectCacheError", "ConnectionError", Code::kUnavailable,
+     {"ServiceUnavailable"}, false, "503, or the gateway or data plane cannot be reached."},
+    {"SlowDown", "Unavailable", nullptr, kNoCode, {"SlowDown"}, false,
      "503 SlowDown still answered after the client's retry budget."},
-    {"Timeout", "Unavailable", "TimeoutError", "A wait passed its timeout."},
-    {"TransportError", "ObjectCacheError", "OSError", "A socket read or write failed."},
-    {"ResourceExhausted", "ObjectCacheError", nullptr,
+    {"Timeout", "Unavailable", "TimeoutError", kNoCode, {}, true,
+     "A wait passed its timeout; the request may still complete (wait again)."},
+    {"TransportError", "ObjectCacheError", "OSError", Code::kIOError, {}, false,
+     "A socket read or write failed or timed out."},
+    {"ResourceExhausted", "ObjectCacheError", nullptr, Code::kResourceExhausted, {}, false,
      "A configured limit was reached (requests in flight, body size)."},
-    {"Corruption", "ObjectCacheError", nullptr, "An answer or stored bytes failed their checks."},
-    {"Unimplemented", "ObjectCacheError", "NotImplementedError", "501 NotImplemented."},
-    {"InternalError", "ObjectCacheError", nullptr, "500 or another server failure."},
+    {"Corruption", "ObjectCacheError", nullptr, Code::kCorruption, {}, false,
+     "An answer or stored bytes failed their checks."},
+    {"Unimplemented", "ObjectCacheError", "NotImplementedError", Code::kUnimplemented,
+     {"NotImplemented"}, false, "501 NotImplemented."},
+    {"InternalError", "ObjectCacheError", nullptr, Code::kInternal, {"InternalError"}, false,
+     "500 or another server failure."},
 };
+// clang-format on
 
 // The classes, created once at import; references kept for the life of the process.
 std::map<std::string, PyObject*, std::less<>>& Classes() {
@@ -62,82 +86,27 @@ std::map<std::string, PyObject*, std::less<>>& Classes() {
   return *classes;
 }
 
-// S3 error codes -> class (docs/protocol.md and the gateway's error table name them).
-constexpr std::pair<std::string_view, const char*> kS3Codes[] = {
-    {"NoSuchBucket", "NoSuchBucket"},
-    {"NoSuchKey", "NoSuchKey"},
-    {"NoSuchUpload", "NotFound"},
-    {"AccessDenied", "AccessDenied"},
-    {"SignatureDoesNotMatch", "AuthenticationError"},
-    {"InvalidAccessKeyId", "AuthenticationError"},
-    {"BucketAlreadyOwnedByYou", "AlreadyExists"},
-    {"BucketAlreadyExists", "AlreadyExists"},
-    {"BucketNotEmpty", "PreconditionFailed"},
-    {"PreconditionFailed", "PreconditionFailed"},
-    {"InvalidRange", "InvalidRange"},
-    {"SlowDown", "SlowDown"},
-    {"ServiceUnavailable", "Unavailable"},
-    {"NotImplemented", "Unimplemented"},
-    {"InternalError", "InternalError"},
-};
-
-const char* ClassForCode(Code code) {
-  switch (code) {
-    case Code::kInvalidArgument:
-      return "InvalidArgument";
-    case Code::kNotFound:
-      return "NotFound";
-    case Code::kAlreadyExists:
-      return "AlreadyExists";
-    case Code::kFailedPrecondition:
-      return "PreconditionFailed";
-    case Code::kOutOfRange:
-      return "OutOfRange";
-    case Code::kPermissionDenied:
-      return "AccessDenied";
-    case Code::kUnauthenticated:
-      return "AuthenticationError";
-    case Code::kResourceExhausted:
-      return "ResourceExhausted";
-    case Code::kUnavailable:
-      return "Unavailable";
-    case Code::kCorruption:
-      return "Corruption";
-    case Code::kIOError:
-      return "TransportError";
-    case Code::kUnimplemented:
-      return "Unimplemented";
-    default:
-      return "InternalError";
-  }
-}
-
-// liboc_client writes a gateway error as "<S3 code> (HTTP <status>): <message>" (client.h).
-struct S3Answer {
-  std::string code;
-  int http_status = 0;
-  std::string message;
-};
-std::optional<S3Answer> ParseS3Answer(std::string_view text) {
-  const size_t open = text.find(" (HTTP ");
-  if (open == std::string_view::npos || open == 0 ||
-      text.substr(0, open).find(' ') != std::string_view::npos) {
-    return std::nullopt;
-  }
-  const size_t close = text.find("): ", open);
-  if (close == std::string_view::npos) {
-    return std::nullopt;
-  }
-  S3Answer a;
-  a.code = std::string(text.substr(0, open));
-  for (char c : text.substr(open + 7, close - open - 7)) {
-    if (c < '0' || c > '9') {
-      return std::nullopt;
+const char* ClassFor(const Status& status, const client::ErrorInfo* info) {
+  for (const ErrorClass& e : kErrorClasses) {
+    if (info != nullptr && info->timed_out && e.timed_out) {
+      return e.name;
     }
-    a.http_status = a.http_status * 10 + (c - '0');
   }
-  a.message = std::string(text.substr(close + 3));
-  return a;
+  if (info != nullptr && !info->s3_code.empty()) {
+    for (const ErrorClass& e : kErrorClasses) {
+      for (std::string_view code : e.s3_codes) {
+        if (!code.empty() && code == info->s3_code) {
+          return e.name;
+        }
+      }
+    }
+  }
+  for (const ErrorClass& e : kErrorClasses) {
+    if (e.code != kNoCode && e.code == status.code()) {
+      return e.name;
+    }
+  }
+  return "InternalError";
 }
 
 }  // namespace
@@ -159,31 +128,26 @@ void CreateErrorClasses(py::module_& m) {
   }
 }
 
-py::object MakeError(const Status& status, bool timeout) {
-  const std::optional<S3Answer> s3 = ParseS3Answer(status.message());
-  const char* name = ClassForCode(status.code());
-  if (timeout) {
-    name = "Timeout";
-  } else if (s3.has_value()) {
-    for (const auto& [code, cls] : kS3Codes) {
-      if (code == s3->code) {
-        name = cls;
-      }
-    }
-  }
-  const std::string text = status.ToString();
-  py::object error = py::reinterpret_borrow<py::object>(Classes().at(name))(text);
+py::object MakeError(const Status& status) {
+  const client::ErrorInfo* info = client::ErrorInfoOf(status);
+  const bool answered = info != nullptr && info->http_status != 0;
+  py::object error =
+      py::reinterpret_borrow<py::object>(Classes().at(ClassFor(status, info)))(status.ToString());
   error.attr("code") = py::str(std::string(CodeName(status.code())));
-  error.attr("s3_code") = s3 ? py::object(py::str(s3->code)) : py::none();
-  error.attr("http_status") = s3 ? py::object(py::int_(s3->http_status)) : py::none();
+  error.attr("s3_code") = answered ? py::object(py::str(info->s3_code)) : py::none();
+  error.attr("http_status") = answered ? py::object(py::int_(info->http_status)) : py::none();
+  error.attr("request_id") = info != nullptr && !info->request_id.empty()
+                                 ? py::object(py::str(info->request_id))
+                                 : py::none();
+  error.attr("timed_out") = py::bool_(info != nullptr && info->timed_out);
   error.attr("field") =
       status.field().empty() ? py::none() : py::object(py::str(std::string(status.field())));
-  error.attr("message") = py::str(s3 ? s3->message : std::string(status.message()));
+  error.attr("message") = py::str(std::string(status.message()));
   return error;
 }
 
-void Raise(const Status& status, bool timeout) {
-  py::object error = MakeError(status, timeout);
+void Raise(const Status& status) {
+  py::object error = MakeError(status);
   PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
   throw py::error_already_set();
 }

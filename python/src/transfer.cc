@@ -57,14 +57,12 @@ class Transfer {
                                          layer, final_layers_, num_layers_)));
     }
     Status s;
-    bool timed_out = false;
     {
       py::gil_scoped_release release;
       s = handle_->WaitLayer(layer, bound);
-      timed_out = !s.ok() && s.code() == Code::kUnavailable && !handle_->done();
     }
     if (!s.ok()) {
-      Raise(s, timed_out);
+      Raise(s);  // objectcache.Timeout when its ErrorInfo says timed_out
     }
   }
 
@@ -72,14 +70,15 @@ class Transfer {
     const std::chrono::milliseconds bound = TimeoutArg(timeout).value_or(DefaultTimeout());
     if (!result_.has_value()) {
       Result<client::LayersResult> r = Status::Internal("unset");
-      bool timed_out = false;
       {
         py::gil_scoped_release release;
         r = handle_->Wait(bound);
-        timed_out = !r.has_value() && r.error().code() == Code::kUnavailable && !handle_->done();
       }
-      if (timed_out) {
-        Raise(r.error(), true);
+      if (!r.has_value()) {
+        const client::ErrorInfo* info = client::ErrorInfoOf(r.error());
+        if (info != nullptr && info->timed_out) {
+          Raise(r.error());  // the request still runs: keep the handle, the caller may wait again
+        }
       }
       result_ = std::move(r);
       Release();  // the request ended: every callback runs before this returns

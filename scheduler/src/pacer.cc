@@ -188,8 +188,7 @@ NextStep Pacer::Send(size_t ring_index, Time now, Time start) {
   // after both counts the dispatch as made then, but no more than one payload's spacing before
   // `now`. A punctual caller (now == promised_) and an arrival after an idle spell (no promise) get
   // no credit, so the total stays within B * window + one payload for them; a late caller's
-  // catch-up sends at most one payload more (docs/decisions.md, "Pacer: the cap makes up a late
-  // dispatcher").
+  // catch-up sends at most one payload more (docs/decisions/pacer-cap-makes-up-late-dispatcher.md).
   Time counted_at = now;
   if (promised_.has_value() && std::max(*promised_, start) < now) {
     counted_at = std::max({*promised_, start, now - std::min(cap_spacing, now)});

@@ -1,6 +1,6 @@
 // The default lend APIs (store.h ObjectWriter::AppendSpace/Appended, kv.h ChunkSource::
 // Peek/Consume): over the copying calls and a buffer of the object's own, for the writers and
-// sources that hold no memory to lend (docs/decisions.md, "Copies of a PUT body").
+// sources that hold no memory to lend (docs/decisions/put-copies-lent-buffers.md).
 
 #include <algorithm>
 #include <cstring>

@@ -28,7 +28,9 @@ namespace client = oc::client;
 void ErrorAnswer(unsigned status, std::string_view body) {
   const oc::Status st = client::StatusFromS3Response(status, body);
   OC_CHECK(!st.ok());
-  OC_CHECK(st.message().find("(HTTP " + std::to_string(status) + ")") != std::string_view::npos);
+  const client::ErrorInfo* info = client::ErrorInfoOf(st);
+  OC_CHECK(info != nullptr && info->http_status == status && !info->s3_code.empty() &&
+           !info->timed_out);
   if (status == 404) {
     OC_CHECK(st.code() == oc::Code::kNotFound);
   } else if (status >= 500) {

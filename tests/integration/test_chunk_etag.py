@@ -2,7 +2,7 @@
 XXH3-64s of its layer ranges, then "-1", computed here with python3-xxhash and compared with
 what HEAD, GET and ListObjects answer; a plain PUT of the same bytes keeps the MD5 ETag. Then
 the four S3 clients we test read the chunk as users would, and each must get its bytes with
-exit status 0 (docs/decisions.md, "Descriptor-PUT chunks: an XXH3 ETag", records what each
+exit status 0 (docs/decisions/descriptor-put-chunk-etag.md, records what each
 does with a dashed ETag): aws-cli v2 (s3 cp and s3api get-object), boto3 (get_object and
 download_file), s3cmd get, rclone copy and cat. Runs over the embedded and the remote store."""
 import filecmp

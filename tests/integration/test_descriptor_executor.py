@@ -1,4 +1,4 @@
-"""The descriptor executor (docs/decisions.md, "One bounded executor for descriptor work"):
+"""The descriptor executor (docs/decisions/one-bounded-executor.md):
 body-delivered descriptor GETs and PUTs run on a bounded set of workers ([kv]
 descriptor_threads), so many of them at once do not grow the server's threads; one more than
 the workers is answered 503 SlowDown (well-formed XML, Retry-After) before anything is read or

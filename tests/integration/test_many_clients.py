@@ -1,5 +1,4 @@
-"""Many serving nodes at once (issue 16; docs/decisions.md, "Many clients at once: admission
-queue and deadline"): 16 clients, each a separate `oc get-layers` process with its own
+"""Many serving nodes at once (issue 16; docs/decisions/many-clients-admission-queue.md): 16 clients, each a separate `oc get-layers` process with its own
 liboc_client and UCX target, load the same prefix at the same time from `objectcache serve`
 with the default configuration, and every one gets every byte. Run twice: the default Θ (the
 small prefix is delivered chunkwise) and Θ = 1 (every request layerwise, so all 16 share the

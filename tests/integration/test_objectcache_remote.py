@@ -210,7 +210,7 @@ def test_other_users_bucket_is_access_denied_and_nothing_is_written(remote, tmp)
 
 def test_client_exits_zero_right_after_a_ucx_transfer(remote, tmp):
     """A client process that exits right after its transfer exits 0: its data plane closes
-    in order (docs/decisions.md, "Data plane: orderly UCX teardown"). A put-chunks whose
+    in order (docs/decisions/data-plane-orderly-teardown.md). A put-chunks whose
     bytes the server reads in place never uses the endpoint the server made to the client,
     so the client's UCX may still owe the server a wireup reply at exit; UCX 1.13 aborted in
     ucp_worker_destroy in 1 to 3 of 100 such runs before the worker was flushed first."""

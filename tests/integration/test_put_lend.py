@@ -1,5 +1,5 @@
 """Upload bodies written by the HTTP parser straight into memory the store writer lends
-(docs/decisions.md, "Copies of a PUT body"): /stats "upload_body_bytes" counts the body bytes
+(docs/decisions/put-copies-lent-buffers.md): /stats "upload_body_bytes" counts the body bytes
 that went into a writer's lent space ("lent") and those read into the session's own piece
 and copied from there ("piece": the first piece of a body sent without 100-continue, which
 arrives before the writer opens, and aws-chunked bodies). Each case also checks the bytes

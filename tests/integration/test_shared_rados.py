@@ -1,5 +1,5 @@
 """Servers over one RADOS pool are stateless peers (issue 15, "Two servers over one pool";
-docs/design.md "RADOS mapping", docs/decisions.md "Remote store: shared placement"), on the
+docs/design.md "RADOS mapping", docs/decisions/remote-store-shared-placement.md), on the
 throw-away cluster of the `rados_cluster` CTest fixture, one random namespace per setup:
 
 - Two `oc-storage-server`s over one pool and namespace behind one `oc-gateway --storage A,B`

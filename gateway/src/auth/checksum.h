@@ -6,12 +6,12 @@
 // with objects and the "checksum of checksums" of multipart uploads.
 // Source: Amazon S3 User Guide, "Checking object integrity" (algorithms, encoding, and
 // "Using part-level checksums for multipart uploads").
-// Implementations (docs/decisions.md, "S3 checksums: verified on upload, stored as a header,
-// zlib and ISA-L"): CRC32 is zlib's, CRC32C ISA-L's (crc32_iscsi, hardware-accelerated), SHA1
-// and SHA256 OpenSSL's; CRC64NVME, which Debian 12 has in no C library, is a slice-by-8 table.
-// CRC combination (FULL_OBJECT multipart checksums) is zlib's crc32_combine for CRC32 and one
-// GF(2) combine, generic over the reflected polynomial, for CRC32C and CRC64NVME, which
-// neither ISA-L 2.30 nor zlib offers (docs/decisions.md, "S3 checksums: FULL_OBJECT").
+// Implementations (docs/decisions/s3-checksums-verified-on-upload.md): CRC32 is zlib's, CRC32C
+// ISA-L's (crc32_iscsi, hardware-accelerated), SHA1 and SHA256 OpenSSL's; CRC64NVME, which Debian
+// 12 has in no C library, is a slice-by-8 table. CRC combination (FULL_OBJECT multipart checksums)
+// is zlib's crc32_combine for CRC32 and one GF(2) combine, generic over the reflected polynomial,
+// for CRC32C and CRC64NVME, which neither ISA-L 2.30 nor zlib offers
+// (docs/decisions/s3-checksums-full-object.md).
 // Thread safety: a Checksum object is used by one thread at a time; the functions are pure.
 
 #include <cstdint>

@@ -12,8 +12,8 @@ namespace oc::gateway {
 namespace {
 
 constexpr std::string_view kMetaPrefix = "x-amz-meta-";
-// Stored checksums are headers with this prefix (docs/decisions.md, "S3 checksums: verified
-// on upload, stored as a header, zlib and ISA-L").
+// Stored checksums are headers with this prefix
+// (docs/decisions/s3-checksums-verified-on-upload.md).
 constexpr std::string_view kChecksumPrefix = "x-amz-checksum-";
 // Representation headers S3 stores with an object and returns on GET/HEAD.
 constexpr std::string_view kStoredHeaders[] = {"cache-control", "content-disposition",

@@ -51,8 +51,7 @@ struct UploadStart {
   std::shared_ptr<const storage::KvPutReport> kv_report;
   // The upload's x-amz-checksum-* (a header or the trailer), which the session computes over
   // the decoded body and checks before Commit (400 BadDigest, nothing stored, on a mismatch);
-  // null when the request declared none (docs/decisions.md, "S3 checksums: verified on
-  // upload, stored as a header, zlib and ISA-L").
+  // null when the request declared none (docs/decisions/s3-checksums-verified-on-upload.md).
   std::unique_ptr<auth::Checksum> checksum;
   std::string checksum_expected;  // the header's base64 value; "" when it comes as a trailer
 };

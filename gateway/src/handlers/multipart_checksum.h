@@ -1,11 +1,12 @@
 #pragma once
-// The S3 checksums of multipart uploads in the gateway (docs/decisions.md, "S3 checksums:
-// multipart in full" and "S3 checksums: FULL_OBJECT"): CreateMultipartUpload's choice of
-// algorithm and type, and the object checksum a CompleteMultipartUpload stores, COMPOSITE (the
-// checksum of the listed part checksums, "-N") or FULL_OBJECT (the CRC of the whole object,
-// combined from the parts' CRCs and sizes). The store compares what the gateway combined
-// from (each listed part's checksum and size) with the parts it stitches, under the commit's
-// lock, so the value stored is the CRC of the bytes stored. Used by multipart_handlers.cc.
+// The S3 checksums of multipart uploads in the gateway
+// (docs/decisions/s3-checksums-multipart-in-full.md and
+// docs/decisions/s3-checksums-full-object.md): CreateMultipartUpload's choice of algorithm and
+// type, and the object checksum a CompleteMultipartUpload stores, COMPOSITE (the checksum of the
+// listed part checksums, "-N") or FULL_OBJECT (the CRC of the whole object, combined from the
+// parts' CRCs and sizes). The store compares what the gateway combined from (each listed part's
+// checksum and size) with the parts it stitches, under the commit's lock, so the value stored is
+// the CRC of the bytes stored. Used by multipart_handlers.cc.
 // Thread safety: pure functions of their arguments and the thread-safe Store.
 
 #include <optional>

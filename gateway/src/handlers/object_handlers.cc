@@ -34,9 +34,9 @@ constexpr uint64_t kCopyPieceBytes = 1 << 20;
 // CopyObject with x-amz-checksum-algorithm naming another algorithm than the source's stored
 // checksum (or a source without one): S3 computes the new checksum over the bytes, so the
 // copy is streamed through the gateway from `reader` (one version of the source) into a new
-// object, checksummed on the way, instead of Store::Copy (docs/decisions.md, "S3 checksums:
-// multipart in full"). `replace` is the copy's metadata (nullopt: the source's), `tags` its
-// tags (nullopt: the source's).
+// object, checksummed on the way, instead of Store::Copy
+// (docs/decisions/s3-checksums-multipart-in-full.md). `replace` is the copy's metadata (nullopt:
+// the source's), `tags` its tags (nullopt: the source's).
 Result<storage::ObjectMeta> CopyWithChecksum(HandlerEnv& env, storage::ObjectReader& reader,
                                              const storage::ObjectKey& dst,
                                              std::optional<storage::PutOptions> replace,

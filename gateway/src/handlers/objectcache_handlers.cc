@@ -8,14 +8,14 @@
 // field.
 //
 // The transfers themselves (GetLayers and PutChunks) run on the descriptor executor
-// (HandlerEnv::descriptors), never on a thread of their own (docs/decisions.md, "One bounded
-// executor for descriptor work"). A GET that finds every worker busy waits in the executor's
-// bounded FIFO admission queue, holding no thread and no staging memory (its answer is a
-// deferred response the session waits on); it is answered 503 SlowDown with Retry-After when
-// the queue is full or when it is still waiting at the admission timeout, the message saying
-// which. A PUT starts at once or gets the same answer (its body would hold a Store pool
-// thread while it waited). Either way nothing was read, stored or delivered (docs/decisions.md,
-// "Many clients at once: admission queue and deadline").
+// (HandlerEnv::descriptors), never on a thread of their own
+// (docs/decisions/one-bounded-executor.md). A GET that finds every worker busy waits in the
+// executor's bounded FIFO admission queue, holding no thread and no staging memory (its answer is a
+// deferred response the session waits on); it is answered 503 SlowDown with Retry-After when the
+// queue is full or when it is still waiting at the admission timeout, the message saying which. A
+// PUT starts at once or gets the same answer (its body would hold a Store pool thread while it
+// waited). Either way nothing was read, stored or delivered
+// (docs/decisions/many-clients-admission-queue.md).
 
 #include <chrono>
 
@@ -102,7 +102,7 @@ Result<descriptor::Descriptor> DecodeDescriptor(const Request& req, descriptor::
   }
   if (d->target.has_value()) {
     // The data plane binds a connection to the first principal naming it (never from the
-    // wire: docs/decisions.md, "Data plane: who connects to whom").
+    // wire: docs/decisions/data-plane-who-connects-to-whom.md).
     d->target->principal = req.user != nullptr ? req.user->access_key : std::string();
   }
   return d;

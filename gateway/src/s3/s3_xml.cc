@@ -330,7 +330,7 @@ void AppendXmlEscaped(std::string_view text, std::string* out) {
   // so MinIO write it): a byte that is not part of well-formed UTF-8, and a character outside
   // XML 1.0's Char production (C0 controls other than tab, LF, CR; U+FFFE, U+FFFF), which
   // not even a character reference may name. Listings with encoding-type=url carry such
-  // keys exactly (docs/decisions.md, "Gateway: hostile HTTP input").
+  // keys exactly (docs/decisions/gateway-hostile-http-input.md).
   static constexpr std::string_view kReplacement = "\xEF\xBF\xBD";
   size_t i = 0;
   while (i < text.size()) {

@@ -4,10 +4,10 @@
 // previous ones are being copied: the shared-memory stand-in for an RDMA NIC's DMA engine.
 // With several threads one request's writes are copied on several cores at once, and a copy of
 // at least 2 x kSplitBytes is cut into pieces (one per thread at most, none below kSplitBytes)
-// so a single large write is spread too (docs/decisions.md, "One descriptor GET on several
-// cores"). Tasks start in submission order (one shared FIFO, so concurrent requests share the
-// threads in turn) but may end out of order; each task's `done` runs once, on the thread that
-// copied its last piece. The destructor runs every task already submitted, then stops.
+// so a single large write is spread too (docs/decisions/one-descriptor-get-several-cores.md). Tasks
+// start in submission order (one shared FIFO, so concurrent requests share the threads in turn) but
+// may end out of order; each task's `done` runs once, on the thread that copied its last piece. The
+// destructor runs every task already submitted, then stops.
 // Thread safety: Submit may be called from any thread.
 
 #include <algorithm>

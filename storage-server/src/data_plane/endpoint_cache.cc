@@ -32,7 +32,7 @@ void Endpoint::Close() {
   // request (if any) is freed at once and completes on the progress thread. A client that
   // closed first shows up as a failed endpoint here (the connection manager reports it), so
   // the server never flushes towards a peer that is gone: that flush is what UCX logged as
-  // "error during flush: Endpoint timeout" (docs/decisions.md).
+  // "error during flush: Endpoint timeout" (docs/decisions/data-plane-who-connects-to-whom.md).
   cache_->CloseUcxEndpoint(ep_, /*force=*/failed());
 }
 
@@ -159,7 +159,7 @@ void EndpointCache::OnHello(ucp_ep_h ep, ByteSpan header) {
       endpoint.info_ = QueryEndpointInfo(ep);
       if (!endpoint.peer_error_handling_ && endpoint.info_.tcp_lane) {
         // UCX 1.13 without peer error handling over TCP crashed after the peer went away
-        // (docs/decisions.md, "Data plane: noticing a vanished client"): the two ends disagree
+        // (docs/decisions/data-plane-vanished-client.md): the two ends disagree
         // about their transports, so the connection is refused rather than used.
         refused = Status::FailedPrecondition(
             Subject::kNone,

@@ -1,7 +1,7 @@
 #pragma once
 // EndpointCache: the server's UCX endpoints, one per client connection, keyed by the random
 // 128-bit connection id the server issued (docs/protocol.md, "Data plane: connecting";
-// docs/decisions.md, "Data plane: who connects to whom"). Endpoints are created only from
+// docs/decisions/data-plane-who-connects-to-whom.md). Endpoints are created only from
 // connection requests on the data plane's listener (Accept), never from bytes a client sent
 // over HTTP; a descriptor names its connection by id (x-oc-target-connection) and Find()
 // looks it up. A connection is usable once the client's hello arrived (OnHello): that records
@@ -12,8 +12,7 @@
 // capacity. An endpoint that fails is marked failed and dropped at once, so its id becomes
 // unknown and the client connects again.
 // Failure is found two ways, chosen per connection by the error-handling mode both ends
-// derive (oc/ucx/transports.h, ErrorMode; docs/decisions.md, "Data plane: noticing a vanished
-// client"):
+// derive (oc/ucx/transports.h, ErrorMode; docs/decisions/data-plane-vanished-client.md):
 //  - UCX peer error handling (UCP_ERR_HANDLING_MODE_PEER + keepalive): UCX calls the error
 //    handler and completes the endpoint's requests with an error (TCP, verbs).
 //  - Without it (UCP_ERR_HANDLING_MODE_NONE: shared memory on one host), an operation that

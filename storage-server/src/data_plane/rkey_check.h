@@ -1,9 +1,8 @@
 #pragma once
-// Checks a client's packed rkey completely before UCX parses it (docs/decisions.md, "Data
-// plane: packed rkeys are checked before UCX parses them"). ucp_ep_rkey_unpack takes no length
-// and trusts every byte, and each entry is handed to the memory domain's own unpack: System V
-// attaches the segment id it names, POSIX opens a file named by a pid and maps a length from
-// the key. So the server:
+// Checks a client's packed rkey completely before UCX parses it
+// (docs/decisions/data-plane-rkey-check.md). ucp_ep_rkey_unpack takes no length and trusts every
+// byte, and each entry is handed to the memory domain's own unpack: System V attaches the segment
+// id it names, POSIX opens a file named by a pid and maps a length from the key. So the server:
 //  - walks the key as UCX 1.13 packs it (64-bit map of the CLIENT's memory-domain indices, one
 //    memory-type byte, one length-prefixed entry per map bit; an optional trailer after);
 //  - learns which component each remote md index is from its own endpoint's configuration

@@ -87,7 +87,7 @@ class StagingPool final : public StagingBuffer::Owner {
 // served, and a Release wakes only the waiters it can now serve: with many requests sharing
 // the budget, a notify_all per released write woke every waiting request to find most of them
 // still short (issue 16: 16 concurrent loads spent half the server's CPU in futex wake-ups;
-// docs/decisions.md, "Many clients at once: admission queue and deadline"). Thread-safe.
+// docs/decisions/many-clients-admission-queue.md). Thread-safe.
 class ByteBudget {
  public:
   explicit ByteBudget(uint64_t capacity) : capacity_(capacity), free_(capacity) {}

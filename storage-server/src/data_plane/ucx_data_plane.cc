@@ -273,7 +273,7 @@ UcxDataPlane::~UcxDataPlane() {
   // complete (a failed endpoint by force); flush and destroy the worker, which completes
   // (with an error) every request still stuck on a vanished client, running its callback
   // now; then the cache and the pool; the context last, since the pool's memory is mapped
-  // with it (docs/decisions.md, "Data plane: orderly UCX teardown").
+  // with it (docs/decisions/data-plane-orderly-teardown.md).
   copier_.reset();  // every sink has finished: nothing is queued
   worker_->Stop();
   if (listener_ != nullptr) {
@@ -386,7 +386,7 @@ Result<UcxDataPlane::Remote> UcxDataPlane::Connect(const descriptor::DataPlaneTa
     // then be plain copies into and out of that memory, whatever process it belongs to. So
     // the memory must be a System V segment whose owner page names the requesting
     // connection, for every write mode and for reads, not only for writes in place
-    // (docs/decisions.md, "Data plane: attached targets must be the requester's own").
+    // (docs/decisions/data-plane-attached-targets-own.md).
     // CheckRkey checked the segment before UCX attached it; this checks the mapping UCX made.
     std::optional<SysvMapping> segment = SysvMappingAt(local);
     if (!segment.has_value() || !OwnedBy(*segment, remote.endpoint->owner())) {

@@ -25,15 +25,14 @@
 
 namespace oc::storage {
 
-// How a layer-ready notification is ordered after the layer's puts (docs/decisions.md,
-// "Data plane: ordering layer-ready after the bytes").
+// How a layer-ready notification is ordered after the layer's puts
+// (docs/decisions/data-plane-layer-ready-ordering.md).
 enum class LayerOrdering {
   kFlush,  // ucp_ep_flush_nbx, then the active message from the flush completion
   kFence,  // ucp_worker_fence, then the active message at once
 };
 
-// How layer bytes reach the client (docs/decisions.md, "Data plane: UCX 1.13 puts over shared
-// memory").
+// How layer bytes reach the client (docs/decisions/data-plane-ucx-puts-over-shm.md).
 enum class WriteMode {
   kPut,         // ucp_put_nbx into the target: one-sided, the RDMA path
   kRendezvous,  // a rendezvous active message the client receives into the target (one CMA
@@ -65,7 +64,7 @@ struct DataPlaneOptions {
   // Default: kFlush
   LayerOrdering ordering = LayerOrdering::kFlush;
   // kRendezvous measured 37x kPut over shared memory and ~2x over TCP for 4 MiB layers with
-  // UCX 1.13 (docs/decisions.md, "Data plane: rendezvous writes by default"); kPut is the
+  // UCX 1.13 (docs/decisions/data-plane-rendezvous-default.md); kPut is the
   // one-sided path for RDMA.
   // Default: kRendezvous
   WriteMode write_mode = WriteMode::kRendezvous;
@@ -76,7 +75,7 @@ struct DataPlaneOptions {
   // When UCX has attached the client's target here (same host, memory the client's UCX
   // allocated in System V shared memory: client::DataPlane::Allocate), write it in place:
   // one memcpy from the block cache per byte, no message per write, no client CPU
-  // (docs/decisions.md, "Data plane: direct writes into shared-memory targets").
+  // (docs/decisions/data-plane-direct-writes-shm.md).
   // Default: true
   bool direct_writes = true;
   // Threads copying in-place writes (CopyEngine): one request's slices are copied on this

@@ -1,13 +1,13 @@
 // Descriptor PUT (kv_engine.h): N chunk objects with their ChunkShape (so each one's extents
 // are one contiguous layer range), bytes pulled from the client's registered buffer over UCX
-// or read chunk-major from a ChunkSource, stored all or nothing (docs/decisions.md, "KV: a
-// descriptor PUT is all-or-nothing"): every chunk is written into one ObjectGroupWriter as
-// its bytes arrive, invisible, and the group commits only after the last byte arrived and
-// the source reported its verified end. Any error before that drops the group, which frees
-// what it wrote; no chunk of the request becomes visible and earlier versions stay. With
-// x-oc-if-none-match every chunk's bytes are still received and staged: the commit decides
-// which keys exist (atomically with the writes) and frees the bytes of those
-// (docs/decisions.md, "Descriptor PUT: create if absent").
+// or read chunk-major from a ChunkSource, stored all or nothing
+// (docs/decisions/kv-descriptor-put-all-or-nothing.md): every chunk is written into one
+// ObjectGroupWriter as its bytes arrive, invisible, and the group commits only after the last byte
+// arrived and the source reported its verified end. Any error before that drops the group, which
+// frees what it wrote; no chunk of the request becomes visible and earlier versions stay. With
+// x-oc-if-none-match every chunk's bytes are still received and staged: the commit decides which
+// keys exist (atomically with the writes) and frees the bytes of those
+// (docs/decisions/s3-compat-bucket-delete-multipart-parts.md).
 
 #include <fmt/core.h>
 
@@ -61,8 +61,9 @@ Result<KvPutReport> PutChunks(SliceSource& source, std::string_view bucket,
         continue;
       }
       // The source's bytes go straight into the group's extent buffer: the only copy between
-      // a pipe that lends its queued bytes and the store (docs/decisions.md, "Copies of a PUT
-      // body"); a source that cannot lend reads into its own buffer first (kv.h).
+      // a pipe that lends its queued bytes and the store
+      // (docs/decisions/put-copies-lent-buffers.md); a source that cannot lend reads into its own
+      // buffer first (kv.h).
       const uint64_t want = std::min<uint64_t>(chunk_bytes - done, options.put_read_bytes);
       OC_ASSIGN_OR_RETURN(ByteSpan piece, body->Peek(want));
       report.receive_us += Micros(Clock::now() - t0);

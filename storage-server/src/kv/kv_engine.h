@@ -73,7 +73,7 @@ struct AssembleOptions {
   // copying through staging buffers, when the source can lend it and each stored range of a
   // slice (S, or S/2 for kv_2ltd) is at least zero_copy_min_bytes: every range is then its
   // own message, and below ~128 KiB the messages cost more CPU than the copy they save
-  // (kv_bench, docs/decisions.md "KV path: zero-copy from the block cache").
+  // (kv_bench, docs/decisions/kv-zero-copy-from-block-cache.md).
   bool zero_copy = true;
   uint64_t zero_copy_min_bytes = 128 << 10;
   // Shared workers that read units ahead of the sink (layer_pipeline.h); null: every read on

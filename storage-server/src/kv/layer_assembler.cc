@@ -149,7 +149,7 @@ class Assembler {
   // ahead, not handed over) it only takes a buffer that is free now and otherwise hands its
   // oldest unit over: blocking on the sink's pool while holding buffers could leave requests
   // sharing the pool (the data plane's) each waiting for buffers another holds, until the
-  // timeout (docs/decisions.md, "KV: one assembler for both deliveries"). Holding none, it
+  // timeout (docs/decisions/kv-one-assembler.md). Holding none, it
   // waits as the sequential assembler did.
   Result<StagingBuffer> NextBuffer() {
     while (pipeline_->holding()) {

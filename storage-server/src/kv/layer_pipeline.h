@@ -1,13 +1,13 @@
 #pragma once
-// LayerPipeline: how one descriptor GET uses more than one core (docs/decisions.md, "One
-// descriptor GET on several cores"). The assembler (layer_assembler.cc) cuts a request into
-// units in delivery order: one staging buffer's slice reads, or one batch of pinned slices,
-// plus a marker after each layer's last unit (layerwise). The pipeline runs the units' reads
-// on the engine's shared assembly workers, several at once (the units of layer l+1 while
-// layer l is handed over, and a large layer's units side by side), and hands the units to the
-// sink strictly in order, from the request's own thread only: BeforeLayer(l) (the pacer)
-// before layer l's first write, Write()/WritePinned() per unit, LayerReady(l) at its marker.
-// So the sink sees exactly the calls, in exactly the order, of a request read alone.
+// LayerPipeline: how one descriptor GET uses more than one core
+// (docs/decisions/one-descriptor-get-several-cores.md). The assembler (layer_assembler.cc) cuts a
+// request into units in delivery order: one staging buffer's slice reads, or one batch of pinned
+// slices, plus a marker after each layer's last unit (layerwise). The pipeline runs the units'
+// reads on the engine's shared assembly workers, several at once (the units of layer l+1 while
+// layer l is handed over, and a large layer's units side by side), and hands the units to the sink
+// strictly in order, from the request's own thread only: BeforeLayer(l) (the pacer) before layer
+// l's first write, Write()/WritePinned() per unit, LayerReady(l) at its marker. So the sink sees
+// exactly the calls, in exactly the order, of a request read alone.
 //
 // Bound: units read or being read but not yet handed over belong to at most
 // `layers_in_flight` (K) consecutive layers in layerwise delivery, and hold at most K layers'

@@ -1,12 +1,12 @@
 #pragma once
 // ReadAhead: one descriptor GET's windows over its chunk objects, for a backend that pays per
 // read rather than per byte (SliceSource::read_ahead(); RADOS: the OSD charges about as much
-// for a 64 KiB read as for 200 KiB more of a larger one, docs/decisions.md "RADOS: reading
-// layers ahead"). Layerwise delivery wants slice l of every chunk before slice l+1 of any, so
-// each slice alone would be one small read. Instead the first read of a chunk's range loads
-// one slice, and each later miss loads twice as much as the one before (up to the window
-// size): layer 0 costs what it did, and a 32-layer chunk takes 6 reads, not 32. Slices then
-// come out of the window with one memcpy each.
+// for a 64 KiB read as for 200 KiB more of a larger one, docs/decisions/rados-read-ahead.md).
+// Layerwise delivery wants slice l of every chunk before slice l+1 of any, so each slice alone
+// would be one small read. Instead the first read of a chunk's range loads one slice, and each
+// later miss loads twice as much as the one before (up to the window size): layer 0 costs what it
+// did, and a 32-layer chunk takes 6 reads, not 32. Slices then come out of the window with one
+// memcpy each.
 //
 // Memory: every window of the request is at most window_bytes, and the request holds the
 // windows' total from the backend's ReadAheadBudget for its whole life (a smaller share when

@@ -7,7 +7,7 @@
 // interface is internal to storage-server: the gateway sees only Store (store.h), whose
 // descriptor calls a local store answers with its engine and a remote store forwards whole
 // to the storage server (kKv* ops), so slices never cross the RPC
-// (docs/decisions.md, "Storage: the KV engine reads a SliceSource, not a Store").
+// (docs/decisions/storage-kv-slice-source.md).
 //
 // HeadMany and PutGroup have Store's contracts (store.h), so a backend that is also a Store
 // answers both interfaces with one override each.

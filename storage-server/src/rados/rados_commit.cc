@@ -1,7 +1,7 @@
 // RadosStore, the commit point: CommitShard (one guarded write op on one index shard, retried
 // on conflicts) and CommitPut (a PUT's commit, grouped with the other PUTs of its key waiting in
-// this process), rados_store.h. How many ops a PUT costs, and why: docs/decisions.md, "RADOS
-// PUT: one commit op per PUT".
+// this process), rados_store.h. How many ops a PUT costs, and why:
+// docs/decisions/rados-put-one-commit-op.md.
 #include <algorithm>
 #include <chrono>
 #include <random>

@@ -1,7 +1,7 @@
 #pragma once
 // CommitMemo: what the commits of one RadosStore share so that writers of one key in one
-// process never race each other at the OSD (docs/decisions.md, "RADOS PUT: one commit op per
-// PUT"). Three parts, all keyed by (bucket id, object name):
+// process never race each other at the OSD (docs/decisions/rados-put-one-commit-op.md). Three
+// parts, all keyed by (bucket id, object name):
 //  - striped locks: a commit holds the stripes of its keys for its whole guarded op and its
 //    retries, so the commits of one key within the process run one at a time (kStripes bounds
 //    the locks; two keys of one stripe wait for each other, which is rare and harmless);

@@ -350,7 +350,7 @@ Status RadosStore::DeleteBucket(std::string_view bucket) {
   OC_RETURN_IF_ERROR(FromRados(rc, "removing the bucket from the registry"));
   // Data still named by GC entries (deleted objects) or by parts (of finished uploads, and of
   // the unfinished ones this delete aborts) goes with the bucket: the shards that listed them are
-  // removed (docs/decisions.md, "RADOS backend").
+  // removed (docs/decisions/rados-backend.md).
   for (uint32_t s = 0; s < record.index_shards; ++s) {
     const std::string oid = rados::IndexOid(id, s);
     std::vector<std::string> data;

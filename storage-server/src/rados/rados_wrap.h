@@ -2,7 +2,7 @@
 // A small RAII wrapper over librados' C API (rados/librados.h): the one place that names
 // librados types, and the one translation of its errors (FromRados). RadosStore uses only
 // this. The C API is librados.so.2's stable ABI; it copies read data straight into buffers we
-// own and never throws (docs/decisions.md, "RADOS backend").
+// own and never throws (docs/decisions/rados-backend.md).
 //
 //   Cluster     one rados_t per process (connected, op timeouts overridden) plus the one
 //               io context of the store's pool and namespace

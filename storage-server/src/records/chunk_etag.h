@@ -1,7 +1,7 @@
 #pragma once
 // ChunkEtag: the ETag of an object stored by a descriptor PUT (Store::PutGroup), computed as
 // its bytes stream through a group writer. A chunk's ETag is not an MD5 of its body
-// (docs/protocol.md, "Responses"; docs/decisions.md, "Descriptor-PUT chunks: an XXH3 ETag"):
+// (docs/protocol.md, "Responses"; docs/decisions/descriptor-put-chunk-etag.md):
 //
 //   lowercase hex of XXH3-128 over the little-endian u64 XXH3-64 of each piece, then "-1"
 //

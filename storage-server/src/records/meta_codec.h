@@ -50,7 +50,7 @@ struct ObjectRecord {
   std::vector<Segment> segments;
   // Extension field 1: the multipart upload this object was completed from ("" for a PUT or
   // a copy), so a retried CompleteMultipartUpload of it answers as the first did
-  // (docs/decisions.md, "Multipart: a retried completion").
+  // (docs/decisions/s3-compat-bucket-delete-multipart-parts.md).
   std::string completed_upload_id;
 };
 

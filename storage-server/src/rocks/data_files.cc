@@ -363,8 +363,8 @@ Status DataFiles::Read(const ExtentLocator& loc, uint64_t within, MutableByteSpa
   }
   // From the file's mapping, not by pread: a warm read is then one user-space copy with no
   // system call and no page-cache lookup per page (perf of the HTTP-body layerwise GET:
-  // pread's copy and lookups were the layout's extra cost; docs/decisions.md, "Storage: data
-  // files are the default layout").
+  // pread's copy and lookups were the layout's extra cost;
+  // docs/decisions/storage-data-files-default.md).
   OC_ASSIGN_OR_RETURN(ExtentView view, MapExtent(loc));
   if (within != 0 || dest.size() != loc.length) {
     if (XXH3_64bits(view.bytes.data(), view.bytes.size()) != loc.hash) {

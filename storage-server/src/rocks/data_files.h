@@ -1,6 +1,6 @@
 #pragma once
 // DataFiles: the extent bytes of ExtentLayout::kDataFiles, outside RocksDB (WiscKey's
-// key-value separation; docs/decisions.md, "Storage: extents in data files"). Extents are
+// key-value separation; docs/decisions/storage-data-files.md). Extents are
 // appended to numbered files in one directory (000001.ocd, ...), each as a frame:
 //
 //   u32 magic "OCD1" | u32 0 | u64 data id | u64 extent index | u64 length | u64 XXH3-64 of
@@ -10,8 +10,8 @@
 // extent (file, frame offset, length, hash) under the extent key it always had, so object
 // records and segments keep their shape (a segment's kSegmentDataFile flag says its extent
 // values are locators). The headers make a file self-describing: a tool (or a test) can walk
-// its frames without RocksDB; the server never does (no scrub: docs/decisions.md, "Storage:
-// data files are the default layout").
+// its frames without RocksDB; the server never does (no scrub:
+// docs/decisions/storage-data-files-default.md).
 //
 // Writers append concurrently: Append reserves the frame's offset under a short lock and
 // writes header and bytes with one pwritev outside it. A file is rolled once it holds

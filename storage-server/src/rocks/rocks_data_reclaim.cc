@@ -1,5 +1,5 @@
 // RocksStore, reclaiming data files (ExtentLayout::kDataFiles, data_files.h;
-// docs/decisions.md, "Storage: extents in data files"). A sealed file that no writer still
+// docs/decisions/storage-data-files.md). A sealed file that no writer still
 // appends to and whose garbage reaches the threshold is rewritten: its live extents (found
 // through the records, so the counts only choose the files) are appended to the current
 // file straight from the old file's mapping, synced, and their locators replaced in one

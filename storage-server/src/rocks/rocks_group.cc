@@ -1,6 +1,6 @@
 // RocksStore::PutGroup: objects of one bucket written under fresh data ids and made visible
-// together by one metadata write (store.h, ObjectGroupWriter; docs/decisions.md "KV: a
-// descriptor PUT is all-or-nothing").
+// together by one metadata write (store.h, ObjectGroupWriter;
+// docs/decisions/kv-descriptor-put-all-or-nothing.md).
 //
 // The extents of every object of the group go into one shared WriteBatch, written unsynced
 // whenever it holds write_batch_bytes, so memory stays bounded whatever the group's size;

@@ -25,7 +25,7 @@ const Logger kLog{"storage"};
 // the mutable memtable, so a range tombstone per overwrite made each PUT and read cost
 // O(overwrites since the last flush), which in the data-file layout (small locator values,
 // rare flushes) grew to milliseconds
-// (docs/decisions.md, "Storage: point deletes for small versions").
+// (docs/decisions/storage-point-deletes.md).
 constexpr uint64_t kPointDeleteMaxExtents = 256;
 
 }  // namespace

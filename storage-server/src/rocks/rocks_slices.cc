@@ -234,7 +234,7 @@ Result<std::vector<SliceStatus>> RocksStore::ReadSlices(std::string_view bucket,
 
   SliceReadMode mode = options_.slice_read_mode;
   if (mode == SliceReadMode::kAuto) {
-    // Measured (bench/storage_bench.cc, docs/decisions.md "ReadSlices strategy"): from a
+    // Measured (bench/storage_bench.cc, docs/decisions/storage-readslices-multiget.md): from a
     // warm cache MultiGet beat one Get per extent and the pool at every N and S.
     mode = slices.size() > 1 ? SliceReadMode::kMultiGet : SliceReadMode::kSerialGet;
   }

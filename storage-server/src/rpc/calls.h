@@ -30,7 +30,8 @@
 namespace oc::storage::rpc {
 
 // Whether a client retries a call once on a fresh connection after it failed on a pooled
-// one (docs/decisions.md, "Remote store"): only for calls that change nothing on the server.
+// one (docs/decisions/remote-store-placement-retry.md): only for calls that change nothing on the
+// server.
 enum class Retry { kNo, kIfPooled };
 
 namespace internal {

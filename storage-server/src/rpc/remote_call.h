@@ -4,8 +4,8 @@
 // connection, read its reply frame, decode the reply the call's Store method returns.
 // Private to oc_storage_rpc_client.
 //
-// Retries (docs/decisions.md, "Remote store"): a call whose Retry is kIfPooled is sent once
-// more on a fresh connection when it failed on a pooled one; others never are.
+// Retries (docs/decisions/remote-store-placement-retry.md): a call whose Retry is kIfPooled is sent
+// once more on a fresh connection when it failed on a pooled one; others never are.
 //
 // Thread safety: free functions; an Endpoint may be shared, a Lease may not.
 

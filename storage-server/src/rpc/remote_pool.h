@@ -1,6 +1,6 @@
 #pragma once
-// The remote store's connections (docs/decisions.md, "Remote store"): an Endpoint is one
-// storage server and its idle connections; a Lease is a connection checked out for one call.
+// The remote store's connections (docs/decisions/remote-store-placement-retry.md): an Endpoint is
+// one storage server and its idle connections; a Lease is a connection checked out for one call.
 // Private to oc_storage_rpc_client.
 //
 // Thread safety: Endpoint may be used from any thread (its idle list is guarded by mu_); a
@@ -26,7 +26,7 @@ inline constexpr std::chrono::milliseconds kConnectTimeout{5'000};
 inline constexpr std::chrono::milliseconds kIoTimeout{120'000};
 
 // How long shared placement skips a server after a call to it failed with kUnavailable
-// before it tries it again (docs/decisions.md, "Remote store: shared placement").
+// before it tries it again (docs/decisions/remote-store-shared-placement.md).
 inline constexpr std::chrono::milliseconds kEndpointRetryDelay{1'000};
 
 // One storage server and its idle connections.

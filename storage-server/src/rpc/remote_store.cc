@@ -1,7 +1,7 @@
 // RemoteStore: the Store interface over the storage RPC (ConnectRemoteStore in remote_store.h).
 //
 // Placement, chosen once at connect from every server's ServerInfo (remote_store.h;
-// docs/decisions.md, "Remote store: shared placement"):
+// docs/decisions/remote-store-shared-placement.md):
 // - Partitioned (RocksDB servers, each holding its own data): each bucket lives on one
 //   server, chosen by XXH3-64 (seed 0) of its name modulo the number of endpoints, so every
 //   gateway with the same endpoint list agrees without coordination. There is no replication

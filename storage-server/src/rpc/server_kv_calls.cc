@@ -58,11 +58,11 @@ asio::awaitable<bool> Connection::ServeKvProbe(const FrameHeader& h) {
 namespace {
 
 // Runs a descriptor call's store task on the store's descriptor executor, shared with any
-// other front end of the store (docs/decisions.md, "One bounded executor for descriptor
-// work"): kResourceExhausted (field "kv.descriptor_threads") when every worker is busy. RPC
-// calls never wait in its admission queue: the caller (a gateway's relay thread, or a PUT's
-// bytes) would be held meanwhile, and the gateway queues its own requests. A store without
-// one (it forwards descriptor calls itself) uses the store pool.
+// other front end of the store (docs/decisions/one-bounded-executor.md): kResourceExhausted (field
+// "kv.descriptor_threads") when every worker is busy. RPC calls never wait in its admission queue:
+// the caller (a gateway's relay thread, or a PUT's bytes) would be held meanwhile, and the gateway
+// queues its own requests. A store without one (it forwards descriptor calls itself) uses the store
+// pool.
 template <typename Server, typename F>
 Status SubmitDescriptorTask(Server& server, F task) {
   if (BoundedExecutor* executor = server.store->descriptor_executor()) {

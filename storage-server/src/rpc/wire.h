@@ -22,7 +22,7 @@
 // u32 length then the bytes, the length checked against what remains of the frame;
 // vectors are a u32 count checked against the remaining bytes divided by the smallest
 // encoding of one element; optionals are a u8 0/1 then the value; a Status is (u8 code,
-// u8 subject, field, message). docs/decisions.md records the call sequences (handshake,
+// u8 subject, field, message). docs/decisions/rpc-frames.md records the call sequences (handshake,
 // streamed put and get, slice reads); the op table below is the reference.
 //
 // Thread safety: pure functions and value types.

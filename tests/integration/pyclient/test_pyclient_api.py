@@ -1,12 +1,15 @@
 """objectcache (issue 18): chunk keys (the protocol's vectors, the C++ client's `oc keys`, and
 an independent xxhash implementation), the plain S3 helpers, typed exceptions, the *_async
-forms, the examples, and an offline pip install of the built package."""
+forms, the examples, and offline pip installs of the package: from the build tree and from the
+source tree given the CMake build (one version source: the CMake project's VERSION)."""
 import os
+import re
 import shutil
 import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 import numpy as np
 import pytest
@@ -63,6 +66,19 @@ def test_chunk_keys_match_the_cpp_client_and_xxhash():
     assert p.stdout.split() == mine
 
 
+def assert_logged_request(server, request_id, op, status, deadline_s=10):
+    """`request_id` is the id of a request the gateway logged as `op` answered `status` (its
+    access log line follows the answer, so it is waited for)."""
+    assert isinstance(request_id, str) and len(request_id) == 16, request_id
+    int(request_id, 16)
+    line = re.compile(rf"req={request_id} op={op} status={status} ")
+    log = os.path.join(server.root, "server.log")
+    end = time.monotonic() + deadline_s
+    while not line.search(open(log, encoding="utf-8", errors="replace").read()):
+        assert time.monotonic() < end, f"{line.pattern!r} not in {log}"
+        time.sleep(0.05)
+
+
 def test_s3_helpers_and_typed_errors(server, made_bucket):
     c = client(server)
     c.ping(made_bucket)
@@ -83,6 +99,9 @@ def test_s3_helpers_and_typed_errors(server, made_bucket):
         c.get_object(made_bucket, "dir/b")
     assert (e.value.s3_code, e.value.http_status, e.value.code) == ("NoSuchKey", 404, "NotFound")
     assert isinstance(e.value, oc.NotFound) and isinstance(e.value, oc.ObjectCacheError)
+    assert e.value.timed_out is False
+    assert "NoSuchKey" not in e.value.message  # the gateway's <Message>; the code is data
+    assert_logged_request(server, e.value.request_id, "GetObject", 404)
     with pytest.raises(oc.NoSuchBucket):
         c.ping("no-such-bucket-here")
     with pytest.raises(oc.InvalidRange):
@@ -92,11 +111,16 @@ def test_s3_helpers_and_typed_errors(server, made_bucket):
     with pytest.raises(oc.AuthenticationError) as e:
         bad.ping(made_bucket)
     assert e.value.s3_code == "SignatureDoesNotMatch" and isinstance(e.value, PermissionError)
+    assert e.value.http_status == 403 and not e.value.timed_out
+    assert_logged_request(server, e.value.request_id, r"\w+", 403)
     with pytest.raises(oc.InvalidArgument) as e:  # refused before sending: names the field
         c.put_chunks(made_bucket, oc.Descriptor(["k"], layers=2, layer_bytes=8), b"short")
     assert e.value.field == "data"
-    with pytest.raises(oc.Unavailable):
+    with pytest.raises(oc.Unavailable) as e:
         oc.Client("http://127.0.0.1:1", "a", "b").ping("x")
+    # No answer: nothing of one is made up.
+    assert (e.value.s3_code, e.value.http_status, e.value.request_id) == (None, None, None)
+    assert e.value.timed_out is False
     with pytest.raises(oc.InvalidArgument):
         oc.Client("ftp://nowhere")
 
@@ -169,3 +193,46 @@ def test_offline_pip_install(tmp_path):
                        text=True, env=env, cwd=str(tmp_path))
     assert p.returncode == 0, p.stderr
     assert p.stdout.strip() == "73915cab52f8c56eb1816a3a2513692d"
+
+
+def cmake_project_version(build_dir):
+    with open(os.path.join(build_dir, "CMakeCache.txt"), encoding="utf-8") as f:
+        m = re.search(r"^CMAKE_PROJECT_VERSION:STATIC=(.+)$", f.read(), re.M)
+    assert m, "no CMAKE_PROJECT_VERSION in CMakeCache.txt"
+    return m.group(1)
+
+
+def test_pip_install_from_the_source_tree(tmp_path):
+    """`pip install ./python` from the repository (a copy of python/ without the module): setup.py
+    builds the module through the CMake build named by OC_BUILD_DIR and packages it; the
+    version comes from the CMake project, once."""
+    build_dir = os.path.dirname(PYTHON_DIR)
+    src = tmp_path / "python"
+    # A copy of the source directory: pip builds in place and would leave build/ and
+    # *.egg-info in the repository.
+    shutil.copytree(os.path.join(REPO, "python"), src,
+                    ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    assert not list(src.glob("objectcache/_native*"))
+    assert not (src / "objectcache" / "_version.py").exists()
+    target = tmp_path / "site"
+    p = subprocess.run([sys.executable, "-m", "pip", "install", "--no-index",
+                        "--no-build-isolation", "--no-deps", "--target", str(target),
+                        "./python"], cwd=str(tmp_path), capture_output=True, text=True,
+                       timeout=600, env=dict(os.environ, PIP_NO_CACHE_DIR="1",
+                                             OC_BUILD_DIR=build_dir))
+    assert p.returncode == 0, p.stdout + p.stderr
+    version = cmake_project_version(build_dir)
+    assert (target / f"objectcache-{version}.dist-info").is_dir(), sorted(os.listdir(target))
+    code = ("import objectcache, sys; assert objectcache.__file__.startswith(sys.argv[1]); "
+            "print(objectcache.__version__, objectcache.NoSuchKey.__mro__[1].__name__)")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(target)
+    p = subprocess.run([sys.executable, "-c", code, str(target)], capture_output=True,
+                       text=True, env=env, cwd=str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split() == [version, "NotFound"]
+    # Without a CMake build to take the module from, it says what is missing.
+    p = subprocess.run([sys.executable, "setup.py", "--version"], cwd=str(src),
+                       capture_output=True, text=True,
+                       env=dict(os.environ, OC_BUILD_DIR=str(tmp_path / "nothing")))
+    assert p.returncode != 0 and "no CMake build of liboc_client" in p.stderr, p.stderr

@@ -78,8 +78,10 @@ def test_timeouts_then_a_reset_fails_the_transfer_cleanly():
     with pytest.raises(oc.Timeout) as e:
         t.wait_layer(0, timeout=0.2)
     assert isinstance(e.value, TimeoutError) and e.value.http_status is None
-    with pytest.raises(oc.Timeout):
+    assert e.value.timed_out is True and e.value.request_id is None
+    with pytest.raises(oc.Timeout) as e:
         t.wait(timeout=0.2)
+    assert e.value.timed_out is True
     assert not t.done() and t.layers_ready() == 0
     f = c.probe_async("b", descriptor("compact", 1, 1, 8, 4, "p/"))
     with pytest.raises(oc.Timeout):
@@ -88,7 +90,7 @@ def test_timeouts_then_a_reset_fails_the_transfer_cleanly():
     silent.close()  # the "gateway" goes away: both calls fail now, not at the 30 s timeout
     with pytest.raises(oc.ObjectCacheError) as e:
         t.wait()
-    assert not isinstance(e.value, oc.Timeout) and t.done()
+    assert not isinstance(e.value, oc.Timeout) and t.done() and e.value.timed_out is False
     assert isinstance(f.exception(timeout=20), oc.ObjectCacheError) and f.done()
 
 

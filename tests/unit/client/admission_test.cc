@@ -1,8 +1,8 @@
-// Admission of descriptor GETs when every descriptor worker is busy (docs/decisions.md, "Many
-// clients at once: admission queue and deadline"), end to end in process: oc_gateway's Server
-// over a local store with one descriptor worker, liboc_client over loopback and UCX on TCP.
-// The worker is held by a task the test submits to the store's own executor, so the test
-// decides when capacity frees; no timing is asserted.
+// Admission of descriptor GETs when every descriptor worker is busy
+// (docs/decisions/many-clients-admission-queue.md), end to end in process: oc_gateway's Server over
+// a local store with one descriptor worker, liboc_client over loopback and UCX on TCP. The worker
+// is held by a task the test submits to the store's own executor, so the test decides when capacity
+// frees; no timing is asserted.
 //  - a full admission queue answers 503 SlowDown saying the queue is full, nothing delivered;
 //  - a GET still queued at the admission timeout answers 503 SlowDown saying so;
 //  - liboc_client retries SlowDown with backoff and succeeds byte-exact once capacity frees.
@@ -161,7 +161,11 @@ TEST_F(AdmissionFixture, AFullQueueAnswersSlowDownNamingTheQueueAndTheRetrySucce
   std::unique_ptr<TargetBuffer> refused_buffer;
   const Status refused = GetInto(*impatient, &refused_buffer);
   EXPECT_EQ(refused.code(), Code::kUnavailable) << refused;
-  EXPECT_NE(refused.message().find("SlowDown (HTTP 503)"), std::string_view::npos) << refused;
+  ASSERT_NE(ErrorInfoOf(refused), nullptr) << refused;
+  EXPECT_EQ(ErrorInfoOf(refused)->s3_code, "SlowDown");
+  EXPECT_EQ(ErrorInfoOf(refused)->http_status, 503u);
+  EXPECT_EQ(ErrorInfoOf(refused)->request_id.size(), 16u) << refused;  // the gateway's id
+  EXPECT_FALSE(ErrorInfoOf(refused)->timed_out);
   EXPECT_NE(refused.message().find("admission queue is full"), std::string_view::npos) << refused;
   EXPECT_EQ(impatient->slowdown_retries(), 0u);
   // Nothing was delivered into the refused target.
@@ -192,7 +196,11 @@ TEST_F(AdmissionFixture, AQueuedGetPastItsDeadlineAnswersSlowDownSayingSo) {
   std::unique_ptr<TargetBuffer> buffer;
   const Status expired = GetInto(*impatient, &buffer);  // queued, then dropped at 50 ms
   EXPECT_EQ(expired.code(), Code::kUnavailable) << expired;
-  EXPECT_NE(expired.message().find("SlowDown (HTTP 503)"), std::string_view::npos) << expired;
+  ASSERT_NE(ErrorInfoOf(expired), nullptr) << expired;
+  EXPECT_EQ(ErrorInfoOf(expired)->s3_code, "SlowDown");
+  EXPECT_EQ(ErrorInfoOf(expired)->http_status, 503u);
+  EXPECT_EQ(ErrorInfoOf(expired)->request_id.size(), 16u) << expired;  // the gateway's id
+  EXPECT_FALSE(ErrorInfoOf(expired)->timed_out);
   EXPECT_NE(expired.message().find("admission timeout"), std::string_view::npos) << expired;
   EXPECT_EQ(buffer->bytes()[0], std::byte{0});
   EXPECT_EQ(store_->descriptor_executor()->expired(), 1u);
@@ -215,6 +223,40 @@ TEST_F(AdmissionFixture, AQueuedGetRunsOnceTheWorkerFrees) {
   EXPECT_EQ(client_->slowdown_retries(), 0u);
   const std::vector<std::byte> want = LayerMajor(chunks_);
   EXPECT_EQ(std::memcmp(buffer->bytes().data(), want.data(), want.size()), 0);
+}
+
+// A wait that passes its bound says so as data (ErrorInfo::timed_out, no answer yet), and the
+// request goes on: waiting again after the worker frees gets every layer.
+TEST_F(AdmissionFixture, AWaitPastItsBoundIsTimedOutAndTheRequestGoesOn) {
+  Start(/*queue=*/4, std::chrono::hours(1));
+  HoldTheWorker();
+  auto plane = client_->data_plane();
+  ASSERT_TRUE(plane.has_value()) << plane.error();
+  auto buffer = (*plane)->Allocate(chunks_.size());
+  ASSERT_TRUE(buffer.has_value()) << buffer.error();
+  auto h = client_->GetLayers(kBucket, Toy(), **buffer);
+  ASSERT_TRUE(h.has_value()) << h.error();
+  while (store_->descriptor_executor()->queued() == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // until the GET waits there
+  }
+  // The worker is held: no layer can land, so both waits pass their bounds.
+  const Status layer = h->WaitLayer(0, std::chrono::milliseconds(20));
+  EXPECT_EQ(layer.code(), Code::kUnavailable) << layer;
+  ASSERT_NE(ErrorInfoOf(layer), nullptr) << layer;
+  EXPECT_TRUE(ErrorInfoOf(layer)->timed_out);
+  EXPECT_EQ(ErrorInfoOf(layer)->http_status, 0u);  // no answer was received
+  EXPECT_EQ(ErrorInfoOf(layer)->s3_code, "");
+  Result<LayersResult> early = h->Wait(std::chrono::milliseconds(20));
+  ASSERT_FALSE(early.has_value());
+  ASSERT_NE(ErrorInfoOf(early.error()), nullptr) << early.error();
+  EXPECT_TRUE(ErrorInfoOf(early.error())->timed_out);
+  EXPECT_FALSE(h->done());
+  Release();
+  Result<LayersResult> end = h->Wait();
+  ASSERT_TRUE(end.has_value()) << end.error();
+  EXPECT_EQ(end->summary.matched_chunks, 2u);
+  const std::vector<std::byte> want = LayerMajor(chunks_);
+  EXPECT_EQ(std::memcmp((*buffer)->bytes().data(), want.data(), want.size()), 0);
 }
 
 TEST(ClientOptions, RetryBudgetAndBackoffCapAreChecked) {

@@ -243,34 +243,51 @@ TEST(ClientErrors, S3AnswersBecomeTypedStatus) {
   struct Row {
     unsigned http;
     std::string body;
+    std::string request_id;  // the x-amz-request-id header
     Code code;
     Subject subject;
     std::string field;
     std::string message;
+    std::string s3_code;
+    std::string want_request_id;
   };
   const Row rows[] = {
       {400,
        "<Error><Code>InvalidArgument</Code><Message>4096 is out of range 1..1024</Message>"
-       "<ArgumentName>x-oc-num-layers</ArgumentName></Error>",
-       Code::kInvalidArgument, Subject::kDescriptor, "x-oc-num-layers",
-       "InvalidArgument (HTTP 400): 4096 is out of range 1..1024"},
+       "<ArgumentName>x-oc-num-layers</ArgumentName><RequestId>00aa</RequestId></Error>",
+       "", Code::kInvalidArgument, Subject::kDescriptor, "x-oc-num-layers",
+       "4096 is out of range 1..1024", "InvalidArgument", "00aa"},
       {404, "<Error><Code>NoSuchBucket</Code><Message>no &lt;kv&gt;</Message></Error>",
-       Code::kNotFound, Subject::kBucket, "", "NoSuchBucket (HTTP 404): no <kv>"},
-      {403, "<Error><Code>AccessDenied</Code><Message>m</Message></Error>", Code::kPermissionDenied,
-       Subject::kNone, "", "AccessDenied (HTTP 403): m"},
-      {403, "<Error><Code>SignatureDoesNotMatch</Code><Message>m</Message></Error>",
-       Code::kUnauthenticated, Subject::kSignature, "", "SignatureDoesNotMatch (HTTP 403): m"},
-      {503, "", Code::kUnavailable, Subject::kNone, "", "HTTP503 (HTTP 503): "},
-      {500, "<Error><Code>InternalError</Code><Message>x</Message></Error>", Code::kInternal,
-       Subject::kNone, "", "InternalError (HTTP 500): x"},
+       "1f2e3d4c5b6a7980", Code::kNotFound, Subject::kBucket, "", "no <kv>", "NoSuchBucket",
+       "1f2e3d4c5b6a7980"},
+      {403, "<Error><Code>AccessDenied</Code><Message>m</Message><RequestId>body</RequestId>",
+       "header", Code::kPermissionDenied, Subject::kNone, "", "m", "AccessDenied", "header"},
+      {403, "<Error><Code>SignatureDoesNotMatch</Code><Message>m</Message></Error>", "",
+       Code::kUnauthenticated, Subject::kSignature, "", "m", "SignatureDoesNotMatch", ""},
+      {503, "", "", Code::kUnavailable, Subject::kNone, "", "", "HTTP503", ""},
+      {500, "<Error><Code>InternalError</Code><Message>x</Message></Error>", "", Code::kInternal,
+       Subject::kNone, "", "x", "InternalError", ""},
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(row.body);
-    const Status s = StatusFromS3Response(row.http, row.body);
+    const Status s = StatusFromS3Response(row.http, row.body, row.request_id);
     EXPECT_EQ(s.code(), row.code);
     EXPECT_EQ(s.subject(), row.subject);
     EXPECT_EQ(s.field(), row.field);
     EXPECT_EQ(s.message(), row.message);
+    const ErrorInfo* info = ErrorInfoOf(s);
+    ASSERT_NE(info, nullptr) << s;
+    EXPECT_EQ(info->s3_code, row.s3_code);
+    EXPECT_EQ(info->http_status, row.http);
+    EXPECT_EQ(info->request_id, row.want_request_id);
+    EXPECT_FALSE(info->timed_out);
+    // Copies keep it (a Status crosses threads and Results by value).
+    const Status copy = s;
+    ASSERT_NE(ErrorInfoOf(copy), nullptr);
+    EXPECT_EQ(ErrorInfoOf(copy)->s3_code, row.s3_code);
+    EXPECT_NE(s.ToString().find(row.s3_code + ", HTTP " + std::to_string(row.http)),
+              std::string::npos)
+        << s;
   }
 }
 

@@ -1,10 +1,10 @@
 // The data-plane handshake and what the server checks before UCX sees client bytes
-// (docs/protocol.md, "Data plane: connecting"; docs/decisions.md, "Data plane: who connects to
-// whom"): connection ids issued by the server's listener, refused when unknown or named by
-// another principal; rkeys checked entry by entry against the endpoint's own view of the
-// client's memory domains (posix refused, System V segments checked before UCX attaches
-// them). Real UCX, one process. The byte formats are tested in
-// tests/unit/descriptor/data_plane_wire_test.cc, the transport rules in tests/unit/ucx.
+// (docs/protocol.md, "Data plane: connecting"; docs/decisions/data-plane-who-connects-to-whom.md):
+// connection ids issued by the server's listener, refused when unknown or named by another
+// principal; rkeys checked entry by entry against the endpoint's own view of the client's memory
+// domains (posix refused, System V segments checked before UCX attaches them). Real UCX, one
+// process. The byte formats are tested in tests/unit/descriptor/data_plane_wire_test.cc, the
+// transport rules in tests/unit/ucx.
 
 #include <sys/ipc.h>
 #include <sys/shm.h>

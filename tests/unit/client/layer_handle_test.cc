@@ -5,6 +5,7 @@
 // executor.
 #include <chrono>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -99,6 +100,13 @@ TEST_F(GatewayFixture, AnHttpErrorAnswerEndsTheDataPlaneWait) {
   const Status layer = h->WaitLayer(0);
   EXPECT_EQ(layer.code(), Code::kInvalidArgument) << layer;
   EXPECT_EQ(layer.field(), "x-oc-layout") << layer;
+  // The answer travels as data: S3 code, HTTP status, the gateway's request id; not a timeout.
+  const ErrorInfo* info = ErrorInfoOf(layer);
+  ASSERT_NE(info, nullptr) << layer;
+  EXPECT_EQ(info->s3_code, "InvalidArgument");
+  EXPECT_EQ(info->http_status, 400u);
+  EXPECT_EQ(info->request_id.size(), 16u) << layer;
+  EXPECT_FALSE(info->timed_out);
   Result<LayersResult> end = h->Wait();
   ASSERT_FALSE(end.has_value());
   EXPECT_EQ(end.error().code(), Code::kInvalidArgument);
@@ -108,6 +116,34 @@ TEST_F(GatewayFixture, AnHttpErrorAnswerEndsTheDataPlaneWait) {
     const Status now = h->WaitLayer(l, std::chrono::milliseconds(0));
     EXPECT_EQ(now.code(), Code::kInvalidArgument) << l << " " << now;
   }
+}
+
+// A plain S3 error answer of the real gateway: its <Message> is the Status message, and its
+// <Code>, HTTP status and x-amz-request-id (a fresh 16-hex-digit id per request) are the
+// ErrorInfo; nothing has to be parsed out of the message.
+TEST_F(GatewayFixture, GatewayErrorsCarryTheirS3CodeStatusAndRequestId) {
+  Result<std::string> missing = client_->GetObjectBytes(kBucket, "no-such-key");
+  ASSERT_FALSE(missing.has_value());
+  const Status& s = missing.error();
+  EXPECT_EQ(s.code(), Code::kNotFound) << s;
+  EXPECT_EQ(s.subject(), Subject::kKey) << s;
+  const ErrorInfo* info = ErrorInfoOf(s);
+  ASSERT_NE(info, nullptr) << s;
+  EXPECT_EQ(info->s3_code, "NoSuchKey");
+  EXPECT_EQ(info->http_status, 404u);
+  ASSERT_EQ(info->request_id.size(), 16u) << s;
+  EXPECT_EQ(info->request_id.find_first_not_of("0123456789ABCDEFabcdef"), std::string::npos) << s;
+  EXPECT_FALSE(info->timed_out);
+  EXPECT_EQ(s.message().find("NoSuchKey"), std::string_view::npos) << s;   // not in the text
+  EXPECT_NE(s.ToString().find(info->request_id), std::string::npos) << s;  // but logged
+  Result<std::string> again = client_->GetObjectBytes(kBucket, "no-such-key");
+  ASSERT_FALSE(again.has_value());
+  ASSERT_NE(ErrorInfoOf(again.error()), nullptr);
+  EXPECT_NE(ErrorInfoOf(again.error())->request_id, info->request_id);  // one id per request
+  const Status bucket = client_->DeleteObject("no-such-bucket", "k");
+  ASSERT_NE(ErrorInfoOf(bucket), nullptr) << bucket;
+  EXPECT_EQ(ErrorInfoOf(bucket)->s3_code, "NoSuchBucket");
+  EXPECT_EQ(bucket.subject(), Subject::kBucket);
 }
 
 TEST_F(GatewayFixture, ManyGetLayersShareTheBoundedRequestExecutor) {

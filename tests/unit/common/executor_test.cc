@@ -113,8 +113,8 @@ TEST(BoundedExecutor, StartAllStartsEveryWorkerAtOnce) {
   EXPECT_EQ(ran.load(), 1);
 }
 
-// The admission queue (docs/decisions.md, "Many clients at once: admission queue and
-// deadline"): a full queue refuses naming the field and saying the queue is full.
+// The admission queue (docs/decisions/many-clients-admission-queue.md): a full queue refuses naming
+// the field and saying the queue is full.
 TEST(BoundedExecutor, AFullQueueRefusesSayingSo) {
   BoundedExecutor ex(Opts(1, 1));
   std::promise<void> release;

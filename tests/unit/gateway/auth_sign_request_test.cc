@@ -1,6 +1,7 @@
-// One SigV4 implementation signs and verifies (docs/decisions.md): SignRequest (oc_sigv4, what
-// the client signs with) reproduces every AWS-published header signature, and what it signs
-// the gateway's verifier accepts, while any edit of a signed part is refused.
+// One SigV4 implementation signs and verifies (docs/decisions/sigv4-shared-oc-sigv4.md):
+// SignRequest (oc_sigv4, what the client signs with) reproduces every AWS-published header
+// signature, and what it signs the gateway's verifier accepts, while any edit of a signed part is
+// refused.
 #include <gtest/gtest.h>
 
 #include <string>

@@ -1,10 +1,10 @@
 // RadosStore's commit op counts, against the test cluster (store_test_util.h:
-// OC_TEST_CEPH_CONF, a random namespace per test; docs/decisions.md, "RADOS PUT: one commit op
-// per PUT"): overwrites from one process cost one commit op each and never conflict, even from
-// 8 threads; PUTs waiting for their key are committed in one op and their versions collected;
-// an overwrite after another process's write costs one conflict and one read, and GCs the
-// version it really replaced. Counts come from the store's Stats() figures, which count ops
-// as they are sent, so the tests assert exact numbers, never timing.
+// OC_TEST_CEPH_CONF, a random namespace per test; docs/decisions/rados-put-one-commit-op.md):
+// overwrites from one process cost one commit op each and never conflict, even from 8 threads; PUTs
+// waiting for their key are committed in one op and their versions collected; an overwrite after
+// another process's write costs one conflict and one read, and GCs the version it really replaced.
+// Counts come from the store's Stats() figures, which count ops as they are sent, so the tests
+// assert exact numbers, never timing.
 
 #include <gtest/gtest.h>
 

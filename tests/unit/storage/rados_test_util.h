@@ -3,7 +3,7 @@
 // (cmake/OcTesting.cmake) starts one per ctest run with tools/ceph-test-cluster and gives
 // every test whose name contains `Rados` its ceph.conf and pool through the environment. A
 // test without them FAILS, naming the variable and the script: it never skips, so CI cannot
-// pass with the RADOS tests silently missing (docs/decisions.md, "RADOS test cluster").
+// pass with the RADOS tests silently missing (docs/decisions/rados-test-cluster.md).
 // Each test works in its own random namespace of the shared pool.
 
 #include <cstdlib>

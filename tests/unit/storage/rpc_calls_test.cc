@@ -96,7 +96,7 @@ TEST(RpcCalls, EveryCallEncodesTheFieldsOfItsOpInWireOrder) {
   ExpectRequest<GetCall>(key, range);
 }
 
-// The retry rule docs/decisions.md states ("Remote store: ..."): reads and opening a writer
+// The retry rule docs/decisions/remote-store-placement-retry.md states: reads and opening a writer
 // are retried once on a fresh connection, mutations never.
 TEST(RpcCalls, OnlyCallsThatChangeNothingAreRetried) {
   EXPECT_EQ(CreateBucketCall::retry, Retry::kNo);

@@ -1,11 +1,10 @@
-// RemoteStore's placement (remote_store.h; docs/decisions.md, "Remote store: shared
-// placement"), chosen at connect from every server's ServerInfo, against real RpcServers over
-// real RocksDB stores. The shared case needs servers that report one RADOS target: here each
-// RocksDB store is wrapped so that it reports one (ReportingStore; a test-only override of
-// Store::identity, nothing else changes). Their data is NOT shared, which is what makes the
-// routing observable: where an object landed shows which server a call went to. The
-// end-to-end test over a real cluster (two servers over one pool) is RADOS-backed and lives
-// with the RADOS store's tests.
+// RemoteStore's placement (remote_store.h; docs/decisions/remote-store-shared-placement.md), chosen
+// at connect from every server's ServerInfo, against real RpcServers over real RocksDB stores. The
+// shared case needs servers that report one RADOS target: here each RocksDB store is wrapped so
+// that it reports one (ReportingStore; a test-only override of Store::identity, nothing else
+// changes). Their data is NOT shared, which is what makes the routing observable: where an object
+// landed shows which server a call went to. The end-to-end test over a real cluster (two servers
+// over one pool) is RADOS-backed and lives with the RADOS store's tests.
 
 #include <gtest/gtest.h>
 

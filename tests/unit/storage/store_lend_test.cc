@@ -1,4 +1,4 @@
-// The lend APIs of store.h and kv.h (docs/decisions.md, "Copies of a PUT body"):
+// The lend APIs of store.h and kv.h (docs/decisions/put-copies-lent-buffers.md):
 // ObjectWriter::AppendSpace/Appended, by default over a scratch buffer and Append, and in the
 // Rocks writer over the tail of its extent buffer; ChunkSource::Peek/Consume, by default over
 // Read. Bytes written through a lend are stored exactly as appended ones (partial and empty

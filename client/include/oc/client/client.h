@@ -12,18 +12,20 @@
 // GetLayersHttp is the fallback without a data plane: the same layer-major bytes stream in
 // the response body and land in caller memory at the same offsets, with the same per-layer
 // notifications. Every request is signed with SigV4 (oc_sigv4's SignRequest, the code the
-// gateway verifies with: docs/decisions.md "Client and gateway share one SigV4
-// implementation") over a pool of keep-alive HTTP/1.1 connections.
+// gateway verifies with: docs/decisions/sigv4-shared-oc-sigv4.md) over a pool of keep-alive
+// HTTP/1.1 connections.
 //
 // Errors: a gateway error answer becomes a Status whose code follows the HTTP status and
 // S3 error code (400 -> kInvalidArgument, 403 -> kPermissionDenied or kUnauthenticated,
 // 404 -> kNotFound with Subject kBucket or kKey, 409 -> kAlreadyExists or
 // kFailedPrecondition, 416 -> kOutOfRange, 501 -> kUnimplemented, 503 -> kUnavailable,
 // other 5xx -> kInternal), whose field is the S3 ArgumentName (the x-oc-* header at fault),
-// and whose message reads "<S3 code> (HTTP <status>): <message>". Transport failures are
-// kUnavailable (connection refused or reset) or kIOError (timeouts). A 503 SlowDown answer
-// (nothing was done; docs/protocol.md, "Admission") is retried with jittered exponential
-// backoff within ClientOptions::slowdown_retry_budget before it is returned.
+// whose message is the answer's <Message>, and whose ErrorInfo (oc/client/errors.h) holds the
+// S3 code, the HTTP status and the request id. A wait that passes its timeout is kUnavailable
+// with ErrorInfo::timed_out. Transport failures are kUnavailable (connection refused or
+// reset) or kIOError (socket timeouts), without ErrorInfo. A 503 SlowDown answer (nothing was
+// done; docs/protocol.md, "Admission") is retried with jittered exponential backoff within
+// ClientOptions::slowdown_retry_budget before it is returned.
 //
 // Thread safety: every Client method may be called concurrently. A LayerHandle is used by
 // one thread at a time; callbacks run on the data plane's progress thread (UCX) or the
@@ -37,6 +39,7 @@
 #include <string_view>
 #include <vector>
 
+#include "oc/client/errors.h"
 #include "oc/client/options.h"
 #include "oc/client/target_buffer.h"
 #include "oc/common/bytes.h"
@@ -95,13 +98,14 @@ class LayerHandle {
 
   // Blocks until layer `layer` is in the buffer: OK; the request's error if it failed first;
   // kOutOfRange if the request ended without that layer (a partial hit that matched no
-  // chunk delivers no layer) or layer >= L; kUnavailable on timeout (default: the client's).
+  // chunk delivers no layer) or layer >= L; on timeout (default: the client's) kUnavailable
+  // with ErrorInfo::timed_out (the request still runs: wait again or drop the handle).
   Status WaitLayer(uint32_t layer);
   Status WaitLayer(uint32_t layer, std::chrono::milliseconds timeout);
   // Blocks until the request ended (every layer delivered and the HTTP answer read).
   Result<LayersResult> Wait();
-  // The same with its own bound: kUnavailable when `timeout` passes first (done() then still
-  // false, so a caller tells a timeout from a failed request).
+  // The same with its own bound: kUnavailable with ErrorInfo::timed_out when `timeout`
+  // passes first (a failed request's Status never has timed_out).
   Result<LayersResult> Wait(std::chrono::milliseconds timeout);
   // Layers delivered so far.
   uint32_t layers_ready() const;
@@ -112,9 +116,11 @@ class LayerHandle {
   std::unique_ptr<State> state_;
 };
 
-// The Status a gateway error answer maps to (see the file comment). `body` is the S3 XML
-// error body (may be empty, as for HEAD).
-Status StatusFromS3Response(unsigned http_status, std::string_view body);
+// The Status a gateway error answer maps to (see the file comment), with its ErrorInfo.
+// `body` is the S3 XML error body (may be empty, as for HEAD); `request_id` the answer's
+// x-amz-request-id ("" to take the body's <RequestId>).
+Status StatusFromS3Response(unsigned http_status, std::string_view body,
+                            std::string_view request_id = {});
 
 class Client {
  public:

@@ -88,11 +88,12 @@ class Delivery {
 
   // Waits until layer `layer` has landed. OK once it has; the request's error if the
   // server reported one first; kOutOfRange if the server finished without sending it (a
-  // partial hit) or `layer` >= the number of layers expected; kUnavailable on timeout.
+  // partial hit) or `layer` >= the number of layers expected; on timeout kUnavailable with
+  // ErrorInfo::timed_out (oc/client/errors.h).
   virtual Status WaitLayer(uint32_t layer, std::chrono::milliseconds timeout) = 0;
   // Waits for the end of the request: OK on "done"; the server's error (its code and
-  // message) on an error; kCorruption if a notification broke the protocol; kUnavailable
-  // on timeout.
+  // message) on an error; kCorruption if a notification broke the protocol; on timeout
+  // kUnavailable with ErrorInfo::timed_out.
   virtual Status Wait(std::chrono::milliseconds timeout) = 0;
   // Layers notified so far.
   virtual uint32_t layers_ready() const = 0;

@@ -7,7 +7,7 @@
 //    "quota period", cgroup v1 cpu.cfs_quota_us / cpu.cfs_period_us), rounded up,
 // and at least 1. std::thread::hardware_concurrency() counts the machine's CPUs, not these:
 // on a 64-core host a container limited to 4 cores would start 64 I/O threads that then
-// contend for 4 (docs/decisions.md, "Thread defaults follow the usable cores").
+// contend for 4 (docs/decisions/thread-defaults-usable-cores.md).
 //
 // It reads /proc/self/cgroup and files under /sys/fs/cgroup once per call: call it at
 // startup, not per request. The parsers are separate so tests can give them text.

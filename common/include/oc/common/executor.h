@@ -8,8 +8,7 @@
 //
 // It exists for work that holds a thread for a long time while mostly waiting (a descriptor
 // transfer waits on sockets, bounded pipes and the data plane): one thread per request would
-// let a burst of requests start unbounded threads (docs/decisions.md, "One bounded executor
-// for descriptor work").
+// let a burst of requests start unbounded threads (docs/decisions/one-bounded-executor.md).
 //
 // A task submitted with an `expired` callback waits in the queue at most
 // Options::queue_timeout: if no worker took it by then it leaves the queue unrun and
@@ -17,7 +16,7 @@
 // with a kResourceExhausted naming the field and saying that the wait timed out. A front end
 // answers "slow down" from it, so a queued request that holds no thread of its own (a
 // suspended coroutine, a deferred response) is bounded in number (max_queued) and in time
-// (docs/decisions.md, "Many clients at once: admission queue and deadline").
+// (docs/decisions/many-clients-admission-queue.md).
 //
 // Shutdown() (also the destructor) refuses new tasks with kUnavailable, lets every admitted
 // task run to its end (queued ones included), and joins the workers: what a task references

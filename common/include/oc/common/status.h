@@ -1,7 +1,9 @@
 #pragma once
 // Status is the outcome of an operation: OK, or an error carrying a Code, a Subject (what
 // the error is about: a bucket, a key, an upload...), an optional field (the header, query
-// parameter or XML element at fault) and a message.
+// parameter or XML element at fault), a message, and optionally a StatusDetail: typed data a
+// layer attaches for its callers (liboc_client: the gateway's S3 code, HTTP status and request
+// id, or that a wait timed out; oc/client/errors.h), so that nothing is parsed out of messages.
 //
 // OK is a null pointer, so returning success costs nothing (leveldb). Errors are rare and
 // heap-allocated. Status is a value: copyable, movable, and [[nodiscard]].
@@ -51,6 +53,17 @@ enum class Subject : uint8_t {
 
 std::string_view CodeName(Code code);
 std::string_view SubjectName(Subject subject);
+
+// Typed data an error carries beyond code, subject, field and message. A module defines its
+// own subclass and reads it back with dynamic_cast (liboc_client's ErrorInfoOf). Immutable
+// once attached; a copied Status gets a Clone().
+class StatusDetail {
+ public:
+  virtual ~StatusDetail() = default;
+  virtual std::unique_ptr<StatusDetail> Clone() const = 0;
+  // Appended to Status::ToString() in brackets, e.g. "NoSuchKey, HTTP 404, request 3f9a...".
+  virtual std::string ToString() const = 0;
+};
 
 class [[nodiscard]] Status {
  public:
@@ -111,7 +124,11 @@ class [[nodiscard]] Status {
 
   // Returns a copy with `subject` set; for layers that know what the error is about.
   Status WithSubject(Subject subject) const;
-  // "InvalidArgument field=x-oc-num-layers: must be 1..1024".
+  // Returns a copy carrying `detail` (replacing any); OK stays OK, without it.
+  Status WithDetail(std::unique_ptr<StatusDetail> detail) const;
+  // The detail attached, or nullptr. Valid while this Status lives and is not assigned.
+  const StatusDetail* detail() const { return rep_ ? rep_->detail.get() : nullptr; }
+  // "InvalidArgument field=x-oc-num-layers: must be 1..1024", then " [detail]" if any.
   std::string ToString() const;
 
  private:
@@ -120,7 +137,9 @@ class [[nodiscard]] Status {
     Subject subject;
     std::string field;
     std::string message;
+    std::unique_ptr<StatusDetail> detail;  // null for most errors
   };
+  static std::unique_ptr<Rep> CopyRep(const Rep& rep);
   std::unique_ptr<Rep> rep_;
 };
 

@@ -91,11 +91,11 @@ std::array<std::byte, kDataHeaderBytes> EncodeDataHeader(const DataHeader& h);
 Result<DataHeader> DecodeDataHeader(ByteSpan header);
 
 // ---------------------------------------------------------------------------------------
-// The handshake (docs/protocol.md, "Data plane: connecting"; docs/decisions.md, "Data plane:
-// who connects to whom"). The storage server's data plane listens on a socket address; a
-// client's data plane connects to it, sends a hello active message carrying its owner secret,
-// and the server answers with a welcome carrying a fresh random 128-bit connection id, which
-// the client then names in its descriptors (x-oc-target-connection). Both are sent with
+// The handshake (docs/protocol.md, "Data plane: connecting";
+// docs/decisions/data-plane-who-connects-to-whom.md). The storage server's data plane listens on a
+// socket address; a client's data plane connects to it, sends a hello active message carrying its
+// owner secret, and the server answers with a welcome carrying a fresh random 128-bit connection
+// id, which the client then names in its descriptors (x-oc-target-connection). Both are sent with
 // UCP_AM_SEND_FLAG_REPLY and are all AM header.
 
 inline constexpr unsigned kHelloAmId = 0x0E;

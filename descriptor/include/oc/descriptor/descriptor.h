@@ -59,8 +59,7 @@ struct DataPlaneTarget {
   // The credential (access key) of the request that carries this target; "" for anonymous.
   // Not part of the descriptor wire: the gateway sets it after authenticating the request,
   // and the storage RPC carries it beside the descriptor. The data plane binds a connection
-  // to the first principal that names it (docs/decisions.md, "Data plane: who connects to
-  // whom").
+  // to the first principal that names it (docs/decisions/data-plane-who-connects-to-whom.md).
   std::string principal;
 
   bool operator==(const DataPlaneTarget&) const = default;

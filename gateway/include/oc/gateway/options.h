@@ -97,7 +97,7 @@ struct GatewayOptions {
   bool access_log = true;
   // Run GET and HEAD on the I/O thread when the store can answer them from memory, and on
   // the Store pool only after a read that would wait for the disk (store.h,
-  // SupportsCachedReads; docs/decisions.md, "Gateway: cached GETs on the I/O thread").
+  // SupportsCachedReads; docs/decisions/gateway-cached-gets-on-io-thread.md).
   // Default: true
   bool inline_cached_reads = true;
 

@@ -1,6 +1,6 @@
 #pragma once
 // The allocator: given the active layerwise requests' demands and the cap B, one rate per request
-// under a policy (docs/design.md: Scheduler; decisions in docs/decisions.md).
+// under a policy (docs/design.md: Scheduler; decisions in docs/decisions/README.md).
 //
 //   equal          B / n
 //   kv-prop        B * W_i / sum W        (equal split if every W_i is 0)

@@ -16,13 +16,13 @@
 //   waits for the next boundary - when nothing is free.
 // - work-conserving: every arrival and departure recomputes all rates at once. The epoch number
 //   then counts these reallocations.
-// - fixed at admission (the paper's protocol, docs/decisions.md): a request's rate never
-//   changes once its batch closes. The first arrival after a batch closed opens a new batch for
-//   one epoch; every arrival in it re-runs the policy over the batch's requests with the cap
-//   left by the requests of closed batches still active (arrivals together get exactly the
-//   policy's rates, e.g. the paper's Table A9). A departure frees its rate at once, but only
-//   for later arrivals: no admitted request's rate grows. An arrival the cap has no room for
-//   (rate 0) is not admitted yet: it joins the next batch, which a departure also opens for it.
+// - fixed at admission (the paper's protocol, docs/decisions/scheduler-admission-rule.md): a
+//   request's rate never changes once its batch closes. The first arrival after a batch closed
+//   opens a new batch for one epoch; every arrival in it re-runs the policy over the batch's
+//   requests with the cap left by the requests of closed batches still active (arrivals together
+//   get exactly the policy's rates, e.g. the paper's Table A9). A departure frees its rate at once,
+//   but only for later arrivals: no admitted request's rate grows. An arrival the cap has no room
+//   for (rate 0) is not admitted yet: it joins the next batch, which a departure also opens for it.
 //   The epoch number counts batches.
 // Epoch boundaries are noticed lazily, by any call that reads the clock.
 //

@@ -8,16 +8,16 @@
 // cap's bucket (other flows' payloads going first) is the pacer's doing and is made up in full;
 // other lateness (a late caller, a payload queued after its ready time) is made up by one payload,
 // as if the bucket were two payloads deep. So a backlogged flow gets its rate even when the rates
-// sum to B and other flows' payloads are larger than its own (docs/decisions.md, "Pacer:
-// two-payload flow buckets" and "Pacer: waits for the cap are made up"); from its first dispatch to
-// any later one it sends at most rate * elapsed + two payloads. A second bucket at the cap B spans
-// every flow, so over ANY window [a, b] the bytes dispatched are at most B * (b - a) + one payload
-// when the caller comes back when told: the k-th payload in the window leaves no earlier than a +
-// (bytes of the previous k-1) / B. A caller that comes back late gets one payload of that
-// lateness made up (B * (b - a) + two payloads). Among flows whose buckets allow a payload,
-// weighted deficit round robin (quantum proportional to the flow's rate) picks the next one, in
-// closed form so one call costs O(flows) however small a quantum is. A flow's payloads leave in the
-// order enqueued, and layers must be enqueued in increasing order.
+// sum to B and other flows' payloads are larger than its own
+// (docs/decisions/pacer-two-payload-flow-buckets.md and docs/decisions/pacer-waits-for-the-cap.md);
+// from its first dispatch to any later one it sends at most rate * elapsed + two payloads. A second
+// bucket at the cap B spans every flow, so over ANY window [a, b] the bytes dispatched are at most
+// B * (b - a) + one payload when the caller comes back when told: the k-th payload in the window
+// leaves no earlier than a + (bytes of the previous k-1) / B. A caller that comes back late gets
+// one payload of that lateness made up (B * (b - a) + two payloads). Among flows whose buckets
+// allow a payload, weighted deficit round robin (quantum proportional to the flow's rate) picks the
+// next one, in closed form so one call costs O(flows) however small a quantum is. A flow's payloads
+// leave in the order enqueued, and layers must be enqueued in increasing order.
 //
 // Time is injected: every call takes `now` (a Time read from a Clock), so tests drive the pacer
 // with a ManualClock and check bytes, never wall-clock time. Thread safety: Pacer is not
@@ -118,11 +118,10 @@ class Pacer {
   // Changes a flow's rate at `now`. The wait still owed for its last payload (ready - now, at
   // the old rate) is rescaled to the new rate, so a flow that sent its first payload at a crumb
   // of a rate (an arrival when the cap was nearly taken) is not held for that crumb's spacing
-  // once it gets its share (docs/decisions.md, "Many clients at once: admission queue and
-  // deadline"). A flow moving to 0 keeps its ready time; a parked flow given a rate may send no
-  // earlier than `now` (parking earns no catch-up; under pace_first_payload one parked before its
-  // first byte owes that payload's spacing afresh). kNotFound if absent; kInvalidArgument as for
-  // AddRequest.
+  // once it gets its share (docs/decisions/many-clients-admission-queue.md). A flow moving to 0
+  // keeps its ready time; a parked flow given a rate may send no earlier than `now` (parking earns
+  // no catch-up; under pace_first_payload one parked before its first byte owes that payload's
+  // spacing afresh). kNotFound if absent; kInvalidArgument as for AddRequest.
   Status SetRate(uint64_t request, double rate, Time now);
   // Queues one layer payload at `now`. kNotFound if the request is absent; kInvalidArgument if
   // bytes == 0 or `layer` is not greater than the request's previous layer.

@@ -25,7 +25,7 @@ enum class Policy {
   kStallOpt,     // water-filling, targets r*_i (margin 0)
   kCalStallOpt,  // water-filling, targets r*_i + margin (the paper's calibrated stall-opt)
   // Fewest remaining bytes first, each request at min(r*_i, what is left of B), the surplus to
-  // the first: stall-aware and work-conserving (docs/decisions.md, "shortest-first").
+  // the first: stall-aware and work-conserving (docs/decisions/scheduler-shortest-first.md).
   kShortestFirst,
 };
 

@@ -4,8 +4,7 @@
 // from memory (RocksDB's memtables and block cache); where it would have to read the disk it
 // notes a miss and fails the call instead. The gateway runs GET and HEAD handlers on its I/O
 // thread inside this scope, which saves the two thread hand-offs of the Store pool, and
-// reruns them on the pool after a miss (docs/decisions.md, "Gateway: cached GETs on the I/O
-// thread").
+// reruns them on the pool after a miss (docs/decisions/gateway-cached-gets-on-io-thread.md).
 // Thread safety: the scope is per thread; scopes do not nest.
 
 namespace oc::storage {

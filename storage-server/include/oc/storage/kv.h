@@ -48,7 +48,7 @@ struct KvOptions {
   // (one layer at a time, layer-ready after each, paced); smaller ones chunkwise (one batch,
   // every layer announced together at the end). The paper uses 512 MB at 100 Gbps, about
   // 40 ms of transfer; this machine's aggregation path moves 3-5 GB/s, so the same 40 ms is
-  // ~128 MiB (docs/decisions.md, "KV: Θ").
+  // ~128 MiB (docs/decisions/kv-theta-128mib.md).
   // Default: 128 MiB
   uint64_t layerwise_threshold_bytes = 128ull << 20;
   // The store's own UCX data plane (opened on the first discovery or request with a target):
@@ -78,8 +78,8 @@ struct KvOptions {
   bool data_plane_direct_writes = true;
   // Deliveries into a data-plane target send the layer slices straight from the store's
   // block cache (pinned while in flight, bounded like the staging memory) instead of copying
-  // them into staging buffers first: one copy per byte fewer (docs/decisions.md, "KV path:
-  // zero-copy from the block cache"). Bodies always go through staging.
+  // them into staging buffers first: one copy per byte fewer
+  // (docs/decisions/kv-zero-copy-from-block-cache.md). Bodies always go through staging.
   // Default: true
   bool zero_copy = true;
   // Most bytes PutChunks takes from a ChunkSource per Peek; a source that cannot lend its
@@ -90,7 +90,7 @@ struct KvOptions {
   // Workers of the store's descriptor executor (Store::descriptor_executor): the descriptor
   // GETs and PUTs that move bytes (into a body, a data-plane target, or from either) at once,
   // in this process, whichever front end (gateway or RPC server) took them
-  // (docs/decisions.md, "One bounded executor for descriptor work"). 0 sizes it from the
+  // (docs/decisions/one-bounded-executor.md). 0 sizes it from the
   // cores this process may use (oc::UsableCores): DescriptorThreadsFor(0).
   // Default: 0 (kDescriptorThreadsPerCore per usable core, at least kMinDescriptorThreads)
   uint32_t descriptor_threads = 0;
@@ -99,7 +99,7 @@ struct KvOptions {
   // saying the queue is full (the gateway answers 503 SlowDown). A waiting GET holds no
   // thread and no staging memory (the gateway's session is suspended on a deferred
   // response). PUTs and the RPC server's calls never wait: they start at once or are refused
-  // (docs/decisions.md, "Many clients at once: admission queue and deadline").
+  // (docs/decisions/many-clients-admission-queue.md).
   // Default: 1024
   uint32_t admission_queue = kDefaultAdmissionQueue;
   // Longest a GET waits in that queue; one still waiting then is refused the same way, saying
@@ -109,7 +109,7 @@ struct KvOptions {
   // Threads of the KV engine's assembly pool, shared by every descriptor GET: they read a
   // request's next staging buffers or pinned batches (ReadSlices, PinSlices) while the
   // request's own thread hands earlier ones to the sink in order, so one large GET reads on
-  // several cores (docs/decisions.md, "One descriptor GET on several cores"). 0: one per
+  // several cores (docs/decisions/one-descriptor-get-several-cores.md). 0: one per
   // usable core (oc::UsableCores). 1..kMaxAssemblyThreads.
   // Default: 0 (the usable cores)
   uint32_t assembly_threads = 0;
@@ -189,7 +189,7 @@ struct KvGetReport {
   KvTimings timings;
   uint32_t layers_notified = 0;  // LayerReady calls made
   uint64_t writes = 0;           // sink Write() calls made
-  // The read-ahead pipeline (docs/decisions.md, "One descriptor GET on several cores"): the
+  // The read-ahead pipeline (docs/decisions/one-descriptor-get-several-cores.md): the
   // most layers and bytes read ahead of the sink at once (at most layers_in_flight layers and
   // as many layers' bytes), and the units whose read a shared assembly worker ran.
   uint32_t peak_layers_ahead = 0;
@@ -229,7 +229,7 @@ struct KvPutReport {
 // 0 once the session vouched for the whole body, the RPC's once the caller sent kCommit.
 // PutChunks takes the bytes with Peek and Consume, which a source holding its bytes in memory
 // (the gateway's pipe) overrides to lend them without a copy; the default reads them with
-// Read into a buffer of the source's (docs/decisions.md, "Copies of a PUT body"). A caller
+// Read into a buffer of the source's (docs/decisions/put-copies-lent-buffers.md). A caller
 // uses either Read or Peek/Consume on one source, never both.
 class ChunkSource {
  public:

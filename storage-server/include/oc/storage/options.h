@@ -22,7 +22,7 @@ namespace oc::storage {
 inline constexpr uint64_t kMaxExtentBytes = 64ull << 20;
 
 // Where extent values live in RocksDB (docs/design.md, data model; chosen by
-// bench/storage_bench.cc, see docs/decisions.md).
+// bench/storage_bench.cc, see docs/decisions/storage-data-files-default.md).
 enum class ExtentLayout : uint8_t {
   // In SST data blocks with XXH3 block checksums (verified when a block is read from a
   // file) and a large block cache holding them uncompressed.
@@ -102,7 +102,7 @@ struct RadosOptions {
   uint64_t max_bytes_in_flight = 64ull << 20;
   // A layerwise descriptor GET reads each chunk's layers ahead in windows of up to this many
   // bytes (1, 2, 4, ... slices; src/kv/read_ahead.h), not one RADOS read per slice: the OSD's
-  // cost is mostly per read below ~1 MiB (docs/decisions.md, "RADOS: reading layers ahead").
+  // cost is mostly per read below ~1 MiB (docs/decisions/rados-read-ahead.md).
   // 0 reads slice by slice.
   // Default: 1 MiB
   uint64_t read_ahead_window_bytes = 1ull << 20;
@@ -161,7 +161,7 @@ struct StoreOptions {
   // Where extent values live. kDataFiles writes each byte once (write amplification 1.0
   // against 2.6 for SST blocks) at about twice the descriptor-PUT bandwidth and half the CPU
   // per large PUT, and reads no slower within the spread of an alternating run.
-  // Default: kDataFiles (docs/decisions.md, "Storage: data files are the default layout")
+  // Default: kDataFiles (docs/decisions/storage-data-files-default.md)
   ExtentLayout extent_layout = ExtentLayout::kDataFiles;
   // How layer-slice reads (ReadSlices) fetch extents.
   // Default: kAuto
@@ -182,17 +182,17 @@ struct StoreOptions {
   uint64_t data_file_bytes = 1ull << 30;
   // extent_layout = data files: an object or part smaller than this that fits in one extent
   // stays in RocksDB as under "sst" (one WAL sync per PUT, not a data-file sync and then a
-  // WAL sync; docs/decisions.md, "Storage: extents in data files"). Descriptor PUTs' chunks
+  // WAL sync; docs/decisions/storage-data-files.md). Descriptor PUTs' chunks
   // always go to data files. 0 sends every object to the data files. (32 KiB: where the two
-  // paths cost the same server CPU per PUT; docs/decisions.md, "Storage: early write-back and
-  // the small-object threshold".)
+  // paths cost the same server CPU per PUT;
+  // docs/decisions/storage-early-writeback-small-objects.md.)
   // Default: 32 KiB
   uint64_t data_file_min_bytes = 32ull << 10;
   // extent_layout = data files, sync_writes: once this many bytes were appended to a data
   // file since its last kick, the appender starts their write-back to the disk
   // (sync_file_range, SYNC_FILE_RANGE_WRITE) without waiting for it, so the disk writes a
   // large PUT while its later bytes still arrive and the commit's fdatasync waits for the
-  // tail only (docs/decisions.md, "Storage: early write-back and the small-object threshold").
+  // tail only (docs/decisions/storage-early-writeback-small-objects.md).
   // Durability is still the fdatasync's. 0 leaves write-back to that fdatasync and the kernel.
   // Default: 8 MiB
   uint64_t data_file_writeback_bytes = 8ull << 20;

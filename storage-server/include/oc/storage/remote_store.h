@@ -30,7 +30,7 @@ struct RemoteStoreOptions {
 
 // A Store that forwards every call over the storage RPC. At connect it asks every server
 // which store it serves (the RPC's ServerInfo; docs/protocol.md "Storage RPC") and places
-// calls accordingly (docs/decisions.md, "Remote store: shared placement"):
+// calls accordingly (docs/decisions/remote-store-shared-placement.md):
 // - Shared: every server that answered serves the same RADOS cluster, pool and namespace, so
 //   any of them serves any bucket. Calls go round-robin over the servers available; a read
 //   (a call that changes nothing) that fails with kUnavailable is run once more on another

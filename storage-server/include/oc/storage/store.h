@@ -48,7 +48,7 @@ class ObjectWriter {
   virtual Status Append(ByteSpan data) = 0;
   // The lend API: the writer lends memory for the object's next bytes, the caller fills it in
   // place (the gateway's HTTP parser writes a body straight into it) and hands it back with
-  // Appended, saving the copy Append would make (docs/decisions.md, "Copies of a PUT body").
+  // Appended, saving the copy Append would make (docs/decisions/put-copies-lent-buffers.md).
   // AppendSpace returns writable space of at least min(min_bytes, max_bytes) and at most
   // max_bytes bytes, owned by the writer and valid until Appended or the writer's
   // destruction; nothing of it is part of the object until Appended. A writer that fills an
@@ -87,7 +87,7 @@ class ObjectWriter {
 };
 
 // Writes several new objects of one bucket that become visible together (a descriptor PUT's
-// N chunks; docs/decisions.md "KV: a descriptor PUT is all-or-nothing"). Objects are written
+// N chunks; docs/decisions/kv-descriptor-put-all-or-nothing.md). Objects are written
 // one after the other: Begin() starts the next one, Append() streams its bytes, which the
 // store writes out as they come under fresh internal ids, invisible to readers and holding
 // only a bounded amount in memory whatever the group's size. Commit() makes every object
@@ -279,7 +279,7 @@ class Store {
   // The bounded executor a front end (the gateway, the RPC server) runs this store's
   // descriptor transfers on: every GetLayers and PutChunks that moves bytes, so that their
   // threads are bounded per process whichever front end took them (docs/design.md
-  // "Delivery"; docs/decisions.md "One bounded executor for descriptor work"). A front end
+  // "Delivery"; docs/decisions/one-bounded-executor.md). A front end
   // Submit()s a task that makes the blocking call (a GET may wait in the executor's admission
   // queue; a PUT or an RPC call uses SubmitNow); a refusal or a queue timeout
   // (kResourceExhausted, field "kv.descriptor_threads") is its answer to the client, with

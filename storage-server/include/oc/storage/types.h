@@ -91,7 +91,7 @@ struct ObjectMeta {
 // An S3 additional checksum as the store keeps it: the header it is sent and returned under
 // (lowercase, "x-amz-checksum-crc32", ...) and its base64 value ("<base64>-<N>" for a
 // multipart upload's checksum of checksums). The store compares and copies them as text; the
-// gateway computes and verifies them (docs/decisions.md, "S3 checksums").
+// gateway computes and verifies them (docs/decisions/s3-checksums-multipart-in-full.md).
 struct ObjectChecksum {
   std::string header;  // "" for none
   std::string value;
@@ -101,7 +101,7 @@ struct ObjectChecksum {
 
 // How a multipart upload's object checksum is made from its parts (S3 x-amz-checksum-type on
 // CreateMultipartUpload). The store keeps it with the upload and returns it (ListParts); the
-// gateway makes the value (docs/decisions.md, "S3 checksums: FULL_OBJECT").
+// gateway makes the value (docs/decisions/s3-checksums-full-object.md).
 enum class ChecksumType : uint8_t {
   kComposite = 0,   // the algorithm over the parts' digests, "<base64>-<N>"
   kFullObject = 1,  // the CRC of the whole object, combined from the parts' CRCs and sizes

@@ -1,8 +1,8 @@
 #pragma once
 // AWS Signature Version 4: the steps that sign a request, shared by the two ends so that one
-// implementation signs and verifies (docs/decisions.md). The client signs with SignRequest;
-// the gateway's verifier (gateway/src/auth/sigv4.h) parses what a request claims and
-// recomputes the signature with the same steps. Source of truth: AWS "Signature Version 4
+// implementation signs and verifies (docs/decisions/sigv4-shared-oc-sigv4.md). The client signs
+// with SignRequest; the gateway's verifier (gateway/src/auth/sigv4.h) parses what a request claims
+// and recomputes the signature with the same steps. Source of truth: AWS "Signature Version 4
 // signing process" (Tasks 1-4) and the S3 API reference "Authenticating Requests (AWS
 // Signature Version 4)"; each function below names its step.
 // Thread safety: pure functions.

@@ -5,8 +5,7 @@
 // servers its UCX connects to (the hello, oc/descriptor/data_plane_wire.h), never in an HTTP
 // header. A server writes in place, or lets UCX attach the segment at all, only if that page
 // names the connection the request's notifications go to, so a client cannot aim writes at
-// another client's segment by sending its rkey (docs/decisions.md, "Data plane: attached
-// targets must be the requester's own").
+// another client's segment by sending its rkey (docs/decisions/data-plane-attached-targets-own.md).
 // Thread safety: constants and a pure function.
 
 #include <array>

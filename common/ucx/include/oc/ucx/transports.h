@@ -1,7 +1,7 @@
 #pragma once
 // Which UCX transports and which endpoint error-handling mode a data-plane connection uses
-// (docs/protocol.md, "Data plane: connecting"; docs/decisions.md, "Data plane: who connects to
-// whom"). Both ends derive them the same way.
+// (docs/protocol.md, "Data plane: connecting"; docs/decisions/data-plane-who-connects-to-whom.md).
+// Both ends derive them the same way.
 //
 // Both ends must create their endpoint with the same error-handling mode (UCX refuses an
 // "asymmetric endpoint configuration"), and neither can try one and fall back: the client

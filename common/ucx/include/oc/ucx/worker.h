@@ -10,7 +10,8 @@
 // bounded by kIdlePollMs so a lost wakeup costs at most that). Every completion callback and
 // active-message handler therefore runs on that thread too; none may block. Rejected: a
 // UCS_THREAD_MODE_MULTI worker posted to from any thread: UCX 1.13 crashed inside its TCP
-// progress in about one test run in seven that way (docs/decisions.md).
+// progress in about one test run in seven that way
+// (docs/decisions/data-plane-one-thread-per-worker.md).
 // Thread safety: every UcxWorker method may be called from any thread unless it says
 // REQUIRES: the owning thread.
 
