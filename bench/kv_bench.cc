@@ -38,10 +38,11 @@
 #include <memory>
 #include <vector>
 
+#include "composed_store.h"
 #include "data_plane/ucx_data_plane.h"
 #include "kv/kv_engine.h"
 #include "oc/client/target_buffer.h"
-#include "oc/storage/local_store.h"
+#include "oc/storage/open_store.h"
 #include "oc/testutil/testutil.h"
 #include "rocks/rocks_store.h"
 
@@ -99,7 +100,7 @@ World& Get(uint64_t g) {
   o.sync_writes = false;
   o.block_cache_bytes = 3ull << 30;  // the whole 1.75 GiB prefix stays cached (warm store)
   o.read_threads = 2;
-  w.store = *OpenLocalStore(o);
+  w.store = *OpenStore(o);
   (void)w.store->CreateBucket(kBucket, "bench");
   const uint64_t n = kMaxTokens / g;
   descriptor::Descriptor d = MakeDescriptor(g, n);
@@ -114,7 +115,7 @@ World& Get(uint64_t g) {
   }
   // Timed runs must not share the machine with the fill's flushes and compactions: move
   // everything into SST files now (the flush also warms the block cache).
-  if (Status s = static_cast<RocksStore&>(*w.store).CompactExtents(); !s.ok()) {
+  if (Status s = dynamic_cast<RocksStore&>(*BackendOf(*w.store)).CompactExtents(); !s.ok()) {
     std::fprintf(stderr, "compaction failed: %s\n", s.ToString().c_str());
     std::exit(1);
   }
@@ -133,7 +134,8 @@ World& Get(uint64_t g) {
     w.target = *w.client->Allocate(uint64_t{kMaxTokens} * kLayers * kTokenLayerBytes);
   }
   // Warm: one body-sink pass over everything.
-  kv::PlanResult plan = *kv::PlanRequest(static_cast<RocksStore&>(*w.store), kBucket, d, 1);
+  kv::PlanResult plan =
+      *kv::PlanRequest(dynamic_cast<RocksStore&>(*BackendOf(*w.store)), kBucket, d, 1);
   HeapBufferPool pool(1, 4 << 20);
   struct Discard final : LayerSink {
     HeapBufferPool& p;
@@ -144,8 +146,8 @@ World& Get(uint64_t g) {
     Status LayerReady(uint32_t) override { return Status::Ok(); }
     Status Finish(const Status& s) override { return s; }
   } discard(pool);
-  (void)kv::Assemble(static_cast<RocksStore&>(*w.store), kBucket, d, plan, discard, {.dense = true},
-                     Clock::now());
+  (void)kv::Assemble(dynamic_cast<RocksStore&>(*BackendOf(*w.store)), kBucket, d, plan, discard,
+                     {.dense = true}, Clock::now());
   return w;
 }
 
@@ -204,11 +206,11 @@ void BM_Deliver(benchmark::State& state) {
   for (auto _ : state) {
     const Clock::time_point start = Clock::now();
     kv::PlanResult plan =
-        *kv::PlanRequest(static_cast<RocksStore&>(*w.store), kBucket, d, threshold);
+        *kv::PlanRequest(dynamic_cast<RocksStore&>(*BackendOf(*w.store)), kBucket, d, threshold);
     if (mode == 2) {
       MemoryBodySink sink(body, start);
-      auto report = kv::Assemble(static_cast<RocksStore&>(*w.store), kBucket, d, plan, sink,
-                                 {.dense = true}, start);
+      auto report = kv::Assemble(dynamic_cast<RocksStore&>(*BackendOf(*w.store)), kBucket, d, plan,
+                                 sink, {.dense = true}, start);
       if (!report.has_value()) {
         state.SkipWithError(report.error().ToString().c_str());
         break;
@@ -228,8 +230,8 @@ void BM_Deliver(benchmark::State& state) {
     auto sink = *(mode == 3 ? w.plane_rndv : w.plane)->OpenSink(*d.target);
     kv::AssembleOptions ao;
     ao.zero_copy = mode != 4;
-    auto report =
-        kv::Assemble(static_cast<RocksStore&>(*w.store), kBucket, d, plan, *sink, ao, start);
+    auto report = kv::Assemble(dynamic_cast<RocksStore&>(*BackendOf(*w.store)), kBucket, d, plan,
+                               *sink, ao, start);
     Status done = delivery->Wait(std::chrono::seconds(60));
     if (!report.has_value() || !done.ok()) {
       state.SkipWithError("delivery failed");
@@ -308,7 +310,7 @@ void BM_PutChunks(benchmark::State& state) {
   StoreOptions o;
   o.data_dir = dir.path().string();
   o.sync_writes = true;
-  std::unique_ptr<Store> store = *OpenLocalStore(o);
+  std::unique_ptr<Store> store = *OpenStore(o);
   (void)store->CreateBucket(kBucket, "bench");
   const descriptor::Descriptor d = MakeDescriptor(g, n);
   const uint64_t chunk_bytes = kLayers * d.layer_bytes;

@@ -40,9 +40,10 @@
 #include <thread>
 #include <vector>
 
+#include "composed_store.h"
 #include "kv/slice_source.h"
 #include "oc/common/units.h"
-#include "oc/storage/local_store.h"
+#include "oc/storage/open_store.h"
 #include "oc/testutil/testutil.h"
 #include "storage_bench_block_reads.h"
 
@@ -127,7 +128,7 @@ bool UseStore(benchmark::State& state, int layout, int mode) {
   if (fresh) {
     b.dirs[layout] = std::make_unique<oc::testutil::TempDir>();
   }
-  auto opened = oc::storage::OpenLocalStore(Options(layout, mode));
+  auto opened = oc::storage::OpenStore(Options(layout, mode));
   if (!opened.has_value()) {
     state.SkipWithError(opened.error().ToString().c_str());
     return false;
@@ -162,8 +163,8 @@ bool UseStore(benchmark::State& state, int layout, int mode) {
     for (uint64_t d = 0; d < c.objects; ++d) {
       for (uint32_t l = 0; l < kLayers; ++l) {
         const SliceRead one{ObjectName(s, d), l * s, oc::MutableByteSpan(buf)};
-        auto r = dynamic_cast<oc::storage::kv::SliceSource&>(*b.store).ReadSlices(
-            "kvc", std::span<const SliceRead>(&one, 1));
+        auto r = dynamic_cast<oc::storage::kv::SliceSource&>(*BackendOf(*b.store))
+                     .ReadSlices("kvc", std::span<const SliceRead>(&one, 1));
         if (!r.has_value() || (*r)[0] != SliceStatus::kOk ||
             std::memcmp(buf.data(), c.bytes.data() + (d * kLayers + l) * s, s) != 0) {
           state.SkipWithError("warm-up read failed or returned wrong bytes");
@@ -245,7 +246,8 @@ void BM_ReadSlices(benchmark::State& state) {
       }
     }
   }
-  oc::storage::kv::SliceSource& store = dynamic_cast<oc::storage::kv::SliceSource&>(*State().store);
+  oc::storage::kv::SliceSource& store =
+      dynamic_cast<oc::storage::kv::SliceSource&>(*BackendOf(*State().store));
   uint32_t layer = 0;
   bool ok = true;
   const auto start = std::chrono::steady_clock::now();

@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "oc/common/units.h"
-#include "oc/storage/local_store.h"
+#include "oc/storage/open_store.h"
 #include "oc/testutil/testutil.h"
 
 namespace oc::bench {
@@ -82,7 +82,7 @@ oc::Status OpenBlockStore() {
   // Holds the largest data set read by one benchmark, so warm passes hit the cache.
   o.block_cache_bytes = std::max<uint64_t>(Flags().data_bytes * 5 / 4, 64ull << 20);
   o.sync_writes = false;
-  OC_ASSIGN_OR_RETURN(bs.store, oc::storage::OpenLocalStore(o));
+  OC_ASSIGN_OR_RETURN(bs.store, oc::storage::OpenStore(o));
   return oc::Status::Ok();
 }
 

@@ -7,6 +7,7 @@
 #include <optional>
 #include <thread>
 
+#include "composed_store.h"
 #include "kv/pacing.h"
 #include "kv/slice_source.h"
 #include "node.h"
@@ -26,7 +27,7 @@ Status World::Open() {
   o.sync_writes = false;
   o.block_cache_bytes = 4ull << 30;  // everything stays cached: a warm store
   o.read_threads = 2;
-  OC_ASSIGN_OR_RETURN(store_, storage::OpenLocalStore(o));
+  OC_ASSIGN_OR_RETURN(store_, storage::OpenStore(o));
   OC_RETURN_IF_ERROR(store_->CreateBucket(kBucket, "bench"));
   OC_ASSIGN_OR_RETURN(layerwise_, MakeEngine(1, nullptr));
   OC_ASSIGN_OR_RETURN(chunkwise_, MakeEngine(~uint64_t{0}, nullptr));
@@ -49,8 +50,8 @@ Result<std::unique_ptr<storage::kv::KvEngine>> World::MakeEngine(
   kv.data_plane_transports = "shm";
   kv.scheduler = std::move(scheduler);
   OC_RETURN_IF_ERROR(kv.Validate());
-  auto engine =
-      std::make_unique<storage::kv::KvEngine>(dynamic_cast<storage::kv::SliceSource&>(*store_), kv);
+  auto engine = std::make_unique<storage::kv::KvEngine>(
+      dynamic_cast<storage::kv::SliceSource&>(*BackendOf(*store_)), kv);
   if (kv.scheduler != nullptr && engine->pacing() == nullptr) {
     return Status::InvalidArgument("scheduler", "the engine rejected the scheduler options");
   }

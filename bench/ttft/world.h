@@ -1,6 +1,6 @@
 #pragma once
 // The product side of the TTFT emulator: a warm RocksDB store (temp dir) whose descriptor GETs run
-// through kv::KvEngine::GetLayers, the engine RocksStore::GetLayers delegates to, over the
+// through kv::KvEngine::GetLayers, the engine OpenStore composes over the backend, over the
 // engine's own UCX data plane (UCX_TLS=shm) into each serving node's registered buffer
 // (client::DataPlane / TargetBuffer, one client per node, layer-ready through
 // Delivery::WaitLayer). One engine per configuration of KvOptions: Θ = 1 (layerwise), Θ = ∞
@@ -19,7 +19,7 @@
 #include "kv/kv_engine.h"
 #include "oc/client/target_buffer.h"
 #include "oc/sched/options.h"
-#include "oc/storage/local_store.h"
+#include "oc/storage/open_store.h"
 #include "oc/testutil/testutil.h"
 #include "request.h"
 

@@ -2,8 +2,8 @@
 // KvEngine: the descriptor calls of the Store (kv.h, store.h) implemented over a backend's
 // SliceSource (slice_source.h) — HeadMany for planning, ReadSlices/PinSlices for layer reads,
 // PutGroup for chunk writes — plus a UCX data plane for data-plane targets and pulls
-// (src/data_plane). RocksStore builds one over itself and delegates its descriptor calls to
-// it; RemoteStore forwards them whole to the storage server, whose RocksStore runs them.
+// (src/data_plane). OpenStore composes one over every backend it opens (composed_store.h);
+// RemoteStore forwards the calls whole to the storage server, whose composed store runs them.
 //
 // Planning (PlanRequest): one HeadMany of the N names; M = the longest present prefix. A
 // present chunk of the prefix whose size is not L·S, or whose stored ChunkShape disagrees

@@ -2,8 +2,8 @@
 // SliceSource: all the KV engine (kv_engine.h) sees of the storage backend it serves. Three
 // jobs: the batch HEAD that plans a descriptor request, the layer-slice reads that fill it
 // (copied into the engine's staging buffers, or lent without a copy), and the group writer
-// that stores a descriptor PUT's chunks all or nothing. RocksStore (src/rocks/) implements it
-// and builds its engine over itself; a RADOS backend beside rocks/ would do the same. The
+// that stores a descriptor PUT's chunks all or nothing. Every backend (src/backend.h: RocksStore,
+// RadosStore) implements it, and OpenStore composes one engine over it (composed_store.h). The
 // interface is internal to storage-server: the gateway sees only Store (store.h), whose
 // descriptor calls a local store answers with its engine and a remote store forwards whole
 // to the storage server (kKv* ops), so slices never cross the RPC

@@ -10,10 +10,8 @@
 
 #include <fmt/core.h>
 
-#include "kv/pacing.h"
 #include "names.h"
 #include "oc/common/log.h"
-#include "oc/storage/rados_store.h"
 
 namespace oc::storage {
 namespace {
@@ -47,9 +45,9 @@ int64_t RadosNowUnixMs() {
       .count();
 }
 
-Result<std::unique_ptr<Store>> OpenRadosStore(const StoreOptions& options) {
+Result<std::unique_ptr<Backend>> OpenRadosBackend(const StoreOptions& options) {
   OC_ASSIGN_OR_RETURN(std::unique_ptr<RadosStore> store, RadosStore::Open(options));
-  return std::unique_ptr<Store>(std::move(store));
+  return std::unique_ptr<Backend>(std::move(store));
 }
 
 RadosStore::RadosStore(const StoreOptions& options)
@@ -58,13 +56,7 @@ RadosStore::RadosStore(const StoreOptions& options)
       in_flight_(options.rados.max_ops_in_flight, options.rados.max_bytes_in_flight),
       read_ahead_budget_(ReadAheadMemoryFor(options.rados.read_ahead_memory_bytes)) {}
 
-RadosStore::~RadosStore() {
-  StopGc();
-  if (kv_ != nullptr) {
-    kv_->Shutdown();  // descriptor tasks still running call kv_: drain them first
-  }
-  kv_.reset();
-}
+RadosStore::~RadosStore() { StopGc(); }
 
 Result<std::unique_ptr<RadosStore>> RadosStore::Open(const StoreOptions& options) {
   StoreOptions o = options;
@@ -87,7 +79,6 @@ Result<std::unique_ptr<RadosStore>> RadosStore::Open(const StoreOptions& options
   ensure.Create(/*exclusive=*/false);
   OC_RETURN_IF_ERROR(FromRados(ensure.Operate(store->io(), rados::kRegistryOid),
                                std::string("creating ") + rados::kRegistryOid));
-  store->kv_ = std::make_unique<kv::KvEngine>(*store, o.kv);
   if (o.rados.gc) {
     store->StartGc();
   }
@@ -530,9 +521,6 @@ Result<StoreStats> RadosStore::Stats() {
   {
     std::lock_guard lock(buckets_mu_);
     stats.figures.emplace_back("rados_cached_buckets", buckets_.size());
-  }
-  if (kv_ != nullptr && kv_->pacing() != nullptr) {
-    kv::AppendStatsFigures(kv_->pacing()->Stats(), &stats.figures);
   }
   // The cluster must answer: one registry read.
   ReadOp op;

@@ -1,8 +1,8 @@
 #pragma once
-// RadosStore: the Store backed by one Ceph RADOS pool and namespace through librados' C API
-// (target oc_storage_rados, opened by OpenRadosStore in rados_store.h of the public headers).
-// Like RocksStore it is also the KV engine's SliceSource (src/kv/slice_source.h) and runs its
-// own kv::KvEngine over itself. Any number of processes may open the same pool and namespace:
+// RadosStore: the Backend (backend.h) over one Ceph RADOS pool and namespace through librados'
+// C API (target oc_storage_rados, opened by OpenStore, which composes the KV engine over it:
+// composed_store.h). Like RocksStore it is the KV engine's SliceSource (src/kv/slice_source.h).
+// Any number of processes may open the same pool and namespace:
 // they share nothing but the cluster (docs/design.md, "RADOS mapping"; names in rados_keys.h).
 // Its parts: rados_store.cc (open, buckets, records, stats), rados_commit.cc (the commit op,
 // with rados_commit_memo.h: one process's writers of a key take turns), rados_write.cc
@@ -43,7 +43,7 @@
 #include <thread>
 #include <vector>
 
-#include "kv/kv_engine.h"
+#include "backend.h"
 #include "kv/slice_source.h"
 #include "oc/common/thread_annotations.h"
 #include "oc/storage/options.h"
@@ -62,7 +62,7 @@ std::vector<Segment> SegmentsOfEntry(std::string_view omap_key, std::string_view
 // Appends the oids of `segment`'s data objects in bucket `bucket_id`.
 void AppendDataOids(uint64_t bucket_id, const Segment& segment, std::vector<std::string>* out);
 
-class RadosStore final : public Store, public kv::SliceSource {
+class RadosStore final : public Backend {
  public:
   static Result<std::unique_ptr<RadosStore>> Open(const StoreOptions& options);
   ~RadosStore() override;
@@ -115,24 +115,6 @@ class RadosStore final : public Store, public kv::SliceSource {
   kv::ReadAheadPolicy read_ahead() override {
     return {options_.rados.read_ahead_window_bytes, &read_ahead_budget_};
   }
-
-  Result<KvProbeResult> ProbeChunks(std::string_view bucket,
-                                    const descriptor::Descriptor& d) override {
-    return kv_->ProbeChunks(bucket, d);
-  }
-  Result<KvGetReport> GetLayers(std::string_view bucket, const descriptor::Descriptor& d,
-                                LayerSink* body_sink,
-                                const std::function<Status(const KvPlan&)>& on_plan) override {
-    return kv_->GetLayers(bucket, d, body_sink, on_plan);
-  }
-  Result<KvPutReport> PutChunks(std::string_view bucket, const descriptor::Descriptor& d,
-                                ChunkSource* body) override {
-    return kv_->PutChunks(bucket, d, body);
-  }
-  Result<DataPlaneInfo> DataPlane(std::string_view /*bucket*/) override {
-    return kv_->DataPlaneInfo();
-  }
-  BoundedExecutor* descriptor_executor() override { return &kv_->executor(); }
 
   // --- Test hooks ---
   // Data objects (oc.d.*) in this store's namespace now, by listing it.
@@ -313,9 +295,6 @@ class RadosStore final : public Store, public kv::SliceSource {
   std::mutex gc_stop_mu_;
   std::condition_variable gc_stop_cv_;
   bool gc_stop_ OC_GUARDED_BY(gc_stop_mu_) = false;
-
-  // Created in Open; reset first in the destructor (it owns the UCX data plane).
-  std::unique_ptr<kv::KvEngine> kv_;
 };
 
 }  // namespace oc::storage

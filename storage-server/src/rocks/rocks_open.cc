@@ -1,6 +1,6 @@
 // RocksStore, opening: the database's column families and their table options, the data id
 // counter (read at open, reserved in synced blocks), recovery of writes a crash left
-// uncommitted, and OpenLocalStore (local_store.h).
+// uncommitted, and OpenRocksBackend (OpenStore's opener of this backend).
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -18,9 +18,7 @@
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/table.h>
 
-#include "kv/kv_engine.h"
 #include "oc/common/log.h"
-#include "oc/storage/local_store.h"
 #include "rocks/extent_key.h"
 #include "rocks/group_sync.h"
 #include "rocks/rocks_store.h"
@@ -70,7 +68,6 @@ Result<std::unique_ptr<RocksStore>> RocksStore::Open(const StoreOptions& options
   if (options.read_threads > 0) {
     store->pool_ = std::make_unique<ThreadPool>(options.read_threads);
   }
-  store->kv_ = std::make_unique<kv::KvEngine>(*store, options.kv);
   RocksStore* raw = store.get();
   store->reclaimer_ = std::thread([raw] { raw->ReclaimLoop(); });
   return store;
@@ -257,9 +254,9 @@ Result<uint64_t> RocksStore::NewDataId() {
   return next_data_id_++;
 }
 
-Result<std::unique_ptr<Store>> OpenLocalStore(const StoreOptions& options) {
+Result<std::unique_ptr<Backend>> OpenRocksBackend(const StoreOptions& options) {
   OC_ASSIGN_OR_RETURN(std::unique_ptr<RocksStore> store, RocksStore::Open(options));
-  return std::unique_ptr<Store>(std::move(store));
+  return std::unique_ptr<Backend>(std::move(store));
 }
 
 }  // namespace oc::storage

@@ -9,8 +9,6 @@
 #include <mutex>
 #include <shared_mutex>
 
-#include "kv/kv_engine.h"
-#include "kv/pacing.h"
 #include "names.h"
 #include "oc/storage/cached_reads.h"
 #include "rocks/group_sync.h"
@@ -67,10 +65,6 @@ RocksStore::RocksStore(const StoreOptions& options) : options_(options) {
 }
 
 RocksStore::~RocksStore() {
-  if (kv_ != nullptr) {
-    kv_->Shutdown();  // descriptor tasks still running call kv_: drain them first
-  }
-  kv_.reset();
   {
     std::lock_guard lock(reclaim_mu_);
     stopping_ = true;
@@ -221,9 +215,6 @@ Result<StoreStats> RocksStore::Stats() {
   add_int("block_cache_usage_bytes", default_cf_, "rocksdb.block-cache-usage");
   add_int("block_cache_pinned_bytes", default_cf_, "rocksdb.block-cache-pinned-usage");
   add_int("block_cache_capacity_bytes", default_cf_, "rocksdb.block-cache-capacity");
-  if (kv_ != nullptr && kv_->pacing() != nullptr) {
-    kv::AppendStatsFigures(kv_->pacing()->Stats(), &stats.figures);  // per active request
-  }
   uint64_t pending = 0;
   {
     std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(meta_read_, pending_cf_));

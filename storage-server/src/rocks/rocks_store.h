@@ -1,11 +1,10 @@
 #pragma once
-// RocksStore: the Store backed by one RocksDB database (target oc_storage_rocks, opened by
-// OpenLocalStore in local_store.h). It is also the KV engine's SliceSource
-// (src/kv/slice_source.h): it builds its kv::KvEngine over itself and delegates the
-// descriptor calls to it. Its parts, one idea per file: rocks_store.cc (core, buckets,
-// stats), rocks_open.cc, rocks_write.cc, rocks_read.cc, rocks_group.cc, rocks_multipart.cc,
-// rocks_list.cc, rocks_slices.cc, rocks_reclaim.cc, group_sync.cc, and data_files.cc (the
-// extent bytes of ExtentLayout::kDataFiles).
+// RocksStore: the Backend (backend.h) over one RocksDB database (target oc_storage_rocks,
+// opened by OpenStore, which composes the KV engine over it: composed_store.h). It is the KV
+// engine's SliceSource (src/kv/slice_source.h). Its parts, one idea per file: rocks_store.cc (core,
+// buckets, stats), rocks_open.cc, rocks_write.cc, rocks_read.cc, rocks_group.cc,
+// rocks_multipart.cc, rocks_list.cc, rocks_slices.cc, rocks_reclaim.cc, group_sync.cc, and
+// data_files.cc (the extent bytes of ExtentLayout::kDataFiles).
 //
 // Column families (keys -> values):
 //   default   "next_data_id" -> u64 LE: ceiling of data ids handed out (reserved in blocks)
@@ -64,7 +63,7 @@
 #include <rocksdb/snapshot.h>
 #include <rocksdb/write_batch.h>
 
-#include "kv/kv_engine.h"
+#include "backend.h"
 #include "kv/slice_source.h"
 #include "oc/common/thread_annotations.h"
 #include "oc/storage/options.h"
@@ -111,7 +110,7 @@ struct StagedData {
   std::vector<std::shared_ptr<const void>> pins;
 };
 
-class RocksStore final : public Store, public kv::SliceSource {
+class RocksStore final : public Backend {
  public:
   static Result<std::unique_ptr<RocksStore>> Open(const StoreOptions& options);
   ~RocksStore() override;
@@ -162,25 +161,6 @@ class RocksStore final : public Store, public kv::SliceSource {
   Result<std::vector<kv::SliceStatus>> PinSlices(std::string_view bucket,
                                                  std::span<const kv::SlicePin> slices,
                                                  std::vector<kv::PinnedPiece>* pieces) override;
-
-  // The KV-cache descriptor calls, delegated to kv::KvEngine (src/kv/) over this store.
-  Result<KvProbeResult> ProbeChunks(std::string_view bucket,
-                                    const descriptor::Descriptor& d) override {
-    return kv_->ProbeChunks(bucket, d);
-  }
-  Result<KvGetReport> GetLayers(std::string_view bucket, const descriptor::Descriptor& d,
-                                LayerSink* body_sink,
-                                const std::function<Status(const KvPlan&)>& on_plan) override {
-    return kv_->GetLayers(bucket, d, body_sink, on_plan);
-  }
-  Result<KvPutReport> PutChunks(std::string_view bucket, const descriptor::Descriptor& d,
-                                ChunkSource* body) override {
-    return kv_->PutChunks(bucket, d, body);
-  }
-  Result<DataPlaneInfo> DataPlane(std::string_view /*bucket*/) override {
-    return kv_->DataPlaneInfo();
-  }
-  BoundedExecutor* descriptor_executor() override { return &kv_->executor(); }
 
   // Compacts the extent column family (and with it the blob files) now, and rewrites the
   // data files whose garbage reaches data_file_garbage_percent; what the background
@@ -349,8 +329,6 @@ class RocksStore final : public Store, public kv::SliceSource {
   std::unique_ptr<GroupSync> wal_sync_;    // set in Open when options_.sync_writes
   std::unique_ptr<DataFiles> data_files_;  // set in Open
   std::unique_ptr<ThreadPool> pool_;
-  // Created in Open; reset first in the destructor (it owns the UCX data plane).
-  std::unique_ptr<kv::KvEngine> kv_;
 
   std::mutex data_reclaim_mu_;          // one data-file reclaim at a time
   std::function<void()> rewrite_hook_;  // SetRewriteHookForTest

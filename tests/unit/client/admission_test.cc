@@ -19,7 +19,7 @@
 #include "oc/common/executor.h"
 #include "oc/descriptor/descriptor.h"
 #include "oc/gateway/server.h"
-#include "oc/storage/local_store.h"
+#include "oc/storage/open_store.h"
 #include "oc/testutil/testutil.h"
 
 namespace oc::client {
@@ -63,7 +63,7 @@ class AdmissionFixture : public ::testing::Test {
     so.kv.descriptor_threads = 1;
     so.kv.admission_queue = queue;
     so.kv.admission_timeout = timeout;
-    auto store = storage::OpenLocalStore(so);
+    auto store = storage::OpenStore(so);
     ASSERT_TRUE(store.has_value()) << store.error();
     store_ = std::move(*store);
     gateway::GatewayOptions go;

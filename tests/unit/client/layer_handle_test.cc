@@ -1,5 +1,5 @@
 // LayerHandle against a real gateway over a local store, in process (oc_gateway's Server,
-// OpenLocalStore, liboc_client over loopback and UCX on TCP): the HTTP answer of a descriptor
+// OpenStore, liboc_client over loopback and UCX on TCP): the HTTP answer of a descriptor
 // GET ends the data-plane wait when it is an error (the exchange fails the Delivery itself,
 // so a waiter wakes on one condition), and GetLayers runs on the client's bounded request
 // executor.
@@ -14,7 +14,7 @@
 #include "oc/client/client.h"
 #include "oc/descriptor/descriptor.h"
 #include "oc/gateway/server.h"
-#include "oc/storage/local_store.h"
+#include "oc/storage/open_store.h"
 #include "oc/testutil/testutil.h"
 
 namespace oc::client {
@@ -35,7 +35,7 @@ class GatewayFixture : public ::testing::Test {
     so.data_dir = (dir_.path() / "data").string();
     so.sync_writes = false;
     so.kv.data_plane_transports = "tcp";
-    auto store = storage::OpenLocalStore(so);
+    auto store = storage::OpenStore(so);
     ASSERT_TRUE(store.has_value()) << store.error();
     store_ = std::move(*store);
     gateway::GatewayOptions go;

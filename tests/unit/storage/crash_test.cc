@@ -32,6 +32,7 @@
 #include <set>
 #include <sstream>
 
+#include "composed_store.h"
 #include "rados/rados_store.h"
 #include "rocks/rocks_store.h"
 #include "store_test_util.h"
@@ -181,7 +182,7 @@ class CrashTest : public ::testing::TestWithParam<Backend> {
       o.extent_layout = ExtentLayout::kDataFiles;
       o.data_file_bytes = kDataFileBytes;
     }
-    return OpenLocalStore(o);
+    return OpenStore(o);
   }
 
   // RADOS: one scrub and one GC pass before the objects are read.
@@ -189,7 +190,7 @@ class CrashTest : public ::testing::TestWithParam<Backend> {
     if (!rados()) {
       return;
     }
-    RadosStore& rados = dynamic_cast<RadosStore&>(store);
+    RadosStore& rados = dynamic_cast<RadosStore&>(*BackendOf(store));
     Result<RadosStore::ScrubReport> scrub = rados.RunScrubOnce();
     ASSERT_TRUE(scrub.has_value()) << scrub.error();
     scrubbed_ += scrub->data_objects;
@@ -205,7 +206,7 @@ class CrashTest : public ::testing::TestWithParam<Backend> {
   // next round's GC pass).
   void CheckLeftovers(Store& store, uint64_t expected, uint64_t bytes) {
     if (!rados()) {
-      RocksStore& rocks = dynamic_cast<RocksStore&>(store);
+      RocksStore& rocks = dynamic_cast<RocksStore&>(*BackendOf(store));
       Result<uint64_t> extents = rocks.CountExtents();
       ASSERT_TRUE(extents.has_value());
       EXPECT_EQ(*extents, expected) << "recovery left extents of uncommitted writes";
@@ -247,7 +248,7 @@ class CrashTest : public ::testing::TestWithParam<Backend> {
         expected += Objects(p.size);
       }
     }
-    Result<uint64_t> data = dynamic_cast<RadosStore&>(store).CountDataObjects();
+    Result<uint64_t> data = dynamic_cast<RadosStore&>(*BackendOf(store)).CountDataObjects();
     ASSERT_TRUE(data.has_value()) << data.error();
     EXPECT_EQ(*data, expected) << "the scrub and GC left other data than the referenced";
     for (const UploadInfo& u : uploads->uploads) {

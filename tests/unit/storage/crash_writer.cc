@@ -26,7 +26,6 @@
 #include <string_view>
 #include <vector>
 
-#include "oc/storage/local_store.h"
 #include "oc/storage/open_store.h"
 #include "oc/testutil/testutil.h"
 
@@ -123,7 +122,7 @@ int main(int argc, char** argv) {
     options.data_file_bytes = kDataFileBytes;
     options.data_file_min_bytes = 0;  // every object in the files (the test counts frames)
   }
-  auto store = oc::storage::OpenLocalStore(options);
+  auto store = oc::storage::OpenStore(options);
   if (!store.has_value()) {
     std::fprintf(stderr, "open: %s\n", store.error().ToString().c_str());
     return 1;

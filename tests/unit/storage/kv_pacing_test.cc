@@ -394,7 +394,7 @@ TEST(KvPacingStoreTest, GetLayersIsPacedAndReportedWhenTheSchedulerIsConfigured)
   scheduler->work_conserving = true;
   so.kv.scheduler = scheduler;
   so.kv.layerwise_threshold_bytes = 100'000;
-  auto opened = OpenLocalStore(so);
+  auto opened = OpenStore(so);
   ASSERT_TRUE(opened.has_value()) << opened.error();
   std::unique_ptr<Store> store = std::move(*opened);
   ASSERT_TRUE(store->CreateBucket(kBucket, "tester").ok());

@@ -7,6 +7,7 @@
 #include <optional>
 #include <thread>
 
+#include "composed_store.h"
 #include "kv/kv_engine.h"
 #include "kv_test_util.h"
 #include "oc/storage/remote_store.h"
@@ -342,7 +343,7 @@ struct Residue {
 };
 Residue ResidueOf(Store& store) {
   Residue r;
-  Result<uint64_t> extents = static_cast<RocksStore&>(store).CountExtents();
+  Result<uint64_t> extents = dynamic_cast<RocksStore&>(*BackendOf(store)).CountExtents();
   EXPECT_TRUE(extents.has_value());
   r.extents = extents.has_value() ? *extents : 0;
   Result<StoreStats> stats = store.Stats();
@@ -366,7 +367,7 @@ class KvPutStagingTest : public KvPutTest {
     StoreOptions o = TestStoreOptions(dir_.path());
     o.default_extent_bytes = 16 << 10;
     o.write_batch_bytes = 16 << 10;
-    auto s = OpenLocalStore(o);
+    auto s = OpenStore(o);
     ASSERT_TRUE(s.has_value()) << s.error();
     store_ = std::move(*s);
     ASSERT_TRUE(store_->CreateBucket(kBucket, "tester").ok());

@@ -15,13 +15,14 @@
 #include <string_view>
 #include <vector>
 
+#include "composed_store.h"
 #include "kv/slice_source.h"
 #include "oc/client/target_buffer.h"
 #include "oc/common/bytes.h"
 #include "oc/descriptor/descriptor.h"
 #include "oc/storage/kv.h"
 #include "oc/storage/layer_sink.h"
-#include "oc/storage/local_store.h"
+#include "oc/storage/open_store.h"
 #include "oc/storage/store.h"
 #include "oc/testutil/testutil.h"
 #include "store_test_util.h"
@@ -58,14 +59,14 @@ inline StoreOptions TestStoreOptions(const std::filesystem::path& dir) {
 class KvStoreTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto s = OpenLocalStore(TestStoreOptions(dir_.path()));
+    auto s = OpenStore(TestStoreOptions(dir_.path()));
     ASSERT_TRUE(s.has_value()) << s.error();
     store_ = std::move(*s);
     ASSERT_TRUE(store_->CreateBucket(kBucket, "tester").ok());
   }
 
   // The local store as the KV engine sees it (src/kv/slice_source.h).
-  kv::SliceSource& source() { return dynamic_cast<kv::SliceSource&>(*store_); }
+  kv::SliceSource& source() { return dynamic_cast<kv::SliceSource&>(*BackendOf(*store_)); }
 
   testutil::TempDir dir_;
   std::unique_ptr<Store> store_;
@@ -83,7 +84,7 @@ class KvBackendTest : public ::testing::TestWithParam<test::Backend> {
     ASSERT_TRUE(store_->CreateBucket(kBucket, "tester").ok());
   }
 
-  kv::SliceSource& source() { return dynamic_cast<kv::SliceSource&>(*store_); }
+  kv::SliceSource& source() { return dynamic_cast<kv::SliceSource&>(*BackendOf(*store_)); }
 
   testutil::TempDir dir_;
   std::unique_ptr<Store> store_;

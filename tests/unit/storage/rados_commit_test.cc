@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "composed_store.h"
 #include "rados/rados_store.h"
 #include "records/md5.h"
 #include "store_test_util.h"
@@ -45,7 +46,7 @@ class RadosCommitTest : public ::testing::Test {
     ASSERT_NE(store_, nullptr);
     ASSERT_TRUE(store_->CreateBucket("bkt", "me").ok());
   }
-  static RadosStore& R(Store& s) { return dynamic_cast<RadosStore&>(s); }
+  static RadosStore& R(Store& s) { return dynamic_cast<RadosStore&>(*BackendOf(s)); }
   // A Stats() figure; fails the test if the store does not report it.
   static uint64_t Figure(Store& s, std::string_view name) {
     Result<StoreStats> stats = s.Stats();

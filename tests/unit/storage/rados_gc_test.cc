@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "composed_store.h"
 #include "rados/rados_keys.h"
 #include "rados/rados_store.h"
 #include "records/md5.h"
@@ -47,7 +48,7 @@ class RadosGcTest : public ::testing::Test {
     ASSERT_NE(store_, nullptr);
     ASSERT_TRUE(store_->CreateBucket("bkt", "me").ok());
   }
-  static RadosStore& R(Store& s) { return dynamic_cast<RadosStore&>(s); }
+  static RadosStore& R(Store& s) { return dynamic_cast<RadosStore&>(*BackendOf(s)); }
   uint64_t DataObjects() {
     Result<uint64_t> n = R(*store_).CountDataObjects();
     EXPECT_TRUE(n.has_value()) << n.error();

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "composed_store.h"
 #include "kv_test_util.h"
 #include "rados/rados_store.h"
 #include "records/md5.h"
@@ -31,7 +32,7 @@ class RadosStoreTest : public ::testing::Test {
     store_ = std::move(*s);
     ASSERT_TRUE(store_->CreateBucket("bkt", "me").ok());
   }
-  RadosStore& rados() { return dynamic_cast<RadosStore&>(*store_); }
+  RadosStore& rados() { return dynamic_cast<RadosStore&>(*BackendOf(*store_)); }
 
   std::unique_ptr<Store> store_;
 };

@@ -7,6 +7,7 @@
 
 #include <thread>
 
+#include "composed_store.h"
 #include "kv_test_util.h"
 #include "oc/descriptor/codec.h"
 #include "rocks/rocks_store.h"
@@ -86,7 +87,7 @@ TEST_F(RpcKvTest, PutChunksAbortedAfterThreeWholeChunksStoresNothing) {
     const std::vector<std::byte> c = ChunkBytes(71, j, s);
     new_body.insert(new_body.end(), c.begin(), c.end());
   }
-  RocksStore& server_store = static_cast<RocksStore&>(*served_->local);
+  RocksStore& server_store = dynamic_cast<RocksStore&>(*BackendOf(*served_->local));
   const Result<uint64_t> extents_before = server_store.CountExtents();
   ASSERT_TRUE(extents_before.has_value());
   auto expect_old = [&](std::string_view what) {

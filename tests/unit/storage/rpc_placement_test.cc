@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "kv_test_util.h"
-#include "oc/storage/local_store.h"
+#include "oc/storage/open_store.h"
 #include "oc/storage/remote_store.h"
 #include "oc/storage/rpc_server.h"
 #include "oc/storage/store.h"
@@ -143,7 +143,7 @@ std::unique_ptr<Server> Start(std::optional<StoreIdentity> identity) {
   so.data_dir = (s->dir.path() / "db").string();
   so.block_cache_bytes = 16 << 20;
   so.read_threads = 2;
-  Result<std::unique_ptr<Store>> local = OpenLocalStore(so);
+  Result<std::unique_ptr<Store>> local = OpenStore(so);
   EXPECT_TRUE(local.has_value()) << local.error();
   if (!local.has_value()) {
     return nullptr;

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "oc/storage/local_store.h"
+#include "oc/storage/open_store.h"
 #include "oc/storage/remote_store.h"
 #include "oc/storage/rpc_server.h"
 #include "oc/storage/store.h"
@@ -46,7 +46,7 @@ inline std::unique_ptr<ServedStore> Serve(rpc::RpcServerOptions options = {},
   so.kv = std::move(kv);
   Result<std::unique_ptr<Store>> local = rados_namespace.has_value()
                                              ? OpenTestStore(Backend::kRados, so, *rados_namespace)
-                                             : OpenLocalStore(so);
+                                             : OpenStore(so);
   EXPECT_TRUE(local.has_value()) << local.error();
   if (!local.has_value()) {
     return nullptr;

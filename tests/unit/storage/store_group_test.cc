@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "composed_store.h"
 #include "rados/rados_store.h"
 #include "records/md5.h"
 #include "rocks/rocks_store.h"
@@ -29,8 +30,9 @@ class StoreGroupTest : public ::testing::TestWithParam<Backend> {
   // Extent records (RocksDB, 4 KiB) or data objects (RADOS, 64 KiB) stored now, and how many
   // an object of `size` bytes takes.
   uint64_t Extents() {
-    Result<uint64_t> n = IsRados() ? dynamic_cast<RadosStore&>(*store_).CountDataObjects()
-                                   : dynamic_cast<RocksStore&>(*store_).CountExtents();
+    Result<uint64_t> n = IsRados()
+                             ? dynamic_cast<RadosStore&>(*BackendOf(*store_)).CountDataObjects()
+                             : dynamic_cast<RocksStore&>(*BackendOf(*store_)).CountExtents();
     EXPECT_TRUE(n.has_value());
     return n.has_value() ? *n : 0;
   }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "composed_store.h"
 #include "kv_test_util.h"
 #include "rados/rados_store.h"
 #include "records/md5.h"
@@ -138,8 +139,8 @@ class LendTest : public ::testing::TestWithParam<Backend> {
   // Extent records (RocksDB) or data objects (RADOS) stored now.
   uint64_t Extents() {
     Result<uint64_t> n = GetParam() == Backend::kRados
-                             ? dynamic_cast<RadosStore&>(*store_).CountDataObjects()
-                             : dynamic_cast<RocksStore&>(*store_).CountExtents();
+                             ? dynamic_cast<RadosStore&>(*BackendOf(*store_)).CountDataObjects()
+                             : dynamic_cast<RocksStore&>(*BackendOf(*store_)).CountExtents();
     EXPECT_TRUE(n.has_value());
     return n.has_value() ? *n : 0;
   }

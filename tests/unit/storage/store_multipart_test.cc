@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <tuple>
 
+#include "composed_store.h"
 #include "rados/rados_store.h"
 #include "records/md5.h"
 #include "rocks/rocks_store.h"
@@ -51,9 +52,9 @@ class MultipartTest : public ::testing::TestWithParam<Backend> {
   // Extent records (RocksDB) or data objects after a GC pass (RADOS).
   uint64_t Extents() {
     if (GetParam() != Backend::kRados) {
-      return *dynamic_cast<RocksStore&>(*store_).CountExtents();
+      return *dynamic_cast<RocksStore&>(*BackendOf(*store_)).CountExtents();
     }
-    RadosStore& rados = dynamic_cast<RadosStore&>(*store_);
+    RadosStore& rados = dynamic_cast<RadosStore&>(*BackendOf(*store_));
     Result<uint64_t> gc = rados.RunGcOnce();
     EXPECT_TRUE(gc.has_value()) << gc.error();
     Result<uint64_t> n = rados.CountDataObjects();

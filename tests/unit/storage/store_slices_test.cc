@@ -8,6 +8,7 @@
 #include <span>
 #include <thread>
 
+#include "composed_store.h"
 #include "kv/read_ahead.h"
 #include "kv/slice_source.h"
 #include "store_test_util.h"
@@ -41,7 +42,7 @@ class SlicesTest : public ::testing::TestWithParam<Mode> {
     ASSERT_TRUE(store_->CreateBucket("kvc", "me").ok());
   }
 
-  kv::SliceSource& source() { return dynamic_cast<kv::SliceSource&>(*store_); }
+  kv::SliceSource& source() { return dynamic_cast<kv::SliceSource&>(*BackendOf(*store_)); }
 
   testutil::TempDir dir_;
   std::unique_ptr<Store> store_;

@@ -13,6 +13,7 @@
 #include <rocksdb/db.h>
 #include <rocksdb/table_properties.h>
 
+#include "composed_store.h"
 #include "oc/common/config.h"
 #include "rados/rados_store.h"
 #include "records/md5.h"
@@ -36,11 +37,12 @@ class StoreTest : public ::testing::TestWithParam<Backend> {
       ASSERT_TRUE(store_->CreateBucket("bkt", "owner").ok());
     }
   }
-  RocksStore& rocks() { return dynamic_cast<RocksStore&>(*store_); }
+  RocksStore& rocks() { return dynamic_cast<RocksStore&>(*BackendOf(*store_)); }
   // Extent records (RocksDB) or data objects (RADOS) stored now.
   uint64_t Extents() {
-    Result<uint64_t> n =
-        IsRados() ? dynamic_cast<RadosStore&>(*store_).CountDataObjects() : rocks().CountExtents();
+    Result<uint64_t> n = IsRados()
+                             ? dynamic_cast<RadosStore&>(*BackendOf(*store_)).CountDataObjects()
+                             : rocks().CountExtents();
     EXPECT_TRUE(n.has_value());
     return n.has_value() ? *n : 0;
   }

@@ -17,7 +17,6 @@
 #include <fmt/core.h>
 
 #include "oc/common/bytes.h"
-#include "oc/storage/local_store.h"
 #include "oc/storage/open_store.h"
 #include "oc/storage/store.h"
 #include "oc/testutil/testutil.h"
@@ -91,7 +90,7 @@ inline Result<std::unique_ptr<Store>> OpenTestStore(Backend backend, StoreOption
     return OpenStore(o);
   }
   base.extent_layout = LayoutOf(backend);
-  return OpenLocalStore(base);
+  return OpenStore(base);
 }
 
 // Small extents, flush batches and data files so that modest objects exercise multi-extent

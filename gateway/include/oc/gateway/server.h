@@ -4,7 +4,7 @@
 // descriptor transfers on the store's descriptor executor (Store::descriptor_executor; GETs
 // wait in its bounded admission queue, and a full queue, a GET still waiting at the admission
 // timeout, or a PUT finding every worker busy is answered 503 SlowDown).
-// It sees storage only through oc::storage::Store, so `objectcache serve` (OpenLocalStore)
+// It sees storage only through oc::storage::Store, so `objectcache serve` (OpenStore)
 // and `oc-gateway` (ConnectRemoteStore) run the same code.
 //
 // Lifecycle: Create() binds the listening socket (so port() is known before Run); Run()

@@ -1,7 +1,8 @@
 #pragma once
-// OpenStore: the local store the options name (StoreOptions::backend): RocksDB in process
-// (OpenLocalStore, local_store.h) or a Ceph RADOS pool (OpenRadosStore, rados_store.h). What
-// `objectcache serve` and oc-storage-server call (target oc_storage_open).
+// OpenStore: the local store the options name (StoreOptions::backend: RocksDB in process, or a
+// Ceph RADOS pool through librados), with the KV engine and its UCX data plane composed over
+// it in this process. What `objectcache serve`, oc-storage-server, tests and benchmarks call
+// (target oc_storage_open); the only way to open a backend as a Store.
 // Thread safety: the returned Store is thread-safe (store.h).
 
 #include <memory>
@@ -12,8 +13,15 @@
 
 namespace oc::storage {
 
-// Opens the backend options.backend names; its errors as OpenLocalStore's or OpenRadosStore's.
-// kUnimplemented for kRados in a build without librados (OC_WITH_RADOS=OFF).
+// Opens the backend options.backend names and composes the KV engine over it.
+// RocksDB: opens (creating if needed) the database in options.data_dir; kIOError if the
+// directory cannot be used, kInvalidArgument for bad options. Recovers after a crash: objects
+// whose writes were not committed leave nothing visible and their space is freed.
+// RADOS: connects to the cluster options.rados names and opens its pool and namespace (the
+// RocksDB fields are ignored). kInvalidArgument for bad options; kNotFound naming
+// rados.conf_file when the configuration cannot be read, rados.pool when the pool does not
+// exist (and create_pool is off); kUnavailable naming rados.conf_file when no monitor answered
+// within connect_timeout. kUnimplemented in a build without librados (OC_WITH_RADOS=OFF).
 Result<std::unique_ptr<Store>> OpenStore(const StoreOptions& options);
 
 // True when the error came from reaching the store's cluster or pool (a startup

@@ -1,7 +1,7 @@
 #pragma once
 // RpcServer serves one Store over the storage RPC (src/rpc/wire.h) to authenticated clients
 // (target oc_storage_rpc_server; src/rpc/server_connection.h lists its files): the daemon
-// oc-storage-server runs one over OpenLocalStore, and tests run one in process over a real store.
+// oc-storage-server runs one over OpenStore, and tests run one in process over a real store.
 //
 // Threads: `io_threads` run Asio (one coroutine per connection, on its own strand); every
 // Store call runs on a separate pool of `store_threads`, so RocksDB never blocks I/O, except

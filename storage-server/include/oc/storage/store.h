@@ -1,11 +1,11 @@
 #pragma once
-// Store owns buckets and objects. The gateway sees only this interface; OpenLocalStore()
-// (local_store.h, target oc_storage_rocks) backs it with RocksDB in process,
-// ConnectRemoteStore() (remote_store.h, target oc_storage_rpc_client) with the storage RPC to
-// one or more oc-storage-server daemons. Both behave identically, and tests run both. The
-// descriptor calls below are the KV engine's (src/kv/) in a local store and forwarded whole
-// to the storage server by a remote one; how the engine reads a backend's bytes is internal
-// (src/kv/slice_source.h).
+// Store owns buckets and objects. The gateway sees only this interface; OpenStore()
+// (open_store.h, target oc_storage_open) backs it with a backend in process (RocksDB or RADOS)
+// with the KV engine composed over it, ConnectRemoteStore() (remote_store.h, target
+// oc_storage_rpc_client) with the storage RPC to one or more oc-storage-server daemons. Both behave
+// identically, and tests run both. The descriptor calls below are the KV engine's (src/kv/) in a
+// local store and forwarded whole to the storage server by a remote one; how the engine reads a
+// backend's bytes is internal (src/kv/slice_source.h).
 //
 // Visibility and durability: an object appears only whole, when its writer commits; an
 // overwrite replaces it atomically; a reader sees one version from open to close even if

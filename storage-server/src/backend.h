@@ -1,0 +1,64 @@
+#pragma once
+// Backend: what a storage backend (src/rocks/, src/rados/) implements. It is a Store for the
+// bucket, object and multipart calls and the KV engine's kv::SliceSource (kv/slice_source.h)
+// for the descriptor calls, which it does not answer itself: OpenStore (open_store.h) composes
+// ONE kv::KvEngine over the backend's SliceSource and returns the composed store
+// (composed_store.h), which answers the descriptor calls with the engine and forwards the rest
+// to the backend (docs/decisions/kv-engine-composed-once.md). A backend opened on its own (a
+// test of its internals) answers the descriptor calls kUnimplemented.
+// Thread safety: as Store and SliceSource (every method may be called concurrently).
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kv/slice_source.h"
+#include "oc/common/result.h"
+#include "oc/common/status.h"
+#include "oc/storage/options.h"
+#include "oc/storage/store.h"
+
+namespace oc::storage {
+
+class Backend : public Store, public kv::SliceSource {
+ public:
+  // Store's and SliceSource's HeadMany and PutGroup (the same contract): one override answers
+  // both.
+  Result<std::vector<std::optional<ObjectMeta>>> HeadMany(
+      std::string_view bucket, std::span<const std::string> names) override = 0;
+  Result<std::unique_ptr<ObjectGroupWriter>> PutGroup(std::string_view bucket) override = 0;
+
+  // The descriptor calls are the composed store's (composed_store.h), never a backend's.
+  Result<KvProbeResult> ProbeChunks(std::string_view /*bucket*/,
+                                    const descriptor::Descriptor& /*d*/) final {
+    return NotComposed();
+  }
+  Result<KvGetReport> GetLayers(std::string_view /*bucket*/, const descriptor::Descriptor& /*d*/,
+                                LayerSink* /*body_sink*/,
+                                const std::function<Status(const KvPlan&)>& /*on_plan*/) final {
+    return NotComposed();
+  }
+  Result<KvPutReport> PutChunks(std::string_view /*bucket*/, const descriptor::Descriptor& /*d*/,
+                                ChunkSource* /*body*/) final {
+    return NotComposed();
+  }
+  Result<DataPlaneInfo> DataPlane(std::string_view /*bucket*/) final { return NotComposed(); }
+  BoundedExecutor* descriptor_executor() final { return nullptr; }
+
+ private:
+  static Status NotComposed() {
+    return Status::Unimplemented(
+        "a backend's descriptor calls are its composed store's (OpenStore)");
+  }
+};
+
+// The backends' openers, OpenStore's (open_store.cc) to call: rocks/rocks_open.cc,
+// rados/rados_store.cc. Errors as open_store.h says.
+Result<std::unique_ptr<Backend>> OpenRocksBackend(const StoreOptions& options);
+Result<std::unique_ptr<Backend>> OpenRadosBackend(const StoreOptions& options);
+
+}  // namespace oc::storage
