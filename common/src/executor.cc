@@ -144,8 +144,11 @@ void BoundedExecutor::TimerLoop() {
       timer_cv_.wait(lock);
       continue;
     }
-    if (Clock::now() < first->deadline) {
-      timer_cv_.wait_until(lock, first->deadline);
+    // A copy: wait_until reads its time point again after waking, when a worker may have
+    // taken (and freed) this entry meanwhile (ASan found it in client_test).
+    const Clock::time_point deadline = first->deadline;
+    if (Clock::now() < deadline) {
+      timer_cv_.wait_until(lock, deadline);
       continue;
     }
     std::function<void(const Status&)> expired = std::move(first->expired);
