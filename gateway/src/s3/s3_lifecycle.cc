@@ -415,6 +415,25 @@ Result<LifecycleConfiguration> ParseLifecycleXml(std::string_view body) {
   return config;
 }
 
+void FillMissingRuleIds(LifecycleConfiguration* config,
+                        const std::function<std::string()>& next_id) {
+  std::set<std::string> ids;
+  for (const LifecycleRule& rule : config->rules) {
+    ids.insert(rule.id);
+  }
+  for (LifecycleRule& rule : config->rules) {
+    if (!rule.id.empty()) {
+      continue;
+    }
+    std::string id = next_id();
+    while (id.empty() || ids.contains(id)) {
+      id = next_id();
+    }
+    ids.insert(id);
+    rule.id = std::move(id);
+  }
+}
+
 std::string LifecycleXml(const LifecycleConfiguration& config) {
   XmlWriter xml;
   xml.OpenRoot("LifecycleConfiguration");

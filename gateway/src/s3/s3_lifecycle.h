@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -79,6 +80,12 @@ LifecycleErrorKind ClassifyLifecycleError(const Status& status);
 
 // A PutBucketLifecycleConfiguration body, validated as above.
 Result<LifecycleConfiguration> ParseLifecycleXml(std::string_view body);
+
+// Gives every rule without an ID one, as S3 does (s3-tests test_lifecycle_get_no_id expects an
+// ID on every rule read back): `next_id()` is asked until it names an ID no rule has.
+// `next_id` must return IDs of at most kMaxLifecycleRuleIdChars bytes.
+void FillMissingRuleIds(LifecycleConfiguration* config,
+                        const std::function<std::string()>& next_id);
 
 // The GetBucketLifecycleConfiguration answer (and the stored form): parses back to `config`.
 std::string LifecycleXml(const LifecycleConfiguration& config);

@@ -214,6 +214,23 @@ TEST(S3Lifecycle, DueTimesRoundUpToTheNextLifecycleDay) {
   EXPECT_EQ(ObjectExpiry(c, "bk", 1, {}, created, kDay), std::nullopt);
 }
 
+TEST(S3Lifecycle, FillsMissingIdsWithoutCollisions) {
+  Result<LifecycleConfiguration> c =
+      ParseLifecycleXml(Doc(Rule("<Prefix>a</Prefix>" + std::string(kExpire1)) +
+                            Rule("<ID>id1</ID><Prefix>b</Prefix>" + std::string(kExpire1)) +
+                            Rule("<Prefix>c</Prefix>" + std::string(kExpire1))));
+  ASSERT_TRUE(c.has_value()) << c.error().ToString();
+  int n = 0;
+  // Offers "id1" (taken) first, then "id2", "id3".
+  FillMissingRuleIds(&*c, [&n] { return "id" + std::to_string(++n); });
+  EXPECT_EQ(c->rules[0].id, "id2");
+  EXPECT_EQ(c->rules[1].id, "id1");
+  EXPECT_EQ(c->rules[2].id, "id3");
+  Result<LifecycleConfiguration> again = ParseLifecycleXml(LifecycleXml(*c));
+  ASSERT_TRUE(again.has_value()) << again.error().ToString();
+  EXPECT_EQ(*again, *c);
+}
+
 TEST(S3Lifecycle, ExpirationHeaderAsS3WritesIt) {
   EXPECT_EQ(ExpirationHeader({1356220800000, "picture-deletion-rule"}),
             "expiry-date=\"Sun, 23 Dec 2012 00:00:00 GMT\", rule-id=\"picture-deletion-rule\"");
