@@ -3,8 +3,8 @@
 // Whatever parses is within S3's limits (at most 1000 rules, IDs of at most 255 bytes and
 // unique, Days > 0, an action in every rule, a Date at midnight UTC) and survives a round
 // trip: the GetBucketLifecycleConfiguration answer (LifecycleXml) parses back to the same
-// configuration, and renders to the same bytes. A refusal is an invalid argument that names
-// its field.
+// configuration, and renders to the same bytes; the x-amz-expiration value naming any rule
+// holds no CR or LF. A refusal is an invalid argument that names its field.
 #include <cstdint>
 #include <set>
 #include <string>
@@ -31,6 +31,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     OC_CHECK(!rule.expiration_days || *rule.expiration_days > 0);
     OC_CHECK(!rule.abort_days || *rule.abort_days > 0);
     OC_CHECK(!rule.expiration_date_ms || *rule.expiration_date_ms % 86400000 == 0);
+    // The x-amz-expiration value naming this rule stays one header line.
+    const std::string header = gw::ExpirationHeader({0, rule.id});
+    OC_CHECK(header.find_first_of("\r\n") == std::string::npos);
   }
   const std::string rendered = gw::LifecycleXml(*config);
   const oc::Result<gw::LifecycleConfiguration> again = gw::ParseLifecycleXml(rendered);

@@ -531,13 +531,16 @@ std::optional<LifecycleExpiry> UploadAbortDue(const LifecycleConfiguration& conf
 }
 
 std::string ExpirationHeader(const LifecycleExpiry& expiry) {
-  // S3 writes the rule id inside quotes as it is; a quote in an id is escaped as \".
+  // The id goes inside a quoted string of a header value: a quote or backslash is escaped
+  // with a backslash, and a control character (an ID may hold tab, CR or LF) becomes '?', so
+  // no ID can end the value or the header.
   std::string id;
   for (char c : expiry.rule_id) {
     if (c == '"' || c == '\\') {
       id.push_back('\\');
     }
-    id.push_back(c);
+    const auto b = static_cast<unsigned char>(c);
+    id.push_back(b < 0x20 || b == 0x7f ? '?' : c);
   }
   return fmt::format("expiry-date=\"{}\", rule-id=\"{}\"", FormatHttpDate(expiry.due_ms), id);
 }

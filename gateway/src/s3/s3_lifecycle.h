@@ -114,7 +114,8 @@ std::optional<LifecycleExpiry> UploadAbortDue(const LifecycleConfiguration& conf
                                               std::string_view key, int64_t initiated_ms,
                                               int64_t day_ms);
 
-// The x-amz-expiration value: expiry-date="Fri, 23 Dec 2012 00:00:00 GMT", rule-id="id".
+// The x-amz-expiration value: expiry-date="Fri, 23 Dec 2012 00:00:00 GMT", rule-id="id". In
+// the id, a quote or backslash is backslash-escaped and control characters written as '?'.
 std::string ExpirationHeader(const LifecycleExpiry& expiry);
 
 // "2026-12-01T00:00:00Z" or with fraction / "+00:00" -> unix ms; nullopt when malformed.

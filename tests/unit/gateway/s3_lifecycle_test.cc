@@ -234,6 +234,9 @@ TEST(S3Lifecycle, FillsMissingIdsWithoutCollisions) {
 TEST(S3Lifecycle, ExpirationHeaderAsS3WritesIt) {
   EXPECT_EQ(ExpirationHeader({1356220800000, "picture-deletion-rule"}),
             "expiry-date=\"Sun, 23 Dec 2012 00:00:00 GMT\", rule-id=\"picture-deletion-rule\"");
+  // An ID cannot end the quoted string or the header line.
+  EXPECT_EQ(ExpirationHeader({0, "a\"b\\c\r\nX-Evil: 1"}),
+            "expiry-date=\"Thu, 01 Jan 1970 00:00:00 GMT\", rule-id=\"a\\\"b\\\\c??X-Evil: 1\"");
 }
 
 TEST(S3Lifecycle, ParsesIso8601InUtcOnly) {
