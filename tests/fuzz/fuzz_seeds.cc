@@ -1,10 +1,12 @@
 // Writes the seed corpora of the fuzz targets whose inputs the project's own encoders write
 // (tests/fuzz/corpus/<target>/seed_*): store_records_fuzz (the record codec and the RADOS
-// registry and names), s3_tagging_fuzz (TaggingXml, the header form), s3_headers_fuzz (HTTP
-// dates, quoted ETags, base64 checksums of real digests), client_answers_fuzz (the gateway's
-// error XML, a ListObjectsV2 page written with its XmlWriter, EncodeResponse, the probe body)
-// and rkey_check_fuzz (keys in UCX 1.13's packed layout, built here: UCX's own packing depends
-// on the machine's transports). Each input starts with the selector byte its target reads.
+// registry and names), s3_tagging_fuzz (TaggingXml, the header form), s3_lifecycle_fuzz
+// (LifecycleXml, a refused versioning rule), s3_headers_fuzz (HTTP dates, quoted ETags, base64
+// checksums of real digests), client_answers_fuzz (the gateway's error XML, a ListObjectsV2
+// page written with its XmlWriter, EncodeResponse, the probe body) and rkey_check_fuzz (keys
+// in UCX 1.13's packed layout, built here: UCX's own packing depends on the machine's
+// transports). Each input starts with the selector byte its target reads (s3_lifecycle_fuzz
+// has none: its input is the body).
 // A few hand-made edge cases sit beside them. Every record seed decodes, so a codec change
 // that leaves them stale fails.
 //
@@ -28,6 +30,7 @@
 #include "records/meta_codec.h"
 #include "s3/s3_errors.h"
 #include "s3/s3_headers.h"
+#include "s3/s3_lifecycle.h"
 #include "s3/s3_tagging.h"
 #include "s3/s3_xml.h"
 
@@ -123,6 +126,50 @@ void Tagging(Seeds* s) {
   (*s)[t + "header_plus_no_value"] = Sel(1, "a+b=c+d&e&&f=");
   (*s)[t + "header_bad_escape"] = Sel(1, "a=%4");
   (*s)[t + "xml_no_tagset"] = Sel(0, "<Tagging><Tag><Key>a</Key><Value/></Tag></Tagging>");
+}
+
+void Lifecycle(Seeds* s) {
+  const std::string t = "s3_lifecycle_fuzz/seed_";
+  gw::LifecycleConfiguration c;
+  gw::LifecycleRule r;
+  r.id = "legacy";
+  r.enabled = true;
+  r.form = gw::LifecycleFilterForm::kRulePrefix;
+  r.prefix = "logs/";
+  r.expiration_days = 3;
+  c.rules.push_back(r);
+  r = {};
+  r.id = "and";
+  r.form = gw::LifecycleFilterForm::kAnd;
+  r.prefix = "a/";
+  r.tags = {{"k", "v"}};
+  r.size_greater_than = 10;
+  r.size_less_than = 1000;
+  r.expiration_date_ms = 1796083200000;  // 2026-12-01T00:00:00Z
+  c.rules.push_back(r);
+  r = {};
+  r.id = "mpu";
+  r.enabled = true;
+  r.form = gw::LifecycleFilterForm::kPrefix;
+  r.prefix = "up/";
+  r.abort_days = 7;
+  c.rules.push_back(r);
+  r = {};
+  r.id = "tag";
+  r.enabled = true;
+  r.form = gw::LifecycleFilterForm::kTag;
+  r.tags = {{"t", "1"}};
+  r.expiration_days = 1;
+  c.rules.push_back(r);
+  (*s)[t + "rules"] = gw::LifecycleXml(c);
+  (*s)[t + "noncurrent"] =
+      "<LifecycleConfiguration><Rule><Filter/><Status>Enabled</Status>"
+      "<NoncurrentVersionExpiration><NoncurrentDays>1</NoncurrentDays>"
+      "</NoncurrentVersionExpiration></Rule></LifecycleConfiguration>";
+  (*s)[t + "size_filter"] =
+      "<LifecycleConfiguration><Rule><ID>s</ID><Filter><ObjectSizeLessThan>5"
+      "</ObjectSizeLessThan></Filter><Status>Enabled</Status><Expiration><Days>2</Days>"
+      "</Expiration></Rule></LifecycleConfiguration>";
 }
 
 void Headers(Seeds* s) {
@@ -256,6 +303,7 @@ int main(int argc, char** argv) {
   Seeds seeds;
   Records(&seeds);
   Tagging(&seeds);
+  Lifecycle(&seeds);
   Headers(&seeds);
   Answers(&seeds);
   Rkeys(&seeds);
