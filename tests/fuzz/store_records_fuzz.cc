@@ -39,8 +39,7 @@ bool ObjectFormat(char in, char again) {
 
 template <typename Record>
 void CheckRecord(std::string_view in, oc::Result<Record> (*decode)(std::string_view),
-                 std::string (*encode)(const Record&),
-                 bool (*format_ok)(char, char) = SameFormat) {
+                 std::string (*encode)(const Record&), bool (*format_ok)(char, char) = SameFormat) {
   const oc::Result<Record> r = decode(in);
   if (!r.has_value()) {
     OC_CHECK(r.error().code() == oc::Code::kCorruption);
@@ -60,8 +59,7 @@ void CheckRecord(std::string_view in, oc::Result<Record> (*decode)(std::string_v
 }
 
 void ObjectRecord(std::string_view in) {
-  CheckRecord<st::ObjectRecord>(in, st::DecodeObjectRecord, st::EncodeObjectRecord,
-                                ObjectFormat);
+  CheckRecord<st::ObjectRecord>(in, st::DecodeObjectRecord, st::EncodeObjectRecord, ObjectFormat);
   if (const oc::Result<st::ObjectRecord> r = st::DecodeObjectRecord(in); r.has_value()) {
     uint64_t total = 0;
     for (const st::Segment& s : r->segments) {
