@@ -45,9 +45,8 @@ EvictionIndex::EvictionIndex(const EvictionOptions& options) : options_(options)
 }
 
 uint32_t EvictionIndex::Find(std::string_view key) const {
-  return table_.Find(
-      key, HashKey(key), [this](uint32_t id) { return std::string_view(entries_[id].key); },
-      [this](uint32_t id) { return entries_[id].hash; });
+  return table_.Find(key, HashKey(key),
+                     [this](uint32_t id) { return std::string_view(entries_[id].key); });
 }
 
 uint32_t EvictionIndex::Create(std::string_view key, uint64_t size) {
@@ -66,7 +65,7 @@ uint32_t EvictionIndex::Create(std::string_view key, uint64_t size) {
   e.hash = HashKey(key);
   e.size = size;
   key_heap_bytes_ += KeyHeapBytes(e.key);
-  table_.Insert(id, e.hash, [this](uint32_t i) { return entries_[i].hash; });
+  table_.Insert(id, e.hash);
   used_bytes_ += size;
   ++objects_;
   return id;
@@ -74,7 +73,7 @@ uint32_t EvictionIndex::Create(std::string_view key, uint64_t size) {
 
 void EvictionIndex::Free(uint32_t id) {
   Entry& e = entries_[id];
-  table_.Erase(id, e.hash, [this](uint32_t i) { return entries_[i].hash; });
+  table_.Erase(id, e.hash);
   key_heap_bytes_ -= KeyHeapBytes(e.key);
   if ((e.flags & kGhost) != 0) {
     --ghosts_;
@@ -93,11 +92,13 @@ void EvictionIndex::SetSize(uint32_t id, uint64_t size) {
   e.size = size;
 }
 
-uint32_t EvictionIndex::FindOrCreatePresent(std::string_view key, uint64_t size) {
+uint32_t EvictionIndex::FindOrCreatePresent(std::string_view key, uint64_t size, bool refresh) {
   uint32_t id = Find(key);
   if (id == kNoId) {
     id = Create(key, size);
-    RefreshCandidate(id);
+    if (refresh) {
+      RefreshCandidate(id);
+    }
   } else if (!IsPresent(id)) {
     Revive(id, size);
   } else if (entries_[id].size != size) {
@@ -163,13 +164,20 @@ void EvictionIndex::OnPut(std::span<const ChunkRef> chain, std::string_view pred
   if (!predecessor.empty() && prev == kNoId && !chain.empty()) {
     prev = ghost = CreateGhost(predecessor);
   }
+  fresh_.clear();
   for (const ChunkRef& chunk : chain) {
-    const uint32_t id = FindOrCreatePresent(chunk.key, chunk.size);
+    // A new chunk joins the candidates only after the loop: most are parents by then, and a
+    // heap entry made and dropped per chunk would be two sifts for nothing.
+    const uint32_t id = FindOrCreatePresent(chunk.key, chunk.size, /*refresh=*/false);
+    fresh_.push_back(id);
     if (prev != kNoId && entries_[id].parent == kNoId) {
       (void)Adopt(id, prev);  // refused only when it would close a cycle
     }
     Raise(id, tick);  // first writer wins: a differing recorded predecessor is raised instead
     prev = id;
+  }
+  for (uint32_t id : fresh_) {
+    RefreshCandidate(id);
   }
   if (ghost != kNoId) {
     Prune(ghost);  // frees it if chain[0] already had a predecessor
@@ -240,7 +248,7 @@ std::vector<Victim> EvictionIndex::PickVictims(uint64_t bytes_to_free) {
   std::vector<Victim> victims;
   uint64_t freed = 0;
   while (freed < bytes_to_free && !heap_.empty()) {
-    const uint32_t id = heap_.front();
+    const uint32_t id = heap_.front().id;
     const Entry& e = entries_[id];
     Victim v;
     v.key = e.key;
@@ -297,7 +305,7 @@ uint64_t EvictionIndex::BytesToFree(uint64_t incoming) const {
 
 uint64_t EvictionIndex::MemoryBytesLocked() const {
   return entries_.capacity() * sizeof(Entry) + free_.capacity() * sizeof(uint32_t) +
-         table_.MemoryBytes() + heap_.capacity() * sizeof(uint32_t) + key_heap_bytes_;
+         table_.MemoryBytes() + heap_.capacity() * sizeof(Candidate) + key_heap_bytes_;
 }
 
 uint64_t EvictionIndex::MemoryBytes() const {

@@ -193,7 +193,8 @@ class EvictionIndex {
   uint32_t Create(std::string_view key, uint64_t size) OC_REQUIRES(mu_);
   void Free(uint32_t id) OC_REQUIRES(mu_);
   void SetSize(uint32_t id, uint64_t size) OC_REQUIRES(mu_);
-  uint32_t FindOrCreatePresent(std::string_view key, uint64_t size) OC_REQUIRES(mu_);
+  uint32_t FindOrCreatePresent(std::string_view key, uint64_t size, bool refresh = true)
+      OC_REQUIRES(mu_);
   void Revive(uint32_t id, uint64_t size) OC_REQUIRES(mu_);
   void RemovePresent(uint32_t id) OC_REQUIRES(mu_);
   void Raise(uint32_t id, uint64_t tick) OC_REQUIRES(mu_);
@@ -211,7 +212,14 @@ class EvictionIndex {
   }
 
   // The candidate heap (eviction_links.cc): min = next victim.
-  bool Before(uint32_t a, uint32_t b) const OC_REQUIRES(mu_);
+  struct Candidate {
+    uint64_t order;  // OrderKey(): smaller goes first
+    uint32_t id;
+  };
+  uint64_t OrderKey(uint32_t id) const OC_REQUIRES(mu_);
+  static bool Before(const Candidate& a, const Candidate& b) {
+    return a.order != b.order ? a.order < b.order : a.id < b.id;
+  }
   void HeapPush(uint32_t id) OC_REQUIRES(mu_);
   void HeapRemove(uint32_t id) OC_REQUIRES(mu_);
   void HeapFix(uint32_t id) OC_REQUIRES(mu_);
@@ -226,7 +234,9 @@ class EvictionIndex {
   std::vector<Entry> entries_ OC_GUARDED_BY(mu_);
   std::vector<uint32_t> free_ OC_GUARDED_BY(mu_);  // reusable entry ids
   KeyTable table_ OC_GUARDED_BY(mu_);
-  std::vector<uint32_t> heap_ OC_GUARDED_BY(mu_);  // candidates: present leaves
+  // Candidates (present leaves) with their order inline, so a sift reads no entries.
+  std::vector<Candidate> heap_ OC_GUARDED_BY(mu_);
+  std::vector<uint32_t> fresh_ OC_GUARDED_BY(mu_);  // OnPut's chain ids (scratch)
   uint64_t tick_ OC_GUARDED_BY(mu_) = 0;
   uint64_t used_bytes_ OC_GUARDED_BY(mu_) = 0;
   uint64_t dead_bytes_ OC_GUARDED_BY(mu_) = 0;
