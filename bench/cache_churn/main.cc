@@ -280,22 +280,26 @@ int Run(const Flags& f) {
   }
   out["rows"] = rows;
   Json ratios = Json::array();
-  for (double fraction : f.capacities) {
-    const Json* ca = nullptr;
-    const Json* lru = nullptr;
+  auto find = [&rows](double fraction, const std::string& policy) -> const Json* {
     for (const Json& row : rows) {
-      if (row["capacity_fraction"] == fraction && row["policy"] == "chain-aware") {
-        ca = &row;
-      }
-      if (row["capacity_fraction"] == fraction && row["policy"] == "lru") {
-        lru = &row;
+      if (row["capacity_fraction"] == fraction && row["policy"] == policy) {
+        return &row;
       }
     }
-    if (ca != nullptr && lru != nullptr) {
-      const double a = (*ca)["hit_ratio_steady"], b = (*lru)["hit_ratio_steady"];
+    return nullptr;
+  };
+  for (double fraction : f.capacities) {
+    const Json* lru = find(fraction, "lru");
+    for (const std::string& policy : f.policies) {
+      const Json* p = find(fraction, policy);
+      if (lru == nullptr || p == nullptr || policy == "lru") {
+        continue;
+      }
+      const double a = (*p)["hit_ratio_steady"], b = (*lru)["hit_ratio_steady"];
       ratios.push_back({{"capacity_fraction", fraction},
-                        {"chain_aware_over_lru", b > 0 ? a / b : 0.0},
-                        {"chain_aware_minus_lru_points", 100 * (a - b)}});
+                        {"policy", policy},
+                        {"over_lru", b > 0 ? a / b : 0.0},
+                        {"minus_lru_points", 100 * (a - b)}});
     }
   }
   out["ratios"] = ratios;
@@ -348,8 +352,10 @@ int main(int argc, char** argv) {
     }
   }
   for (const std::string& p : f.policies) {
-    if (std::find(churn::kPolicies.begin(), churn::kPolicies.end(), p) == churn::kPolicies.end()) {
-      std::cerr << "cache_churn_bench: unknown policy " << p << "\n";
+    if (std::find(churn::kPolicies.begin(), churn::kPolicies.end(), p) == churn::kPolicies.end() &&
+        !(p.starts_with("chain-aware@") && std::strtod(p.c_str() + 12, nullptr) >= 0 &&
+          std::strtod(p.c_str() + 12, nullptr) < 1)) {
+      std::cerr << "cache_churn_bench: unknown policy " << p << " (chain-aware@f: 0 <= f < 1)\n";
       return 2;
     }
   }

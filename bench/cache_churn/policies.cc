@@ -1,6 +1,7 @@
 // The churn benchmark's policies (policies.h).
 #include "policies.h"
 
+#include <cstdlib>
 #include <list>
 #include <set>
 #include <tuple>
@@ -15,8 +16,8 @@ namespace cache = oc::storage::cache;
 
 class ChainAware : public Policy {
  public:
-  ChainAware(const Trace& trace, uint64_t capacity, bool link_puts)
-      : Policy(trace), index_(Options(capacity)), link_puts_(link_puts) {
+  ChainAware(const Trace& trace, uint64_t capacity, bool link_puts, double discount)
+      : Policy(trace), index_(Options(capacity, discount)), link_puts_(link_puts) {
     for (uint32_t id = 0; id < trace.chunks.size(); ++id) {
       ids_.emplace(trace.chunks[id].key, id);
     }
@@ -51,9 +52,10 @@ class ChainAware : public Policy {
   uint64_t MemoryBytes() const override { return index_.MemoryBytes(); }
 
  private:
-  static cache::EvictionOptions Options(uint64_t capacity) {
+  static cache::EvictionOptions Options(uint64_t capacity, double discount) {
     cache::EvictionOptions o;
     o.capacity_bytes = capacity;
+    o.unhit_discount = discount;
     return o;
   }
   cache::EvictionIndex index_;
@@ -171,10 +173,19 @@ class Belady : public Policy {
 
 std::unique_ptr<Policy> MakePolicy(const std::string& name, const Trace& trace, uint64_t capacity) {
   if (name == "chain-aware") {
-    return std::make_unique<ChainAware>(trace, capacity, true);
+    return std::make_unique<ChainAware>(trace, capacity, true,
+                                        cache::EvictionOptions{}.unhit_discount);
+  }
+  if (name == "chain-aware-recency") {
+    return std::make_unique<ChainAware>(trace, capacity, true, 0.0);
   }
   if (name == "chain-aware-nolink") {
-    return std::make_unique<ChainAware>(trace, capacity, false);
+    return std::make_unique<ChainAware>(trace, capacity, false,
+                                        cache::EvictionOptions{}.unhit_discount);
+  }
+  if (name.starts_with("chain-aware@")) {  // chain-aware@<unhit_discount>
+    const double discount = std::strtod(name.c_str() + 12, nullptr);
+    return std::make_unique<ChainAware>(trace, capacity, true, discount);
   }
   if (name == "lru") {
     return std::make_unique<Lru>(trace);

@@ -1,10 +1,13 @@
 #pragma once
 // The eviction policies the churn benchmark compares (bench/cache_churn/main.cc), all over chunk
 // ids of one Trace (workload.h) and byte-accounted the same way:
-//   chain-aware         the store's EvictionIndex (storage-server/src/cache/eviction_index.h),
-//                       told each PUT's predecessor (the client hit chunks 0..M-1, stores M..);
-//   chain-aware-nolink  the same index when a PUT cannot name that predecessor: links are learnt
+//   chain-aware         the store's EvictionIndex (storage-server/src/cache/eviction_index.h)
+//                       with its default options, told each PUT's predecessor (the client hit
+//                       chunks 0..M-1, stores M..);
+//   chain-aware-recency the same with unhit_discount 0: plain recency over chain leaves;
+//   chain-aware-nolink  the defaults when a PUT cannot name that predecessor: links are learnt
 //                       only from hits, so a fresh tail starts as a root;
+//   chain-aware@<f>     the defaults with unhit_discount f (a sweep);
 //   lru                 per-object LRU as most KV stores keep it: each chunk of a hit or PUT is
 //                       touched in chain order, so a chain's head is its least recent chunk;
 //   fifo                insertion order, hits change nothing;
@@ -74,7 +77,7 @@ class Policy {
 };
 
 std::unique_ptr<Policy> MakePolicy(const std::string& name, const Trace& trace, uint64_t capacity);
-inline const std::vector<std::string> kPolicies = {"chain-aware", "chain-aware-nolink", "lru",
-                                                   "fifo", "belady"};
+inline const std::vector<std::string> kPolicies = {
+    "chain-aware", "chain-aware-recency", "chain-aware-nolink", "lru", "fifo", "belady"};
 
 }  // namespace oc::bench::churn

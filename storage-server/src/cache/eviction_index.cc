@@ -37,6 +37,9 @@ Status EvictionOptions::Validate() const {
   if (!(low_watermark > 0.0 && low_watermark <= high_watermark && high_watermark <= 1.0)) {
     return Status::InvalidArgument("low_watermark", "watermarks must satisfy 0 < low <= high <= 1");
   }
+  if (!(unhit_discount >= 0.0 && unhit_discount < 1.0)) {  // 1 and up: see the header
+    return Status::InvalidArgument("unhit_discount", "must be in [0, 1)");
+  }
   return Status::Ok();
 }
 
@@ -156,6 +159,15 @@ void EvictionIndex::Raise(uint32_t id, uint64_t tick) {
   }
 }
 
+void EvictionIndex::MarkHit(uint32_t id) {
+  if ((entries_[id].flags & kHit) == 0) {
+    entries_[id].flags |= kHit;
+    if (entries_[id].heap_pos != kNoId) {
+      HeapFix(id);
+    }
+  }
+}
+
 void EvictionIndex::OnPut(std::span<const ChunkRef> chain, std::string_view predecessor) {
   std::lock_guard lock(mu_);
   const uint64_t tick = ++tick_;
@@ -196,11 +208,13 @@ uint64_t EvictionIndex::OnHit(std::span<const std::string_view> prefix) {
       continue;
     }
     ++known;
+    entries_[id].flags |= kHit;
     Raise(id, tick);
     while (j > 0) {
       const uint32_t p = entries_[id].parent;
       if (p != kNoId && entries_[p].key == prefix[j - 1]) {
         known += IsPresent(p) ? 1 : 0;
+        MarkHit(p);
         id = p;
         --j;
         continue;
@@ -209,6 +223,7 @@ uint64_t EvictionIndex::OnHit(std::span<const std::string_view> prefix) {
         const uint32_t q = Find(prefix[j - 1]);
         if (q != kNoId && IsPresent(q) && Adopt(id, q)) {
           ++known;
+          MarkHit(q);
           id = q;
           --j;
           continue;
@@ -231,6 +246,7 @@ void EvictionIndex::OnPlainGet(std::string_view key) {
   const uint64_t tick = ++tick_;
   const uint32_t id = Find(key);
   if (id != kNoId && IsPresent(id)) {
+    MarkHit(id);
     Raise(id, tick);
   }
 }
@@ -258,6 +274,14 @@ std::vector<Victim> EvictionIndex::PickVictims(uint64_t bytes_to_free) {
       v.predecessor = entries_[e.parent].key;
     }
     freed += e.size;
+    // The age of hit victims (what plain recency would evict now), their mean over the first
+    // 1024 and then a moving average as long: the scale of the unhit discount, free of the
+    // discount's own effect.
+    if ((e.flags & kHit) != 0) {
+      victim_samples_ = std::min<uint64_t>(victim_samples_ + 1, 1024);
+      const double age = static_cast<double>(tick_ - std::min(tick_, e.last));
+      victim_age_ += (age - victim_age_) / static_cast<double>(victim_samples_);
+    }
     ++evicted_objects_;
     evicted_bytes_ += e.size;
     RemovePresent(id);  // a leaf: its predecessor may become the next candidate
@@ -336,6 +360,8 @@ void EvictionIndex::ClearLocked() {
   table_.Clear();
   heap_.clear();
   tick_ = 0;
+  victim_age_ = 0;
+  victim_samples_ = 0;
   used_bytes_ = dead_bytes_ = objects_ = ghosts_ = key_heap_bytes_ = 0;
 }
 

@@ -67,6 +67,15 @@ struct EvictionOptions {
   // ...and frees down to capacity x low_watermark. 0 < low <= high <= 1.
   // Default: 0.80
   double low_watermark = 0.80;
+  // A leaf no hit has touched since it was stored orders as if it were older by this fraction
+  // of the victims' recent age (ticks from their last touch to their eviction, a moving
+  // average): stored-but-never-reused tails (a question, a finished conversation's last turn)
+  // go before chains that were hit, by a margin that scales with how long the cache keeps
+  // things. 0 = plain recency; must be < 1: at 1 and above a never-hit tail always goes
+  // first, hit victims grow rare, their age goes stale and the hit ratio collapsed in the
+  // sweep of docs/decisions/cache-chain-eviction.md.
+  // Default: 0.5
+  double unhit_discount = 0.5;
 
   Status Validate() const;
 };
@@ -173,6 +182,7 @@ class EvictionIndex {
   static constexpr uint8_t kGhost = 1;  // absent; kept because a present successor names it
   static constexpr uint8_t kDead = 2;   // some predecessor above it is a ghost
   static constexpr uint8_t kFree = 4;   // an unused slot, on free_
+  static constexpr uint8_t kHit = 8;    // a hit touched it since it was stored
 
   struct Entry {
     std::string key;
@@ -198,6 +208,7 @@ class EvictionIndex {
   void Revive(uint32_t id, uint64_t size) OC_REQUIRES(mu_);
   void RemovePresent(uint32_t id) OC_REQUIRES(mu_);
   void Raise(uint32_t id, uint64_t tick) OC_REQUIRES(mu_);
+  void MarkHit(uint32_t id) OC_REQUIRES(mu_);
 
   // The forest (eviction_links.cc).
   bool Adopt(uint32_t child, uint32_t parent) OC_REQUIRES(mu_);
@@ -238,6 +249,8 @@ class EvictionIndex {
   std::vector<Candidate> heap_ OC_GUARDED_BY(mu_);
   std::vector<uint32_t> fresh_ OC_GUARDED_BY(mu_);  // OnPut's chain ids (scratch)
   uint64_t tick_ OC_GUARDED_BY(mu_) = 0;
+  double victim_age_ OC_GUARDED_BY(mu_) = 0;  // hit victims' ticks from touch to eviction
+  uint64_t victim_samples_ OC_GUARDED_BY(mu_) = 0;
   uint64_t used_bytes_ OC_GUARDED_BY(mu_) = 0;
   uint64_t dead_bytes_ OC_GUARDED_BY(mu_) = 0;
   uint64_t objects_ OC_GUARDED_BY(mu_) = 0;

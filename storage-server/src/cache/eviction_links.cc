@@ -127,7 +127,11 @@ uint64_t EvictionIndex::OrderKey(uint32_t id) const {
   const Entry& e = entries_[id];
   constexpr uint64_t kTickMask = (uint64_t{1} << 47) - 1;
   const uint64_t live = (e.flags & kDead) == 0 ? 1 : 0;
-  return live << 63 | std::min(e.last, kTickMask) << 16 | (UINT16_MAX - e.depth);
+  const auto discount = (e.flags & kHit) != 0
+                            ? uint64_t{0}
+                            : static_cast<uint64_t>(options_.unhit_discount * victim_age_);
+  const uint64_t tick = e.last > discount ? e.last - discount : 0;
+  return live << 63 | std::min(tick, kTickMask) << 16 | (UINT16_MAX - e.depth);
 }
 
 void EvictionIndex::HeapPush(uint32_t id) {

@@ -116,6 +116,29 @@ TEST(CacheEviction, PlainObjectsByLruMergedWithChainLeaves) {
   EXPECT_EQ(Order(index), (Keys{"c1", "c0", "p2", "p3", "p1"}));
 }
 
+// Once hit victims have an age (10 ticks here), a tail nobody hit since its PUT orders as if
+// older by unhit_discount x that age: u0 (put at 15) goes before h0 (hit at 14) at 0.5, not at 0.
+TEST(CacheEviction, NeverHitTailsGoBeforeHitChainsByTheDiscount) {
+  for (double discount : {0.5, 0.0}) {
+    SCOPED_TRACE(discount);
+    EvictionOptions o = Options();
+    o.unhit_discount = discount;
+    EvictionIndex index(o);
+    Put(index, {"v0"});     // tick 1
+    Hit(index, {"v0"}, 1);  // 2
+    for (int i = 0; i < 10; ++i) {
+      index.OnPlainGet("nothing");  // ticks 3..12
+    }
+    EXPECT_EQ(Order(index, 1), (Keys{"v0"}));  // a hit victim 10 ticks old
+    Put(index, {"h0"});                        // 13
+    Hit(index, {"h0"}, 1);                     // 14
+    Put(index, {"u0"});                        // 15: never hit
+    index.OnPlainPut("p", 10);                 // 16: a plain object nobody read: never hit either
+    index.OnPlainGet("nothing");               // 17
+    EXPECT_EQ(Order(index), discount > 0 ? (Keys{"u0", "p", "h0"}) : (Keys{"h0", "u0", "p"}));
+  }
+}
+
 TEST(CacheEviction, WatermarksStartAtHighAndFreeDownToLow) {
   EvictionIndex index(Options(1000));  // high 900, low 800
   index.OnPlainPut("a", 850);
@@ -142,6 +165,9 @@ TEST(CacheEviction, OptionsAreValidated) {
   EXPECT_FALSE(o.Validate().ok());
   o.low_watermark = 0.5;
   o.high_watermark = 1.5;
+  EXPECT_FALSE(o.Validate().ok());
+  o.high_watermark = 0.9;
+  o.unhit_discount = -1;
   EXPECT_FALSE(o.Validate().ok());
 }
 
