@@ -12,6 +12,8 @@
 //   - candidates go least recently used first, ties deeper first; when a leaf goes, its
 //     predecessor becomes a candidate, so a chain is eaten from its tail and a chunk never goes
 //     while a successor remains;
+//   - a leaf no hit has touched since it was stored orders as if older (unhit_discount): the
+//     chunks of a question or of a conversation's last turn are mostly never asked again;
 //   - a hit raises the tick of every chunk it touched and of their predecessors, so a
 //     predecessor's tick is never older than a successor's ("parent recency >= child");
 //   - chunks already dead (a client deleted a predecessor, or a rebuild found one missing) go
@@ -32,9 +34,10 @@
 //
 // Cost: O(1) expected hash lookups and O(log n) heap moves per object touched; a hit of k chunks
 // costs one tick, k key comparisons along the recorded parent links and one heap move (only the
-// deepest chunk can be a leaf). Memory: one 64-byte entry per object plus its key's heap bytes
-// when longer than 15, 4-11 bytes of hash table and 4 bytes of heap: ~140 bytes for a 48-byte
-// key (MemoryBytes() counts it).
+// deepest chunk can be a leaf). Memory: one 80-byte entry per object plus its key's malloc
+// block when longer than 15 bytes, 8 bytes / load of hash slots and a 16-byte heap slot per
+// leaf: 150 bytes per entry at 1M entries with 35-byte keys (MemoryBytes() counts it; the
+// decision file has the measurement).
 //
 // Thread safety: every public method may be called concurrently; one mutex guards the index
 // (one index per cache bucket). Operations are in-memory and short (microseconds for a whole
