@@ -315,12 +315,13 @@ void EvictionIndex::Reinstate(const Victim& victim) {
 
 bool EvictionIndex::NeedsEviction(uint64_t incoming) const {
   std::lock_guard lock(mu_);
-  return used_bytes_ + incoming > Fraction(options_.capacity_bytes, options_.high_watermark);
+  const uint64_t after = incoming > UINT64_MAX - used_bytes_ ? UINT64_MAX : used_bytes_ + incoming;
+  return after > Fraction(options_.capacity_bytes, options_.high_watermark);
 }
 
 uint64_t EvictionIndex::BytesToFree(uint64_t incoming) const {
   std::lock_guard lock(mu_);
-  const uint64_t after = used_bytes_ + incoming;
+  const uint64_t after = incoming > UINT64_MAX - used_bytes_ ? UINT64_MAX : used_bytes_ + incoming;
   if (after <= Fraction(options_.capacity_bytes, options_.high_watermark)) {
     return 0;
   }

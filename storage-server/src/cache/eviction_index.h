@@ -51,6 +51,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "cache/key_table.h"
@@ -250,7 +251,9 @@ class EvictionIndex {
   KeyTable table_ OC_GUARDED_BY(mu_);
   // Candidates (present leaves) with their order inline, so a sift reads no entries.
   std::vector<Candidate> heap_ OC_GUARDED_BY(mu_);
-  std::vector<uint32_t> fresh_ OC_GUARDED_BY(mu_);  // OnPut's chain ids (scratch)
+  std::vector<uint32_t> fresh_ OC_GUARDED_BY(mu_);                    // OnPut's chain ids (scratch)
+  using Relabeling = std::pair<uint32_t, std::pair<uint16_t, bool>>;  // id, (depth, dead)
+  std::vector<Relabeling> relabel_stack_ OC_GUARDED_BY(mu_);          // Relabel's (scratch)
   uint64_t tick_ OC_GUARDED_BY(mu_) = 0;
   double victim_age_ OC_GUARDED_BY(mu_) = 0;  // hit victims' ticks from touch to eviction
   uint64_t victim_samples_ OC_GUARDED_BY(mu_) = 0;

@@ -77,7 +77,8 @@ void EvictionIndex::Prune(uint32_t id) {
 }
 
 void EvictionIndex::Relabel(uint32_t root, uint16_t depth, bool dead) {
-  std::vector<std::pair<uint32_t, std::pair<uint16_t, bool>>> stack{{root, {depth, dead}}};
+  std::vector<Relabeling>& stack = relabel_stack_;  // reused: no allocation per adoption
+  stack.assign(1, {root, {depth, dead}});
   while (!stack.empty()) {
     const auto [id, label] = stack.back();
     stack.pop_back();

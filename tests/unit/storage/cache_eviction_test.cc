@@ -152,6 +152,8 @@ TEST(CacheEviction, WatermarksStartAtHighAndFreeDownToLow) {
   index.OnPlainPut("b", 50);  // an overwrite replaces the size
   EXPECT_EQ(index.Stats().used_bytes, 900u);
   EXPECT_FALSE(index.NeedsEviction());
+  EXPECT_TRUE(index.NeedsEviction(UINT64_MAX));  // saturates, never wraps
+  EXPECT_EQ(index.BytesToFree(UINT64_MAX), UINT64_MAX - 800);
 }
 
 TEST(CacheEviction, OptionsAreValidated) {
