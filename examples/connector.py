@@ -16,8 +16,11 @@ LMCache storage plugin / L2 adapter    -> contains: probe; batched_submit_put_ta
 SGLang HiCacheStorage.batch_exists     -> probe().matched (the leading hit count)
 Mooncake batch_is_exist / batch_get_into -> probe().present / get_object_into per key
 
-    OC_ENDPOINT=... OC_ACCESS_KEY=... OC_SECRET_KEY=... OC_BUCKET=kv \\
-        PYTHONPATH=build/release/python python3 examples/connector.py
+    OC_ENDPOINT=... OC_ACCESS_KEY=... OC_SECRET_KEY=... OC_BUCKET=kvcache \\
+        PYTHONPATH=build/release/python /usr/bin/python3 examples/connector.py
+
+The bucket must exist first (`aws --endpoint-url $OC_ENDPOINT s3 mb s3://kvcache`); run it
+with /usr/bin/python3, the interpreter the module is built for (README, "The Python package").
 """
 import os
 import time
@@ -96,7 +99,7 @@ class ObjectCacheTier:
 def main():
     client = oc.Client(os.environ.get("OC_ENDPOINT", "http://127.0.0.1:9000"),
                        os.environ.get("OC_ACCESS_KEY", ""), os.environ.get("OC_SECRET_KEY", ""))
-    bucket = os.environ.get("OC_BUCKET", "kv")
+    bucket = os.environ.get("OC_BUCKET", "kvcache")
     conn = ObjectCacheConnector(client, bucket, f"connector-{os.getpid()}-{time.time_ns()}/")
     tokens = np.arange(4 * G, dtype=np.uint32)
     kv = np.random.default_rng(2).integers(0, 256, (4, LAYERS, LAYER_BYTES), dtype=np.uint8)

@@ -9,8 +9,11 @@
      into a registered numpy target, "computing" on layer l while layer l+1 arrives, and print
      when each layer arrived and when its compute finished.
 
-    OC_ENDPOINT=http://127.0.0.1:9000 OC_ACCESS_KEY=... OC_SECRET_KEY=... OC_BUCKET=kv \\
-        PYTHONPATH=build/release/python python3 examples/serving_node.py
+    OC_ENDPOINT=http://127.0.0.1:9000 OC_ACCESS_KEY=... OC_SECRET_KEY=... OC_BUCKET=kvcache \\
+        PYTHONPATH=build/release/python /usr/bin/python3 examples/serving_node.py
+
+The bucket must exist first (`aws --endpoint-url $OC_ENDPOINT s3 mb s3://kvcache`); run it
+with /usr/bin/python3, the interpreter the module is built for (README, "The Python package").
 """
 import os
 import time
@@ -34,7 +37,7 @@ def prefill(n_chunks, seed):
 def main():
     client = oc.Client(os.environ.get("OC_ENDPOINT", "http://127.0.0.1:9000"),
                        os.environ.get("OC_ACCESS_KEY", ""), os.environ.get("OC_SECRET_KEY", ""))
-    bucket = os.environ.get("OC_BUCKET", "kv")
+    bucket = os.environ.get("OC_BUCKET", "kvcache")
     prefix = f"example-{os.getpid()}-{int(time.time())}/"
     ns = oc.namespace_string("meta-llama/Llama-3.1-8B", "bfloat16")
     client.ping(bucket)

@@ -5,10 +5,10 @@
     ns = oc.namespace_string("meta-llama/Llama-3.1-8B", "bfloat16")
     d = oc.Descriptor(oc.chunk_hashes(tokens, 16, ns), layers=32, layer_bytes=65536,
                       prefix="llama/")
-    hit = client.probe("kv", d)                      # leading hit count, one round trip
-    client.put_chunks("kv", d[hit.matched:], kv[hit.matched:])  # the missing chunks
+    hit = client.probe("kvcache", d)                 # leading hit count, one round trip
+    client.put_chunks("kvcache", d[hit.matched:], kv[hit.matched:])  # the missing chunks
     buf = client.allocate_buffer(d.payload_bytes)    # registered once, reused
-    t = client.get_layers("kv", d, buf)              # layer by layer over UCX
+    t = client.get_layers("kvcache", d, buf)         # layer by layer over UCX
     for layer in range(d.layers):
         t.wait_layer(layer)                          # ... compute on layer while l+1 arrives
     info = t.wait()                                  # info.matched chunks delivered

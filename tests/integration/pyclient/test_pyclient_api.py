@@ -169,6 +169,28 @@ def test_examples_run(server, made_bucket):
     assert "connector sketch: ok" in p.stdout, p.stdout
 
 
+# S3's bucket-name rule (3 to 63 lowercase letters, digits, dots and hyphens, a letter or digit
+# at each end), which the gateway enforces: a name the docs show must be one a newcomer can create.
+BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+
+
+def test_examples_and_readme_name_a_bucket_the_gateway_accepts():
+    """The bucket the README snippet, the package docstring and the examples use by default
+    (OC_BUCKET unset) is one valid name, the same everywhere; `kv` was refused."""
+    def read(*path):
+        with open(os.path.join(REPO, *path), encoding="utf-8") as f:
+            return f.read()
+    named = set()
+    for path in (("examples", "serving_node.py"), ("examples", "connector.py")):
+        text = read(*path)
+        named.update(re.findall(r'os\.environ\.get\("OC_BUCKET", "([^"]*)"\)', text))
+        named.update(re.findall(r"OC_BUCKET=(\S+)", text))
+    for path in (("README.md",), ("python", "objectcache", "__init__.py")):
+        named.update(re.findall(r'\.(?:probe|put_chunks|get_layers)\("([^"]*)"', read(*path)))
+    assert len(named) == 1, named
+    assert all(BUCKET_NAME.fullmatch(name) for name in named), named
+
+
 def test_offline_pip_install(tmp_path):
     """`pip install ./python` from the build directory, no network, no build isolation: the
     installed copy imports and works without the build tree on sys.path."""
