@@ -6,6 +6,9 @@
 
 #include <unistd.h>
 
+#include <fmt/core.h>
+
+#include "backend_registry.h"
 #include "oc/common/config.h"
 #include "oc/common/cores.h"
 #include "oc/storage/types.h"
@@ -274,21 +277,89 @@ Status StoreOptions::Validate() const {
   if (kv.put_read_bytes > kMaxKvPutReadBytes) {
     return Status::InvalidArgument("kv.put_read_bytes", "must be at most 64MiB");
   }
-  if (backend == StorageBackend::kRados) {
-    OC_RETURN_IF_ERROR(rados.Validate());
+  if (FindBackend(backend) == nullptr) {
+    return Status::InvalidArgument("storage.backend", "must be " + BackendNames());
   }
+  // Every backend's table is checked, the unused ones too: a bad value is an error even
+  // before the backend that reads it is chosen.
+  OC_RETURN_IF_ERROR(rados.Validate());
   return Status::Ok();
+}
+
+namespace {
+
+std::string_view LayoutName(ExtentLayout layout) {
+  switch (layout) {
+    case ExtentLayout::kSstBlocks:
+      return "sst";
+    case ExtentLayout::kBlobFiles:
+      return "blob";
+    case ExtentLayout::kDataFiles:
+      return "data_files";
+  }
+  return "?";
+}
+
+// The [storage] keys besides backend.
+std::string DescribeStorageTable(const StoreOptions& o) {
+  return fmt::format(
+      "storage.data_dir={} storage.default_extent_bytes={} storage.block_cache_bytes={} "
+      "storage.sync_writes={} storage.read_threads={} storage.extent_layout={} "
+      "storage.slice_read_mode={} storage.write_batch_bytes={} storage.reclaim_after_bytes={}",
+      o.data_dir, o.default_extent_bytes, o.block_cache_bytes, o.sync_writes, o.read_threads,
+      LayoutName(o.extent_layout), static_cast<int>(o.slice_read_mode), o.write_batch_bytes,
+      o.reclaim_after_bytes);
+}
+
+std::string DescribeRadosTable(const StoreOptions& o) {
+  const RadosOptions& r = o.rados;
+  return fmt::format(
+      "rados.conf_file={} rados.client_name={} rados.keyring={} rados.pool={} "
+      "rados.namespace={} rados.create_pool={} rados.index_shards={} "
+      "rados.object_extent_bytes={} rados.max_chunk_object_bytes={} rados.max_ops_in_flight={} "
+      "rados.max_bytes_in_flight={} rados.op_timeout_ms={} rados.connect_timeout_ms={}",
+      r.conf_file, r.client_name, r.keyring.empty() ? "(ceph.conf)" : "(set)", r.pool,
+      r.rados_namespace, r.create_pool, r.index_shards, r.object_extent_bytes,
+      r.max_chunk_object_bytes, r.max_ops_in_flight, r.max_bytes_in_flight, r.op_timeout.count(),
+      r.connect_timeout.count());
+}
+
+// The describer of each backend options table (backends.def's options column).
+struct TableDescriber {
+  std::string_view table;
+  std::string (*describe)(const StoreOptions&);
+};
+constexpr TableDescriber kTableDescribers[] = {
+    {"storage", &DescribeStorageTable},
+    {"rados", &DescribeRadosTable},
+};
+
+}  // namespace
+
+std::string DescribeStore(const StoreOptions& options) {
+  const BackendInfo* backend = FindBackend(options.backend);
+  std::string out = fmt::format("storage.backend={}", options.backend);
+  if (backend == nullptr) {
+    return out;
+  }
+  if (backend->options_table != "storage") {
+    out += fmt::format(" storage.data_dir={}", options.data_dir);
+  }
+  for (const TableDescriber& d : kTableDescribers) {
+    if (d.table == backend->options_table) {
+      out += " " + d.describe(options);
+    }
+  }
+  return out;
 }
 
 Status ApplyConfig(const oc::Config& config, StoreOptions* options) {
   std::string backend;
   OC_RETURN_IF_ERROR(config.Read("storage.backend", &backend));
-  if (backend == "rocksdb") {
-    options->backend = StorageBackend::kRocksDb;
-  } else if (backend == "rados") {
-    options->backend = StorageBackend::kRados;
+  if (FindBackend(backend) != nullptr) {
+    options->backend = std::move(backend);
   } else if (!backend.empty()) {
-    return Status::InvalidArgument("storage.backend", "must be \"rocksdb\" or \"rados\"");
+    return Status::InvalidArgument("storage.backend", "must be " + BackendNames());
   }
   OC_RETURN_IF_ERROR(ApplyRadosConfig(config, &options->rados));
   OC_RETURN_IF_ERROR(config.Read("storage.data_dir", &options->data_dir));

@@ -762,7 +762,7 @@ gc_min_wait = "0s"
   ASSERT_TRUE(c.has_value()) << c.error();
   StoreOptions o;
   ASSERT_TRUE(ApplyConfig(*c, &o).ok());
-  EXPECT_EQ(o.backend, StorageBackend::kRados);
+  EXPECT_EQ(o.backend, "rados");
   EXPECT_EQ(o.rados.pool, "kv");
   EXPECT_EQ(o.rados.rados_namespace, "team-a");
   EXPECT_EQ(o.rados.index_shards, 7u);
