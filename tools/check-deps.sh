@@ -11,6 +11,8 @@
 #      module's `src/` directory; the client library links only the modules it may use, and
 #      the Python module (python/) only the client library.
 #   3. Citations: every repository path a comment or a document cites exists.
+#   4. Backends: the rows of storage-server/src/backends.def name the backend folders; no source
+#      outside a folder includes its headers, and the gateway links none of their targets.
 set -euo pipefail
 cd "${1:-$(dirname "$0")/..}"  # optional: the tree to check (default: this one)
 exec /usr/bin/python3 - <<'PY'
@@ -39,10 +41,35 @@ MODULES = [
 ]
 # Libraries a module's targets may link (targets of the project; system packages are free).
 CLIENT_LIB_LINKS = {"oc_common", "oc_descriptor", "oc_sigv4", "oc_ucx"}
-# The storage backends (and librados) stay out of the gateway: oc-gateway and oc_gateway reach
-# storage only through the RPC client (docs/design.md, "Modules").
-BACKEND_LIBS = {"oc_storage_rocks", "oc_storage_rados", "oc_storage_open", "oc_rocksdb",
-                "oc_rados"}
+# The storage backends stay out of the gateway: oc-gateway and oc_gateway reach storage only
+# through the RPC client (docs/design.md, "Modules"). The backends are the rows of
+# storage-server/src/backends.def: each folder's target oc_storage_<folder>, and the project
+# libraries those targets link beyond the Store API (RocksDB, librados), are backend libraries.
+REGISTRY = "storage-server/src/backends.def"
+backend_row_re = re.compile(r"^OC_BACKEND\(\s*(\w+)\s*,\s*\"([^\"]+)\"\s*,\s*(\w+)\s*,")
+BACKEND_FOLDERS = []
+for lineno, line in enumerate(open(REGISTRY, encoding="utf-8"), 1):
+    if line.startswith("OC_BACKEND("):
+        m = backend_row_re.match(line)
+        if not m:
+            errors.append(f"{REGISTRY}:{lineno}: a row must start OC_BACKEND(Id, \"name\", folder,")
+            continue
+        BACKEND_FOLDERS.append(m.group(3))
+if not BACKEND_FOLDERS:
+    errors.append(f"{REGISTRY}: no OC_BACKEND rows")
+BACKEND_LIBS = {"oc_storage_open"} | {f"oc_storage_{f}" for f in BACKEND_FOLDERS}
+# Libraries every storage target may link; a backend target's other oc_* links are its own.
+STORE_API_LIBS = {"oc_storage_api", "oc_common", "oc_descriptor", "oc_sched"}
+for folder in BACKEND_FOLDERS:
+    cmake = f"storage-server/src/{folder}/CMakeLists.txt"
+    if not os.path.exists(cmake):
+        errors.append(f"{REGISTRY}: backend folder {folder} has no {cmake}")
+        continue
+    text = re.sub(r"#[^\n]*", "", open(cmake, encoding="utf-8").read())
+    for body in re.findall(r"\btarget_link_libraries\s*\(([^)]*)\)", text, re.S):
+        words = body.split()
+        if words and words[0] == f"oc_storage_{folder}":
+            BACKEND_LIBS |= {w for w in words[1:] if w.startswith("oc_")} - STORE_API_LIBS
 NO_BACKEND_TARGETS = {"oc-gateway", "oc_gateway"}
 
 
@@ -90,6 +117,22 @@ for f in src_files:
             if theirs:
                 errors.append(f"{f}:{lineno}: includes \"{inc}\", a private header of "
                               f"{theirs[0].split('/src/')[0]}")
+
+# A backend's folder is its own: no source outside it includes its headers (tests/ and bench/
+# may, through the *_internals seams). The rest of the tree knows a backend by its row.
+for f in src_files:
+    if not f.startswith(("storage-server/", "gateway/", "client/", "common/", "python/")):
+        continue
+    with open(f, encoding="utf-8", errors="replace") as fh:
+        for lineno, line in enumerate(fh, 1):
+            m = include_re.match(line)
+            if not m or m.group(1) != '"':
+                continue
+            folder = m.group(2).split("/")[0]
+            if folder in BACKEND_FOLDERS and \
+                    not f.startswith(f"storage-server/src/{folder}/"):
+                errors.append(f"{f}:{lineno}: includes {m.group(2)}, a header of backend "
+                              f"{folder}; outside its folder a backend is its row of {REGISTRY}")
 
 for header, names in sorted(spellings.items()):
     if len(names) > 1:

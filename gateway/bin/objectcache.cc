@@ -17,12 +17,9 @@
 #include "oc/common/config.h"
 #include "oc/gateway/options.h"
 #include "oc/gateway/server.h"
+#include "oc/sched/options.h"
 #include "oc/storage/open_store.h"
 #include "oc/storage/options.h"
-#if __has_include("oc/sched/options.h")
-#include "oc/sched/options.h"
-#define OC_HAVE_SCHED 1
-#endif
 
 namespace po = boost::program_options;
 
@@ -92,14 +89,12 @@ int main(int argc, char** argv) {
   if (oc::Status s = oc::storage::ApplyConfig(config, &store); !s.ok()) {
     return Fail(s);
   }
-#ifdef OC_HAVE_SCHED
   oc::sched::SchedulerOptions scheduler;
   if (oc::Status s = oc::sched::ApplyConfig(config, &scheduler); !s.ok()) {
     return Fail(s);
   }
   // The embedded store paces layerwise GetLayers under this table (storage-server/src/kv/pacing.h).
   store.kv.scheduler = std::make_shared<const oc::sched::SchedulerOptions>(std::move(scheduler));
-#endif
   if (oc::Status s = config.CheckNoUnknownKeys(); !s.ok()) {
     return Fail(s);
   }

@@ -4,48 +4,11 @@
 
 #include <fmt/core.h>
 
+#include "oc/common/config_table.h"
 #include "oc/common/cores.h"
+#include "oc/gateway/config_table.h"
 
 namespace oc::gateway {
-namespace {
-
-std::string JsonString(std::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
-    } else {
-      out.push_back(c);
-    }
-  }
-  out.push_back('"');
-  return out;
-}
-
-std::string JsonList(const std::vector<std::string>& items) {
-  std::string out = "[";
-  for (size_t i = 0; i < items.size(); ++i) {
-    if (i > 0) {
-      out.push_back(',');
-    }
-    out += JsonString(items[i]);
-  }
-  out.push_back(']');
-  return out;
-}
-
-Status Range(std::string_view key, uint64_t value, uint64_t min, uint64_t max) {
-  if (value < min || value > max) {
-    return Status::InvalidArgument(std::string(key),
-                                   fmt::format("must be in {}..{}, got {}", min, max, value));
-  }
-  return Status::Ok();
-}
-
-}  // namespace
 
 Status SplitHostPort(std::string_view text, std::string_view field, std::string* host,
                      uint16_t* port) {
@@ -72,23 +35,7 @@ Status GatewayOptions::Validate() const {
   std::string host;
   uint16_t port = 0;
   OC_RETURN_IF_ERROR(SplitHostPort(listen, "gateway.listen", &host, &port));
-  OC_RETURN_IF_ERROR(Range("gateway.io_threads", io_threads, 0, kMaxIoThreads));
-  OC_RETURN_IF_ERROR(Range("gateway.store_threads", store_threads, 0, kMaxStoreThreads));
-  OC_RETURN_IF_ERROR(Range("gateway.max_connections", max_connections, 1, 1u << 20));
-  OC_RETURN_IF_ERROR(Range("gateway.max_header_bytes", max_header_bytes, 1 << 10, 1 << 20));
-  OC_RETURN_IF_ERROR(Range("gateway.max_object_bytes", max_object_bytes, 1, 5ull << 40));
-  OC_RETURN_IF_ERROR(Range("gateway.max_xml_body_bytes", max_xml_body_bytes, 4 << 10, 64 << 20));
-  OC_RETURN_IF_ERROR(Range("gateway.stream_piece_bytes", stream_piece_bytes, 4 << 10, 16 << 20));
-  OC_RETURN_IF_ERROR(Range("gateway.max_drain_bytes", max_drain_bytes, 0, 1ull << 30));
-  if (idle_timeout.count() <= 0) {
-    return Status::InvalidArgument("gateway.idle_timeout", "must be positive");
-  }
-  if (header_timeout.count() <= 0) {
-    return Status::InvalidArgument("gateway.header_timeout", "must be positive");
-  }
-  if (read_timeout.count() <= 0) {
-    return Status::InvalidArgument("gateway.read_timeout", "must be positive");
-  }
+  OC_RETURN_IF_ERROR(GatewayConfigTable().Check(*this));
   for (const std::string& grant : grants) {
     const size_t eq = grant.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == grant.size()) {
@@ -111,46 +58,96 @@ uint32_t StoreThreadsFor(uint32_t configured) {
                          : ThreadsPerCore(kStoreThreadsPerCore, kMinStoreThreads, kMaxStoreThreads);
 }
 
-Status ApplyConfig(const Config& config, GatewayOptions* o) {
-  OC_RETURN_IF_ERROR(config.Read("gateway.listen", &o->listen));
-  OC_RETURN_IF_ERROR(config.Read("gateway.io_threads", &o->io_threads));
-  OC_RETURN_IF_ERROR(config.Read("gateway.store_threads", &o->store_threads));
-  OC_RETURN_IF_ERROR(config.Read("gateway.max_connections", &o->max_connections));
-  OC_RETURN_IF_ERROR(config.ReadSize("gateway.max_header_bytes", &o->max_header_bytes));
-  OC_RETURN_IF_ERROR(config.ReadSize("gateway.max_object_bytes", &o->max_object_bytes));
-  OC_RETURN_IF_ERROR(config.ReadSize("gateway.max_xml_body_bytes", &o->max_xml_body_bytes));
-  OC_RETURN_IF_ERROR(config.ReadSize("gateway.stream_piece_bytes", &o->stream_piece_bytes));
-  OC_RETURN_IF_ERROR(config.ReadSize("gateway.max_drain_bytes", &o->max_drain_bytes));
-  OC_RETURN_IF_ERROR(config.ReadDuration("gateway.idle_timeout", &o->idle_timeout));
-  OC_RETURN_IF_ERROR(config.ReadDuration("gateway.header_timeout", &o->header_timeout));
-  OC_RETURN_IF_ERROR(config.ReadDuration("gateway.read_timeout", &o->read_timeout));
-  OC_RETURN_IF_ERROR(config.Read("gateway.region", &o->region));
-  OC_RETURN_IF_ERROR(config.Read("gateway.virtual_host_domain", &o->virtual_host_domain));
-  OC_RETURN_IF_ERROR(config.Read("gateway.credentials_file", &o->credentials_file));
-  OC_RETURN_IF_ERROR(config.Read("gateway.public_read_buckets", &o->public_read_buckets));
-  OC_RETURN_IF_ERROR(config.Read("gateway.grants", &o->grants));
-  OC_RETURN_IF_ERROR(config.Read("gateway.tls_cert_file", &o->tls_cert_file));
-  OC_RETURN_IF_ERROR(config.Read("gateway.tls_key_file", &o->tls_key_file));
-  OC_RETURN_IF_ERROR(config.Read("gateway.access_log", &o->access_log));
-  OC_RETURN_IF_ERROR(config.Read("gateway.inline_cached_reads", &o->inline_cached_reads));
-  return Status::Ok();
+namespace {
+
+// A thread-count resolver (0 = from the cores) as the table's effective-value function.
+template <uint32_t (*F)(uint32_t)>
+uint64_t Wide(uint64_t configured) {
+  return F(static_cast<uint32_t>(configured));
 }
 
-std::string ToJson(const GatewayOptions& o) {
-  return fmt::format(
-      "{{\"listen\":{},\"io_threads\":{},\"store_threads\":{},\"max_connections\":{},"
-      "\"max_header_bytes\":{},\"max_object_bytes\":{},\"max_xml_body_bytes\":{},"
-      "\"stream_piece_bytes\":{},\"max_drain_bytes\":{},\"idle_timeout_ms\":{},"
-      "\"header_timeout_ms\":{},\"read_timeout_ms\":{},\"region\":{},\"virtual_host_domain\":{},"
-      "\"credentials_file\":{},\"public_read_buckets\":{},\"grants\":{},\"tls\":{},"
-      "\"access_log\":{},\"inline_cached_reads\":{}}}",
-      JsonString(o.listen), IoThreadsFor(o.io_threads), StoreThreadsFor(o.store_threads),
-      o.max_connections, o.max_header_bytes, o.max_object_bytes, o.max_xml_body_bytes,
-      o.stream_piece_bytes, o.max_drain_bytes, o.idle_timeout.count(), o.header_timeout.count(),
-      o.read_timeout.count(), JsonString(o.region), JsonString(o.virtual_host_domain),
-      JsonString(o.credentials_file), JsonList(o.public_read_buckets), JsonList(o.grants),
-      o.tls_cert_file.empty() ? "false" : "true", o.access_log ? "true" : "false",
-      o.inline_cached_reads ? "true" : "false");
+}  // namespace
+
+const ConfigTable<GatewayOptions>& GatewayConfigTable() {
+  static const ConfigTable<GatewayOptions>* const table = [] {
+    constexpr std::chrono::milliseconds kOneMs{1};
+    auto* t = new ConfigTable<GatewayOptions>(
+        "gateway", "[gateway]: the S3 gateway (gateway/include/oc/gateway/options.h).");
+    (*t).Str("listen", &GatewayOptions::listen,
+             "Address and port to listen on; port 0 picks a free one.")
+        .Int("io_threads", &GatewayOptions::io_threads,
+             "Threads running network I/O (one io_context each). 0: one per core this process "
+             "may use (its CPU affinity, and its cgroup's CPU quota rounded up, when there is "
+             "one).",
+             0, kMaxIoThreads, &Wide<IoThreadsFor>)
+        .Int("store_threads", &GatewayOptions::store_threads,
+             "Threads running Store calls, so I/O threads never block; durable PUTs wait in "
+             "fsync here. 0: 8 per usable core, at least 16.",
+             0, kMaxStoreThreads, &Wide<StoreThreadsFor>)
+        .Int("max_connections", &GatewayOptions::max_connections,
+             "Open connections at most. At the limit a new one is admitted by closing the "
+             "oldest connection still waiting for a request (sent nothing first, then part-way "
+             "through a header, then kept alive between requests); if all are busy, the new "
+             "one is closed.",
+             1, 1u << 20)
+        .Size("max_header_bytes", &GatewayOptions::max_header_bytes,
+              "Largest request header block; larger gets 400 and a close.", 1 << 10, 1 << 20)
+        .Size("max_object_bytes", &GatewayOptions::max_object_bytes,
+              "Largest object or part body (S3's single-PUT limit).", 1, 5ull << 40)
+        .Size("max_xml_body_bytes", &GatewayOptions::max_xml_body_bytes,
+              "Largest XML request body (DeleteObjects, CompleteMultipartUpload, CreateBucket).",
+              4 << 10, 64 << 20)
+        .Size("stream_piece_bytes", &GatewayOptions::stream_piece_bytes,
+              "Bytes moved per step between the socket and the store, each way.", 4 << 10, 16 << 20)
+        .Size("max_drain_bytes", &GatewayOptions::max_drain_bytes,
+              "After an early error, at most this much unread body is discarded to keep the "
+              "connection.",
+              0, 1ull << 30)
+        .Duration("idle_timeout", &GatewayOptions::idle_timeout,
+                  "Longest wait for the first byte of the next request on a kept-alive connection.",
+                  kOneMs)
+        .Duration(
+            "header_timeout", &GatewayOptions::header_timeout,
+            "Longest time a request line and header may take: from accept on a new connection "
+            "(TLS handshake included), from the first byte on a kept-alive one (idle or "
+            "slowloris clients).",
+            kOneMs)
+        .Duration("read_timeout", &GatewayOptions::read_timeout,
+                  "Limit for each body read or response write step (a body must arrive at "
+                  "stream_piece_bytes per read_timeout at least).",
+                  kOneMs)
+        .Str("region", &GatewayOptions::region,
+             "Region of GetBucketLocation and of signatures (\"\" accepts any region).")
+        .Str("virtual_host_domain", &GatewayOptions::virtual_host_domain,
+             "Virtual-host-style addressing \"<bucket>.<domain>\" (also "
+             "--virtual-host-domain); path style keeps working. \"\" means path style only. "
+             "LMCache's S3 tier needs it (README).")
+        .Str("credentials_file", &GatewayOptions::credentials_file,
+             "Users and keys (created on first start by `objectcache serve`); \"\" means "
+             "<storage.data_dir>/credentials.toml for objectcache, ./credentials.toml for "
+             "oc-gateway.")
+        .Strings("public_read_buckets", &GatewayOptions::public_read_buckets,
+                 "Buckets anonymous requests may read.")
+        .Strings("grants", &GatewayOptions::grants,
+                 "Extra access, \"user=bucket\" (by user name); admins may touch every bucket.")
+        .Str("tls_cert_file", &GatewayOptions::tls_cert_file,
+             "TLS: both set serves HTTPS (PEM files).")
+        .Str("tls_key_file", &GatewayOptions::tls_key_file,
+             "The private key of tls_cert_file (a PEM file).")
+        .Bool("access_log", &GatewayOptions::access_log,
+              "One access-log line per request on stderr.")
+        .Bool("inline_cached_reads", &GatewayOptions::inline_cached_reads,
+              "GET and HEAD answered from memory run on the I/O thread (no hand-off to the "
+              "store pool); a read that would wait for the disk is rerun on the pool.");
+    return t;
+  }();
+  return *table;
 }
+
+Status ApplyConfig(const Config& config, GatewayOptions* o) {
+  return GatewayConfigTable().Apply(config, o);
+}
+
+std::string ToJson(const GatewayOptions& o) { return GatewayConfigTable().Json(o); }
 
 }  // namespace oc::gateway

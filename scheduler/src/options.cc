@@ -8,8 +8,10 @@
 
 #include <fmt/core.h>
 
+#include "oc/common/config_table.h"
 #include "oc/common/text.h"
 #include "oc/common/units.h"
+#include "oc/sched/config_table.h"
 
 namespace oc::sched {
 namespace {
@@ -165,12 +167,7 @@ Status SchedulerOptions::Validate() const {
   if (!(std::isfinite(margin_gbps) && margin_gbps >= 0.0)) {
     return Status::InvalidArgument("scheduler.margin_gbps", "must be finite and >= 0");
   }
-  if (epoch.count() < 1) {
-    return Status::InvalidArgument("scheduler.epoch", "must be at least 1us");
-  }
-  if (drr_quantum_bytes == 0) {
-    return Status::InvalidArgument("scheduler.drr_quantum", "must be > 0");
-  }
+  OC_RETURN_IF_ERROR(SchedulerConfigTable().Check(*this));  // epoch, drr_quantum, policy
   if (work_conserving && fixed_at_admission) {
     return Status::InvalidArgument("scheduler.fixed_at_admission",
                                    "cannot be combined with work_conserving");
@@ -178,34 +175,96 @@ Status SchedulerOptions::Validate() const {
   return ValidateComputeTable(compute_table);
 }
 
+namespace {
+
+std::vector<std::pair<std::string, Policy>> PolicyNames() {
+  std::vector<std::pair<std::string, Policy>> names;
+  for (const Policy p : kAllPolicies) {
+    names.emplace_back(std::string(PolicyName(p)), p);
+  }
+  return names;
+}
+
+Status ReadComputeTable(const oc::Config& config, const std::string& key, SchedulerOptions* o) {
+  if (!config.Has(key)) {
+    return Status::Ok();
+  }
+  std::vector<std::string> texts;
+  OC_RETURN_IF_ERROR(config.Read(key, &texts));
+  std::vector<ComputeTableRow> rows;
+  rows.reserve(texts.size());
+  for (const std::string& text : texts) {
+    OC_ASSIGN_OR_RETURN(ComputeTableRow row, ParseComputeTableRow(text));
+    rows.push_back(std::move(row));
+  }
+  o->compute_table = std::move(rows);
+  return Status::Ok();
+}
+
+std::string ComputeTableToml(const SchedulerOptions& o) {
+  std::string out = "[\n";
+  for (const ComputeTableRow& r : o.compute_table) {
+    out += fmt::format("  \"{}, {}, {:.3f}, {}\",\n", r.model, r.context_tokens, r.hit_rate,
+                       r.per_layer_compute_us);
+  }
+  return out + "]";
+}
+
+}  // namespace
+
+const ConfigTable<SchedulerOptions>& SchedulerConfigTable() {
+  static const ConfigTable<SchedulerOptions>* const table = [] {
+    auto* t = new ConfigTable<SchedulerOptions>(
+        "scheduler",
+        "[scheduler]: bandwidth scheduling of layerwise KV-cache deliveries in the storage "
+        "server (docs/design.md: Scheduler; scheduler/include/oc/sched/options.h).");
+    (*t).Double("cap_gbps", &SchedulerOptions::cap_gbps,
+                "B: bandwidth shared by all layerwise requests, Gbps (10^9 bit/s). Set it to what "
+                "the data plane sustains on this host.")
+        .Double("margin_gbps", &SchedulerOptions::margin_gbps,
+                "δ: calibration margin cal-stall-opt adds to each request's zero-stall rate, "
+                "Gbps.")
+        .Duration("epoch", &SchedulerOptions::epoch,
+                  "Rates are recomputed every epoch; a finished request's bandwidth returns at the "
+                  "next one.",
+                  std::chrono::microseconds(1))
+        .Enum("policy", &SchedulerOptions::policy,
+              "equal | kv-prop | bw-prop | stall-opt | cal-stall-opt | shortest-first",
+              PolicyNames())
+        .Bool("work_conserving", &SchedulerOptions::work_conserving,
+              "true: reassign a finished request's bandwidth at once instead of at the next "
+              "epoch.")
+        .Bool("fixed_at_admission", &SchedulerOptions::fixed_at_admission,
+              "true: the paper's admission rule - a request keeps the rate it was admitted with "
+              "for its whole load, and a finished request's bandwidth goes only to later "
+              "arrivals (requests admitted within one epoch share the cap together). Not with "
+              "work_conserving.")
+        .Bool("pace_first_layer", &SchedulerOptions::pace_first_layer,
+              "A request's first layer also waits its rate's spacing, so the rate holds from the "
+              "first byte (the paper's protocol); false: the first layer leaves at once, "
+              "shortening every request's critical path by up to one layer's transfer.")
+        .Size("drr_quantum", &SchedulerOptions::drr_quantum_bytes,
+              "Pacer deficit-round-robin quantum for a request running at the whole cap; a "
+              "request at rate r gets quantum * r / B per round.",
+              1)
+        .Str("default_model", &SchedulerOptions::default_model,
+             "Model assumed for compute estimates when a request does not name one.")
+        .Custom("compute_table",
+                "Per-layer compute windows used when a descriptor carries no "
+                "x-oc-compute-window: rows of \"model, context_tokens, hit_rate, "
+                "per_layer_compute_us\". Estimates interpolate linearly in hit rate at each "
+                "listed context, then linearly in context, clamping outside the rows. Setting "
+                "this key replaces the whole table. Default: the ObjectCache paper's Table A8, "
+                "Llama-3.1-8B on an A100 80GB (per-layer compute = prefill compute / 32 layers).",
+                &ReadComputeTable, &ComputeTableToml);
+    return t;
+  }();
+  return *table;
+}
+
 Status ApplyConfig(const oc::Config& config, SchedulerOptions* options) {
   SchedulerOptions o = *options;
-  OC_RETURN_IF_ERROR(config.Read("scheduler.cap_gbps", &o.cap_gbps));
-  OC_RETURN_IF_ERROR(config.Read("scheduler.margin_gbps", &o.margin_gbps));
-  OC_RETURN_IF_ERROR(config.ReadDuration("scheduler.epoch", &o.epoch));
-  std::string policy(PolicyName(o.policy));
-  OC_RETURN_IF_ERROR(config.Read("scheduler.policy", &policy));
-  Result<Policy> parsed = ParsePolicy(policy);
-  if (!parsed.has_value()) {
-    return Status::InvalidArgument("scheduler.policy", std::string(parsed.error().message()));
-  }
-  o.policy = *parsed;
-  OC_RETURN_IF_ERROR(config.Read("scheduler.work_conserving", &o.work_conserving));
-  OC_RETURN_IF_ERROR(config.Read("scheduler.fixed_at_admission", &o.fixed_at_admission));
-  OC_RETURN_IF_ERROR(config.Read("scheduler.pace_first_layer", &o.pace_first_layer));
-  OC_RETURN_IF_ERROR(config.ReadSize("scheduler.drr_quantum", &o.drr_quantum_bytes));
-  OC_RETURN_IF_ERROR(config.Read("scheduler.default_model", &o.default_model));
-  if (config.Has("scheduler.compute_table")) {
-    std::vector<std::string> texts;
-    OC_RETURN_IF_ERROR(config.Read("scheduler.compute_table", &texts));
-    std::vector<ComputeTableRow> rows;
-    rows.reserve(texts.size());
-    for (const std::string& text : texts) {
-      OC_ASSIGN_OR_RETURN(ComputeTableRow row, ParseComputeTableRow(text));
-      rows.push_back(std::move(row));
-    }
-    o.compute_table = std::move(rows);
-  }
+  OC_RETURN_IF_ERROR(SchedulerConfigTable().Apply(config, &o));
   OC_RETURN_IF_ERROR(o.Validate());
   *options = std::move(o);
   return Status::Ok();

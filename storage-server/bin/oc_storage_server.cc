@@ -17,7 +17,6 @@
 #include <optional>
 #include <string>
 
-#include <fmt/core.h>
 #include <boost/program_options.hpp>
 
 #include "oc/common/config.h"
@@ -71,31 +70,6 @@ std::optional<int> ParseFlags(int argc, char** argv, Flags* flags) {
   return std::nullopt;
 }
 
-std::string DescribeStore(const oc::storage::StoreOptions& o) {
-  if (o.backend == oc::storage::StorageBackend::kRados) {
-    const oc::storage::RadosOptions& r = o.rados;
-    return fmt::format(
-        "storage.backend=rados rados.conf_file={} rados.client_name={} rados.keyring={} "
-        "rados.pool={} rados.namespace={} rados.create_pool={} rados.index_shards={} "
-        "rados.object_extent_bytes={} rados.max_chunk_object_bytes={} "
-        "rados.max_ops_in_flight={} rados.max_bytes_in_flight={} rados.op_timeout_ms={} "
-        "rados.connect_timeout_ms={} (storage.* RocksDB keys ignored)",
-        r.conf_file, r.client_name, r.keyring.empty() ? "(ceph.conf)" : "(set)", r.pool,
-        r.rados_namespace, r.create_pool, r.index_shards, r.object_extent_bytes,
-        r.max_chunk_object_bytes, r.max_ops_in_flight, r.max_bytes_in_flight, r.op_timeout.count(),
-        r.connect_timeout.count());
-  }
-  return fmt::format(
-      "storage.data_dir={} storage.default_extent_bytes={} storage.block_cache_bytes={} "
-      "storage.sync_writes={} storage.read_threads={} storage.extent_layout={} "
-      "storage.slice_read_mode={} storage.write_batch_bytes={} storage.reclaim_after_bytes={}",
-      o.data_dir, o.default_extent_bytes, o.block_cache_bytes, o.sync_writes, o.read_threads,
-      o.extent_layout == oc::storage::ExtentLayout::kBlobFiles   ? "blob"
-      : o.extent_layout == oc::storage::ExtentLayout::kDataFiles ? "data_files"
-                                                                 : "sst",
-      static_cast<int>(o.slice_read_mode), o.write_batch_bytes, o.reclaim_after_bytes);
-}
-
 int Run(int argc, char** argv) {
   Flags flags;
   if (std::optional<int> exit = ParseFlags(argc, argv, &flags)) {
@@ -141,7 +115,7 @@ int Run(int argc, char** argv) {
     }
   }
   kLog.Info("starting config={} {} {}", flags.config.empty() ? "(none)" : flags.config,
-            DescribeStore(store_options), rpc_options.ToString());
+            oc::storage::DescribeStore(store_options), rpc_options.ToString());
 
   oc::Result<std::unique_ptr<oc::storage::Store>> store = oc::storage::OpenStore(store_options);
   if (!store.has_value()) {

@@ -56,9 +56,11 @@ class Backend : public Store, public kv::SliceSource {
   }
 };
 
-// The backends' openers, OpenStore's (open_store.cc) to call: rocks/rocks_open.cc,
-// rados/rados_store.cc. Errors as open_store.h says.
-Result<std::unique_ptr<Backend>> OpenRocksBackend(const StoreOptions& options);
-Result<std::unique_ptr<Backend>> OpenRadosBackend(const StoreOptions& options);
+// The backends' openers, one per row of backends.def (Open<Id>Backend, defined in the
+// backend's folder), OpenStore's (open_store.cc) to call. Errors as open_store.h says.
+#define OC_BACKEND(id, name, folder, placement, options, summary) \
+  Result<std::unique_ptr<Backend>> Open##id##Backend(const StoreOptions&);
+#include "backends.def"
+#undef OC_BACKEND
 
 }  // namespace oc::storage

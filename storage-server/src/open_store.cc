@@ -1,26 +1,33 @@
 #include "oc/storage/open_store.h"
 
+#include <string_view>
 #include <utility>
 
 #include "backend.h"
+#include "backend_registry.h"
 #include "composed_store.h"
 
 namespace oc::storage {
 namespace {
 
+// storage.backend's name -> its opener, one entry per row of backends.def.
+struct Opener {
+  std::string_view name;
+  Result<std::unique_ptr<Backend>> (*open)(const StoreOptions&);
+};
+constexpr Opener kOpeners[] = {
+#define OC_BACKEND(id, name, folder, placement, options, summary) {name, &Open##id##Backend},
+#include "backends.def"
+#undef OC_BACKEND
+};
+
 Result<std::unique_ptr<Backend>> OpenBackend(const StoreOptions& options) {
-  switch (options.backend) {
-    case StorageBackend::kRocksDb:
-      return OpenRocksBackend(options);
-    case StorageBackend::kRados:
-#ifdef OC_WITH_RADOS
-      return OpenRadosBackend(options);
-#else
-      return Status(Code::kUnimplemented, Subject::kNone, "storage.backend",
-                    "this build has no RADOS backend (built with OC_WITH_RADOS=OFF)");
-#endif
+  for (const Opener& o : kOpeners) {
+    if (o.name == options.backend) {
+      return o.open(options);
+    }
   }
-  return Status::InvalidArgument("storage.backend", "unknown backend");
+  return Status::InvalidArgument("storage.backend", "must be " + BackendNames());
 }
 
 }  // namespace
@@ -31,10 +38,16 @@ Result<std::unique_ptr<Store>> OpenStore(const StoreOptions& options) {
 }
 
 bool IsStoreConfigError(const StoreOptions& options, const Status& status) {
-  if (options.backend != StorageBackend::kRados || status.ok()) {
+  const BackendInfo* backend = FindBackend(options.backend);
+  if (backend == nullptr || status.ok()) {
     return false;
   }
-  return status.field().starts_with("rados.") || status.field() == "storage.backend";
+  // A backend names its own table's keys when the cluster, pool or file they point at cannot
+  // be used; RocksDB's table is [storage], whose keys it never names at open.
+  const std::string_view field = status.field();
+  return field == "storage.backend" ||
+         (backend->options_table != "storage" && field.starts_with(backend->options_table) &&
+          field.substr(backend->options_table.size()).starts_with("."));
 }
 
 }  // namespace oc::storage

@@ -60,7 +60,7 @@ RadosStore::~RadosStore() { StopGc(); }
 
 Result<std::unique_ptr<RadosStore>> RadosStore::Open(const StoreOptions& options) {
   StoreOptions o = options;
-  o.backend = StorageBackend::kRados;
+  o.backend = "rados";  // this backend's name (backends.def)
   OC_RETURN_IF_ERROR(o.Validate());
   std::unique_ptr<RadosStore> store(new RadosStore(o));
   OC_ASSIGN_OR_RETURN(store->cluster_, rados::Cluster::Connect(o.rados));

@@ -43,6 +43,7 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
+#include "backend_registry.h"
 #include "oc/common/log.h"
 
 #include "oc/storage/remote_store.h"
@@ -98,9 +99,16 @@ bool SameTarget(const StoreIdentity& a, const StoreIdentity& b) {
          a.rados_namespace == b.rados_namespace;
 }
 
+// A backend of shared placement (backends.def): its servers serve every bucket. One the
+// registry does not know (a newer server's) holds its own data, as a server that does not say.
+bool IsShared(const StoreIdentity& id) {
+  const BackendInfo* backend = FindBackend(id.backend);
+  return backend != nullptr && backend->placement == BackendPlacement::kShared;
+}
+
 std::string Describe(const StoreIdentity& id) {
-  if (id.backend == "rados") {
-    return fmt::format("rados fsid={} pool={} namespace='{}'", id.fsid, id.pool,
+  if (IsShared(id)) {
+    return fmt::format("{} fsid={} pool={} namespace='{}'", id.backend, id.fsid, id.pool,
                        id.rados_namespace);
   }
   return id.backend.empty() ? std::string("an unnamed backend") : id.backend;
@@ -139,8 +147,9 @@ Result<StoreIdentity> RemoteStore::AskServerInfo(Endpoint& ep) {
 
 Status RemoteStore::ChoosePlacement() {
   std::vector<std::optional<StoreIdentity>> ids(endpoints_.size());
-  std::vector<std::string> rados;
+  std::vector<std::string> shared;  // servers of a shared-placement backend
   std::vector<std::string> others;
+  std::string own_backend;  // the first own-data backend heard of
   for (size_t i = 0; i < endpoints_.size(); ++i) {
     Endpoint& ep = *endpoints_[i];
     Result<StoreIdentity> id = AskServerInfo(ep);
@@ -150,20 +159,22 @@ Status RemoteStore::ChoosePlacement() {
       ep.MarkDown(std::chrono::steady_clock::now());
       continue;
     }
-    (id->backend == "rados" ? rados : others)
-        .push_back(fmt::format("{} ({})", ep.name(), Describe(*id)));
+    if (!IsShared(*id) && own_backend.empty()) {
+      own_backend = id->backend;
+    }
+    (IsShared(*id) ? shared : others).push_back(fmt::format("{} ({})", ep.name(), Describe(*id)));
     ids[i] = std::move(*id);
   }
-  if (!rados.empty() && !others.empty()) {
+  if (!shared.empty() && !others.empty()) {
     return Status::InvalidArgument(
-        "endpoints", fmt::format("storage servers mix backends: {} over RADOS but {}; shared "
-                                 "placement needs every server on one RADOS pool",
-                                 fmt::join(rados, ", "), fmt::join(others, ", ")));
+        "endpoints", fmt::format("storage servers mix backends: {} shared but {}; shared "
+                                 "placement needs every server on one shared target",
+                                 fmt::join(shared, ", "), fmt::join(others, ", ")));
   }
-  if (rados.empty()) {
+  if (shared.empty()) {
     placement_ = Placement::kPartitioned;
     if (!others.empty()) {
-      identity_ = StoreIdentity{"rocksdb", "", "", ""};
+      identity_ = StoreIdentity{own_backend, "", "", ""};
     }
     kLog.Info("placement=partitioned endpoints={} (each bucket on one server by hash of its name)",
               endpoints_.size());
@@ -178,10 +189,9 @@ Status RemoteStore::ChoosePlacement() {
       first = &*id;
     } else if (!SameTarget(*first, *id)) {
       return Status::InvalidArgument(
-          "endpoints",
-          fmt::format("storage servers are on different RADOS targets: {}; shared placement "
-                      "needs one cluster, pool and namespace",
-                      fmt::join(rados, ", ")));
+          "endpoints", fmt::format("storage servers are on different shared targets: {}; shared "
+                                   "placement needs one backend, cluster, pool and namespace",
+                                   fmt::join(shared, ", ")));
     }
   }
   placement_ = Placement::kShared;
@@ -192,7 +202,7 @@ Status RemoteStore::ChoosePlacement() {
     }
   }
   kLog.Info("placement=shared endpoints={} answered={} target=({})", endpoints_.size(),
-            rados.size(), Describe(identity_));
+            shared.size(), Describe(identity_));
   return Status::Ok();
 }
 

@@ -32,8 +32,9 @@ namespace oc::storage::rpc {
 
 // Where calls go (remote_store.h describes both).
 enum class Placement {
-  kPartitioned,  // each bucket on one server: XXH3-64(bucket) mod N (RocksDB servers)
-  kShared,       // every server serves every bucket: round-robin (servers over one RADOS pool)
+  kPartitioned,  // each bucket on one server: XXH3-64(bucket) mod N (own-data backends)
+  kShared,       // every server serves every bucket: round-robin (servers over one shared
+                 // target, e.g. one RADOS pool; backends.def's placement)
 };
 
 class RemoteStore final : public Store {
@@ -94,8 +95,8 @@ class RemoteStore final : public Store {
 
   // --- Operations (remote_store.cc) ---
   Result<StoreStats> Stats() override;
-  // Shared placement: the servers' common identity; partitioned: {"rocksdb"} if any server
-  // answered ServerInfo, else {}.
+  // Shared placement: the servers' common identity; partitioned: {the first server's backend}
+  // if any server answered ServerInfo, else {}.
   StoreIdentity identity() const override { return identity_; }
 
  private:

@@ -1,3 +1,4 @@
+// Over 600 lines: AWS's vector at every piece size plus one case per malformed-body rule.
 // aws-chunked decoding: AWS's published streaming example fed in every piece size, and each
 // way a body can be wrong (signatures, sizes, framing, truncation, lengths).
 #include "auth/aws_chunked.h"

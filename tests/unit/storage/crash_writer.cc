@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
   if (argc == 7 && std::string_view(argv[1]) == "--backend" &&
       std::string_view(argv[2]) == "rados") {
     oc::storage::StoreOptions options;
-    options.backend = oc::storage::StorageBackend::kRados;
+    options.backend = "rados";
     options.rados.conf_file = argv[3];
     options.rados.pool = argv[4];
     options.rados.rados_namespace = argv[5];

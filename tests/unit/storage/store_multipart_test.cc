@@ -1,3 +1,4 @@
+// Over 600 lines: one case per multipart rule, each on all four backends, sharing upload helpers.
 // Multipart uploads: ETag, part checks, ordering, minimum size, abort, part listing, and
 // that completion reuses the parts' bytes. On RocksDB (both extent layouts) and RADOS; on
 // RADOS replaced data waits for the GC, so counting data objects runs a GC pass first

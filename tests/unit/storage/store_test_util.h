@@ -70,7 +70,7 @@ inline Result<StoreOptions> RadosTestOptions(StoreOptions base, const std::strin
         "both through the rados_cluster fixture)");
   }
   const char* pool = std::getenv("OC_TEST_RADOS_POOL");
-  base.backend = StorageBackend::kRados;
+  base.backend = "rados";
   base.rados.conf_file = conf;
   base.rados.pool = pool != nullptr && *pool != '\0' ? pool : "oc-test";
   base.rados.rados_namespace = ns;

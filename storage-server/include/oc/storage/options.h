@@ -47,12 +47,6 @@ enum class SliceReadMode : uint8_t {
   kParallelGet,  // one Get per extent, slices spread over the read_threads pool
 };
 
-// Which engine holds the objects (OpenStore, open_store.h).
-enum class StorageBackend : uint8_t {
-  kRocksDb = 0,  // RocksDB in storage.data_dir, in this process (the embedded default)
-  kRados = 1,    // a Ceph RADOS pool through librados ([rados] below; docs/design.md)
-};
-
 // Largest data object RadosStore writes; PutOptions::extent_bytes and the [rados] sizes are
 // clamped to [kMinRadosObjectBytes, kMaxRadosObjectBytes] (Ceph 16's osd_max_object_size is
 // 128 MiB).
@@ -60,7 +54,7 @@ inline constexpr uint64_t kMinRadosObjectBytes = 64ull << 10;
 inline constexpr uint64_t kMaxRadosObjectBytes = 64ull << 20;
 
 // The [rados] table: where the RADOS backend keeps its objects and how it talks to the cluster
-// (docs/design.md, "RADOS mapping"). Only used when StoreOptions::backend is kRados.
+// (docs/design.md, "RADOS mapping"). Only used when StoreOptions::backend is "rados".
 struct RadosOptions {
   // ceph.conf to read; "" lets librados search ($CEPH_CONF, /etc/ceph/ceph.conf, ...).
   // Default: ""
@@ -138,9 +132,11 @@ struct RadosOptions {
 uint64_t ReadAheadMemoryFor(uint64_t configured);
 
 struct StoreOptions {
-  // The engine: "rocksdb" or "rados" in the config.
-  // Default: kRocksDb
-  StorageBackend backend = StorageBackend::kRocksDb;
+  // The engine: a name of storage-server/src/backends.def ("rocksdb": RocksDB in data_dir, in
+  // this process; "rados": a Ceph RADOS pool, the [rados] table). The RocksDB fields below are
+  // ignored by other backends, except data_dir, which still holds objectcache's credentials.
+  // Default: "rocksdb"
+  std::string backend = "rocksdb";
   // Directory of the RocksDB database; created if absent.
   // Default: "./data"
   std::string data_dir = "./data";
@@ -204,12 +200,15 @@ struct StoreOptions {
   // The KV-cache descriptor calls: Θ, the store's UCX data plane, chunk-PUT commits (kv.h).
   // Default: KvOptions{}
   KvOptions kv;
-  // The [rados] table, used when backend is kRados (the RocksDB fields above are then
-  // ignored, except data_dir, which still holds objectcache's credentials file).
+  // The [rados] table, used when backend is "rados".
   // Default: RadosOptions{}
   RadosOptions rados;
   Status Validate() const;
 };
+
+// The effective settings for the start-up log line: storage.backend, the keys of [storage] the
+// backend reads (all of them for RocksDB) and of its own table (backends.def).
+std::string DescribeStore(const StoreOptions& options);
 
 // Reads the [storage], [kv] and [rados] tables (keys as in conf/storage-server.toml; [kv] maps
 // KvOptions field by field, [rados] RadosOptions) into *options, leaving absent keys

@@ -270,10 +270,13 @@ struct DataPlaneInfo {
 // Which engine a store is and, for a shared one, which data it serves (Store::identity): two
 // stores with the same non-empty fsid, pool and namespace serve the same objects.
 struct StoreIdentity {
-  std::string backend;          // "rocksdb", "rados"; "" from a store that does not say
-  std::string fsid;             // the Ceph cluster's fsid (RADOS only)
-  std::string pool;             // RADOS only
-  std::string rados_namespace;  // RADOS only; "" is the pool's default namespace
+  // A name of storage-server/src/backends.def; "" from a store that does not say.
+  std::string backend;
+  // A shared-placement backend's target (backends.def; for RADOS the Ceph cluster's fsid, the
+  // pool and the namespace, "" being the pool's default one); empty for one of own data.
+  std::string fsid;
+  std::string pool;
+  std::string rados_namespace;
 };
 
 // Engine figures for /stats and /metrics; names are stable snake_case.
