@@ -63,6 +63,7 @@ TEST(S3Errors, StatusMapsToTheS3Code) {
       {Status::Unavailable("down"), "ServiceUnavailable"},
       {Status::ResourceExhausted("", "rpc connections"), "ServiceUnavailable"},
       {Status::ResourceExhausted("kv.descriptor_threads", "all workers busy"), "SlowDown"},
+      {storage::NoSpace("No space left on device"), "InsufficientStorage"},
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(row.status.ToString());
