@@ -248,5 +248,11 @@ def test_full_disk_refuses_cleanly_and_recovers(mode, layout):
             s3 = srv.boto3()
             check_all(s3, bucket, acked, gone=victims)
             assert listed_keys(s3, bucket) == set(acked)
+        except BaseException:
+            log = open(os.path.join(root, "server.log"), "rb").read().decode(errors="replace")
+            lines = [x for x in log.splitlines() if " I access " not in x]
+            print("\n".join(["server log (no access lines):"] + lines[-60:]))
+            print(subprocess.run(["df", "-k", mnt], capture_output=True, text=True).stdout)
+            raise
         finally:
             srv.stop()

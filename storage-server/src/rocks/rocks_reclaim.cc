@@ -29,6 +29,10 @@ const Logger kLog{"storage"};
 // (docs/decisions/storage-point-deletes.md).
 constexpr uint64_t kPointDeleteMaxExtents = 256;
 
+// After a refusal for lack of space, every delete wakes the space recovery until this many
+// reserves are free again (one recovery may run before most of a batch of deletes landed).
+constexpr uint64_t kRecoveredReserves = 4;
+
 }  // namespace
 
 uint64_t RocksStore::DeleteSegments(const std::vector<Segment>& segments,
@@ -81,7 +85,9 @@ void RocksStore::NoteDataFiles(const FileBytes& added, const FileBytes& dead) {
 }
 
 void RocksStore::NoteFreed(uint64_t bytes) {
-  MaybeRecoverSpace();
+  if (bytes > 0) {
+    MaybeRecoverSpace();
+  }
   if (bytes == 0 || options_.reclaim_after_bytes == 0) {
     return;
   }
@@ -204,7 +210,6 @@ Status RocksStore::ResumeDb(bool flush) {
 
 Status RocksStore::RecoverSpace() {
   const auto start = std::chrono::steady_clock::now();
-  space_->ClearRefused();  // a refusal from now on asks again
   // RocksDB first: a stopped database refuses the deletes and locator swaps below. A failed
   // WAL sync is sticky (group_sync.h): its records are made durable by a flush into synced
   // tables before later syncs may acknowledge anything again.
@@ -227,9 +232,10 @@ Status RocksStore::RecoverSpace() {
       if (f.active || f.writing || f.bytes <= f.live) {
         continue;
       }
+      // Short of space a file is worth rewriting at half the usual garbage share.
       if (f.live == 0) {
         dead.push_back(f.number);
-      } else if ((f.bytes - f.live) * 100 >=
+      } else if ((f.bytes - f.live) * 200 >=
                  uint64_t{options_.data_file_garbage_percent} * f.bytes) {
         partly.push_back(f);
       }
@@ -240,7 +246,7 @@ Status RocksStore::RecoverSpace() {
     }
     (void)ReleaseDataFiles();
     std::sort(partly.begin(), partly.end(), [](const DataFileInfo& a, const DataFileInfo& b) {
-      return a.live < b.live;  // the most space back for the least copying first
+      return a.live * b.bytes < b.live * a.bytes;  // most space back per byte copied first
     });
     for (const DataFileInfo& f : partly) {
       const uint64_t available = space_->Available();
@@ -256,6 +262,10 @@ Status RocksStore::RecoverSpace() {
   if (!compacted.ok()) {
     kLog.Warn("space recovery: compacting the deleted range: {}", compacted.ToString());
     (void)ResumeDb(/*flush=*/false);  // a compaction that met a full disk stops RocksDB
+  }
+  // Deletes keep waking the recovery until a few reserves are free again.
+  if (space_->Available() >= kRecoveredReserves * space_->reserve()) {
+    space_->ClearRefused();
   }
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::steady_clock::now() - start)
@@ -280,29 +290,85 @@ Status RocksStore::CompactDeletedRange() {
     deleted_lo_ = UINT64_MAX;
     deleted_hi_ = 0;
   }
-  // A compaction writes its output before it frees its input, so only the deleted ids' range:
-  // when the deletes were the oldest objects (a cache's usual victims) the tables holding
-  // them are mostly dead and their output small. Deletes spread over every id leave live
-  // bytes in every table, and the compaction then needs about as much free room as they
-  // hold (docs/decisions/full-disk.md says what that means for the sst layout).
+  auto again = [&] {  // the range stays due for the next recovery
+    std::lock_guard lock(reclaim_mu_);
+    deleted_lo_ = std::min(deleted_lo_, lo);
+    deleted_hi_ = std::max(deleted_hi_, hi);
+  };
+  // The deletes' tombstones into tables (room for one memtable: within the reserve).
   rocksdb::FlushOptions fo;
   fo.wait = true;
   fo.allow_write_stall = true;
-  OC_RETURN_IF_ERROR(FromRocks(db_->Flush(fo, extents_cf_)));
-  const ExtentKey begin = ExtentRangeBegin(lo);
-  const ExtentKey end = ExtentRangeEnd(hi);
-  const rocksdb::Slice b = AsSlice(begin);
-  const rocksdb::Slice e = AsSlice(end);
+  if (Status s = FromRocks(db_->Flush(fo, extents_cf_)); !s.ok()) {
+    again();
+    return s;
+  }
+  const uint64_t deletes_sequence = db_->GetLatestSequenceNumber();
+  const ExtentKey begin_key = ExtentRangeBegin(lo);
+  const ExtentKey end_key = ExtentRangeEnd(hi);
+  const rocksdb::Slice begin = AsSlice(begin_key);
+  const rocksdb::Slice end = AsSlice(end_key);
+
+  // A compaction writes its output before it frees its input, so near full it cannot run.
+  // A table of the last level with no visible key left goes whole instead (DB::DeleteFile:
+  // no room needed; last level only, so no older value can resurface). Not while a snapshot
+  // older than the deletes exists: its reader may still read the table's extents.
+  uint64_t oldest = 0;
+  if (!db_->GetIntProperty(rocksdb::DB::Properties::kOldestSnapshotSequence, &oldest)) {
+    oldest = 1;
+  }
+  uint64_t dropped = 0;
+  uint64_t dropped_bytes = 0;
+  if (oldest == 0 || oldest > deletes_sequence) {
+    rocksdb::ColumnFamilyMetaData meta;
+    db_->GetColumnFamilyMetaData(extents_cf_, &meta);
+    const rocksdb::LevelMetaData* last = nullptr;
+    for (auto it = meta.levels.rbegin(); it != meta.levels.rend(); ++it) {
+      if (!it->files.empty()) {
+        last = &*it;
+        break;
+      }
+    }
+    rocksdb::ReadOptions ro = extent_read_;
+    ro.fill_cache = false;
+    for (size_t i = 0; last != nullptr && i < last->files.size(); ++i) {
+      const rocksdb::SstFileMetaData& f = last->files[i];
+      const rocksdb::Slice smallest(f.smallestkey);
+      const rocksdb::Slice largest(f.largestkey);
+      if (f.being_compacted || largest.compare(begin) < 0 || smallest.compare(end) >= 0) {
+        continue;
+      }
+      std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, extents_cf_));
+      it->Seek(smallest);
+      OC_RETURN_IF_ERROR(FromRocks(it->status()));
+      if (it->Valid() && it->key().compare(largest) <= 0) {
+        continue;  // a live extent: only a compaction frees the rest of this table
+      }
+      it.reset();
+      if (db_->DeleteFile(f.relative_filename).ok()) {
+        ++dropped;
+        dropped_bytes += f.size;
+      }
+    }
+  } else {
+    again();
+  }
+  if (dropped > 0) {
+    kLog.Info("space recovery: dropped {} dead extent tables, {} bytes", dropped, dropped_bytes);
+  }
+  // Tables with live extents left: compacted only with room to spare (its output is at most
+  // the range's live bytes; deletes spread over every id leave about half of them live).
+  if (space_->Available() < 4 * space_->reserve()) {
+    return Status::Ok();
+  }
   rocksdb::CompactRangeOptions o;
   o.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForceOptimized;
   o.blob_garbage_collection_policy = rocksdb::BlobGarbageCollectionPolicy::kForce;
   o.blob_garbage_collection_age_cutoff = 1.0;
   o.allow_write_stall = true;
-  Status s = FromRocks(db_->CompactRange(o, extents_cf_, &b, &e));
+  Status s = FromRocks(db_->CompactRange(o, extents_cf_, &begin, &end));
   if (!s.ok()) {
-    std::lock_guard lock(reclaim_mu_);  // try the range again next time
-    deleted_lo_ = std::min(deleted_lo_, lo);
-    deleted_hi_ = std::max(deleted_hi_, hi);
+    again();
   }
   return s;
 }

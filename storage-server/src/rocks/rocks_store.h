@@ -283,8 +283,9 @@ class RocksStore final : public Backend {
   // Where a data file rolls: data_file_bytes, at most the reserve on a small file system.
   uint64_t DataFileRollBytes() const;
   // The space recovery's part for extents inside RocksDB (the sst and blob layouts, and small
-  // objects under data files): flushes the extents' memtable, then compacts the key range of
-  // the data ids deleted since the last such compaction, if any.
+  // objects under data files), over the key range of the data ids deleted since it last ran:
+  // flushes the extents' memtable, drops last-level tables with no visible key left (no room
+  // needed), and compacts the range when four times the reserve is free.
   Status CompactDeletedRange();
   // Calls `visit` with the extent key and locator of every extent of every data-file segment
   // that an object or part record names now (rocks_data_reclaim.cc).
