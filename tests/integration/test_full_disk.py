@@ -203,6 +203,7 @@ def test_full_disk_refuses_cleanly_and_recovers(mode, layout):
             # Delete half (every other object for the data files; the oldest half for sst,
             # whose space comes back only through a compaction: full-disk.md says why).
             victims = order[::2] if layout == "data_files" else order[:len(order) // 2]
+            first_delete = time.monotonic()
             for key in victims:
                 deadline = time.monotonic() + RESUME_DEADLINE_S
                 while True:
@@ -227,9 +228,12 @@ def test_full_disk_refuses_cleanly_and_recovers(mode, layout):
                     f"{len(victims)} of {len(order)} objects")
                 time.sleep(0.1)
             resumed_s = time.monotonic() - deleted_at
+            free_kib = int(subprocess.run(["df", "-k", "--output=avail", mnt], text=True,
+                                          capture_output=True).stdout.split()[-1])
             print(f"\nfull-disk {mode}/{layout}: {len(order)} objects of {OBJECT_BYTES} B "
-                  f"acknowledged in {FS_MIB} MiB, {len(victims)} deleted, writes resumed "
-                  f"after {resumed_s:.2f} s")
+                  f"acknowledged in {FS_MIB} MiB, {len(victims)} deleted in "
+                  f"{deleted_at - first_delete:.2f} s, writes resumed {resumed_s:.2f} s after "
+                  f"the last delete, {free_kib} KiB free then")
             acked["after"] = hashlib.sha256(body_of(-5)).digest()
             # More than one write: the space really came back.
             for j in range(4):
@@ -238,6 +242,28 @@ def test_full_disk_refuses_cleanly_and_recovers(mode, layout):
                 acked[key] = hashlib.sha256(body_of(1000 + j)).digest()
             s3.upload_part(Bucket=bucket, Key="mp", UploadId=upload, PartNumber=1,
                            Body=body_of(-2))
+            if layout == "data_files":
+                # A refusal wakes the recovery too: the garbage the deletes left in partly
+                # live files comes back without another delete, so more can be written than
+                # was free when writes resumed.
+                written = 0
+                refused_in_a_row = 0
+                deadline = time.monotonic() + RESUME_DEADLINE_S
+                while refused_in_a_row < 10 and time.monotonic() < deadline:
+                    key = f"more-{written // OBJECT_BYTES:04d}"
+                    data = body_of(2000 + written // OBJECT_BYTES)
+                    status, _, body = put_raw(srv, bucket, key, data)
+                    if status == 200:
+                        acked[key] = hashlib.sha256(data).digest()
+                        written += OBJECT_BYTES
+                        refused_in_a_row = 0
+                        continue
+                    assert_507(status, body, f"PutObject {key}")
+                    refused_in_a_row += 1
+                    time.sleep(0.2)
+                print(f"full-disk {mode}/{layout}: {written >> 10} KiB more written after "
+                      f"{free_kib} KiB were free")
+                assert written > free_kib << 10, (written, free_kib)
             check_all(s3, bucket, acked, gone=victims)
             assert listed_keys(s3, bucket) == set(acked)
 

@@ -32,6 +32,8 @@ constexpr uint64_t kPointDeleteMaxExtents = 256;
 // After a refusal for lack of space, every delete wakes the space recovery until this many
 // reserves are free again (one recovery may run before most of a batch of deletes landed).
 constexpr uint64_t kRecoveredReserves = 4;
+// The space recovery runs at most once per this pause.
+constexpr auto kRecoveryPause = std::chrono::milliseconds(50);
 
 }  // namespace
 
@@ -138,6 +140,9 @@ void RocksStore::ReclaimLoop() {
       if (!s.ok()) {
         kLog.Warn("space recovery: {}", s.ToString());
       }
+      // Refused writes wake it as fast as they come: at most one recovery per pause.
+      std::unique_lock lock(reclaim_mu_);
+      reclaim_cv_.wait_for(lock, kRecoveryPause, [this] { return stopping_; });
     }
     // No compaction while short of space: it writes its output before it frees its input.
     if (reclaim && space_->Admit(0).ok()) {

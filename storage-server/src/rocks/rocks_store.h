@@ -208,12 +208,14 @@ class RocksStore final : public Backend {
   Result<uint64_t> NewDataId();
   // The free-space reserve (space_guard.h) for an ordinary write bringing `incoming` bytes:
   // kResourceExhausted/storage.space (oc/storage/no_space.h) when it would eat into it.
-  Status AdmitWrite(uint64_t incoming) { return space_->Admit(incoming); }
-  // Returns `s`, noting it first if it is a refusal for lack of space (the next delete then
-  // wakes the space recovery).
+  // A refusal wakes the space recovery: garbage of the data files may be reclaimable.
+  Status AdmitWrite(uint64_t incoming) { return NoteSpace(space_->Admit(incoming)); }
+  // Returns `s`, noting it first if it is a refusal for lack of space (the recovery is woken
+  // now and by every delete until a few reserves are free).
   Status NoteSpace(Status s) {
     if (IsNoSpace(s)) {
       space_->NoteRefused();
+      MaybeRecoverSpace();
     }
     return s;
   }
@@ -297,8 +299,8 @@ class RocksStore final : public Backend {
   // Drops retired data files no snapshot can name; returns how many are still held.
   size_t ReleaseDataFiles();
   void ReclaimLoop();
-  // After a delete (or anything else that frees space): wakes the space recovery if a write
-  // was refused for lack of space or less than twice the reserve is free.
+  // After a refusal or a delete (or anything else that frees space): wakes the space recovery
+  // if a write was refused for lack of space or less than twice the reserve is free.
   void MaybeRecoverSpace();
   // The space recovery, on the reclaimer's thread (docs/decisions/full-disk.md): resumes
   // RocksDB after a background error, re-arms the WAL and data-file syncs after a failed
