@@ -1,6 +1,7 @@
 #include "s3/s3_errors.h"
 
 #include "oc/common/check.h"
+#include "oc/storage/no_space.h"
 #include "s3/s3_xml.h"
 
 namespace oc::gateway {
@@ -93,6 +94,11 @@ S3Error ToS3Error(const Status& status) {
     case Code::kResourceExhausted:
       if (subject == Subject::kEntity) {
         return S3Error::kEntityTooLarge;
+      }
+      // The disk or pool is full: not load, so not SlowDown/503, which SDKs retry blindly
+      // (docs/decisions/full-disk.md).
+      if (storage::IsNoSpace(status)) {
+        return S3Error::kInsufficientStorage;
       }
       // Every worker of the descriptor executor is busy (oc/storage/kv.h): the request was
       // refused before any work, and S3 clients back off and retry on SlowDown.

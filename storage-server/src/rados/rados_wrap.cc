@@ -7,6 +7,7 @@
 
 #include "oc/common/check.h"
 #include "oc/common/log.h"
+#include "oc/storage/no_space.h"
 
 namespace oc::storage::rados {
 namespace {
@@ -34,9 +35,9 @@ Status FromRados(int rc, std::string_view what) {
     case ENOTCONN:
     case EAGAIN:
       return Status::Unavailable(std::move(message));
-    case ENOSPC:
-    case EDQUOT:
-      return Status::ResourceExhausted("", std::move(message));
+    case ENOSPC:  // the cluster or an OSD is full
+    case EDQUOT:  // the pool's quota (ceph osd pool set-quota) is reached
+      return NoSpace(std::move(message));
     case EINVAL:
       return Status(Code::kInvalidArgument, Subject::kNone, "", std::move(message));
     default:
@@ -128,6 +129,12 @@ Result<std::unique_ptr<Cluster>> Cluster::Connect(const RadosOptions& o) {
     return FromRados(rc, "opening pool '" + o.pool + "'");
   }
   rados_ioctx_set_namespace(c->io_, o.rados_namespace.c_str());
+  // A full cluster or a pool at its quota: without this librados holds every write until the
+  // full flag clears, so a PUT waits op_timeout and fails kUnavailable, and deletes, which
+  // would free space, wait too. With it the OSDs answer writes -ENOSPC/-EDQUOT at once
+  // (FromRados: the store's "no space", 507 at the gateway) and let deletes through
+  // (librados.h, LIBRADOS_OPERATION_FULL_TRY; docs/decisions/full-disk.md).
+  rados_set_pool_full_try(c->io_);
   return c;
 }
 

@@ -19,6 +19,7 @@
 #include <fmt/core.h>
 
 #include "oc/common/log.h"
+#include "oc/storage/no_space.h"
 #include "oc/storage/options.h"
 #include "rocks/group_sync.h"
 #include "rocks/xxh3.h"
@@ -33,8 +34,15 @@ constexpr uint64_t kHeaderHashedBytes = 40;
 // Read's fused copy-and-hash works in pieces that stay in L2 between the copy and the hash.
 constexpr uint64_t kHashPieceBytes = 128 << 10;
 
+// The one translation of this file's system-call errors: a full disk or quota is the store's
+// "no space" (oc/storage/no_space.h), anything else kIOError.
 Status Errno(std::string_view what, const std::string& path) {
-  return Status::IOError(fmt::format("{} {}: {}", what, path, std::strerror(errno)));
+  const int e = errno;
+  std::string message = fmt::format("{} {}: {}", what, path, std::strerror(e));
+  if (e == ENOSPC || e == EDQUOT) {
+    return NoSpace(std::move(message));
+  }
+  return Status::IOError(std::move(message));
 }
 
 std::string FileName(uint32_t number) { return fmt::format("{:06}.ocd", number); }
@@ -116,6 +124,12 @@ class DataFiles::File {
   uint64_t end() const { return end_.load(std::memory_order_acquire); }
   // REQUIRES: DataFiles::mu_ held (appends reserve under it).
   uint64_t Reserve(uint64_t bytes) { return end_.fetch_add(bytes, std::memory_order_acq_rel); }
+  // Gives back the last reservation, [offset, offset + bytes), if nothing was reserved after
+  // it; returns whether it did. REQUIRES: DataFiles::mu_ held.
+  bool Unreserve(uint64_t offset, uint64_t bytes) {
+    uint64_t expected = offset + bytes;
+    return end_.compare_exchange_strong(expected, offset, std::memory_order_acq_rel);
+  }
   std::atomic<uint64_t>& live() { return live_; }
   // Where the next write-back kick starts (DataFiles::StartWriteback).
   std::atomic<uint64_t>& writeback_from() { return writeback_from_; }
@@ -143,6 +157,10 @@ class DataFiles::File {
 
   uint64_t retire_sequence = 0;  // guarded by DataFiles::mu_; set once the file is unlinked
   bool retired = false;          // guarded by DataFiles::mu_
+  // A sync of the file failed: its unsynced bytes may be lost without a later fdatasync
+  // saying so (the kernel reports a write-back error once), so no append to it is ever
+  // acknowledged again. Guarded by DataFiles::mu_.
+  bool poisoned = false;
 
  private:
   const uint32_t number_;
@@ -267,7 +285,10 @@ Result<DataFiles::Reserved> DataFiles::Reserve(uint64_t frame_bytes) {
     files_[number] = active_;
     // The file's name must be durable before any record can name its bytes.
     if (sync_ != nullptr) {
-      OC_RETURN_IF_ERROR(SyncDir(dir_));
+      if (Status s = SyncDir(dir_); !s.ok()) {
+        active_.reset();  // the next append tries a new file (an empty one goes at open)
+        return s;
+      }
     }
   }
   return Reserved{active_, active_->Reserve(frame_bytes), active_->Pin()};
@@ -300,7 +321,9 @@ Result<DataFiles::Appended> DataFiles::Append(uint64_t data_id, uint64_t index, 
       if (errno == EINTR) {
         continue;
       }
-      return Errno("write", file->path());
+      Status s = Errno("write", file->path());
+      GiveBack(*file, reserved.offset, frame);
+      return s;
     }
     done += static_cast<uint64_t>(w);
   }
@@ -310,10 +333,14 @@ Result<DataFiles::Appended> DataFiles::Append(uint64_t data_id, uint64_t index, 
   Appended out{ExtentLocator{file->number(), reserved.offset, data.size(), hash}, 0,
                std::move(reserved.pin)};
   if (sync_ != nullptr) {
-    {
-      std::lock_guard lock(mu_);
-      dirty_[file->number()] = file;
+    // Under mu_ with the poison check: an append either sees the file poisoned (a sync of it
+    // failed, which may have dropped these bytes unreported) or gets a ticket that the failed
+    // sync's window or a later sync of the file covers.
+    std::lock_guard lock(mu_);
+    if (file->poisoned) {
+      return Status::IOError(fmt::format("data file {}: an earlier sync failed", file->number()));
     }
+    dirty_[file->number()] = file;
     out.ticket = sync_->Written();  // after the file is in dirty_: the next sync covers it
   }
   return out;
@@ -351,10 +378,40 @@ Status DataFiles::SyncDirty() {
   }
   for (const auto& [number, file] : dirty) {
     if (::fdatasync(file->fd()) != 0) {
-      return Errno("fdatasync", file->path());
+      Status s = Errno("fdatasync", file->path());
+      // Every file of this sync may have lost bytes: none takes appends again, so after
+      // Rearm new appends go to a fresh file whose syncs report its own errors.
+      std::lock_guard lock(mu_);
+      for (const auto& [n, f] : dirty) {
+        f->poisoned = true;
+        if (f == active_) {
+          active_.reset();
+        }
+      }
+      return s;
     }
   }
   return Status::Ok();
+}
+
+void DataFiles::GiveBack(File& file, uint64_t offset, uint64_t frame_bytes) {
+  std::lock_guard lock(mu_);
+  // The last reservation: cut the file back to where it was, so it keeps no torn frame at its
+  // end. Otherwise a later frame was reserved past it and the range stays garbage.
+  if (file.Unreserve(offset, frame_bytes)) {
+    if (::ftruncate(file.fd(), static_cast<off_t>(offset)) != 0) {
+      kLog.Warn("data file {}: cannot cut a failed append back to {}: {}", file.number(), offset,
+                std::strerror(errno));
+    }
+  }
+}
+
+bool DataFiles::Rearm() {
+  if (sync_ == nullptr) {
+    return false;
+  }
+  std::lock_guard lock(mu_);  // no append takes a ticket meanwhile (Append)
+  return sync_->Rearm();
 }
 
 Status DataFiles::Read(const ExtentLocator& loc, uint64_t within, MutableByteSpan dest) const {

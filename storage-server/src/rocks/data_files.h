@@ -118,12 +118,19 @@ class DataFiles {
     // until the record naming the locator is written or given up.
     std::shared_ptr<const void> pin;
   };
-  // Appends `data` as extent `index` of `data_id`. kIOError if the file cannot be created
-  // or written (the reserved range is then garbage).
+  // Appends `data` as extent `index` of `data_id`. kResourceExhausted/storage.space
+  // (oc/storage/no_space.h) if the file system is full, kIOError if the file cannot be
+  // created or written otherwise, or if a sync of the file failed earlier. A failed write
+  // is cut back off the file when no later append reserved space after it (else the range
+  // is garbage).
   Result<Appended> Append(uint64_t data_id, uint64_t index, ByteSpan data);
   // Returns once every append up to `ticket` is on stable storage; the sync's error if the
-  // sync that covered it failed (sticky: later tickets fail too).
+  // sync that covered it failed (sticky: later tickets fail too, until Rearm). The files a
+  // failed sync covered take no appends again.
   Status AwaitSynced(uint64_t ticket);
+  // Ends a failed sync's stickiness (GroupSync::Rearm): appends from now on go to files no
+  // failed sync covered and are acknowledged again. Returns whether a failure was pending.
+  bool Rearm();
 
   // Copies bytes [within, within + dest.size()) of the extent at `loc` from the file's mapping
   // into dest and verifies the extent's hash (fused with the copy when dest is the whole
@@ -178,6 +185,9 @@ class DataFiles {
   // outside its file.
   Result<ExtentView> MapExtent(const ExtentLocator& loc) const;
   Status SyncDirty();
+  // After a failed write of a frame at `offset`: gives its reservation back if it is the
+  // file's last one, and cuts the file to `offset`.
+  void GiveBack(File& file, uint64_t offset, uint64_t frame_bytes);
 
   const std::string dir_;
   const uint64_t roll_bytes_;

@@ -14,7 +14,7 @@ uint64_t GroupSync::Written() {
 Status GroupSync::AwaitSynced(uint64_t ticket) {
   std::unique_lock lock(mu_);
   for (;;) {
-    if (!failure_.ok() && ticket > failed_after_) {
+    if (!failure_.ok() && ticket > failed_after_ && ticket <= failed_upto_) {
       return failure_;
     }
     if (synced_ >= ticket) {
@@ -45,13 +45,30 @@ Status GroupSync::AwaitSynced(uint64_t ticket) {
     written_at_sync_end_ = written_;
     if (s.ok()) {
       synced_ = target;
-    } else if (failure_.ok()) {
-      // Sticky: what was written after a failed sync cannot be promised either.
+    } else if (failure_.ok() || failed_upto_ != kSticky) {
+      // Sticky: what was written after a failed sync cannot be promised either. After a
+      // Rearm the earlier window keeps failing too (a ticket is only ever reported failed
+      // in excess, never acknowledged in error).
+      failed_after_ = failure_.ok() ? synced_ : std::min(failed_after_, synced_);
       failure_ = std::move(s);
-      failed_after_ = synced_;
+      failed_upto_ = kSticky;
     }
     synced_cv_.notify_all();
   }
+}
+
+bool GroupSync::failed() {
+  std::lock_guard lock(mu_);
+  return !failure_.ok() && failed_upto_ == kSticky;
+}
+
+bool GroupSync::Rearm() {
+  std::lock_guard lock(mu_);
+  if (failure_.ok() || failed_upto_ != kSticky) {
+    return false;
+  }
+  failed_upto_ = written_;
+  return true;
 }
 
 }  // namespace oc::storage

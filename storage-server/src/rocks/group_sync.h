@@ -28,8 +28,16 @@ class GroupSync {
   // Notes a write that has completed (returned from DB::Write or pwrite); returns its ticket.
   uint64_t Written();
   // Returns once every write up to `ticket` is on stable storage; the sync's error if the
-  // sync that covered it failed.
+  // sync that covered it failed. A failure is sticky (every later ticket gets it) until
+  // Rearm.
   Status AwaitSynced(uint64_t ticket);
+  // Ends a failure's stickiness: tickets handed out before now keep failing, later ones are
+  // synced again. The caller must first make sure a later sync cannot report success for
+  // bytes the failed one lost (RocksDB: Resume and flush the memtables; data files: no
+  // appends to a file whose sync failed). Returns whether a failure was pending.
+  bool Rearm();
+  // Whether a failed sync is sticky now (Rearm would end it).
+  bool failed();
 
  private:
   // Gathering never waits longer than this, whatever the disk's sync time.
@@ -42,9 +50,11 @@ class GroupSync {
   std::condition_variable synced_cv_;   // a sync finished
   std::condition_variable written_cv_;  // a write arrived (the gathering leader waits on it)
   uint64_t written_ OC_GUARDED_BY(mu_) = 0;
-  uint64_t synced_ OC_GUARDED_BY(mu_) = 0;        // every ticket up to it is durable
-  Status failure_ OC_GUARDED_BY(mu_);             // set by a failed sync, then kept
-  uint64_t failed_after_ OC_GUARDED_BY(mu_) = 0;  // tickets above it get failure_
+  uint64_t synced_ OC_GUARDED_BY(mu_) = 0;  // every ticket up to it is durable
+  static constexpr uint64_t kSticky = UINT64_MAX;
+  Status failure_ OC_GUARDED_BY(mu_);                  // set by a failed sync, then kept
+  uint64_t failed_after_ OC_GUARDED_BY(mu_) = 0;       // tickets above it get failure_...
+  uint64_t failed_upto_ OC_GUARDED_BY(mu_) = kSticky;  // ...up to this one (Rearm)
   bool syncing_ OC_GUARDED_BY(mu_) = false;
   uint64_t last_group_ OC_GUARDED_BY(mu_) = 1;  // writes the last sync covered
   uint64_t written_at_sync_end_ OC_GUARDED_BY(mu_) = 0;

@@ -162,7 +162,9 @@ class RocksGroupWriter final : public ObjectGroupWriter {
     batch_bytes_ += buf_.size();
     buf_.Clear();
     if (may_flush && batch_bytes_ >= store_->options().write_batch_bytes) {
-      OC_RETURN_IF_ERROR(FromRocks(store_->db()->Write(store_->unsynced(), &batch_)));
+      OC_RETURN_IF_ERROR(store_->AdmitWrite(batch_bytes_));
+      OC_RETURN_IF_ERROR(
+          store_->NoteSpace(FromRocks(store_->db()->Write(store_->unsynced(), &batch_))));
       batch_.Clear();
       batch_bytes_ = 0;
       flushed_members_ = members_.size();
@@ -214,6 +216,7 @@ class RocksGroupWriter final : public ObjectGroupWriter {
 
 Result<std::unique_ptr<ObjectGroupWriter>> RocksStore::PutGroup(std::string_view bucket) {
   OC_RETURN_IF_ERROR(CheckBucket(bucket, meta_read_));
+  OC_RETURN_IF_ERROR(AdmitWrite(0));
   return std::unique_ptr<ObjectGroupWriter>(
       new RocksGroupWriter(this, std::string(bucket), NewSegmentFlags()));
 }
@@ -223,8 +226,9 @@ Result<std::vector<GroupCommitted>> RocksStore::CommitGroup(std::string_view buc
                                                             rocksdb::WriteBatch* batch,
                                                             uint64_t data_ticket, bool* written) {
   *written = false;
+  OC_RETURN_IF_ERROR(AdmitWrite(batch->GetDataSize()));
   // The bytes first: a record must never name bytes a crash could lose.
-  OC_RETURN_IF_ERROR(data_files_->AwaitSynced(data_ticket));
+  OC_RETURN_IF_ERROR(NoteSpace(data_files_->AwaitSynced(data_ticket)));
   std::vector<std::string> keys;
   keys.reserve(members.size());
   std::vector<size_t> stripes;

@@ -56,6 +56,7 @@ Result<std::string> RocksStore::CreateMultipartUpload(const ObjectKey& key,
   UploadRecord record = NewUploadRecord(options, NowUnixMs());
   OC_ASSIGN_OR_RETURN(record.extent_bytes,
                       ChooseExtentBytes(options, options_.default_extent_bytes));
+  OC_RETURN_IF_ERROR(AdmitWrite(0));
   const std::string upload_id = NewUploadId();
   std::shared_lock bucket_lock(bucket_mu_);
   OC_RETURN_IF_ERROR(CheckBucket(key.bucket, meta_read_));

@@ -52,6 +52,8 @@ constexpr char kDataFilesDir[] = "extents";
 // Data ids are reserved in blocks so that one synced counter write covers many objects;
 // ids of a block left unused after a restart are simply skipped.
 constexpr uint64_t kDataIdBlock = 1 << 16;
+// The smallest memtable on a small file system (OpenDb).
+constexpr uint64_t kMinWriteBufferBytes = 256 << 10;
 
 }  // namespace
 
@@ -93,6 +95,8 @@ Status RocksStore::OpenDb() {
       OC_RETURN_IF_ERROR(SyncDir(dir.parent_path().string()));
     }
   }
+  OC_ASSIGN_OR_RETURN(SpaceGuard guard, SpaceGuard::Open(options_.data_dir));
+  space_ = std::make_unique<SpaceGuard>(guard);
   rocksdb::LRUCacheOptions cache_options;
   cache_options.capacity = options_.block_cache_bytes;
   cache_options.high_pri_pool_ratio = 0.1;  // index and filter blocks
@@ -109,6 +113,17 @@ Status RocksStore::OpenDb() {
   // appending to a fresh file also commits its new size to the journal (~1.5x the time of
   // an in-place 64 KiB write + fdatasync on this machine's disk).
   db_options.recycle_log_file_num = 4;
+  // A file system smaller than the reserve's top size (docs/decisions/full-disk.md): the
+  // WAL is preallocated at 1.1x the largest write buffer (141 MiB for the extents' 128 MiB,
+  // which alone made the first PUT fail on a 48 MiB file system), and a memtable flush, which
+  // RocksDB's recovery from a full disk needs, writes the memtable's bytes again: so no
+  // preallocation, and memtables and the WAL bounded by the reserve, which ordinary writes
+  // leave free. Large file systems keep the measured settings.
+  const bool small_fs = space_->reserve() < SpaceGuard::kMaxReserveBytes;
+  if (small_fs) {
+    db_options.allow_fallocate = false;
+    db_options.max_total_wal_size = space_->reserve();
+  }
 
   auto table = [&](size_t block_size, bool bloom, bool prepopulate) {
     rocksdb::BlockBasedTableOptions t;
@@ -131,6 +146,9 @@ Status RocksStore::OpenDb() {
   };
 
   rocksdb::ColumnFamilyOptions meta_cf;
+  if (small_fs) {
+    meta_cf.write_buffer_size = std::max<uint64_t>(kMinWriteBufferBytes, space_->reserve() / 8);
+  }
   meta_cf.compression = rocksdb::kNoCompression;
   meta_cf.level_compaction_dynamic_level_bytes = true;
   meta_cf.table_factory = table(16 << 10, /*bloom=*/true, /*prepopulate=*/false);
@@ -138,9 +156,13 @@ Status RocksStore::OpenDb() {
   rocksdb::ColumnFamilyOptions extent_cf;
   extent_cf.compression = rocksdb::kNoCompression;  // KV tensors and S3 payloads: rarely pay
   extent_cf.level_compaction_dynamic_level_bytes = true;
-  extent_cf.write_buffer_size = 128 << 20;
+  extent_cf.write_buffer_size =
+      small_fs ? std::max<uint64_t>(kMinWriteBufferBytes, space_->reserve() / 4) : 128 << 20;
   extent_cf.max_write_buffer_number = 3;
-  extent_cf.target_file_size_base = 256 << 20;
+  // Small files on a small file system: a compaction then pulls in fewer bytes of the
+  // level below, so it needs less free room to run.
+  extent_cf.target_file_size_base =
+      small_fs ? std::max<uint64_t>(1 << 20, space_->reserve() / 2) : 256 << 20;
   extent_cf.max_bytes_for_level_base = 1ull << 30;
   extent_cf.optimize_filters_for_hits = true;
   // Freshly written KV chunks are usually read back soon: flushes warm the cache.
@@ -224,7 +246,7 @@ Status RocksStore::OpenDataFiles() {
   OC_ASSIGN_OR_RETURN(
       data_files_,
       DataFiles::Open((std::filesystem::path(options_.data_dir) / kDataFilesDir).string(),
-                      options_.data_file_bytes, options_.sync_writes,
+                      DataFileRollBytes(), options_.sync_writes,
                       options_.data_file_writeback_bytes));
   if (data_files_->empty()) {
     return Status::Ok();
@@ -238,6 +260,16 @@ Status RocksStore::OpenDataFiles() {
   data_files_->SetLive(live);
   kLog.Info("data files: {} files", data_files_->Files().size());
   return Status::Ok();
+}
+
+uint64_t RocksStore::DataFileRollBytes() const {
+  // On a small file system a file of deleted and live extents is rewritten only when its live
+  // bytes fit in what is free, which near full is about the reserve: files no larger than it
+  // can always be (docs/decisions/full-disk.md).
+  if (space_->reserve() < SpaceGuard::kMaxReserveBytes) {
+    return std::min(options_.data_file_bytes, space_->reserve());
+  }
+  return options_.data_file_bytes;
 }
 
 Result<uint64_t> RocksStore::NewDataId() {

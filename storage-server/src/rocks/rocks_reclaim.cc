@@ -13,6 +13,7 @@
 
 #include "oc/common/log.h"
 #include "rocks/extent_key.h"
+#include "rocks/group_sync.h"
 #include "rocks/rocks_store.h"
 
 namespace oc::storage {
@@ -28,12 +29,23 @@ const Logger kLog{"storage"};
 // (docs/decisions/storage-point-deletes.md).
 constexpr uint64_t kPointDeleteMaxExtents = 256;
 
+// After a refusal for lack of space, every delete wakes the space recovery until this many
+// reserves are free again (one recovery may run before most of a batch of deletes landed).
+constexpr uint64_t kRecoveredReserves = 4;
+// The space recovery runs at most once per this pause.
+constexpr auto kRecoveryPause = std::chrono::milliseconds(50);
+
 }  // namespace
 
 uint64_t RocksStore::DeleteSegments(const std::vector<Segment>& segments,
                                     rocksdb::WriteBatch* batch, FileBytes* dead) {
   uint64_t bytes = 0;
   for (const Segment& s : segments) {
+    if ((s.flags & kSegmentDataFile) == 0) {
+      std::lock_guard lock(reclaim_mu_);  // the range the space recovery compacts
+      deleted_lo_ = std::min(deleted_lo_, s.data_id);
+      deleted_hi_ = std::max(deleted_hi_, s.data_id);
+    }
     const ExtentKey begin = ExtentRangeBegin(s.data_id);
     const ExtentKey end = ExtentRangeEnd(s.data_id);
     if ((s.flags & kSegmentDataFile) != 0) {
@@ -75,6 +87,9 @@ void RocksStore::NoteDataFiles(const FileBytes& added, const FileBytes& dead) {
 }
 
 void RocksStore::NoteFreed(uint64_t bytes) {
+  if (bytes > 0) {
+    MaybeRecoverSpace();
+  }
   if (bytes == 0 || options_.reclaim_after_bytes == 0) {
     return;
   }
@@ -96,11 +111,13 @@ void RocksStore::ReclaimLoop() {
   size_t held = 0;
   for (;;) {
     bool reclaim = false;
+    bool recover = false;
     {
       std::unique_lock lock(reclaim_mu_);
       auto due = [this] {
-        return stopping_ || (options_.reclaim_after_bytes != 0 &&
-                             freed_since_compaction_ >= options_.reclaim_after_bytes);
+        return stopping_ || recover_space_ ||
+               (options_.reclaim_after_bytes != 0 &&
+                freed_since_compaction_ >= options_.reclaim_after_bytes);
       };
       if (held > 0) {
         reclaim_cv_.wait_for(lock, kReleasePoll, due);
@@ -110,12 +127,25 @@ void RocksStore::ReclaimLoop() {
       if (stopping_) {
         return;
       }
-      reclaim = due();
+      recover = recover_space_;
+      recover_space_ = false;
+      reclaim = options_.reclaim_after_bytes != 0 &&
+                freed_since_compaction_ >= options_.reclaim_after_bytes;
       if (reclaim) {
         freed_since_compaction_ = 0;
       }
     }
-    if (reclaim) {
+    if (recover) {
+      Status s = RecoverSpace();
+      if (!s.ok()) {
+        kLog.Warn("space recovery: {}", s.ToString());
+      }
+      // Refused writes wake it as fast as they come: at most one recovery per pause.
+      std::unique_lock lock(reclaim_mu_);
+      reclaim_cv_.wait_for(lock, kRecoveryPause, [this] { return stopping_; });
+    }
+    // No compaction while short of space: it writes its output before it frees its input.
+    if (reclaim && space_->Admit(0).ok()) {
       Status s = CompactExtents();
       if (!s.ok()) {
         kLog.Warn("reclaim failed: {}", s.ToString());
@@ -157,6 +187,195 @@ Result<uint64_t> RocksStore::CountExtents() {
   }
   OC_RETURN_IF_ERROR(FromRocks(it->status()));
   return n;
+}
+
+void RocksStore::MaybeRecoverSpace() {
+  if (!space_->short_of_space() && space_->Available() >= 2 * space_->reserve()) {
+    return;
+  }
+  {
+    std::lock_guard lock(reclaim_mu_);
+    recover_space_ = true;
+  }
+  reclaim_cv_.notify_one();
+}
+
+Status RocksStore::ResumeDb(bool flush) {
+  // A no-op unless a background error (a full disk during a flush, compaction or WAL write)
+  // stopped the database; then it clears the error and flushes the memtables.
+  OC_RETURN_IF_ERROR(FromRocks(db_->Resume()));
+  if (!flush) {
+    return Status::Ok();
+  }
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  fo.allow_write_stall = true;
+  return FromRocks(db_->Flush(fo, handles_));
+}
+
+Status RocksStore::RecoverSpace() {
+  const auto start = std::chrono::steady_clock::now();
+  // RocksDB first: a stopped database refuses the deletes and locator swaps below. A failed
+  // WAL sync is sticky (group_sync.h): its records are made durable by a flush into synced
+  // tables before later syncs may acknowledge anything again.
+  const bool wal_failed = wal_sync_ != nullptr && wal_sync_->failed();
+  OC_RETURN_IF_ERROR(ResumeDb(/*flush=*/wal_failed));
+  if (wal_failed) {
+    (void)wal_sync_->Rearm();  // after the flush: the failed WAL is no longer replayed
+  }
+  const bool data_failed = data_files_->Rearm();
+  uint64_t retired = 0;
+  if (!data_files_->empty()) {
+    std::lock_guard lock(data_reclaim_mu_);
+    // Deleted bytes of the current file come back only once it is sealed (the rewrite never
+    // touches the file being appended to); then the files no record names go, which needs
+    // no room, and then partly dead ones whose live bytes fit in what is free.
+    data_files_->Seal();
+    std::vector<uint32_t> dead;
+    std::vector<DataFileInfo> partly;
+    for (const DataFileInfo& f : data_files_->Files()) {
+      if (f.active || f.writing || f.bytes <= f.live) {
+        continue;
+      }
+      // Short of space a file is worth rewriting at half the usual garbage share.
+      if (f.live == 0) {
+        dead.push_back(f.number);
+      } else if ((f.bytes - f.live) * 200 >=
+                 uint64_t{options_.data_file_garbage_percent} * f.bytes) {
+        partly.push_back(f);
+      }
+    }
+    if (!dead.empty()) {
+      OC_RETURN_IF_ERROR(RewriteDataFiles(dead));  // nothing to copy: only retires them
+      retired += dead.size();
+    }
+    (void)ReleaseDataFiles();
+    std::sort(partly.begin(), partly.end(), [](const DataFileInfo& a, const DataFileInfo& b) {
+      return a.live * b.bytes < b.live * a.bytes;  // most space back per byte copied first
+    });
+    for (const DataFileInfo& f : partly) {
+      const uint64_t available = space_->Available();
+      if (available == UINT64_MAX || f.live > available / 2) {
+        break;
+      }
+      OC_RETURN_IF_ERROR(RewriteDataFiles({f.number}));
+      (void)ReleaseDataFiles();
+      ++retired;
+    }
+  }
+  Status compacted = CompactDeletedRange();
+  if (!compacted.ok()) {
+    kLog.Warn("space recovery: compacting the deleted range: {}", compacted.ToString());
+    (void)ResumeDb(/*flush=*/false);  // a compaction that met a full disk stops RocksDB
+  }
+  // Deletes keep waking the recovery until a few reserves are free again.
+  if (space_->Available() >= kRecoveredReserves * space_->reserve()) {
+    space_->ClearRefused();
+  }
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+  kLog.Info(
+      "space recovery: wal_sync_rearmed={} data_sync_rearmed={} data_files_retired={} "
+      "available={} reserve={} ms={}",
+      wal_failed, data_failed, retired, space_->Available(), space_->reserve(), ms);
+  return Status::Ok();
+}
+
+Status RocksStore::CompactDeletedRange() {
+  uint64_t lo = 0;
+  uint64_t hi = 0;
+  {
+    std::lock_guard lock(reclaim_mu_);
+    if (deleted_lo_ > deleted_hi_) {
+      return Status::Ok();
+    }
+    lo = deleted_lo_;
+    hi = deleted_hi_;
+    deleted_lo_ = UINT64_MAX;
+    deleted_hi_ = 0;
+  }
+  auto again = [&] {  // the range stays due for the next recovery
+    std::lock_guard lock(reclaim_mu_);
+    deleted_lo_ = std::min(deleted_lo_, lo);
+    deleted_hi_ = std::max(deleted_hi_, hi);
+  };
+  // The deletes' tombstones into tables (room for one memtable: within the reserve).
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  fo.allow_write_stall = true;
+  if (Status s = FromRocks(db_->Flush(fo, extents_cf_)); !s.ok()) {
+    again();
+    return s;
+  }
+  const uint64_t deletes_sequence = db_->GetLatestSequenceNumber();
+  const ExtentKey begin_key = ExtentRangeBegin(lo);
+  const ExtentKey end_key = ExtentRangeEnd(hi);
+  const rocksdb::Slice begin = AsSlice(begin_key);
+  const rocksdb::Slice end = AsSlice(end_key);
+
+  // A compaction writes its output before it frees its input, so near full it cannot run.
+  // A table of the last level with no visible key left goes whole instead (DB::DeleteFile:
+  // no room needed; last level only, so no older value can resurface). Not while a snapshot
+  // older than the deletes exists: its reader may still read the table's extents.
+  uint64_t oldest = 0;
+  if (!db_->GetIntProperty(rocksdb::DB::Properties::kOldestSnapshotSequence, &oldest)) {
+    oldest = 1;
+  }
+  uint64_t dropped = 0;
+  uint64_t dropped_bytes = 0;
+  if (oldest == 0 || oldest > deletes_sequence) {
+    rocksdb::ColumnFamilyMetaData meta;
+    db_->GetColumnFamilyMetaData(extents_cf_, &meta);
+    const rocksdb::LevelMetaData* last = nullptr;
+    for (auto it = meta.levels.rbegin(); it != meta.levels.rend(); ++it) {
+      if (!it->files.empty()) {
+        last = &*it;
+        break;
+      }
+    }
+    rocksdb::ReadOptions ro = extent_read_;
+    ro.fill_cache = false;
+    for (size_t i = 0; last != nullptr && i < last->files.size(); ++i) {
+      const rocksdb::SstFileMetaData& f = last->files[i];
+      const rocksdb::Slice smallest(f.smallestkey);
+      const rocksdb::Slice largest(f.largestkey);
+      if (f.being_compacted || largest.compare(begin) < 0 || smallest.compare(end) >= 0) {
+        continue;
+      }
+      std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, extents_cf_));
+      it->Seek(smallest);
+      OC_RETURN_IF_ERROR(FromRocks(it->status()));
+      if (it->Valid() && it->key().compare(largest) <= 0) {
+        continue;  // a live extent: only a compaction frees the rest of this table
+      }
+      it.reset();
+      if (db_->DeleteFile(f.relative_filename).ok()) {
+        ++dropped;
+        dropped_bytes += f.size;
+      }
+    }
+  } else {
+    again();
+  }
+  if (dropped > 0) {
+    kLog.Info("space recovery: dropped {} dead extent tables, {} bytes", dropped, dropped_bytes);
+  }
+  // Tables with live extents left: compacted only with room to spare (its output is at most
+  // the range's live bytes; deletes spread over every id leave about half of them live).
+  if (space_->Available() < 4 * space_->reserve()) {
+    return Status::Ok();
+  }
+  rocksdb::CompactRangeOptions o;
+  o.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForceOptimized;
+  o.blob_garbage_collection_policy = rocksdb::BlobGarbageCollectionPolicy::kForce;
+  o.blob_garbage_collection_age_cutoff = 1.0;
+  o.allow_write_stall = true;
+  Status s = FromRocks(db_->CompactRange(o, extents_cf_, &begin, &end));
+  if (!s.ok()) {
+    again();
+  }
+  return s;
 }
 
 }  // namespace oc::storage

@@ -11,6 +11,7 @@
 
 #include "names.h"
 #include "oc/storage/cached_reads.h"
+#include "oc/storage/no_space.h"
 #include "rocks/group_sync.h"
 #include "rocks/store_keys.h"
 
@@ -33,7 +34,7 @@ Status FromRocks(const rocksdb::Status& s) {
     return Status::Unavailable(s.ToString());
   }
   if (s.IsNoSpace()) {
-    return Status::ResourceExhausted("", s.ToString());
+    return NoSpace(s.ToString());  // also a write refused while the DB is stopped by one
   }
   if (s.IsIncomplete() && CachedReadsOnly::Active()) {
     CachedReadsOnly::NoteMiss();  // a kBlockCacheTier read that needed the disk
@@ -120,6 +121,7 @@ Status RocksStore::CreateBucket(std::string_view bucket, std::string_view owner)
   if (!exists.IsNotFound()) {
     return exists;
   }
+  OC_RETURN_IF_ERROR(AdmitWrite(0));
   BucketRecord record{std::string(owner), NowUnixMs()};
   return FromRocks(db_->Put(synced_, buckets_cf_, rocksdb::Slice(bucket.data(), bucket.size()),
                             EncodeBucketRecord(record)));
@@ -235,6 +237,9 @@ Result<StoreStats> RocksStore::Stats() {
   stats.figures.emplace_back("data_files", files);
   stats.figures.emplace_back("data_file_bytes", file_bytes);
   stats.figures.emplace_back("data_file_live_bytes", live_bytes);
+  // The free-space reserve (space_guard.h) and what is free beside it.
+  stats.figures.emplace_back("space_available_bytes", space_->Available());
+  stats.figures.emplace_back("space_reserve_bytes", space_->reserve());
   stats.figures.emplace_back("data_file_writeback_kicks", data_files_->writeback_kicks());
   stats.figures.emplace_back("data_file_writeback_kicked_bytes",
                              data_files_->writeback_kicked_bytes());

@@ -66,6 +66,7 @@
 #include "backend.h"
 #include "kv/slice_source.h"
 #include "oc/common/thread_annotations.h"
+#include "oc/storage/no_space.h"
 #include "oc/storage/options.h"
 #include "oc/storage/store.h"
 #include "records/md5.h"
@@ -73,6 +74,7 @@
 #include "records/multipart_complete.h"
 #include "rocks/data_files.h"
 #include "rocks/extent_key.h"
+#include "rocks/space_guard.h"
 #include "rocks/thread_pool.h"
 
 namespace oc::storage {
@@ -204,6 +206,21 @@ class RocksStore final : public Backend {
   Result<uint64_t> AppendDataExtent(rocksdb::WriteBatch* batch, uint64_t data_id, uint64_t index,
                                     ByteSpan bytes, StagedData* staged, FileBytes* live);
   Result<uint64_t> NewDataId();
+  // The free-space reserve (space_guard.h) for an ordinary write bringing `incoming` bytes:
+  // kResourceExhausted/storage.space (oc/storage/no_space.h) when it would eat into it.
+  // A refusal wakes the space recovery: garbage of the data files may be reclaimable.
+  Status AdmitWrite(uint64_t incoming) { return NoteSpace(space_->Admit(incoming)); }
+  // Returns `s`, noting it first if it is a refusal for lack of space (the recovery is woken
+  // now and by every delete until a few reserves are free).
+  Status NoteSpace(Status s) {
+    if (IsNoSpace(s)) {
+      space_->NoteRefused();
+      MaybeRecoverSpace();
+    }
+    return s;
+  }
+  // Tests and /stats: the reserve's size and the recoveries run so far.
+  uint64_t space_reserve() const { return space_->reserve(); }
   Result<std::unique_ptr<ObjectWriter>> NewWriter(WriteTarget target, uint64_t extent_bytes);
   // Commits a streamed object or part whose last extents are in *batch; returns once it is
   // durable. If it fails before the record is written, the data id's extents are freed.
@@ -265,6 +282,13 @@ class RocksStore final : public Backend {
   void NoteFreed(uint64_t bytes);
   // Opens the data files and counts each file's live bytes from the locators.
   Status OpenDataFiles();
+  // Where a data file rolls: data_file_bytes, at most the reserve on a small file system.
+  uint64_t DataFileRollBytes() const;
+  // The space recovery's part for extents inside RocksDB (the sst and blob layouts, and small
+  // objects under data files), over the key range of the data ids deleted since it last ran:
+  // flushes the extents' memtable, drops last-level tables with no visible key left (no room
+  // needed), and compacts the range when four times the reserve is free.
+  Status CompactDeletedRange();
   // Calls `visit` with the extent key and locator of every extent of every data-file segment
   // that an object or part record names now (rocks_data_reclaim.cc).
   Status ForEachDataExtent(
@@ -275,6 +299,18 @@ class RocksStore final : public Backend {
   // Drops retired data files no snapshot can name; returns how many are still held.
   size_t ReleaseDataFiles();
   void ReclaimLoop();
+  // After a refusal or a delete (or anything else that frees space): wakes the space recovery
+  // if a write was refused for lack of space or less than twice the reserve is free.
+  void MaybeRecoverSpace();
+  // The space recovery, on the reclaimer's thread (docs/decisions/full-disk.md): resumes
+  // RocksDB after a background error, re-arms the WAL and data-file syncs after a failed
+  // one, seals the current data file and retires the data files no record names, then
+  // rewrites partly dead ones whose live bytes fit in the free space. Never compacts the
+  // extents while short of space (a compaction writes its output before it frees its input).
+  Status RecoverSpace();
+  // RocksDB's Resume() after a background error (a no-op without one), then a flush of every
+  // column family when `flush` (so the records of a failed WAL sync are in synced tables).
+  Status ResumeDb(bool flush);
   Status ReadSlice(const rocksdb::ReadOptions& meta_ro, const rocksdb::ReadOptions& extent_ro,
                    std::string_view bucket, const kv::SliceRead& slice, kv::SliceStatus* out);
   // Read options for one slice batch, both on `snapshot`; checks the bucket in it.
@@ -336,6 +372,12 @@ class RocksStore final : public Backend {
   std::condition_variable reclaim_cv_;
   uint64_t freed_since_compaction_ OC_GUARDED_BY(reclaim_mu_) = 0;
   bool stopping_ OC_GUARDED_BY(reclaim_mu_) = false;
+  bool recover_space_ OC_GUARDED_BY(reclaim_mu_) = false;  // MaybeRecoverSpace asked
+  // The data ids of RocksDB-held extents deleted since the last CompactDeletedRange
+  // (lo > hi: none).
+  uint64_t deleted_lo_ OC_GUARDED_BY(reclaim_mu_) = UINT64_MAX;
+  uint64_t deleted_hi_ OC_GUARDED_BY(reclaim_mu_) = 0;
+  std::unique_ptr<SpaceGuard> space_;  // set in OpenDb
   std::thread reclaimer_;
 };
 

@@ -138,10 +138,12 @@ class RocksBody final : public RawBodyWriter {
   // Writes the buffered extents unsynced; the first flush also records the data id as
   // pending, in the same batch, so recovery can free it if Commit never happens.
   Status Flush() {
+    OC_RETURN_IF_ERROR(store_->AdmitWrite(batch_bytes_));
     if (!flushed_) {
       OC_RETURN_IF_ERROR(FromRocks(batch_.Put(store_->pending_cf(), PendingKey(data_id_), "")));
     }
-    OC_RETURN_IF_ERROR(FromRocks(store_->db()->Write(store_->unsynced(), &batch_)));
+    OC_RETURN_IF_ERROR(
+        store_->NoteSpace(FromRocks(store_->db()->Write(store_->unsynced(), &batch_))));
     flushed_ = true;
     batch_.Clear();
     batch_bytes_ = 0;
@@ -230,6 +232,8 @@ Result<std::unique_ptr<ObjectWriter>> RocksStore::Put(const ObjectKey& key,
 
 Result<std::unique_ptr<ObjectWriter>> RocksStore::NewWriter(WriteTarget target,
                                                             uint64_t extent_bytes) {
+  // Refused before the body is read when its declared size does not fit above the reserve.
+  OC_RETURN_IF_ERROR(AdmitWrite(target.options.expected_size.value_or(0)));
   OC_ASSIGN_OR_RETURN(uint64_t data_id, NewDataId());
   PutOptions options = target.options;
   return std::unique_ptr<ObjectWriter>(
@@ -253,7 +257,12 @@ uint8_t RocksStore::NewSegmentFlags() const {
 Result<uint64_t> RocksStore::AppendDataExtent(rocksdb::WriteBatch* batch, uint64_t data_id,
                                               uint64_t index, ByteSpan bytes, StagedData* staged,
                                               FileBytes* live) {
-  OC_ASSIGN_OR_RETURN(DataFiles::Appended a, data_files_->Append(data_id, index, bytes));
+  OC_RETURN_IF_ERROR(AdmitWrite(kFrameHeaderBytes + bytes.size()));
+  Result<DataFiles::Appended> appended = data_files_->Append(data_id, index, bytes);
+  if (!appended.has_value()) {
+    return NoteSpace(appended.error());
+  }
+  DataFiles::Appended& a = *appended;
   staged->ticket = std::max(staged->ticket, a.ticket);
   if (staged->pins.empty() || staged->pins.back() != a.pin) {
     staged->pins.push_back(std::move(a.pin));
@@ -267,9 +276,15 @@ Result<uint64_t> RocksStore::AppendDataExtent(rocksdb::WriteBatch* batch, uint64
 Result<ObjectMeta> RocksStore::CommitWrite(const WriteTarget& target, const Segment& segment,
                                            const std::array<std::byte, 16>& md5, bool flushed,
                                            rocksdb::WriteBatch* batch, const StagedData& staged) {
+  // The record's batch (the last extents of an object that stays in RocksDB) above the
+  // reserve too.
+  if (Status admitted = AdmitWrite(batch->GetDataSize()); !admitted.ok()) {
+    DiscardData(segment.data_id, flushed);
+    return admitted;
+  }
   // The bytes first: a record must never name bytes a crash could lose. On failure nothing
   // names them (garbage of their data file).
-  OC_RETURN_IF_ERROR(data_files_->AwaitSynced(staged.ticket));
+  OC_RETURN_IF_ERROR(NoteSpace(data_files_->AwaitSynced(staged.ticket)));
   uint64_t freed = 0;
   uint64_t ticket = 0;
   Result<ObjectMeta> meta =
@@ -342,12 +357,12 @@ Result<ObjectMeta> RocksStore::WriteCommit(const WriteTarget& target, const Segm
 }
 
 Result<uint64_t> RocksStore::WriteForDurability(rocksdb::WriteBatch* batch) {
-  OC_RETURN_IF_ERROR(FromRocks(db_->Write(unsynced_, batch)));
+  OC_RETURN_IF_ERROR(NoteSpace(FromRocks(db_->Write(unsynced_, batch))));
   return wal_sync_ != nullptr ? wal_sync_->Written() : 0;
 }
 
 Status RocksStore::AwaitDurable(uint64_t ticket) {
-  return wal_sync_ != nullptr ? wal_sync_->AwaitSynced(ticket) : Status::Ok();
+  return wal_sync_ != nullptr ? NoteSpace(wal_sync_->AwaitSynced(ticket)) : Status::Ok();
 }
 
 void RocksStore::DiscardData(uint64_t data_id, bool flushed) {
@@ -379,11 +394,23 @@ Status RocksStore::Delete(const ObjectKey& key) {
   OC_RETURN_IF_ERROR(FromRocks(batch.Delete(objects_cf_, object_key)));
   FileBytes dead;
   const uint64_t freed = DeleteSegments(record->segments, &batch, &dead);
-  OC_ASSIGN_OR_RETURN(const uint64_t ticket, WriteForDurability(&batch));
+  // Deletes are never held to the reserve: they are how space comes back. RocksDB stopped by
+  // a full disk refuses them too, so one Resume (which the reserve leaves room for) first.
+  Result<uint64_t> ticket = WriteForDurability(&batch);
+  if (!ticket.has_value() && IsNoSpace(ticket.error()) && ResumeDb(/*flush=*/false).ok()) {
+    ticket = WriteForDurability(&batch);
+  }
+  if (!ticket.has_value()) {
+    MaybeRecoverSpace();
+    return ticket.error();
+  }
   NoteDataFiles({}, dead);
   key_lock.unlock();
   bucket_lock.unlock();
-  OC_RETURN_IF_ERROR(AwaitDurable(ticket));
+  if (Status s = AwaitDurable(*ticket); !s.ok()) {
+    MaybeRecoverSpace();  // a failed WAL sync is sticky until the recovery re-arms it
+    return s;
+  }
   NoteFreed(freed);
   return Status::Ok();
 }
@@ -408,6 +435,7 @@ Result<ObjectMeta> RocksStore::Copy(const ObjectKey& src, const ObjectKey& dst,
       ReplaceMetadata(&record->meta, *replace);
     }
     record->meta.mtime_unix_ms = NowUnixMs();
+    OC_RETURN_IF_ERROR(AdmitWrite(0));
     OC_RETURN_IF_ERROR(
         FromRocks(db_->Put(synced_, objects_cf_, object_key, EncodeObjectRecord(*record))));
     return std::move(record->meta);
@@ -428,6 +456,7 @@ Result<ObjectMeta> RocksStore::PutObjectTags(const ObjectKey& key, const Tags& t
     return Status::NotFound(Subject::kKey, key.name);
   }
   record->meta.tags = tags;
+  OC_RETURN_IF_ERROR(AdmitWrite(0));
   OC_RETURN_IF_ERROR(
       FromRocks(db_->Put(synced_, objects_cf_, object_key, EncodeObjectRecord(*record))));
   return std::move(record->meta);

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "oc/storage/no_space.h"
 #include "request.h"
 
 namespace oc::gateway {
@@ -63,10 +64,23 @@ TEST(S3Errors, StatusMapsToTheS3Code) {
       {Status::Unavailable("down"), "ServiceUnavailable"},
       {Status::ResourceExhausted("", "rpc connections"), "ServiceUnavailable"},
       {Status::ResourceExhausted("kv.descriptor_threads", "all workers busy"), "SlowDown"},
+      {storage::NoSpace("No space left on device"), "InsufficientStorage"},
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(row.status.ToString());
     EXPECT_EQ(ErrorRow(ToS3Error(row.status)).code, row.code);
+  }
+}
+
+// A full disk or pool is 507 InsufficientStorage, with no Retry-After: waiting does not make
+// room, and SDKs retry neither (docs/decisions/full-disk.md); the field is not echoed.
+TEST(S3Errors, NoSpaceIsInsufficientStorageWithoutRetryAfter) {
+  const Response r = Response::FromStatus(storage::NoSpace("No space left on device"));
+  EXPECT_EQ(r.status, 507u);
+  ASSERT_TRUE(r.error.has_value());
+  EXPECT_EQ(ErrorRow(*r.error).code, "InsufficientStorage");
+  for (const auto& [name, value] : r.headers) {
+    EXPECT_NE(name, "Retry-After");
   }
 }
 
