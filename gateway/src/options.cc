@@ -1,5 +1,6 @@
 #include "oc/gateway/options.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include <fmt/core.h>
@@ -95,6 +96,12 @@ Status GatewayOptions::Validate() const {
       return Status::InvalidArgument("gateway.grants", "each grant is \"user=bucket\"");
     }
   }
+  OC_RETURN_IF_ERROR(Range("lifecycle.day_seconds", lifecycle.day_seconds, 1, 1ull << 32));
+  if (lifecycle.interval.count() < 0) {
+    return Status::InvalidArgument("lifecycle.interval", "must not be negative");
+  }
+  OC_RETURN_IF_ERROR(
+      Range("lifecycle.max_objects_per_pass", lifecycle.max_objects_per_pass, 1, 1ull << 40));
   if (tls_cert_file.empty() != tls_key_file.empty()) {
     return Status::InvalidArgument("gateway.tls_cert_file",
                                    "tls_cert_file and tls_key_file go together");
@@ -109,6 +116,15 @@ uint32_t IoThreadsFor(uint32_t configured) {
 uint32_t StoreThreadsFor(uint32_t configured) {
   return configured != 0 ? configured
                          : ThreadsPerCore(kStoreThreadsPerCore, kMinStoreThreads, kMaxStoreThreads);
+}
+
+std::chrono::milliseconds LifecycleIntervalFor(const LifecycleOptions& options) {
+  if (options.interval.count() > 0) {
+    return options.interval;
+  }
+  const auto eighth = std::chrono::milliseconds(options.day_seconds * 1000 / 8);
+  return std::clamp<std::chrono::milliseconds>(eighth, std::chrono::milliseconds(100),
+                                               std::chrono::hours(1));
 }
 
 Status ApplyConfig(const Config& config, GatewayOptions* o) {
@@ -133,6 +149,10 @@ Status ApplyConfig(const Config& config, GatewayOptions* o) {
   OC_RETURN_IF_ERROR(config.Read("gateway.tls_key_file", &o->tls_key_file));
   OC_RETURN_IF_ERROR(config.Read("gateway.access_log", &o->access_log));
   OC_RETURN_IF_ERROR(config.Read("gateway.inline_cached_reads", &o->inline_cached_reads));
+  OC_RETURN_IF_ERROR(config.Read("lifecycle.day_seconds", &o->lifecycle.day_seconds));
+  OC_RETURN_IF_ERROR(config.ReadDuration("lifecycle.interval", &o->lifecycle.interval));
+  OC_RETURN_IF_ERROR(
+      config.Read("lifecycle.max_objects_per_pass", &o->lifecycle.max_objects_per_pass));
   return Status::Ok();
 }
 

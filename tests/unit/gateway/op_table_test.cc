@@ -160,6 +160,12 @@ TEST(OpTable, WhoMayCallEachOperation) {
             (std::set<std::string_view>{"ListBuckets", "CreateBucket"}));
   EXPECT_EQ(access_is(AccessClass::kAnyCaller),
             (std::set<std::string_view>{"NotImplemented", "MethodNotAllowed"}));
+  // A bucket's lifecycle configuration deletes its objects: its owner's, an admin's or a
+  // grantee's only, like the other bucket writes.
+  for (std::string_view name : {"PutBucketLifecycleConfiguration",
+                                "GetBucketLifecycleConfiguration", "DeleteBucketLifecycle"}) {
+    EXPECT_EQ(access_is(AccessClass::kBucketUser).count(name), 1u) << name;
+  }
   // Every other operation is the bucket's owner's, an admin's or a grantee's.
   for (const OpRow& row : kOpRows) {
     SCOPED_TRACE(row.name);
