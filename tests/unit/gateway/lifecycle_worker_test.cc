@@ -7,11 +7,13 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 
 #include "lifecycle/lifecycle_configs.h"
 #include "oc/common/bytes.h"
+#include "oc/common/config.h"
 #include "oc/storage/open_store.h"
 #include "oc/testutil/testutil.h"
 
@@ -28,26 +30,26 @@ class LifecycleWorkerTest : public ::testing::Test {
     Result<std::unique_ptr<storage::Store>> s = storage::OpenStore(o);
     ASSERT_TRUE(s.has_value()) << s.error();
     store_ = std::move(*s);
-    ASSERT_TRUE(store_->CreateBucket("b", "owner").ok());
+    ASSERT_TRUE(store_->CreateBucket("bkt", "owner").ok());
   }
   storage::ObjectMeta Put(const std::string& key, const storage::Tags& tags = {}) {
     storage::PutOptions options;
     if (!tags.empty()) {
       options.tags = tags;
     }
-    Result<std::unique_ptr<storage::ObjectWriter>> w = store_->Put({"b", key}, options);
+    Result<std::unique_ptr<storage::ObjectWriter>> w = store_->Put({"bkt", key}, options);
     EXPECT_TRUE(w.has_value());
     EXPECT_TRUE((*w)->Append(AsBytes(std::string_view("bytes"))).ok());
     Result<storage::ObjectMeta> meta = (*w)->Commit();
     EXPECT_TRUE(meta.has_value());
     return *meta;
   }
-  bool Exists(const std::string& key) { return store_->Head({"b", key}).has_value(); }
+  bool Exists(const std::string& key) { return store_->Head({"bkt", key}).has_value(); }
   void SetRules(std::vector<LifecycleRule> rules) {
     LifecycleConfigs configs(store_.get());
     LifecycleConfiguration config;
     config.rules = std::move(rules);
-    ASSERT_TRUE(configs.Set("b", std::make_shared<const LifecycleConfiguration>(config)).ok());
+    ASSERT_TRUE(configs.Set("bkt", std::make_shared<const LifecycleConfiguration>(config)).ok());
   }
   LifecycleOptions Options(uint64_t budget) {
     LifecycleOptions o;
@@ -142,11 +144,11 @@ TEST_F(LifecycleWorkerTest, AbortsDueUploadsUnderTheRulesPrefix) {
   abort.prefix = "u/";
   abort.abort_days = 1;
   SetRules({abort});
-  Result<std::string> due_upload = store_->CreateMultipartUpload({"b", "u/x"}, {});
+  Result<std::string> due_upload = store_->CreateMultipartUpload({"bkt", "u/x"}, {});
   ASSERT_TRUE(due_upload.has_value());
-  Result<std::string> kept_upload = store_->CreateMultipartUpload({"b", "v/y"}, {});
+  Result<std::string> kept_upload = store_->CreateMultipartUpload({"bkt", "v/y"}, {});
   ASSERT_TRUE(kept_upload.has_value());
-  Result<storage::ListUploadsResult> listed = store_->ListMultipartUploads("b", {});
+  Result<storage::ListUploadsResult> listed = store_->ListMultipartUploads("bkt", {});
   ASSERT_TRUE(listed.has_value());
   ASSERT_EQ(listed->uploads.size(), 2u);
   const int64_t initiated = listed->uploads[0].initiated_unix_ms;
@@ -155,7 +157,7 @@ TEST_F(LifecycleWorkerTest, AbortsDueUploadsUnderTheRulesPrefix) {
   EXPECT_EQ(worker.RunPass(initiated).aborted, 0u);
   LifecycleWorker::PassReport r = worker.RunPass(LifecycleDueMs(initiated, 1, kDayMs) + kDayMs);
   EXPECT_EQ(r.aborted, 1u);
-  listed = store_->ListMultipartUploads("b", {});
+  listed = store_->ListMultipartUploads("bkt", {});
   ASSERT_TRUE(listed.has_value());
   ASSERT_EQ(listed->uploads.size(), 1u);
   EXPECT_EQ(listed->uploads[0].key, "v/y");
@@ -170,9 +172,38 @@ TEST_F(LifecycleWorkerTest, BucketsWithoutAConfigurationAreLeftAlone) {
   EXPECT_EQ(r.buckets, 0u);
   SetRules({ExpireRule("expire", "e/", 1)});
   LifecycleConfigs configs(store_.get());
-  ASSERT_TRUE(configs.Set("b", nullptr).ok());
+  ASSERT_TRUE(configs.Set("bkt", nullptr).ok());
   EXPECT_EQ(worker.RunPass(INT64_MAX / 2).expired, 0u);
   EXPECT_TRUE(Exists("e/1"));
+}
+
+// The [lifecycle] table: the conf files list the defaults, a test's short day is read, the
+// interval follows the day unless set, and out-of-range values are refused naming the key.
+TEST(LifecycleOptionsTest, ConfigTableAndInterval) {
+  for (const char* name : {"gateway.toml", "objectcache.toml"}) {
+    Result<Config> file =
+        Config::LoadFile((std::filesystem::path(OC_SOURCE_DIR) / "conf" / name).string());
+    ASSERT_TRUE(file.has_value()) << file.error();
+    GatewayOptions o;
+    ASSERT_TRUE(ApplyConfig(*file, &o).ok());
+    const LifecycleOptions defaults;
+    EXPECT_EQ(o.lifecycle.day_seconds, defaults.day_seconds) << name;
+    EXPECT_EQ(o.lifecycle.interval, defaults.interval) << name;
+    EXPECT_EQ(o.lifecycle.max_objects_per_pass, defaults.max_objects_per_pass) << name;
+  }
+  EXPECT_EQ(LifecycleIntervalFor(LifecycleOptions{}), std::chrono::hours(1));
+  Result<Config> config = Config::Parse("[lifecycle]\nday_seconds = 2\n");
+  ASSERT_TRUE(config.has_value());
+  GatewayOptions o;
+  ASSERT_TRUE(ApplyConfig(*config, &o).ok());
+  EXPECT_TRUE(o.Validate().ok());
+  EXPECT_TRUE(config->CheckNoUnknownKeys().ok());
+  EXPECT_EQ(o.lifecycle.day_seconds, 2u);
+  EXPECT_EQ(LifecycleIntervalFor(o.lifecycle), std::chrono::milliseconds(250));
+  o.lifecycle.interval = std::chrono::seconds(7);
+  EXPECT_EQ(LifecycleIntervalFor(o.lifecycle), std::chrono::seconds(7));
+  o.lifecycle.day_seconds = 0;
+  EXPECT_EQ(o.Validate().field(), "lifecycle.day_seconds");
 }
 
 }  // namespace

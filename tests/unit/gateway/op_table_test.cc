@@ -264,13 +264,15 @@ TEST(OpTable, SubresourcesNoRowServesAreNotImplemented) {
                                "versionId"}) {
     SCOPED_TRACE(key);
     EXPECT_TRUE(IsSubresource(key));
-    // DeleteBucket serves no sub-resource, so naming any one is 501.
+    // DeleteBucket serves no sub-resource, so naming any one is 501, except the one a bucket
+    // DELETE row of its own serves (DeleteBucketLifecycle).
     Query query = {{std::string(key), ""}};
     RouteInput in;
     in.method = "DELETE";
     in.path = "/b";
     in.query = &query;
-    EXPECT_EQ(RouteRequest(in, "").op, S3Op::kNotImplemented);
+    EXPECT_EQ(RouteRequest(in, "").op,
+              key == "lifecycle" ? S3Op::kDeleteBucketLifecycle : S3Op::kNotImplemented);
   }
   EXPECT_EQ(served.size() + unserved.size(), 35u);
   // Ordinary parameters are not sub-resources.
