@@ -38,7 +38,8 @@ std::vector<ConfFile> ShippedConfFiles() {
           std::string("`objectcache serve` configuration: the gateway and the storage server in "
                       "one process. Precedence: default < this file (--config) < flags. ") +
           std::string(kEveryKey)) +
-          "\n" + GatewayConfigTable().Toml(GatewayOptions()) + "\n" + StoreTables() + "\n" +
+          "\n" + GatewayConfigTable().Toml(GatewayOptions()) + "\n" +
+          LifecycleConfigTable().Toml(LifecycleOptions()) + "\n" + StoreTables() + "\n" +
           SchedulerTable()});
   files.push_back(ConfFile{
       "storage-server.toml",

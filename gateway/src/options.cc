@@ -1,5 +1,6 @@
 #include "oc/gateway/options.h"
 
+#include <algorithm>
 #include <charconv>
 
 #include <fmt/core.h>
@@ -42,6 +43,7 @@ Status GatewayOptions::Validate() const {
       return Status::InvalidArgument("gateway.grants", "each grant is \"user=bucket\"");
     }
   }
+  OC_RETURN_IF_ERROR(LifecycleConfigTable().Check(lifecycle));
   if (tls_cert_file.empty() != tls_key_file.empty()) {
     return Status::InvalidArgument("gateway.tls_cert_file",
                                    "tls_cert_file and tls_key_file go together");
@@ -56,6 +58,15 @@ uint32_t IoThreadsFor(uint32_t configured) {
 uint32_t StoreThreadsFor(uint32_t configured) {
   return configured != 0 ? configured
                          : ThreadsPerCore(kStoreThreadsPerCore, kMinStoreThreads, kMaxStoreThreads);
+}
+
+std::chrono::milliseconds LifecycleIntervalFor(const LifecycleOptions& options) {
+  if (options.interval.count() > 0) {
+    return options.interval;
+  }
+  const auto eighth = std::chrono::milliseconds(options.day_seconds * 1000 / 8);
+  return std::clamp<std::chrono::milliseconds>(eighth, std::chrono::milliseconds(100),
+                                               std::chrono::hours(1));
 }
 
 namespace {
@@ -144,8 +155,33 @@ const ConfigTable<GatewayOptions>& GatewayConfigTable() {
   return *table;
 }
 
+const ConfigTable<LifecycleOptions>& LifecycleConfigTable() {
+  static const ConfigTable<LifecycleOptions>* const table = [] {
+    auto* t = new ConfigTable<LifecycleOptions>(
+        "lifecycle",
+        "[lifecycle]: the bucket lifecycle worker of every gateway "
+        "(docs/decisions/lifecycle.md).");
+    (*t).Int("day_seconds", &LifecycleOptions::day_seconds,
+             "Length of a lifecycle day in seconds: an Expiration Days=N rule is due N such days "
+             "after the object's mtime, rounded up to a whole day since the epoch (86400: S3's "
+             "next midnight UTC). Tests shorten it (RGW's rgw_lc_debug_interval); a Date is not "
+             "scaled.",
+             1, 1ull << 32)
+        .Duration("interval", &LifecycleOptions::interval,
+                  "How often the worker passes over the buckets with a configuration; \"0s\" "
+                  "picks day_seconds / 8, between 100ms and 1h.")
+        .Int("max_objects_per_pass", &LifecycleOptions::max_objects_per_pass,
+             "Objects and uploads one pass looks at, at most; a pass that stops part-way "
+             "continues on the next.",
+             1, 1ull << 40);
+    return t;
+  }();
+  return *table;
+}
+
 Status ApplyConfig(const Config& config, GatewayOptions* o) {
-  return GatewayConfigTable().Apply(config, o);
+  OC_RETURN_IF_ERROR(GatewayConfigTable().Apply(config, o));
+  return LifecycleConfigTable().Apply(config, &o->lifecycle);
 }
 
 std::string ToJson(const GatewayOptions& o) { return GatewayConfigTable().Json(o); }

@@ -25,6 +25,8 @@
 #include "auth/sigv4.h"
 #include "deferred_response.h"
 #include "handlers/handlers.h"
+#include "lifecycle/lifecycle_configs.h"
+#include "lifecycle/lifecycle_worker.h"
 #include "metrics.h"
 #include "oc/common/log.h"
 #include "session.h"
@@ -109,6 +111,8 @@ class ServerImpl final : public Server {
         creds_(std::move(creds)),
         authenticator_(creds_, MakeAuthOptions(options)),
         access_(options_, store),
+        lifecycle_(store),
+        lifecycle_worker_(store, options.lifecycle),
         pool_(StoreThreadsFor(options.store_threads)) {
     const uint32_t io_threads = IoThreadsFor(options_.io_threads);
     for (uint32_t i = 0; i < io_threads; ++i) {
@@ -129,6 +133,8 @@ class ServerImpl final : public Server {
     env_.access = &access_;
     env_.metrics = &metrics_;
     env_.effective_config_json = ToJson(options_);
+    env_.lifecycle = &lifecycle_;
+    env_.lifecycle_worker = &lifecycle_worker_;
     shared_.options = &options_;
     shared_.env = &env_;
     shared_.authenticator = &authenticator_;
@@ -220,6 +226,7 @@ class ServerImpl final : public Server {
       }
     });
     asio::co_spawn(*iocs_[0], AcceptLoop(), asio::detached);
+    lifecycle_worker_.Start();
     kLog.Info("listening on {}:{} tls={} config={}",
               options_.listen.substr(0, options_.listen.rfind(':')), port_, tls_ ? "on" : "off",
               ToJson(options_));
@@ -230,6 +237,7 @@ class ServerImpl final : public Server {
     }
     // Stop accepting, close idle connections, let in-flight requests finish.
     stopping_ = true;
+    lifecycle_worker_.Stop();
     asio::post(*iocs_[0], [this, &signals] {
       boost::system::error_code ec;
       acceptor_->close(ec);
@@ -333,6 +341,8 @@ class ServerImpl final : public Server {
   auth::Authenticator authenticator_;
   Metrics metrics_;
   Access access_;
+  LifecycleConfigs lifecycle_;
+  LifecycleWorker lifecycle_worker_;  // started by Run, stopped before the store is let go
   HandlerEnv env_;
   std::vector<std::unique_ptr<asio::io_context>> iocs_;
   asio::thread_pool pool_;

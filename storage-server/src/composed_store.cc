@@ -32,6 +32,12 @@ class ComposedStore final : public Store {
     return backend_->HeadBucket(bucket);
   }
   Result<std::vector<BucketInfo>> ListBuckets() override { return backend_->ListBuckets(); }
+  Status SetBucketLifecycle(std::string_view bucket, std::string_view config) override {
+    return backend_->SetBucketLifecycle(bucket, config);
+  }
+  Result<std::string> GetBucketLifecycle(std::string_view bucket) override {
+    return backend_->GetBucketLifecycle(bucket);
+  }
   Result<std::unique_ptr<ObjectWriter>> Put(const ObjectKey& key,
                                             const PutOptions& options) override {
     return backend_->Put(key, options);
@@ -46,6 +52,9 @@ class ComposedStore final : public Store {
     return backend_->HeadMany(bucket, names);
   }
   Status Delete(const ObjectKey& key) override { return backend_->Delete(key); }
+  Status DeleteIf(const ObjectKey& key, const ObjectVersionMatch& expected) override {
+    return backend_->DeleteIf(key, expected);
+  }
   Result<ObjectMeta> Copy(const ObjectKey& src, const ObjectKey& dst,
                           const std::optional<PutOptions>& replace,
                           const WriteConditions& conditions) override {

@@ -4,6 +4,7 @@
 #include <fmt/core.h>
 
 #include "handlers/handlers.h"
+#include "lifecycle/lifecycle_worker.h"
 
 namespace oc::gateway {
 namespace {
@@ -67,6 +68,13 @@ Response HandleStats(HandlerEnv& env, Request& /*req*/) {
   } else {
     json += "{\"ok\":false}";
   }
+  if (env.lifecycle_worker != nullptr) {
+    const LifecycleWorker& w = *env.lifecycle_worker;
+    json += fmt::format(
+        ",\"lifecycle\":{{\"day_seconds\":{},\"passes\":{},\"expired_objects\":{},"
+        "\"aborted_uploads\":{},\"failures\":{}}}",
+        w.day_ms() / 1000, w.passes(), w.expired_objects(), w.aborted_uploads(), w.failures());
+  }
   json += ",\"config\":";
   json += env.effective_config_json;
   json += "}\n";
@@ -75,6 +83,21 @@ Response HandleStats(HandlerEnv& env, Request& /*req*/) {
 
 Response HandleMetrics(HandlerEnv& env, Request& /*req*/) {
   std::string text = env.metrics->Prometheus();
+  if (env.lifecycle_worker != nullptr) {
+    const LifecycleWorker& w = *env.lifecycle_worker;
+    text += fmt::format(
+        "# HELP oc_lifecycle_expired_objects_total Objects the lifecycle worker deleted.\n"
+        "# TYPE oc_lifecycle_expired_objects_total counter\n"
+        "oc_lifecycle_expired_objects_total {}\n"
+        "# HELP oc_lifecycle_aborted_uploads_total Multipart uploads the lifecycle worker "
+        "aborted.\n"
+        "# TYPE oc_lifecycle_aborted_uploads_total counter\n"
+        "oc_lifecycle_aborted_uploads_total {}\n"
+        "# HELP oc_lifecycle_passes_total Lifecycle worker passes.\n"
+        "# TYPE oc_lifecycle_passes_total counter\n"
+        "oc_lifecycle_passes_total {}\n",
+        w.expired_objects(), w.aborted_uploads(), w.passes());
+  }
   Result<storage::StoreStats> stats = env.store->Stats();
   text += fmt::format(
       "# HELP oc_store_up 1 when the store answers.\n# TYPE oc_store_up gauge\noc_store_up {}\n",

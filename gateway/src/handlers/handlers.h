@@ -25,7 +25,9 @@
 
 namespace oc::gateway {
 
-class DeferredTracker;  // deferred_response.h
+class DeferredTracker;   // deferred_response.h
+class LifecycleConfigs;  // lifecycle/lifecycle_configs.h
+class LifecycleWorker;   // lifecycle/lifecycle_worker.h
 
 struct HandlerEnv {
   storage::Store* store = nullptr;
@@ -38,6 +40,11 @@ struct HandlerEnv {
   Access* access = nullptr;
   Metrics* metrics = nullptr;
   std::string effective_config_json;  // for /stats, secrets omitted
+  // The buckets' lifecycle configurations (the lifecycle handlers, x-amz-expiration) and the
+  // worker executing them (its counters in /stats and /metrics); null in handler tests that
+  // need neither.
+  LifecycleConfigs* lifecycle = nullptr;
+  const LifecycleWorker* lifecycle_worker = nullptr;
 };
 
 // PutObject, UploadPart and the descriptor PUT stream their body (BodyPolicy::kUpload,
@@ -104,6 +111,16 @@ Response HandlePutObjectAcl(HandlerEnv& env, Request& req);
 // bucket-owner-full-control); else the answer, 400 InvalidBucketAclWithObjectOwnership
 // (CreateBucket) or AccessControlListNotSupported naming the header, as S3 with ACLs disabled.
 std::optional<Response> CheckAclHeaders(const Request& req, bool bucket);
+// Bucket lifecycle (lifecycle_handlers.cc). Put requires Content-MD5 or an x-amz-checksum-*
+// header (400 InvalidRequest naming Content-MD5 without, BadDigest when it does not match);
+// Get answers 404 NoSuchLifecycleConfiguration for a bucket without one.
+Response HandlePutBucketLifecycleConfiguration(HandlerEnv& env, Request& req);
+Response HandleGetBucketLifecycleConfiguration(HandlerEnv& env, Request& req);
+Response HandleDeleteBucketLifecycle(HandlerEnv& env, Request& req);
+// x-amz-expiration for the request's object as `meta` describes it, when an enabled rule of
+// its bucket's configuration expires it (GetObject, HeadObject, PutObject).
+void AddExpirationHeader(HandlerEnv& env, const Request& req, const storage::ObjectMeta& meta,
+                         Response* res);
 // Object tagging (tagging_handlers.cc).
 Response HandleGetObjectTagging(HandlerEnv& env, Request& req);
 Response HandlePutObjectTagging(HandlerEnv& env, Request& req);
@@ -152,6 +169,8 @@ void AddObjectHeaders(const storage::ObjectMeta& meta, Response* res);
 // a value that is not the base64 of the algorithm's digest, or an unknown or disagreeing
 // x-amz-sdk-checksum-algorithm.
 std::optional<Response> ParseUploadChecksum(const Request& req, UploadStart* start);
+// The MD5 digest (16 raw bytes) of `data`: Content-MD5 of XML bodies.
+std::string Md5Of(std::string_view data);
 // True when the request asks for stored checksums (x-amz-checksum-mode: ENABLED).
 bool ChecksumModeEnabled(const Request& req);
 // The stored x-amz-checksum-<algorithm> of `meta` and its x-amz-checksum-type

@@ -159,6 +159,7 @@ Response ServePart(HandlerEnv& env, Request& req, bool head, uint32_t part) {
   const uint64_t length = (*reader)->length();
   res.stream_length = length;
   AddObjectHeaders(meta, &res);
+  AddExpirationHeader(env, req, meta, &res);
   res.AddHeader("Accept-Ranges", "bytes");
   if (length > 0) {  // an empty part has no byte range to name
     res.status = 206;
@@ -237,6 +238,7 @@ Response ServeObject(HandlerEnv& env, Request& req, bool head) {
   }
   res.status = range ? 206 : 200;
   AddObjectHeaders(meta, &res);
+  AddExpirationHeader(env, req, meta, &res);
   if (!range && ChecksumModeEnabled(req)) {
     AddChecksumHeaders(meta, &res);  // S3 sends the whole object's checksum only with it
   }
@@ -248,14 +250,6 @@ Response ServeObject(HandlerEnv& env, Request& req, bool head) {
   }
   ApplyOverrides(req, &res);
   return res;
-}
-
-// MD5 of `data` (Content-MD5 of DeleteObjects bodies).
-std::string Md5(std::string_view data) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int size = 0;
-  EVP_Digest(data.data(), data.size(), digest, &size, EVP_md5(), nullptr);
-  return std::string(reinterpret_cast<const char*>(digest), size);
 }
 
 // Content-MD5: base64 of 16 bytes, else InvalidDigest.
@@ -294,6 +288,13 @@ bool ChunkedTransfer(const Request& req) {
 
 }  // namespace
 
+std::string Md5Of(std::string_view data) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  EVP_Digest(data.data(), data.size(), digest, &size, EVP_md5(), nullptr);
+  return std::string(reinterpret_cast<const char*>(digest), size);
+}
+
 Response HandleGetObject(HandlerEnv& env, Request& req) { return ServeObject(env, req, false); }
 
 Response HandleHeadObject(HandlerEnv& env, Request& req) { return ServeObject(env, req, true); }
@@ -314,7 +315,7 @@ Response HandleDeleteObjects(HandlerEnv& env, Request& req) {
     if (!raw || raw->size() != 16) {
       return Response::Error(S3Error::kInvalidDigest, "Content-MD5", std::string(*md5));
     }
-    if (*raw != Md5(req.body)) {
+    if (*raw != Md5Of(req.body)) {
       return Response::Error(S3Error::kBadDigest, "Content-MD5", std::string(*md5));
     }
   }
@@ -564,13 +565,16 @@ UploadStart OpenUploadPart(HandlerEnv& env, Request& req, uint64_t body_bytes) {
   return start;
 }
 
-Response FinishPutObject(HandlerEnv& /*env*/, Request& req, const UploadStart& /*start*/,
+Response FinishPutObject(HandlerEnv& env, Request& req, const UploadStart& /*start*/,
                          Result<storage::ObjectMeta> committed) {
   if (!committed.has_value()) {
     return Response::FromStatus(committed.error(), &req);
   }
   Response res;
   res.AddHeader("ETag", QuoteEtag(committed->etag));
+  if (req.route.op == S3Op::kPutObject) {  // not UploadPart, which shares this finish
+    AddExpirationHeader(env, req, *committed, &res);
+  }
   return res;
 }
 

@@ -8,6 +8,8 @@
 //                                   g/<due ms>/<version> -> the replaced ObjectRecord (GC)
 //                                   u/<escaped key> 01 01 <upload id> -> UploadRecord
 //                                   m/<upload id>/<%05u part> -> PartRecord
+//                                   l/lifecycle -> the bucket's lifecycle configuration
+//                                   (shard 0 only; opaque bytes)
 //   oc.d.<bucket id>.<writer>.<seq>.<extent>   bytes of one version's extent; xattrs
 //                                   oc.key, oc.ver (for the orphan scrub)
 //
@@ -35,6 +37,7 @@ inline constexpr char kObjectPrefix[] = "o/";
 inline constexpr char kGcPrefix[] = "g/";
 inline constexpr char kUploadPrefix[] = "u/";
 inline constexpr char kPartPrefix[] = "m/";
+inline constexpr char kLifecycleOmapKey[] = "l/lifecycle";
 inline constexpr char kGcLockOid[] = "oc.gc";
 inline constexpr char kDataOidPrefix[] = "oc.d.";
 inline constexpr char kIndexOidPrefix[] = "oc.idx.";

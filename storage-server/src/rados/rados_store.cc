@@ -359,6 +359,39 @@ Status RadosStore::DeleteBucket(std::string_view bucket) {
   return Status::Ok();
 }
 
+Status RadosStore::SetBucketLifecycle(std::string_view bucket, std::string_view config) {
+  if (config.size() > kMaxLifecycleConfigBytes) {
+    return Status(
+        Code::kInvalidArgument, Subject::kBucket, "lifecycle",
+        "lifecycle configuration over " + std::to_string(kMaxLifecycleConfigBytes) + " bytes");
+  }
+  OC_ASSIGN_OR_RETURN(const BucketRef ref, Bucket(bucket));
+  const std::string key = rados::kLifecycleOmapKey;
+  // The op compares only the state: a refusal on a live shard means a DeleteBucket marked it
+  // `deleting` and set it back (the bucket was not empty) meanwhile, so the write is tried again.
+  constexpr int kTries = 16;
+  for (int attempt = 0; attempt < kTries; ++attempt) {
+    OC_ASSIGN_OR_RETURN(const bool applied, GuardedWrite(bucket, ref, 0, [&](WriteOp& op) {
+                          if (config.empty()) {
+                            op.OmapRm({key});
+                          } else {
+                            op.OmapSet({{key, std::string(config)}});
+                          }
+                        }));
+    if (applied) {
+      return Status::Ok();
+    }
+  }
+  return Status::Unavailable("the bucket's index shard keeps changing state; try again");
+}
+
+Result<std::string> RadosStore::GetBucketLifecycle(std::string_view bucket) {
+  OC_ASSIGN_OR_RETURN(const BucketRef ref, Bucket(bucket));
+  OC_ASSIGN_OR_RETURN(auto values, ReadOmapKeys(bucket, ref, 0, {rados::kLifecycleOmapKey}));
+  auto it = values.find(rados::kLifecycleOmapKey);
+  return it == values.end() ? std::string() : std::move(it->second);
+}
+
 Result<BucketInfo> RadosStore::HeadBucket(std::string_view bucket) {
   OC_ASSIGN_OR_RETURN(rados::RadosBucketRecord record, ReadRegistry(bucket));
   return BucketInfo{std::string(bucket), std::move(record.owner), record.created_unix_ms};

@@ -71,6 +71,10 @@ class RadosStore final : public Backend {
   Status DeleteBucket(std::string_view bucket) override;
   Result<BucketInfo> HeadBucket(std::string_view bucket) override;
   Result<std::vector<BucketInfo>> ListBuckets() override;
+  // An omap key of shard 0 (rados_keys.h), written in one op guarded by oc.state == live like
+  // every commit, so it cannot land on a bucket being deleted, and removed with the shard.
+  Status SetBucketLifecycle(std::string_view bucket, std::string_view config) override;
+  Result<std::string> GetBucketLifecycle(std::string_view bucket) override;
 
   Result<std::unique_ptr<ObjectWriter>> Put(const ObjectKey& key,
                                             const PutOptions& options) override;
@@ -81,6 +85,7 @@ class RadosStore final : public Backend {
   Result<std::vector<std::optional<ObjectMeta>>> HeadMany(
       std::string_view bucket, std::span<const std::string> names) override;
   Status Delete(const ObjectKey& key) override;
+  Status DeleteIf(const ObjectKey& key, const ObjectVersionMatch& expected) override;
   Result<ObjectMeta> Copy(const ObjectKey& src, const ObjectKey& dst,
                           const std::optional<PutOptions>& replace,
                           const WriteConditions& conditions) override;
@@ -238,6 +243,8 @@ class RadosStore final : public Backend {
  private:
   explicit RadosStore(const StoreOptions& options);
   Result<rados::RadosBucketRecord> ReadRegistry(std::string_view bucket);
+  // Delete and DeleteIf (nullptr: unconditional).
+  Status DeleteObject(const ObjectKey& key, const ObjectVersionMatch* expected);
 
   // CommitShard once the stripes of its keys are held (rados_commit.cc).
   Result<std::vector<std::optional<ObjectRecord>>> CommitShardLocked(

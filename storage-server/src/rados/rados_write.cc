@@ -95,7 +95,13 @@ Result<std::unique_ptr<ObjectWriter>> RadosStore::Put(const ObjectKey& key,
                          std::make_unique<RadosBody>(this, key, ref, NewVersion(object_bytes))));
 }
 
-Status RadosStore::Delete(const ObjectKey& key) {
+Status RadosStore::Delete(const ObjectKey& key) { return DeleteObject(key, nullptr); }
+
+Status RadosStore::DeleteIf(const ObjectKey& key, const ObjectVersionMatch& expected) {
+  return DeleteObject(key, &expected);
+}
+
+Status RadosStore::DeleteObject(const ObjectKey& key, const ObjectVersionMatch* expected) {
   OC_RETURN_IF_ERROR(ValidateObjectKey(key.name));
   OC_ASSIGN_OR_RETURN(const BucketRef ref, Bucket(key.bucket));
   std::vector<KeyChange> changes(1);
@@ -104,6 +110,12 @@ Status RadosStore::Delete(const ObjectKey& key) {
       [&](const std::optional<ObjectRecord>& current) -> Result<std::optional<ObjectRecord>> {
     if (!current.has_value()) {
       return Status::NotFound(Subject::kKey, key.name);
+    }
+    // Decided on the record the guarded op compares: a commit that replaced it since fails
+    // the op, which re-reads and decides again.
+    if (expected != nullptr && (current->meta.etag != expected->etag ||
+                                current->meta.mtime_unix_ms != expected->mtime_unix_ms)) {
+      return Status::FailedPrecondition(Subject::kKey, "the object changed: " + key.name);
     }
     return std::optional<ObjectRecord>();
   };

@@ -162,6 +162,7 @@ Status RocksStore::DeleteBucket(std::string_view bucket) {
     OC_RETURN_IF_ERROR(FromRocks(batch.Delete(uploads_cf_, it->key())));
   }
   OC_RETURN_IF_ERROR(FromRocks(it->status()));
+  OC_RETURN_IF_ERROR(FromRocks(batch.Delete(default_cf_, LifecycleDbKey(bucket))));
   OC_RETURN_IF_ERROR(
       FromRocks(batch.Delete(buckets_cf_, rocksdb::Slice(bucket.data(), bucket.size()))));
   OC_RETURN_IF_ERROR(FromRocks(db_->Write(synced_, &batch)));
@@ -192,6 +193,39 @@ Result<std::vector<BucketInfo>> RocksStore::ListBuckets() {
   }
   OC_RETURN_IF_ERROR(FromRocks(it->status()));
   return out;
+}
+
+Status RocksStore::SetBucketLifecycle(std::string_view bucket, std::string_view config) {
+  if (config.size() > kMaxLifecycleConfigBytes) {
+    return Status(
+        Code::kInvalidArgument, Subject::kBucket, "lifecycle",
+        "lifecycle configuration over " + std::to_string(kMaxLifecycleConfigBytes) + " bytes");
+  }
+  // Exclusive, as CreateBucket and DeleteBucket: the key cannot outlive a bucket deleted
+  // between the check and the write.
+  std::unique_lock lock(bucket_mu_);
+  OC_RETURN_IF_ERROR(CheckBucket(bucket, meta_read_));
+  const std::string key = LifecycleDbKey(bucket);
+  if (config.empty()) {
+    return FromRocks(db_->Delete(synced_, default_cf_, key));
+  }
+  return FromRocks(
+      db_->Put(synced_, default_cf_, key, rocksdb::Slice(config.data(), config.size())));
+}
+
+Result<std::string> RocksStore::GetBucketLifecycle(std::string_view bucket) {
+  // One snapshot for both reads: the bucket and its configuration as of one moment.
+  rocksdb::ManagedSnapshot snapshot(db_.get());
+  rocksdb::ReadOptions ro = meta_read_;
+  ro.snapshot = snapshot.snapshot();
+  OC_RETURN_IF_ERROR(CheckBucket(bucket, ro));
+  std::string value;
+  rocksdb::Status s = db_->Get(ro, default_cf_, LifecycleDbKey(bucket), &value);
+  if (s.IsNotFound()) {
+    return std::string();
+  }
+  OC_RETURN_IF_ERROR(FromRocks(s));
+  return value;
 }
 
 // --- Operations ---

@@ -7,7 +7,8 @@
 // data_files.cc (the extent bytes of ExtentLayout::kDataFiles).
 //
 // Column families (keys -> values):
-//   default   "next_data_id" -> u64 LE: ceiling of data ids handed out (reserved in blocks)
+//   default   "next_data_id" -> u64 LE: ceiling of data ids handed out (reserved in blocks);
+//             "lifecycle/" bucket -> the bucket's lifecycle configuration (opaque bytes)
 //   buckets   bucket name -> BucketRecord
 //   objects   bucket '/' key -> ObjectRecord (metadata + segments {data id, size, extent})
 //   extents   BE64 data id, BE64 extent index -> extent bytes (extent_key.h), or, in a segment
@@ -121,6 +122,10 @@ class RocksStore final : public Backend {
   Status DeleteBucket(std::string_view bucket) override;
   Result<BucketInfo> HeadBucket(std::string_view bucket) override;
   Result<std::vector<BucketInfo>> ListBuckets() override;
+  // The default column family's "lifecycle/<bucket>", written under bucket_mu_ held
+  // exclusively (as CreateBucket) and deleted in DeleteBucket's batch.
+  Status SetBucketLifecycle(std::string_view bucket, std::string_view config) override;
+  Result<std::string> GetBucketLifecycle(std::string_view bucket) override;
 
   Result<std::unique_ptr<ObjectWriter>> Put(const ObjectKey& key,
                                             const PutOptions& options) override;
@@ -131,6 +136,7 @@ class RocksStore final : public Backend {
   Result<std::vector<std::optional<ObjectMeta>>> HeadMany(
       std::string_view bucket, std::span<const std::string> names) override;
   Status Delete(const ObjectKey& key) override;
+  Status DeleteIf(const ObjectKey& key, const ObjectVersionMatch& expected) override;
   Result<ObjectMeta> Copy(const ObjectKey& src, const ObjectKey& dst,
                           const std::optional<PutOptions>& replace,
                           const WriteConditions& conditions) override;
@@ -257,6 +263,8 @@ class RocksStore final : public Backend {
   Status OpenDb();
   Status Recover();
   Status CheckBucket(std::string_view bucket, const rocksdb::ReadOptions& ro);
+  // Delete and DeleteIf (nullptr: unconditional).
+  Status DeleteObject(const ObjectKey& key, const ObjectVersionMatch* expected);
   Result<std::optional<ObjectRecord>> GetRecord(const std::string& db_key,
                                                 const rocksdb::ReadOptions& ro);
   // The key_mu_ stripe of an object's metadata key.

@@ -380,7 +380,13 @@ void RocksStore::DiscardData(uint64_t data_id, bool flushed) {
   }
 }
 
-Status RocksStore::Delete(const ObjectKey& key) {
+Status RocksStore::Delete(const ObjectKey& key) { return DeleteObject(key, nullptr); }
+
+Status RocksStore::DeleteIf(const ObjectKey& key, const ObjectVersionMatch& expected) {
+  return DeleteObject(key, &expected);
+}
+
+Status RocksStore::DeleteObject(const ObjectKey& key, const ObjectVersionMatch* expected) {
   OC_RETURN_IF_ERROR(ValidateObjectKey(key.name));
   const std::string object_key = ObjectDbKey(key.bucket, key.name);
   std::shared_lock bucket_lock(bucket_mu_);
@@ -389,6 +395,12 @@ Status RocksStore::Delete(const ObjectKey& key) {
   OC_ASSIGN_OR_RETURN(std::optional<ObjectRecord> record, GetRecord(object_key, meta_read_));
   if (!record.has_value()) {
     return Status::NotFound(Subject::kKey, key.name);
+  }
+  // Decided under the key lock, which every commit of the key takes: nothing can replace the
+  // record between this check and the batch.
+  if (expected != nullptr && (record->meta.etag != expected->etag ||
+                              record->meta.mtime_unix_ms != expected->mtime_unix_ms)) {
+    return Status::FailedPrecondition(Subject::kKey, "the object changed: " + key.name);
   }
   rocksdb::WriteBatch batch;
   OC_RETURN_IF_ERROR(FromRocks(batch.Delete(objects_cf_, object_key)));

@@ -34,6 +34,14 @@ inline std::string UploadDbKey(std::string_view bucket, std::string_view name,
   return key;
 }
 
+// A bucket's lifecycle configuration, in the default column family (beside "next_data_id",
+// which no bucket name can collide with: this key has a '/').
+inline std::string LifecycleDbKey(std::string_view bucket) {
+  std::string key = "lifecycle/";
+  key.append(bucket);
+  return key;
+}
+
 // Upload ids are fixed-length, so (upload id, BE32 part number) sorts by upload then part.
 inline std::string PartDbKey(std::string_view upload_id, uint32_t part_number) {
   std::string key(upload_id);

@@ -88,6 +88,12 @@ using HeadCall = Call<Op::kHead, &Store::Head, Retry::kIfPooled, ObjectKey>;
 using HeadManyCall =
     Call<Op::kHeadMany, &Store::HeadMany, Retry::kIfPooled, std::string, std::vector<std::string>>;
 using DeleteCall = Call<Op::kDelete, &Store::Delete, Retry::kNo, ObjectKey>;
+using DeleteIfCall =
+    Call<Op::kDeleteIf, &Store::DeleteIf, Retry::kNo, ObjectKey, ObjectVersionMatch>;
+using SetLifecycleCall =
+    Call<Op::kSetLifecycle, &Store::SetBucketLifecycle, Retry::kNo, std::string, std::string>;
+using GetLifecycleCall =
+    Call<Op::kGetLifecycle, &Store::GetBucketLifecycle, Retry::kIfPooled, std::string>;
 using CopyCall = Call<Op::kCopy, &Store::Copy, Retry::kNo, ObjectKey, ObjectKey,
                       std::optional<PutOptions>, WriteConditions>;
 using ListCall = Call<Op::kList, &Store::List, Retry::kIfPooled, std::string, ListOptions>;
@@ -120,10 +126,11 @@ struct ServerInfoCall {
 template <typename... Calls>
 struct CallList {};
 // Every unary call the server answers with ServeUnary (StatsCall is served by ServeStats).
-using UnaryCalls = CallList<CreateBucketCall, DeleteBucketCall, HeadBucketCall, ListBucketsCall,
-                            HeadCall, HeadManyCall, DeleteCall, CopyCall, ListCall,
-                            CreateUploadCall, CompleteUploadCall, AbortUploadCall, ListPartsCall,
-                            ListUploadsCall, PutTagsCall, KvDataPlaneCall, ServerInfoCall>;
+using UnaryCalls =
+    CallList<CreateBucketCall, DeleteBucketCall, HeadBucketCall, ListBucketsCall, HeadCall,
+             HeadManyCall, DeleteCall, CopyCall, ListCall, CreateUploadCall, CompleteUploadCall,
+             AbortUploadCall, ListPartsCall, ListUploadsCall, PutTagsCall, KvDataPlaneCall,
+             ServerInfoCall, DeleteIfCall, SetLifecycleCall, GetLifecycleCall>;
 
 // --- Calls that open a stream: the request is one frame, the rest is hand-written ---
 // Opening a writer creates nothing on the server, so it may be retried like a read.

@@ -57,6 +57,12 @@ std::string_view OpName(Op op) {
       return "PutHeader";
     case Op::kPutTags:
       return "PutObjectTags";
+    case Op::kDeleteIf:
+      return "DeleteIf";
+    case Op::kSetLifecycle:
+      return "SetBucketLifecycle";
+    case Op::kGetLifecycle:
+      return "GetBucketLifecycle";
     case Op::kStats:
       return "Stats";
     case Op::kServerInfo:

@@ -405,6 +405,15 @@ bool Decode(WireReader& r, WriteConditions* v) {
   return DecodeConditions(r, &v->if_none_match, &v->if_match);
 }
 
+void Encode(WireWriter& w, const ObjectVersionMatch& v) {
+  w.Str(v.etag);
+  w.U64(static_cast<uint64_t>(v.mtime_unix_ms));
+}
+
+bool Decode(WireReader& r, ObjectVersionMatch* v) {
+  return r.Str(&v->etag) && r.I64(&v->mtime_unix_ms);
+}
+
 void Encode(WireWriter& w, const CompleteOptions& v) {
   Encode(w, v.conditions);
   EncodeChecksum(w, v.checksum);

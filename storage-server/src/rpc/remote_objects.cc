@@ -231,6 +231,18 @@ Status RemoteStore::Delete(const ObjectKey& key) {
   return RoutedUnary<DeleteCall>(key.bucket, key);
 }
 
+Status RemoteStore::DeleteIf(const ObjectKey& key, const ObjectVersionMatch& expected) {
+  return RoutedUnary<DeleteIfCall>(key.bucket, key, expected);
+}
+
+Status RemoteStore::SetBucketLifecycle(std::string_view bucket, std::string_view config) {
+  return RoutedUnary<SetLifecycleCall>(bucket, bucket, config);
+}
+
+Result<std::string> RemoteStore::GetBucketLifecycle(std::string_view bucket) {
+  return RoutedUnary<GetLifecycleCall>(bucket, bucket);
+}
+
 Result<ObjectMeta> RemoteStore::Copy(const ObjectKey& src, const ObjectKey& dst,
                                      const std::optional<PutOptions>& replace,
                                      const WriteConditions& conditions) {

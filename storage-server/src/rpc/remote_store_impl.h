@@ -51,6 +51,8 @@ class RemoteStore final : public Store {
   Status DeleteBucket(std::string_view bucket) override;
   Result<BucketInfo> HeadBucket(std::string_view bucket) override;
   Result<std::vector<BucketInfo>> ListBuckets() override;
+  Status SetBucketLifecycle(std::string_view bucket, std::string_view config) override;
+  Result<std::string> GetBucketLifecycle(std::string_view bucket) override;
 
   // --- Objects (remote_objects.cc) ---
   Result<std::unique_ptr<ObjectWriter>> Put(const ObjectKey& key,
@@ -60,6 +62,7 @@ class RemoteStore final : public Store {
   Result<std::vector<std::optional<ObjectMeta>>> HeadMany(
       std::string_view bucket, std::span<const std::string> names) override;
   Status Delete(const ObjectKey& key) override;
+  Status DeleteIf(const ObjectKey& key, const ObjectVersionMatch& expected) override;
   Result<ObjectMeta> PutObjectTags(const ObjectKey& key, const Tags& tags) override;
   Result<ObjectMeta> Copy(const ObjectKey& src, const ObjectKey& dst,
                           const std::optional<PutOptions>& replace,

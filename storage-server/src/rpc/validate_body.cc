@@ -135,6 +135,9 @@ Status ValidateBody(Op op, uint16_t flags, ByteSpan body) {
     case Op::kListParts:
     case Op::kListUploads:
     case Op::kPutTags:
+    case Op::kDeleteIf:
+    case Op::kSetLifecycle:
+    case Op::kGetLifecycle:
     case Op::kKvDataPlane:
     case Op::kServerInfo:
       break;

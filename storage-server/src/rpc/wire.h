@@ -106,6 +106,11 @@ enum class Op : uint8_t {
   // than this op refuses it as unknown and closes the connection, so the write fails whole.
   kPutHeader = 36,  // name, value                    / no reply
   kPutTags = 37,    // key, vector<(key, value)>    / ObjectMeta (Store::PutObjectTags)
+  // Bucket lifecycle (docs/decisions/lifecycle.md). A server older than these ops answers
+  // them as unknown (kUnimplemented, field "op") and closes the connection.
+  kDeleteIf = 38,      // key, ObjectVersionMatch     / (empty) (Store::DeleteIf)
+  kSetLifecycle = 39,  // bucket, configuration       / (empty)
+  kGetLifecycle = 42,  // bucket                      / configuration ("" for none)
   // 40 and 41 are reserved: they were ReadSlices and its SliceData frames, superseded by the
   // descriptor calls below (the storage server reads slices itself). A peer that still sends
   // them gets the error frame for an unknown op. Never reuse them.
@@ -238,6 +243,7 @@ void Encode(WireWriter& w, const ListOptions& v);
 void Encode(WireWriter& w, const ListResult& v);
 void Encode(WireWriter& w, const CompletedPart& v);
 void Encode(WireWriter& w, const WriteConditions& v);
+void Encode(WireWriter& w, const ObjectVersionMatch& v);
 void Encode(WireWriter& w, const CompleteOptions& v);
 void Encode(WireWriter& w, const ListPartsResult& v);
 void Encode(WireWriter& w, const ListUploadsOptions& v);
@@ -278,6 +284,7 @@ bool Decode(WireReader& r, ListOptions* v);
 bool Decode(WireReader& r, ListResult* v);
 bool Decode(WireReader& r, CompletedPart* v);
 bool Decode(WireReader& r, WriteConditions* v);
+bool Decode(WireReader& r, ObjectVersionMatch* v);
 bool Decode(WireReader& r, CompleteOptions* v);
 bool Decode(WireReader& r, ListPartsResult* v);
 bool Decode(WireReader& r, ListUploadsOptions* v);

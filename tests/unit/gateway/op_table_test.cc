@@ -160,6 +160,12 @@ TEST(OpTable, WhoMayCallEachOperation) {
             (std::set<std::string_view>{"ListBuckets", "CreateBucket"}));
   EXPECT_EQ(access_is(AccessClass::kAnyCaller),
             (std::set<std::string_view>{"NotImplemented", "MethodNotAllowed"}));
+  // A bucket's lifecycle configuration deletes its objects: its owner's, an admin's or a
+  // grantee's only, like the other bucket writes.
+  for (std::string_view name : {"PutBucketLifecycleConfiguration",
+                                "GetBucketLifecycleConfiguration", "DeleteBucketLifecycle"}) {
+    EXPECT_EQ(access_is(AccessClass::kBucketUser).count(name), 1u) << name;
+  }
   // Every other operation is the bucket's owner's, an admin's or a grantee's.
   for (const OpRow& row : kOpRows) {
     SCOPED_TRACE(row.name);
@@ -258,13 +264,15 @@ TEST(OpTable, SubresourcesNoRowServesAreNotImplemented) {
                                "versionId"}) {
     SCOPED_TRACE(key);
     EXPECT_TRUE(IsSubresource(key));
-    // DeleteBucket serves no sub-resource, so naming any one is 501.
+    // DeleteBucket serves no sub-resource, so naming any one is 501, except the one a bucket
+    // DELETE row of its own serves (DeleteBucketLifecycle).
     Query query = {{std::string(key), ""}};
     RouteInput in;
     in.method = "DELETE";
     in.path = "/b";
     in.query = &query;
-    EXPECT_EQ(RouteRequest(in, "").op, S3Op::kNotImplemented);
+    EXPECT_EQ(RouteRequest(in, "").op,
+              key == "lifecycle" ? S3Op::kDeleteBucketLifecycle : S3Op::kNotImplemented);
   }
   EXPECT_EQ(served.size() + unserved.size(), 35u);
   // Ordinary parameters are not sub-resources.

@@ -58,6 +58,10 @@ TEST(Router, RoutesEachOperation) {
       {"GET", "/b/k", {{"attributes", ""}}, false, S3Op::kGetObjectAttributes, "b", "k"},
       {"PUT", "/b", {{"acl", ""}}, false, S3Op::kPutBucketAcl, "b", ""},
       {"PUT", "/b/k", {{"acl", ""}}, false, S3Op::kPutObjectAcl, "b", "k"},
+      // Issue 31: bucket lifecycle.
+      {"PUT", "/b", {{"lifecycle", ""}}, false, S3Op::kPutBucketLifecycleConfiguration, "b", ""},
+      {"GET", "/b", {{"lifecycle", ""}}, false, S3Op::kGetBucketLifecycleConfiguration, "b", ""},
+      {"DELETE", "/b", {{"lifecycle", ""}}, false, S3Op::kDeleteBucketLifecycle, "b", ""},
       {"GET", "/healthz", {}, false, S3Op::kHealthz, "", ""},
       {"GET", "/metrics", {}, false, S3Op::kMetrics, "", ""},
       // Sub-resources we do not serve: NotImplemented, never a plain operation.
@@ -66,7 +70,7 @@ TEST(Router, RoutesEachOperation) {
       {"GET", "/b/k", {{"versions", ""}}, false, S3Op::kNotImplemented, "b", "k"},
       {"GET", "/b", {{"versions", ""}, {"versionId", "x"}}, false, S3Op::kNotImplemented, "b", ""},
       {"GET", "/b", {{"policy", ""}}, false, S3Op::kNotImplemented, "b", ""},
-      {"PUT", "/b", {{"lifecycle", ""}}, false, S3Op::kNotImplemented, "b", ""},
+      {"PUT", "/b/k", {{"lifecycle", ""}}, false, S3Op::kNotImplemented, "b", "k"},
       {"POST", "/b/k", {{"tagging", ""}}, false, S3Op::kNotImplemented, "b", "k"},
       {"GET",
        "/b/k",

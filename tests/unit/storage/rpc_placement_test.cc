@@ -35,6 +35,12 @@ class ReportingStore final : public Store {
   Status DeleteBucket(std::string_view b) override { return inner_->DeleteBucket(b); }
   Result<BucketInfo> HeadBucket(std::string_view b) override { return inner_->HeadBucket(b); }
   Result<std::vector<BucketInfo>> ListBuckets() override { return inner_->ListBuckets(); }
+  Status SetBucketLifecycle(std::string_view b, std::string_view config) override {
+    return inner_->SetBucketLifecycle(b, config);
+  }
+  Result<std::string> GetBucketLifecycle(std::string_view b) override {
+    return inner_->GetBucketLifecycle(b);
+  }
   Result<std::unique_ptr<ObjectWriter>> Put(const ObjectKey& k, const PutOptions& o) override {
     return inner_->Put(k, o);
   }
@@ -47,6 +53,9 @@ class ReportingStore final : public Store {
     return inner_->HeadMany(b, names);
   }
   Status Delete(const ObjectKey& k) override { return inner_->Delete(k); }
+  Status DeleteIf(const ObjectKey& k, const ObjectVersionMatch& v) override {
+    return inner_->DeleteIf(k, v);
+  }
   Result<ObjectMeta> Copy(const ObjectKey& s, const ObjectKey& d,
                           const std::optional<PutOptions>& r, const WriteConditions& c) override {
     return inner_->Copy(s, d, r, c);

@@ -21,6 +21,29 @@ inline constexpr uint32_t kMinStoreThreads = 16;
 inline constexpr uint32_t kMaxStoreThreads = 1024;
 inline constexpr uint32_t kMaxIoThreads = 256;
 
+// The [lifecycle] table: the gateway's lifecycle worker (docs/decisions/lifecycle.md), which
+// executes the buckets' lifecycle configurations. Every gateway runs it.
+struct LifecycleOptions {
+  // Length of a lifecycle "day" in seconds: an object under an Expiration Days=N rule is due N
+  // such days after its mtime, rounded up to a multiple of the day since the epoch (86400: S3's
+  // next midnight UTC). Tests shorten it, as RGW's rgw_lc_debug_interval does. Dates (an
+  // Expiration Date) are instants and are not scaled.
+  // Default: 86400
+  uint64_t day_seconds = 86400;
+  // How often the worker passes over the buckets with a configuration; 0 picks day_seconds / 8,
+  // between 100ms and 1h (LifecycleIntervalFor). An object is gone within about one interval
+  // of its due time (longer when a pass has more to do than max_objects_per_pass).
+  // Default: 0 (day_seconds / 8, at most 1h)
+  std::chrono::milliseconds interval{0};
+  // Objects and uploads a pass looks at, at most; a pass that stops part-way continues where
+  // it stopped on the next one.
+  // Default: 100000
+  uint64_t max_objects_per_pass = 100000;
+};
+
+// The worker's pass interval for `options` (LifecycleOptions::interval).
+std::chrono::milliseconds LifecycleIntervalFor(const LifecycleOptions& options);
+
 struct GatewayOptions {
   // Address and port to listen on ("host:port"; port 0 picks a free one, for tests).
   // Default: "127.0.0.1:9000"
@@ -100,12 +123,14 @@ struct GatewayOptions {
   // SupportsCachedReads; docs/decisions/gateway-cached-gets-on-io-thread.md).
   // Default: true
   bool inline_cached_reads = true;
+  // The [lifecycle] table.
+  LifecycleOptions lifecycle;
 
   Status Validate() const;
 };
 
-// Reads the [gateway] table of `config` over `options`. kInvalidArgument naming the key on a
-// wrong type or bad value.
+// Reads the [gateway] and [lifecycle] tables of `config` over `options`. kInvalidArgument
+// naming the key on a wrong type or bad value.
 // The thread counts for configured values (0: from the usable cores, see the fields).
 uint32_t IoThreadsFor(uint32_t configured);
 uint32_t StoreThreadsFor(uint32_t configured);

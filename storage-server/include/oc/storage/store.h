@@ -156,6 +156,13 @@ class Store {
   virtual Result<BucketInfo> HeadBucket(std::string_view bucket) = 0;
   // Every bucket, sorted by name.
   virtual Result<std::vector<BucketInfo>> ListBuckets() = 0;
+  // The bucket's lifecycle configuration (docs/decisions/lifecycle.md): the gateway validates
+  // it and hands its canonical form, which the store keeps as opaque bytes, replacing any
+  // earlier one, atomically with respect to DeleteBucket (it goes with the bucket). ""
+  // removes it. kInvalidArgument/kBucket (field "lifecycle") over kMaxLifecycleConfigBytes.
+  virtual Status SetBucketLifecycle(std::string_view bucket, std::string_view config) = 0;
+  // The configuration last set, "" when the bucket has none.
+  virtual Result<std::string> GetBucketLifecycle(std::string_view bucket) = 0;
 
   // --- Objects ---
   // Starts writing `key`; the bucket must exist now (and again at Commit).
@@ -177,6 +184,12 @@ class Store {
       std::string_view bucket, std::span<const std::string> names) = 0;
   // kNotFound/kKey if absent (S3 callers treat that as success).
   virtual Status Delete(const ObjectKey& key) = 0;
+  // Delete, only if the key's current object is the version `expected` names (same ETag and
+  // mtime), decided atomically with the removal: the lifecycle worker never deletes an object
+  // overwritten after it looked. kFailedPrecondition/kKey if another version is there (nothing
+  // removed); kNotFound/kKey if absent. PutObjectTags keeps ETag and mtime, so a tag change
+  // alone does not fail the match.
+  virtual Status DeleteIf(const ObjectKey& key, const ObjectVersionMatch& expected) = 0;
   // Copies src to dst (which may be the same key). Metadata is src's unless `replace` is
   // given (S3's x-amz-metadata-directive: REPLACE); tags are src's unless replace->tags is
   // set (x-amz-tagging-directive: REPLACE). src's checksum (an x-amz-checksum-* header) is

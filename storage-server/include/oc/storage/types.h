@@ -22,6 +22,10 @@ inline constexpr uint64_t kMaxKeyBytes = 1024;
 inline constexpr uint32_t kMaxPartNumber = 10000;
 // S3's minimum size of every part but the last.
 inline constexpr uint64_t kMinPartBytes = 5ull << 20;
+// Largest bucket lifecycle configuration a store keeps (Store::SetBucketLifecycle): S3 allows
+// 1000 rules; this leaves room for them in the gateway's canonical form while staying under the
+// storage RPC's request bound (rpc/wire.h kMaxRequestBodyBytes, 1 MiB).
+inline constexpr uint64_t kMaxLifecycleConfigBytes = 512 << 10;
 
 struct ObjectKey {
   std::string bucket;
@@ -116,6 +120,14 @@ enum class ChecksumType : uint8_t {
 struct WriteConditions {
   bool if_none_match = false;
   std::optional<std::string> if_match;
+};
+
+// The version of an object a conditional delete expects (Store::DeleteIf): the ETag and
+// mtime a Head or List saw. Both, because an overwrite with the same bytes has the same ETag
+// (docs/decisions/lifecycle.md, "Conditional delete").
+struct ObjectVersionMatch {
+  std::string etag;  // unquoted
+  int64_t mtime_unix_ms = 0;
 };
 
 // What a caller supplies when writing an object (or a part: only the digest and size fields
