@@ -54,7 +54,7 @@ double Interpolate(const std::vector<std::pair<double, double>>& pts, double x) 
 std::vector<ComputeTableRow> DefaultComputeTable() {
   // ObjectCache paper, Table A8: Llama 3.1 8B on an A100 80GB, 32 layers; the per-layer column
   // (total prefill compute / 32), in µs. The table itself is bench/data/objectcache-table-a8.csv;
-  // keep it and conf/scheduler.toml in step (unit tests compare both with this).
+  // keep it in step with this (a unit test compares them); the conf files are generated from it.
   const std::string model = "Llama-3.1-8B";
   return {
       {model, 4096, 0.500, 5790},    {model, 4096, 0.875, 1980},   {model, 16384, 0.500, 29870},

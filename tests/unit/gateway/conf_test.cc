@@ -7,7 +7,9 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "oc/common/config.h"
 #include "oc/common/cores.h"
@@ -19,29 +21,54 @@
 namespace oc::gateway {
 namespace {
 
-// The shipped daemon conf files are what the config tables generate (oc-conf-gen): a key added,
-// renamed or re-defaulted in a table without `oc-conf-gen conf` fails here.
+// Every file in conf/ is one the config tables generate (oc-conf-gen), and says what they say:
+// a key added, renamed or re-defaulted in a table without `oc-conf-gen conf`, or a hand-written
+// file added to conf/, fails here.
 TEST(ConfFiles, ShippedFilesAreWhatTheTablesGenerate) {
   const std::vector<ConfFile> files = ShippedConfFiles();
-  ASSERT_EQ(files.size(), 2u);
+  std::vector<std::string> generated;
+  for (const ConfFile& f : files) {
+    generated.push_back(f.name);
+  }
+  std::vector<std::string> shipped;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(OC_SOURCE_DIR) / "conf")) {
+    shipped.push_back(entry.path().filename().string());
+  }
+  std::sort(generated.begin(), generated.end());
+  std::sort(shipped.begin(), shipped.end());
+  EXPECT_EQ(shipped, generated) << "every file in conf/ comes from oc-conf-gen";
+  EXPECT_EQ(generated, (std::vector<std::string>{"gateway.toml", "objectcache.toml",
+                                                 "scheduler.toml", "storage-server.toml"}));
   for (const ConfFile& f : files) {
     SCOPED_TRACE(f.name);
     std::ifstream in(std::filesystem::path(OC_SOURCE_DIR) / "conf" / f.name, std::ios::binary);
     std::ostringstream text;
     text << in.rdbuf();
     EXPECT_EQ(text.str(), f.text) << "run oc-conf-gen conf (build/release/gateway/oc-conf-gen)";
-    // What the file says is what the daemon reads.
+    // What the file says is what its readers read, and they know every key in it.
     Result<Config> config = Config::Parse(f.text, f.name);
     ASSERT_TRUE(config.has_value()) << config.error();
+    const bool has_storage = f.text.find("\n[storage]\n") != std::string::npos;
+    const bool has_scheduler = f.text.find("\n[scheduler]\n") != std::string::npos;
+    const bool has_gateway = f.text.find("\n[gateway]\n") != std::string::npos;
+    EXPECT_TRUE(has_storage || has_scheduler || has_gateway);
     storage::StoreOptions store;
     store.sync_writes = false;  // changed, so the file must set it back
     ASSERT_TRUE(storage::ApplyConfig(*config, &store).ok());
-    EXPECT_TRUE(store.sync_writes);
+    EXPECT_EQ(store.sync_writes, has_storage);
     EXPECT_TRUE(store.Validate().ok());
     sched::SchedulerOptions scheduler;
     scheduler.pace_first_layer = true;
     ASSERT_TRUE(sched::ApplyConfig(*config, &scheduler).ok());
-    EXPECT_FALSE(scheduler.pace_first_layer) << "every file lists [scheduler] in full";
+    EXPECT_EQ(scheduler.pace_first_layer, !has_scheduler) << "[scheduler] is listed in full";
+    GatewayOptions gateway;
+    gateway.access_log = false;
+    ASSERT_TRUE(ApplyConfig(*config, &gateway).ok());
+    EXPECT_EQ(gateway.access_log, has_gateway) << "[gateway] is listed in full";
+    if (f.name != "storage-server.toml") {  // its [rpc] table is the storage server's to read
+      EXPECT_TRUE(config->CheckNoUnknownKeys().ok()) << config->CheckNoUnknownKeys();
+    }
   }
 }
 
