@@ -1,3 +1,5 @@
+// Over 600 lines: the bucket calls share the registry and shard helpers defined here; lifecycle
+// (its omap key on shard 0) joined them. Split by bucket vs registry when it grows again.
 // RadosStore, the core: open, the bucket registry and bucket calls, the record reads every
 // part shares (rados_store.h) and Stats. The guarded shard commit is in rados_commit.cc.
 #include "rados/rados_store.h"
