@@ -9,7 +9,10 @@ plain S3 PUT/GET and one multipart upload through boto3), and while it runs:
 - kills an OSD with SIGKILL, waits until the monitor marks it down, starts it again (a memstore
   OSD comes back empty, like a replaced disk) and waits until recovery has made every PG
   active+clean, with the load and its reads going on throughout;
-- kills the monitor with SIGKILL and starts it again.
+- kills the monitor with SIGKILL and starts it again;
+- kills one of two `objectcache serve` peers over the pool with SIGKILL in the middle of a
+  large PUT: the other keeps serving, and the data objects the dead one wrote without a commit
+  are removed by the orphan scrub of the GC leader.
 
 What clients see is asserted: no request fails (librados resends an op to the new primary once
 the OSD map marks the OSD down; a request stalls for that long, bounded by [rados] op_timeout),
@@ -29,9 +32,10 @@ import threading
 import time
 
 import numpy as np
+import pytest
 
 import pyclient_util as pu
-from conftest import running_server
+from conftest import Server, running_server
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))))
@@ -118,11 +122,17 @@ def all_clean(conf):
     return total > 0 and clean == total
 
 
-def server_config(conf, namespace):
+def server_config(conf, namespace, extra=""):
     return (f'\n[storage]\nbackend = "rados"\n[rados]\nconf_file = "{conf}"\n'
             f'client_name = "client.admin"\npool = "oc-test"\nnamespace = "{namespace}"\n'
             f'connect_timeout = "10s"\nop_timeout = "{OP_TIMEOUT_S}s"\n'
-            'object_extent_bytes = "64KiB"\nmax_chunk_object_bytes = "64KiB"\n')
+            'object_extent_bytes = "64KiB"\nmax_chunk_object_bytes = "64KiB"\n' + extra)
+
+
+@pytest.fixture(scope="module")
+def cluster3():
+    with cluster(3) as d:
+        yield d
 
 
 class Load:
@@ -269,52 +279,121 @@ def check_everything(srv, bucket, load, multipart_key, multipart_body):
     assert got == multipart_body
 
 
-def test_osd_killed_and_back_then_monitor_restart_under_load():
-    with cluster(3) as d:
-        conf = os.path.join(d, "ceph.conf")
-        namespace = f"faults-{os.getpid()}"
-        extra = server_config(conf, namespace)
-        with running_server("oc-faults-", extra_config=extra) as srv:
-            bucket = "faults"
-            srv.boto3().create_bucket(Bucket=bucket)
-            s3 = srv.boto3()
-            mp_key = "multipart/object"
-            upload, parts, bodies = multipart_start(s3, bucket, mp_key)
-            with Load(srv, bucket) as load:
-                load.running("put_chunks", 3)
-                upload_part(s3, bucket, mp_key, upload, parts, bodies)
+def test_osd_killed_and_back_then_monitor_restart_under_load(cluster3):
+    d = cluster3
+    conf = os.path.join(d, "ceph.conf")
+    namespace = f"faults-{os.getpid()}"
+    extra = server_config(conf, namespace)
+    with running_server("oc-faults-", extra_config=extra) as srv:
+        bucket = "faults"
+        srv.boto3().create_bucket(Bucket=bucket)
+        s3 = srv.boto3()
+        mp_key = "multipart/object"
+        upload, parts, bodies = multipart_start(s3, bucket, mp_key)
+        with Load(srv, bucket) as load:
+            load.running("put_chunks", 3)
+            upload_part(s3, bucket, mp_key, upload, parts, bodies)
 
-                # An OSD dies mid-load: marked down in seconds, the load goes on.
-                victim = "osd.1"
-                kill9(d, victim)
-                upload_part(s3, bucket, mp_key, upload, parts, bodies)
-                wait_for("2 OSDs up", lambda: osds_up(conf) == 2, DOWN_DEADLINE_S)
-                load.running("put_chunks", 5)
-                load.running("get_layers", 5)
+            # An OSD dies mid-load: marked down in seconds, the load goes on.
+            victim = "osd.1"
+            kill9(d, victim)
+            upload_part(s3, bucket, mp_key, upload, parts, bodies)
+            wait_for("2 OSDs up", lambda: osds_up(conf) == 2, DOWN_DEADLINE_S)
+            load.running("put_chunks", 5)
+            load.running("get_layers", 5)
 
-                # It returns (empty: memstore) and recovery refills it while reads go on.
-                start_again(d, victim)
-                wait_for("3 OSDs up", lambda: osds_up(conf) == 3, DOWN_DEADLINE_S)
-                upload_part(s3, bucket, mp_key, upload, parts, bodies)
-                wait_for("every PG active+clean", lambda: all_clean(conf), CLEAN_DEADLINE_S)
-                load.running("get_layers", 5)
+            # It returns (empty: memstore) and recovery refills it while reads go on.
+            start_again(d, victim)
+            wait_for("3 OSDs up", lambda: osds_up(conf) == 3, DOWN_DEADLINE_S)
+            upload_part(s3, bucket, mp_key, upload, parts, bodies)
+            wait_for("every PG active+clean", lambda: all_clean(conf), CLEAN_DEADLINE_S)
+            load.running("get_layers", 5)
 
-                # The monitor dies and returns: OSD I/O does not need it meanwhile.
-                kill9(d, "mon.a")
-                load.running("put_chunks", 3)
-                load.running("get", 3)
-                start_again(d, "mon.a")
-                wait_for("the monitor answering", lambda: osds_up(conf) == 3, 120)
-                load.running("put_chunks", 3)
-            s3.complete_multipart_upload(Bucket=bucket, Key=mp_key, UploadId=upload,
-                                         MultipartUpload={"Parts": parts})
+            # The monitor dies and returns: OSD I/O does not need it meanwhile.
+            kill9(d, "mon.a")
+            load.running("put_chunks", 3)
+            load.running("get", 3)
+            start_again(d, "mon.a")
+            wait_for("the monitor answering", lambda: osds_up(conf) == 3, 120)
+            load.running("put_chunks", 3)
+        s3.complete_multipart_upload(Bucket=bucket, Key=mp_key, UploadId=upload,
+                                     MultipartUpload={"Parts": parts})
 
-            assert not load.failures, load.failures[:10]
-            assert load.slowest <= OP_TIMEOUT_S + 10, load.slowest
-            assert load.chunk_sets and load.objects
-            check_everything(srv, bucket, load, mp_key, b"".join(bodies))
+        assert not load.failures, load.failures[:10]
+        assert load.slowest <= OP_TIMEOUT_S + 10, load.slowest
+        assert load.chunk_sets and load.objects
+        check_everything(srv, bucket, load, mp_key, b"".join(bodies))
 
-        # Nothing lives only in the first server: a fresh one over the pool reads it all.
-        with running_server("oc-faults-", extra_config=extra) as fresh:
-            check_everything(fresh, bucket, load, mp_key, b"".join(bodies))
-        print(f"load: {load.counts}, slowest request {load.slowest:.2f} s")
+    # Nothing lives only in the first server: a fresh one over the pool reads it all.
+    with running_server("oc-faults-", extra_config=extra) as fresh:
+        check_everything(fresh, bucket, load, mp_key, b"".join(bodies))
+    print(f"load: {load.counts}, slowest request {load.slowest:.2f} s")
+
+
+def start_put(srv, bucket, key, size, first):
+    """A presigned PUT of `size` bytes that sends only the first `first` (the server is in the
+    middle of it); the open socket."""
+    import socket
+    import sigv4
+    host = f"127.0.0.1:{srv.port}"
+    target = sigv4.presign("PUT", host, f"/{bucket}/{key}", srv.access_key, srv.secret_key, 600)
+    sock = socket.create_connection(("127.0.0.1", srv.port), timeout=60)
+    sock.sendall(f"PUT {target} HTTP/1.1\r\nHost: {host}\r\nContent-Length: {size}\r\n\r\n"
+                 .encode())
+    sock.sendall(os.urandom(first))
+    return sock
+
+
+def data_objects(conf, namespace):
+    import rados
+    cluster = rados.Rados(conffile=conf, rados_id="admin")
+    cluster.connect(timeout=10)
+    try:
+        io = cluster.open_ioctx("oc-test")
+        io.set_namespace(namespace)
+        names = sorted(o.key for o in io.list_objects() if o.key.startswith("oc.d."))
+        io.close()
+        return names
+    finally:
+        cluster.shutdown()
+
+
+def test_peer_killed_mid_put_other_serves_scrub_collects(cluster3):
+    conf = os.path.join(cluster3, "ceph.conf")
+    namespace = f"peers-{os.getpid()}"
+    # The first peer leads the GC; its first orphan scrub runs a minute after it takes the lead.
+    leader_cfg = server_config(conf, namespace, 'gc = true\norphan_min_age = "1s"\n')
+    other_cfg = server_config(conf, namespace, "gc = false\n")
+    bucket = "peers"
+    with running_server("oc-peer-a-", extra_config=leader_cfg) as a:
+        root = tempfile.mkdtemp(prefix="oc-peer-b-")
+        b = Server("embedded", root, extra_config=other_cfg)
+        b.start()
+        try:
+            a.boto3().create_bucket(Bucket=bucket)
+            a.boto3().put_object(Bucket=bucket, Key="kept", Body=b"kept by A")
+            before = set(data_objects(conf, namespace))
+            sock = start_put(b, bucket, "half", 32 << 20, 8 << 20)
+            wait_for("B's uncommitted data objects in the pool",
+                     lambda: len(set(data_objects(conf, namespace)) - before) > 1, 60)
+            b.kill9()
+            sock.close()
+            orphans = set(data_objects(conf, namespace)) - before
+
+            # A keeps serving: reads, writes, lists; the half-written key does not exist.
+            s3 = a.boto3()
+            assert s3.get_object(Bucket=bucket, Key="kept")["Body"].read() == b"kept by A"
+            s3.put_object(Bucket=bucket, Key="after", Body=b"after the peer died")
+            keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket).get("Contents", [])]
+            assert keys == ["after", "kept"], keys
+
+            # The leader's scrub removes what only the dead peer's PUT wrote.
+            wait_for(f"the orphan scrub ({len(orphans)} orphans)",
+                     lambda: not orphans & set(data_objects(conf, namespace)), 150)
+            assert s3.get_object(Bucket=bucket, Key="after")["Body"].read() == \
+                b"after the peer died"
+            assert s3.get_object(Bucket=bucket, Key="kept")["Body"].read() == b"kept by A"
+        finally:
+            b.kill9()
+            shutil.rmtree(root, ignore_errors=True)
+
