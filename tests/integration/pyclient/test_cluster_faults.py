@@ -10,6 +10,8 @@ plain S3 PUT/GET and one multipart upload through boto3), and while it runs:
   OSD comes back empty, like a replaced disk) and waits until recovery has made every PG
   active+clean, with the load and its reads going on throughout;
 - kills the monitor with SIGKILL and starts it again;
+- sets the cluster's full ratio tiny: writes get 507 InsufficientStorage, reads and deletes go
+  on, writes resume when it is restored;
 - kills one of two `objectcache serve` peers over the pool with SIGKILL in the middle of a
   large PUT: the other keeps serving, and the data objects the dead one wrote without a commit
   are removed by the orphan scrub of the GC leader.
@@ -397,3 +399,51 @@ def test_peer_killed_mid_put_other_serves_scrub_collects(cluster3):
             b.kill9()
             shutil.rmtree(root, ignore_errors=True)
 
+
+
+def test_cluster_full_ratio_refuses_writes_keeps_reads(cluster3):
+    """A cluster past its full ratio (set tiny here; the mgr reports the OSDs' usage): every
+    write is refused with 507 InsufficientStorage, reads and deletes go on, nothing
+    acknowledged is lost, and writes resume once the ratio is back."""
+    import xml.etree.ElementTree as ET
+    import rawhttp
+    conf = os.path.join(cluster3, "ceph.conf")
+    extra = server_config(conf, f"full-{os.getpid()}")
+    with running_server("oc-full-", extra_config=extra) as srv:
+        s3 = srv.boto3()
+        s3.create_bucket(Bucket="full")
+        acked = {f"o{i}": os.urandom(64 << 10) for i in range(8)}
+        for key, body in acked.items():
+            s3.put_object(Bucket="full", Key=key, Body=body)
+        # The ratios must stay ordered (nearfull < backfillfull < full) or the monitor only warns.
+        ceph(conf, "osd", "set-nearfull-ratio", "0.00005")
+        ceph(conf, "osd", "set-backfillfull-ratio", "0.00008")
+        ceph(conf, "osd", "set-full-ratio", "0.0001")
+        try:
+            attempts = []
+
+            def refused():
+                # Until the full flag reaches the OSDs writes succeed: each try a new key.
+                attempts.append(f"late{len(attempts)}")
+                status, _, body = rawhttp.signed(srv, "PUT", f"/full/{attempts[-1]}", body=b"l")
+                if status == 200:
+                    return False
+                assert status == 507, (status, body[:500])
+                assert ET.fromstring(body).findtext("Code") == "InsufficientStorage", body
+                return True
+            wait_for("a write refused by the full cluster", refused, 120)
+            rawhttp.assert_not_stored(srv, "full", attempts[-1])
+            status, _, body = rawhttp.signed(srv, "PUT", "/full/late", body=b"late")
+            assert status == 507, (status, body[:500])
+            for key, body in acked.items():
+                assert s3.get_object(Bucket="full", Key=key)["Body"].read() == body
+            s3.delete_object(Bucket="full", Key="o0")  # deletes pass a full cluster
+            del acked["o0"]
+        finally:
+            ceph(conf, "osd", "set-full-ratio", "0.95")
+            ceph(conf, "osd", "set-backfillfull-ratio", "0.90")
+            ceph(conf, "osd", "set-nearfull-ratio", "0.85")
+        wait_for("writes resumed", lambda: rawhttp.signed(
+            srv, "PUT", "/full/after", body=b"after")[0] == 200, 120)
+        for key, body in acked.items():
+            assert s3.get_object(Bucket="full", Key=key)["Body"].read() == body
