@@ -1,9 +1,9 @@
 """Faults of a replicated cluster under load (issue 33, "A replicated cluster, and faults";
 docs/design.md "RADOS mapping", what an operator can expect when an OSD fails).
 
-Each test starts its own throw-away cluster of three memstore OSDs (`tools/ceph-test-cluster
-up --osds 3`: pool size 3, min_size 2, heartbeats shortened) and one `objectcache serve` over
-it, runs a mixed load from threads (descriptor PUTs and GETs through the objectcache package,
+The tests share one throw-away cluster of three memstore OSDs (`tools/ceph-test-cluster up
+--osds 3`: pool size 3, min_size 2, heartbeats shortened, started by this file, not the CTest
+fixture). The first runs one `objectcache serve` over it and a mixed load from threads (descriptor PUTs and GETs through the objectcache package,
 plain S3 PUT/GET and one multipart upload through boto3), and while it runs:
 
 - kills an OSD with SIGKILL, waits until the monitor marks it down, starts it again (a memstore
@@ -16,7 +16,7 @@ plain S3 PUT/GET and one multipart upload through boto3), and while it runs:
   large PUT: the other keeps serving, and the data objects the dead one wrote without a commit
   are removed by the orphan scrub of the GC leader.
 
-What clients see is asserted: no request fails (librados resends an op to the new primary once
+What clients see in the first is asserted: no request fails (librados resends an op to the new primary once
 the OSD map marks the OSD down; a request stalls for that long, bounded by [rados] op_timeout),
 and afterwards every acknowledged chunk and object reads back byte-exact, through the running
 server and through a fresh one. The cluster is stopped by the PIDs it recorded, whatever
