@@ -15,6 +15,7 @@ throw-away cluster of the `rados_cluster` CTest fixture, one random namespace pe
 import hashlib
 import os
 import subprocess
+import time
 
 import pytest
 from botocore.exceptions import ClientError
@@ -175,3 +176,37 @@ def test_what_one_serve_writes_the_other_serves(peers, tmp):
     with pytest.raises(ClientError) as e:
         a.boto3().get_object(Bucket="shared", Key="dir/a")
     assert e.value.response["Error"]["Code"] == "NoSuchKey"
+
+
+def test_mutations_go_to_the_live_server_when_one_is_stopped(shared):
+    """A stopped peer refuses connections, so a mutation that meets it was never sent: the
+    gateway runs it on the other server (remote_call.h kNotSentField) instead of answering 503.
+    The stopped server is tried again after each 1 s skip, so a few seconds of mutations meet
+    it several times; every one must succeed at once (the client does not retry)."""
+    import boto3
+    from botocore.config import Config
+    s3 = boto3.client("s3", endpoint_url=shared.endpoint, aws_access_key_id=shared.access_key,
+                      aws_secret_access_key=shared.secret_key, region_name="us-east-1",
+                      config=Config(signature_version="s3v4", s3={"addressing_style": "path"},
+                                    retries={"total_max_attempts": 1}))
+    s3.create_bucket(Bucket="mutations")
+    s3.put_object(Bucket="mutations", Key="src", Body=b"source")
+    assert shared.stop_storage(1) == 0
+    try:
+        start, rounds = time.monotonic(), 0
+        while time.monotonic() - start < 3.5 or rounds < 5:
+            rounds += 1
+            s3.put_object_tagging(Bucket="mutations", Key="src",
+                                  Tagging={"TagSet": [{"Key": "round", "Value": str(rounds)}]})
+            s3.copy_object(Bucket="mutations", Key=f"copy{rounds}",
+                           CopySource={"Bucket": "mutations", "Key": "src"})
+            s3.delete_object(Bucket="mutations", Key=f"copy{rounds}")
+            uid = s3.create_multipart_upload(Bucket="mutations", Key="mp")["UploadId"]
+            s3.abort_multipart_upload(Bucket="mutations", Key="mp", UploadId=uid)
+            s3.create_bucket(Bucket=f"mutations-{rounds}")
+            s3.delete_bucket(Bucket=f"mutations-{rounds}")
+        tags = s3.get_object_tagging(Bucket="mutations", Key="src")["TagSet"]
+        assert tags == [{"Key": "round", "Value": str(rounds)}]
+        assert [o["Key"] for o in s3.list_objects_v2(Bucket="mutations")["Contents"]] == ["src"]
+    finally:
+        shared.start_storage(1)

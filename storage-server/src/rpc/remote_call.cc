@@ -47,8 +47,14 @@ Result<CallResult> Exchange(Endpoint& ep, Op op, Retry retry, uint64_t rid,
   }
   for (int attempt = 0;; ++attempt) {
     bool reused = false;
-    OC_ASSIGN_OR_RETURN(std::unique_ptr<ClientConn> conn, ep.Acquire(rid, &reused));
-    Lease lease(&ep, std::move(conn));
+    Result<std::unique_ptr<ClientConn>> conn = ep.Acquire(rid, &reused);
+    if (!conn.has_value()) {
+      const Status& e = conn.error();
+      return e.code() == Code::kUnavailable
+                 ? Status(Code::kUnavailable, e.subject(), kNotSentField, std::string(e.message()))
+                 : e;
+    }
+    Lease lease(&ep, std::move(*conn));
     Status sent = lease->WriteAll(frame);
     Result<std::vector<std::byte>> body =
         sent.ok() ? ReadReply(lease.conn(), op, rid) : Result<std::vector<std::byte>>(sent);

@@ -27,6 +27,11 @@ namespace oc::storage::rpc {
 // kInternal for a reply the client cannot decode.
 Status MalformedReply(Op op, const Status& decode);
 
+// The field of a kUnavailable Status whose call never reached the server (no connection could
+// be opened or greeted), so no byte of it was sent: any call, a mutation too, may be run on
+// another server (RemoteStore::Routed).
+inline constexpr char kNotSentField[] = "rpc_not_sent";
+
 // Reads the reply frame of call `rid`: the body of a frame (op, reply) or the error an
 // error frame carries. Anything else breaks the connection.
 Result<std::vector<std::byte>> ReadReply(ClientConn& conn, Op op, uint64_t rid);

@@ -10,7 +10,8 @@
 // - Shared (servers over one RADOS pool and namespace, which all serve every bucket): calls
 //   go round-robin over the servers that are available; a call that fails with kUnavailable
 //   skips its server for kEndpointRetryDelay, and a call that changes nothing (Retry::kIfPooled
-//   in calls.h) is run once more on another server; a mutation never is. A stream stays on the
+//   in calls.h), or that never reached its server (kNotSentField), is run once more on
+//   another server; a mutation that was sent never is. A stream stays on the
 //   server that opened it. A bucket's DataPlane and its descriptor calls with a data-plane
 //   target go to the bucket's "home" (the first available server from its hash on), so the
 //   client's UCX connection and the calls naming it meet the same data plane.

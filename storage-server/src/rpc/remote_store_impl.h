@@ -123,8 +123,10 @@ class RemoteStore final : public Store {
   Result<StoreIdentity> AskServerInfo(Endpoint& ep);
 
   // Runs `call` (Endpoint& -> Status or Result<T>) on the server `route` picks. Shared
-  // placement: a kUnavailable failure skips that server for a while and, if `retry` says
-  // the call changes nothing (Retry::kIfPooled), runs it once more on another server.
+  // placement: a kUnavailable failure skips that server for a while and runs the call once
+  // more on another server if `retry` says it changes nothing (Retry::kIfPooled) or if it
+  // never reached the server (kNotSentField: a stopped peer refuses the connection), so a
+  // mutation is retried only when the first server cannot have applied it.
   template <typename F>
   auto Routed(std::string_view bucket, Route route, Retry retry, F&& call)
       -> decltype(call(std::declval<Endpoint&>()));
@@ -181,7 +183,7 @@ auto RemoteStore::Routed(std::string_view bucket, Route route, Retry retry, F&& 
     return r;
   }
   ep->MarkDown(std::chrono::steady_clock::now());
-  if (retry != Retry::kIfPooled) {
+  if (retry != Retry::kIfPooled && StatusOf(r).field() != kNotSentField) {
     return r;  // a mutation may have been applied before the connection broke
   }
   Endpoint* other = Pick(bucket, route, ep);
