@@ -15,6 +15,8 @@
 // and each distinct error with its count, and how many SlowDown answers the clients retried
 // (Client::slowdown_retries). --json writes the rows ("kind": "get"), after one "kind": "put"
 // row timing the store (--put-repeat descriptor PUTs of the prefix, default 1, in a row).
+// --endpoint may list several gateways (comma-separated, e.g. peers over one RADOS pool): client
+// i talks to endpoint i mod n, and the prefix is stored through the first.
 // Exit status: 0 when every load succeeded byte-exact, 1 when any failed, 2 for bad flags.
 
 #include <algorithm>
@@ -44,7 +46,7 @@ using Clock = std::chrono::steady_clock;
 using Json = nlohmann::ordered_json;
 
 struct Flags {
-  std::string endpoint = "http://127.0.0.1:9000";
+  std::vector<std::string> endpoints = {"http://127.0.0.1:9000"};
   std::string bucket = "prefix-bench";
   std::string prefix = "prefix-bench/";
   uint64_t chunks = 8;
@@ -119,10 +121,11 @@ double Quantile(std::vector<double> v, double q) {
   return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
 }
 
-client::ClientOptions Options(const Flags& f) {
+// The options of client `i` (its endpoint: i mod the number given).
+client::ClientOptions Options(const Flags& f, uint32_t i = 0) {
   client::ClientOptions o;
   client::ApplyEnvironment(&o);
-  o.endpoint = f.endpoint;
+  o.endpoint = f.endpoints[i % f.endpoints.size()];
   o.timeout = std::chrono::minutes(2);
   return o;
 }
@@ -140,9 +143,9 @@ struct Outcome {
 };
 
 // One serving node: its own client and target; `requests` byte-checked loads.
-void RunClient(const Flags& f, const descriptor::Descriptor& d, const std::vector<std::byte>& want,
-               std::barrier<>& start, Outcome& out) {
-  oc::Result<std::unique_ptr<client::Client>> c = client::Client::Open(Options(f));
+void RunClient(const Flags& f, uint32_t index, const descriptor::Descriptor& d,
+               const std::vector<std::byte>& want, std::barrier<>& start, Outcome& out) {
+  oc::Result<std::unique_ptr<client::Client>> c = client::Client::Open(Options(f, index));
   std::unique_ptr<client::TargetBuffer> target;
   std::vector<std::byte> heap;
   oc::MutableByteSpan space;
@@ -240,7 +243,7 @@ int Run(const Flags& f) {
     std::barrier<> start(static_cast<std::ptrdiff_t>(n) + 1);
     std::vector<std::thread> threads;
     for (uint32_t i = 0; i < n; ++i) {
-      threads.emplace_back([&] { RunClient(f, d, want, start, out); });
+      threads.emplace_back([&, i] { RunClient(f, i, d, want, start, out); });
     }
     start.arrive_and_wait();  // every client opened its data plane and buffer
     const Clock::time_point t0 = Clock::now();
@@ -314,7 +317,12 @@ int main(int argc, char** argv) {
     }
     const std::string value = argv[++i];
     if (name == "--endpoint") {
-      f.endpoint = value;
+      f.endpoints.clear();
+      for (size_t pos = 0; pos <= value.size();) {
+        const size_t comma = std::min(value.find(',', pos), value.size());
+        f.endpoints.push_back(value.substr(pos, comma - pos));
+        pos = comma + 1;
+      }
     } else if (name == "--bucket") {
       f.bucket = value;
     } else if (name == "--prefix") {
@@ -344,8 +352,11 @@ int main(int argc, char** argv) {
   }
   if (f.chunks == 0 || f.layers == 0 || f.layer_bytes == 0 || f.requests == 0 ||
       f.put_repeat == 0 || (f.via != "ucx" && f.via != "http") ||
-      std::any_of(f.clients.begin(), f.clients.end(), [](uint32_t n) { return n == 0; })) {
-    std::cerr << "prefix_clients_bench: counts must be positive, --via ucx or http\n";
+      std::any_of(f.clients.begin(), f.clients.end(), [](uint32_t n) { return n == 0; }) ||
+      std::any_of(f.endpoints.begin(), f.endpoints.end(),
+                  [](const std::string& e) { return e.empty(); })) {
+    std::cerr << "prefix_clients_bench: counts must be positive, --via ucx or http, endpoints "
+                 "non-empty\n";
     return 2;
   }
   return Run(f);
