@@ -1,6 +1,7 @@
 #include "oc/common/config.h"
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <fmt/core.h>
@@ -49,9 +50,69 @@ Result<Config> Config::LoadFile(const std::string& path) {
 
 namespace {
 
-// Walks a dotted key; nullptr when absent.
+bool IsBareKey(std::string_view name) {
+  if (name.empty()) {
+    return false;
+  }
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '-';
+    if (!ok) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The next part of a dotted key at *pos: a bare name up to the next '.', or a quoted one
+// ("my.photos", with \" and \\ escapes); advances *pos past it and its '.'. nullopt when the
+// quoting is broken.
+std::optional<std::string> NextPart(std::string_view key, size_t* pos) {
+  std::string part;
+  size_t i = *pos;
+  if (i < key.size() && key[i] == '"') {
+    for (++i; i < key.size() && key[i] != '"'; ++i) {
+      if (key[i] == '\\' && i + 1 < key.size()) {
+        ++i;
+      }
+      part.push_back(key[i]);
+    }
+    if (i >= key.size()) {
+      return std::nullopt;
+    }
+    ++i;  // the closing quote
+  } else {
+    for (; i < key.size() && key[i] != '.'; ++i) {
+      part.push_back(key[i]);
+    }
+  }
+  if (i < key.size() && key[i] != '.') {
+    return std::nullopt;
+  }
+  *pos = i < key.size() ? i + 1 : i;
+  return part;
+}
+
+// Walks a dotted key (parts bare or quoted); nullptr when absent.
 const toml::node* Find(const toml::table& table, std::string_view key) {
-  return table.at_path(key).node();
+  const toml::node* node = nullptr;
+  const toml::table* at = &table;
+  size_t pos = 0;
+  while (pos < key.size()) {
+    if (at == nullptr) {
+      return nullptr;
+    }
+    std::optional<std::string> part = NextPart(key, &pos);
+    if (!part.has_value()) {
+      return nullptr;
+    }
+    node = at->get(*part);
+    if (node == nullptr) {
+      return nullptr;
+    }
+    at = node->as_table();
+  }
+  return node;
 }
 
 Status WrongType(std::string_view key, std::string_view want) {
@@ -60,8 +121,8 @@ Status WrongType(std::string_view key, std::string_view want) {
 
 void Collect(const toml::table& table, const std::string& prefix, std::vector<std::string>* out) {
   for (const auto& [name, node] : table) {
-    std::string key =
-        prefix.empty() ? std::string(name.str()) : prefix + "." + std::string(name.str());
+    std::string key = prefix.empty() ? Config::SubKey("", name.str()).substr(1)
+                                     : Config::SubKey(prefix, name.str());
     if (const toml::table* sub = node.as_table()) {
       Collect(*sub, key, out);
     } else {
@@ -75,6 +136,41 @@ void Collect(const toml::table& table, const std::string& prefix, std::vector<st
 bool Config::Has(std::string_view key) const {
   rep_->known.emplace(key);
   return Find(rep_->table, key) != nullptr;
+}
+
+std::string Config::SubKey(std::string_view key, std::string_view name) {
+  std::string out(key);
+  out += '.';
+  if (IsBareKey(name)) {
+    out += name;
+    return out;
+  }
+  out += '"';
+  for (char c : name) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+    }
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+Result<std::vector<std::string>> Config::Names(std::string_view key) const {
+  rep_->known.emplace(key);
+  const toml::node* node = Find(rep_->table, key);
+  if (node == nullptr) {
+    return std::vector<std::string>();
+  }
+  const toml::table* table = node->as_table();
+  if (table == nullptr) {
+    return WrongType(key, "a table");
+  }
+  std::vector<std::string> names;
+  for (const auto& [name, value] : *table) {
+    names.emplace_back(name.str());
+  }
+  return names;
 }
 
 Status Config::Read(std::string_view key, std::string* out) const {

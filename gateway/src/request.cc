@@ -49,7 +49,7 @@ Response Response::FromStatus(const Status& status, const Request* request) {
   }
   // Only errors about a request field name it; auth-internal fields are not echoed.
   if (error == S3Error::kSignatureDoesNotMatch || error == S3Error::kInvalidAccessKeyId ||
-      field == "xml") {
+      error == S3Error::kQuotaExceeded || field == "xml") {
     field.clear();
     value.clear();
   }
@@ -64,7 +64,8 @@ Response Response::FromStatus(const Status& status, const Request* request) {
     case S3Error::kAccessDenied:
     case S3Error::kMalformedXML:
     case S3Error::kInvalidBucketName:
-    case S3Error::kBadDigest:  // which digest (Content-MD5, x-amz-checksum-*) differed
+    case S3Error::kBadDigest:      // which digest (Content-MD5, x-amz-checksum-*) differed
+    case S3Error::kQuotaExceeded:  // which bucket and which limit
       message = std::string(status.message());
       break;
     case S3Error::kSlowDown:

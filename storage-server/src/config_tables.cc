@@ -267,6 +267,7 @@ const ConfigTable<KvOptions>& KvConfigTable() {
 Status ApplyConfig(const oc::Config& config, StoreOptions* options) {
   OC_RETURN_IF_ERROR(StorageConfigTable().Apply(config, options));
   OC_RETURN_IF_ERROR(RadosConfigTable().Apply(config, &options->rados));
+  OC_RETURN_IF_ERROR(QuotaConfigTable().Apply(config, &options->quota));
   return KvConfigTable().Apply(config, &options->kv);
 }
 
@@ -280,7 +281,8 @@ std::string DescribeStore(const StoreOptions& options) {
   } else {
     out = StorageConfigTable().Describe(options);
   }
-  return out + " " + KvConfigTable().Describe(options.kv);
+  return out + " " + KvConfigTable().Describe(options.kv) + " " +
+         QuotaConfigTable().Describe(options.quota);
 }
 
 }  // namespace oc::storage

@@ -6,6 +6,7 @@
 #include "backend.h"
 #include "backend_registry.h"
 #include "composed_store.h"
+#include "quota/quota_store.h"
 
 namespace oc::storage {
 namespace {
@@ -34,7 +35,11 @@ Result<std::unique_ptr<Backend>> OpenBackend(const StoreOptions& options) {
 
 Result<std::unique_ptr<Store>> OpenStore(const StoreOptions& options) {
   OC_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, OpenBackend(options));
-  return ComposeKvEngine(std::move(backend), options.kv);
+  std::unique_ptr<Store> store = ComposeKvEngine(std::move(backend), options.kv);
+  if (!options.quota.buckets.empty()) {  // [quota]: docs/decisions/bucket-quotas.md
+    return ComposeQuotaStore(std::move(store), options.quota);
+  }
+  return store;
 }
 
 bool IsStoreConfigError(const StoreOptions& options, const Status& status) {

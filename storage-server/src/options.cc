@@ -122,6 +122,7 @@ Status StoreOptions::Validate() const {
                                    "must be default_extent_bytes..1GiB");
   }
   OC_RETURN_IF_ERROR(kv.Validate());
+  OC_RETURN_IF_ERROR(quota.Validate());
   // Every backend's table is checked, the unused ones too: a bad value is an error even
   // before the backend that reads it is chosen.
   return rados.Validate();

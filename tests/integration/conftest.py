@@ -93,6 +93,7 @@ class Server:
     def __init__(self, mode, root, extra_config="", cafile=None, env_extra=None, args=None):
         self.mode = mode
         self.args = list(args or [])  # extra flags of objectcache serve / oc-gateway
+        self.storage_args = []  # extra flags of oc-storage-server (remote mode): its --config
         self.root = root
         self.data_dir = os.path.join(root, "data")
         self.access_key = ACCESS_KEY
@@ -128,7 +129,7 @@ class Server:
                 self.storage_port = free_port()
             storage = subprocess.Popen(
                 [os.environ["OC_STORAGE_SERVER_BIN"], "--data-dir", self.data_dir,
-                 "--listen", f"127.0.0.1:{self.storage_port}"],
+                 "--listen", f"127.0.0.1:{self.storage_port}"] + self.storage_args,
                 env=env, stdout=self.log, stderr=self.log)
             wait_port(self.storage_port, storage)
             with open(self.config, "a") as f:

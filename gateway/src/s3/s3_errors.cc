@@ -2,6 +2,7 @@
 
 #include "oc/common/check.h"
 #include "oc/storage/no_space.h"
+#include "oc/storage/quota.h"
 #include "s3/s3_xml.h"
 
 namespace oc::gateway {
@@ -94,6 +95,11 @@ S3Error ToS3Error(const Status& status) {
     case Code::kResourceExhausted:
       if (subject == Subject::kEntity) {
         return S3Error::kEntityTooLarge;
+      }
+      // A bucket quota (docs/decisions/bucket-quotas.md): a limit the operator set, 403 as in
+      // RGW; checked before the disk, which is not the client's to free.
+      if (storage::IsQuotaExceeded(status)) {
+        return S3Error::kQuotaExceeded;
       }
       // The disk or pool is full: not load, so not SlowDown/503, which SDKs retry blindly
       // (docs/decisions/full-disk.md).

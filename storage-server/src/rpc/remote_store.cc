@@ -307,7 +307,14 @@ Result<StoreStats> RemoteStore::Stats() {
     }
     ++answered;
     for (auto& [name, value] : s->figures) {
-      sums[name] += value;
+      // A quota bucket's figures are each server's view of the whole bucket (its owner's
+      // under partitioned placement, everyone's on a shared pool): the largest, not the sum
+      // (docs/decisions/bucket-quotas.md).
+      if (name.starts_with("quota.")) {
+        sums[name] = std::max(sums[name], value);
+      } else {
+        sums[name] += value;
+      }
     }
   }
   if (answered == 0 && !last.ok()) {

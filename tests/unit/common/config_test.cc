@@ -54,6 +54,33 @@ TEST(Config, WrongTypesAndUnknownKeysNameTheKey) {
   EXPECT_EQ(unknown.field(), "storage.typo_key");
 }
 
+// A table keyed by data (bucket names, which may hold dots): Names lists it, SubKey quotes a
+// name that is not a bare TOML key, and reads and unknown-key errors spell keys that way.
+TEST(Config, TablesKeyedByDataWithQuotedNames) {
+  Result<Config> config = Config::Parse(
+      "[quota]\nbuckets = { photos = { max_objects = 3 }, \"my.logs\" = { max_objects = 5, "
+      "typo = 1 } }\nscalar = 1\n");
+  ASSERT_TRUE(config.has_value()) << config.error();
+  Result<std::vector<std::string>> names = config->Names("quota.buckets");
+  ASSERT_TRUE(names.has_value()) << names.error();
+  EXPECT_EQ(*names, (std::vector<std::string>{"my.logs", "photos"}));
+  EXPECT_EQ(Config::SubKey("quota.buckets", "photos"), "quota.buckets.photos");
+  EXPECT_EQ(Config::SubKey("quota.buckets", "my.logs"), "quota.buckets.\"my.logs\"");
+  uint64_t photos = 0;
+  uint64_t logs = 0;
+  EXPECT_TRUE(config->Read(Config::SubKey("quota.buckets.photos", "max_objects"), &photos).ok());
+  EXPECT_TRUE(config->Read(Config::SubKey("quota.buckets.\"my.logs\"", "max_objects"), &logs).ok());
+  EXPECT_EQ(photos, 3u);
+  EXPECT_EQ(logs, 5u);
+  uint64_t scalar = 0;
+  EXPECT_TRUE(config->Read("quota.scalar", &scalar).ok());
+  EXPECT_EQ(config->CheckNoUnknownKeys().field(), "quota.buckets.\"my.logs\".typo");
+  Result<std::vector<std::string>> not_table = config->Names("quota.scalar");
+  ASSERT_FALSE(not_table.has_value());
+  EXPECT_EQ(not_table.error().field(), "quota.scalar");
+  EXPECT_TRUE(config->Names("quota.absent")->empty());
+}
+
 TEST(Config, SyntaxErrorsAreInvalidArgument) {
   Result<Config> config = Config::Parse("[gateway\nlisten = 1", "bad.toml");
   ASSERT_FALSE(config.has_value());

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "oc/storage/no_space.h"
+#include "oc/storage/quota.h"
 #include "request.h"
 
 namespace oc::gateway {
@@ -65,6 +66,7 @@ TEST(S3Errors, StatusMapsToTheS3Code) {
       {Status::ResourceExhausted("", "rpc connections"), "ServiceUnavailable"},
       {Status::ResourceExhausted("kv.descriptor_threads", "all workers busy"), "SlowDown"},
       {storage::NoSpace("No space left on device"), "InsufficientStorage"},
+      {storage::QuotaExceeded("Bucket b is over its quota"), "QuotaExceeded"},
   };
   for (const Row& row : rows) {
     SCOPED_TRACE(row.status.ToString());
@@ -82,6 +84,18 @@ TEST(S3Errors, NoSpaceIsInsufficientStorageWithoutRetryAfter) {
   for (const auto& [name, value] : r.headers) {
     EXPECT_NE(name, "Retry-After");
   }
+}
+
+// A bucket quota is 403 QuotaExceeded, as RGW answers; the message names the bucket and the
+// limit, and the internal field is not echoed (docs/decisions/bucket-quotas.md).
+TEST(S3Errors, QuotaExceededIs403WithItsMessage) {
+  const Response r = Response::FromStatus(
+      storage::QuotaExceeded("Bucket photos is over its quota: max_bytes is 10"));
+  EXPECT_EQ(r.status, 403u);
+  ASSERT_TRUE(r.error.has_value());
+  EXPECT_EQ(ErrorRow(*r.error).code, "QuotaExceeded");
+  EXPECT_EQ(r.error_message, "Bucket photos is over its quota: max_bytes is 10");
+  EXPECT_TRUE(r.error_field.empty());
 }
 
 // A full descriptor executor is 503 SlowDown with Retry-After: what S3 clients back off on.

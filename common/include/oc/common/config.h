@@ -6,6 +6,9 @@
 // CheckNoUnknownKeys() then rejects keys nobody asked for: a typo is a startup error,
 // not a silently ignored setting.
 //
+// A dotted key's parts may be quoted TOML keys (`quota.buckets."my.photos".max_bytes`), so a
+// table keyed by data (bucket names with dots) reads like any other (Names, SubKey).
+//
 // Reading the file is the only I/O here; it happens once, at startup.
 // Thread safety: Read* may be called from one thread at a time (they record known keys);
 // a Config is built and consumed at startup, before threads start.
@@ -53,6 +56,15 @@ class Config {
   Status ReadDuration(std::string_view key, std::chrono::microseconds* out) const;
   // True when the file has `key` (a value or a table); marks it known.
   bool Has(std::string_view key) const;
+  // The names in the table at `key`, sorted (an inline table such as
+  // `buckets = { photos = {...}, logs = {...} }` or a [section]); empty when absent.
+  // kInvalidArgument naming the key when it is not a table. Read each entry under
+  // SubKey(key, name): names are data (bucket names), so they may need quoting.
+  Result<std::vector<std::string>> Names(std::string_view key) const;
+  // `key` + "." + `name`, with `name` as a quoted TOML key when it is not a bare one
+  // (letters, digits, '_' and '-'): `quota.buckets."my.photos"`. Every Read and error message
+  // spells keys this way, and so does CheckNoUnknownKeys.
+  static std::string SubKey(std::string_view key, std::string_view name);
 
   // kInvalidArgument naming the first key in the file that no Read asked for. Call once,
   // after every module applied its table.

@@ -7,6 +7,7 @@
 
 #include "oc/common/config_table.h"
 #include "oc/storage/options.h"
+#include "oc/storage/quota.h"
 #include "oc/storage/rpc_server.h"
 
 namespace oc::storage {
@@ -14,6 +15,7 @@ namespace oc::storage {
 const ConfigTable<StoreOptions>& StorageConfigTable();  // [storage]
 const ConfigTable<RadosOptions>& RadosConfigTable();    // [rados]
 const ConfigTable<KvOptions>& KvConfigTable();          // [kv]
+const ConfigTable<QuotaOptions>& QuotaConfigTable();    // [quota] (src/quota/quota_options.cc)
 
 namespace rpc {
 const ConfigTable<RpcServerOptions>& RpcConfigTable();  // [rpc] (target oc_storage_rpc_server)

@@ -10,6 +10,7 @@
 
 #include "oc/common/status.h"
 #include "oc/storage/kv.h"
+#include "oc/storage/quota.h"
 
 namespace oc {
 class Config;
@@ -203,6 +204,9 @@ struct StoreOptions {
   // The [rados] table, used when backend is "rados".
   // Default: RadosOptions{}
   RadosOptions rados;
+  // The [quota] table: bucket quotas, enforced above every backend (quota.h).
+  // Default: QuotaOptions{} (no quota bucket)
+  QuotaOptions quota;
   Status Validate() const;
 };
 
@@ -210,8 +214,8 @@ struct StoreOptions {
 // backend reads (all of them for RocksDB) and of its own table (backends.def).
 std::string DescribeStore(const StoreOptions& options);
 
-// Reads the [storage], [kv] and [rados] tables (keys as in conf/storage-server.toml; [kv] maps
-// KvOptions field by field, [rados] RadosOptions) into *options, leaving absent keys
+// Reads the [storage], [kv], [rados] and [quota] tables (keys as in conf/storage-server.toml; [kv]
+// maps KvOptions field by field, [rados] RadosOptions) into *options, leaving absent keys
 // unchanged. kInvalidArgument naming the key on a bad value.
 Status ApplyConfig(const oc::Config& config, StoreOptions* options);
 
