@@ -29,7 +29,8 @@ std::string StoreTables() {
   const storage::StoreOptions store;
   return storage::StorageConfigTable().Toml(store) + "\n" +
          storage::RadosConfigTable().Toml(store.rados) + "\n" +
-         storage::KvConfigTable().Toml(store.kv);
+         storage::KvConfigTable().Toml(store.kv) + "\n" +
+         storage::CacheConfigTable().Toml(store.cache);
 }
 
 std::string SchedulerTable() {

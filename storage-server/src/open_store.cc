@@ -5,6 +5,7 @@
 
 #include "backend.h"
 #include "backend_registry.h"
+#include "cache/cache_store.h"
 #include "composed_store.h"
 
 namespace oc::storage {
@@ -34,7 +35,9 @@ Result<std::unique_ptr<Backend>> OpenBackend(const StoreOptions& options) {
 
 Result<std::unique_ptr<Store>> OpenStore(const StoreOptions& options) {
   OC_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, OpenBackend(options));
-  return ComposeKvEngine(std::move(backend), options.kv);
+  // The cache layer (src/cache/cache_store.h) over the composed store, when [cache] names
+  // cache buckets: above the seam, so every backend gets the same eviction.
+  return cache::ComposeCache(ComposeKvEngine(std::move(backend), options.kv), options.cache);
 }
 
 bool IsStoreConfigError(const StoreOptions& options, const Status& status) {

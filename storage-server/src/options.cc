@@ -8,6 +8,7 @@
 
 #include "oc/common/config_table.h"
 #include "oc/common/cores.h"
+#include "names.h"
 #include "oc/storage/config_tables.h"
 
 namespace oc::storage {
@@ -112,6 +113,37 @@ uint64_t ReadAheadMemoryFor(uint64_t configured) {
   return std::clamp<uint64_t>(physical / 16, 64ull << 20, 4ull << 30);
 }
 
+uint64_t CacheOptions::CapacityOf(std::string_view bucket) const {
+  for (const auto& [name, capacity] : buckets) {
+    if (name == bucket) {
+      return capacity;
+    }
+  }
+  return 0;
+}
+
+Status CacheOptions::Validate() const {
+  OC_RETURN_IF_ERROR(CacheConfigTable().Check(*this));
+  for (const auto& [name, capacity] : buckets) {
+    if (!ValidateBucketName(name).ok() || name == kCacheStateBucket) {
+      return Status::InvalidArgument("cache.buckets",
+                                     "\"" + name + "\" is not a valid bucket name for a cache");
+    }
+    if (capacity == 0) {
+      return Status::InvalidArgument("cache.buckets", "the capacity of \"" + name +
+                                                          "\" must be more than 0 bytes");
+    }
+  }
+  // Written so that NaN fails too.
+  if (!(high_watermark > 0 && high_watermark <= 1)) {
+    return Status::InvalidArgument("cache.high_watermark", "must be in (0, 1]");
+  }
+  if (!(low_watermark > 0 && low_watermark <= high_watermark)) {
+    return Status::InvalidArgument("cache.low_watermark", "must be in (0, high_watermark]");
+  }
+  return Status::Ok();
+}
+
 Status StoreOptions::Validate() const {
   OC_RETURN_IF_ERROR(StorageConfigTable().Check(*this));
   if (data_dir.empty()) {
@@ -122,6 +154,7 @@ Status StoreOptions::Validate() const {
                                    "must be default_extent_bytes..1GiB");
   }
   OC_RETURN_IF_ERROR(kv.Validate());
+  OC_RETURN_IF_ERROR(cache.Validate());
   // Every backend's table is checked, the unused ones too: a bad value is an error even
   // before the backend that reads it is chosen.
   return rados.Validate();

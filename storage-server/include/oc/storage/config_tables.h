@@ -14,6 +14,7 @@ namespace oc::storage {
 const ConfigTable<StoreOptions>& StorageConfigTable();  // [storage]
 const ConfigTable<RadosOptions>& RadosConfigTable();    // [rados]
 const ConfigTable<KvOptions>& KvConfigTable();          // [kv]
+const ConfigTable<CacheOptions>& CacheConfigTable();    // [cache]
 
 namespace rpc {
 const ConfigTable<RpcServerOptions>& RpcConfigTable();  // [rpc] (target oc_storage_rpc_server)
