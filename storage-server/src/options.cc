@@ -6,9 +6,9 @@
 
 #include <unistd.h>
 
+#include "names.h"
 #include "oc/common/config_table.h"
 #include "oc/common/cores.h"
-#include "names.h"
 #include "oc/storage/config_tables.h"
 
 namespace oc::storage {
@@ -130,8 +130,8 @@ Status CacheOptions::Validate() const {
                                      "\"" + name + "\" is not a valid bucket name for a cache");
     }
     if (capacity == 0) {
-      return Status::InvalidArgument("cache.buckets", "the capacity of \"" + name +
-                                                          "\" must be more than 0 bytes");
+      return Status::InvalidArgument("cache.buckets",
+                                     "the capacity of \"" + name + "\" must be more than 0 bytes");
     }
   }
   // Written so that NaN fails too.

@@ -52,9 +52,9 @@ struct CacheBucketStats {
   uint64_t puts_waited = 0;       // PUTs that waited for eviction to make room
   uint64_t puts_refused = 0;      // ...and were refused after put_wait
   uint64_t eviction_failures = 0;
-  uint64_t client_deletes = 0;      // DeleteObject(s)
-  uint64_t lifecycle_expired = 0;   // DeleteIf: the lifecycle worker's expirations
-  uint64_t snapshots_written = 0;   // snapshot persists (all parts of one bucket = 1)
+  uint64_t client_deletes = 0;     // DeleteObject(s)
+  uint64_t lifecycle_expired = 0;  // DeleteIf: the lifecycle worker's expirations
+  uint64_t snapshots_written = 0;  // snapshot persists (all parts of one bucket = 1)
 };
 
 class CacheStore final : public Store {

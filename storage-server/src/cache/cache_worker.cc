@@ -64,9 +64,9 @@ Result<std::string> ReadWhole(Store& store, const ObjectKey& key, uint64_t max_b
   std::string bytes(reader->length(), '\0');
   uint64_t at = 0;
   while (at < bytes.size()) {
-    OC_ASSIGN_OR_RETURN(uint64_t n, reader->Read(MutableByteSpan(
-                                        reinterpret_cast<std::byte*>(bytes.data()) + at,
-                                        bytes.size() - at)));
+    OC_ASSIGN_OR_RETURN(
+        uint64_t n, reader->Read(MutableByteSpan(reinterpret_cast<std::byte*>(bytes.data()) + at,
+                                                 bytes.size() - at)));
     if (n == 0) {
       break;
     }
@@ -94,8 +94,7 @@ Result<std::unique_ptr<CacheStore>> CacheStore::Open(std::unique_ptr<Store> inne
   std::unique_ptr<CacheStore> store(new CacheStore(std::move(inner), options));
   const Status created = store->inner_->CreateBucket(kCacheStateBucket, "objectcache");
   if (!created.ok() && created.code() != Code::kAlreadyExists) {
-    kLog.Warn("cannot create {}: {}; snapshots wait for it", kCacheStateBucket,
-              created.ToString());
+    kLog.Warn("cannot create {}: {}; snapshots wait for it", kCacheStateBucket, created.ToString());
   }
   for (const auto& b : store->buckets_) {
     OC_RETURN_IF_ERROR(store->Restore(*b));
@@ -127,8 +126,7 @@ CacheStore::~CacheStore() {
 Status CacheStore::Restore(Bucket& b) {
   OC_ASSIGN_OR_RETURN(std::vector<ListedObject> listing, ListAll(*inner_, b.name));
   std::vector<SnapshotRow> rows;
-  Result<std::vector<ListedObject>> parts =
-      ListAll(*inner_, kCacheStateBucket, b.name + "/");
+  Result<std::vector<ListedObject>> parts = ListAll(*inner_, kCacheStateBucket, b.name + "/");
   if (!parts.has_value()) {
     kLog.Warn("bucket={} snapshot unreadable ({}); recency starts afresh", b.name,
               parts.error().ToString());
@@ -137,7 +135,8 @@ Status CacheStore::Restore(Bucket& b) {
       Result<std::string> bytes =
           ReadWhole(*inner_, {std::string(kCacheStateBucket), part.key}, kMaxSnapshotPartBytes);
       Result<std::vector<SnapshotRow>> decoded =
-          bytes.has_value() ? DecodeSnapshot(*bytes) : Result<std::vector<SnapshotRow>>(bytes.error());
+          bytes.has_value() ? DecodeSnapshot(*bytes)
+                            : Result<std::vector<SnapshotRow>>(bytes.error());
       if (!decoded.has_value()) {
         kLog.Warn("bucket={} snapshot part {} skipped: {}", b.name, part.key,
                   decoded.error().ToString());
@@ -172,8 +171,8 @@ Status CacheStore::PersistSnapshot(Bucket& b) {
       b.dirty.store(true, std::memory_order_relaxed);
       return writer.error();
     }
-    Status s = (*writer)->Append(ByteSpan(reinterpret_cast<const std::byte*>(bytes.data()),
-                                          bytes.size()));
+    Status s =
+        (*writer)->Append(ByteSpan(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()));
     if (s.ok()) {
       s = (*writer)->Commit().status();
     }
@@ -246,8 +245,8 @@ uint64_t CacheStore::EvictBatch(Bucket& b, std::vector<Victim> victims) {
 void CacheStore::EvictNow() {
   for (const auto& b : buckets_) {
     for (;;) {
-      const uint64_t incoming = b->reserved.load(std::memory_order_relaxed) +
-                                b->waiting.load(std::memory_order_relaxed);
+      const uint64_t incoming =
+          b->reserved.load(std::memory_order_relaxed) + b->waiting.load(std::memory_order_relaxed);
       const uint64_t want = std::min(b->index.BytesToFree(incoming), options_.eviction_batch_bytes);
       if (want == 0) {
         break;
@@ -347,6 +346,7 @@ Result<std::unique_ptr<Store>> ComposeCache(std::unique_ptr<Store> inner,
   if (options.buckets.empty()) {
     return inner;
   }
+  OC_RETURN_IF_ERROR(options.Validate());
   OC_ASSIGN_OR_RETURN(std::unique_ptr<CacheStore> cache,
                       CacheStore::Open(std::move(inner), options));
   return std::unique_ptr<Store>(std::move(cache));
