@@ -1,7 +1,8 @@
-// The cache layer (storage-server/src/cache/cache_store.h) over a real RocksDB store: capacity
-// held under a churn of descriptor PUTs, chains evicted from their tails, no dead bytes, the
-// index's usage against a listing, 503 SlowDown (kCacheFullField) when eviction cannot make
-// room, a restart restoring the index, the [cache] config table, and other buckets untouched.
+// The cache layer (storage-server/src/cache/cache_store.h) over a real RocksDB store and a real
+// RADOS pool: capacity held under a churn of descriptor PUTs, chains evicted from their tails,
+// no dead bytes, the index's usage against a listing, 503 SlowDown (kCacheFullField) when
+// eviction cannot make room, a restart restoring the index, the [cache] config table, and
+// other buckets untouched.
 
 #include <gtest/gtest.h>
 
@@ -33,7 +34,9 @@ StoreOptions CacheStoreOptions(const std::filesystem::path& dir) {
   return o;
 }
 
-class CacheStoreTest : public ::testing::Test {
+// On a parameter's backend (RocksDB data files, or a RADOS namespace of the test cluster): the
+// layer is above the seam, so both must hold.
+class CacheStoreTest : public ::testing::TestWithParam<test::Backend> {
  protected:
   void SetUp() override {
     Open();
@@ -41,7 +44,7 @@ class CacheStoreTest : public ::testing::Test {
     ASSERT_TRUE(store_->CreateBucket(kPlainBucket, "tester").ok());
   }
   void Open() {
-    auto s = OpenStore(CacheStoreOptions(dir_.path()));
+    auto s = test::OpenTestStore(GetParam(), CacheStoreOptions(dir_.path()), namespace_);
     ASSERT_TRUE(s.has_value()) << s.error();
     store_ = std::move(*s);
     cache_ = cache::CacheStoreOf(*store_);
@@ -92,11 +95,16 @@ class CacheStoreTest : public ::testing::Test {
   cache::CacheBucketStats BucketStats() { return *cache_->BucketStats(kBucket); }
 
   testutil::TempDir dir_;
+  const std::string namespace_ = test::RandomRadosNamespace();  // the same after a restart
   std::unique_ptr<Store> store_;
   CacheStore* cache_ = nullptr;
 };
 
-TEST_F(CacheStoreTest, ChurnOfDescriptorPutsStaysWithinCapacityAndEatsChainsFromTheTail) {
+INSTANTIATE_TEST_SUITE_P(Backends, CacheStoreTest,
+                         ::testing::Values(test::Backend::kRocksData, test::Backend::kRados),
+                         test::BackendName);
+
+TEST_P(CacheStoreTest, ChurnOfDescriptorPutsStaysWithinCapacityAndEatsChainsFromTheTail) {
   std::vector<Descriptor> ds;
   for (uint64_t seed = 1; seed <= 60; ++seed) {
     SCOPED_TRACE(seed);
@@ -130,7 +138,7 @@ TEST_F(CacheStoreTest, ChurnOfDescriptorPutsStaysWithinCapacityAndEatsChainsFrom
   EXPECT_EQ(Listed(kPlainBucket).first, 0u);
 }
 
-TEST_F(CacheStoreTest, RecentlyHitChainsStayWhileOlderOnesGo) {
+TEST_P(CacheStoreTest, RecentlyHitChainsStayWhileOlderOnesGo) {
   const Descriptor hot = MakeDescriptor(kShape, true, 100);
   ASSERT_TRUE(PutDescriptor(hot, 100).ok());
   for (uint64_t seed = 101; seed <= 130; ++seed) {
@@ -143,7 +151,7 @@ TEST_F(CacheStoreTest, RecentlyHitChainsStayWhileOlderOnesGo) {
   EXPECT_EQ(Present(MakeDescriptor(kShape, true, 101)), std::vector<bool>(kShape.n, false));
 }
 
-TEST_F(CacheStoreTest, PutThatCannotGetRoomIsRefusedSlowDownStoringNothing) {
+TEST_P(CacheStoreTest, PutThatCannotGetRoomIsRefusedSlowDownStoringNothing) {
   // A plain PUT that announced 70% of the capacity holds it while its body streams.
   PutOptions big;
   big.expected_size = kCapacity * 7 / 10;
@@ -183,7 +191,7 @@ TEST_F(CacheStoreTest, PutThatCannotGetRoomIsRefusedSlowDownStoringNothing) {
   EXPECT_TRUE(store_->PutChunks(kBucket, d, &again).has_value());
 }
 
-TEST_F(CacheStoreTest, PutWaitsForEvictionWhenTheBucketIsFull) {
+TEST_P(CacheStoreTest, PutWaitsForEvictionWhenTheBucketIsFull) {
   // Fill to just under capacity with plain objects (no eviction below the high watermark
   // is needed for these); then a PUT that does not fit waits for the worker to evict.
   for (int i = 0; i < 7; ++i) {
@@ -203,7 +211,7 @@ TEST_F(CacheStoreTest, PutWaitsForEvictionWhenTheBucketIsFull) {
   EXPECT_LE(Listed(kBucket).second, kCapacity);
 }
 
-TEST_F(CacheStoreTest, RestartRestoresTheIndexAndHidesItsState) {
+TEST_P(CacheStoreTest, RestartRestoresTheIndexAndHidesItsState) {
   for (uint64_t seed = 1; seed <= 5; ++seed) {
     ASSERT_TRUE(PutDescriptor(MakeDescriptor(kShape, true, seed), seed).ok());
   }
@@ -227,7 +235,7 @@ TEST_F(CacheStoreTest, RestartRestoresTheIndexAndHidesItsState) {
   EXPECT_EQ(after.index.dead_bytes, 0u);
 }
 
-TEST_F(CacheStoreTest, StatsNameEveryCacheFigure) {
+TEST_P(CacheStoreTest, StatsNameEveryCacheFigure) {
   ASSERT_TRUE(PutDescriptor(MakeDescriptor(kShape, true, 1), 1).ok());
   auto stats = store_->Stats();
   ASSERT_TRUE(stats.has_value());
