@@ -26,7 +26,10 @@ struct CacheStore::Bucket {
   EvictionIndex index;
   std::atomic<uint64_t> reserved{0};  // bytes of admitted writes not committed yet
   std::atomic<uint64_t> waiting{0};   // bytes of PUTs waiting for room
-  std::atomic<bool> dirty{false};     // changed since the last snapshot
+  // Bytes of picked victims not deleted yet: PickVictims takes them out of the index's used
+  // bytes at once, but they are still stored until their DeleteIf returns.
+  std::atomic<uint64_t> deleting{0};
+  std::atomic<bool> dirty{false};  // changed since the last snapshot
   std::atomic<uint64_t> chunks_requested{0};
   std::atomic<uint64_t> chunks_served{0};
   std::atomic<uint64_t> puts_waited{0};

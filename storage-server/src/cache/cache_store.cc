@@ -138,7 +138,8 @@ Result<CacheStore::Reservation> CacheStore::Admit(Bucket& b, uint64_t incoming) 
     return refuse(fmt::format("{} bytes exceed its capacity of {}", incoming, b.capacity));
   }
   const auto fits = [&] {
-    return b.index.UsedBytes() + b.reserved.load(std::memory_order_relaxed) + incoming <=
+    return b.index.UsedBytes() + b.deleting.load(std::memory_order_relaxed) +
+               b.reserved.load(std::memory_order_relaxed) + incoming <=
            b.capacity;
   };
   std::unique_lock lock(mu_);

@@ -211,11 +211,14 @@ uint64_t CacheStore::EvictBatch(Bucket& b, std::vector<Victim> victims) {
   for (size_t i = 0; i < victims.size(); ++i) {
     const Victim& v = victims[i];
     const ObjectKey key{b.name, v.key};
+    // Handled below one way or the other (deleted, gone, reinstated): no longer in flight.
+    const auto settled = [&] { b.deleting.fetch_sub(v.size, std::memory_order_relaxed); };
     Result<ObjectMeta> meta = inner_->Head(key);
     Status s = meta.has_value() ? Status::Ok() : meta.error();
     if (meta.has_value()) {
       if (meta->mtime_unix_ms >= picked_ms || meta->size != v.size) {
         b.index.Reinstate(v);  // rewritten since it was picked: its PUT recorded it
+        settled();
         continue;
       }
       // Only the version seen: a PUT that replaces it meanwhile keeps its object.
@@ -223,10 +226,12 @@ uint64_t CacheStore::EvictBatch(Bucket& b, std::vector<Victim> victims) {
     }
     if (s.ok() || (s.code() == Code::kNotFound && s.subject() == Subject::kKey)) {
       ++deleted;  // gone (or deleted by a client meanwhile): either way its bytes are free
+      settled();
       continue;
     }
     if (s.code() == Code::kFailedPrecondition) {
       b.index.Reinstate(v);
+      settled();
       continue;
     }
     // The store failed (full, unreachable): give this victim and the rest back, predecessors
@@ -235,6 +240,7 @@ uint64_t CacheStore::EvictBatch(Bucket& b, std::vector<Victim> victims) {
     kLog.Warn("bucket={} eviction of {} failed: {}", b.name, v.key, s.ToString());
     for (size_t j = victims.size(); j > i; --j) {
       b.index.Reinstate(victims[j - 1]);
+      b.deleting.fetch_sub(victims[j - 1].size, std::memory_order_relaxed);
     }
     break;
   }
@@ -255,6 +261,11 @@ void CacheStore::EvictNow() {
       if (victims.empty()) {
         break;
       }
+      uint64_t picked = 0;
+      for (const Victim& v : victims) {
+        picked += v.size;
+      }
+      b->deleting.fetch_add(picked, std::memory_order_relaxed);
       const uint64_t deleted = EvictBatch(*b, std::move(victims));
       { std::lock_guard lock(mu_); }  // as NotifyRoom, whoever waits
       room_cv_.notify_all();
