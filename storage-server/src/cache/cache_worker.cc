@@ -317,6 +317,7 @@ std::optional<CacheBucketStats> CacheStore::BucketStats(std::string_view bucket)
   s.client_deletes = b->client_deletes.load(std::memory_order_relaxed);
   s.lifecycle_expired = b->lifecycle_expired.load(std::memory_order_relaxed);
   s.snapshots_written = b->snapshots_written.load(std::memory_order_relaxed);
+  s.evicting_bytes = b->deleting.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -337,6 +338,7 @@ Result<StoreStats> CacheStore::Stats() {
     f.emplace_back(p + "objects", s.index.objects);
     f.emplace_back(p + "evicted_objects_total", s.index.evicted_objects);
     f.emplace_back(p + "evicted_bytes_total", s.index.evicted_bytes);
+    f.emplace_back(p + "evicting_bytes", s.evicting_bytes);
     f.emplace_back(p + "eviction_failures_total", s.eviction_failures);
     f.emplace_back(p + "chunks_requested_total", s.chunks_requested);
     f.emplace_back(p + "chunks_served_total", s.chunks_served);

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <map>
+#include <thread>
 
 #include "cache/cache_store.h"
 #include "kv_test_util.h"
@@ -94,6 +95,20 @@ class CacheStoreTest : public ::testing::TestWithParam<test::Backend> {
 
   cache::CacheBucketStats BucketStats() { return *cache_->BucketStats(kBucket); }
 
+  // Evicts down to the low watermark and waits (with a deadline) until no delete of the
+  // worker's is in flight, so the index and a listing can be compared.
+  void EvictAndSettle() {
+    const auto deadline = std::chrono::steady_clock::now() + kWait;
+    do {
+      cache_->EvictNow();
+      if (BucketStats().evicting_bytes == 0) {
+        return;
+      }
+      std::this_thread::yield();
+    } while (std::chrono::steady_clock::now() < deadline);
+    ADD_FAILURE() << "evictions still in flight after " << kWait.count() << " ms";
+  }
+
   testutil::TempDir dir_;
   const std::string namespace_ = test::RandomRadosNamespace();  // the same after a restart
   std::unique_ptr<Store> store_;
@@ -117,7 +132,7 @@ TEST_P(CacheStoreTest, ChurnOfDescriptorPutsStaysWithinCapacityAndEatsChainsFrom
     const auto [objects, bytes] = Listed(kBucket);
     EXPECT_LE(bytes, kCapacity);  // admission: no PUT ever takes the bucket past capacity
   }
-  cache_->EvictNow();
+  EvictAndSettle();
   const auto [objects, bytes] = Listed(kBucket);
   const cache::CacheBucketStats s = BucketStats();
   EXPECT_EQ(s.index.used_bytes, bytes);  // the index counts what the store holds
@@ -146,7 +161,7 @@ TEST_P(CacheStoreTest, RecentlyHitChainsStayWhileOlderOnesGo) {
     KvProbeResult probe = *store_->ProbeChunks(kBucket, hot);
     EXPECT_EQ(probe.matched, kShape.n) << seed;  // hit after every PUT: never evicted
   }
-  cache_->EvictNow();
+  EvictAndSettle();
   EXPECT_EQ(Present(hot), std::vector<bool>(kShape.n, true));
   EXPECT_EQ(Present(MakeDescriptor(kShape, true, 101)), std::vector<bool>(kShape.n, false));
 }
