@@ -55,6 +55,7 @@ struct CacheBucketStats {
   uint64_t client_deletes = 0;     // DeleteObject(s)
   uint64_t lifecycle_expired = 0;  // DeleteIf: the lifecycle worker's expirations
   uint64_t snapshots_written = 0;  // snapshot persists (all parts of one bucket = 1)
+  uint64_t evicting_bytes = 0;     // picked victims' bytes whose delete is in flight
 };
 
 class CacheStore final : public Store {
