@@ -35,6 +35,16 @@ def descriptor_put(srv, keys, fill):
                           body=body)
 
 
+def probe(srv, keys):
+    """The batch existence query (docs/protocol.md): counts toward the prefix hit ratio."""
+    headers = {"x-oc-version": "1", "x-oc-chunk-names": ",".join(keys),
+               "x-oc-num-layers": str(LAYERS), "x-oc-chunk-tokens": "16",
+               "x-oc-layer-bytes": str(LAYER_BYTES), "x-oc-layout": "kv_l2td"}
+    status, _, body = rawhttp.signed(srv, "GET", "/kvcache", query="objectcache=&probe=",
+                                     headers=headers)
+    assert status == 200, body[:500]
+
+
 def listed(s3, bucket):
     keys = {}
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket):
@@ -61,6 +71,7 @@ def test_cache_bucket_holds_its_capacity_and_other_buckets_are_untouched():
             chains.append(keys)
             status, _, body = descriptor_put(srv, keys, i)
             assert status == 200, body[:500]
+            probe(srv, chains[i // 2])  # an older chain: a partial or whole hit
             if i % 4 == 0:
                 s3.put_object(Bucket="kvcache", Key=f"plain{i}", Body=b"p" * (64 << 10))
                 s3.put_object(Bucket="plain-bucket", Key=f"keep{i}", Body=b"k" * (64 << 10))
@@ -82,6 +93,10 @@ def test_cache_bucket_holds_its_capacity_and_other_buckets_are_untouched():
         assert f["used_bytes"] <= CAPACITY * 0.9 + BATCH
         assert f["evicted_bytes_total"] > 0 and f["evicted_objects_total"] > 0
         assert f["dead_bytes"] == 0
+        assert f["chunks_requested_total"] == 60 * CHUNKS
+        assert 0 < f["chunks_served_total"] < f["chunks_requested_total"]
+        assert f["prefix_hit_ratio_ppm"] == \
+            f["chunks_served_total"] * 1_000_000 // f["chunks_requested_total"]
         # Chains go from their tails: what is left of each is a prefix.
         for keys in chains:
             present = [k in objects for k in keys]
