@@ -183,7 +183,9 @@ void CacheStore::Kick() {
 }
 
 void CacheStore::MaybeKick(Bucket& b) {
-  if (b.index.NeedsEviction(b.reserved.load(std::memory_order_relaxed))) {
+  // Only what is stored: the caller's own reservation is still held here, and a PUT that
+  // needs room for reserved bytes kicks the worker itself (Admit).
+  if (b.index.NeedsEviction()) {
     Kick();
   }
 }

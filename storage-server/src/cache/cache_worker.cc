@@ -216,8 +216,11 @@ uint64_t CacheStore::EvictBatch(Bucket& b, std::vector<Victim> victims) {
     Result<ObjectMeta> meta = inner_->Head(key);
     Status s = meta.has_value() ? Status::Ok() : meta.error();
     if (meta.has_value()) {
-      if (meta->mtime_unix_ms >= picked_ms || meta->size != v.size) {
-        b.index.Reinstate(v);  // rewritten since it was picked: its PUT recorded it
+      // Rewritten since it was picked (its PUT recorded it again). Only a later millisecond
+      // counts: objects stored in the pick's own millisecond are the ones picked, and a
+      // same-millisecond rewrite of the same size that goes is found absent when picked again.
+      if (meta->mtime_unix_ms > picked_ms || meta->size != v.size) {
+        b.index.Reinstate(v);
         settled();
         continue;
       }
