@@ -302,6 +302,38 @@ Status Config::ReadDuration(std::string_view key, std::chrono::microseconds* out
   return Status::Ok();
 }
 
+Status Config::ReadSizeTable(std::string_view key,
+                             std::vector<std::pair<std::string, uint64_t>>* out) const {
+  rep_->known.emplace(key);
+  const toml::node* node = Find(rep_->table, key);
+  if (node == nullptr) {
+    return Status::Ok();
+  }
+  const toml::table* table = node->as_table();
+  if (table == nullptr) {
+    return WrongType(key, "a table of sizes such as { name = \"64GiB\" }");
+  }
+  std::vector<std::pair<std::string, uint64_t>> values;
+  for (const auto& [name, value] : *table) {
+    const std::string full = SubKey(key, name.str());  // a bucket name may hold dots
+    rep_->known.emplace(full);
+    uint64_t bytes = 0;
+    if (const auto* i = value.as_integer()) {
+      if (i->get() < 0) {
+        return WrongType(full, "a non-negative size");
+      }
+      bytes = static_cast<uint64_t>(i->get());
+    } else if (const auto* s = value.as_string()) {
+      OC_ASSIGN_OR_RETURN(bytes, ParseSize(s->get(), full));
+    } else {
+      return WrongType(full, "a size such as \"64GiB\"");
+    }
+    values.emplace_back(std::string(name.str()), bytes);
+  }
+  *out = std::move(values);
+  return Status::Ok();
+}
+
 Status Config::CheckNoUnknownKeys() const {
   std::vector<std::string> keys;
   Collect(rep_->table, "", &keys);

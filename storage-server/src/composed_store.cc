@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "cache/cache_store.h"
 #include "kv/kv_engine.h"
 #include "kv/pacing.h"
 
@@ -137,6 +138,9 @@ std::unique_ptr<Store> ComposeKvEngine(std::unique_ptr<Backend> backend, const K
 }
 
 Backend* BackendOf(Store& store) {
+  if (auto* cached = cache::CacheStoreOf(store)) {
+    return BackendOf(cached->inner());
+  }
   if (auto* composed = dynamic_cast<ComposedStore*>(&store)) {
     return &composed->backend();
   }

@@ -23,8 +23,8 @@ namespace oc::storage {
 std::unique_ptr<Store> ComposeKvEngine(std::unique_ptr<Backend> backend, const KvOptions& options);
 
 // The backend under a store OpenStore returned, for tests' and benchmarks' hooks (RocksStore's
-// CountExtents, RadosStore's RunScrubOnce, a SliceSource's ReadSlices); `store` itself when it
-// is a bare Backend; null for any other store (a RemoteStore).
+// CountExtents, RadosStore's RunScrubOnce, a SliceSource's ReadSlices), under a cache layer
+// too; `store` itself when it is a bare Backend; null for any other store (a RemoteStore).
 Backend* BackendOf(Store& store);
 
 }  // namespace oc::storage

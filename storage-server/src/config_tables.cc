@@ -264,10 +264,58 @@ const ConfigTable<KvOptions>& KvConfigTable() {
   return *table;
 }
 
+const ConfigTable<CacheOptions>& CacheConfigTable() {
+  static const ConfigTable<CacheOptions>* const table = [] {
+    auto* t = new ConfigTable<CacheOptions>(
+        "cache",
+        "[cache]: cache buckets (CacheOptions in storage-server/include/oc/storage/"
+        "cache_options.h; docs/decisions/cache-buckets.md). Each bucket named here holds at most "
+        "its capacity: eviction (whole prefix chains from their tails, plain objects least "
+        "recently used) runs from the high watermark down to the low one; objects of other "
+        "buckets are never evicted.");
+    (*t).Custom(
+            "buckets",
+            "Cache buckets and their capacities in bytes, e.g. { kvcache = 68719476736 } (a size "
+            "string such as \"64GiB\" works too). Capacity counts the stored objects' sizes.",
+            [](const Config& c, const std::string& k, CacheOptions* o) {
+              return c.ReadSizeTable(k, &o->buckets);
+            },
+            [](const CacheOptions& o) {
+              std::string out = "{";
+              for (size_t i = 0; i < o.buckets.size(); ++i) {
+                const std::string& name = o.buckets[i].first;
+                // Bucket names may hold dots, which a bare TOML key cannot.
+                out += (i == 0 ? " " : ", ") +
+                       (name.find('.') == std::string::npos ? name : config_text::Quote(name)) +
+                       " = " + std::to_string(o.buckets[i].second);
+              }
+              return out + (o.buckets.empty() ? "}" : " }");
+            })
+        .Double("high_watermark", &CacheOptions::high_watermark,
+                "Eviction starts when a cache bucket holds more than capacity x this. (0, 1].")
+        .Double("low_watermark", &CacheOptions::low_watermark,
+                "...and frees down to capacity x this. (0, high_watermark].")
+        .Duration("put_wait", &CacheOptions::put_wait,
+                  "A PUT that would take a cache bucket past its capacity waits at most this long "
+                  "for eviction, then is refused 503 SlowDown with Retry-After, storing nothing.")
+        .Size("eviction_batch_bytes", &CacheOptions::eviction_batch_bytes,
+              "Most bytes one eviction batch deletes; eviction runs batch after batch down to the "
+              "low watermark.",
+              1)
+        .Duration("snapshot_interval", &CacheOptions::snapshot_interval,
+                  "How often each cache bucket's recency and prefix links are persisted (when "
+                  "changed); a restart loses at most this much recency, never data.",
+                  std::chrono::milliseconds(100));
+    return t;
+  }();
+  return *table;
+}
+
 Status ApplyConfig(const oc::Config& config, StoreOptions* options) {
   OC_RETURN_IF_ERROR(StorageConfigTable().Apply(config, options));
   OC_RETURN_IF_ERROR(RadosConfigTable().Apply(config, &options->rados));
   OC_RETURN_IF_ERROR(QuotaConfigTable().Apply(config, &options->quota));
+  OC_RETURN_IF_ERROR(CacheConfigTable().Apply(config, &options->cache));
   return KvConfigTable().Apply(config, &options->kv);
 }
 
@@ -283,6 +331,7 @@ std::string DescribeStore(const StoreOptions& options) {
   }
   return out + " " + KvConfigTable().Describe(options.kv) + " " +
          QuotaConfigTable().Describe(options.quota);
+         CacheConfigTable().Describe(options.cache);
 }
 
 }  // namespace oc::storage

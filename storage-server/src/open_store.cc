@@ -5,6 +5,7 @@
 
 #include "backend.h"
 #include "backend_registry.h"
+#include "cache/cache_store.h"
 #include "composed_store.h"
 #include "quota/quota_store.h"
 
@@ -35,7 +36,12 @@ Result<std::unique_ptr<Backend>> OpenBackend(const StoreOptions& options) {
 
 Result<std::unique_ptr<Store>> OpenStore(const StoreOptions& options) {
   OC_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, OpenBackend(options));
-  std::unique_ptr<Store> store = ComposeKvEngine(std::move(backend), options.kv);
+  // The cache layer (src/cache/cache_store.h) over the composed store, when [cache] names
+  // cache buckets, and the quota layer (src/quota/quota_store.h) over that when [quota] names
+  // quota buckets: both above the seam, so every backend gets them. Their buckets never
+  // overlap (StoreOptions::Validate), so the order does not matter.
+  std::unique_ptr<Store> store =
+      cache::ComposeCache(ComposeKvEngine(std::move(backend), options.kv), options.cache);
   if (!options.quota.buckets.empty()) {  // [quota]: docs/decisions/bucket-quotas.md
     return ComposeQuotaStore(std::move(store), options.quota);
   }

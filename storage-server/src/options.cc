@@ -6,6 +6,10 @@
 
 #include <unistd.h>
 
+#include <fmt/format.h>
+
+#include "names.h"
+#include "oc/common/config.h"
 #include "oc/common/config_table.h"
 #include "oc/common/cores.h"
 #include "oc/storage/config_tables.h"
@@ -112,6 +116,37 @@ uint64_t ReadAheadMemoryFor(uint64_t configured) {
   return std::clamp<uint64_t>(physical / 16, 64ull << 20, 4ull << 30);
 }
 
+uint64_t CacheOptions::CapacityOf(std::string_view bucket) const {
+  for (const auto& [name, capacity] : buckets) {
+    if (name == bucket) {
+      return capacity;
+    }
+  }
+  return 0;
+}
+
+Status CacheOptions::Validate() const {
+  OC_RETURN_IF_ERROR(CacheConfigTable().Check(*this));
+  for (const auto& [name, capacity] : buckets) {
+    if (!ValidateBucketName(name).ok() || name == kCacheStateBucket) {
+      return Status::InvalidArgument("cache.buckets",
+                                     "\"" + name + "\" is not a valid bucket name for a cache");
+    }
+    if (capacity == 0) {
+      return Status::InvalidArgument("cache.buckets",
+                                     "the capacity of \"" + name + "\" must be more than 0 bytes");
+    }
+  }
+  // Written so that NaN fails too.
+  if (!(high_watermark > 0 && high_watermark <= 1)) {
+    return Status::InvalidArgument("cache.high_watermark", "must be in (0, 1]");
+  }
+  if (!(low_watermark > 0 && low_watermark <= high_watermark)) {
+    return Status::InvalidArgument("cache.low_watermark", "must be in (0, high_watermark]");
+  }
+  return Status::Ok();
+}
+
 Status StoreOptions::Validate() const {
   OC_RETURN_IF_ERROR(StorageConfigTable().Check(*this));
   if (data_dir.empty()) {
@@ -123,6 +158,17 @@ Status StoreOptions::Validate() const {
   }
   OC_RETURN_IF_ERROR(kv.Validate());
   OC_RETURN_IF_ERROR(quota.Validate());
+  OC_RETURN_IF_ERROR(cache.Validate());
+  // A cache bucket bounds itself by eviction; a quota refuses writes: one bucket cannot be both.
+  for (const auto& [name, capacity] : cache.buckets) {
+    if (quota.buckets.contains(name)) {
+      return Status::InvalidArgument(
+          Config::SubKey("quota.buckets", name),
+          fmt::format("bucket {} is also a cache bucket ([cache] buckets): a cache bucket is "
+                      "bounded by its capacity, not by a quota",
+                      name));
+    }
+  }
   // Every backend's table is checked, the unused ones too: a bad value is an error even
   // before the backend that reads it is chosen.
   return rados.Validate();

@@ -1,6 +1,7 @@
 #include "s3/s3_errors.h"
 
 #include "oc/common/check.h"
+#include "oc/storage/cache_options.h"
 #include "oc/storage/no_space.h"
 #include "oc/storage/quota.h"
 #include "s3/s3_xml.h"
@@ -106,10 +107,14 @@ S3Error ToS3Error(const Status& status) {
       if (storage::IsNoSpace(status)) {
         return S3Error::kInsufficientStorage;
       }
-      // Every worker of the descriptor executor is busy (oc/storage/kv.h): the request was
-      // refused before any work, and S3 clients back off and retry on SlowDown.
-      return status.field() == kDescriptorExecutorField ? S3Error::kSlowDown
-                                                        : S3Error::kServiceUnavailable;
+      // Every worker of the descriptor executor is busy (oc/storage/kv.h), or a cache bucket
+      // is full and eviction did not make room in time (oc/storage/cache_options.h): the
+      // request was refused before anything was stored, and S3 clients back off and retry on
+      // SlowDown.
+      return status.field() == kDescriptorExecutorField ||
+                     status.field() == storage::kCacheFullField
+                 ? S3Error::kSlowDown
+                 : S3Error::kServiceUnavailable;
     case Code::kUnavailable:
       return S3Error::kServiceUnavailable;
     case Code::kUnimplemented:

@@ -333,6 +333,11 @@ uint64_t EvictionIndex::MemoryBytesLocked() const {
          table_.MemoryBytes() + heap_.capacity() * sizeof(Candidate) + key_heap_bytes_;
 }
 
+uint64_t EvictionIndex::UsedBytes() const {
+  std::lock_guard lock(mu_);
+  return used_bytes_;
+}
+
 uint64_t EvictionIndex::MemoryBytes() const {
   std::lock_guard lock(mu_);
   return MemoryBytesLocked();

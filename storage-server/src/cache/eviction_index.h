@@ -167,6 +167,8 @@ class EvictionIndex {
   uint64_t BytesToFree(uint64_t incoming = 0) const OC_EXCLUDES(mu_);
 
   EvictionStats Stats() const OC_EXCLUDES(mu_);
+  // Stats().used_bytes without Stats()'s O(n) count: what a PUT's admission asks.
+  uint64_t UsedBytes() const OC_EXCLUDES(mu_);
   // Bytes of memory the index holds (entries, key bytes on the heap, hash table, heap).
   uint64_t MemoryBytes() const OC_EXCLUDES(mu_);
 

@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 
+#include "oc/storage/cache_options.h"
 #include "oc/storage/no_space.h"
 #include "oc/storage/quota.h"
 #include "request.h"
@@ -65,6 +66,8 @@ TEST(S3Errors, StatusMapsToTheS3Code) {
       {Status::Unavailable("down"), "ServiceUnavailable"},
       {Status::ResourceExhausted("", "rpc connections"), "ServiceUnavailable"},
       {Status::ResourceExhausted("kv.descriptor_threads", "all workers busy"), "SlowDown"},
+      // A cache bucket full with eviction behind (docs/decisions/cache-buckets.md).
+      {Status::ResourceExhausted(std::string(storage::kCacheFullField), "cache full"), "SlowDown"},
       {storage::NoSpace("No space left on device"), "InsufficientStorage"},
       {storage::QuotaExceeded("Bucket b is over its quota"), "QuotaExceeded"},
   };

@@ -11,6 +11,7 @@
 
 #include "oc/common/config.h"
 #include "oc/storage/config_tables.h"
+#include "oc/storage/options.h"
 #include "oc/storage/quota.h"
 #include "store_test_util.h"
 
@@ -362,6 +363,23 @@ TEST(QuotaConfig, ErrorsNameTheKey) {
     EXPECT_EQ(o.error().code(), Code::kInvalidArgument) << o.error();
     EXPECT_EQ(o.error().field(), row.field) << o.error();
   }
+}
+
+// A bucket is a cache ([cache], bounded by eviction) or a quota bucket, never both.
+TEST(QuotaConfig, ACacheBucketCannotAlsoHaveAQuota) {
+  Result<Config> c = Config::Parse(
+      "[cache]\nbuckets = { \"kv.cache\" = \"1GiB\" }\n"
+      "[quota]\nbuckets = { \"kv.cache\" = { max_objects = 5 }, photos = { max_objects = 1 } }\n");
+  ASSERT_TRUE(c.has_value()) << c.error();
+  StoreOptions o;
+  o.data_dir = "/unused";
+  ASSERT_TRUE(ApplyConfig(*c, &o).ok());
+  ASSERT_TRUE(c->CheckNoUnknownKeys().ok()) << c->CheckNoUnknownKeys();
+  Status st = o.Validate();
+  EXPECT_EQ(st.code(), Code::kInvalidArgument) << st;
+  EXPECT_EQ(st.field(), "quota.buckets.\"kv.cache\"") << st;
+  o.quota.buckets.erase("kv.cache");
+  EXPECT_TRUE(o.Validate().ok()) << o.Validate();
 }
 
 }  // namespace

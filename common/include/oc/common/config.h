@@ -19,6 +19,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "oc/common/result.h"
@@ -54,6 +55,12 @@ class Config {
   // A duration string with a unit ("30s", "250ms"); see ParseDuration.
   Status ReadDuration(std::string_view key, std::chrono::milliseconds* out) const;
   Status ReadDuration(std::string_view key, std::chrono::microseconds* out) const;
+  // A table of sizes, usually inline (`buckets = { kvcache = 68719476736, other = "1GiB" }`):
+  // its (name, size) pairs in name order, each value an integer of bytes or a size string.
+  // kInvalidArgument naming "key" when it is not a table, "key.name" for a bad value. Marks
+  // the key and each of its names known.
+  Status ReadSizeTable(std::string_view key,
+                       std::vector<std::pair<std::string, uint64_t>>* out) const;
   // True when the file has `key` (a value or a table); marks it known.
   bool Has(std::string_view key) const;
   // The names in the table at `key`, sorted (an inline table such as

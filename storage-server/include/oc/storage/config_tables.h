@@ -16,6 +16,7 @@ const ConfigTable<StoreOptions>& StorageConfigTable();  // [storage]
 const ConfigTable<RadosOptions>& RadosConfigTable();    // [rados]
 const ConfigTable<KvOptions>& KvConfigTable();          // [kv]
 const ConfigTable<QuotaOptions>& QuotaConfigTable();    // [quota] (src/quota/quota_options.cc)
+const ConfigTable<CacheOptions>& CacheConfigTable();    // [cache]
 
 namespace rpc {
 const ConfigTable<RpcServerOptions>& RpcConfigTable();  // [rpc] (target oc_storage_rpc_server)

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "oc/common/status.h"
+#include "oc/storage/cache_options.h"
 #include "oc/storage/kv.h"
 #include "oc/storage/quota.h"
 
@@ -207,6 +208,9 @@ struct StoreOptions {
   // The [quota] table: bucket quotas, enforced above every backend (quota.h).
   // Default: QuotaOptions{} (no quota bucket)
   QuotaOptions quota;
+  // The [cache] table: cache buckets, their capacities and watermarks (cache_options.h).
+  // Default: CacheOptions{} (no cache bucket)
+  CacheOptions cache;
   Status Validate() const;
 };
 
@@ -214,7 +218,7 @@ struct StoreOptions {
 // backend reads (all of them for RocksDB) and of its own table (backends.def).
 std::string DescribeStore(const StoreOptions& options);
 
-// Reads the [storage], [kv], [rados] and [quota] tables (keys as in conf/storage-server.toml; [kv]
+// Reads the [storage], [kv], [rados], [quota] and [cache] tables (keys as in conf/storage-server.toml; [kv]
 // maps KvOptions field by field, [rados] RadosOptions) into *options, leaving absent keys
 // unchanged. kInvalidArgument naming the key on a bad value.
 Status ApplyConfig(const oc::Config& config, StoreOptions* options);

@@ -1,0 +1,373 @@
+// CacheStore (cache_store.h): opening (each bucket's index rebuilt from a listing and its
+// snapshot), the background worker (eviction batches, snapshots), and the figures.
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <chrono>
+#include <iterator>
+#include <utility>
+
+#include "cache/cache_bucket.h"
+#include "cache/cache_store.h"
+#include "oc/common/log.h"
+
+namespace oc::storage::cache {
+namespace {
+
+const Logger kLog{"cache"};
+
+// The worker wakes at least this often to re-check the watermarks (a kick is the usual wake).
+constexpr std::chrono::milliseconds kRecheck{1'000};
+// Largest snapshot part read back at open; a bigger one is corrupt (kSnapshotRowsPerPart rows
+// of two kMaxSnapshotKeyBytes keys and two varints stay below it).
+constexpr uint64_t kMaxSnapshotPartBytes = 160ull << 20;
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string PartName(std::string_view bucket, uint64_t part) {
+  return fmt::format("{}/{:08}", bucket, part);
+}
+
+// Every object of `bucket` with its size, page by page. kNotFound/kBucket: none.
+Result<std::vector<ListedObject>> ListAll(Store& store, std::string_view bucket,
+                                          std::string_view prefix = {}) {
+  std::vector<ListedObject> out;
+  ListOptions options;
+  options.prefix = std::string(prefix);
+  for (;;) {
+    Result<ListResult> page = store.List(bucket, options);
+    if (!page.has_value()) {
+      if (page.error().code() == Code::kNotFound && page.error().subject() == Subject::kBucket) {
+        return out;
+      }
+      return page.error();
+    }
+    for (ListEntry& e : page->objects) {
+      out.push_back(ListedObject{std::move(e.name), e.meta.size});
+    }
+    if (!page->truncated) {
+      return out;
+    }
+    options.start_after = page->next_start_after;
+  }
+}
+
+Result<std::string> ReadWhole(Store& store, const ObjectKey& key, uint64_t max_bytes) {
+  OC_ASSIGN_OR_RETURN(std::unique_ptr<ObjectReader> reader, store.Get(key, ByteRange::All()));
+  if (reader->length() > max_bytes) {
+    return Status::Corruption(fmt::format("{} is {} bytes", key.name, reader->length()));
+  }
+  std::string bytes(reader->length(), '\0');
+  uint64_t at = 0;
+  while (at < bytes.size()) {
+    OC_ASSIGN_OR_RETURN(
+        uint64_t n, reader->Read(MutableByteSpan(reinterpret_cast<std::byte*>(bytes.data()) + at,
+                                                 bytes.size() - at)));
+    if (n == 0) {
+      break;
+    }
+    at += n;
+  }
+  bytes.resize(at);
+  return bytes;
+}
+
+}  // namespace
+
+CacheStore::CacheStore(std::unique_ptr<Store> inner, const CacheOptions& options)
+    : options_(options), inner_(std::move(inner)) {
+  for (const auto& [name, capacity] : options_.buckets) {
+    EvictionOptions o;
+    o.capacity_bytes = capacity;
+    o.high_watermark = options_.high_watermark;
+    o.low_watermark = options_.low_watermark;
+    buckets_.push_back(std::make_unique<Bucket>(name, o));
+  }
+}
+
+Result<std::unique_ptr<CacheStore>> CacheStore::Open(std::unique_ptr<Store> inner,
+                                                     const CacheOptions& options) {
+  std::unique_ptr<CacheStore> store(new CacheStore(std::move(inner), options));
+  const Status created = store->inner_->CreateBucket(kCacheStateBucket, "objectcache");
+  if (!created.ok() && created.code() != Code::kAlreadyExists) {
+    kLog.Warn("cannot create {}: {}; snapshots wait for it", kCacheStateBucket, created.ToString());
+  }
+  for (const auto& b : store->buckets_) {
+    OC_RETURN_IF_ERROR(store->Restore(*b));
+  }
+  store->worker_ = std::thread([s = store.get()] { s->Run(); });
+  return store;
+}
+
+CacheStore::~CacheStore() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  work_cv_.notify_all();
+  room_cv_.notify_all();
+  if (worker_.joinable()) {
+    worker_.join();
+  }
+  for (const auto& b : buckets_) {
+    if (b->dirty.load(std::memory_order_relaxed)) {
+      if (Status s = PersistSnapshot(*b); !s.ok()) {
+        kLog.Warn("bucket={} snapshot at shutdown failed: {}", b->name, s.ToString());
+      }
+    }
+  }
+  // inner_ (the store below) closes after the worker stopped and the snapshots are written.
+}
+
+Status CacheStore::Restore(Bucket& b) {
+  OC_ASSIGN_OR_RETURN(std::vector<ListedObject> listing, ListAll(*inner_, b.name));
+  std::vector<SnapshotRow> rows;
+  Result<std::vector<ListedObject>> parts = ListAll(*inner_, kCacheStateBucket, b.name + "/");
+  if (!parts.has_value()) {
+    kLog.Warn("bucket={} snapshot unreadable ({}); recency starts afresh", b.name,
+              parts.error().ToString());
+  } else {
+    for (const ListedObject& part : *parts) {
+      Result<std::string> bytes =
+          ReadWhole(*inner_, {std::string(kCacheStateBucket), part.key}, kMaxSnapshotPartBytes);
+      Result<std::vector<SnapshotRow>> decoded =
+          bytes.has_value() ? DecodeSnapshot(*bytes)
+                            : Result<std::vector<SnapshotRow>>(bytes.error());
+      if (!decoded.has_value()) {
+        kLog.Warn("bucket={} snapshot part {} skipped: {}", b.name, part.key,
+                  decoded.error().ToString());
+        continue;
+      }
+      std::move(decoded->begin(), decoded->end(), std::back_inserter(rows));
+    }
+  }
+  b.index.Rebuild(listing, rows);
+  const EvictionStats s = b.index.Stats();
+  kLog.Info("bucket={} cache index rebuilt: objects={} used_bytes={} capacity={} snapshot_rows={}",
+            b.name, s.objects, s.used_bytes, b.capacity, rows.size());
+  return Status::Ok();
+}
+
+Status CacheStore::PersistSnapshot(Bucket& b) {
+  b.dirty.store(false, std::memory_order_relaxed);  // a change from now on marks it again
+  const std::vector<SnapshotRow> rows = b.index.Snapshot();
+  const uint64_t parts = (rows.size() + kSnapshotRowsPerPart - 1) / kSnapshotRowsPerPart;
+  for (uint64_t p = 0; p < parts; ++p) {
+    const size_t begin = p * kSnapshotRowsPerPart;
+    const size_t end = std::min(rows.size(), begin + kSnapshotRowsPerPart);
+    const std::string bytes =
+        EncodeSnapshot(std::span<const SnapshotRow>(rows).subspan(begin, end - begin));
+    const ObjectKey key{std::string(kCacheStateBucket), PartName(b.name, p)};
+    Result<std::unique_ptr<ObjectWriter>> writer = inner_->Put(key, PutOptions{});
+    if (!writer.has_value() && writer.error().code() == Code::kNotFound) {
+      (void)inner_->CreateBucket(kCacheStateBucket, "objectcache");  // deleted under us
+      writer = inner_->Put(key, PutOptions{});
+    }
+    if (!writer.has_value()) {
+      b.dirty.store(true, std::memory_order_relaxed);
+      return writer.error();
+    }
+    Status s =
+        (*writer)->Append(ByteSpan(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()));
+    if (s.ok()) {
+      s = (*writer)->Commit().status();
+    }
+    if (!s.ok()) {
+      b.dirty.store(true, std::memory_order_relaxed);
+      return s;
+    }
+  }
+  // Parts beyond this snapshot's are an older, larger one's.
+  OC_ASSIGN_OR_RETURN(std::vector<ListedObject> old,
+                      ListAll(*inner_, kCacheStateBucket, b.name + "/"));
+  const std::string first_stale = PartName(b.name, parts);  // names sort by part number
+  for (const ListedObject& o : old) {
+    if (o.key >= first_stale) {
+      (void)inner_->Delete({std::string(kCacheStateBucket), o.key});
+    }
+  }
+  b.snapshots_written.fetch_add(1, std::memory_order_relaxed);
+  return Status::Ok();
+}
+
+Status CacheStore::PersistSnapshots() {
+  Status first;
+  for (const auto& b : buckets_) {
+    Status s = PersistSnapshot(*b);
+    if (!s.ok() && first.ok()) {
+      first = s;
+    }
+  }
+  return first;
+}
+
+uint64_t CacheStore::EvictBatch(Bucket& b, std::vector<Victim> victims) {
+  const int64_t picked_ms = NowMs();
+  uint64_t deleted = 0;
+  for (size_t i = 0; i < victims.size(); ++i) {
+    const Victim& v = victims[i];
+    const ObjectKey key{b.name, v.key};
+    // Handled below one way or the other (deleted, gone, reinstated): no longer in flight.
+    const auto settled = [&] { b.deleting.fetch_sub(v.size, std::memory_order_relaxed); };
+    Result<ObjectMeta> meta = inner_->Head(key);
+    Status s = meta.has_value() ? Status::Ok() : meta.error();
+    if (meta.has_value()) {
+      // Rewritten since it was picked (its PUT recorded it again). Only a later millisecond
+      // counts: objects stored in the pick's own millisecond are the ones picked, and a
+      // same-millisecond rewrite of the same size that goes is found absent when picked again.
+      if (meta->mtime_unix_ms > picked_ms || meta->size != v.size) {
+        b.index.Reinstate(v);
+        settled();
+        continue;
+      }
+      // Only the version seen: a PUT that replaces it meanwhile keeps its object.
+      s = inner_->DeleteIf(key, ObjectVersionMatch{meta->etag, meta->mtime_unix_ms});
+    }
+    if (s.ok() || (s.code() == Code::kNotFound && s.subject() == Subject::kKey)) {
+      ++deleted;  // gone (or deleted by a client meanwhile): either way its bytes are free
+      settled();
+      continue;
+    }
+    if (s.code() == Code::kFailedPrecondition) {
+      b.index.Reinstate(v);
+      settled();
+      continue;
+    }
+    // The store failed (full, unreachable): give this victim and the rest back, predecessors
+    // first so every link finds its parent present, and try again at the next wake.
+    b.eviction_failures.fetch_add(1, std::memory_order_relaxed);
+    kLog.Warn("bucket={} eviction of {} failed: {}", b.name, v.key, s.ToString());
+    for (size_t j = victims.size(); j > i; --j) {
+      b.index.Reinstate(victims[j - 1]);
+      b.deleting.fetch_sub(victims[j - 1].size, std::memory_order_relaxed);
+    }
+    break;
+  }
+  b.dirty.store(true, std::memory_order_relaxed);
+  return deleted;
+}
+
+void CacheStore::EvictNow() {
+  for (const auto& b : buckets_) {
+    for (;;) {
+      const uint64_t incoming =
+          b->reserved.load(std::memory_order_relaxed) + b->waiting.load(std::memory_order_relaxed);
+      const uint64_t want = std::min(b->index.BytesToFree(incoming), options_.eviction_batch_bytes);
+      if (want == 0) {
+        break;
+      }
+      std::vector<Victim> victims = b->index.PickVictims(want);
+      if (victims.empty()) {
+        break;
+      }
+      uint64_t picked = 0;
+      for (const Victim& v : victims) {
+        picked += v.size;
+      }
+      b->deleting.fetch_add(picked, std::memory_order_relaxed);
+      const uint64_t deleted = EvictBatch(*b, std::move(victims));
+      { std::lock_guard lock(mu_); }  // as NotifyRoom, whoever waits
+      room_cv_.notify_all();
+      if (deleted == 0) {
+        break;  // nothing could go: the next wake tries again
+      }
+    }
+  }
+}
+
+void CacheStore::Run() {
+  auto next_snapshot = std::chrono::steady_clock::now() + options_.snapshot_interval;
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    const auto wake = std::min(next_snapshot, std::chrono::steady_clock::now() + kRecheck);
+    work_cv_.wait_until(lock, wake, [&] { return stopping_ || kicked_; });
+    if (stopping_) {
+      break;
+    }
+    kicked_ = false;
+    lock.unlock();
+    EvictNow();
+    if (std::chrono::steady_clock::now() >= next_snapshot) {
+      for (const auto& b : buckets_) {
+        if (b->dirty.load(std::memory_order_relaxed)) {
+          if (Status s = PersistSnapshot(*b); !s.ok()) {
+            kLog.Warn("bucket={} snapshot failed: {}", b->name, s.ToString());
+          }
+        }
+      }
+      next_snapshot = std::chrono::steady_clock::now() + options_.snapshot_interval;
+    }
+    lock.lock();
+  }
+}
+
+std::optional<CacheBucketStats> CacheStore::BucketStats(std::string_view bucket) const {
+  const Bucket* b = Find(bucket);
+  if (b == nullptr) {
+    return std::nullopt;
+  }
+  CacheBucketStats s;
+  s.index = b->index.Stats();
+  s.chunks_requested = b->chunks_requested.load(std::memory_order_relaxed);
+  s.chunks_served = b->chunks_served.load(std::memory_order_relaxed);
+  s.puts_waited = b->puts_waited.load(std::memory_order_relaxed);
+  s.puts_refused = b->puts_refused.load(std::memory_order_relaxed);
+  s.eviction_failures = b->eviction_failures.load(std::memory_order_relaxed);
+  s.client_deletes = b->client_deletes.load(std::memory_order_relaxed);
+  s.lifecycle_expired = b->lifecycle_expired.load(std::memory_order_relaxed);
+  s.snapshots_written = b->snapshots_written.load(std::memory_order_relaxed);
+  s.evicting_bytes = b->deleting.load(std::memory_order_relaxed);
+  return s;
+}
+
+Result<StoreStats> CacheStore::Stats() {
+  OC_ASSIGN_OR_RETURN(StoreStats stats, inner_->Stats());
+  auto& f = stats.figures;
+  // Watermarks in parts per million: figures are integers.
+  f.emplace_back("cache.high_watermark_ppm",
+                 static_cast<uint64_t>(options_.high_watermark * 1e6 + 0.5));
+  f.emplace_back("cache.low_watermark_ppm",
+                 static_cast<uint64_t>(options_.low_watermark * 1e6 + 0.5));
+  for (const auto& b : buckets_) {
+    const CacheBucketStats s = *BucketStats(b->name);
+    const std::string p = "cache." + b->name + ".";
+    f.emplace_back(p + "capacity_bytes", b->capacity);
+    f.emplace_back(p + "used_bytes", s.index.used_bytes);
+    f.emplace_back(p + "dead_bytes", s.index.dead_bytes);
+    f.emplace_back(p + "objects", s.index.objects);
+    f.emplace_back(p + "evicted_objects_total", s.index.evicted_objects);
+    f.emplace_back(p + "evicted_bytes_total", s.index.evicted_bytes);
+    f.emplace_back(p + "evicting_bytes", s.evicting_bytes);
+    f.emplace_back(p + "eviction_failures_total", s.eviction_failures);
+    f.emplace_back(p + "chunks_requested_total", s.chunks_requested);
+    f.emplace_back(p + "chunks_served_total", s.chunks_served);
+    f.emplace_back(p + "prefix_hit_ratio_ppm",
+                   s.chunks_requested == 0 ? 0 : s.chunks_served * 1'000'000 / s.chunks_requested);
+    f.emplace_back(p + "puts_waited_total", s.puts_waited);
+    f.emplace_back(p + "puts_refused_total", s.puts_refused);
+    f.emplace_back(p + "client_deletes_total", s.client_deletes);
+    f.emplace_back(p + "lifecycle_expired_total", s.lifecycle_expired);
+    f.emplace_back(p + "snapshots_written_total", s.snapshots_written);
+    f.emplace_back(p + "index_memory_bytes", s.index.memory_bytes);
+  }
+  return stats;
+}
+
+Result<std::unique_ptr<Store>> ComposeCache(std::unique_ptr<Store> inner,
+                                            const CacheOptions& options) {
+  if (options.buckets.empty()) {
+    return inner;
+  }
+  OC_RETURN_IF_ERROR(options.Validate());
+  OC_ASSIGN_OR_RETURN(std::unique_ptr<CacheStore> cache,
+                      CacheStore::Open(std::move(inner), options));
+  return std::unique_ptr<Store>(std::move(cache));
+}
+
+CacheStore* CacheStoreOf(Store& store) { return dynamic_cast<CacheStore*>(&store); }
+
+}  // namespace oc::storage::cache

@@ -1,0 +1,309 @@
+// The cache layer (storage-server/src/cache/cache_store.h) over a real RocksDB store and a real
+// RADOS pool: capacity held under a churn of descriptor PUTs, chains evicted from their tails,
+// no dead bytes, the index's usage against a listing, 503 SlowDown (kCacheFullField) when
+// eviction cannot make room, a restart restoring the index, the [cache] config table, and
+// other buckets untouched.
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <map>
+#include <thread>
+
+#include "cache/cache_store.h"
+#include "kv_test_util.h"
+#include "oc/common/config.h"
+#include "oc/storage/config_tables.h"
+
+namespace oc::storage::kvtest {
+namespace {
+
+using cache::CacheStore;
+
+constexpr char kPlainBucket[] = "plain-bucket";
+// A chunk is L·S = 2 x 4 KiB; a descriptor of 4 chunks is 32 KiB; the cache holds 8 of them.
+constexpr Shape kShape{4, 2, 4096, StoredLayout::kL2TD};
+constexpr uint64_t kChunkBytes = 2 * 4096;
+constexpr uint64_t kCapacity = 256 << 10;
+
+StoreOptions CacheStoreOptions(const std::filesystem::path& dir) {
+  StoreOptions o = TestStoreOptions(dir);
+  o.cache.buckets = {{kBucket, kCapacity}};
+  o.cache.eviction_batch_bytes = 4 * kChunkBytes;
+  o.cache.put_wait = std::chrono::milliseconds(300);
+  o.cache.snapshot_interval = std::chrono::hours(1);  // tests persist explicitly
+  return o;
+}
+
+// On a parameter's backend (RocksDB data files, or a RADOS namespace of the test cluster): the
+// layer is above the seam, so both must hold.
+class CacheStoreTest : public ::testing::TestWithParam<test::Backend> {
+ protected:
+  void SetUp() override {
+    Open();
+    ASSERT_TRUE(store_->CreateBucket(kBucket, "tester").ok());
+    ASSERT_TRUE(store_->CreateBucket(kPlainBucket, "tester").ok());
+  }
+  void Open() {
+    auto s = test::OpenTestStore(GetParam(), CacheStoreOptions(dir_.path()), namespace_);
+    ASSERT_TRUE(s.has_value()) << s.error();
+    store_ = std::move(*s);
+    cache_ = cache::CacheStoreOf(*store_);
+    ASSERT_NE(cache_, nullptr);
+  }
+
+  Status PutDescriptor(const Descriptor& d, uint64_t seed) {
+    std::vector<std::byte> body;
+    for (uint64_t j = 0; j < d.num_chunks(); ++j) {
+      const std::vector<std::byte> c = ChunkBytes(seed, j, kShape);
+      body.insert(body.end(), c.begin(), c.end());
+    }
+    MemorySource source(std::move(body), 5000);
+    return store_->PutChunks(kBucket, d, &source).status();
+  }
+
+  // Objects of `bucket` and their bytes, from the store's own listing.
+  std::pair<uint64_t, uint64_t> Listed(std::string_view bucket) {
+    uint64_t objects = 0;
+    uint64_t bytes = 0;
+    ListOptions o;
+    for (;;) {
+      auto page = store_->List(bucket, o);
+      EXPECT_TRUE(page.has_value()) << page.error();
+      if (!page.has_value()) {
+        return {};
+      }
+      for (const ListEntry& e : page->objects) {
+        ++objects;
+        bytes += e.meta.size;
+      }
+      if (!page->truncated) {
+        return {objects, bytes};
+      }
+      o.start_after = page->next_start_after;
+    }
+  }
+
+  // Which chunks of `d` are present.
+  std::vector<bool> Present(const Descriptor& d) {
+    std::vector<bool> out;
+    for (uint64_t j = 0; j < d.num_chunks(); ++j) {
+      out.push_back(store_->Head({kBucket, d.ObjectName(j)}).has_value());
+    }
+    return out;
+  }
+
+  cache::CacheBucketStats BucketStats() { return *cache_->BucketStats(kBucket); }
+
+  // Evicts down to the low watermark and waits (with a deadline) until no delete of the
+  // worker's is in flight, so the index and a listing can be compared.
+  void EvictAndSettle() {
+    const auto deadline = std::chrono::steady_clock::now() + kWait;
+    do {
+      cache_->EvictNow();
+      if (BucketStats().evicting_bytes == 0) {
+        return;
+      }
+      std::this_thread::yield();
+    } while (std::chrono::steady_clock::now() < deadline);
+    ADD_FAILURE() << "evictions still in flight after " << kWait.count() << " ms";
+  }
+
+  testutil::TempDir dir_;
+  const std::string namespace_ = test::RandomRadosNamespace();  // the same after a restart
+  std::unique_ptr<Store> store_;
+  CacheStore* cache_ = nullptr;
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, CacheStoreTest,
+                         ::testing::Values(test::Backend::kRocksData, test::Backend::kRados),
+                         test::BackendName);
+
+TEST_P(CacheStoreTest, ChurnOfDescriptorPutsStaysWithinCapacityAndEatsChainsFromTheTail) {
+  std::vector<Descriptor> ds;
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    SCOPED_TRACE(seed);
+    ds.push_back(MakeDescriptor(kShape, /*compact=*/seed % 2 == 0, seed));
+    ASSERT_TRUE(PutDescriptor(ds.back(), seed).ok());
+    // Every few PUTs, hit an older chain so recency is not just arrival order.
+    if (seed % 3 == 0) {
+      ASSERT_TRUE(store_->ProbeChunks(kBucket, ds[seed / 2]).has_value());
+    }
+    const auto [objects, bytes] = Listed(kBucket);
+    EXPECT_LE(bytes, kCapacity);  // admission: no PUT ever takes the bucket past capacity
+  }
+  EvictAndSettle();
+  const auto [objects, bytes] = Listed(kBucket);
+  const cache::CacheBucketStats s = BucketStats();
+  EXPECT_EQ(s.index.used_bytes, bytes);  // the index counts what the store holds
+  EXPECT_EQ(s.index.objects, objects);
+  EXPECT_LE(bytes, kCapacity * 9 / 10);
+  EXPECT_GT(s.index.evicted_bytes, 0u);
+  EXPECT_EQ(s.index.dead_bytes, 0u);
+  // Every chain is a present prefix: a chunk never goes before its successors.
+  for (const Descriptor& d : ds) {
+    const std::vector<bool> p = Present(d);
+    for (size_t j = 1; j < p.size(); ++j) {
+      EXPECT_TRUE(p[j - 1] || !p[j]) << d.ObjectName(j);
+    }
+  }
+  EXPECT_EQ(s.chunks_requested, 20 * kShape.n);
+  EXPECT_GT(s.chunks_served, 0u);
+  // The other bucket's objects are never counted nor evicted.
+  EXPECT_EQ(Listed(kPlainBucket).first, 0u);
+}
+
+TEST_P(CacheStoreTest, RecentlyHitChainsStayWhileOlderOnesGo) {
+  const Descriptor hot = MakeDescriptor(kShape, true, 100);
+  ASSERT_TRUE(PutDescriptor(hot, 100).ok());
+  for (uint64_t seed = 101; seed <= 130; ++seed) {
+    ASSERT_TRUE(PutDescriptor(MakeDescriptor(kShape, true, seed), seed).ok());
+    KvProbeResult probe = *store_->ProbeChunks(kBucket, hot);
+    EXPECT_EQ(probe.matched, kShape.n) << seed;  // hit after every PUT: never evicted
+  }
+  EvictAndSettle();
+  EXPECT_EQ(Present(hot), std::vector<bool>(kShape.n, true));
+  EXPECT_EQ(Present(MakeDescriptor(kShape, true, 101)), std::vector<bool>(kShape.n, false));
+}
+
+TEST_P(CacheStoreTest, PutThatCannotGetRoomIsRefusedSlowDownStoringNothing) {
+  // A plain PUT that announced 70% of the capacity holds it while its body streams.
+  PutOptions big;
+  big.expected_size = kCapacity * 7 / 10;
+  auto holder = store_->Put({kBucket, "holder"}, big);
+  ASSERT_TRUE(holder.has_value()) << holder.error();
+  // Nothing is evictable, so a descriptor PUT of half the capacity waits put_wait, then is
+  // refused before a byte is stored.
+  Descriptor d = MakeDescriptor(Shape{16, 2, 4096, StoredLayout::kL2TD}, true, 7);
+  std::vector<std::byte> body(16 * kChunkBytes, std::byte{1});
+  MemorySource source(std::move(body), 5000);
+  const auto start = std::chrono::steady_clock::now();
+  Result<KvPutReport> refused = store_->PutChunks(kBucket, d, &source);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(300));
+  EXPECT_EQ(refused.error().code(), Code::kResourceExhausted);
+  EXPECT_EQ(refused.error().field(), kCacheFullField);
+  EXPECT_EQ(Present(d), std::vector<bool>(16, false));
+  // A plain PUT likewise, at once when it announces more than the capacity.
+  PutOptions huge;
+  huge.expected_size = kCapacity + 1;
+  auto too_big = store_->Put({kBucket, "huge"}, huge);
+  ASSERT_FALSE(too_big.has_value());
+  EXPECT_EQ(too_big.error().field(), kCacheFullField);
+  // An unannounced size is admitted at Commit, before the object becomes visible.
+  auto unsized = store_->Put({kBucket, "unsized"}, PutOptions{});
+  ASSERT_TRUE(unsized.has_value());
+  std::vector<std::byte> half(kCapacity / 2, std::byte{2});
+  ASSERT_TRUE((*unsized)->Append(half).ok());
+  Result<ObjectMeta> late = (*unsized)->Commit();
+  ASSERT_FALSE(late.has_value());
+  EXPECT_EQ(late.error().field(), kCacheFullField);
+  EXPECT_FALSE(store_->Head({kBucket, "unsized"}).has_value());
+  EXPECT_EQ(BucketStats().puts_refused, 3u);
+  // Once the holder is gone, the same descriptor PUT fits.
+  holder->reset();
+  MemorySource again(std::vector<std::byte>(16 * kChunkBytes, std::byte{1}), 5000);
+  EXPECT_TRUE(store_->PutChunks(kBucket, d, &again).has_value());
+}
+
+TEST_P(CacheStoreTest, PutWaitsForEvictionWhenTheBucketIsFull) {
+  // Fill to just under capacity with plain objects (no eviction below the high watermark
+  // is needed for these); then a PUT that does not fit waits for the worker to evict.
+  for (int i = 0; i < 7; ++i) {
+    auto w = store_->Put({kBucket, "p" + std::to_string(i)}, PutOptions{});
+    ASSERT_TRUE(w.has_value());
+    ASSERT_TRUE((*w)->Append(std::vector<std::byte>(32 << 10, std::byte{3})).ok());
+    ASSERT_TRUE((*w)->Commit().has_value());
+  }
+  PutOptions o;
+  o.expected_size = 64 << 10;
+  auto w = store_->Put({kBucket, "late"}, o);
+  ASSERT_TRUE(w.has_value()) << w.error();
+  ASSERT_TRUE((*w)->Append(std::vector<std::byte>(64 << 10, std::byte{4})).ok());
+  ASSERT_TRUE((*w)->Commit().has_value());
+  EXPECT_GE(BucketStats().puts_waited, 1u);
+  EXPECT_FALSE(store_->Head({kBucket, "p0"}).has_value());  // least recent went first
+  EXPECT_LE(Listed(kBucket).second, kCapacity);
+}
+
+TEST_P(CacheStoreTest, RestartRestoresTheIndexAndHidesItsState) {
+  for (uint64_t seed = 1; seed <= 5; ++seed) {
+    ASSERT_TRUE(PutDescriptor(MakeDescriptor(kShape, true, seed), seed).ok());
+  }
+  const cache::CacheBucketStats before = BucketStats();
+  ASSERT_TRUE(cache_->PersistSnapshots().ok());
+  EXPECT_GT(before.index.linked, 0u);
+  // The snapshot bucket is nobody's: not listed, not reachable, not creatable.
+  auto buckets = store_->ListBuckets();
+  ASSERT_TRUE(buckets.has_value());
+  EXPECT_EQ(buckets->size(), 2u);
+  EXPECT_EQ(store_->HeadBucket(kCacheStateBucket).error().code(), Code::kNotFound);
+  EXPECT_FALSE(store_->List(kCacheStateBucket, {}).has_value());
+  EXPECT_FALSE(store_->CreateBucket(kCacheStateBucket, "x").ok());
+
+  store_.reset();
+  Open();
+  const cache::CacheBucketStats after = BucketStats();
+  EXPECT_EQ(after.index.objects, before.index.objects);
+  EXPECT_EQ(after.index.used_bytes, before.index.used_bytes);
+  EXPECT_EQ(after.index.linked, before.index.linked);  // predecessors came back
+  EXPECT_EQ(after.index.dead_bytes, 0u);
+}
+
+TEST_P(CacheStoreTest, StatsNameEveryCacheFigure) {
+  ASSERT_TRUE(PutDescriptor(MakeDescriptor(kShape, true, 1), 1).ok());
+  auto stats = store_->Stats();
+  ASSERT_TRUE(stats.has_value());
+  std::map<std::string, uint64_t> f(stats->figures.begin(), stats->figures.end());
+  const std::string p = std::string("cache.") + kBucket + ".";
+  EXPECT_EQ(f[p + "capacity_bytes"], kCapacity);
+  EXPECT_EQ(f[p + "used_bytes"], kShape.n * kChunkBytes);
+  EXPECT_EQ(f.count(p + "evicted_bytes_total"), 1u);
+  EXPECT_EQ(f.count(p + "prefix_hit_ratio_ppm"), 1u);
+  EXPECT_EQ(f["cache.high_watermark_ppm"], 900'000u);
+}
+
+TEST(CacheConfig, ReadsTheIssuesFormAndNamesBadKeys) {
+  Result<Config> c = Config::Parse(R"(
+[cache]
+buckets = { kvcache = 68719476736, "other.cache" = "1GiB" }
+high_watermark = 0.95
+low_watermark = 0.85
+)");
+  ASSERT_TRUE(c.has_value()) << c.error();
+  StoreOptions o;
+  ASSERT_TRUE(ApplyConfig(*c, &o).ok());
+  ASSERT_TRUE(c->CheckNoUnknownKeys().ok());
+  ASSERT_EQ(o.cache.buckets.size(), 2u);
+  EXPECT_EQ(o.cache.CapacityOf("kvcache"), 68719476736u);
+  EXPECT_EQ(o.cache.CapacityOf("other.cache"), 1u << 30);
+  EXPECT_DOUBLE_EQ(o.cache.high_watermark, 0.95);
+  EXPECT_TRUE(o.Validate().ok());
+  EXPECT_NE(CacheConfigTable().Toml(o.cache).find("buckets = { kvcache = 68719476736"),
+            std::string::npos);
+
+  struct Row {
+    const char* toml;
+    const char* field;
+  };
+  for (const Row& row : {Row{"[cache]\nbuckets = { kvcache = 0 }\n", "cache.buckets"},
+                         Row{"[cache]\nbuckets = { Bad_Name = 10 }\n", "cache.buckets"},
+                         Row{"[cache]\nbuckets = { kvcache = -1 }\n", "cache.buckets.kvcache"},
+                         Row{"[cache]\nbuckets = 5\n", "cache.buckets"},
+                         Row{"[cache]\nhigh_watermark = 1.5\n", "cache.high_watermark"},
+                         Row{"[cache]\nlow_watermark = 0.95\n", "cache.low_watermark"},
+                         Row{"[cache]\nlow_watermark = 0\n", "cache.low_watermark"}}) {
+    SCOPED_TRACE(row.toml);
+    Result<Config> bad = Config::Parse(row.toml);
+    ASSERT_TRUE(bad.has_value());
+    StoreOptions b;
+    Status s = ApplyConfig(*bad, &b);
+    if (s.ok()) {
+      s = b.Validate();
+    }
+    EXPECT_EQ(s.field(), row.field) << s;
+  }
+}
+
+}  // namespace
+}  // namespace oc::storage::kvtest
