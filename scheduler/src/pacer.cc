@@ -101,8 +101,11 @@ void Pacer::PaceFirstPayload(Flow& f, Time now) const {
 }
 
 uint64_t Pacer::PartBytes(const Payload& p) const {
-  const uint64_t left = p.bytes - p.sent;
-  return options_.part_bytes == 0 ? left : std::min(left, options_.part_bytes);
+  if (options_.part_bytes == 0 || p.bytes <= options_.part_bytes) {
+    return p.bytes - p.sent;
+  }
+  const uint64_t parts = p.bytes / options_.part_bytes + (p.bytes % options_.part_bytes != 0);
+  return p.bytes / parts + (p.parts_sent < p.bytes % parts ? 1 : 0);
 }
 
 Status Pacer::Enqueue(uint64_t request, uint32_t layer, uint64_t bytes, Time now) {
@@ -120,7 +123,7 @@ Status Pacer::Enqueue(uint64_t request, uint32_t layer, uint64_t bytes, Time now
                              layer, f.last_layer));
   }
   f.last_layer = layer;
-  f.queue.push_back({layer, bytes, 0, now});
+  f.queue.push_back({layer, bytes, 0, 0, now});
   PaceFirstPayload(f, now);
   if (f.queue.size() == 1) {
     if (ring_.empty()) {
@@ -210,6 +213,7 @@ NextStep Pacer::Send(size_t ring_index, Time now, Time start) {
   promised_.reset();
   global_ready_ = std::max(global_ready_, counted_at) + cap_spacing;
   p.sent += part;
+  ++p.parts_sent;
   if (p.sent == p.bytes) {
     f.queue.pop_front();
   }

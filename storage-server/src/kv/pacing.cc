@@ -34,7 +34,7 @@ Status RequestPacer::BeforeBytes(uint64_t bytes) {
   PacingService& s = *service_;
   std::unique_lock<std::mutex> lock(s.mu_);
   if (layer_ < 0) {
-    return Status::FailedPrecondition("BeforeBytes before any BeforeLayer");
+    return Status::FailedPrecondition(Subject::kNone, "BeforeBytes before any BeforeLayer");
   }
   written_ = std::min(layer_bytes_, written_ + bytes);
   return WaitCovered(lock, layer_, written_);

@@ -550,8 +550,8 @@ TEST(Pacer, RandomOperationsNeverBreakTheCap) {
   }
 }
 
-// A layer leaves in parts of at most part_bytes, in order, each with its offset; only the part
-// that ends the layer is `last`; a flow's next layer starts after it.
+// A layer leaves in equal parts of at most part_bytes (1000 bytes at 300: four of 250), in order,
+// each with its offset; only the part that ends the layer is `last`; the next layer follows.
 TEST(Pacer, LayersLeaveInPartsInOrder) {
   PacerOptions o{1e9, 1 << 20};
   o.part_bytes = 300;
@@ -566,8 +566,8 @@ TEST(Pacer, LayersLeaveInPartsInOrder) {
     uint64_t offset, bytes;
     bool last;
   };
-  const std::vector<Want> want = {{0, 0, 300, false},  {0, 300, 300, false}, {0, 600, 300, false},
-                                  {0, 900, 100, true}, {3, 0, 300, false},   {3, 300, 300, true}};
+  const std::vector<Want> want = {{0, 0, 250, false},  {0, 250, 250, false}, {0, 500, 250, false},
+                                  {0, 750, 250, true}, {3, 0, 300, false},   {3, 300, 300, true}};
   ASSERT_EQ(sent.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
     SCOPED_TRACE("part " + std::to_string(i));
@@ -616,7 +616,7 @@ TEST(Pacer, PartsKeepALoneFlowsSchedule) {
         EXPECT_EQ(layer_end[l], Time{kStart + 1'000'000 * static_cast<int64_t>(l + 1)}) << l;
       }
     } else {
-      EXPECT_LE(layer_end[0], Time{kStart + 1'000});  // four parts, 300 ns apart at B
+      EXPECT_LE(layer_end[0], Time{kStart + 1'000});  // four parts, 250 ns apart at B
       // From then on the rate holds: the last layer no earlier than its fluid time less the two
       // layers the bucket holds.
       EXPECT_GE(layer_end[3], Time{kStart + 2'000'000 - 300'000});

@@ -88,8 +88,9 @@ struct PacerOptions {
   // Default: false
   bool pace_first_payload = false;
   // Largest part of a layer paced as one unit: a layer of s bytes leaves as ceil(s / part_bytes)
-  // parts, each charged to both buckets on its own, so another flow's wait for the cap is bounded
-  // by part_bytes / B instead of a whole layer's s / B. 0 paces whole layers. Default: 0
+  // parts of equal size (within a byte), each charged to both buckets on its own, so another flow's
+  // wait for the cap is bounded by part_bytes / B instead of a whole layer's s / B. 0 paces whole
+  // layers. Default: 0
   uint64_t part_bytes = 0;
 
   // kInvalidArgument if the cap is negative or not finite, or the quantum is 0.
@@ -162,9 +163,10 @@ class Pacer {
  private:
   struct Payload {
     uint32_t layer;
-    uint64_t bytes;  // the whole layer
-    uint64_t sent;   // bytes of it dispatched so far (its next part starts here)
-    Time enqueued;   // a payload is not due before it is queued
+    uint64_t bytes;       // the whole layer
+    uint64_t sent;        // bytes of it dispatched so far (its next part starts here)
+    uint64_t parts_sent;  // parts of it dispatched so far
+    Time enqueued;        // a payload is not due before it is queued
   };
   struct Flow {
     uint64_t id = 0;
@@ -188,7 +190,9 @@ class Pacer {
   };
 
   bool Eligible(const Flow& f, Time now) const { return f.rate > 0 && f.ready <= now; }
-  // Bytes of the next part of `p`: what is left of it, at most part_bytes.
+  // Bytes of the next part of `p`. A layer of s bytes leaves as k = ceil(s / part_bytes) parts of
+  // equal size (s / k, the first s % k of them one byte more): a part leaves one spacing of the
+  // part before it after that part, so equal parts keep a paced layer's end at its fluid time.
   uint64_t PartBytes(const Payload& p) const;
   // pace_first_payload: once a flow that has sent nothing has both a rate and a payload, its first
   // payload is due one spacing after `now`.
