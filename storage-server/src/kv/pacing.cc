@@ -8,10 +8,12 @@
 
 namespace oc::storage::kv {
 
-RequestPacer::RequestPacer(PacingService* service, sched::Grant grant, double rate_gbps)
+RequestPacer::RequestPacer(PacingService* service, sched::Grant grant, double rate_gbps,
+                           uint64_t layers)
     : service_(service),
       id_(grant.id()),
       admitted_rate_gbps_(rate_gbps),
+      layers_(layers),
       grant_(std::move(grant)) {}
 
 RequestPacer::~RequestPacer() { service_->Unregister(this); }
@@ -22,7 +24,14 @@ Status RequestPacer::BeforeLayer(uint32_t layer, uint64_t bytes) {
   if (cancelled_ || s.stopping_) {
     return Status::Cancelled("request cancelled while paced");
   }
-  OC_RETURN_IF_ERROR(grant_.Enqueue(layer, bytes));
+  if (int64_t{layer} > enqueued_layer_) {
+    OC_RETURN_IF_ERROR(grant_.Enqueue(layer, bytes));
+    enqueued_layer_ = layer;
+  }
+  if (uint64_t{layer} + 1 < layers_ && enqueued_layer_ == int64_t{layer}) {
+    OC_RETURN_IF_ERROR(grant_.Enqueue(layer + 1, bytes));  // the lookahead (header comment)
+    enqueued_layer_ = int64_t{layer} + 1;
+  }
   layer_ = layer;
   layer_bytes_ = bytes;
   written_ = 0;
@@ -136,7 +145,8 @@ Result<std::unique_ptr<RequestPacer>> PacingService::Admit(const sched::RequestS
       rate = sched::BytesPerSecToGbps(r.rate_bytes_per_sec);
     }
   }
-  std::unique_ptr<RequestPacer> p(new RequestPacer(this, std::move(grant), rate));
+  const uint64_t layers = spec.layer_bytes > 0 ? spec.total_bytes / spec.layer_bytes : 0;
+  std::unique_ptr<RequestPacer> p(new RequestPacer(this, std::move(grant), rate, layers));
   std::lock_guard<std::mutex> lock(mu_);
   pacers_.emplace(p->id_, p.get());
   ++running_;

@@ -9,7 +9,10 @@
 // cancel) when the pacer is destroyed.
 //
 // The assembler calls RequestPacer::BeforeLayer(l, s) before writing layer l: the layer is
-// enqueued in the scheduler and the call blocks until the scheduler dispatches its first part;
+// enqueued in the scheduler (with layer l+1, so the request's flow never runs dry between layers
+// while its writer is busy: parts are due one part's spacing apart, and time the flow sits
+// empty is lost to it for good when the others hold the rest of the cap) and the call blocks
+// until the scheduler dispatches its first part;
 // before each write of the layer, BeforeBytes(n) blocks until the parts dispatched cover the bytes
 // written so far plus n (docs/decisions/pacer-sub-layer-parts.md). So no byte leaves before the
 // pacer let it go, and the layer's notification, which follows its writes, follows its last part.
@@ -72,11 +75,13 @@ class RequestPacer final : public LayerPacer {
 
  private:
   friend class PacingService;
-  RequestPacer(PacingService* service, sched::Grant grant, double rate_gbps);
+  // `layers`: L, the request's layer count (W / s), for the one-layer lookahead.
+  RequestPacer(PacingService* service, sched::Grant grant, double rate_gbps, uint64_t layers);
 
   PacingService* const service_;
   const uint64_t id_;
   const double admitted_rate_gbps_;
+  const uint64_t layers_;
   // Guarded by service_->mu_. Each pacer waits on its own condition, so a dispatch wakes only
   // its request (a shared one woke every blocked request per dispatch: issue 16).
   std::condition_variable cv_;
@@ -92,6 +97,7 @@ class RequestPacer final : public LayerPacer {
   sched::Grant grant_;
   int64_t dispatched_layer_ = -1;     // the last layer of which the scheduler let a part go
   uint64_t dispatched_in_layer_ = 0;  // bytes of dispatched_layer_ let go so far
+  int64_t enqueued_layer_ = -1;       // the last layer queued in the scheduler
   int64_t layer_ = -1;                // the layer being written (the last BeforeLayer)
   uint64_t layer_bytes_ = 0;          // its bytes
   uint64_t written_ = 0;              // its bytes covered by BeforeLayer/BeforeBytes so far
