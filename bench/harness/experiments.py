@@ -10,6 +10,7 @@ import shutil
 import tempfile
 
 from common import BENCH, ROOT, StepFailed, gbench_json, gbench_rows, median, run
+from report_paper import load_paper_tables
 
 KiB = 1024
 MiB = 1024 * 1024
@@ -465,7 +466,10 @@ def ttft(ctx):
         if name == "sched":
             png = [x for x in pngs if x.endswith("ttft.png") or x.endswith("-delta.png")]
             if isinstance(e["data"], dict):
-                e["data"] = {**e["data"], "delta": doc.get("delta")}
+                # The paper's measured Tables A10/A11 and A12 travel with the run, so the report's
+                # side-by-side table is computed from this JSON alone (report_paper.py).
+                e["data"] = {**e["data"], "delta": doc.get("delta"),
+                             "paper_tables": load_paper_tables()}
         results[name] = (e, png)
     return results
 

@@ -3,6 +3,7 @@ sensitivity, scheduling under shared caps, Equation 3 against the measurements),
 from its experiment's JSON. Used by report.py."""
 from common import median
 from report_format import table, tokens_label
+from report_paper import side_by_side
 
 
 # --- 5-8 -------------------------------------------------------------------------------------
@@ -93,8 +94,18 @@ def sched_section(e, out_dir):
         finding = "; ".join(bits) + "."
     delta = data.get("delta") if isinstance(data, dict) else None
     if delta:
-        finding += (f" Calibrated margin from a rate sweep of {delta.get('profile')}: "
-                    f"δ = {delta.get('delta_paper_gbps', 0):.2f} paper Gbps (the paper's 5).")
+        if delta.get("competing_rows"):
+            finding += (f" Calibrated margin from a rate sweep of {delta.get('profile')} beside "
+                        f"a competing {delta.get('competing_profile', '').split(':')[-1]}: "
+                        f"δ = {delta.get('delta_paper_gbps', 0):.2f} paper Gbps (alone "
+                        f"{delta.get('delta_alone_paper_gbps', 0):.2f}; the paper's 5).")
+        else:
+            finding += (f" Calibrated margin from a rate sweep of {delta.get('profile')}: "
+                        f"δ = {delta.get('delta_paper_gbps', 0):.2f} paper Gbps (the paper's 5).")
+    paper_text, paper_findings = side_by_side(data)
+    if paper_text:
+        text += "\n\n" + paper_text
+        finding += " Beside the paper: " + " ".join(paper_findings)
     return text, finding
 
 

@@ -93,6 +93,7 @@ Json Emulator::Scaling() const {
        "nodes, the dispatcher and the data plane share 2 cores) or to --sched-link-gbytes; "
        "caps, demands and delta scale by sched_k, times (c, epoch) by 1/(sched_phi*sched_k)"},
       {"sched_layers", size_.sched_layers},
+      {"sched_part_bytes", size_.sched_part_bytes},
       {"sched_context_scale", size_.sched_phi},
       {"sched_g", size_.sched_g}};
 }

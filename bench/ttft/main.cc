@@ -48,6 +48,8 @@ int Usage() {
                "  [--sched-workloads LIST] [--sched-policies LIST] [--sched-variants LIST]\n"
                "  [--sched-link-gbytes X] (exp. 7 and delta: the paper's 100 Gbps is X GB/s;\n"
                "  default half the calibrated data-plane rate)\n"
+               "  [--sched-part-bytes N] (exp. 7 and delta: layers are paced in parts of N\n"
+               "  bytes, 1 KiB to 64 MiB; default 32768)\n"
                "  (exp. 7 subsets, e.g. C / equal,cal-stall-opt / admission; default all)\n"
                "  LIST: comma list of e2e, bandwidth, sched, delta, model (default all)\n"
                "  CSV: the paper's Table A8 (default " OC_TTFT_TABLE_A8 ")\n");
@@ -63,6 +65,7 @@ int main(int argc, char** argv) {
   std::string table_path = OC_TTFT_TABLE_A8;
   int reps = 0;
   double sched_link = 0;
+  uint64_t sched_part = 0;
   std::vector<std::string> sched_policies, sched_variants, sched_workloads;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -85,6 +88,10 @@ int main(int argc, char** argv) {
     } else if (a == "--sched-link-gbytes" && i + 1 < argc) {
       sched_link = std::atof(argv[++i]);
       if (!(sched_link > 0 && sched_link < 1000)) return Usage();
+    } else if (a == "--sched-part-bytes" && i + 1 < argc) {
+      const long long v = std::atoll(argv[++i]);
+      if (v < 1024 || v > (64ll << 20)) return Usage();
+      sched_part = static_cast<uint64_t>(v);
     } else if (a == "--table-a8" && i + 1 < argc) {
       table_path = argv[++i];
     } else if (a == "--reps" && i + 1 < argc) {
@@ -108,6 +115,7 @@ int main(int argc, char** argv) {
   if (!sched_workloads.empty()) size.sched_workloads = sched_workloads;
   size.sched_variants = sched_variants;
   size.sched_link_gbytes = sched_link;
+  if (sched_part > 0) size.sched_part_bytes = sched_part;
   if (reps > 0) {
     size.reps = reps;
     size.sched_reps = reps;

@@ -4,10 +4,15 @@
 //   admission        the paper's protocol: a rate fixed at admission for the whole load, from
 //                    the first byte, freed bandwidth only for later arrivals
 //                    (SchedulerOptions::fixed_at_admission and pace_first_layer)
+//   admission-whole-layer  the paper's protocol with whole layers paced as one payload (no
+//                    parts, pace_part_bytes = 0): how it ran before issue 34; a request then
+//                    waits behind another's whole layer in the cap's bucket
 //   admission-burst  the same rates with the pacer's default start: each request's layer 0
 //                    leaves at once instead of one layer's transfer time at its rate
 //   epoch            rates recomputed every epoch (the default)
 //   work-conserving  rates recomputed at every arrival and departure
+// Except admission-whole-layer, layers are paced in parts of Size::sched_part_bytes with a DRR
+// quantum of one part (docs/decisions/pacer-sub-layer-parts.md).
 // The baseline is each request alone and uncapped (no scheduler), as in the paper. Per request:
 // the median TTFT over the repetitions, the added TTFT over the baseline (a negative one is a
 // baseline failure, counted and reported), and Equation 3 both at the rates the scheduler held
@@ -33,9 +38,13 @@
 namespace oc::bench::ttft {
 namespace {
 
-enum class Sharing { kAdmission, kAdmissionBurst, kEpoch, kWorkConserving };
-constexpr Sharing kAllSharing[] = {Sharing::kAdmission, Sharing::kAdmissionBurst, Sharing::kEpoch,
+enum class Sharing { kAdmission, kAdmissionWholeLayer, kAdmissionBurst, kEpoch, kWorkConserving };
+constexpr Sharing kAllSharing[] = {Sharing::kAdmission, Sharing::kAdmissionWholeLayer,
+                                   Sharing::kAdmissionBurst, Sharing::kEpoch,
                                    Sharing::kWorkConserving};
+
+// The DRR quantum of the runs that pace whole layers (as before issue 34).
+constexpr uint64_t kWholeLayerQuantum = 256 << 10;
 
 // Admission mode's batch window: longer than any workload's arrivals take to start.
 constexpr int64_t kAdmissionWindowUs = 1'000'000;
@@ -44,6 +53,8 @@ const char* SharingName(Sharing s) {
   switch (s) {
     case Sharing::kAdmission:
       return "admission";
+    case Sharing::kAdmissionWholeLayer:
+      return "admission-whole-layer";
     case Sharing::kAdmissionBurst:
       return "admission-burst";
     case Sharing::kEpoch:
@@ -158,15 +169,19 @@ Status Emulator::Sched(Json* out) {
         so->margin_gbps = sched::BytesPerSecToGbps(margin);
         so->policy = policy;
         so->work_conserving = sharing == Sharing::kWorkConserving;
-        const bool admission =
-            sharing == Sharing::kAdmission || sharing == Sharing::kAdmissionBurst;
+        const bool admission = sharing == Sharing::kAdmission ||
+                               sharing == Sharing::kAdmissionWholeLayer ||
+                               sharing == Sharing::kAdmissionBurst;
         so->fixed_at_admission = admission;
-        so->pace_first_layer = sharing == Sharing::kAdmission;
+        so->pace_first_layer =
+            sharing == Sharing::kAdmission || sharing == Sharing::kAdmissionWholeLayer;
         // Under the admission rule the epoch is only the window in which arrivals are shared
         // out together: every request here starts at once, so it spans all their arrivals
         // (threads on a loaded machine start milliseconds apart) and the rates are the policy's.
         so->epoch = std::chrono::microseconds(admission ? kAdmissionWindowUs : epoch_us);
-        so->drr_quantum_bytes = 256 << 10;
+        const bool whole = sharing == Sharing::kAdmissionWholeLayer;
+        so->pace_part_bytes = whole ? 0 : size_.sched_part_bytes;
+        so->drr_quantum_bytes = whole ? kWholeLayerQuantum : size_.sched_part_bytes;
         OC_ASSIGN_OR_RETURN(auto engine, w_.MakeEngine(1, so));
         const std::vector<Measured> res = median_run(*engine);
         // The policy's rates for the whole workload together (Table A9's analogue).
@@ -251,6 +266,8 @@ Status Emulator::Sched(Json* out) {
         const double n = static_cast<double>(reqs.size());
         runs.push_back({{"policy", std::string(sched::PolicyName(policy))},
                         {"variant", SharingName(sharing)},
+                        {"pace_part_bytes", so->pace_part_bytes},
+                        {"drr_quantum_bytes", so->drr_quantum_bytes},
                         {"requests", rq},
                         {"sum_added_ttft_ms", sum_added},
                         {"mean_added_ttft_ms", sum_added / n},
@@ -302,7 +319,8 @@ Status Emulator::Sched(Json* out) {
                          {"cap_gbps", sched::BytesPerSecToGbps(cap)},
                          {"margin_gbps", sched::BytesPerSecToGbps(margin)},
                          {"margin_paper_gbps", sched::BytesPerSecToGbps(margin) / ks},
-                         {"margin_source", calibrated ? "measured (delta)" : "the paper's 5 Gbps"},
+                         {"margin_source", calibrated ? "measured (delta, against a competing flow)"
+                                                      : "the paper's 5 Gbps"},
                          {"demand_gbps", sched::BytesPerSecToGbps(demand)},
                          {"demand_over_cap", demand / cap},
                          {"layers", size_.sched_layers},

@@ -33,6 +33,12 @@ struct Size {
   // with reused target buffers S3Agg-LW calibrates at 1.8-7.3 GB/s on this machine, and at 7.3
   // a 16K@87.5% request computes 0.24 ms per layer, below what 2 loaded cores can time.
   double sched_link_gbytes = 0;
+  // Parts a layer is paced in (SchedulerOptions::pace_part_bytes) in exp. 7 and the delta sweep
+  // (--sched-part-bytes); the DRR quantum is set to the same, so a flow's visit is one part. The
+  // product's 1 MiB at 100 Gbps waits 84 µs behind another request's part; here 32 KiB at the
+  // scaled link (0.3 GB/s for the paper's 100 Gbps) is ~110 µs, against 2.9-25 ms of compute per
+  // layer. A smaller part means more dispatches than two loaded cores wake up for on time.
+  uint64_t sched_part_bytes = uint64_t{32} << 10;
 };
 
 Size SmallestSize();

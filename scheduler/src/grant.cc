@@ -23,6 +23,7 @@ PacerOptions MakePacerOptions(const SchedulerOptions& o) {
   p.cap_bytes_per_sec = GbpsToBytesPerSec(o.cap_gbps);
   p.quantum_bytes = o.drr_quantum_bytes;
   p.pace_first_payload = o.pace_first_layer;
+  p.part_bytes = o.pace_part_bytes;
   return p;
 }
 

@@ -247,6 +247,10 @@ const ConfigTable<SchedulerOptions>& SchedulerConfigTable() {
               "Pacer deficit-round-robin quantum for a request running at the whole cap; a "
               "request at rate r gets quantum * r / B per round.",
               1)
+        .Size("pace_part", &SchedulerOptions::pace_part_bytes,
+              "Layers leave in parts of at most this size, each paced on its own, so a request "
+              "waits behind at most one part of another request, not its whole layer; \"0\": "
+              "whole layers.")
         .Str("default_model", &SchedulerOptions::default_model,
              "Model assumed for compute estimates when a request does not name one.")
         .Custom("compute_table",

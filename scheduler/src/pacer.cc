@@ -97,7 +97,15 @@ void Pacer::PaceFirstPayload(Flow& f, Time now) const {
     return;
   }
   f.first_paced = true;
-  f.ready = std::max(f.ready, now) + Spacing(f.queue.front().bytes, f.rate);
+  f.ready = std::max(f.ready, now) + Spacing(PartBytes(f.queue.front()), f.rate);
+}
+
+uint64_t Pacer::PartBytes(const Payload& p) const {
+  if (options_.part_bytes == 0 || p.bytes <= options_.part_bytes) {
+    return p.bytes - p.sent;
+  }
+  const uint64_t parts = p.bytes / options_.part_bytes + (p.bytes % options_.part_bytes != 0);
+  return p.bytes / parts + (p.parts_sent < p.bytes % parts ? 1 : 0);
 }
 
 Status Pacer::Enqueue(uint64_t request, uint32_t layer, uint64_t bytes, Time now) {
@@ -115,7 +123,7 @@ Status Pacer::Enqueue(uint64_t request, uint32_t layer, uint64_t bytes, Time now
                              layer, f.last_layer));
   }
   f.last_layer = layer;
-  f.queue.push_back({layer, bytes, now});
+  f.queue.push_back({layer, bytes, 0, 0, now});
   PaceFirstPayload(f, now);
   if (f.queue.size() == 1) {
     if (ring_.empty()) {
@@ -168,40 +176,54 @@ uint64_t Pacer::QueuedPayloads(uint64_t request) const {
 
 NextStep Pacer::Send(size_t ring_index, Time now, Time start) {
   Flow& f = *ring_[ring_index];
-  const Payload p = f.queue.front();
-  f.queue.pop_front();
-  f.deficit -= static_cast<double>(p.bytes);
-  f.delivered += p.bytes;
-  const Time spacing = Spacing(p.bytes, f.rate);
-  const Time cap_spacing = Spacing(p.bytes, options_.cap_bytes_per_sec);
-  // The flow's bucket. The payload was due at `due`; a punctual caller could have sent it at
-  // max(due, global_ready_), the cap's bucket being busy with other flows' payloads until then.
+  Payload& p = f.queue.front();
+  const uint64_t part = PartBytes(p);
+  const Dispatch d{f.id, p.layer, part, p.sent, p.sent + part == p.bytes};
+  f.deficit -= static_cast<double>(part);
+  f.delivered += part;
+  const Time spacing = Spacing(part, f.rate);
+  const Time layer_spacing = Spacing(p.bytes, f.rate);
+  const Time cap_spacing = Spacing(part, options_.cap_bytes_per_sec);
+  const Time layer_cap_spacing = Spacing(p.bytes, options_.cap_bytes_per_sec);
+  // The flow's bucket. The part was due at `due`; a punctual caller could have sent it at
+  // max(due, global_ready_), the cap's bucket being busy with other flows' parts until then.
   // That wait is the pacer's and is made up in full: the dispatch counts as `held` earlier. Of the
-  // rest (a late caller, a payload queued after its ready time) one payload is made up, so a
-  // backlogged flow averages its rate however the cap interleaves it with larger payloads.
+  // rest (a late caller, a layer queued after its ready time) up to one layer is made up: the
+  // bucket is two layers deep (2 * layer_spacing - spacing before this part's own spacing), so a
+  // backlogged flow averages its rate however the cap interleaves it with other flows' parts.
+  // With whole-layer parts this is the one-payload make-up of
+  // docs/decisions/pacer-two-payload-flow-buckets.md exactly.
   const Time due = std::max(f.ready, p.enqueued);
   const Time held = std::max(Time{0}, std::min(now, global_ready_) - due);
   const Time counted = now - held;
-  f.ready = std::max(f.ready, counted - std::min(spacing, counted)) + spacing;
-  // The cap's bucket makes up its caller's lateness, up to one payload: a payload was due at the
+  const Time depth = std::min(layer_spacing + layer_spacing - spacing, counted);
+  f.ready = std::max(f.ready, counted - depth) + spacing;
+  // The cap's bucket makes up its caller's lateness, up to one layer: a part was due at the
   // time the last kWait named (`promised_`) or, if rates changed since, at `start`, so a call
-  // after both counts the dispatch as made then, but no more than one payload's spacing before
+  // after both counts the dispatch as made then, but no more than one layer's spacing at B before
   // `now`. A punctual caller (now == promised_) and an arrival after an idle spell (no promise) get
-  // no credit, so the total stays within B * window + one payload for them; a late caller's
-  // catch-up sends at most one payload more (docs/decisions/pacer-cap-makes-up-late-dispatcher.md).
+  // no credit, so the total stays within B * window + one part for them; a late caller's
+  // catch-up sends at most one layer more (docs/decisions/pacer-cap-makes-up-late-dispatcher.md).
+  // Either way the cap's bucket ends at most one part's spacing after `now`: that is the longest a
+  // punctual flow waits behind this dispatch.
   Time counted_at = now;
   if (promised_.has_value() && std::max(*promised_, start) < now) {
-    counted_at = std::max({*promised_, start, now - std::min(cap_spacing, now)});
+    counted_at = std::max({*promised_, start, now - std::min(layer_cap_spacing, now)});
   }
   promised_.reset();
   global_ready_ = std::max(global_ready_, counted_at) + cap_spacing;
+  p.sent += part;
+  ++p.parts_sent;
+  if (p.sent == p.bytes) {
+    f.queue.pop_front();
+  }
   if (f.queue.empty()) {
     f.deficit = 0;  // DRR: an idle flow keeps no credit
     RemoveFromRing(ring_index);
   }
   NextStep step;
   step.kind = NextStep::Kind::kDispatch;
-  step.dispatch = {f.id, p.layer, p.bytes};
+  step.dispatch = d;
   return step;
 }
 
@@ -233,7 +255,7 @@ NextStep Pacer::Next(Time now) {
   // The flow in its visit keeps sending while its deficit covers its head payload.
   if (in_visit_ && cursor_ < ring_.size()) {
     const Flow& f = *ring_[cursor_];
-    if (Eligible(f, now) && f.deficit >= static_cast<double>(f.queue.front().bytes)) {
+    if (Eligible(f, now) && f.deficit >= static_cast<double>(PartBytes(f.queue.front()))) {
       return Send(cursor_, now, start);
     }
   }
@@ -266,7 +288,7 @@ NextStep Pacer::Next(Time now) {
   size_t best = 0;
   for (size_t c = 0; c < cands.size(); ++c) {
     const Flow& f = *ring_[cands[c].index];
-    const double need = static_cast<double>(f.queue.front().bytes) - f.deficit;
+    const double need = static_cast<double>(PartBytes(f.queue.front())) - f.deficit;
     const double k = need <= 0 ? 1.0 : std::max(1.0, std::ceil(need / cands[c].quantum));
     cands[c].visit = (k - 1.0) * m + cands[c].pos;
     if (cands[c].visit < cands[best].visit) {
@@ -280,8 +302,8 @@ NextStep Pacer::Next(Time now) {
     }
   }
   Flow& winner = *ring_[cands[best].index];
-  // Rounding must not leave the winner a hair short of the payload it was chosen for.
-  winner.deficit = std::max(winner.deficit, static_cast<double>(winner.queue.front().bytes));
+  // Rounding must not leave the winner a hair short of the part it was chosen for.
+  winner.deficit = std::max(winner.deficit, static_cast<double>(PartBytes(winner.queue.front())));
   cursor_ = cands[best].index;
   in_visit_ = true;
   fresh_ = false;

@@ -121,6 +121,10 @@ Status LayerPipeline::Write(PipelineUnit& unit) {
     paced_layer_ = unit.layer;
     OC_RETURN_IF_ERROR(options_.pacer->BeforeLayer(unit.layer, options_.layer_bytes));
   }
+  if (options_.layerwise && options_.pacer != nullptr) {
+    // A pacer that lets a layer go in parts holds each write until its bytes have left.
+    OC_RETURN_IF_ERROR(options_.pacer->BeforeBytes(unit.bytes));
+  }
   if (!first_write_.has_value()) {
     first_write_ = Clock::now();
   }

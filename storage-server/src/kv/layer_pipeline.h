@@ -6,7 +6,8 @@
 // reads on the engine's shared assembly workers, several at once (the units of layer l+1 while
 // layer l is handed over, and a large layer's units side by side), and hands the units to the sink
 // strictly in order, from the request's own thread only: BeforeLayer(l) (the pacer) before layer
-// l's first write, Write()/WritePinned() per unit, LayerReady(l) at its marker. So the sink sees
+// l's first write, BeforeBytes (the pacer) and Write()/WritePinned() per unit, LayerReady(l) at
+// its marker. So the sink sees
 // exactly the calls, in exactly the order, of a request read alone.
 //
 // Bound: units read or being read but not yet handed over belong to at most

@@ -1,5 +1,6 @@
 #include "kv/pacing.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -7,10 +8,12 @@
 
 namespace oc::storage::kv {
 
-RequestPacer::RequestPacer(PacingService* service, sched::Grant grant, double rate_gbps)
+RequestPacer::RequestPacer(PacingService* service, sched::Grant grant, double rate_gbps,
+                           uint64_t layers)
     : service_(service),
       id_(grant.id()),
       admitted_rate_gbps_(rate_gbps),
+      layers_(layers),
       grant_(std::move(grant)) {}
 
 RequestPacer::~RequestPacer() { service_->Unregister(this); }
@@ -21,13 +24,47 @@ Status RequestPacer::BeforeLayer(uint32_t layer, uint64_t bytes) {
   if (cancelled_ || s.stopping_) {
     return Status::Cancelled("request cancelled while paced");
   }
-  OC_RETURN_IF_ERROR(grant_.Enqueue(layer, bytes));
+  if (int64_t{layer} > enqueued_layer_) {
+    OC_RETURN_IF_ERROR(grant_.Enqueue(layer, bytes));
+    enqueued_layer_ = layer;
+  }
+  if (uint64_t{layer} + 1 < layers_ && enqueued_layer_ == int64_t{layer}) {
+    OC_RETURN_IF_ERROR(grant_.Enqueue(layer + 1, bytes));  // the lookahead (header comment)
+    enqueued_layer_ = int64_t{layer} + 1;
+  }
+  layer_ = layer;
+  layer_bytes_ = bytes;
+  written_ = 0;
+  s.dispatcher_cv_.notify_one();       // the dispatcher may be idle
+  return WaitCovered(lock, layer, 1);  // its first part
+}
+
+Status RequestPacer::BeforeBytes(uint64_t bytes) {
+  PacingService& s = *service_;
+  std::unique_lock<std::mutex> lock(s.mu_);
+  if (layer_ < 0) {
+    return Status::FailedPrecondition(Subject::kNone, "BeforeBytes before any BeforeLayer");
+  }
+  written_ = std::min(layer_bytes_, written_ + bytes);
+  return WaitCovered(lock, layer_, written_);
+}
+
+Status RequestPacer::WaitCovered(std::unique_lock<std::mutex>& lock, int64_t layer,
+                                 uint64_t bytes) {
+  PacingService& s = *service_;
+  if (cancelled_ || s.stopping_) {
+    return Status::Cancelled("request cancelled while paced");
+  }
+  if (Covered(layer, bytes)) {
+    return Status::Ok();
+  }
+  wait_layer_ = layer;
+  wait_bytes_ = bytes;
   waiting_ = true;
   --s.running_;
-  s.quiet_cv_.notify_all();       // a manual driver may be waiting for quiescence
-  s.dispatcher_cv_.notify_one();  // the dispatcher may be idle
+  s.quiet_cv_.notify_all();  // a manual driver may be waiting for quiescence
   const bool dispatched = cv_.wait_for(lock, s.options_.max_wait, [&] {
-    return dispatched_layer_ >= int64_t{layer} || cancelled_ || s.stopping_;
+    return Covered(layer, bytes) || cancelled_ || s.stopping_;
   });
   // Whoever woke the request (a dispatch, Cancel) already counted it as running; a timeout or a
   // stop did not.
@@ -108,7 +145,8 @@ Result<std::unique_ptr<RequestPacer>> PacingService::Admit(const sched::RequestS
       rate = sched::BytesPerSecToGbps(r.rate_bytes_per_sec);
     }
   }
-  std::unique_ptr<RequestPacer> p(new RequestPacer(this, std::move(grant), rate));
+  const uint64_t layers = spec.layer_bytes > 0 ? spec.total_bytes / spec.layer_bytes : 0;
+  std::unique_ptr<RequestPacer> p(new RequestPacer(this, std::move(grant), rate, layers));
   std::lock_guard<std::mutex> lock(mu_);
   pacers_.emplace(p->id_, p.get());
   ++running_;
@@ -142,11 +180,18 @@ sched::NextStep PacingService::DispatchLocked() {
   if (step.kind == sched::NextStep::Kind::kDispatch) {
     auto it = pacers_.find(step.dispatch.request);
     if (it != pacers_.end()) {
-      it->second->dispatched_layer_ = step.dispatch.layer;
-      // Counted as running from now, not from when its thread wakes: a manual driver must not
-      // see quiescence (and move the clock) before the request has written its layer.
-      MarkRunning(it->second);
-      it->second->cv_.notify_one();
+      RequestPacer& p = *it->second;
+      if (p.dispatched_layer_ != int64_t{step.dispatch.layer}) {
+        p.dispatched_layer_ = step.dispatch.layer;
+        p.dispatched_in_layer_ = 0;
+      }
+      p.dispatched_in_layer_ += step.dispatch.bytes;
+      if (p.waiting_ && p.Covered(p.wait_layer_, p.wait_bytes_)) {
+        // Counted as running from now, not from when its thread wakes: a manual driver must not
+        // see quiescence (and move the clock) before the request has written what was let go.
+        MarkRunning(&p);
+        p.cv_.notify_one();
+      }
     }
   }
   return step;

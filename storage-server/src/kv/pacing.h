@@ -9,8 +9,14 @@
 // cancel) when the pacer is destroyed.
 //
 // The assembler calls RequestPacer::BeforeLayer(l, s) before writing layer l: the layer is
-// enqueued in the scheduler and the call blocks until the scheduler dispatches it. Dispatching is
-// done by one of two drivers:
+// enqueued in the scheduler (with layer l+1, so the request's flow never runs dry between layers
+// while its writer is busy: parts are due one part's spacing apart, and time the flow sits
+// empty is lost to it for good when the others hold the rest of the cap) and the call blocks
+// until the scheduler dispatches its first part;
+// before each write of the layer, BeforeBytes(n) blocks until the parts dispatched cover the bytes
+// written so far plus n (docs/decisions/pacer-sub-layer-parts.md). So no byte leaves before the
+// pacer let it go, and the layer's notification, which follows its writes, follows its last part.
+// Dispatching is done by one of two drivers:
 // - a dispatcher thread (Start()): loops on Scheduler::Next(), sleeping until `wait_until` on the
 //   real clock, woken by every enqueue and release (production);
 // - the caller (tests, the emulator with an injected ManualClock): WaitQuiescent() until every
@@ -52,10 +58,14 @@ class RequestPacer final : public LayerPacer {
   RequestPacer(const RequestPacer&) = delete;
   RequestPacer& operator=(const RequestPacer&) = delete;
 
-  // Enqueues layer `layer` of `bytes` and blocks until the scheduler dispatches it. kCancelled
-  // after Cancel() or when the service stops; kUnavailable if nothing was dispatched within the
-  // service's wait limit; the scheduler's error for a bad layer order or size.
+  // Enqueues layer `layer` of `bytes` and blocks until the scheduler dispatches its first part.
+  // kCancelled after Cancel() or when the service stops; kUnavailable if nothing was dispatched
+  // within the service's wait limit; the scheduler's error for a bad layer order or size.
   Status BeforeLayer(uint32_t layer, uint64_t bytes) override;
+  // Blocks until the parts of the current layer dispatched cover the bytes written of it so far
+  // plus `bytes` (clamped to the layer). Errors as BeforeLayer; kFailedPrecondition before any
+  // BeforeLayer.
+  Status BeforeBytes(uint64_t bytes) override;
   // The rate assigned at admission, Gbps.
   double assigned_rate_gbps() const override { return admitted_rate_gbps_; }
   // Releases the share now; a blocked or later BeforeLayer returns kCancelled. Any thread.
@@ -65,17 +75,37 @@ class RequestPacer final : public LayerPacer {
 
  private:
   friend class PacingService;
-  RequestPacer(PacingService* service, sched::Grant grant, double rate_gbps);
+  // `layers`: L, the request's layer count (W / s), for the one-layer lookahead.
+  RequestPacer(PacingService* service, sched::Grant grant, double rate_gbps, uint64_t layers);
 
   PacingService* const service_;
   const uint64_t id_;
   const double admitted_rate_gbps_;
+  const uint64_t layers_;
   // Guarded by service_->mu_. Each pacer waits on its own condition, so a dispatch wakes only
   // its request (a shared one woke every blocked request per dispatch: issue 16).
   std::condition_variable cv_;
+  // True once the scheduler has dispatched the first `bytes` of layer `layer` (all of it when a
+  // later layer has a dispatched part: a flow's parts leave in order).
+  bool Covered(int64_t layer, uint64_t bytes) const {
+    return dispatched_layer_ > layer ||
+           (dispatched_layer_ == layer && dispatched_in_layer_ >= bytes);
+  }
+  // Waits (lock held on `lock`) until Covered(layer, bytes); the errors of BeforeLayer.
+  Status WaitCovered(std::unique_lock<std::mutex>& lock, int64_t layer, uint64_t bytes);
+
   sched::Grant grant_;
-  int64_t dispatched_layer_ = -1;  // the last layer the scheduler let go
-  bool waiting_ = false;           // blocked in BeforeLayer
+  int64_t dispatched_layer_ = -1;     // the last layer of which the scheduler let a part go
+  uint64_t dispatched_in_layer_ = 0;  // bytes of dispatched_layer_ let go so far
+  int64_t enqueued_layer_ = -1;       // the last layer queued in the scheduler
+  int64_t layer_ = -1;                // the layer being written (the last BeforeLayer)
+  uint64_t layer_bytes_ = 0;          // its bytes
+  uint64_t written_ = 0;              // its bytes covered by BeforeLayer/BeforeBytes so far
+  // What the blocked thread waits for: Covered(wait_layer_, wait_bytes_). A dispatch wakes it only
+  // then, so a manual driver does not see it running while it still waits.
+  int64_t wait_layer_ = -1;
+  uint64_t wait_bytes_ = 0;
+  bool waiting_ = false;  // blocked in BeforeLayer or BeforeBytes
   bool cancelled_ = false;
 };
 

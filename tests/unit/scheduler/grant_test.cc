@@ -275,7 +275,7 @@ TEST(Scheduler, ShortestFirstOrdersByBytesLeft) {
   RequestSpec a_spec = Spec("a", 6e8), b_spec = Spec("b", 6e8), c_spec = Spec("c", 6e8);
   a_spec.total_bytes = 64'000'000;
   c_spec.total_bytes = 100'000'000;
-  Result<Grant> a = sched->Admit(a_spec);
+  Result<Grant> a = sched->Admit(a_spec);  // its 40 MB layer below leaves in 1 MiB parts
   ASSERT_TRUE(a.has_value());
   EXPECT_DOUBLE_EQ(ByName(sched->Stats())["a"].rate_bytes_per_sec, 1e9);
   Result<Grant> b = sched->Admit(b_spec);
@@ -284,8 +284,13 @@ TEST(Scheduler, ShortestFirstOrdersByBytesLeft) {
   EXPECT_DOUBLE_EQ(st["b"].rate_bytes_per_sec, 6e8);
   EXPECT_DOUBLE_EQ(st["a"].rate_bytes_per_sec, 4e8);
   ASSERT_TRUE(a->Enqueue(0, 40'000'000).ok());
-  ASSERT_EQ(sched->Next().kind, NextStep::Kind::kDispatch);
-  ASSERT_EQ(ByName(sched->Stats())["a"].delivered_bytes, 40'000'000u);
+  while (ByName(sched->Stats())["a"].delivered_bytes < 40'000'000u) {
+    const NextStep step = sched->Next();
+    ASSERT_NE(step.kind, NextStep::Kind::kIdle);
+    if (step.kind == NextStep::Kind::kWait) {
+      clock.Set(step.wait_until);
+    }
+  }
   Result<Grant> c = sched->Admit(c_spec);
   ASSERT_TRUE(c.has_value());
   st = ByName(sched->Stats());

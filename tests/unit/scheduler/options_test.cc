@@ -140,6 +140,7 @@ epoch = "250us"
 policy = "bw-prop"
 work_conserving = true
 drr_quantum = "256KiB"
+pace_part = "64KiB"
 default_model = "Mistral-7B"
 compute_table = ["Mistral-7B, 8192, 0.5, 4000", "Mistral-7B, 8192, 0.9, 1000"]
 )");
@@ -152,6 +153,7 @@ compute_table = ["Mistral-7B, 8192, 0.5, 4000", "Mistral-7B, 8192, 0.9, 1000"]
   EXPECT_EQ(o.policy, Policy::kBwProp);
   EXPECT_TRUE(o.work_conserving);
   EXPECT_EQ(o.drr_quantum_bytes, 256u << 10);
+  EXPECT_EQ(o.pace_part_bytes, 64u << 10);
   EXPECT_EQ(o.default_model, "Mistral-7B");
   ASSERT_EQ(o.compute_table.size(), 2u);
   EXPECT_EQ(o.compute_table[1].per_layer_compute_us, 1000);
@@ -243,6 +245,7 @@ TEST(SchedulerOptions, ShippedConfMatchesTheDefaults) {
   o.fixed_at_admission = true;
   o.pace_first_layer = true;
   o.drr_quantum_bytes = 1;
+  o.pace_part_bytes = 1;
   o.default_model = "x";
   o.compute_table = {{"x", 1, 0.5, 1}};
   ASSERT_TRUE(ApplyConfig(*config, &o).ok());
@@ -256,6 +259,7 @@ TEST(SchedulerOptions, ShippedConfMatchesTheDefaults) {
   EXPECT_EQ(o.fixed_at_admission, d.fixed_at_admission);
   EXPECT_EQ(o.pace_first_layer, d.pace_first_layer);
   EXPECT_EQ(o.drr_quantum_bytes, d.drr_quantum_bytes);
+  EXPECT_EQ(o.pace_part_bytes, d.pace_part_bytes);
   EXPECT_EQ(o.default_model, d.default_model);
   ASSERT_EQ(o.compute_table.size(), d.compute_table.size());
   for (size_t i = 0; i < d.compute_table.size(); ++i) {

@@ -494,9 +494,10 @@ TEST(Pacer, RandomOperationsNeverBreakTheCap) {
     SCOPED_TRACE("trial " + std::to_string(trial));
     PacerOptions options{static_cast<double>(kCap), 1 + rng() % (2 << 20)};
     options.pace_first_payload = trial % 2 == 1;  // the paced start keeps the bounds too
+    options.part_bytes = trial % 4 < 2 ? 0 : 1 + rng() % (1 << 20);  // whole layers or parts
     Pacer pacer(options);
     std::map<uint64_t, uint32_t> next_layer;
-    std::map<uint64_t, int64_t> last_sent;
+    std::map<uint64_t, std::pair<int64_t, uint64_t>> last_sent;  // (layer, bytes of it sent)
     std::vector<Sent> sent;
     Time now{0};
     uint64_t next_id = 0;
@@ -523,9 +524,17 @@ TEST(Pacer, RandomOperationsNeverBreakTheCap) {
           NextStep step = pacer.Next(now);
           if (step.kind == NextStep::Kind::kDispatch) {
             const Dispatch& d = step.dispatch;
-            EXPECT_GT(static_cast<int64_t>(d.layer),
-                      last_sent.count(d.request) ? last_sent[d.request] : -1);
-            last_sent[d.request] = d.layer;
+            // A flow's parts in order: the next part of the same layer, or a later layer's first.
+            const auto [layer, done] =
+                last_sent.count(d.request) ? last_sent[d.request] : std::make_pair(-1L, 0UL);
+            if (static_cast<int64_t>(d.layer) == layer) {
+              EXPECT_EQ(d.offset, done);
+            } else {
+              EXPECT_GT(static_cast<int64_t>(d.layer), layer);
+              EXPECT_EQ(d.offset, 0u);
+            }
+            EXPECT_TRUE(options.part_bytes == 0 || d.bytes <= options.part_bytes);
+            last_sent[d.request] = {d.layer, d.offset + d.bytes};
             sent.push_back({now, d});
           } else if (step.kind == NextStep::Kind::kWait) {
             EXPECT_GT(step.wait_until, now);
@@ -539,6 +548,122 @@ TEST(Pacer, RandomOperationsNeverBreakTheCap) {
     // bucket makes up one payload of such lateness (LateDriverStillGetsEachFlowItsRate).
     ExpectWindowBound(sent, kCap, kMaxPayload, "total", 2);
   }
+}
+
+// A layer leaves in equal parts of at most part_bytes (1000 bytes at 300: four of 250), in order,
+// each with its offset; only the part that ends the layer is `last`; the next layer follows.
+TEST(Pacer, LayersLeaveInPartsInOrder) {
+  PacerOptions o{1e9, 1 << 20};
+  o.part_bytes = 300;
+  Pacer pacer(o);
+  ASSERT_TRUE(pacer.AddRequest(1, 1e6).ok());
+  ASSERT_TRUE(pacer.Enqueue(1, 0, 1000, Time{0}).ok());
+  ASSERT_TRUE(pacer.Enqueue(1, 3, 600, Time{0}).ok());
+  EXPECT_EQ(pacer.QueuedPayloads(1), 2u);
+  const std::vector<Sent> sent = Drain(pacer, Time{0});
+  struct Want {
+    uint32_t layer;
+    uint64_t offset, bytes;
+    bool last;
+  };
+  const std::vector<Want> want = {{0, 0, 250, false},  {0, 250, 250, false}, {0, 500, 250, false},
+                                  {0, 750, 250, true}, {3, 0, 300, false},   {3, 300, 300, true}};
+  ASSERT_EQ(sent.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    SCOPED_TRACE("part " + std::to_string(i));
+    EXPECT_EQ(sent[i].d.layer, want[i].layer);
+    EXPECT_EQ(sent[i].d.offset, want[i].offset);
+    EXPECT_EQ(sent[i].d.bytes, want[i].bytes);
+    EXPECT_EQ(sent[i].d.last, want[i].last);
+  }
+  EXPECT_EQ(pacer.DeliveredBytes(1), 1600u);
+  EXPECT_EQ(pacer.QueuedPayloads(1), 0u);
+  // Whole layers (part_bytes 0): one dispatch per layer, each its own last part.
+  Pacer whole(PacerOptions{1e9, 1 << 20});
+  ASSERT_TRUE(whole.AddRequest(1, 1e6).ok());
+  ASSERT_TRUE(whole.Enqueue(1, 0, 1000, Time{0}).ok());
+  const std::vector<Sent> one = Drain(whole, Time{0});
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].d.bytes, 1000u);
+  EXPECT_TRUE(one[0].d.last);
+}
+
+// Under the paper's protocol (rate from the first byte) a lone flow's layer l ends exactly at
+// (l + 1) * s / r, parts or not: parts change when a layer's bytes may leave, not its rate.
+// With the default start the first layer still leaves at once (the parts only one cap spacing
+// apart).
+TEST(Pacer, PartsKeepALoneFlowsSchedule) {
+  constexpr int64_t kStart = 1'000'000'000;  // far from 0: a fresh bucket is full
+  for (bool paced : {true, false}) {
+    SCOPED_TRACE(paced ? "paced first layer" : "default start");
+    PacerOptions o{1e9, 1 << 20};
+    o.pace_first_payload = paced;
+    o.part_bytes = 300;
+    Pacer pacer(o);
+    ASSERT_TRUE(pacer.AddRequest(1, 1e6).ok());  // 1000 bytes per 1 ms
+    for (uint32_t l = 0; l < 4; ++l) {
+      ASSERT_TRUE(pacer.Enqueue(1, l, 1000, Time{kStart}).ok());
+    }
+    std::vector<Time> layer_end;
+    for (const Sent& s : Drain(pacer, Time{kStart})) {
+      if (s.d.last) {
+        layer_end.push_back(s.at);
+      }
+    }
+    ASSERT_EQ(layer_end.size(), 4u);
+    if (paced) {
+      for (size_t l = 0; l < 4; ++l) {
+        EXPECT_EQ(layer_end[l], Time{kStart + 1'000'000 * static_cast<int64_t>(l + 1)}) << l;
+      }
+    } else {
+      EXPECT_LE(layer_end[0], Time{kStart + 1'000});  // four parts, 250 ns apart at B
+      // From then on the rate holds: the last layer no earlier than its fluid time less the two
+      // layers the bucket holds.
+      EXPECT_GE(layer_end[3], Time{kStart + 2'000'000 - 300'000});
+    }
+  }
+}
+
+// The longest any of flow y's layers ends after its fluid time ((l + 1) * s / r from the start,
+// under the paced start), when y shares the cap with flow x, whose layers are 90 times larger.
+Time LongestLateness(uint64_t part_bytes) {
+  constexpr int64_t kStart = 1'000'000'000;
+  constexpr double kCap = 1e9;               // 1 GB/s
+  constexpr uint64_t kBigLayer = 9'000'000;  // x at 0.9 GB/s: 10 ms per layer
+  constexpr uint64_t kSmallLayer = 100'000;  // y at 0.1 GB/s: 1 ms per layer
+  PacerOptions o{kCap, part_bytes == 0 ? uint64_t{64} << 10 : part_bytes};
+  o.pace_first_payload = true;
+  o.part_bytes = part_bytes;
+  Pacer pacer(o);
+  EXPECT_TRUE(pacer.AddRequest(1, 0.9e9).ok());
+  EXPECT_TRUE(pacer.AddRequest(2, 0.1e9).ok());
+  for (uint32_t l = 0; l < 5; ++l) {
+    EXPECT_TRUE(pacer.Enqueue(1, l, kBigLayer, Time{kStart}).ok());
+  }
+  for (uint32_t l = 0; l < 50; ++l) {
+    EXPECT_TRUE(pacer.Enqueue(2, l, kSmallLayer, Time{kStart}).ok());
+  }
+  Time longest{0};
+  for (const Sent& s : Drain(pacer, Time{kStart})) {
+    if (s.d.request == 2 && s.d.last) {
+      const Time fluid{kStart + 1'000'000 * static_cast<int64_t>(s.d.layer + 1)};
+      EXPECT_GE(s.at, fluid) << "layer " << s.d.layer << " ahead of its rate";
+      longest = std::max(longest, s.at - fluid);
+    }
+  }
+  return longest;
+}
+
+// Issue 34: with whole layers, y's layer can wait behind x's whole 9 MB layer in the cap's bucket
+// (9 ms at 1 GB/s). In 64 KiB parts with a quantum of one part the wait is bounded by the part at
+// y's rate (DRR credits y a tenth of a part per visit while x, also due, takes its turns; 655 µs)
+// plus one part at B (66 µs), and y's layers still end no earlier than its rate allows.
+TEST(Pacer, PartsBoundTheWaitBehindAnotherFlowsLayer) {
+  constexpr uint64_t kPart = 64 << 10;
+  const Time part_at_cap{kPart};          // ns: 1 byte per ns at 1 GB/s
+  const Time part_at_y_rate{kPart * 10};  // y runs at 0.1 GB/s
+  EXPECT_LE(LongestLateness(kPart), part_at_y_rate + part_at_cap + Time{2});
+  EXPECT_GE(LongestLateness(0), Time{1'000'000});  // whole layers: at least 1 ms late
 }
 
 TEST(Pacer, RejectsBadCalls) {

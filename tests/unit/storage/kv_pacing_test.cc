@@ -249,6 +249,69 @@ TEST_F(KvPacingTest, ConcurrentLayerwiseRequestsNeverExceedTheCapOverAnyWindow) 
   }
 }
 
+// Issue 34: layers paced in parts. One request of 160 KB layers at the whole cap (1e8 bytes/s,
+// rate held from the first byte), written through 64 KiB staging buffers: each write leaves
+// exactly when the parts dispatched cover it, t0 + ceil(bytes written through it / part) * part /
+// rate (16,000-byte parts: 160 µs each), so a layer's first writes go before its last part; with
+// whole layers every write of layer l waits for the whole layer, t0 + (l + 1) * 1.6 ms. Either way
+// each layer is announced once, in order, after its last write.
+TEST_F(KvPacingTest, WritesLeaveWhenTheirPartsAreDispatched) {
+  constexpr uint64_t kLayerBytes = 160'000;  // 8 chunks x 20,000
+  constexpr int64_t kStart = 1'000'000;
+  constexpr double kRate = 1e8;
+  constexpr int64_t kNsPerByte = 10;  // at kRate
+  for (uint64_t part : {uint64_t{16'000}, uint64_t{0}}) {
+    SCOPED_TRACE(part == 0 ? "whole layers" : "16,000-byte parts");
+    sched::ManualClock clock(Time{kStart});
+    kv::PacingOptions po;
+    po.scheduler.cap_gbps = sched::BytesPerSecToGbps(kRate);
+    po.scheduler.policy = sched::Policy::kEqual;  // alone: the whole cap
+    po.scheduler.pace_first_layer = true;
+    po.scheduler.pace_part_bytes = part;
+    po.scheduler.drr_quantum_bytes = 16 << 10;
+    auto service = kv::PacingService::Create(po, clock, kLayerwiseAlways);
+    ASSERT_TRUE(service.has_value()) << service.error();
+    EventLog log;
+    Running run;
+    run.d = Stored({8, 4, 20'000, StoredLayout::kL2TD}, 700 + part, 100);
+    auto plan = kv::PlanRequest(source(), kBucket, run.d, kLayerwiseAlways);
+    ASSERT_TRUE(plan.has_value()) << plan.error();
+    run.plan = std::move(*plan);
+    run.sink = std::make_unique<RecordingSink>(clock, log);
+    auto pacer = (*service)->ForPlan(run.d, run.plan.plan);
+    ASSERT_TRUE(pacer.has_value() && *pacer != nullptr);
+    run.pacer = std::move(*pacer);
+    run.thread = std::thread([this, &run] {
+      kv::AssembleOptions o;
+      o.dense = true;
+      o.pacer = run.pacer.get();
+      auto report =
+          kv::Assemble(source(), kBucket, run.d, run.plan, *run.sink, o, kv::Clock::now());
+      run.result = report.status();
+      run.pacer.reset();
+    });
+    Drive(**service, clock);
+    run.thread.join();
+    ASSERT_TRUE(run.result.ok()) << run.result;
+    EXPECT_EQ(run.sink->layers(), (std::vector<uint32_t>{0, 1, 2, 3}));
+    const uint64_t unit = part == 0 ? kLayerBytes : part;
+    const std::vector<Event> writes = log.Sorted();
+    ASSERT_GT(writes.size(), 4u);  // several writes per layer
+    uint64_t written = 0;
+    bool before_layer_end = false;
+    for (const Event& e : writes) {
+      written += e.bytes;
+      const uint64_t units = (written + unit - 1) / unit;
+      const int64_t due_ns = static_cast<int64_t>(units * unit) * kNsPerByte;
+      EXPECT_EQ(e.at, Time{kStart + due_ns}) << "write ending at byte " << written;
+      const uint64_t layer_end = (written + kLayerBytes - 1) / kLayerBytes * kLayerBytes;
+      before_layer_end |= e.at < Time{kStart + static_cast<int64_t>(layer_end) * kNsPerByte};
+    }
+    EXPECT_EQ(written, 4 * kLayerBytes);
+    EXPECT_EQ(before_layer_end, part != 0);
+  }
+}
+
 TEST_F(KvPacingTest, CancelledRequestReleasesItsShareToTheOthers) {
   for (bool work_conserving : {false, true}) {
     SCOPED_TRACE(work_conserving ? "work-conserving" : "epochs");

@@ -3,21 +3,28 @@
 // Scheduler; issue 6, "The pacer").
 //
 // Each request is a flow with a FIFO of layer payloads and a token bucket at its assigned rate,
-// kept in its "ready time" form: a payload of p bytes is due at max(ready, the time it was queued),
-// and after it leaves the flow may send again p / rate later. Time the flow then waited for the
-// cap's bucket (other flows' payloads going first) is the pacer's doing and is made up in full;
-// other lateness (a late caller, a payload queued after its ready time) is made up by one payload,
-// as if the bucket were two payloads deep. So a backlogged flow gets its rate even when the rates
-// sum to B and other flows' payloads are larger than its own
+// kept in its "ready time" form. A layer leaves in parts of at most `part_bytes`
+// (docs/decisions/pacer-sub-layer-parts.md): a part of p bytes is due at max(ready, the time its
+// layer was queued), and after it leaves the flow may send again p / rate later. Time the flow
+// then waited for the cap's bucket (other flows' parts going first) is the pacer's doing and is
+// made up in full; other lateness (a late caller, a layer queued after its ready time) is made up
+// by up to one layer, as if the bucket were two layers deep. So a backlogged flow gets its rate
+// even when the rates sum to B and other flows' layers are larger than its own
 // (docs/decisions/pacer-two-payload-flow-buckets.md and docs/decisions/pacer-waits-for-the-cap.md);
-// from its first dispatch to any later one it sends at most rate * elapsed + two payloads. A second
+// from its first dispatch to any later one it sends at most rate * elapsed + two layers. A second
 // bucket at the cap B spans every flow, so over ANY window [a, b] the bytes dispatched are at most
-// B * (b - a) + one payload when the caller comes back when told: the k-th payload in the window
-// leaves no earlier than a + (bytes of the previous k-1) / B. A caller that comes back late gets
-// one payload of that lateness made up (B * (b - a) + two payloads). Among flows whose buckets
-// allow a payload, weighted deficit round robin (quantum proportional to the flow's rate) picks the
-// next one, in closed form so one call costs O(flows) however small a quantum is. A flow's payloads
-// leave in the order enqueued, and layers must be enqueued in increasing order.
+// B * (b - a) + one part when the caller comes back when told: the k-th part in the window leaves
+// no earlier than a + (bytes of the previous k-1) / B. A caller that comes back late gets up to one
+// layer of that lateness made up (B * (b - a) + one part + one layer). Because the cap's bucket is
+// charged part by part, a flow whose part is due never waits behind another flow's whole layer:
+// with a DRR quantum of one part it waits at most about part / rate (DRR credits it quantum *
+// rate / B per visit) plus a part at B (pacer_test PartsBoundTheWaitBehindAnotherFlowsLayer).
+// Among flows whose buckets
+// allow a part, weighted deficit round robin (quantum proportional to the flow's rate) picks the
+// next one, in closed form so one call costs O(flows) however small a quantum is. A flow's parts
+// leave in order (offset within the layer, then layer), layers must be enqueued in increasing
+// order, and the part that ends a layer says so (Dispatch::last), so per-layer notifications built
+// on dispatches stay in layer order.
 //
 // Time is injected: every call takes `now` (a Time read from a Clock), so tests drive the pacer
 // with a ManualClock and check bytes, never wall-clock time. Thread safety: Pacer is not
@@ -80,16 +87,25 @@ struct PacerOptions {
   // leaves at once, as from a full bucket; every request's layer 0 is on its critical path.
   // Default: false
   bool pace_first_payload = false;
+  // Largest part of a layer paced as one unit: a layer of s bytes leaves as ceil(s / part_bytes)
+  // parts of equal size (within a byte), each charged to both buckets on its own, so another flow's
+  // wait for the cap is bounded by part_bytes / B instead of a whole layer's s / B. 0 paces whole
+  // layers. Default: 0
+  uint64_t part_bytes = 0;
 
   // kInvalidArgument if the cap is negative or not finite, or the quantum is 0.
   Status Validate() const;
 };
 
-// One layer payload handed to a delivery thread.
+// One part of a layer payload handed to a delivery thread: bytes [offset, offset + bytes) of the
+// layer may leave now. With PacerOptions::part_bytes == 0 every dispatch is a whole layer
+// (offset 0, last true).
 struct Dispatch {
   uint64_t request = 0;
   uint32_t layer = 0;
   uint64_t bytes = 0;
+  uint64_t offset = 0;  // bytes of this layer dispatched before this part
+  bool last = true;     // this part ends the layer
 };
 
 // What a delivery thread should do next.
@@ -123,20 +139,21 @@ class Pacer {
   // no catch-up; under pace_first_payload one parked before its first byte owes that payload's
   // spacing afresh). kNotFound if absent; kInvalidArgument as for AddRequest.
   Status SetRate(uint64_t request, double rate, Time now);
-  // Queues one layer payload at `now`. kNotFound if the request is absent; kInvalidArgument if
+  // Queues one layer payload of `bytes` at `now`; it leaves in parts (PacerOptions::part_bytes).
+  // kNotFound if the request is absent; kInvalidArgument if
   // bytes == 0 or `layer` is not greater than the request's previous layer.
   Status Enqueue(uint64_t request, uint32_t layer, uint64_t bytes, Time now);
   // Drops the flow and its queued payloads (cancel, failure or completion). No-op if absent.
   void Remove(uint64_t request);
 
-  // The next payload to send at `now`, or how long to wait. A kDispatch result is committed: its
+  // The next part to send at `now`, or how long to wait. A kDispatch result is committed: its
   // bytes count as delivered and against both buckets.
   NextStep Next(Time now);
 
   bool Has(uint64_t request) const { return flows_.count(request) != 0; }
   // Bytes of `request` dispatched so far; 0 if absent.
   uint64_t DeliveredBytes(uint64_t request) const;
-  // Payloads of `request` waiting; 0 if absent.
+  // Layer payloads of `request` not wholly dispatched (a layer partly sent counts); 0 if absent.
   uint64_t QueuedPayloads(uint64_t request) const;
   // True if any flow has a payload waiting.
   bool HasQueued() const { return !ring_.empty(); }
@@ -146,8 +163,10 @@ class Pacer {
  private:
   struct Payload {
     uint32_t layer;
-    uint64_t bytes;
-    Time enqueued;  // a payload is not due before it is queued
+    uint64_t bytes;       // the whole layer
+    uint64_t sent;        // bytes of it dispatched so far (its next part starts here)
+    uint64_t parts_sent;  // parts of it dispatched so far
+    Time enqueued;        // a payload is not due before it is queued
   };
   struct Flow {
     uint64_t id = 0;
@@ -171,6 +190,10 @@ class Pacer {
   };
 
   bool Eligible(const Flow& f, Time now) const { return f.rate > 0 && f.ready <= now; }
+  // Bytes of the next part of `p`. A layer of s bytes leaves as k = ceil(s / part_bytes) parts of
+  // equal size (s / k, the first s % k of them one byte more): a part leaves one spacing of the
+  // part before it after that part, so equal parts keep a paced layer's end at its fluid time.
+  uint64_t PartBytes(const Payload& p) const;
   // pace_first_payload: once a flow that has sent nothing has both a rate and a payload, its first
   // payload is due one spacing after `now`.
   void PaceFirstPayload(Flow& f, Time now) const;

@@ -254,14 +254,22 @@ class ChunkSource {
   uint64_t peek_end_ = 0;
 };
 
-// The scheduler's seam in layerwise delivery: called before the first write of each layer
-// with that layer's bytes; it may block to pace the request, or fail it (the error ends the
-// request and reaches the client). GetLayers uses kv::RequestPacer (src/kv/pacing.h) for
+// The scheduler's seam in layerwise delivery: BeforeLayer is called before the first write of
+// each layer with that layer's bytes, then BeforeBytes before each write of that layer with the
+// write's bytes; either may block to pace the request, or fail it (the error ends the request and
+// reaches the client). A pacer that lets whole layers go needs only BeforeLayer; one that paces
+// parts of a layer (docs/decisions/pacer-sub-layer-parts.md) holds each write in BeforeBytes
+// until its bytes are dispatched. GetLayers uses kv::RequestPacer (src/kv/pacing.h) for
 // layerwise requests when KvOptions::scheduler is set.
 class LayerPacer {
  public:
   virtual ~LayerPacer() = default;
   virtual Status BeforeLayer(uint32_t layer, uint64_t bytes) = 0;
+  // Before `bytes` more of the layer last named by BeforeLayer are written. Default: no wait.
+  virtual Status BeforeBytes(uint64_t bytes) {
+    (void)bytes;
+    return Status::Ok();
+  }
   // The rate this request was assigned, Gbps (reported in KvGetReport).
   virtual double assigned_rate_gbps() const = 0;
 };
