@@ -22,7 +22,8 @@ Benchmarks:
           (half of them stored) in a loop for --seconds, through one connector and one
           stand-in: p50 / p99 ms from submit to the routed result (target p50 <= 2 ms).
 
-    bench/lmcache_bench.py --build build/release [--out PREFIX] [--quick]
+    bench/lmcache_bench.py --build build/release [--out PREFIX] [--profile full|reduced|smallest]
+                           [--quick] [--sizes B,...] [--conc K,...] [--repeat R] [--seconds S]
 
 Writes PREFIX.json (also printed) and PREFIX.png (default bench/results/<date>/lmcache).
 """
@@ -205,47 +206,91 @@ def plot(result, path):
     fig.savefig(path)
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
-    ap.add_argument("--out", default=None)
-    ap.add_argument("--quick", action="store_true", help="two sizes, fewer repeats")
-    ap.add_argument("--sizes", default=None, help="chunk sizes in bytes, comma-separated")
-    ap.add_argument("--conc", default=",".join(map(str, CONC)))
-    ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--callers", type=int, default=16)
-    ap.add_argument("--exists-keys", type=int, default=64)
-    ap.add_argument("--seconds", type=float, default=5.0)
-    a = ap.parse_args(argv)
-    sizes = [int(x) for x in a.sizes.split(",")] if a.sizes else SIZES
-    if a.quick:
-        sizes, a.repeat, a.seconds = sizes[:1] + sizes[-1:], 3, 2.0
-    conc = [int(x) for x in a.conc.split(",")]
-    build = os.path.abspath(a.build)
-    sys.path.insert(0, os.path.join(build, "python"))
+# Per bench/run-all profile (experiment 12): chunk sizes, per-key concurrencies, batches.
+PROFILES = {
+    "smallest": {"sizes": [64 << 10], "conc": [8], "repeat": 1, "callers": 16,
+                 "exists_keys": 64, "seconds": 1.0},
+    "reduced": {"sizes": [16 << 10, 64 << 10, 256 << 10], "conc": [8, 64], "repeat": 5,
+                "callers": 16, "exists_keys": 64, "seconds": 3.0},
+    "full": {"sizes": SIZES, "conc": CONC, "repeat": 9, "callers": 16, "exists_keys": 64,
+             "seconds": 10.0},
+}
+PLANNED_S = {"smallest": 10, "reduced": 40, "full": 120}
+
+
+def run(cfg, build):
+    """Both benchmarks against a fresh `objectcache serve`; the result document."""
+    build = os.path.abspath(build)
+    if os.path.join(build, "python") not in sys.path:
+        sys.path.insert(0, os.path.join(build, "python"))
     import objectcache as oc
     import objectcache.integrations.lmcache as lmc
     import lmcache_standin
-    out = a.out or os.path.join(HERE, "results", datetime.date.today().isoformat(), "lmcache")
-    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="oc-lmcache-bench-")
     proc, endpoint = start_server(build, tmp)
     try:
         oc.Client(endpoint, ACCESS, SECRET).create_bucket(BUCKET)
-        result = {"benchmark": "lmcache_bench", "machine": common.machine(),
-                  "load_start": common.load_average(),
+        result = {"benchmark": "lmcache_bench", "config": cfg,
+                  "commands": [f"bench/lmcache_bench.py --build {build} (in process, against "
+                               "objectcache serve on a free port)"],
                   "targets": {"get_ratio_min": 5.0, "exists_p50_ms_max": 2.0},
-                  "get": [bench_get(oc, lmc, lmcache_standin, endpoint, s, a.repeat, conc)
-                          for s in sizes],
-                  "exists": bench_exists(lmc, lmcache_standin, endpoint, a.callers,
-                                         a.exists_keys, a.seconds),
-                  "load_end": common.load_average()}
+                  "get": [bench_get(oc, lmc, lmcache_standin, endpoint, s, cfg["repeat"],
+                                    cfg["conc"]) for s in cfg["sizes"]],
+                  "exists": bench_exists(lmc, lmcache_standin, endpoint, cfg["callers"],
+                                         cfg["exists_keys"], cfg["seconds"])}
     finally:
         proc.terminate()
         proc.wait(30)
         shutil.rmtree(tmp, ignore_errors=True)
     result["met"] = {"get_ratio": all(r["ratio"] >= 5.0 for r in result["get"]),
                      "exists_p50": result["exists"]["p50_ms"] <= 2.0}
+    return result
+
+
+def markdown(e):
+    """Report text and one-line finding (bench/run-all's experiment 12)."""
+    lines = ["| chunk | plugin ms | per-key ms (best of conc) | ratio | plugin GB/s |",
+             "| --- | --- | --- | --- | --- |"]
+    for r in e["get"]:
+        lines.append(f"| {r['chunk_bytes'] // 1024} KiB x {r['chunks']} | {r['plugin_ms']:.2f} "
+                     f"| {min(r['per_key_ms'].values()):.2f} (conc {r['per_key_best_conc']}) "
+                     f"| {r['ratio']:.1f}x | {r['plugin_gbps']:.2f} |")
+    x = e["exists"]
+    lines += ["", f"Batch exists, {x['callers']} callers x {x['keys_per_batch']} keys: p50 "
+              f"{x['p50_ms']:.2f} ms, p99 {x['p99_ms']:.2f} ms, {x['batches_per_s']:.0f} "
+              "batches/s."]
+    ratios = ", ".join(f"{r['chunk_bytes'] // 1024} KiB {r['ratio']:.1f}x" for r in e["get"])
+    finding = (f"Batch get through the plugin vs one GET per key: {ratios} (target >= 5x: "
+               f"{'met' if e['met']['get_ratio'] else 'not met'}); exists p50 "
+               f"{x['p50_ms']:.2f} ms (target <= 2 ms: "
+               f"{'met' if e['met']['exists_p50'] else 'not met'}).")
+    return "\n".join(lines), finding
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--profile", choices=sorted(PROFILES), default="full")
+    ap.add_argument("--quick", action="store_true", help="the smallest profile")
+    ap.add_argument("--sizes", default=None, help="chunk sizes in bytes, comma-separated")
+    ap.add_argument("--conc", default=None, help="per-key concurrencies, comma-separated")
+    ap.add_argument("--repeat", type=int, default=None)
+    ap.add_argument("--seconds", type=float, default=None, help="of the exists loop")
+    a = ap.parse_args(argv)
+    cfg = dict(PROFILES["smallest" if a.quick else a.profile])
+    if a.sizes:
+        cfg["sizes"] = [int(x) for x in a.sizes.split(",")]
+    if a.conc:
+        cfg["conc"] = [int(x) for x in a.conc.split(",")]
+    if a.repeat:
+        cfg["repeat"] = a.repeat
+    if a.seconds:
+        cfg["seconds"] = a.seconds
+    out = a.out or os.path.join(HERE, "results", datetime.date.today().isoformat(), "lmcache")
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+    result = dict(run(cfg, a.build), machine=common.machine(),
+                  load_average=common.load_average())
     with open(out + ".json", "w") as f:
         json.dump(result, f, indent=1)
     plot(result, out + ".png")
