@@ -98,10 +98,9 @@ class PyL2Connector {
   py::dict Stats() const {
     const lmcache::Stats s = engine_->stats();
     py::dict out;
-    for (const auto& [name, op] : {std::pair<const char*, const lmcache::OpStats*>{"get", &s.get},
-                                   {"set", &s.set},
-                                   {"exists", &s.exists},
-                                   {"delete", &s.del}}) {
+    const std::pair<const char*, const lmcache::OpStats*> ops[] = {
+        {"get", &s.get}, {"set", &s.set}, {"exists", &s.exists}, {"delete", &s.del}};
+    for (const auto& [name, op] : ops) {
       py::dict d;
       d["batches"] = op->batches;
       d["keys"] = op->keys;
