@@ -147,6 +147,19 @@ def test_256_chunks_of_unequal_sizes_round_trip_byte_exact(standin, gateway):
     assert stats["get"]["last_seconds"] == standin.connector.last_load_seconds
 
 
+def test_ctypes_byte_arrays_as_the_wrapper_passes_them(standin):
+    """LMCache hands over MemoryObj.byte_array: a memoryview of a ctypes c_ubyte array."""
+    import ctypes
+    sizes = [4096, 777, 4096]
+    keys = lm_keys(3, "ct")
+    data = payloads(sizes, 6)
+    src = [(ctypes.c_ubyte * n).from_buffer_copy(d.tobytes()) for n, d in zip(sizes, data)]
+    assert standin.store(keys, [memoryview(a) for a in src]) is True
+    dst = [(ctypes.c_ubyte * n)() for n in sizes]
+    assert standin.load(keys, [memoryview(a) for a in dst]) == [True] * 3
+    assert [bytes(a) for a in dst] == [d.tobytes() for d in data]
+
+
 def test_exists_reports_partial_hits_per_key(standin):
     keys = lm_keys(40, "ex")
     stored = [j for j in range(40) if j % 3 != 1]  # the first key present, gaps after
