@@ -345,9 +345,9 @@ def test_gateway_killed_mid_batch_gives_failures_not_hits():
     srv.start()
     s = None
     try:
-        srv.boto3().create_bucket(Bucket="kv")
+        srv.boto3().create_bucket(Bucket="lmkv")
         s = NativeConnectorStandIn(load_connector(
-            dict(adapter_params(srv, "kv"), timeout=10, workers=2)))
+            dict(adapter_params(srv, "lmkv"), timeout=10, workers=2)))
         sizes = [1 << 20] * 256
         keys = lm_keys(256, "kill")
         data = payloads(sizes, 9)
