@@ -1,4 +1,4 @@
-"""The experiments of issue 7 (1-8), issue 15 (9) and issue 16 (10, 11), each a function of (ctx)
+"""The experiments of issue 7 (1-8), issue 15 (9), issue 16 (10, 11) and issue 32 (12), each a function of (ctx)
 returning a dict that becomes <id>.json: the configuration, the exact commands, the rows
 measured and notes on what the tool could not provide. Sizes per profile (smallest / reduced /
 full) are in PROFILES."""
@@ -27,6 +27,7 @@ def bench_module(name):
 RVR = bench_module("rados_vs_rgw")  # experiment 9: its profiles and the comparison itself
 WB = bench_module("write_bench")  # experiment 10: the write path, likewise
 SB = bench_module("scaling_bench")  # experiment 11: scaling with the server's cores
+LB = bench_module("lmcache_bench")  # experiment 12: the LMCache L2 connector (issue 32)
 
 # Experiment 4's server variants, each a restart on the same data measuring the UCX descriptor
 # GET only: (label, [kv] layerwise_threshold, data_plane_staging_buffers,
@@ -55,6 +56,7 @@ PROFILES = {
         "rados_vs_rgw": RVR.PROFILES["smallest"],
         "write_bench": WB.PROFILES["smallest"],
         "scaling": SB.PROFILES["smallest"],
+        "lmcache": LB.PROFILES["smallest"],
     },
     "reduced": {
         "storage": {"sizes": [64 * KiB, 256 * KiB, MiB, 4 * MiB], "threads": [8, 32],
@@ -71,6 +73,7 @@ PROFILES = {
         "rados_vs_rgw": RVR.PROFILES["reduced"],
         "write_bench": WB.PROFILES["reduced"],
         "scaling": SB.PROFILES["reduced"],
+        "lmcache": LB.PROFILES["reduced"],
     },
     "full": {
         "storage": {"sizes": [64 * KiB, 256 * KiB, MiB, 4 * MiB], "threads": [8, 32],
@@ -88,6 +91,7 @@ PROFILES = {
         "rados_vs_rgw": RVR.PROFILES["full"],
         "write_bench": WB.PROFILES["full"],
         "scaling": SB.PROFILES["full"],
+        "lmcache": LB.PROFILES["full"],
     },
 }
 
@@ -95,13 +99,16 @@ PROFILES = {
 PLANNED = {
     "smallest": {"storage": 5, "transport": 15, "overhead": 8, "aggregation": 10, "ttft": 30,
                  "rados_vs_rgw": RVR.PLANNED_S["smallest"],
-                 "write_bench": WB.PLANNED_S["smallest"], "scaling": SB.planned_s("smallest")},
+                 "write_bench": WB.PLANNED_S["smallest"], "scaling": SB.planned_s("smallest"),
+                 "lmcache": LB.PLANNED_S["smallest"]},
     "reduced": {"storage": 140, "transport": 90, "overhead": 40, "aggregation": 240,
                 "ttft": 980, "rados_vs_rgw": RVR.PLANNED_S["reduced"],
-                "write_bench": WB.PLANNED_S["reduced"], "scaling": SB.planned_s("reduced")},
+                "write_bench": WB.PLANNED_S["reduced"], "scaling": SB.planned_s("reduced"),
+                "lmcache": LB.PLANNED_S["reduced"]},
     "full": {"storage": 400, "transport": 600, "overhead": 200, "aggregation": 1800,
              "ttft": 1800, "rados_vs_rgw": RVR.PLANNED_S["full"],
-             "write_bench": WB.PLANNED_S["full"], "scaling": SB.planned_s("full")},
+             "write_bench": WB.PLANNED_S["full"], "scaling": SB.planned_s("full"),
+             "lmcache": LB.PLANNED_S["full"]},
 }
 
 
@@ -512,3 +519,11 @@ def scaling(ctx):
                               ctx["progress"], tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+# --- 12. the LMCache L2 connector ----------------------------------------------------------
+
+def lmcache(ctx):
+    """bench/lmcache_bench.py: a batch get of 256 chunks through the native_plugin connector
+    against one GET per key (LMCache's S3 adapter's way), and batch exists under 16 callers."""
+    return LB.run(ctx["config"]["lmcache"], ctx["build_dir"])

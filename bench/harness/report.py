@@ -353,6 +353,18 @@ def scaling_section(e, out_dir):
     return text, finding, [os.path.basename(png)]
 
 
+# --- 12 --------------------------------------------------------------------------------------
+
+def lmcache_section(e, out_dir):
+    import experiments
+    if not e.get("get"):
+        return "No rows were measured.", "The experiment did not measure anything.", []
+    text, finding = experiments.LB.markdown(e)
+    png = os.path.join(out_dir, "12-lmcache.png")
+    experiments.LB.plot(e, png)
+    return text, finding, [os.path.basename(png)]
+
+
 SECTIONS = [
     ("1-storage", "1. Storage baseline", storage_section),
     ("2-transport", "2. S3 transport baseline", transport_section),
@@ -366,6 +378,7 @@ SECTIONS = [
     ("10-write-bench", "10. Write path: PUTs, server CPU, write amplification",
      write_bench_section),
     ("11-scaling", "11. Scaling with the server's cores", scaling_section),
+    ("12-lmcache", "12. LMCache L2 connector: batch get and exists", lmcache_section),
 ]
 
 

@@ -376,3 +376,49 @@ Result<LayerHandle> Client::GetLayersHttp(std::string_view bucket, Descriptor d,
 }
 
 }  // namespace oc::client
+
+namespace oc::client {
+
+Result<uint64_t> Client::GetChunksInto(std::string_view bucket, Descriptor d,
+                                       std::span<const MutableByteSpan> outs) {
+  d.target.reset();
+  d.if_none_match = false;
+  d.delivery = DeliveryOrder::kChunkMajor;  // chunk j is one run: [j·L·S, (j+1)·L·S)
+  OC_RETURN_IF_ERROR(descriptor::Validate(d, descriptor::Limits{}));
+  const uint64_t n = d.num_chunks();
+  const uint64_t chunk_bytes = uint64_t{d.num_layers} * d.layer_bytes;  // <= N·L·S, validated
+  if (outs.size() != n) {
+    return Status::InvalidArgument("outs", fmt::format("{} buffers for {} chunks", outs.size(), n));
+  }
+  for (uint64_t j = 0; j < n; ++j) {
+    if (outs[j].size() != chunk_bytes) {
+      return Status::InvalidArgument("outs", fmt::format("buffer {} has {} bytes, a chunk {}", j,
+                                                         outs[j].size(), chunk_bytes));
+    }
+  }
+  Impl::Exchange ex;
+  OC_ASSIGN_OR_RETURN(LayersResult r,
+                      SendDescriptorGet(*impl_, bucket, impl_->BuildDescriptorRequest(d), &ex));
+  const uint64_t m = r.summary.matched_chunks;
+  // The body must be exactly the M matched chunks (dense): anything else is not our answer.
+  if (m > n || !ex.head.content_length || *ex.head.content_length != m * chunk_bytes) {
+    return Status::Corruption(fmt::format("answer of {} bytes for {} matched chunks of {} bytes",
+                                          ex.head.content_length.value_or(0), m, chunk_bytes));
+  }
+  for (uint64_t j = 0; j < m; ++j) {
+    uint64_t got = 0;
+    while (got < chunk_bytes) {
+      const uint64_t want = std::min(chunk_bytes - got, kBodyPieceBytes);
+      OC_ASSIGN_OR_RETURN(uint64_t n_read, ex.conn->ReadBody(outs[j].subspan(got, want)));
+      if (n_read == 0) {
+        return Status::Unavailable(
+            fmt::format("body ended in chunk {} of {} ({} of {} bytes)", j, m, got, chunk_bytes));
+      }
+      got += n_read;
+    }
+  }
+  OC_RETURN_IF_ERROR(Drain(*ex.conn));
+  return m;
+}
+
+}  // namespace oc::client

@@ -224,4 +224,7 @@ PutReport PutChunks(client::Client& cl, const std::string& bucket, const descrip
 // methods that start them.
 void BindTransfers(py::module_& m, py::class_<PyClient>& client);
 
+// lmcache_binding.cc: ObjectCacheL2Connector, LMCache's native_plugin L2 connector.
+void BindLMCache(py::module_& m);
+
 }  // namespace oc::python

@@ -503,6 +503,7 @@ PYBIND11_MODULE(_native, m) {
       py::arg("limit") = UINT64_MAX);
 
   BindTransfers(m, client);
+  BindLMCache(m);
 }
 
 }  // namespace oc::python

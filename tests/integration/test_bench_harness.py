@@ -18,7 +18,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STEMS = ["1-storage", "2-transport", "3-overhead", "4-aggregation", "5-ttft-e2e",
          "6-ttft-bandwidth", "7-ttft-scheduling", "8-ttft-model", "9-rados-vs-rgw",
-         "10-write-bench", "11-scaling"]
+         "10-write-bench", "11-scaling", "12-lmcache"]
 BENCHES = ["storage_bench", "data_plane_bench", "objectcache_bench", "ttft_emulator",
            "prefix_clients_bench"]
 
@@ -72,6 +72,7 @@ def test_run_all_smallest(tmp_path):
     check_rados_vs_rgw(docs["9-rados-vs-rgw"])
     check_write_bench(docs["10-write-bench"])
     check_scaling(docs["11-scaling"])
+    check_lmcache(docs["12-lmcache"])
 
     report = (out / "report.md").read_text()
     for title in ("1. Storage baseline", "2. S3 transport baseline", "3. Per-request overhead",
@@ -79,7 +80,8 @@ def test_run_all_smallest(tmp_path):
                   "7. Scheduling under shared caps", "8. TTFT model",
                   "9. ObjectCache on RADOS vs Ceph RGW",
                   "10. Write path: PUTs, server CPU, write amplification",
-                  "11. Scaling with the server's cores"):
+                  "11. Scaling with the server's cores",
+                  "12. LMCache L2 connector: batch get and exists"):
         assert f"## {title}" in report
     assert report.count("**Finding.**") == len(STEMS)
     assert "load average at start" in report and "RocksDB" in report and "UCX" in report
@@ -87,6 +89,14 @@ def test_run_all_smallest(tmp_path):
         if line.startswith("!["):
             png = line.rsplit("](", 1)[1].rstrip(")")
             assert (out / png).stat().st_size > 0, png
+
+
+def check_lmcache(e):
+    """Experiment 12 loaded 256 chunks both ways at every configured size and timed exists."""
+    assert [r["chunk_bytes"] for r in e["get"]] == e["config"]["sizes"]
+    assert all(r["plugin_ms"] > 0 and r["ratio"] > 0 and r["chunks"] == 256 for r in e["get"])
+    x = e["exists"]
+    assert x["callers"] == 16 and x["batches"] > 0 and x["p99_ms"] >= x["p50_ms"] > 0
 
 
 def check_scaling(e):

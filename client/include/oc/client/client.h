@@ -35,6 +35,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -192,6 +193,15 @@ class Client {
   // layer by layer with the same notifications. REQUIRES: `out` outlives the handle.
   Result<LayerHandle> GetLayersHttp(std::string_view bucket, descriptor::Descriptor d,
                                     MutableByteSpan out, LayerCallback on_layer = {});
+  // Descriptor GET of whole chunk objects into separate caller buffers, on the calling thread
+  // (an adapter's own worker; LMCache's connector gives one buffer per key): the body is read
+  // chunk-major (d.delivery is ignored) and chunk j's L·S bytes, its slices in kv_l2td order,
+  // land in outs[j], with no staging copy. Returns M, the matched leading chunks; outs[j] for
+  // j >= M is untouched. kInvalidArgument (field "outs") unless there is one span per chunk,
+  // each exactly L·S bytes; answer errors as GetLayersHttp; a body cut short is kUnavailable
+  // (spans before the cut may hold their bytes, but no M is returned: callers count nothing).
+  Result<uint64_t> GetChunksInto(std::string_view bucket, descriptor::Descriptor d,
+                                 std::span<const MutableByteSpan> outs);
 
   struct Impl;
 

@@ -1,0 +1,1 @@
+"""Adapters that plug ObjectCache into serving frameworks (docs/integrations.md)."""
