@@ -28,6 +28,7 @@ RVR = bench_module("rados_vs_rgw")  # experiment 9: its profiles and the compari
 WB = bench_module("write_bench")  # experiment 10: the write path, likewise
 SB = bench_module("scaling_bench")  # experiment 11: scaling with the server's cores
 LB = bench_module("lmcache_bench")  # experiment 12: the LMCache L2 connector (issue 32)
+SO = bench_module("scale_out_bench")  # experiment 13: scale-out over a 3-OSD pool (issue 33)
 
 # Experiment 4's server variants, each a restart on the same data measuring the UCX descriptor
 # GET only: (label, [kv] layerwise_threshold, data_plane_staging_buffers,
@@ -57,6 +58,7 @@ PROFILES = {
         "write_bench": WB.PROFILES["smallest"],
         "scaling": SB.PROFILES["smallest"],
         "lmcache": LB.PROFILES["smallest"],
+        "scale_out": SO.PROFILES["smallest"],
     },
     "reduced": {
         "storage": {"sizes": [64 * KiB, 256 * KiB, MiB, 4 * MiB], "threads": [8, 32],
@@ -74,6 +76,7 @@ PROFILES = {
         "write_bench": WB.PROFILES["reduced"],
         "scaling": SB.PROFILES["reduced"],
         "lmcache": LB.PROFILES["reduced"],
+        "scale_out": SO.PROFILES["reduced"],
     },
     "full": {
         "storage": {"sizes": [64 * KiB, 256 * KiB, MiB, 4 * MiB], "threads": [8, 32],
@@ -92,6 +95,7 @@ PROFILES = {
         "write_bench": WB.PROFILES["full"],
         "scaling": SB.PROFILES["full"],
         "lmcache": LB.PROFILES["full"],
+        "scale_out": SO.PROFILES["full"],
     },
 }
 
@@ -100,15 +104,15 @@ PLANNED = {
     "smallest": {"storage": 5, "transport": 15, "overhead": 8, "aggregation": 10, "ttft": 30,
                  "rados_vs_rgw": RVR.PLANNED_S["smallest"],
                  "write_bench": WB.PLANNED_S["smallest"], "scaling": SB.planned_s("smallest"),
-                 "lmcache": LB.PLANNED_S["smallest"]},
+                 "lmcache": LB.PLANNED_S["smallest"], "scale_out": 40},
     "reduced": {"storage": 140, "transport": 90, "overhead": 40, "aggregation": 240,
                 "ttft": 980, "rados_vs_rgw": RVR.PLANNED_S["reduced"],
                 "write_bench": WB.PLANNED_S["reduced"], "scaling": SB.planned_s("reduced"),
-                "lmcache": LB.PLANNED_S["reduced"]},
+                "lmcache": LB.PLANNED_S["reduced"], "scale_out": 300},
     "full": {"storage": 400, "transport": 600, "overhead": 200, "aggregation": 1800,
              "ttft": 1800, "rados_vs_rgw": RVR.PLANNED_S["full"],
              "write_bench": WB.PLANNED_S["full"], "scaling": SB.planned_s("full"),
-             "lmcache": LB.PLANNED_S["full"]},
+             "lmcache": LB.PLANNED_S["full"], "scale_out": 900},
 }
 
 
@@ -527,3 +531,16 @@ def lmcache(ctx):
     """bench/lmcache_bench.py: a batch get of 256 chunks through the native_plugin connector
     against one GET per key (LMCache's S3 adapter's way), and batch exists under 16 callers."""
     return LB.run(ctx["config"]["lmcache"], ctx["build_dir"])
+
+
+# --- 13. scale-out over a replicated pool --------------------------------------------------------
+
+def scale_out(ctx):
+    """bench/scale_out_bench.py: serving nodes loading a warm prefix from one and from two
+    `objectcache serve` peers over a 3-OSD pool (its own throw-away cluster)."""
+    tmp = tempfile.mkdtemp(prefix="oc-so-", dir=ctx["tmp"])
+    try:
+        return SO.run_scale_out(ctx["config"]["scale_out"], ctx["build_dir"], ctx["log_dir"],
+                                ctx["progress"], tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

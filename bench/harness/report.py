@@ -365,6 +365,18 @@ def lmcache_section(e, out_dir):
     return text, finding, [os.path.basename(png)]
 
 
+# --- 13 --------------------------------------------------------------------------------------
+
+def scale_out_section(e, out_dir):
+    import experiments
+    if not e.get("rows"):
+        return "No rows were measured.", ("The experiment did not measure anything"
+                                          + (f": {e['error']}." if e.get("error") else ".")), []
+    text, finding = experiments.SO.markdown(e)
+    png = experiments.SO.plot(e, os.path.join(out_dir, "13-scale-out.png"))
+    return text, finding, [os.path.basename(png)]
+
+
 SECTIONS = [
     ("1-storage", "1. Storage baseline", storage_section),
     ("2-transport", "2. S3 transport baseline", transport_section),
@@ -379,6 +391,7 @@ SECTIONS = [
      write_bench_section),
     ("11-scaling", "11. Scaling with the server's cores", scaling_section),
     ("12-lmcache", "12. LMCache L2 connector: batch get and exists", lmcache_section),
+    ("13-scale-out", "13. Scale-out: one and two peers over a 3-OSD pool", scale_out_section),
 ]
 
 

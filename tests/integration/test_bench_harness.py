@@ -18,7 +18,7 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STEMS = ["1-storage", "2-transport", "3-overhead", "4-aggregation", "5-ttft-e2e",
          "6-ttft-bandwidth", "7-ttft-scheduling", "8-ttft-model", "9-rados-vs-rgw",
-         "10-write-bench", "11-scaling", "12-lmcache"]
+         "10-write-bench", "11-scaling", "12-lmcache", "13-scale-out"]
 BENCHES = ["storage_bench", "data_plane_bench", "objectcache_bench", "ttft_emulator",
            "prefix_clients_bench"]
 
@@ -73,6 +73,7 @@ def test_run_all_smallest(tmp_path):
     check_write_bench(docs["10-write-bench"])
     check_scaling(docs["11-scaling"])
     check_lmcache(docs["12-lmcache"])
+    check_scale_out(docs["13-scale-out"])
 
     report = (out / "report.md").read_text()
     for title in ("1. Storage baseline", "2. S3 transport baseline", "3. Per-request overhead",
@@ -81,7 +82,8 @@ def test_run_all_smallest(tmp_path):
                   "9. ObjectCache on RADOS vs Ceph RGW",
                   "10. Write path: PUTs, server CPU, write amplification",
                   "11. Scaling with the server's cores",
-                  "12. LMCache L2 connector: batch get and exists"):
+                  "12. LMCache L2 connector: batch get and exists",
+                  "13. Scale-out: one and two peers over a 3-OSD pool"):
         assert f"## {title}" in report
     assert report.count("**Finding.**") == len(STEMS)
     assert "load average at start" in report and "RocksDB" in report and "UCX" in report
@@ -196,3 +198,17 @@ def check_write_bench(e):
     assert all(t["met"] in (True, False, None) for t in e["targets"])
     # With RGW measured, the ratio to it is judged.
     assert all(t["met"] is not None for t in e["targets"] if "RGW" in t["target"])
+
+
+def check_scale_out(e):
+    """Experiment 13 loaded the prefix from one and two peers at every client count, byte-exact,
+    and split the CPU by process."""
+    assert "error" not in e, e.get("error")
+    counts = e["profile_config"]["clients"]
+    for s in e["summary"]:
+        assert [p["clients"] for p in s["points"]] == counts, s["setup"]
+        assert all(p["gbps"] > 0 and p["errors"] == 0 for p in s["points"]), s
+    assert {s["setup"] for s in e["summary"]} == {"1 peer", "2 peers"}
+    # CPU ticks are 10 ms: each process's sum over the rows, not every row, is above zero.
+    for who in ("osds", "peer-a", "peer-b", "clients"):
+        assert sum(r["cpu_s"][who] for r in e["rows"]) > 0, who
