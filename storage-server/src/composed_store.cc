@@ -7,6 +7,7 @@
 #include "cache/cache_store.h"
 #include "kv/kv_engine.h"
 #include "kv/pacing.h"
+#include "quota/quota_store.h"
 
 namespace oc::storage {
 namespace {
@@ -138,6 +139,9 @@ std::unique_ptr<Store> ComposeKvEngine(std::unique_ptr<Backend> backend, const K
 }
 
 Backend* BackendOf(Store& store) {
+  if (Store& inner = InnerOfQuotaStore(store); &inner != &store) {
+    return BackendOf(inner);
+  }
   if (auto* cached = cache::CacheStoreOf(store)) {
     return BackendOf(cached->inner());
   }

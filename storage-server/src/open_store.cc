@@ -40,8 +40,9 @@ Result<std::unique_ptr<Store>> OpenStore(const StoreOptions& options) {
   // cache buckets, and the quota layer (src/quota/quota_store.h) over that when [quota] names
   // quota buckets: both above the seam, so every backend gets them. Their buckets never
   // overlap (StoreOptions::Validate), so the order does not matter.
-  std::unique_ptr<Store> store =
-      cache::ComposeCache(ComposeKvEngine(std::move(backend), options.kv), options.cache);
+  OC_ASSIGN_OR_RETURN(
+      std::unique_ptr<Store> store,
+      cache::ComposeCache(ComposeKvEngine(std::move(backend), options.kv), options.cache));
   if (!options.quota.buckets.empty()) {  // [quota]: docs/decisions/bucket-quotas.md
     return ComposeQuotaStore(std::move(store), options.quota);
   }
