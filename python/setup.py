@@ -75,7 +75,7 @@ setup(
     name="objectcache",
     version=version(),
     description="ObjectCache KV-cache client (pybind11 over liboc_client)",
-    packages=["objectcache"],
+    packages=["objectcache", "objectcache.integrations"],
     package_data={"objectcache": ["_native*.so", "*.pyi", "py.typed"]},
     include_package_data=True,
     distclass=BinaryDistribution,
