@@ -209,13 +209,18 @@ class ObjectCacheSecondaryTier(SecondaryTierManager):
                 hit = bool(p) and size == self._stride
                 self._decide(key, LookupResult.HIT if hit else LookupResult.MISS)
         if self._asked:
+            # _asked is in the order keys were first asked, so the late ones lead: the scan
+            # stops at the first key still in time (amortised O(1) per call).
             limit = time.monotonic() - float(self._cfg["lookup_deadline_s"])
-            late = [k for k, (asked, _) in self._asked.items() if asked <= limit]
+            late = []
+            for key, (asked, _) in self._asked.items():
+                if asked > limit:
+                    break
+                late.append(key)
             for key in late:  # a stalled probe (or one never sent): MISS, not RETRY forever
                 self._decide(key, LookupResult.MISS)
             if late:
-                gathered = set(self._gathered) - set(late)
-                self._gathered = [k for k in self._gathered if k in gathered]
+                self._gathered = [k for k in self._gathered if k in self._asked]
 
     def _flush_probe(self):
         """Sends the gathered keys as one probe, unless one is still in flight."""

@@ -7,7 +7,7 @@ written from docs/integrations.md §3:
   and the flat-page calls of the generic path. `v_head_dim` unlike `head_dim` makes the
   asymmetric-K/V pool (buffers of one page of unequal sizes).
 - Controller: what the cache controller does with a storage backend: builds it through
-  StorageBackendFactory("dynamic", config, pool), backs pages up in batches of at most
+  StorageBackendFactory("dynamic", config, pool), registers the host pool, backs pages up in batches of at most
   STORAGE_BATCH_SIZE (v1 zero-copy only with "interface_v1": 1, else the generic flat-page
   path), and prefetches: batch_exists, then loads batch by batch, counting the leading
   successes and stopping at the first failure.
@@ -118,6 +118,7 @@ class Controller:
         self.zero_copy = extra.get("interface_v1") == 1
         self.storage = StorageBackendFactory.create_backend(
             "dynamic", storage_config(extra, layout=pool.layout, **config), pool)
+        self.storage.register_mem_pool_host(pool)  # the controller's next call
 
     def backup(self, keys, pages):
         """Write-through of `pages` under `keys`; True when every batch was stored."""

@@ -1,6 +1,6 @@
 """Stand-in of sglang/srt/mem_cache/storage/backend_factory.py: the `dynamic` route of
 docs/integrations.md §3 "How it is loaded": cls(storage_config, kwargs), two positional
-arguments, then register_mem_pool_host."""
+arguments; the cache controller registers the host pool afterwards (sglang_controller.py)."""
 import importlib
 
 from sglang.srt.mem_cache.hicache_storage import HiCacheStorage
@@ -18,7 +18,4 @@ class StorageBackendFactory:
         cls = getattr(importlib.import_module(extra["module_path"]), extra["class_name"])
         if not issubclass(cls, HiCacheStorage):
             raise TypeError(f"{cls} is not a HiCacheStorage")
-        backend = cls(storage_config, kwargs)
-        if mem_pool_host is not None:
-            backend.register_mem_pool_host(mem_pool_host)
-        return backend
+        return cls(storage_config, kwargs)
