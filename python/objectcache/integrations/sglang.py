@@ -224,12 +224,18 @@ class ObjectCacheHiCacheStorage(HiCacheStorage):
         in_flight = deque()
 
         def finish(item):
+            # Waits for the request's end, however long: a page is never reported (and the
+            # pool page reused) while a write into it may still land.
             transfer, pages, part = item
-            try:
-                matched = transfer.wait().matched
-            except oc.ObjectCacheError as e:
-                _log.warning("load of %d pages (buffer %d) failed: %s", len(pages), part, e)
-                return
+            while True:
+                try:
+                    matched = transfer.wait().matched
+                    break
+                except oc.ObjectCacheError as e:
+                    if e.timed_out:
+                        continue  # this wait's bound passed; the request still runs
+                    _log.warning("load of %d pages (buffer %d) failed: %s", len(pages), part, e)
+                    return
             for j in pages[:matched]:
                 loaded[j][part] = True
 
@@ -323,11 +329,16 @@ class ObjectCacheHiCacheStorage(HiCacheStorage):
                 _log.warning("load of %s not started: %s", key, e)
                 break
         for i, (t, target) in enumerate(transfers):
-            try:
-                got = t.wait().matched == 1
-            except oc.ObjectCacheError as e:
-                _log.warning("load of %s failed: %s", keys[i], e)
-                got = False
+            got = False
+            while True:  # to the request's end (see batch_get_v1)
+                try:
+                    got = t.wait().matched == 1
+                    break
+                except oc.ObjectCacheError as e:
+                    if e.timed_out:
+                        continue
+                    _log.warning("load of %s failed: %s", keys[i], e)
+                    break
             if got and all(r is not None for r in results[:i]):
                 results[i] = target
         return results

@@ -48,6 +48,10 @@ except ImportError:  # pragma: no cover - older interfaces have no Medium
 
 _log = logging.getLogger("objectcache.integrations.vllm")
 
+# Stalled probes given up at once, at most (each keeps a client and a connection until the
+# gateway answers or drops it); past this the tier waits for one to end.
+_MAX_ABANDONED_PROBES = 4
+
 # Tier-config keys we accept (vLLM passes every key of the tier's entry but `type` and
 # `module_path` as keyword arguments); another key is a TypeError naming it.
 _DEFAULTS = {
@@ -60,7 +64,7 @@ _DEFAULTS = {
     "layers": 1,               # slices per chunk object (stride must divide evenly)
     "chunk_tokens": 16,        # x-oc-chunk-tokens of every descriptor (must match stores)
     "lookup_deadline_s": 2.0,  # a key unknown this long after first asked is MISS
-    "probe_timeout_s": 10.0,   # the probe client's request timeout
+    "probe_timeout_s": 10.0,   # a probe unanswered this long is given up (a new one may go)
     "timeout_s": 60.0,         # the data client's request timeout
     "requests_in_flight": 8,   # the data client's concurrent requests
     "via": "http",             # get_layers transport: "http", "ucx" or "auto"
@@ -140,6 +144,10 @@ class ObjectCacheSecondaryTier(SecondaryTierManager):
         self._asked = {}
         self._gathered = []  # keys asked but not yet in a probe, in order
         self._probe = None
+        # Probes given up after probe_timeout_s, with the client each ran on: kept referenced
+        # (dropping a pending Future waits for it) and reaped once they end. A stalled probe
+        # holds its client's only thread, so the next probe goes out on a fresh client.
+        self._abandoned = []
         self._jobs = {}  # job_id -> _Job, submitted and not yet reported
         self._finished = []  # JobResults drained but not yet reported
         # Per-job load figures, newest last: (job_id, keys, bytes, seconds) of every load
@@ -196,8 +204,17 @@ class ObjectCacheSecondaryTier(SecondaryTierManager):
 
     def _settle_lookups(self):
         """Applies a finished probe, then the deadline. Never waits."""
+        if self._abandoned:
+            self._abandoned = [a for a in self._abandoned if not a[0].done()]
+        if self._probe is not None and not self._probe[0].done():
+            future, keys, sent = self._probe
+            if (time.monotonic() - sent > float(self._cfg["probe_timeout_s"]) and
+                    len(self._abandoned) < _MAX_ABANDONED_PROBES):
+                self._abandoned.append((future, self._probe_client))
+                self._probe_client = None
+                self._probe = None  # its keys stay asked: MISS by their deadline
         if self._probe is not None and self._probe[0].done():
-            future, keys = self._probe
+            future, keys, _ = self._probe
             self._probe = None
             try:
                 result = future.result(0)
@@ -238,7 +255,7 @@ class ObjectCacheSecondaryTier(SecondaryTierManager):
             for key in keys:
                 self._decide(key, LookupResult.MISS)
             return
-        self._probe = (future, keys)
+        self._probe = (future, keys, time.monotonic())
 
     def on_schedule_end(self, context):
         self._flush_probe()
@@ -258,14 +275,13 @@ class ObjectCacheSecondaryTier(SecondaryTierManager):
                 record.failed.extend(run)
                 continue
             d = self._descriptor(run)
-            offset = first * self._stride
+            # The run's slots as a view (no copy): put_chunks takes exactly N·L·S bytes.
+            slots = self._bytes[first * self._stride:(first + len(run)) * self._stride]
             try:
                 if load:
-                    handle = client.get_layers(bucket, d, self._bytes, offset=offset,
-                                               via=self._cfg["via"])
+                    handle = client.get_layers(bucket, d, slots, via=self._cfg["via"])
                 else:
-                    handle = client.put_chunks_async(bucket, d, self._bytes, offset=offset,
-                                                     if_absent=True)
+                    handle = client.put_chunks_async(bucket, d, slots, if_absent=True)
             except oc.ObjectCacheError as e:
                 _log.warning("job %s: %d keys not started: %s", job.job_id, len(run), e)
                 record.failed.extend(run)
@@ -360,17 +376,15 @@ class ObjectCacheSecondaryTier(SecondaryTierManager):
         return ()
 
     def shutdown(self):
-        """Waits for the jobs in flight (they write into the primary view), then drops the
-        clients."""
+        """Waits for the jobs in flight (they write into the primary view), then closes the
+        data client; a probe still pending is left to end on its own."""
         self.drain_jobs()
         self._finished = []
-        if self._probe is not None:
-            try:
-                self._probe[0].result(None)
-            except oc.ObjectCacheError:
-                pass
-            self._probe = None
-        for client in (self._probe_client, self._data_client):
-            if client is not None:
-                client.close()
+        if self._probe is not None and not self._probe[0].done():
+            self._abandoned.append((self._probe[0], self._probe_client))
+        elif self._probe_client is not None:
+            self._probe_client.close()
+        self._probe = None
+        if self._data_client is not None:
+            self._data_client.close()
         self._probe_client = self._data_client = None

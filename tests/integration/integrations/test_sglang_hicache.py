@@ -5,6 +5,8 @@ pages landing in other host slots than they left; batch_exists as the leading hi
 one probe; partial loads; failures answered as False (never raised, never None); the generic
 flat-page path; v2 calls raising."""
 import os
+import socket
+import threading
 
 import numpy as np
 import pytest
@@ -169,19 +171,30 @@ def test_generic_flat_page_path(server, made_bucket):
 
 
 def test_failures_answer_false_and_v2_raises(server, made_bucket):
-    stalled = StalledGateway()
     pool = HostPool("page_first")
     pool.fill(np.random.default_rng(12))
-    extra = extra_config(server, made_bucket, endpoint=stalled.endpoint, timeout_s=0.5)
-    c = Controller(pool, extra)
     keys = page_keys(3)
+    # Nothing listens at the endpoint: every call answers at once, False or 0.
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    c = Controller(pool, extra_config(server, made_bucket, endpoint=dead))
     assert c.storage.batch_exists(keys) == 0
     assert c.storage.batch_set_v1(keys, pool.host_indices([0, 1, 2])) == [False] * 3
     dst = HostPool("page_first")
-    c2 = Controller(dst, extra)
-    assert c2.storage.batch_get_v1(keys, dst.host_indices([0, 1, 2])) == [False] * 3
-    assert untouched(dst, [])
-    stalled.close()
+    assert Controller(dst, extra_config(server, made_bucket, endpoint=dead)).storage \
+        .batch_get_v1(keys, dst.host_indices([0, 1, 2])) == [False] * 3
+    # A gateway that stalls: the load waits for its requests to end (a write into the pool
+    # may still land until then), and answers False when the gateway drops them.
+    stalled = StalledGateway()
+    dst2 = HostPool("page_first")
+    c2 = Controller(dst2, extra_config(server, made_bucket, endpoint=stalled.endpoint,
+                                       timeout_s=0.2))
+    timer = threading.Timer(0.5, stalled.close)
+    timer.start()
+    assert c2.storage.batch_get_v1(keys, dst2.host_indices([0, 1, 2])) == [False] * 3
+    timer.join()
+    assert untouched(dst, []) and untouched(dst2, [])
     for call, args in (("batch_exists_v2", (keys,)), ("batch_get_v2", ([],)),
                        ("batch_set_v2", ([],))):
         with pytest.raises(NotImplementedError):

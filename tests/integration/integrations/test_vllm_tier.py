@@ -134,7 +134,7 @@ def test_stalled_gateway_lookup_goes_retry_then_miss_by_the_deadline():
     stalled = StalledGateway()
     deadline = 0.3
     s = Scheduler(tier_config(stalled.endpoint, "stalled-bucket", "AK", "SK",
-                              lookup_deadline_s=deadline, timeout_s=1.0, probe_timeout_s=5.0))
+                              lookup_deadline_s=deadline, probe_timeout_s=5.0))
     keys = new_keys(4)
     ctx = s.new_request("s")
     t0 = time.monotonic()
@@ -146,17 +146,47 @@ def test_stalled_gateway_lookup_goes_retry_then_miss_by_the_deadline():
     more = new_keys(2)
     verdicts, first = s.lookup_all(more, ctx, deadline_s=10.0)
     assert first == [RETRY] * 2 and verdicts == [MISS] * 2
-    # A load from the stalled gateway fails by the client's timeout, reported once, with
-    # no key loaded, and its keys are MISS for the request.
-    result = s.wait_job(s.submit(keys, range(4), ctx, load=True), deadline_s=15.0)
+    # A load from the stalled gateway is not reported while its request runs (it could
+    # still write into the slots); once the gateway drops the connection it is reported
+    # once, failed, with no key loaded, and its keys are MISS for the request.
+    job = s.submit(keys, range(4), ctx, load=True)
+    for _ in range(50):
+        s.step()
+    assert job not in s.results and s.tier.has_pending_work()
+    stalled.close()
+    result = s.wait_job(job, deadline_s=15.0)
     assert not result.success and list(result.successful_keys) == []
     assert (s.primary[:4] == SENTINEL).all()
     assert [s.lookup(k, ctx) for k in keys] == [MISS] * 4
     worst = max(t for name, t in s.timings if name in ("lookup", "on_schedule_end",
                                                         "get_finished_jobs", "submit_load"))
     print(f"slowest scheduler-path call with the gateway stalled: {worst * 1e3:.3f} ms")
+    s.tier.shutdown()
+
+
+def test_a_stalled_probe_is_given_up_and_the_next_goes_out(server, made_bucket):
+    """A gateway that stalls and recovers: the probe that hung is given up after
+    probe_timeout_s and the next step's probe (on a fresh client) answers."""
+    stalled = StalledGateway()
+    s = Scheduler(tier_config(stalled.endpoint, made_bucket, server.access_key,
+                              server.secret_key, prefix=PREFIX, lookup_deadline_s=2.0,
+                              probe_timeout_s=0.5))
+    keys = new_keys(2)
+    ctx = s.new_request("g")
+    verdicts, _ = s.lookup_all(keys, ctx, deadline_s=10.0)
+    assert verdicts == [MISS] * 2
+    # The gateway comes back at the tier's endpoint: point the tier's config at the real
+    # one (what a restarted gateway behind the same address looks like to the tier).
+    s.tier._cfg["endpoint"] = server.endpoint
+    writer = scheduler(server, made_bucket)
+    fill(writer, [0, 1], seed=6)
+    assert writer.wait_job(writer.submit(keys, [0, 1], writer.new_request("w"),
+                                         load=False)).success
+    verdicts, _ = s.lookup_all(keys, s.new_request("g2"), deadline_s=10.0)
+    assert verdicts == [HIT] * 2
     stalled.close()
     s.tier.shutdown()
+    writer.tier.shutdown()
 
 
 def test_drain_jobs_waits_for_transfers_in_flight_and_aborts_none(server, made_bucket):
