@@ -169,7 +169,7 @@ def test_a_stalled_probe_is_given_up_and_the_next_goes_out(server, made_bucket):
     probe_timeout_s and the next step's probe (on a fresh client) answers."""
     stalled = StalledGateway()
     s = Scheduler(tier_config(stalled.endpoint, made_bucket, server.access_key,
-                              server.secret_key, prefix=PREFIX, lookup_deadline_s=2.0,
+                              server.secret_key, prefix=PREFIX, layers=4, lookup_deadline_s=2.0,
                               probe_timeout_s=0.5))
     keys = new_keys(2)
     ctx = s.new_request("g")
