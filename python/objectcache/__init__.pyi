@@ -153,8 +153,10 @@ class Client:
     def probe_async(self, bucket: str, descriptor: Descriptor) -> Future: ...
     def get_layers(self, bucket: str, descriptor: Descriptor,
                    buffer: Union[Buffer, RegisteredBuffer], *, offset: int = 0,
-                   via: str = "auto",
-                   on_layer: Optional[Callable[[int], Any]] = None) -> Transfer: ...
+                   via: str = "auto", on_layer: Optional[Callable[[int], Any]] = None,
+                   signal_every: int = 1) -> Transfer:
+        """on_layer(l) runs for every `signal_every`-th layer (l = N-1, 2N-1, ...) and the
+        last, in order, once layers 0..l are in place; wait_layer is unaffected."""
     def put_chunks(self, bucket: str, descriptor: Descriptor,
                    data: Union[Buffer, RegisteredBuffer], *, offset: int = 0,
                    via: str = "http", if_absent: bool = False, batch: int = 256) -> PutResult: ...

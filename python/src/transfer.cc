@@ -249,8 +249,11 @@ bool UseUcx(PyClient& c, const std::string& via) {
 
 Transfer* GetLayers(PyClient& c, const std::string& bucket, const descriptor::Descriptor& d,
                     const py::object& buffer, uint64_t offset, const std::string& via,
-                    const py::object& on_layer) {
+                    const py::object& on_layer, uint32_t signal_every) {
   client::Client& cl = ClientOf(c);
+  if (signal_every == 0) {
+    throw py::value_error("signal_every must be at least 1");
+  }
   RefuseClosed(buffer);
   const uint64_t needed = d.num_chunks() * d.num_layers * d.layer_bytes;
   auto t = std::make_unique<Transfer>(c.core);
@@ -264,8 +267,14 @@ Transfer* GetLayers(PyClient& c, const std::string& bucket, const descriptor::De
     }
     t->counter_ = std::make_shared<CallbackPump::Counter>();
     t->counter_->callback = on_layer.inc_ref().ptr();
-    callback = [pump = &c.core->pump, counter = t->counter_](uint32_t layer) {
-      pump->Post(counter, layer);
+    // Layers land in order, so layer l landing means layers 0..l are in: with
+    // signal_every = N only every N-th layer and the last are posted (issue 32: a consumer
+    // that works in groups of layers pays one Python call per group, not per layer).
+    const uint32_t last = d.num_layers - 1;
+    callback = [pump = &c.core->pump, counter = t->counter_, signal_every, last](uint32_t layer) {
+      if ((layer + 1) % signal_every == 0 || layer == last) {
+        pump->Post(counter, layer);
+      }
     };
   }
   Result<client::LayerHandle> h = Status::Internal("unset");
@@ -461,9 +470,10 @@ void BindTransfers(py::module_& m, py::class_<PyClient>& client) {
       py::arg("nbytes"));
   client.def(
       "get_layers", &GetLayers,
-      R"doc(Descriptor GET into `buffer` (offset bytes in): layer-major N*L*S bytes. via='ucx' (a data-plane target), 'http' (the response body) or 'auto' (UCX if available). Returns a Transfer at once; on_layer(l) runs per layer, in order, on the client's callback thread. The buffer is held until wait() sees the end (call it before reusing the buffer).)doc",
+      R"doc(Descriptor GET into `buffer` (offset bytes in): layer-major N*L*S bytes. via='ucx' (a data-plane target), 'http' (the response body) or 'auto' (UCX if available). Returns a Transfer at once; on_layer(l) runs per layer, in order, on the client's callback thread; with signal_every=N only for every N-th layer (l = N-1, 2N-1, ...) and the last, layers 0..l being in place. The buffer is held until wait() sees the end (call it before reusing the buffer).)doc",
       py::arg("bucket"), py::arg("descriptor"), py::arg("buffer"), py::kw_only(),
-      py::arg("offset") = 0, py::arg("via") = "auto", py::arg("on_layer") = py::none());
+      py::arg("offset") = 0, py::arg("via") = "auto", py::arg("on_layer") = py::none(),
+      py::arg("signal_every") = 1);
   client.def(
       "put_chunks",
       [](PyClient& c, const std::string& bucket, const descriptor::Descriptor& d,

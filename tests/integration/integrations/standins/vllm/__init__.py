@@ -1,0 +1,2 @@
+"""Stand-in package (tests/integration/integrations/standins/README.md)."""
+__version__ = "standin"
