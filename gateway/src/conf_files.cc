@@ -31,7 +31,7 @@ std::string StoreTables() {
          storage::RadosConfigTable().Toml(store.rados) + "\n" +
          storage::KvConfigTable().Toml(store.kv) + "\n" +
          storage::QuotaConfigTable().Toml(store.quota);
-         storage::CacheConfigTable().Toml(store.cache);
+  storage::CacheConfigTable().Toml(store.cache);
 }
 
 std::string SchedulerTable() {

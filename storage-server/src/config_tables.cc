@@ -331,7 +331,7 @@ std::string DescribeStore(const StoreOptions& options) {
   }
   return out + " " + KvConfigTable().Describe(options.kv) + " " +
          QuotaConfigTable().Describe(options.quota);
-         CacheConfigTable().Describe(options.cache);
+  CacheConfigTable().Describe(options.cache);
 }
 
 }  // namespace oc::storage

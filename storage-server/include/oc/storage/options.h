@@ -218,9 +218,9 @@ struct StoreOptions {
 // backend reads (all of them for RocksDB) and of its own table (backends.def).
 std::string DescribeStore(const StoreOptions& options);
 
-// Reads the [storage], [kv], [rados], [quota] and [cache] tables (keys as in conf/storage-server.toml; [kv]
-// maps KvOptions field by field, [rados] RadosOptions) into *options, leaving absent keys
-// unchanged. kInvalidArgument naming the key on a bad value.
+// Reads the [storage], [kv], [rados], [quota] and [cache] tables (keys as in
+// conf/storage-server.toml; [kv] maps KvOptions field by field, [rados] RadosOptions) into
+// *options, leaving absent keys unchanged. kInvalidArgument naming the key on a bad value.
 Status ApplyConfig(const oc::Config& config, StoreOptions* options);
 
 }  // namespace oc::storage
