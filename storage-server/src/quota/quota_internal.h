@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "forwarding_store.h"
 #include "oc/common/result.h"
 #include "oc/common/thread_annotations.h"
 #include "oc/storage/quota.h"
@@ -26,12 +27,12 @@
 
 namespace oc::storage::quota {
 
-class QuotaStore final : public Store {
+// The calls it does not override run on the store below (ForwardingStore).
+class QuotaStore final : public ForwardingStore {
  public:
   QuotaStore(std::unique_ptr<Store> inner, const QuotaOptions& options);
   ~QuotaStore() override;
 
-  Store& inner() { return *inner_; }
   QuotaUsage& usage() { return usage_; }
   KeyLocks& locks() { return locks_; }
   // Counts every quota bucket from listings and replaces its usage.
@@ -51,47 +52,18 @@ class QuotaStore final : public Store {
   // --- Buckets ---
   Status CreateBucket(std::string_view bucket, std::string_view owner) override;
   Status DeleteBucket(std::string_view bucket) override;
-  Result<BucketInfo> HeadBucket(std::string_view bucket) override {
-    return inner_->HeadBucket(bucket);
-  }
-  Result<std::vector<BucketInfo>> ListBuckets() override { return inner_->ListBuckets(); }
-  Status SetBucketLifecycle(std::string_view bucket, std::string_view config) override {
-    return inner_->SetBucketLifecycle(bucket, config);
-  }
-  Result<std::string> GetBucketLifecycle(std::string_view bucket) override {
-    return inner_->GetBucketLifecycle(bucket);
-  }
 
   // --- Objects ---
   Result<std::unique_ptr<ObjectWriter>> Put(const ObjectKey& key,
                                             const PutOptions& options) override;
-  Result<std::unique_ptr<ObjectReader>> Get(const ObjectKey& key, ByteRange range) override {
-    return inner_->Get(key, range);
-  }
-  Result<ObjectMeta> Head(const ObjectKey& key) override { return inner_->Head(key); }
-  bool SupportsCachedReads() const override { return inner_->SupportsCachedReads(); }
-  Result<std::vector<std::optional<ObjectMeta>>> HeadMany(
-      std::string_view bucket, std::span<const std::string> names) override {
-    return inner_->HeadMany(bucket, names);
-  }
   Status Delete(const ObjectKey& key) override;
   Status DeleteIf(const ObjectKey& key, const ObjectVersionMatch& expected) override;
   Result<ObjectMeta> Copy(const ObjectKey& src, const ObjectKey& dst,
                           const std::optional<PutOptions>& replace,
                           const WriteConditions& conditions) override;
-  Result<ObjectMeta> PutObjectTags(const ObjectKey& key, const Tags& tags) override {
-    return inner_->PutObjectTags(key, tags);  // sizes and counts stay
-  }
   Result<std::unique_ptr<ObjectGroupWriter>> PutGroup(std::string_view bucket) override;
-  Result<ListResult> List(std::string_view bucket, const ListOptions& options) override {
-    return inner_->List(bucket, options);
-  }
 
   // --- Multipart ---
-  Result<std::string> CreateMultipartUpload(const ObjectKey& key,
-                                            const PutOptions& options) override {
-    return inner_->CreateMultipartUpload(key, options);  // holds no bytes yet
-  }
   Result<std::unique_ptr<ObjectWriter>> UploadPart(const ObjectKey& key, std::string_view upload_id,
                                                    uint32_t part_number,
                                                    const PutOptions& options) override;
@@ -99,38 +71,15 @@ class QuotaStore final : public Store {
                                              std::span<const CompletedPart> parts,
                                              const CompleteOptions& options) override;
   Status AbortMultipartUpload(const ObjectKey& key, std::string_view upload_id) override;
-  Result<ListPartsResult> ListParts(const ObjectKey& key, std::string_view upload_id,
-                                    uint32_t part_number_marker, uint32_t max_parts) override {
-    return inner_->ListParts(key, upload_id, part_number_marker, max_parts);
-  }
-  Result<ListUploadsResult> ListMultipartUploads(std::string_view bucket,
-                                                 const ListUploadsOptions& options) override {
-    return inner_->ListMultipartUploads(bucket, options);
-  }
 
   // --- Descriptor calls ---
-  Result<KvProbeResult> ProbeChunks(std::string_view bucket,
-                                    const descriptor::Descriptor& d) override {
-    return inner_->ProbeChunks(bucket, d);
-  }
-  Result<KvGetReport> GetLayers(std::string_view bucket, const descriptor::Descriptor& d,
-                                LayerSink* body_sink,
-                                const std::function<Status(const KvPlan&)>& on_plan) override {
-    return inner_->GetLayers(bucket, d, body_sink, on_plan);
-  }
   Result<KvPutReport> PutChunks(std::string_view bucket, const descriptor::Descriptor& d,
                                 ChunkSource* body) override;
-  BoundedExecutor* descriptor_executor() override { return inner_->descriptor_executor(); }
-  Result<DataPlaneInfo> DataPlane(std::string_view bucket) override {
-    return inner_->DataPlane(bucket);
-  }
 
   // --- Operations ---
-  StoreIdentity identity() const override { return inner_->identity(); }
   Result<StoreStats> Stats() override;
 
  private:
-  std::unique_ptr<Store> inner_;
   QuotaUsage usage_;
   KeyLocks locks_;
   std::thread recount_;

@@ -21,7 +21,7 @@ const Logger kLog{"quota"};
 }  // namespace
 
 QuotaStore::QuotaStore(std::unique_ptr<Store> inner, const QuotaOptions& options)
-    : inner_(std::move(inner)), usage_(options) {}
+    : ForwardingStore(std::move(inner)), usage_(options) {}
 
 QuotaStore::~QuotaStore() {
   {
