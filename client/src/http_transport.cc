@@ -1,5 +1,6 @@
 #include "http_transport.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 
@@ -12,9 +13,11 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
+#include <cerrno>
 #include <limits>
 
 #include "fmt/format.h"
+#include "oc/client/errors.h"
 #include "oc/common/text.h"
 
 namespace oc::client {
@@ -41,10 +44,80 @@ Status FromAsio(const beast::error_code& ec, std::string_view what) {
   }
   if (ec == asio::error::would_block || ec == asio::error::try_again ||
       ec == asio::error::timed_out) {
-    return Status::IOError(fmt::format("{}: timed out", what));
+    return TimedOut(fmt::format("{}: the gateway was silent past the client timeout", what));
   }
   return Status::IOError(fmt::format("{}: {}", what, ec.message()));
 }
+
+// The socket as Beast's synchronous stream, each read and write bounded by `timeout` of
+// silence. SO_RCVTIMEO alone does not bound them: Asio's blocking read_some meets the timeout's
+// EAGAIN, then waits in poll() with no limit and reads again, so a gateway that accepts and
+// never answers held a call forever (measured: get_layers and probe not done after 20 s with a
+// 1 s timeout). Here poll() with the timeout comes first; silence past it is timed_out.
+class DeadlineStream {
+ public:
+  DeadlineStream(tcp::socket& socket, std::chrono::milliseconds timeout)
+      : socket_(socket),
+        timeout_ms_(static_cast<int>(
+            std::clamp<int64_t>(timeout.count(), 1, std::numeric_limits<int>::max()))) {}
+
+  template <typename Buffers>
+  size_t read_some(const Buffers& buffers, beast::error_code& ec) {
+    if (!Ready(POLLIN, ec)) {
+      return 0;
+    }
+    return socket_.read_some(buffers, ec);
+  }
+  template <typename Buffers>
+  size_t read_some(const Buffers& buffers) {
+    beast::error_code ec;
+    const size_t n = read_some(buffers, ec);
+    if (ec) {
+      throw beast::system_error(ec);
+    }
+    return n;
+  }
+  template <typename Buffers>
+  size_t write_some(const Buffers& buffers, beast::error_code& ec) {
+    if (!Ready(POLLOUT, ec)) {
+      return 0;
+    }
+    return socket_.write_some(buffers, ec);
+  }
+  template <typename Buffers>
+  size_t write_some(const Buffers& buffers) {
+    beast::error_code ec;
+    const size_t n = write_some(buffers, ec);
+    if (ec) {
+      throw beast::system_error(ec);
+    }
+    return n;
+  }
+
+ private:
+  // Waits until the socket is readable (or writable); false with ec = timed_out after the
+  // timeout, or the poll error. Data already in the kernel makes it ready at once.
+  bool Ready(short events, beast::error_code& ec) {
+    pollfd p{socket_.native_handle(), events, 0};
+    for (;;) {
+      const int r = ::poll(&p, 1, timeout_ms_);
+      if (r > 0) {
+        return true;  // readable, writable, or an error or hang-up the next call reports
+      }
+      if (r == 0) {
+        ec = asio::error::timed_out;
+        return false;
+      }
+      if (errno != EINTR) {
+        ec = beast::error_code(errno, boost::system::system_category());
+        return false;
+      }
+    }
+  }
+
+  tcp::socket& socket_;
+  int timeout_ms_;
+};
 
 class BeastConnection final : public HttpConnection {
  public:
@@ -64,6 +137,7 @@ class BeastConnection final : public HttpConnection {
       return Status::Unavailable(fmt::format("connect {}:{}: {}", host, port, ec.message()));
     }
     socket_.set_option(tcp::no_delay(true), ec);
+    timeout_ = timeout;
     timeval tv{};
     tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
     tv.tv_usec = static_cast<suseconds_t>((timeout.count() % 1000) * 1000);
@@ -89,7 +163,8 @@ class BeastConnection final : public HttpConnection {
     req.body().data = const_cast<std::byte*>(request.body.data());  // Beast's type is void*
     req.body().size = request.body.size();
     req.body().more = false;
-    http::write(socket_, req, ec);
+    DeadlineStream stream(socket_, timeout_);
+    http::write(stream, req, ec);
     if (ec) {
       return FromAsio(ec, "send request");
     }
@@ -100,7 +175,7 @@ class BeastConnection final : public HttpConnection {
     if (request.method == "HEAD") {
       parser_->skip(true);
     }
-    http::read_header(socket_, buffer_, *parser_, ec);
+    http::read_header(stream, buffer_, *parser_, ec);
     if (ec) {
       return FromAsio(ec, "read response header");
     }
@@ -133,7 +208,8 @@ class BeastConnection final : public HttpConnection {
     body.data = out.data();
     body.size = out.size();
     beast::error_code ec;
-    http::read(socket_, buffer_, *parser_, ec);
+    DeadlineStream stream(socket_, timeout_);
+    http::read(stream, buffer_, *parser_, ec);
     if (ec == http::error::need_buffer) {
       ec = {};
     }
@@ -151,6 +227,7 @@ class BeastConnection final : public HttpConnection {
 
  private:
   tcp::socket socket_;
+  std::chrono::milliseconds timeout_{0};  // of silence, per read or write (DeadlineStream)
   beast::flat_buffer buffer_;
   std::optional<http::response_parser<http::buffer_body>> parser_;
   bool keep_alive_ = false;

@@ -94,6 +94,27 @@ def test_timeouts_then_a_reset_fails_the_transfer_cleanly():
     assert isinstance(f.exception(timeout=20), oc.ObjectCacheError) and f.done()
 
 
+def test_the_client_timeout_ends_calls_to_a_silent_gateway():
+    """A gateway that accepts and never answers: the client's `timeout` (of silence on the
+    connection) ends a descriptor GET and a probe with Timeout, without the caller's help. On
+    main both were still running after 20 s with timeout=1 (Asio's blocking read waited out
+    SO_RCVTIMEO in poll() with no limit)."""
+    silent = SilentServer()
+    try:
+        c = oc.Client(silent.endpoint, "AK", "SK", timeout=1.0)
+        d = descriptor("compact", 2, 4, 64, 4, "stall/")
+        out = np.zeros(d.payload_bytes, np.uint8)
+        t = c.get_layers("b", d, out, via="http")
+        f = c.probe_async("b", descriptor("compact", 1, 1, 8, 4, "p/"))
+        with pytest.raises(oc.Timeout) as e:
+            t.wait(timeout=20)  # the transfer itself fails: this wait's own bound is not reached
+        assert e.value.timed_out is True and t.done()
+        assert isinstance(f.exception(timeout=20), oc.Timeout) and f.done()
+        c.close()
+    finally:
+        silent.close()
+
+
 class InsideCall:
     """Marks, by state, that this thread has entered one C function: a profile hook
     (sys.setprofile, this thread only) sets `inside` on the "c_call" event of `name` and clears
