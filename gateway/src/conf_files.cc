@@ -30,8 +30,8 @@ std::string StoreTables() {
   return storage::StorageConfigTable().Toml(store) + "\n" +
          storage::RadosConfigTable().Toml(store.rados) + "\n" +
          storage::KvConfigTable().Toml(store.kv) + "\n" +
-         storage::QuotaConfigTable().Toml(store.quota);
-  storage::CacheConfigTable().Toml(store.cache);
+         storage::QuotaConfigTable().Toml(store.quota) + "\n" +
+         storage::CacheConfigTable().Toml(store.cache);
 }
 
 std::string SchedulerTable() {

@@ -330,8 +330,8 @@ std::string DescribeStore(const StoreOptions& options) {
     out = StorageConfigTable().Describe(options);
   }
   return out + " " + KvConfigTable().Describe(options.kv) + " " +
-         QuotaConfigTable().Describe(options.quota);
-  CacheConfigTable().Describe(options.cache);
+         QuotaConfigTable().Describe(options.quota) + " " +
+         CacheConfigTable().Describe(options.cache);
 }
 
 }  // namespace oc::storage
