@@ -17,7 +17,6 @@
 #include <limits>
 
 #include "fmt/format.h"
-#include "oc/client/errors.h"
 #include "oc/common/text.h"
 
 namespace oc::client {
@@ -44,7 +43,9 @@ Status FromAsio(const beast::error_code& ec, std::string_view what) {
   }
   if (ec == asio::error::would_block || ec == asio::error::try_again ||
       ec == asio::error::timed_out) {
-    return TimedOut(fmt::format("{}: the gateway was silent past the client timeout", what));
+    // Ends the request (kIOError, no ErrorInfo): unlike a wait's own bound (errors.h), there is
+    // nothing left to wait for.
+    return Status::IOError(fmt::format("{}: the gateway was silent past the client timeout", what));
   }
   return Status::IOError(fmt::format("{}: {}", what, ec.message()));
 }

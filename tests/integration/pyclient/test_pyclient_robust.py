@@ -96,9 +96,11 @@ def test_timeouts_then_a_reset_fails_the_transfer_cleanly():
 
 def test_the_client_timeout_ends_calls_to_a_silent_gateway():
     """A gateway that accepts and never answers: the client's `timeout` (of silence on the
-    connection) ends a descriptor GET and a probe with Timeout, without the caller's help. On
-    main both were still running after 20 s with timeout=1 (Asio's blocking read waited out
-    SO_RCVTIMEO in poll() with no limit)."""
+    connection) ends a descriptor GET and a probe, without the caller's help. The error ends
+    the request, so it is not a wait's own timeout (timed_out False: waiting again would never
+    end, as an adapter that repeats timed-out waits found). Before the fix both were still
+    running after 20 s with timeout=1 (Asio's blocking read waited out SO_RCVTIMEO in poll()
+    with no limit)."""
     silent = SilentServer()
     try:
         c = oc.Client(silent.endpoint, "AK", "SK", timeout=1.0)
@@ -106,10 +108,13 @@ def test_the_client_timeout_ends_calls_to_a_silent_gateway():
         out = np.zeros(d.payload_bytes, np.uint8)
         t = c.get_layers("b", d, out, via="http")
         f = c.probe_async("b", descriptor("compact", 1, 1, 8, 4, "p/"))
-        with pytest.raises(oc.Timeout) as e:
+        with pytest.raises(oc.ObjectCacheError) as e:
             t.wait(timeout=20)  # the transfer itself fails: this wait's own bound is not reached
-        assert e.value.timed_out is True and t.done()
-        assert isinstance(f.exception(timeout=20), oc.Timeout) and f.done()
+        assert e.value.timed_out is False and t.done()
+        assert "silent past the client timeout" in str(e.value)
+        probe_error = f.exception(timeout=20)
+        assert isinstance(probe_error, oc.ObjectCacheError) and f.done()
+        assert "silent past the client timeout" in str(probe_error)
         c.close()
     finally:
         silent.close()
