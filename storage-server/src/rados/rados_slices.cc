@@ -117,14 +117,19 @@ Result<std::vector<SliceStatus>> RadosStore::ReadSlices(std::string_view bucket,
       in_flight_.Release(o->bytes);
     };
     for (auto& [oid, obj] : objects) {
-      while (running.size() >= window) {
+      // Waits for the store's budget only with none of it held: a call holding ops that
+      // waited for more would wait for itself (its reads past max_bytes_in_flight), or for
+      // another call that waits for it.
+      while (running.size() >= window || (!running.empty() && !in_flight_.TryAcquire(obj->bytes))) {
         finish_oldest();
+      }
+      if (running.empty()) {
+        in_flight_.Acquire(obj->bytes);
       }
       obj->oid = oid;
       for (Piece* p : obj->pieces) {
         obj->op.Read(p->within, p->len, p->dest, &p->got, &p->prval);
       }
-      in_flight_.Acquire(obj->bytes);
       obj->rc = obj->op.OperateAsync(io(), obj->oid, obj->c);
       if (obj->rc < 0) {
         in_flight_.Release(obj->bytes);

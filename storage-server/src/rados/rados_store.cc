@@ -591,10 +591,19 @@ Result<uint64_t> RadosStore::CountDataObjects() {
 
 void RadosStore::InFlight::Acquire(uint64_t bytes) {
   std::unique_lock lock(mu_);
-  // One op always fits (an op bigger than the byte cap waits for an idle store).
-  cv_.wait(lock, [&] { return ops_ == 0 || (ops_ < max_ops_ && bytes_ + bytes <= max_bytes_); });
+  cv_.wait(lock, [&]() OC_REQUIRES(mu_) { return Fits(bytes); });
   ++ops_;
   bytes_ += bytes;
+}
+
+bool RadosStore::InFlight::TryAcquire(uint64_t bytes) {
+  std::lock_guard lock(mu_);
+  if (!Fits(bytes)) {
+    return false;
+  }
+  ++ops_;
+  bytes_ += bytes;
+  return true;
 }
 
 void RadosStore::InFlight::Release(uint64_t bytes) {

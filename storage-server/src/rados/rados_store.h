@@ -223,11 +223,16 @@ class RadosStore final : public Backend {
   // Every registered bucket (pages the registry).
   Result<std::vector<rados::RadosBucketRecord>> AllBuckets();
 
-  // Bounds of ReadSlices' ops in flight, all requests together (RadosOptions).
+  // Bounds of ReadSlices' ops in flight, all requests together (RadosOptions). A caller that
+  // holds ops must not wait in Acquire (it would wait for itself, or for another caller that
+  // waits for it): it uses TryAcquire and frees its own ops first.
   class InFlight {
    public:
     InFlight(uint32_t max_ops, uint64_t max_bytes) : max_ops_(max_ops), max_bytes_(max_bytes) {}
+    // Waits for room; an op bigger than the byte cap waits for an idle store.
     void Acquire(uint64_t bytes);
+    // Takes room only if there is some now.
+    bool TryAcquire(uint64_t bytes);
     void Release(uint64_t bytes);
 
    private:
@@ -237,6 +242,9 @@ class RadosStore final : public Backend {
     std::condition_variable cv_;
     uint32_t ops_ OC_GUARDED_BY(mu_) = 0;
     uint64_t bytes_ OC_GUARDED_BY(mu_) = 0;
+    bool Fits(uint64_t bytes) const OC_REQUIRES(mu_) {
+      return ops_ == 0 || (ops_ < max_ops_ && bytes_ + bytes <= max_bytes_);
+    }
   };
   InFlight& in_flight() { return in_flight_; }
 
