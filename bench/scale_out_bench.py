@@ -29,7 +29,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness"))
-from common import BENCH, ROOT, free_port, median, run, wait_healthy  # noqa: E402
+from common import BENCH, ROOT, free_port, median, portable, run, wait_healthy  # noqa: E402
 
 ACCESS_KEY = "OCBENCHACCESSKEY0001"
 SECRET_KEY = "ocBenchSecretKey000000000000000000000001"
@@ -199,7 +199,7 @@ def run_scale_out(cfg, build, log_dir, progress, tmp, bluestore=False):
         rows, commands = [], []
         result["error"] = f"{type(ex).__name__}: {ex}"
     result.update(rows=rows, commands=commands, summary=summarize(rows, cfg["clients"]))
-    return result
+    return portable(result, tmp)  # committed results name no machine path
 
 
 def plot(e, png):

@@ -92,11 +92,11 @@ struct SchedulerOptions {
   // behind at most one part of each other request (part / B), not a whole layer (a 224 MiB layer
   // is ~19 ms at 100 Gbps, a 1 MiB part 84 µs); the delivery thread writes a part's bytes once the
   // part is dispatched and notifies a layer after its last part
-  // (docs/decisions/pacer-sub-layer-parts.md). 0: whole layers, the default until a quiet
-  // machine shows parts ahead: the only emulator runs so far (load 7-13 on 2 cores) had
-  // cal-stall-opt at +96% over Eq. 3 in parts against +11% in whole layers (workload A).
-  // Default: 0
-  uint64_t pace_part_bytes = 0;
+  // (docs/decisions/pacer-sub-layer-parts.md). 0: whole layers. Parts are the default since a
+  // quiet-machine run (2026-12-02) had calibrated stall-opt closer to Eq. 3 in parts than in
+  // whole layers in all three workloads (A +13.8% against +16.8%, B +3.2% / +7.3%, C +0.9% / +1.8%).
+  // Default: 1 MiB
+  uint64_t pace_part_bytes = uint64_t{1} << 20;
   // Model assumed for compute estimates when a request names none.
   // Default: "Llama-3.1-8B"
   std::string default_model = "Llama-3.1-8B";
