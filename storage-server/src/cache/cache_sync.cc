@@ -15,6 +15,7 @@
 //   leader deleted it) counts as freed but not as evicted here: nothing is counted twice.
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "cache/cache_bucket.h"
