@@ -32,6 +32,12 @@ class Backend : public Store, public kv::SliceSource {
       std::string_view bucket, std::span<const std::string> names) override = 0;
   Result<std::unique_ptr<ObjectGroupWriter>> PutGroup(std::string_view bucket) override = 0;
 
+  // Whether this process should run the pool-wide maintenance now: the cache layer's eviction
+  // (src/cache/cache_store.h) runs only where this is true. A backend of its own data (RocksDB)
+  // always is; one shared by several servers (RADOS) answers whether it holds the lead it
+  // already elects for its GC, so one server at a time evicts. Cheap: asked before each pass.
+  virtual bool IsMaintenanceLeader() const { return true; }
+
   // The descriptor calls are the composed store's (composed_store.h), never a backend's.
   Result<KvProbeResult> ProbeChunks(std::string_view /*bucket*/,
                                     const descriptor::Descriptor& /*d*/) final {

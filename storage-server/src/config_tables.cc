@@ -305,7 +305,12 @@ const ConfigTable<CacheOptions>& CacheConfigTable() {
         .Duration("snapshot_interval", &CacheOptions::snapshot_interval,
                   "How often each cache bucket's recency and prefix links are persisted (when "
                   "changed); a restart loses at most this much recency, never data.",
-                  std::chrono::milliseconds(100));
+                  std::chrono::milliseconds(100))
+        .Duration("sync_interval", &CacheOptions::sync_interval,
+                  "Several servers over one RADOS pool: how often each re-lists its cache "
+                  "buckets and a follower hands its hits to the leader (the GC leader, the only "
+                  "server that evicts). Unused on RocksDB.",
+                  std::chrono::milliseconds(10));
     return t;
   }();
   return *table;

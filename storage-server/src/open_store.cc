@@ -36,13 +36,19 @@ Result<std::unique_ptr<Backend>> OpenBackend(const StoreOptions& options) {
 
 Result<std::unique_ptr<Store>> OpenStore(const StoreOptions& options) {
   OC_ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, OpenBackend(options));
+  // The cache layer asks the backend whether other servers share its buckets (a shared
+  // identity, as the quota layer's recount) and whether this one leads their maintenance; the
+  // backend lives as long as the cache layer over it.
+  cache::CacheRole role;
+  role.shared = !backend->identity().fsid.empty();
+  role.is_leader = [b = backend.get()] { return b->IsMaintenanceLeader(); };
   // The cache layer (src/cache/cache_store.h) over the composed store, when [cache] names
   // cache buckets, and the quota layer (src/quota/quota_store.h) over that when [quota] names
   // quota buckets: both above the seam, so every backend gets them. Their buckets never
   // overlap (StoreOptions::Validate), so the order does not matter.
-  OC_ASSIGN_OR_RETURN(
-      std::unique_ptr<Store> store,
-      cache::ComposeCache(ComposeKvEngine(std::move(backend), options.kv), options.cache));
+  OC_ASSIGN_OR_RETURN(std::unique_ptr<Store> store,
+                      cache::ComposeCache(ComposeKvEngine(std::move(backend), options.kv),
+                                          options.cache, std::move(role)));
   if (!options.quota.buckets.empty()) {  // [quota]: docs/decisions/bucket-quotas.md
     return ComposeQuotaStore(std::move(store), options.quota);
   }

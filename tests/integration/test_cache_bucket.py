@@ -3,13 +3,15 @@
 PUTs (raw signed requests) and boto3 PUTs several times the capacity keeps the bucket's listed
 bytes under capacity plus one eviction batch after every request, /stats' used bytes equal the
 listing, chains are eaten from their tails (no dead bytes), a PUT larger than the capacity is
-refused 503 SlowDown with Retry-After and stores nothing, and a bucket that is not a cache
-keeps every object."""
+refused 503 SlowDown with Retry-After and stores nothing (so is a multipart completion, the
+upload kept), and a bucket that is not a cache keeps every object."""
 import json
 import time
 import urllib.request
 
+import pytest
 import rawhttp
+from botocore.exceptions import ClientError
 from conftest import running_server
 
 CAPACITY = 2 << 20
@@ -112,6 +114,22 @@ def test_cache_bucket_holds_its_capacity_and_other_buckets_are_untouched():
         assert rawhttp.error_code(body)[0] == "SlowDown"
         assert headers.get("retry-after") == "1"
         rawhttp.assert_not_stored(srv, "kvcache", "huge")
+
+        # A multipart object counts from its completion: one larger than the capacity is
+        # refused there, 503 SlowDown, nothing stored, and the upload stays (the client may
+        # abort it or retry).
+        uid = s3.create_multipart_upload(Bucket="kvcache", Key="mp")["UploadId"]
+        etag = s3.upload_part(Bucket="kvcache", Key="mp", UploadId=uid, PartNumber=1,
+                              Body=b"m" * (CAPACITY + 1))["ETag"]
+        with pytest.raises(ClientError) as e:
+            s3.complete_multipart_upload(Bucket="kvcache", Key="mp", UploadId=uid,
+                                         MultipartUpload={"Parts": [{"PartNumber": 1,
+                                                                     "ETag": etag}]})
+        assert e.value.response["ResponseMetadata"]["HTTPStatusCode"] == 503
+        assert e.value.response["Error"]["Code"] == "SlowDown"
+        rawhttp.assert_not_stored(srv, "kvcache", "mp")
+        assert len(s3.list_parts(Bucket="kvcache", Key="mp", UploadId=uid)["Parts"]) == 1
+        s3.abort_multipart_upload(Bucket="kvcache", Key="mp", UploadId=uid)
 
         with urllib.request.urlopen(srv.endpoint + "/metrics", timeout=10) as r:
             metrics = r.read().decode()

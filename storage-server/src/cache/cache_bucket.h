@@ -5,8 +5,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "cache/cache_store.h"
 #include "cache/eviction_index.h"
@@ -38,7 +41,40 @@ struct CacheStore::Bucket {
   std::atomic<uint64_t> client_deletes{0};
   std::atomic<uint64_t> lifecycle_expired{0};
   std::atomic<uint64_t> snapshots_written{0};
+
+  // --- A shared pool (cache_sync.cc) ---
+  // While this server does not lead, what it saw goes to its hit log as well as its index:
+  // rows whose last_tick is the kind (kLogPut: a PUT stored key, size, after predecessor;
+  // kLogHit: a probe or descriptor GET matched a prefix ending at key, after predecessor;
+  // kLogGet: a plain GET/HEAD). Beyond kMaxHitLogRows rows are dropped (recency only).
+  void Log(std::string_view key, std::string_view predecessor, uint64_t size, uint64_t kind);
+  std::vector<SnapshotRow> TakeLog();
+  std::atomic<bool> logging{false};  // shared store, not leading
+  std::mutex log_mu;
+  std::vector<SnapshotRow> log OC_GUARDED_BY(log_mu);
+  std::atomic<uint64_t> log_rows_dropped{0};
+  std::atomic<uint64_t> hit_logs_written{0};  // parts this server wrote
+  std::atomic<uint64_t> hit_logs_folded{0};   // parts (anyone's) this server folded as leader
+  std::atomic<uint64_t> victims_gone{0};      // picked victims another server or client deleted
 };
+
+inline constexpr uint64_t kLogPut = 1;
+inline constexpr uint64_t kLogHit = 2;
+inline constexpr uint64_t kLogGet = 3;
+inline constexpr size_t kMaxHitLogRows = 4 * kSnapshotRowsPerPart;
+
+// Store helpers of the cache layer (cache_worker.cc). Every object of `bucket` (under `prefix`)
+// with its size, page by page; kNotFound/kBucket: none.
+Result<std::vector<ListedObject>> ListAll(Store& store, std::string_view bucket,
+                                          std::string_view prefix = {});
+// The whole object, refused over max_bytes; its metadata into *meta when given.
+Result<std::string> ReadWhole(Store& store, const ObjectKey& key, uint64_t max_bytes,
+                              ObjectMeta* meta = nullptr);
+// Writes `bytes` as the object `key` of kCacheStateBucket (created again if deleted under us).
+Status WriteState(Store& store, const std::string& name, std::string_view bytes);
+// Largest snapshot or hit-log part read back (kSnapshotRowsPerPart rows of two
+// kMaxSnapshotKeyBytes keys and two varints stay below it).
+inline constexpr uint64_t kMaxSnapshotPartBytes = 160ull << 20;
 
 class CacheStore::Reservation {
  public:

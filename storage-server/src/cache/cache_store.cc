@@ -5,6 +5,7 @@
 
 #include <fmt/core.h>
 
+#include <map>
 #include <utility>
 
 #include "cache/cache_bucket.h"
@@ -162,6 +163,7 @@ Result<CacheStore::Reservation> CacheStore::Admit(Bucket& b, uint64_t incoming) 
 
 void CacheStore::PlainCommitted(Bucket& b, std::string_view key, uint64_t size) {
   b.index.OnPlainPut(key, size);
+  b.Log(key, {}, size, kLogPut);
   b.dirty.store(true, std::memory_order_relaxed);
   MaybeKick(b);
 }
@@ -250,6 +252,7 @@ Result<std::unique_ptr<ObjectReader>> CacheStore::Get(const ObjectKey& key, Byte
   Result<std::unique_ptr<ObjectReader>> reader = inner_->Get(key, range);
   if (Bucket* b = Find(key.bucket); b != nullptr && reader.has_value()) {
     b->index.OnPlainGet(key.name);
+    b->Log(key.name, {}, 0, kLogGet);
     b->dirty.store(true, std::memory_order_relaxed);
   }
   return reader;
@@ -262,6 +265,7 @@ Result<ObjectMeta> CacheStore::Head(const ObjectKey& key) {
   Result<ObjectMeta> meta = inner_->Head(key);
   if (Bucket* b = Find(key.bucket); b != nullptr && meta.has_value()) {
     b->index.OnPlainGet(key.name);
+    b->Log(key.name, {}, 0, kLogGet);
     b->dirty.store(true, std::memory_order_relaxed);
   }
   return meta;
@@ -317,6 +321,7 @@ Result<ObjectMeta> CacheStore::Copy(const ObjectKey& src, const ObjectKey& dst,
   if (meta.has_value()) {
     if (Bucket* from = Find(src.bucket); from != nullptr) {
       from->index.OnPlainGet(src.name);
+      from->Log(src.name, {}, 0, kLogGet);
     }
     if (to != nullptr) {
       PlainCommitted(*to, dst.name, meta->size);
@@ -354,7 +359,40 @@ Result<ListResult> CacheStore::List(std::string_view bucket, const ListOptions& 
   return inner_->List(bucket, options);
 }
 
-// --- Multipart: parts are not counted until the object is complete ---
+// --- Multipart: parts are not counted; the object is admitted at completion ---
+
+namespace {
+
+constexpr uint32_t kPartsPerPage = 1000;  // S3's ListParts page
+
+// The bytes `parts` of the upload would make the object, from its stored parts' sizes.
+// kNotFound/kUpload when the upload is gone (a retry of a completion that succeeded). A listed
+// part that is not stored adds nothing: the completion below refuses it (InvalidPart).
+Result<uint64_t> CompletedSize(Store& store, const ObjectKey& key, std::string_view upload_id,
+                               std::span<const CompletedPart> parts) {
+  std::map<uint32_t, uint64_t> sizes;
+  uint32_t marker = 0;
+  for (;;) {
+    OC_ASSIGN_OR_RETURN(ListPartsResult page,
+                        store.ListParts(key, upload_id, marker, kPartsPerPage));
+    for (const PartInfo& p : page.parts) {
+      sizes[p.part_number] = p.size;
+    }
+    if (!page.truncated || page.next_part_number_marker <= marker) {
+      break;
+    }
+    marker = page.next_part_number_marker;
+  }
+  uint64_t total = 0;
+  for (const CompletedPart& p : parts) {
+    if (auto it = sizes.find(p.part_number); it != sizes.end()) {
+      total += it->second;  // at most 10,000 parts of at most 5 GiB: no overflow
+    }
+  }
+  return total;
+}
+
+}  // namespace
 
 Result<std::string> CacheStore::CreateMultipartUpload(const ObjectKey& key,
                                                       const PutOptions& options) {
@@ -379,9 +417,23 @@ Result<ObjectMeta> CacheStore::CompleteMultipartUpload(const ObjectKey& key,
   if (key.bucket == kCacheStateBucket) {
     return NoSuchBucket();
   }
+  Bucket* b = Find(key.bucket);
+  Reservation reservation;
+  if (b != nullptr) {
+    // The object appears whole at completion, so that is where it must fit: wait put_wait for
+    // room, else refuse before anything is stored; the upload stays, so the client may retry
+    // the completion (after Retry-After) or abort it.
+    Result<uint64_t> size = CompletedSize(*inner_, key, upload_id, parts);
+    if (size.has_value()) {
+      OC_ASSIGN_OR_RETURN(reservation, Admit(*b, *size));
+    }  // else the completion below answers (a retry of a success, or the listing's error)
+  }
   Result<ObjectMeta> meta = inner_->CompleteMultipartUpload(key, upload_id, parts, options);
-  if (Bucket* b = Find(key.bucket); b != nullptr && meta.has_value()) {
+  if (b != nullptr && meta.has_value()) {
     PlainCommitted(*b, key.name, meta->size);
+  }
+  if (reservation.Release()) {
+    NotifyRoom(*b);
   }
   return meta;
 }
@@ -462,6 +514,9 @@ Result<KvPutReport> CacheStore::PutChunks(std::string_view bucket, const descrip
       chain.push_back(ChunkRef{k, chunk_bytes});
     }
     b->index.OnPut(chain);
+    for (uint64_t j = 0; j < n; ++j) {
+      b->Log(keys[j], j == 0 ? std::string_view() : keys[j - 1], chunk_bytes, kLogPut);
+    }
     b->dirty.store(true, std::memory_order_relaxed);
     MaybeKick(*b);
   }
@@ -487,6 +542,8 @@ void CacheStore::Bucket::Hit(const descriptor::Descriptor& d, uint64_t matched) 
   std::vector<std::string> names;
   const std::vector<std::string_view> prefix = PrefixNames(d, matched, &names);
   index.OnHit(prefix);
+  // The deepest chunk names the chain: the leader raises its recorded predecessors with it.
+  Log(prefix[matched - 1], matched > 1 ? prefix[matched - 2] : std::string_view(), 0, kLogHit);
   dirty.store(true, std::memory_order_relaxed);
 }
 

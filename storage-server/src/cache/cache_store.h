@@ -19,12 +19,22 @@
 // Calls on other buckets go straight to the store below: one comparison with the (few) cache
 // bucket names.
 //
+// Several servers over one pool (RADOS; CacheRole::shared): only the server the backend names
+// maintenance leader (its GC lead) evicts and writes the snapshot. Every sync_interval each
+// server re-lists its cache buckets (EvictionIndex::Reconcile: usage is the pool's within one
+// interval, for eviction and admission alike), and a follower first persists what it saw
+// (its PUTs' chains, its hits) as a hit-log part `<bucket>/hits-<server id>-<seq>` in
+// kCacheStateBucket; the leader folds every part into its index, then deletes it. A server
+// that takes the lead rebuilds from a listing and the snapshot, folds the parts, then evicts
+// (cache_sync.cc; docs/decisions/cache-buckets.md, "RADOS").
+//
 // Thread safety: as Store. mu_ guards the worker's wake-up and the PUT admission (capacity
 // check and reservation together); each index has its own lock and is never held while
-// taking mu_.
+// taking mu_. pass_mu_ serializes eviction passes and syncs (the worker's and the hooks').
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -56,6 +66,20 @@ struct CacheBucketStats {
   uint64_t lifecycle_expired = 0;  // DeleteIf: the lifecycle worker's expirations
   uint64_t snapshots_written = 0;  // snapshot persists (all parts of one bucket = 1)
   uint64_t evicting_bytes = 0;     // picked victims' bytes whose delete is in flight
+  // A shared pool (several servers): picked victims found already deleted elsewhere, hit-log
+  // parts this server wrote (follower) and folded (leader), rows dropped over the log's bound.
+  uint64_t victims_gone = 0;
+  uint64_t hit_logs_written = 0;
+  uint64_t hit_logs_folded = 0;
+  uint64_t hit_log_rows_dropped = 0;
+};
+
+// What the cache layer asks of the backend below, which OpenStore (open_store.cc) wires.
+struct CacheRole {
+  // Other servers write the same buckets (a backend with a shared identity: RADOS).
+  bool shared = false;
+  // Whether this server runs eviction now (Backend::IsMaintenanceLeader); null: always.
+  std::function<bool()> is_leader;
 };
 
 class CacheStore final : public Store {
@@ -65,7 +89,7 @@ class CacheStore final : public Store {
   // returned; an unreadable snapshot is logged and ignored (recency lost, never data).
   // REQUIRES: options.Validate().ok(), !options.buckets.empty(), inner != null.
   static Result<std::unique_ptr<CacheStore>> Open(std::unique_ptr<Store> inner,
-                                                  const CacheOptions& options);
+                                                  const CacheOptions& options, CacheRole role = {});
   // Stops the worker, persists every changed snapshot, then closes the store below.
   ~CacheStore() override;
 
@@ -75,7 +99,14 @@ class CacheStore final : public Store {
   // Tests' and shutdown's hooks: persist every bucket's snapshot now (changed or not), and
   // run one eviction pass on the calling thread.
   Status PersistSnapshots();
-  void EvictNow();
+  void EvictNow() OC_EXCLUDES(pass_mu_);
+  // One sync now (shared stores; a no-op otherwise): a follower persists its hit log, the
+  // leader folds every hit log, then each re-lists its cache buckets (Reconcile).
+  void SyncNow() OC_EXCLUDES(pass_mu_);
+  // Whether this server evicts (the backend's answer at the last pass or sync).
+  bool leading() const { return leading_.load(std::memory_order_relaxed); }
+  // This server's name in its hit-log parts (random per open).
+  const std::string& server_id() const { return server_id_; }
 
   // --- Store ---
   Status CreateBucket(std::string_view bucket, std::string_view owner) override;
@@ -137,17 +168,28 @@ class CacheStore final : public Store {
   void NotifyRoom(Bucket& b) OC_EXCLUDES(mu_);
 
  private:
-  CacheStore(std::unique_ptr<Store> inner, const CacheOptions& options);
+  CacheStore(std::unique_ptr<Store> inner, const CacheOptions& options, CacheRole role);
   Bucket* Find(std::string_view bucket) const;
   Status Restore(Bucket& b);
   Status PersistSnapshot(Bucket& b);
   // Deletes one batch of b's victims; returns how many went.
   uint64_t EvictBatch(Bucket& b, std::vector<Victim> victims);
+  void EvictLocked() OC_REQUIRES(pass_mu_);
+  // Asks the backend whether this server leads; on taking the lead, rebuilds every bucket
+  // from a listing and the snapshot and folds the hit logs before the first pass.
+  bool CheckLead() OC_REQUIRES(pass_mu_);
+  // The shared-pool sync (cache_sync.cc).
+  void SyncLocked() OC_REQUIRES(pass_mu_);
+  Status PersistHitLog(Bucket& b) OC_REQUIRES(pass_mu_);
+  Status FoldHitLogs(Bucket& b) OC_REQUIRES(pass_mu_);
+  Status Relist(Bucket& b) OC_REQUIRES(pass_mu_);
   void Kick() OC_EXCLUDES(mu_);
   void MaybeKick(Bucket& b) OC_EXCLUDES(mu_);
   void Run() OC_EXCLUDES(mu_);
 
   const CacheOptions options_;
+  const CacheRole role_;
+  const std::string server_id_;
   std::unique_ptr<Store> inner_;
   std::vector<std::unique_ptr<Bucket>> buckets_;  // fixed after Open
 
@@ -157,11 +199,15 @@ class CacheStore final : public Store {
   bool kicked_ OC_GUARDED_BY(mu_) = false;
   bool stopping_ OC_GUARDED_BY(mu_) = false;
   std::thread worker_;
+
+  std::mutex pass_mu_;
+  std::atomic<bool> leading_{false};
+  uint64_t hit_log_seq_ OC_GUARDED_BY(pass_mu_) = 0;
 };
 
 // Wraps `inner` in a CacheStore when options.buckets names cache buckets; else returns it.
 Result<std::unique_ptr<Store>> ComposeCache(std::unique_ptr<Store> inner,
-                                            const CacheOptions& options);
+                                            const CacheOptions& options, CacheRole role = {});
 
 // The CacheStore `store` is, or null.
 CacheStore* CacheStoreOf(Store& store);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iterator>
+#include <random>
 #include <utility>
 
 #include "cache/cache_bucket.h"
@@ -18,9 +19,8 @@ const Logger kLog{"cache"};
 
 // The worker wakes at least this often to re-check the watermarks (a kick is the usual wake).
 constexpr std::chrono::milliseconds kRecheck{1'000};
-// Largest snapshot part read back at open; a bigger one is corrupt (kSnapshotRowsPerPart rows
-// of two kMaxSnapshotKeyBytes keys and two varints stay below it).
-constexpr uint64_t kMaxSnapshotPartBytes = 160ull << 20;
+// A follower with PUTs waiting for room re-lists at most this often (cache_sync.cc).
+constexpr std::chrono::milliseconds kWaitingRelist{200};
 
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -32,9 +32,23 @@ std::string PartName(std::string_view bucket, uint64_t part) {
   return fmt::format("{}/{:08}", bucket, part);
 }
 
-// Every object of `bucket` with its size, page by page. kNotFound/kBucket: none.
+// Whether `name` is one of `bucket`'s snapshot parts (not a hit-log part: cache_sync.cc).
+bool IsSnapshotPart(std::string_view name, std::string_view bucket) {
+  if (name.size() != bucket.size() + 9 || !name.starts_with(bucket) || name[bucket.size()] != '/') {
+    return false;
+  }
+  for (char c : name.substr(bucket.size() + 1)) {
+    if (c < '0' || c > '9') {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 Result<std::vector<ListedObject>> ListAll(Store& store, std::string_view bucket,
-                                          std::string_view prefix = {}) {
+                                          std::string_view prefix) {
   std::vector<ListedObject> out;
   ListOptions options;
   options.prefix = std::string(prefix);
@@ -56,8 +70,12 @@ Result<std::vector<ListedObject>> ListAll(Store& store, std::string_view bucket,
   }
 }
 
-Result<std::string> ReadWhole(Store& store, const ObjectKey& key, uint64_t max_bytes) {
+Result<std::string> ReadWhole(Store& store, const ObjectKey& key, uint64_t max_bytes,
+                              ObjectMeta* meta) {
   OC_ASSIGN_OR_RETURN(std::unique_ptr<ObjectReader> reader, store.Get(key, ByteRange::All()));
+  if (meta != nullptr) {
+    *meta = reader->meta();
+  }
   if (reader->length() > max_bytes) {
     return Status::Corruption(fmt::format("{} is {} bytes", key.name, reader->length()));
   }
@@ -76,22 +94,39 @@ Result<std::string> ReadWhole(Store& store, const ObjectKey& key, uint64_t max_b
   return bytes;
 }
 
-}  // namespace
+Status WriteState(Store& store, const std::string& name, std::string_view bytes) {
+  const ObjectKey key{std::string(kCacheStateBucket), name};
+  Result<std::unique_ptr<ObjectWriter>> writer = store.Put(key, PutOptions{});
+  if (!writer.has_value() && writer.error().code() == Code::kNotFound) {
+    (void)store.CreateBucket(kCacheStateBucket, "objectcache");  // deleted under us
+    writer = store.Put(key, PutOptions{});
+  }
+  OC_RETURN_IF_ERROR(writer.status());
+  OC_RETURN_IF_ERROR(
+      (*writer)->Append(ByteSpan(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size())));
+  return (*writer)->Commit().status();
+}
 
-CacheStore::CacheStore(std::unique_ptr<Store> inner, const CacheOptions& options)
-    : options_(options), inner_(std::move(inner)) {
+CacheStore::CacheStore(std::unique_ptr<Store> inner, const CacheOptions& options, CacheRole role)
+    : options_(options),
+      role_(std::move(role)),
+      server_id_(fmt::format("{:016x}",
+                             (uint64_t{std::random_device{}()} << 32) | std::random_device{}())),
+      inner_(std::move(inner)) {
+  leading_.store(!role_.shared, std::memory_order_relaxed);
   for (const auto& [name, capacity] : options_.buckets) {
     EvictionOptions o;
     o.capacity_bytes = capacity;
     o.high_watermark = options_.high_watermark;
     o.low_watermark = options_.low_watermark;
     buckets_.push_back(std::make_unique<Bucket>(name, o));
+    buckets_.back()->logging.store(role_.shared, std::memory_order_relaxed);
   }
 }
 
 Result<std::unique_ptr<CacheStore>> CacheStore::Open(std::unique_ptr<Store> inner,
-                                                     const CacheOptions& options) {
-  std::unique_ptr<CacheStore> store(new CacheStore(std::move(inner), options));
+                                                     const CacheOptions& options, CacheRole role) {
+  std::unique_ptr<CacheStore> store(new CacheStore(std::move(inner), options, std::move(role)));
   const Status created = store->inner_->CreateBucket(kCacheStateBucket, "objectcache");
   if (!created.ok() && created.code() != Code::kAlreadyExists) {
     kLog.Warn("cannot create {}: {}; snapshots wait for it", kCacheStateBucket, created.ToString());
@@ -113,8 +148,14 @@ CacheStore::~CacheStore() {
   if (worker_.joinable()) {
     worker_.join();
   }
+  std::lock_guard pass(pass_mu_);
   for (const auto& b : buckets_) {
-    if (b->dirty.load(std::memory_order_relaxed)) {
+    if (!leading()) {
+      // A follower hands what it saw to the leader; only the leader writes the snapshot.
+      if (Status s = PersistHitLog(*b); !s.ok()) {
+        kLog.Warn("bucket={} hit log at shutdown failed: {}", b->name, s.ToString());
+      }
+    } else if (b->dirty.load(std::memory_order_relaxed)) {
       if (Status s = PersistSnapshot(*b); !s.ok()) {
         kLog.Warn("bucket={} snapshot at shutdown failed: {}", b->name, s.ToString());
       }
@@ -132,6 +173,9 @@ Status CacheStore::Restore(Bucket& b) {
               parts.error().ToString());
   } else {
     for (const ListedObject& part : *parts) {
+      if (!IsSnapshotPart(part.key, b.name)) {
+        continue;  // a hit-log part: the leader folds those (cache_sync.cc)
+      }
       Result<std::string> bytes =
           ReadWhole(*inner_, {std::string(kCacheStateBucket), part.key}, kMaxSnapshotPartBytes);
       Result<std::vector<SnapshotRow>> decoded =
@@ -161,22 +205,7 @@ Status CacheStore::PersistSnapshot(Bucket& b) {
     const size_t end = std::min(rows.size(), begin + kSnapshotRowsPerPart);
     const std::string bytes =
         EncodeSnapshot(std::span<const SnapshotRow>(rows).subspan(begin, end - begin));
-    const ObjectKey key{std::string(kCacheStateBucket), PartName(b.name, p)};
-    Result<std::unique_ptr<ObjectWriter>> writer = inner_->Put(key, PutOptions{});
-    if (!writer.has_value() && writer.error().code() == Code::kNotFound) {
-      (void)inner_->CreateBucket(kCacheStateBucket, "objectcache");  // deleted under us
-      writer = inner_->Put(key, PutOptions{});
-    }
-    if (!writer.has_value()) {
-      b.dirty.store(true, std::memory_order_relaxed);
-      return writer.error();
-    }
-    Status s =
-        (*writer)->Append(ByteSpan(reinterpret_cast<const std::byte*>(bytes.data()), bytes.size()));
-    if (s.ok()) {
-      s = (*writer)->Commit().status();
-    }
-    if (!s.ok()) {
+    if (Status s = WriteState(*inner_, PartName(b.name, p), bytes); !s.ok()) {
       b.dirty.store(true, std::memory_order_relaxed);
       return s;
     }
@@ -186,7 +215,7 @@ Status CacheStore::PersistSnapshot(Bucket& b) {
                       ListAll(*inner_, kCacheStateBucket, b.name + "/"));
   const std::string first_stale = PartName(b.name, parts);  // names sort by part number
   for (const ListedObject& o : old) {
-    if (o.key >= first_stale) {
+    if (IsSnapshotPart(o.key, b.name) && o.key >= first_stale) {
       (void)inner_->Delete({std::string(kCacheStateBucket), o.key});
     }
   }
@@ -227,8 +256,17 @@ uint64_t CacheStore::EvictBatch(Bucket& b, std::vector<Victim> victims) {
       // Only the version seen: a PUT that replaces it meanwhile keeps its object.
       s = inner_->DeleteIf(key, ObjectVersionMatch{meta->etag, meta->mtime_unix_ms});
     }
-    if (s.ok() || (s.code() == Code::kNotFound && s.subject() == Subject::kKey)) {
-      ++deleted;  // gone (or deleted by a client meanwhile): either way its bytes are free
+    if (s.ok()) {
+      ++deleted;
+      settled();
+      continue;
+    }
+    if (s.code() == Code::kNotFound && s.subject() == Subject::kKey) {
+      // Deleted by a client or by another server (a former leader) meanwhile: its bytes are
+      // free, but the eviction is not this server's to count.
+      b.index.GoneElsewhere(v);
+      b.victims_gone.fetch_add(1, std::memory_order_relaxed);
+      ++deleted;
       settled();
       continue;
     }
@@ -252,8 +290,18 @@ uint64_t CacheStore::EvictBatch(Bucket& b, std::vector<Victim> victims) {
 }
 
 void CacheStore::EvictNow() {
+  std::lock_guard pass(pass_mu_);
+  if (CheckLead()) {
+    EvictLocked();
+  }
+}
+
+void CacheStore::EvictLocked() {
   for (const auto& b : buckets_) {
     for (;;) {
+      if (role_.shared && role_.is_leader != nullptr && !role_.is_leader()) {
+        return;  // lost the lead mid-pass: the next leader carries on
+      }
       const uint64_t incoming =
           b->reserved.load(std::memory_order_relaxed) + b->waiting.load(std::memory_order_relaxed);
       const uint64_t want = std::min(b->index.BytesToFree(incoming), options_.eviction_batch_bytes);
@@ -280,18 +328,53 @@ void CacheStore::EvictNow() {
 }
 
 void CacheStore::Run() {
-  auto next_snapshot = std::chrono::steady_clock::now() + options_.snapshot_interval;
+  using Clock = std::chrono::steady_clock;
+  auto next_snapshot = Clock::now() + options_.snapshot_interval;
+  auto next_sync = Clock::now() + options_.sync_interval;
+  auto last_relist = Clock::now();
   std::unique_lock lock(mu_);
   while (!stopping_) {
-    const auto wake = std::min(next_snapshot, std::chrono::steady_clock::now() + kRecheck);
+    auto wake = std::min(next_snapshot, Clock::now() + kRecheck);
+    if (role_.shared) {
+      wake = std::min(wake, next_sync);
+      if (!leading() && std::any_of(buckets_.begin(), buckets_.end(), [](const auto& b) {
+            return b->waiting.load(std::memory_order_relaxed) > 0;
+          })) {
+        wake = std::min(wake, Clock::now() + kWaitingRelist);
+      }
+    }
     work_cv_.wait_until(lock, wake, [&] { return stopping_ || kicked_; });
     if (stopping_) {
       break;
     }
     kicked_ = false;
     lock.unlock();
-    EvictNow();
-    if (std::chrono::steady_clock::now() >= next_snapshot) {
+    bool lead = true;
+    {
+      std::lock_guard pass(pass_mu_);
+      lead = CheckLead();
+      const auto now = Clock::now();
+      if (role_.shared && now >= next_sync) {
+        SyncLocked();
+        next_sync = Clock::now() + options_.sync_interval;
+        last_relist = Clock::now();
+      } else if (role_.shared && !lead && now - last_relist >= kWaitingRelist &&
+                 std::any_of(buckets_.begin(), buckets_.end(), [](const auto& b) {
+                   return b->waiting.load(std::memory_order_relaxed) > 0;
+                 })) {
+        // PUTs wait here for room the leader makes: see its evictions before a whole interval.
+        for (const auto& b : buckets_) {
+          if (Status s = Relist(*b); !s.ok()) {
+            kLog.Warn("bucket={} re-listing failed: {}", b->name, s.ToString());
+          }
+        }
+        last_relist = Clock::now();
+      }
+      if (lead) {
+        EvictLocked();
+      }
+    }
+    if (lead && Clock::now() >= next_snapshot) {
       for (const auto& b : buckets_) {
         if (b->dirty.load(std::memory_order_relaxed)) {
           if (Status s = PersistSnapshot(*b); !s.ok()) {
@@ -321,6 +404,10 @@ std::optional<CacheBucketStats> CacheStore::BucketStats(std::string_view bucket)
   s.lifecycle_expired = b->lifecycle_expired.load(std::memory_order_relaxed);
   s.snapshots_written = b->snapshots_written.load(std::memory_order_relaxed);
   s.evicting_bytes = b->deleting.load(std::memory_order_relaxed);
+  s.victims_gone = b->victims_gone.load(std::memory_order_relaxed);
+  s.hit_logs_written = b->hit_logs_written.load(std::memory_order_relaxed);
+  s.hit_logs_folded = b->hit_logs_folded.load(std::memory_order_relaxed);
+  s.hit_log_rows_dropped = b->log_rows_dropped.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -332,6 +419,8 @@ Result<StoreStats> CacheStore::Stats() {
                  static_cast<uint64_t>(options_.high_watermark * 1e6 + 0.5));
   f.emplace_back("cache.low_watermark_ppm",
                  static_cast<uint64_t>(options_.low_watermark * 1e6 + 0.5));
+  // 1 where this server evicts (always, unless several servers share the pool).
+  f.emplace_back("cache.leader", leading() ? uint64_t{1} : uint64_t{0});
   for (const auto& b : buckets_) {
     const CacheBucketStats s = *BucketStats(b->name);
     const std::string p = "cache." + b->name + ".";
@@ -353,18 +442,22 @@ Result<StoreStats> CacheStore::Stats() {
     f.emplace_back(p + "lifecycle_expired_total", s.lifecycle_expired);
     f.emplace_back(p + "snapshots_written_total", s.snapshots_written);
     f.emplace_back(p + "index_memory_bytes", s.index.memory_bytes);
+    f.emplace_back(p + "victims_gone_total", s.victims_gone);
+    f.emplace_back(p + "hit_logs_written_total", s.hit_logs_written);
+    f.emplace_back(p + "hit_logs_folded_total", s.hit_logs_folded);
+    f.emplace_back(p + "hit_log_rows_dropped_total", s.hit_log_rows_dropped);
   }
   return stats;
 }
 
 Result<std::unique_ptr<Store>> ComposeCache(std::unique_ptr<Store> inner,
-                                            const CacheOptions& options) {
+                                            const CacheOptions& options, CacheRole role) {
   if (options.buckets.empty()) {
     return inner;
   }
   OC_RETURN_IF_ERROR(options.Validate());
   OC_ASSIGN_OR_RETURN(std::unique_ptr<CacheStore> cache,
-                      CacheStore::Open(std::move(inner), options));
+                      CacheStore::Open(std::move(inner), options, std::move(role)));
   return std::unique_ptr<Store>(std::move(cache));
 }
 

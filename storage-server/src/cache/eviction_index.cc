@@ -313,6 +313,12 @@ void EvictionIndex::Reinstate(const Victim& victim) {
   RefreshCandidate(id);
 }
 
+void EvictionIndex::GoneElsewhere(const Victim& victim) {
+  std::lock_guard lock(mu_);
+  evicted_objects_ -= std::min<uint64_t>(evicted_objects_, 1);
+  evicted_bytes_ -= std::min(evicted_bytes_, victim.size);
+}
+
 bool EvictionIndex::NeedsEviction(uint64_t incoming) const {
   std::lock_guard lock(mu_);
   const uint64_t after = incoming > UINT64_MAX - used_bytes_ ? UINT64_MAX : used_bytes_ + incoming;

@@ -159,6 +159,9 @@ class EvictionIndex {
 
   // Puts a victim the caller did not delete back, as it was (predecessor and tick).
   void Reinstate(const Victim& victim) OC_EXCLUDES(mu_);
+  // A victim the caller found already gone (another server's eviction, a client's delete):
+  // its bytes stay freed, but it no longer counts as evicted here.
+  void GoneElsewhere(const Victim& victim) OC_EXCLUDES(mu_);
 
   // used > capacity x high, counting `incoming` bytes about to be written.
   bool NeedsEviction(uint64_t incoming = 0) const OC_EXCLUDES(mu_);
@@ -183,6 +186,17 @@ class EvictionIndex {
   // dead. The clock resumes after the largest tick seen.
   void Rebuild(std::span<const ListedObject> listing, std::span<const SnapshotRow> rows)
       OC_EXCLUDES(mu_);
+
+  // Makes presence and sizes those of `listing`, a listing of the bucket taken after Tick()
+  // returned `since_tick` (other servers of a shared pool write and delete it too), keeping
+  // everything else the index knows (links, ticks, hit marks): a listed object the index does
+  // not know is added as the most recent root (another server just wrote it); a present one
+  // the listing lacks is removed as OnRemove would (another server deleted or evicted it),
+  // unless it was touched after since_tick (this server wrote it while the listing ran); a
+  // size that differs is corrected. O(index + listing) under the lock.
+  void Reconcile(std::span<const ListedObject> listing, uint64_t since_tick) OC_EXCLUDES(mu_);
+  // The logical clock now (Reconcile's since_tick).
+  uint64_t Tick() const OC_EXCLUDES(mu_);
 
  private:
   static constexpr uint8_t kGhost = 1;  // absent; kept because a present successor names it

@@ -155,4 +155,40 @@ void EvictionIndex::Rebuild(std::span<const ListedObject> listing,
   tick_ = max_tick;
 }
 
+void EvictionIndex::Reconcile(std::span<const ListedObject> listing, uint64_t since_tick) {
+  std::lock_guard lock(mu_);
+  const uint64_t tick = ++tick_;
+  std::vector<bool> listed(entries_.size(), false);
+  for (const ListedObject& object : listing) {
+    uint32_t id = Find(object.key);
+    if (id == kNoId) {
+      id = Create(object.key, object.size);  // another server wrote it: the most recent
+      entries_[id].last = tick;
+      RefreshCandidate(id);
+    } else if (!IsPresent(id)) {
+      Revive(id, object.size);  // a ghost: its successors are reachable again
+      Raise(id, tick);
+    } else if (entries_[id].size != object.size) {
+      SetSize(id, object.size);  // overwritten elsewhere
+    }
+    if (id >= listed.size()) {
+      listed.resize(id + 1, false);
+    }
+    listed[id] = true;
+  }
+  // Removal frees entries (their slots become kFree) but never creates any, so the loop's
+  // bound holds.
+  for (uint32_t id = 0; id < entries_.size(); ++id) {
+    if ((id < listed.size() && listed[id]) || !IsPresent(id) || entries_[id].last > since_tick) {
+      continue;
+    }
+    RemovePresent(id);
+  }
+}
+
+uint64_t EvictionIndex::Tick() const {
+  std::lock_guard lock(mu_);
+  return tick_;
+}
+
 }  // namespace oc::storage::cache

@@ -9,6 +9,8 @@
 // thread competes for it; the leader collects every minute and scrubs for orphans
 // (rados_scrub.cc) once a day. A leader that dies loses the lock when it expires. Two leaders
 // (a renewal that came too late) only duplicate work: removing a removed object is success.
+// The same lead decides which server of the pool runs the cache layer's eviction
+// (IsMaintenanceLeader; docs/decisions/cache-buckets.md, "RADOS").
 
 #include <sys/time.h>
 
@@ -57,13 +59,23 @@ void RadosStore::StopGc() {
     (void)rados_unlock(io(), rados::kGcLockOid, kGcLockName, cookie.c_str());
     gc_leader_ = false;
   }
+  lead_until_ns_.store(0, std::memory_order_relaxed);
+}
+
+bool RadosStore::IsMaintenanceLeader() const {
+  const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch())
+                          .count();
+  return now < lead_until_ns_.load(std::memory_order_relaxed);
 }
 
 void RadosStore::GcLoop() {
   auto next_gc = std::chrono::steady_clock::now();
   auto next_scrub = std::chrono::steady_clock::time_point::max();
-  for (;;) {
-    {
+  // The first attempt at once: a lone server leads (and so evicts its cache buckets) from
+  // its start, not one tick later.
+  for (bool first = true;; first = false) {
+    if (!first) {
       std::unique_lock lock(gc_stop_mu_);
       if (gc_stop_cv_.wait_for(lock, kGcTick, [&] { return gc_stop_; })) {
         return;
@@ -114,14 +126,22 @@ Status RadosStore::TakeGcLead() {
                            "objectcache GC leader", &duration, LIBRADOS_LOCK_FLAG_MAY_RENEW);
   if (rc == -EBUSY) {
     gc_leader_ = false;
+    lead_until_ns_.store(0, std::memory_order_relaxed);
     return Status::Unavailable("another process leads the GC (lock oc.gc)");
   }
   if (rc < 0) {
     gc_leader_ = false;
+    lead_until_ns_.store(0, std::memory_order_relaxed);
     return FromRados(rc, "taking the GC lock");
   }
   gc_leader_ = true;
   gc_renewed_ = std::chrono::steady_clock::now();
+  // The lock lasts kLockDuration from the request; trusting it kGcTick less leaves the time
+  // of one late renewal between this process letting go and another taking it.
+  lead_until_ns_.store(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           (gc_renewed_ + kLockDuration - kGcTick).time_since_epoch())
+                           .count(),
+                       std::memory_order_relaxed);
   return Status::Ok();
 }
 

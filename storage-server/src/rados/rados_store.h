@@ -121,6 +121,10 @@ class RadosStore final : public Backend {
     return {options_.rados.read_ahead_window_bytes, &read_ahead_budget_};
   }
 
+  // Holds the oc.gc lock (rados_gc.cc), with margin: true only until kGcTick before the lock
+  // could expire unrenewed, so two processes never both answer true while the lock is kept.
+  bool IsMaintenanceLeader() const override;
+
   // --- Test hooks ---
   // Data objects (oc.d.*) in this store's namespace now, by listing it.
   Result<uint64_t> CountDataObjects();
@@ -306,6 +310,9 @@ class RadosStore final : public Backend {
   std::mutex gc_mu_;
   bool gc_leader_ OC_GUARDED_BY(gc_mu_) = false;
   std::chrono::steady_clock::time_point gc_renewed_ OC_GUARDED_BY(gc_mu_);
+  // Until when (steady clock, ns since its epoch) IsMaintenanceLeader answers true; 0 when
+  // not leading. Written under gc_mu_, read without it (a GC pass holds gc_mu_ for long).
+  std::atomic<int64_t> lead_until_ns_{0};
   std::thread gc_thread_;
   std::mutex gc_stop_mu_;
   std::condition_variable gc_stop_cv_;

@@ -1,7 +1,7 @@
 // The cache bucket's eviction index (storage-server/src/cache/eviction_index.h): chains are
 // eaten from their tails, least recently hit chains first; plain objects by LRU; watermarks;
-// dead chunks first; the snapshot round trip; and a randomized check that the policy never
-// makes a dead byte.
+// dead chunks first; the snapshot round trip; reconciling with another server's listing; and a
+// randomized check that the policy never makes a dead byte.
 #include <algorithm>
 #include <map>
 #include <random>
@@ -287,6 +287,48 @@ TEST(CacheEviction, RebuildTrustsTheListingOverAStaleSnapshot) {
   EXPECT_EQ(s.objects, 3u);
   EXPECT_EQ(s.dead_bytes, 25u);  // a2 below the missing a1
   EXPECT_EQ(Order(index), (Keys{"a2", "new", "a0"}));
+}
+
+TEST(CacheEviction, ReconcileTakesPresenceFromAListingAndKeepsWhatItKnows) {
+  // What another server did to the bucket, seen through a listing (a shared RADOS pool).
+  EvictionIndex index(Options());
+  const Keys a = Names("a", 3);
+  Put(index, a);
+  Put(index, {"gone"});  // another server evicted it
+  EXPECT_EQ(Hit(index, a, 3), 3u);
+  const uint64_t since = index.Tick();
+  Put(index, {"mine"});  // written here while the listing ran: not in it, but kept
+  index.Reconcile({{{"a0", 10}, {"a1", 10}, {"a2", 20}, {"new", 10}}}, since);
+  const EvictionStats s = index.Stats();
+  EXPECT_EQ(s.objects, 5u);      // a0 a1 a2 new mine
+  EXPECT_EQ(s.used_bytes, 60u);  // a2's size corrected
+  EXPECT_EQ(s.linked, 2u);       // a's links stay
+  // "new" (another server just wrote it) is the most recent: it goes last, not first as a
+  // rebuilt root would; a still goes from its tail.
+  EXPECT_EQ(Order(index), (Keys{"a2", "a1", "a0", "mine", "new"}));
+}
+
+TEST(CacheEviction, ReconcileMakesSuccessorsOfAVanishedChunkDeadAndRevivesAReturnedOne) {
+  EvictionIndex index(Options());
+  const Keys a = Names("a", 3);
+  Put(index, a);
+  index.Reconcile({{{"a0", 10}, {"a2", 10}}}, index.Tick());  // a1 deleted elsewhere
+  EXPECT_EQ(index.Stats().dead_bytes, 10u);                   // a2 is dead
+  EXPECT_EQ(index.Stats().ghosts, 1u);
+  index.Reconcile({{{"a0", 10}, {"a1", 10}, {"a2", 10}}}, index.Tick());  // rewritten elsewhere
+  EXPECT_EQ(index.Stats().dead_bytes, 0u);
+  EXPECT_EQ(Order(index), (Keys{"a2", "a1", "a0"}));
+}
+
+TEST(CacheEviction, AVictimGoneElsewhereIsNotCountedAsEvicted) {
+  EvictionIndex index(Options());
+  Put(index, Names("a", 2));
+  std::vector<Victim> v = index.PickVictims(UINT64_MAX);
+  ASSERT_EQ(v.size(), 2u);
+  index.GoneElsewhere(v[0]);
+  EXPECT_EQ(index.Stats().evicted_objects, 1u);
+  EXPECT_EQ(index.Stats().evicted_bytes, 10u);
+  EXPECT_EQ(index.Stats().used_bytes, 0u);
 }
 
 TEST(CacheEviction, MalformedSnapshotsAreCorruptionWithNoRows) {

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "cache/cache_store.h"
-#include "kv_test_util.h"
+#include "cache_test_util.h"
 #include "oc/common/config.h"
 #include "oc/storage/config_tables.h"
 
@@ -19,21 +19,6 @@ namespace oc::storage::kvtest {
 namespace {
 
 using cache::CacheStore;
-
-constexpr char kPlainBucket[] = "plain-bucket";
-// A chunk is L·S = 2 x 4 KiB; a descriptor of 4 chunks is 32 KiB; the cache holds 8 of them.
-constexpr Shape kShape{4, 2, 4096, StoredLayout::kL2TD};
-constexpr uint64_t kChunkBytes = 2 * 4096;
-constexpr uint64_t kCapacity = 256 << 10;
-
-StoreOptions CacheStoreOptions(const std::filesystem::path& dir) {
-  StoreOptions o = TestStoreOptions(dir);
-  o.cache.buckets = {{kBucket, kCapacity}};
-  o.cache.eviction_batch_bytes = 4 * kChunkBytes;
-  o.cache.put_wait = std::chrono::milliseconds(300);
-  o.cache.snapshot_interval = std::chrono::hours(1);  // tests persist explicitly
-  return o;
-}
 
 // On a parameter's backend (RocksDB data files, or a RADOS namespace of the test cluster): the
 // layer is above the seam, so both must hold.
@@ -50,48 +35,23 @@ class CacheStoreTest : public ::testing::TestWithParam<test::Backend> {
     store_ = std::move(*s);
     cache_ = cache::CacheStoreOf(*store_);
     ASSERT_NE(cache_, nullptr);
+    // On RADOS only the GC leader evicts; a lone server takes the lead as it opens (its GC
+    // thread's first attempt): wait for it, with a deadline.
+    const auto deadline = std::chrono::steady_clock::now() + kWait;
+    while (!cache_->leading() && std::chrono::steady_clock::now() < deadline) {
+      cache_->SyncNow();
+      std::this_thread::yield();
+    }
+    ASSERT_TRUE(cache_->leading());
   }
 
   Status PutDescriptor(const Descriptor& d, uint64_t seed) {
-    std::vector<std::byte> body;
-    for (uint64_t j = 0; j < d.num_chunks(); ++j) {
-      const std::vector<std::byte> c = ChunkBytes(seed, j, kShape);
-      body.insert(body.end(), c.begin(), c.end());
-    }
-    MemorySource source(std::move(body), 5000);
-    return store_->PutChunks(kBucket, d, &source).status();
+    return PutDescriptorInto(*store_, d, seed);
   }
-
-  // Objects of `bucket` and their bytes, from the store's own listing.
   std::pair<uint64_t, uint64_t> Listed(std::string_view bucket) {
-    uint64_t objects = 0;
-    uint64_t bytes = 0;
-    ListOptions o;
-    for (;;) {
-      auto page = store_->List(bucket, o);
-      EXPECT_TRUE(page.has_value()) << page.error();
-      if (!page.has_value()) {
-        return {};
-      }
-      for (const ListEntry& e : page->objects) {
-        ++objects;
-        bytes += e.meta.size;
-      }
-      if (!page->truncated) {
-        return {objects, bytes};
-      }
-      o.start_after = page->next_start_after;
-    }
+    return ListedIn(*store_, bucket);
   }
-
-  // Which chunks of `d` are present.
-  std::vector<bool> Present(const Descriptor& d) {
-    std::vector<bool> out;
-    for (uint64_t j = 0; j < d.num_chunks(); ++j) {
-      out.push_back(store_->Head({kBucket, d.ObjectName(j)}).has_value());
-    }
-    return out;
-  }
+  std::vector<bool> Present(const Descriptor& d) { return PresentIn(*store_, d); }
 
   cache::CacheBucketStats BucketStats() { return *cache_->BucketStats(kBucket); }
 
@@ -224,6 +184,52 @@ TEST_P(CacheStoreTest, PutWaitsForEvictionWhenTheBucketIsFull) {
   EXPECT_GE(BucketStats().puts_waited, 1u);
   EXPECT_FALSE(store_->Head({kBucket, "p0"}).has_value());  // least recent went first
   EXPECT_LE(Listed(kBucket).second, kCapacity);
+}
+
+TEST_P(CacheStoreTest, MultipartCompletionThatDoesNotFitWaitsThenIsRefusedStoringNothing) {
+  // Parts are not counted; the object is admitted whole at completion. A held PUT of 70% of
+  // the capacity leaves no room for a 50% object, and nothing is evictable.
+  PutOptions big;
+  big.expected_size = kCapacity * 7 / 10;
+  auto holder = store_->Put({kBucket, "holder"}, big);
+  ASSERT_TRUE(holder.has_value()) << holder.error();
+  const ObjectKey key{kBucket, "mp"};
+  Result<std::string> id = store_->CreateMultipartUpload(key, {});
+  ASSERT_TRUE(id.has_value()) << id.error();
+  auto part = store_->UploadPart(key, *id, 1, {});
+  ASSERT_TRUE(part.has_value()) << part.error();
+  ASSERT_TRUE((*part)->Append(std::vector<std::byte>(kCapacity / 2, std::byte{5})).ok());
+  Result<ObjectMeta> part_meta = (*part)->Commit();
+  ASSERT_TRUE(part_meta.has_value()) << part_meta.error();
+  const std::vector<CompletedPart> parts = {CompletedPart{1, part_meta->etag, {}, {}}};
+
+  const auto start = std::chrono::steady_clock::now();
+  Result<ObjectMeta> refused = store_->CompleteMultipartUpload(key, *id, parts, {});
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(300));
+  EXPECT_EQ(refused.error().code(), Code::kResourceExhausted);
+  EXPECT_EQ(refused.error().field(), kCacheFullField);
+  EXPECT_FALSE(store_->Head(key).has_value());  // nothing stored...
+  Result<ListPartsResult> listed = store_->ListParts(key, *id, 0, 10);
+  ASSERT_TRUE(listed.has_value()) << listed.error();  // ...and the upload is intact
+  EXPECT_EQ(listed->parts.size(), 1u);
+  EXPECT_EQ(BucketStats().puts_refused, 1u);
+
+  // Once the holder is gone, the retried completion fits; a retry of that success answers
+  // the object without being admitted again.
+  holder->reset();
+  Result<ObjectMeta> done = store_->CompleteMultipartUpload(key, *id, parts, {});
+  ASSERT_TRUE(done.has_value()) << done.error();
+  EXPECT_EQ(done->size, kCapacity / 2);
+  Result<ObjectMeta> again = store_->CompleteMultipartUpload(key, *id, parts, {});
+  if (again.has_value()) {
+    EXPECT_EQ(again->etag, done->etag);
+  }
+  EXPECT_EQ(BucketStats().puts_refused, 1u);
+  const auto [objects, bytes] = Listed(kBucket);
+  EXPECT_EQ(objects, 1u);
+  EXPECT_EQ(bytes, kCapacity / 2);
+  EXPECT_EQ(BucketStats().index.used_bytes, bytes);
 }
 
 TEST_P(CacheStoreTest, RestartRestoresTheIndexAndHidesItsState) {

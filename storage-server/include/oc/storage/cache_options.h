@@ -44,6 +44,13 @@ struct CacheOptions {
   // changed). A restart loses at most this much recency, never data.
   // Default: 60 s
   std::chrono::milliseconds snapshot_interval{60'000};
+  // Several servers over one pool (RADOS): how often each server re-lists its cache buckets
+  // (usage and presence become the pool's) and a follower hands its hits to the leader, the
+  // only server that evicts (docs/decisions/cache-buckets.md, "RADOS"). What other servers
+  // write in one interval is unseen until the next, so keep (1 - low_watermark) x capacity
+  // above what the pool takes in sync_interval + put_wait. Unused on RocksDB (one server).
+  // Default: 5 s
+  std::chrono::milliseconds sync_interval{5'000};
 
   // The capacity of `bucket`, 0 when it is not a cache bucket.
   uint64_t CapacityOf(std::string_view bucket) const;
