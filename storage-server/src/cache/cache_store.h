@@ -56,6 +56,7 @@ struct CacheBucketStats {
   uint64_t lifecycle_expired = 0;  // DeleteIf: the lifecycle worker's expirations
   uint64_t snapshots_written = 0;  // snapshot persists (all parts of one bucket = 1)
   uint64_t evicting_bytes = 0;     // picked victims' bytes whose delete is in flight
+  uint64_t admitted_peak = 0;      // largest stored + in-flight bytes an admission saw
 };
 
 class CacheStore final : public Store {
