@@ -38,8 +38,8 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness"))
-from common import (BENCH, ROOT, cpu_seconds, median, run, serve,  # noqa: E402
-                    stop)
+from common import (BENCH, ROOT, cpu_seconds, load_average, median, run,  # noqa: E402
+                    serve, stop)
 
 ACCESS_KEY = "OCBENCHACCESSKEY0001"
 SECRET_KEY = "ocBenchSecretKey000000000000000000000001"
@@ -53,16 +53,16 @@ PROFILES = {
                  "clients": 2, "capacity": 0.33, "batch_share": 0.05, "reps": 1,
                  "sample_s": 0.1, "backends": ["rocksdb", "rados"],
                  "offline_capacities": [0.1, 0.33, 0.66]},
-    "reduced": {"seed": 1, "requests": 3000, "documents": 600, "byte_scale": 64, "layers": 4,
+    "reduced": {"seed": 1, "requests": 1500, "documents": 600, "byte_scale": 16, "layers": 4,
                 "clients": 4, "capacity": 0.33, "batch_share": 0.05, "reps": 2,
                 "sample_s": 0.1, "backends": ["rocksdb", "rados"],
                 "offline_capacities": [0.1, 0.33, 0.66]},
-    "full": {"seed": 1, "requests": 10000, "documents": 600, "byte_scale": 32, "layers": 4,
+    "full": {"seed": 1, "requests": 3000, "documents": 600, "byte_scale": 16, "layers": 4,
              "clients": 4, "capacity": 0.33, "batch_share": 0.05, "reps": 3,
              "sample_s": 0.1, "backends": ["rocksdb", "rados"],
              "offline_capacities": [0.1, 0.33, 0.66]},
 }
-PLANNED_S = {"smallest": 60, "reduced": 300, "full": 1500}
+PLANNED_S = {"smallest": 60, "reduced": 480, "full": 1500}
 
 
 class Sampler(threading.Thread):
@@ -144,6 +144,7 @@ def phase(cfg, build, backend, mode, rep, sizes, ceph_conf, log_dir, progress, t
         if sampler:
             sampler.finish()
         stop(proc)
+        shutil.copy(os.path.join(root, "server.log"), os.path.join(log_dir, name + "-server.log"))
     o = json.load(open(js))
     shutil.rmtree(root, ignore_errors=True)
     requests = o["config"]["requests"]
@@ -176,10 +177,12 @@ def bounded_figures(sampler, sizes, o):
             "bound_bytes": bound, "samples": len(series), "stored_max_sampled": stored_max,
             "admitted_peak": peak, "bound_held": stored_max <= bound and
             (peak is None or peak <= bound),
+            "capacity_held": stored_max <= cap and (peak is None or peak <= cap),
             "dead_max": max((d for *_, d in series), default=0),
             "dead_listed_at_end": o["listed_at_end"].get("dead_bytes"),
             "evicted_bytes": last.get("evicted_bytes_total", 0),
             "evicted_objects": last.get("evicted_objects_total", 0),
+            "evicted_objects_per_s": last.get("evicted_objects_total", 0) / o["wall_s"],
             "eviction_failures": last.get("eviction_failures_total", 0),
             "puts_waited": last.get("puts_waited_total", 0),
             "puts_refused": last.get("puts_refused_total", 0),
@@ -266,6 +269,8 @@ def summarize(result, cfg):
         peaks = [r["admitted_peak"] for r in b if r["admitted_peak"] is not None]
         s["admitted_peak_share"] = max(peaks) / cap if peaks else None
         s["bound_held"] = all(r["bound_held"] for r in b)
+        s["capacity_held"] = all(r["capacity_held"] for r in b)
+        s["evicted_objects_per_s"] = median([r["evicted_objects_per_s"] for r in b])
         s["dead_max_share"] = max(r["dead_max"] for r in b) / cap
         s["dead_listed_share"] = max((r["dead_listed_at_end"] or 0) for r in b) / cap
         s["turnovers"] = median([r["turnovers"] for r in b])
@@ -280,11 +285,13 @@ def summarize(result, cfg):
 def run_churn(cfg, build, log_dir, progress, tmp):
     """The result dict of the churn experiment (rows measured before a failure are kept)."""
     result = {"profile_config": cfg, "target_ratio": TARGET_RATIO, "cores": os.cpu_count(),
-              "commands": [], "rows": [], "offline": {}, "sizes": {}}
+              "commands": [], "rows": [], "offline": {}, "sizes": {},
+              "load_average_start": load_average()}
     try:
         measure(cfg, build, log_dir, progress, tmp, result)
     except Exception as ex:  # keep the error in the result
         result["error"] = f"{type(ex).__name__}: {ex}"
+    result["load_average_end"] = load_average()
     result["summary"] = summarize(result, cfg)
     bad = [f"{r['backend']} {r['mode']} r{r['rep']}" for r in result["rows"]
            if r["failed"] or r["check_failures"]]
@@ -382,8 +389,8 @@ def markdown(e):
                          f"{s['server_cpu_ms_per_request'][m]:.2f} |")
     lines += ["", "| backend | max bytes / capacity (sampled) | admitted peak / capacity | "
               "bound (high + batch) | held | dead bytes: index max / listed at end | "
-              "turnovers | PUTs waited | offline chain-aware / nolink / LRU |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+              "turnovers | PUTs waited | evictions/s | offline chain-aware / nolink / LRU |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     finds = []
     for s in e["summary"]:
         off = s["offline_hit_ratio_steady"]
@@ -394,14 +401,17 @@ def markdown(e):
                      f"{'yes' if s['bound_held'] else 'NO'} | {s['dead_max_share']:.2%} / "
                      f"{s['dead_listed_share']:.2%} | "
                      f"{s['turnovers']:.1f} | {s['puts_waited']} | "
+                     f"{s['evicted_objects_per_s']:.0f} | "
                      f"{fmt3(off['chain-aware'])} / {fmt3(off['chain-aware-nolink'])} / "
                      f"{fmt3(off['lru'])} |")
         finds.append(
             f"{s['backend']}: bounded at {s['throughput_ratio']:.2f}x the unbounded requests/s, "
             f"GET p99 {s['get_p99_ratio']:.2f}x, PUT p99 {s['put_p99_ratio']:.2f}x (target "
             f"within {TARGET_RATIO:.0%}: {'met' if s['within_target'] else 'not met'}); bytes "
+            f"{'held' if s['capacity_held'] else 'NOT held'} under the capacity and "
             f"{'held' if s['bound_held'] else 'NOT held'} under high + one batch (max "
-            f"{max(s['stored_max_share'], peak or 0):.3f} of capacity); online hit "
+            f"{max(s['stored_max_share'], peak or 0):.3f} of capacity, "
+            f"{s['puts_waited']} PUTs waited); online hit "
             f"{s['hit_ratio_steady']['bounded']:.3f} vs offline chain-aware "
             f"{fmt3(off['chain-aware'])}")
     if e.get("error"):
