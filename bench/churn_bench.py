@@ -38,8 +38,8 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness"))
-from common import (BENCH, ROOT, cpu_seconds, load_average, median, run,  # noqa: E402
-                    serve, stop)
+from common import (BENCH, ROOT, cpu_seconds, load_average, median, portable,  # noqa: E402
+                    run, serve, stop)
 
 ACCESS_KEY = "OCBENCHACCESSKEY0001"
 SECRET_KEY = "ocBenchSecretKey000000000000000000000001"
@@ -439,7 +439,7 @@ def main():
     e = run_churn(PROFILES[a.profile], os.path.abspath(a.build), log_dir, _Say(), tmp)
     e["profile"] = a.profile
     with open(out + ".json", "w") as f:
-        json.dump(e, f, indent=1)
+        json.dump(portable(e, tmp), f, indent=1)
     plot(e, out + ".png")
     text, finding = markdown(e)
     print(text + "\n\n" + finding)
