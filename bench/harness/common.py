@@ -149,6 +149,44 @@ def wait_healthy(url, proc, seconds=60):
     return False
 
 
+def serve(build, root, name, toml, env=None):
+    """`objectcache serve` with configuration `toml` (text), data dir <root>/<name>-data, log
+    <root>/<name>.log, on a free port. Returns (proc, url); RuntimeError if it does not start."""
+    port = free_port()
+    cfg = os.path.join(root, f"{name}.toml")
+    with open(cfg, "w") as f:
+        f.write(toml)
+    log = open(os.path.join(root, f"{name}.log"), "ab")
+    proc = subprocess.Popen([os.path.join(build, "gateway", "objectcache"), "serve", "--config",
+                             cfg, "--data-dir", os.path.join(root, f"{name}-data"), "--listen",
+                             f"127.0.0.1:{port}"], env=env, stdout=log, stderr=log)
+    url = f"http://127.0.0.1:{port}"
+    if not wait_healthy(url, proc):
+        stop(proc)
+        raise RuntimeError(f"objectcache serve ({name}) did not start; see {log.name}")
+    return proc, url
+
+
+def stop(proc):
+    """Stops a server this harness started (by its PID): SIGTERM, SIGKILL after 30 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def cpu_seconds(pid):
+    """User + system CPU seconds of process `pid` so far (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except FileNotFoundError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def median(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None

@@ -1,4 +1,5 @@
-"""The experiments of issue 7 (1-8), issue 15 (9), issue 16 (10, 11) and issue 32 (12), each a function of (ctx)
+"""The experiments of issue 7 (1-8), issue 15 (9), issue 16 (10, 11), issue 32 (12), issue 33 (13)
+and issue 31 (14), each a function of (ctx)
 returning a dict that becomes <id>.json: the configuration, the exact commands, the rows
 measured and notes on what the tool could not provide. Sizes per profile (smallest / reduced /
 full) are in PROFILES."""
@@ -29,6 +30,7 @@ WB = bench_module("write_bench")  # experiment 10: the write path, likewise
 SB = bench_module("scaling_bench")  # experiment 11: scaling with the server's cores
 LB = bench_module("lmcache_bench")  # experiment 12: the LMCache L2 connector (issue 32)
 SO = bench_module("scale_out_bench")  # experiment 13: scale-out over a 3-OSD pool (issue 33)
+CC = bench_module("churn_bench")  # experiment 14: a cache bucket under churn (issue 31)
 
 # Experiment 4's server variants, each a restart on the same data measuring the UCX descriptor
 # GET only: (label, [kv] layerwise_threshold, data_plane_staging_buffers,
@@ -59,6 +61,7 @@ PROFILES = {
         "scaling": SB.PROFILES["smallest"],
         "lmcache": LB.PROFILES["smallest"],
         "scale_out": SO.PROFILES["smallest"],
+        "cache_churn": CC.PROFILES["smallest"],
     },
     "reduced": {
         "storage": {"sizes": [64 * KiB, 256 * KiB, MiB, 4 * MiB], "threads": [8, 32],
@@ -77,6 +80,7 @@ PROFILES = {
         "scaling": SB.PROFILES["reduced"],
         "lmcache": LB.PROFILES["reduced"],
         "scale_out": SO.PROFILES["reduced"],
+        "cache_churn": CC.PROFILES["reduced"],
     },
     "full": {
         "storage": {"sizes": [64 * KiB, 256 * KiB, MiB, 4 * MiB], "threads": [8, 32],
@@ -96,6 +100,7 @@ PROFILES = {
         "scaling": SB.PROFILES["full"],
         "lmcache": LB.PROFILES["full"],
         "scale_out": SO.PROFILES["full"],
+        "cache_churn": CC.PROFILES["full"],
     },
 }
 
@@ -104,15 +109,18 @@ PLANNED = {
     "smallest": {"storage": 5, "transport": 15, "overhead": 8, "aggregation": 10, "ttft": 30,
                  "rados_vs_rgw": RVR.PLANNED_S["smallest"],
                  "write_bench": WB.PLANNED_S["smallest"], "scaling": SB.planned_s("smallest"),
-                 "lmcache": LB.PLANNED_S["smallest"], "scale_out": 40},
+                 "lmcache": LB.PLANNED_S["smallest"], "scale_out": 40,
+                 "cache_churn": CC.PLANNED_S["smallest"]},
     "reduced": {"storage": 140, "transport": 90, "overhead": 40, "aggregation": 240,
                 "ttft": 980, "rados_vs_rgw": RVR.PLANNED_S["reduced"],
                 "write_bench": WB.PLANNED_S["reduced"], "scaling": SB.planned_s("reduced"),
-                "lmcache": LB.PLANNED_S["reduced"], "scale_out": 300},
+                "lmcache": LB.PLANNED_S["reduced"], "scale_out": 300,
+                "cache_churn": CC.PLANNED_S["reduced"]},
     "full": {"storage": 400, "transport": 600, "overhead": 200, "aggregation": 1800,
              "ttft": 1800, "rados_vs_rgw": RVR.PLANNED_S["full"],
              "write_bench": WB.PLANNED_S["full"], "scaling": SB.planned_s("full"),
-             "lmcache": LB.PLANNED_S["full"], "scale_out": 900},
+             "lmcache": LB.PLANNED_S["full"], "scale_out": 900,
+             "cache_churn": CC.PLANNED_S["full"]},
 }
 
 
@@ -542,5 +550,18 @@ def scale_out(ctx):
     try:
         return SO.run_scale_out(ctx["config"]["scale_out"], ctx["build_dir"], ctx["log_dir"],
                                 ctx["progress"], tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# --- 14. a cache bucket under churn ------------------------------------------------------------
+
+def cache_churn(ctx):
+    """bench/churn_bench.py: the churn workload offline (eviction policies simulated) and online
+    (bounded and unbounded buckets on RocksDB and on its own throw-away RADOS cluster)."""
+    tmp = tempfile.mkdtemp(prefix="oc-churn-", dir=ctx["tmp"])
+    try:
+        return CC.run_churn(ctx["config"]["cache_churn"], ctx["build_dir"], ctx["log_dir"],
+                            ctx["progress"], tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -377,6 +377,18 @@ def scale_out_section(e, out_dir):
     return text, finding, [os.path.basename(png)]
 
 
+# --- 14 --------------------------------------------------------------------------------------
+
+def cache_churn_section(e, out_dir):
+    import experiments
+    if not e.get("summary"):
+        return "No rows were measured.", ("The experiment did not measure anything"
+                                          + (f": {e['error']}." if e.get("error") else ".")), []
+    text, finding = experiments.CC.markdown(e)
+    png = experiments.CC.plot(e, os.path.join(out_dir, "14-cache-churn.png"))
+    return text, finding, [os.path.basename(png)]
+
+
 SECTIONS = [
     ("1-storage", "1. Storage baseline", storage_section),
     ("2-transport", "2. S3 transport baseline", transport_section),
@@ -392,6 +404,8 @@ SECTIONS = [
     ("11-scaling", "11. Scaling with the server's cores", scaling_section),
     ("12-lmcache", "12. LMCache L2 connector: batch get and exists", lmcache_section),
     ("13-scale-out", "13. Scale-out: one and two peers over a 3-OSD pool", scale_out_section),
+    ("14-cache-churn", "14. Cache churn: a bounded bucket against an unbounded one",
+     cache_churn_section),
 ]
 
 

@@ -6,8 +6,8 @@ experiment.
 
 Needs OC_BUILD_DIR (set by tests/integration/CMakeLists.txt) with the benchmark targets built;
 skipped in builds without benchmarks (OC_BUILD_BENCH=OFF, e.g. the asan preset). Experiments 9
-and 10 start their own Ceph cluster with RGW (tools/ceph-test-cluster up --rgw): without the
-Ceph daemons they fail, and so does this test."""
+and 10 start their own Ceph cluster with RGW (tools/ceph-test-cluster up --rgw), 13 and 14 one
+without: without the Ceph daemons they fail, and so does this test."""
 import json
 import os
 import subprocess
@@ -18,9 +18,9 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STEMS = ["1-storage", "2-transport", "3-overhead", "4-aggregation", "5-ttft-e2e",
          "6-ttft-bandwidth", "7-ttft-scheduling", "8-ttft-model", "9-rados-vs-rgw",
-         "10-write-bench", "11-scaling", "12-lmcache", "13-scale-out"]
+         "10-write-bench", "11-scaling", "12-lmcache", "13-scale-out", "14-cache-churn"]
 BENCHES = ["storage_bench", "data_plane_bench", "objectcache_bench", "ttft_emulator",
-           "prefix_clients_bench"]
+           "prefix_clients_bench", "cache_churn_bench", "cache_churn_online_bench"]
 
 
 def test_run_all_smallest(tmp_path):
@@ -75,6 +75,7 @@ def test_run_all_smallest(tmp_path):
     check_scaling(docs["11-scaling"])
     check_lmcache(docs["12-lmcache"])
     check_scale_out(docs["13-scale-out"])
+    check_cache_churn(docs["14-cache-churn"])
 
     report = (out / "report.md").read_text()
     for title in ("1. Storage baseline", "2. S3 transport baseline", "3. Per-request overhead",
@@ -84,7 +85,8 @@ def test_run_all_smallest(tmp_path):
                   "10. Write path: PUTs, server CPU, write amplification",
                   "11. Scaling with the server's cores",
                   "12. LMCache L2 connector: batch get and exists",
-                  "13. Scale-out: one and two peers over a 3-OSD pool"):
+                  "13. Scale-out: one and two peers over a 3-OSD pool",
+                  "14. Cache churn: a bounded bucket against an unbounded one"):
         assert f"## {title}" in report
     assert report.count("**Finding.**") == len(STEMS)
     assert "load average at start" in report and "RocksDB" in report and "UCX" in report
@@ -213,3 +215,31 @@ def check_scale_out(e):
     # CPU ticks are 10 ms: each process's sum over the rows, not every row, is above zero.
     for who in ("osds", "peer-a", "peer-b", "clients"):
         assert sum(r["cpu_s"][who] for r in e["rows"]) > 0, who
+
+
+def check_cache_churn(e):
+    """Experiment 14 replayed the trace bounded and unbounded on both backends without a failed
+    request or a wrong byte, turned the cache over, kept its bytes under the capacity (sampled
+    and by the server's admitted peak), and simulated every policy offline at the online
+    capacity. On RADOS a descriptor GET whose matched chunk is evicted before it is read fails
+    mid-response (docs/decisions/cache-buckets.md, "Under churn, online"): 3 of 6 smallest runs
+    on 2026-12-02 had one such GET, and this check fails on it until eviction spares chunks a
+    GET in flight has matched."""
+    cfg = e["profile_config"]
+    assert {(r["backend"], r["mode"]) for r in e["rows"]} == {
+        (b, m) for b in cfg["backends"] for m in ("bounded", "unbounded")}
+    for r in e["rows"]:
+        assert r["failed"] == 0 and r["check_failures"] == 0, r["errors"]
+        assert r["requests_per_s"] > 0 and r["get"]["ops"] == r["requests"], r
+        if r["mode"] == "bounded":
+            assert r["samples"] > 0 and r["admitted_peak"] > 0, r
+            assert r["turnovers"] > 1 and r["evicted_bytes"] > 0, r
+            # Admission's guarantee; the issue's tighter "high watermark + one batch" is a
+            # benchmark figure (bound_held), reported rather than asserted.
+            assert r["capacity_held"], r
+            assert r["listed_at_end"]["bytes"] <= r["capacity_bytes"], r["listed_at_end"]
+    assert [s["backend"] for s in e["summary"]] == cfg["backends"]
+    for s in e["summary"]:
+        assert s["capacity_held"] and s["throughput_ratio"] > 0, s
+        assert 0 < s["hit_ratio_steady"]["bounded"] <= s["hit_ratio_steady"]["unbounded"], s
+        assert all(v is not None for v in s["offline_hit_ratio_steady"].values()), s

@@ -41,6 +41,10 @@ struct CacheStore::Bucket {
   std::atomic<uint64_t> client_deletes{0};
   std::atomic<uint64_t> lifecycle_expired{0};
   std::atomic<uint64_t> snapshots_written{0};
+  // The largest used + deleting + reserved an admission saw once it reserved its bytes: an
+  // upper bound on what the bucket held at any moment, since every stored byte was reserved
+  // before it was stored (the churn benchmark's check of the high watermark, bench/churn_bench.py).
+  std::atomic<uint64_t> admitted_peak{0};
 
   // --- A shared pool (cache_sync.cc) ---
   // While this server does not lead, what it saw goes to its hit log as well as its index:

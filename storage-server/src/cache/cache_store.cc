@@ -157,7 +157,12 @@ Result<CacheStore::Reservation> CacheStore::Admit(Bucket& b, uint64_t incoming) 
                                 options_.put_wait.count()));
     }
   }
-  b.reserved.fetch_add(incoming, std::memory_order_relaxed);
+  const uint64_t admitted = b.index.UsedBytes() + b.deleting.load(std::memory_order_relaxed) +
+                            b.reserved.fetch_add(incoming, std::memory_order_relaxed) + incoming;
+  uint64_t peak = b.admitted_peak.load(std::memory_order_relaxed);
+  while (admitted > peak &&
+         !b.admitted_peak.compare_exchange_weak(peak, admitted, std::memory_order_relaxed)) {
+  }
   return Reservation(&b, incoming);
 }
 

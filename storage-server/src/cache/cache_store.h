@@ -72,6 +72,7 @@ struct CacheBucketStats {
   uint64_t hit_logs_written = 0;
   uint64_t hit_logs_folded = 0;
   uint64_t hit_log_rows_dropped = 0;
+  uint64_t admitted_peak = 0;      // largest stored + in-flight bytes an admission saw
 };
 
 // What the cache layer asks of the backend below, which OpenStore (open_store.cc) wires.

@@ -308,15 +308,19 @@ void CacheStore::EvictLocked() {
       if (want == 0) {
         break;
       }
+      // Counted as deleting before the pick takes them out of the index's used bytes, so an
+      // admission in between never sees the picked bytes in neither (it sees them twice, which
+      // only errs on the safe side for a moment); then corrected to what was picked.
+      b->deleting.fetch_add(want, std::memory_order_relaxed);
       std::vector<Victim> victims = b->index.PickVictims(want);
-      if (victims.empty()) {
-        break;
-      }
       uint64_t picked = 0;
       for (const Victim& v : victims) {
         picked += v.size;
       }
-      b->deleting.fetch_add(picked, std::memory_order_relaxed);
+      b->deleting.fetch_add(picked - want, std::memory_order_relaxed);  // mod 2^64: may shrink
+      if (victims.empty()) {
+        break;
+      }
       const uint64_t deleted = EvictBatch(*b, std::move(victims));
       { std::lock_guard lock(mu_); }  // as NotifyRoom, whoever waits
       room_cv_.notify_all();
@@ -408,6 +412,7 @@ std::optional<CacheBucketStats> CacheStore::BucketStats(std::string_view bucket)
   s.hit_logs_written = b->hit_logs_written.load(std::memory_order_relaxed);
   s.hit_logs_folded = b->hit_logs_folded.load(std::memory_order_relaxed);
   s.hit_log_rows_dropped = b->log_rows_dropped.load(std::memory_order_relaxed);
+  s.admitted_peak = b->admitted_peak.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -431,6 +436,7 @@ Result<StoreStats> CacheStore::Stats() {
     f.emplace_back(p + "evicted_objects_total", s.index.evicted_objects);
     f.emplace_back(p + "evicted_bytes_total", s.index.evicted_bytes);
     f.emplace_back(p + "evicting_bytes", s.evicting_bytes);
+    f.emplace_back(p + "admitted_bytes_peak", s.admitted_peak);
     f.emplace_back(p + "eviction_failures_total", s.eviction_failures);
     f.emplace_back(p + "chunks_requested_total", s.chunks_requested);
     f.emplace_back(p + "chunks_served_total", s.chunks_served);

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <thread>
@@ -81,6 +82,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, CacheStoreTest,
 
 TEST_P(CacheStoreTest, ChurnOfDescriptorPutsStaysWithinCapacityAndEatsChainsFromTheTail) {
   std::vector<Descriptor> ds;
+  uint64_t most_listed = 0;
   for (uint64_t seed = 1; seed <= 60; ++seed) {
     SCOPED_TRACE(seed);
     ds.push_back(MakeDescriptor(kShape, /*compact=*/seed % 2 == 0, seed));
@@ -91,6 +93,7 @@ TEST_P(CacheStoreTest, ChurnOfDescriptorPutsStaysWithinCapacityAndEatsChainsFrom
     }
     const auto [objects, bytes] = Listed(kBucket);
     EXPECT_LE(bytes, kCapacity);  // admission: no PUT ever takes the bucket past capacity
+    most_listed = std::max(most_listed, bytes);
   }
   EvictAndSettle();
   const auto [objects, bytes] = Listed(kBucket);
@@ -100,6 +103,9 @@ TEST_P(CacheStoreTest, ChurnOfDescriptorPutsStaysWithinCapacityAndEatsChainsFrom
   EXPECT_LE(bytes, kCapacity * 9 / 10);
   EXPECT_GT(s.index.evicted_bytes, 0u);
   EXPECT_EQ(s.index.dead_bytes, 0u);
+  // The admitted peak bounds what was ever stored, and admission bounds it by the capacity.
+  EXPECT_GE(s.admitted_peak, most_listed);
+  EXPECT_LE(s.admitted_peak, kCapacity);
   // Every chain is a present prefix: a chunk never goes before its successors.
   for (const Descriptor& d : ds) {
     const std::vector<bool> p = Present(d);
@@ -265,6 +271,7 @@ TEST_P(CacheStoreTest, StatsNameEveryCacheFigure) {
   EXPECT_EQ(f[p + "capacity_bytes"], kCapacity);
   EXPECT_EQ(f[p + "used_bytes"], kShape.n * kChunkBytes);
   EXPECT_EQ(f.count(p + "evicted_bytes_total"), 1u);
+  EXPECT_EQ(f[p + "admitted_bytes_peak"], kShape.n * kChunkBytes);
   EXPECT_EQ(f.count(p + "prefix_hit_ratio_ppm"), 1u);
   EXPECT_EQ(f["cache.high_watermark_ppm"], 900'000u);
 }
