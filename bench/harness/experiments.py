@@ -1,4 +1,4 @@
-"""The experiments of issue 7 (1-8), issue 15 (9), issue 16 (10, 11) and issue 32 (12), each a function of (ctx)
+"""The experiments of issue 7 (1-8), issue 15 (9), issue 16 (10, 11) and issue 32 (12, 14), each a function of (ctx)
 returning a dict that becomes <id>.json: the configuration, the exact commands, the rows
 measured and notes on what the tool could not provide. Sizes per profile (smallest / reduced /
 full) are in PROFILES."""
@@ -29,6 +29,7 @@ WB = bench_module("write_bench")  # experiment 10: the write path, likewise
 SB = bench_module("scaling_bench")  # experiment 11: scaling with the server's cores
 LB = bench_module("lmcache_bench")  # experiment 12: the LMCache L2 connector (issue 32)
 SO = bench_module("scale_out_bench")  # experiment 13: scale-out over a 3-OSD pool (issue 33)
+VT = bench_module("vllm_tier_bench")  # experiment 14: the vLLM secondary tier (issue 32)
 
 # Experiment 4's server variants, each a restart on the same data measuring the UCX descriptor
 # GET only: (label, [kv] layerwise_threshold, data_plane_staging_buffers,
@@ -59,6 +60,7 @@ PROFILES = {
         "scaling": SB.PROFILES["smallest"],
         "lmcache": LB.PROFILES["smallest"],
         "scale_out": SO.PROFILES["smallest"],
+        "vllm_tier": VT.PROFILES["smallest"],
     },
     "reduced": {
         "storage": {"sizes": [64 * KiB, 256 * KiB, MiB, 4 * MiB], "threads": [8, 32],
@@ -77,6 +79,7 @@ PROFILES = {
         "scaling": SB.PROFILES["reduced"],
         "lmcache": LB.PROFILES["reduced"],
         "scale_out": SO.PROFILES["reduced"],
+        "vllm_tier": VT.PROFILES["reduced"],
     },
     "full": {
         "storage": {"sizes": [64 * KiB, 256 * KiB, MiB, 4 * MiB], "threads": [8, 32],
@@ -96,6 +99,7 @@ PROFILES = {
         "scaling": SB.PROFILES["full"],
         "lmcache": LB.PROFILES["full"],
         "scale_out": SO.PROFILES["full"],
+        "vllm_tier": VT.PROFILES["full"],
     },
 }
 
@@ -104,15 +108,18 @@ PLANNED = {
     "smallest": {"storage": 5, "transport": 15, "overhead": 8, "aggregation": 10, "ttft": 30,
                  "rados_vs_rgw": RVR.PLANNED_S["smallest"],
                  "write_bench": WB.PLANNED_S["smallest"], "scaling": SB.planned_s("smallest"),
-                 "lmcache": LB.PLANNED_S["smallest"], "scale_out": 40},
+                 "lmcache": LB.PLANNED_S["smallest"], "scale_out": 40,
+                 "vllm_tier": VT.PLANNED_S["smallest"]},
     "reduced": {"storage": 140, "transport": 90, "overhead": 40, "aggregation": 240,
                 "ttft": 980, "rados_vs_rgw": RVR.PLANNED_S["reduced"],
                 "write_bench": WB.PLANNED_S["reduced"], "scaling": SB.planned_s("reduced"),
-                "lmcache": LB.PLANNED_S["reduced"], "scale_out": 300},
+                "lmcache": LB.PLANNED_S["reduced"], "scale_out": 300,
+                "vllm_tier": VT.PLANNED_S["reduced"]},
     "full": {"storage": 400, "transport": 600, "overhead": 200, "aggregation": 1800,
              "ttft": 1800, "rados_vs_rgw": RVR.PLANNED_S["full"],
              "write_bench": WB.PLANNED_S["full"], "scaling": SB.planned_s("full"),
-             "lmcache": LB.PLANNED_S["full"], "scale_out": 900},
+             "lmcache": LB.PLANNED_S["full"], "scale_out": 900,
+             "vllm_tier": VT.PLANNED_S["full"]},
 }
 
 
@@ -531,6 +538,14 @@ def lmcache(ctx):
     """bench/lmcache_bench.py: a batch get of 256 chunks through the native_plugin connector
     against one GET per key (LMCache's S3 adapter's way), and batch exists under 16 callers."""
     return LB.run(ctx["config"]["lmcache"], ctx["build_dir"])
+
+
+# --- 14. the vLLM secondary tier --------------------------------------------------------------
+
+def vllm_tier(ctx):
+    """bench/vllm_tier_bench.py: the vLLM secondary tier's scheduler-path calls timed one by one,
+    idle, while a load runs and while the gateway is stalled."""
+    return VT.run_bench(ctx["config"]["vllm_tier"], ctx["build_dir"])
 
 
 # --- 13. scale-out over a replicated pool --------------------------------------------------------

@@ -377,6 +377,18 @@ def scale_out_section(e, out_dir):
     return text, finding, [os.path.basename(png)]
 
 
+# --- 14 --------------------------------------------------------------------------------------
+
+def vllm_tier_section(e, out_dir):
+    import experiments
+    if not e.get("target"):
+        return "No rows were measured.", ("The experiment did not measure anything"
+                                          + (f": {e['error']}." if e.get("error") else ".")), []
+    text, finding = experiments.VT.markdown(e)
+    png = experiments.VT.plot(e, os.path.join(out_dir, "14-vllm-tier.png"))
+    return text, finding, [os.path.basename(png)]
+
+
 SECTIONS = [
     ("1-storage", "1. Storage baseline", storage_section),
     ("2-transport", "2. S3 transport baseline", transport_section),
@@ -392,6 +404,7 @@ SECTIONS = [
     ("11-scaling", "11. Scaling with the server's cores", scaling_section),
     ("12-lmcache", "12. LMCache L2 connector: batch get and exists", lmcache_section),
     ("13-scale-out", "13. Scale-out: one and two peers over a 3-OSD pool", scale_out_section),
+    ("14-vllm-tier", "14. vLLM secondary tier: scheduler-path call latency", vllm_tier_section),
 ]
 
 
