@@ -91,8 +91,8 @@ def run(cfg, endpoint):
 
     n, s, rounds = cfg["slots"], cfg["slot_bytes"], cfg["rounds"]
     result = {}
-    cfg = tier_config(endpoint, "tier-bench", ACCESS, SECRET, prefix="bench/", layers=8)
-    sched = Scheduler(cfg, slots=2 * n + 64, slot_bytes=s)
+    tier_cfg = tier_config(endpoint, "tier-bench", ACCESS, SECRET, prefix="bench/", layers=8)
+    sched = Scheduler(tier_cfg, slots=2 * n + 64, slot_bytes=s)
     sched.tier._client(False).create_bucket("tier-bench")
     stored = keys(n)
     sched.primary[:n] = np.random.default_rng(0).integers(0, 256, (n, s), dtype=np.uint8)

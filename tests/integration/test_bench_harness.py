@@ -110,7 +110,7 @@ def check_vllm_tier(e):
     for sit in ("idle", "loading", "stalled"):
         calls = {k: c for k, c in e[sit].items() if isinstance(c, dict) and "p99_us" in c}
         assert "lookup" in calls and "on_schedule_end" in calls, (sit, sorted(calls))
-        assert all(c["count"] > 0 and c["max_us"] >= c["p99_us"] >= c["p50_us"] > 0
+        assert all(c["count"] > 0 and c["max_us"] >= c["p99_us"] >= c["p50_us"] >= 0
                    for c in calls.values()), (sit, calls)
     assert e["loading"]["loads"]["count"] == e["config"]["rounds"]
     assert e["stalled"]["verdicts"] == ["MISS"] and e["stalled"]["load_failed"] is True
