@@ -18,9 +18,11 @@ Benchmarks:
                     if anything understated.
           Reported: median ms per batch of --repeat batches (after one warm-up), GB/s, and
           ratio = per-key ms / plugin ms (target >= 5).
-  exists  --callers threads (16) each submitting submit_batch_exists of --exists-keys keys
-          (half of them stored) in a loop for --seconds, through one connector and one
-          stand-in: p50 / p99 ms from submit to the routed result (target p50 <= 2 ms).
+  exists  16 threads, each submitting submit_batch_exists of its own 256 keys (half of them
+          stored) in a closed loop for --seconds, through one connector and one stand-in:
+          p50 / p99 ms from submit to the routed result (target p50 <= 2 ms), with batches
+          waiting together merged into one probe (the default) and each probed alone,
+          alternated. Both benchmarks report CPU per batch of the server and of this process.
 
     bench/lmcache_bench.py --build build/release [--out PREFIX] [--profile full|reduced|smallest]
                            [--quick] [--sizes B,...] [--conc K,...] [--repeat R] [--seconds S]
@@ -70,11 +72,52 @@ def start_server(build, tmp):
     return proc, endpoint
 
 
+def proc_cpu_s(pid):
+    """User + system CPU seconds of process `pid` so far (/proc/<pid>/stat)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def op_stats(endpoint, op):
+    """(requests, summed latency in µs) of gateway operation `op` so far (/stats)."""
+    import urllib.request
+    with urllib.request.urlopen(endpoint + "/stats", timeout=10) as r:
+        ops = json.loads(r.read())["operations"]
+    o = ops.get(op, {"requests": 0, "latency_us": {"mean": 0}})
+    return o["requests"], o["requests"] * o["latency_us"]["mean"]
+
+
+class Meter:
+    """CPU of the server and of this (the bench's) process, and the gateway's own latency of
+    one operation, between start() and stop(): where a batch's time goes."""
+
+    def __init__(self, endpoint, pid, op):
+        self.endpoint, self.pid, self.op = endpoint, pid, op
+
+    def start(self):
+        t = os.times()
+        self.server0 = proc_cpu_s(self.pid)
+        self.client0 = t.user + t.system
+        self.ops0 = op_stats(self.endpoint, self.op)
+
+    def stop(self, batches):
+        t = os.times()
+        server = proc_cpu_s(self.pid) - self.server0
+        client = t.user + t.system - self.client0
+        n, lat = op_stats(self.endpoint, self.op)
+        requests = n - self.ops0[0]
+        return {"batches": batches, "server_cpu_ms_per_batch": server * 1e3 / max(batches, 1),
+                "bench_cpu_ms_per_batch": client * 1e3 / max(batches, 1),
+                "gateway_requests_per_batch": requests / max(batches, 1),
+                "gateway_ms_per_request_mean": (lat - self.ops0[1]) / 1e3 / max(requests, 1)}
+
+
 def keys_for(tag, n):
     return [f"bench/Llama-3.1-8B@00000000@0@{tag}{j:056x}" for j in range(n)]
 
 
-def bench_get(oc, lmc, standin_mod, endpoint, size, repeat, conc):
+def bench_get(oc, lmc, standin_mod, endpoint, pid, size, repeat, conc):
     import numpy as np
     keys = keys_for(f"g{size:x}", CHUNKS)
     data = [np.random.default_rng(j).integers(0, 256, size, dtype=np.uint8)
@@ -88,7 +131,10 @@ def bench_get(oc, lmc, standin_mod, endpoint, size, repeat, conc):
         outs = [np.empty(size, dtype=np.uint8) for _ in range(CHUNKS)]
         views = [memoryview(o) for o in outs]
         plugin = []
+        meter = Meter(endpoint, pid, "GetObjectCache")
         for i in range(repeat + 1):
+            if i == 1:
+                meter.start()
             t0 = time.perf_counter()
             got = s.load(keys, views)
             t = time.perf_counter() - t0
@@ -96,6 +142,7 @@ def bench_get(oc, lmc, standin_mod, endpoint, size, repeat, conc):
                 raise SystemExit(f"plugin load missed {got.count(False)} keys")
             if i > 0:
                 plugin.append(t)
+        plugin_cpu = meter.stop(repeat)
         if not all(np.array_equal(o, d) for o, d in zip(outs, data)):
             raise SystemExit("plugin load delivered wrong bytes")
         load_stats = conn.stats()["get"]
@@ -103,11 +150,15 @@ def bench_get(oc, lmc, standin_mod, endpoint, size, repeat, conc):
         s.close()
     client = oc.Client(endpoint, ACCESS, SECRET, requests_in_flight=max(conc))
     per_key = {}
+    per_key_cpu = {}
     try:
         for k in conc:
             with concurrent.futures.ThreadPoolExecutor(k) as pool:
                 times = []
+                meter = Meter(endpoint, pid, "GetObject")
                 for i in range(repeat + 1):
+                    if i == 1:
+                        meter.start()
                     t0 = time.perf_counter()
                     n = list(pool.map(lambda j: client.get_object_into(BUCKET, keys[j], outs[j]),
                                       range(CHUNKS)))
@@ -116,6 +167,7 @@ def bench_get(oc, lmc, standin_mod, endpoint, size, repeat, conc):
                         raise SystemExit("a per-key GET returned a short object")
                     if i > 0:
                         times.append(t)
+                per_key_cpu[str(k)] = meter.stop(repeat)
             per_key[k] = statistics.median(times)
     finally:
         client.close()
@@ -128,54 +180,73 @@ def bench_get(oc, lmc, standin_mod, endpoint, size, repeat, conc):
             "plugin_seconds_total_stats": load_stats["seconds_total"],
             "per_key_ms": {str(k): v * 1e3 for k, v in per_key.items()},
             "per_key_best_conc": best_k, "per_key_gbps": payload / per_key[best_k] / 1e9,
-            "ratio": per_key[best_k] / p}
+            "ratio": per_key[best_k] / p, "plugin_cpu": plugin_cpu, "per_key_cpu": per_key_cpu}
 
 
-def bench_exists(lmc, standin_mod, endpoint, callers, nkeys, seconds):
+def bench_exists(lmc, standin_mod, endpoint, pid, callers, nkeys, seconds):
+    """16 callers, each asking its own nkeys keys (half stored) in a closed loop, through one
+    connector: with exists batches that wait together merged into one probe (the default) and
+    with every batch probed alone (merge_exists_keys=0), alternated in two rounds each."""
     import numpy as np
-    keys = keys_for("e", nkeys)
-    conn = lmc.ObjectCacheL2Connector(endpoint=endpoint, access_key=ACCESS, secret_key=SECRET,
-                                      bucket=BUCKET)
-    s = standin_mod.NativeConnectorStandIn(conn)
-    lat = []
+    keys = [keys_for(f"e{c:02x}", nkeys) for c in range(callers)]
+    expected = [j % 2 == 0 for j in range(nkeys)]
+    blob = np.zeros(4096, dtype=np.uint8)
+    variants = {"merged": None, "per_batch": 0}  # merge_exists_keys (None: the default)
+    lat = {v: [] for v in variants}
+    cpu = {v: [] for v in variants}
     lock = threading.Lock()
-    try:
-        stored = keys[::2]
-        blob = np.zeros(4096, dtype=np.uint8)
-        if s.store(stored, [memoryview(blob)] * len(stored)) is not True:
-            raise SystemExit("storing the exists keys failed")
-        expected = [j % 2 == 0 for j in range(nkeys)]
-        if s.lookup(keys) != expected:
-            raise SystemExit("exists answered wrongly")
-        stop = time.time() + seconds
-        errors = []
+    for rnd, variant in enumerate(["per_batch", "merged", "per_batch", "merged"]):
+        extra = {} if variants[variant] is None else {"merge_exists_keys": variants[variant]}
+        conn = lmc.ObjectCacheL2Connector(endpoint=endpoint, access_key=ACCESS,
+                                          secret_key=SECRET, bucket=BUCKET, **extra)
+        s = standin_mod.NativeConnectorStandIn(conn)
+        try:
+            if rnd == 0:
+                stored = [k for mine in keys for k in mine[::2]]
+                if s.store(stored, [memoryview(blob)] * len(stored)) is not True:
+                    raise SystemExit("storing the exists keys failed")
+            if s.lookup(keys[0]) != expected:
+                raise SystemExit("exists answered wrongly")
+            stop = time.time() + seconds / 2
+            errors = []
 
-        def caller():
-            mine = []
-            while time.time() < stop:
-                t0 = time.perf_counter()
-                got = s.lookup(keys)
-                mine.append(time.perf_counter() - t0)
-                if got != expected:
-                    errors.append("wrong answer")
-                    return
-            with lock:
-                lat.extend(mine)
+            def caller(mine_keys):
+                mine = []
+                while time.time() < stop:
+                    t0 = time.perf_counter()
+                    got = s.lookup(mine_keys)
+                    mine.append(time.perf_counter() - t0)
+                    if got != expected:
+                        errors.append("wrong answer")
+                        return
+                with lock:
+                    lat[variant].extend(mine)
 
-        threads = [threading.Thread(target=caller) for _ in range(callers)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        if errors:
-            raise SystemExit(f"exists: {errors[0]}")
-    finally:
-        s.close()
-    lat.sort()
-    return {"callers": callers, "keys_per_batch": nkeys, "hit_fraction": 0.5,
-            "batches": len(lat), "seconds": seconds,
-            "p50_ms": lat[len(lat) // 2] * 1e3, "p99_ms": lat[int(len(lat) * 0.99)] * 1e3,
-            "max_ms": lat[-1] * 1e3, "batches_per_s": len(lat) / seconds}
+            threads = [threading.Thread(target=caller, args=(keys[c],)) for c in range(callers)]
+            meter = Meter(endpoint, pid, "GetObjectCache")
+            n0 = len(lat[variant])
+            meter.start()
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+            cpu[variant].append(meter.stop(len(lat[variant]) - n0))
+            if errors:
+                raise SystemExit(f"exists: {errors[0]}")
+        finally:
+            s.close()
+    out = {}
+    for variant, xs in lat.items():
+        xs.sort()
+        n = sum(c["batches"] for c in cpu[variant])
+        merged_cpu = {k: sum(c[k] * c["batches"] for c in cpu[variant]) / max(n, 1)
+                      for k in cpu[variant][0] if k != "batches"}
+        out[variant] = {"callers": callers, "keys_per_batch": nkeys, "hit_fraction": 0.5,
+                        "batches": len(xs), "seconds": seconds,
+                        "p50_ms": xs[len(xs) // 2] * 1e3, "p99_ms": xs[int(len(xs) * 0.99)] * 1e3,
+                        "max_ms": xs[-1] * 1e3, "batches_per_s": len(xs) / seconds,
+                        "cpu": dict(merged_cpu, batches=n)}
+    return dict(out["merged"], per_batch=out["per_batch"])
 
 
 def plot(result, path):
@@ -209,10 +280,10 @@ def plot(result, path):
 # Per bench/run-all profile (experiment 12): chunk sizes, per-key concurrencies, batches.
 PROFILES = {
     "smallest": {"sizes": [64 << 10], "conc": [8], "repeat": 1, "callers": 16,
-                 "exists_keys": 64, "seconds": 1.0},
+                 "exists_keys": 256, "seconds": 1.0},
     "reduced": {"sizes": [16 << 10, 64 << 10, 256 << 10], "conc": [8, 64], "repeat": 5,
-                "callers": 16, "exists_keys": 64, "seconds": 3.0},
-    "full": {"sizes": SIZES, "conc": CONC, "repeat": 9, "callers": 16, "exists_keys": 64,
+                "callers": 16, "exists_keys": 256, "seconds": 3.0},
+    "full": {"sizes": SIZES, "conc": CONC, "repeat": 9, "callers": 16, "exists_keys": 256,
              "seconds": 10.0},
 }
 PLANNED_S = {"smallest": 10, "reduced": 40, "full": 120}
@@ -234,10 +305,10 @@ def run(cfg, build):
                   "commands": [f"bench/lmcache_bench.py --build {build} (in process, against "
                                "objectcache serve on a free port)"],
                   "targets": {"get_ratio_min": 5.0, "exists_p50_ms_max": 2.0},
-                  "get": [bench_get(oc, lmc, lmcache_standin, endpoint, s, cfg["repeat"],
-                                    cfg["conc"]) for s in cfg["sizes"]],
-                  "exists": bench_exists(lmc, lmcache_standin, endpoint, cfg["callers"],
-                                         cfg["exists_keys"], cfg["seconds"])}
+                  "get": [bench_get(oc, lmc, lmcache_standin, endpoint, proc.pid, s,
+                                    cfg["repeat"], cfg["conc"]) for s in cfg["sizes"]],
+                  "exists": bench_exists(lmc, lmcache_standin, endpoint, proc.pid,
+                                         cfg["callers"], cfg["exists_keys"], cfg["seconds"])}
     finally:
         proc.terminate()
         proc.wait(30)
@@ -255,10 +326,32 @@ def markdown(e):
         lines.append(f"| {r['chunk_bytes'] // 1024} KiB x {r['chunks']} | {r['plugin_ms']:.2f} "
                      f"| {min(r['per_key_ms'].values()):.2f} (conc {r['per_key_best_conc']}) "
                      f"| {r['ratio']:.1f}x | {r['plugin_gbps']:.2f} |")
+    lines += ["", "CPU per batch of 256 chunks (ms; server = the gateway process, bench = this "
+              "process: the stand-in, the connector or client and their threads):", "",
+              "| chunk | plugin server | plugin bench | per-key server | per-key bench |",
+              "| --- | --- | --- | --- | --- |"]
+    for r in e["get"]:
+        pk = r.get("per_key_cpu", {}).get(str(r["per_key_best_conc"]))
+        pc = r.get("plugin_cpu")
+        if pc and pk:
+            lines.append(f"| {r['chunk_bytes'] // 1024} KiB | "
+                         f"{pc['server_cpu_ms_per_batch']:.2f} | {pc['bench_cpu_ms_per_batch']:.2f} "
+                         f"| {pk['server_cpu_ms_per_batch']:.2f} | "
+                         f"{pk['bench_cpu_ms_per_batch']:.2f} |")
     x = e["exists"]
-    lines += ["", f"Batch exists, {x['callers']} callers x {x['keys_per_batch']} keys: p50 "
-              f"{x['p50_ms']:.2f} ms, p99 {x['p99_ms']:.2f} ms, {x['batches_per_s']:.0f} "
-              "batches/s."]
+    lines += ["", f"Batch exists, {x['callers']} callers x {x['keys_per_batch']} keys each "
+              "(closed loop):", "",
+              "| probes | p50 ms | p99 ms | batches/s | server CPU ms/batch | bench CPU ms/batch "
+              "| gateway requests/batch | gateway ms/request |",
+              "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for name, v in (("merged (default)", x), ("one per batch", x.get("per_batch"))):
+        if v and v.get("cpu"):
+            c = v["cpu"]
+            lines.append(f"| {name} | {v['p50_ms']:.2f} | {v['p99_ms']:.2f} | "
+                         f"{v['batches_per_s']:.0f} | {c['server_cpu_ms_per_batch']:.3f} | "
+                         f"{c['bench_cpu_ms_per_batch']:.3f} | "
+                         f"{c['gateway_requests_per_batch']:.2f} | "
+                         f"{c['gateway_ms_per_request_mean']:.2f} |")
     ratios = ", ".join(f"{r['chunk_bytes'] // 1024} KiB {r['ratio']:.1f}x" for r in e["get"])
     finding = (f"Batch get through the plugin vs one GET per key: {ratios} (target >= 5x: "
                f"{'met' if e['met']['get_ratio'] else 'not met'}); exists p50 "

@@ -1,5 +1,5 @@
-"""The experiments of issue 7 (1-8), issue 15 (9), issue 16 (10, 11), issue 32 (12), issue 33 (13)
-and issue 31 (14), each a function of (ctx)
+"""The experiments of issue 7 (1-8), issue 15 (9), issue 16 (10, 11), issue 32 (12, 15), issue 33
+(13) and issue 31 (14), each a function of (ctx)
 returning a dict that becomes <id>.json: the configuration, the exact commands, the rows
 measured and notes on what the tool could not provide. Sizes per profile (smallest / reduced /
 full) are in PROFILES."""
@@ -31,6 +31,7 @@ SB = bench_module("scaling_bench")  # experiment 11: scaling with the server's c
 LB = bench_module("lmcache_bench")  # experiment 12: the LMCache L2 connector (issue 32)
 SO = bench_module("scale_out_bench")  # experiment 13: scale-out over a 3-OSD pool (issue 33)
 CC = bench_module("churn_bench")  # experiment 14: a cache bucket under churn (issue 31)
+VT = bench_module("vllm_tier_bench")  # experiment 15: the vLLM secondary tier (issue 32)
 
 # Experiment 4's server variants, each a restart on the same data measuring the UCX descriptor
 # GET only: (label, [kv] layerwise_threshold, data_plane_staging_buffers,
@@ -62,6 +63,7 @@ PROFILES = {
         "lmcache": LB.PROFILES["smallest"],
         "scale_out": SO.PROFILES["smallest"],
         "cache_churn": CC.PROFILES["smallest"],
+        "vllm_tier": VT.PROFILES["smallest"],
     },
     "reduced": {
         "storage": {"sizes": [64 * KiB, 256 * KiB, MiB, 4 * MiB], "threads": [8, 32],
@@ -81,6 +83,7 @@ PROFILES = {
         "lmcache": LB.PROFILES["reduced"],
         "scale_out": SO.PROFILES["reduced"],
         "cache_churn": CC.PROFILES["reduced"],
+        "vllm_tier": VT.PROFILES["reduced"],
     },
     "full": {
         "storage": {"sizes": [64 * KiB, 256 * KiB, MiB, 4 * MiB], "threads": [8, 32],
@@ -101,6 +104,7 @@ PROFILES = {
         "lmcache": LB.PROFILES["full"],
         "scale_out": SO.PROFILES["full"],
         "cache_churn": CC.PROFILES["full"],
+        "vllm_tier": VT.PROFILES["full"],
     },
 }
 
@@ -110,17 +114,20 @@ PLANNED = {
                  "rados_vs_rgw": RVR.PLANNED_S["smallest"],
                  "write_bench": WB.PLANNED_S["smallest"], "scaling": SB.planned_s("smallest"),
                  "lmcache": LB.PLANNED_S["smallest"], "scale_out": 40,
-                 "cache_churn": CC.PLANNED_S["smallest"]},
+                 "cache_churn": CC.PLANNED_S["smallest"],
+                 "vllm_tier": VT.PLANNED_S["smallest"]},
     "reduced": {"storage": 140, "transport": 90, "overhead": 40, "aggregation": 240,
                 "ttft": 980, "rados_vs_rgw": RVR.PLANNED_S["reduced"],
                 "write_bench": WB.PLANNED_S["reduced"], "scaling": SB.planned_s("reduced"),
                 "lmcache": LB.PLANNED_S["reduced"], "scale_out": 300,
-                "cache_churn": CC.PLANNED_S["reduced"]},
+                "cache_churn": CC.PLANNED_S["reduced"],
+                "vllm_tier": VT.PLANNED_S["reduced"]},
     "full": {"storage": 400, "transport": 600, "overhead": 200, "aggregation": 1800,
              "ttft": 1800, "rados_vs_rgw": RVR.PLANNED_S["full"],
              "write_bench": WB.PLANNED_S["full"], "scaling": SB.planned_s("full"),
              "lmcache": LB.PLANNED_S["full"], "scale_out": 900,
-             "cache_churn": CC.PLANNED_S["full"]},
+             "cache_churn": CC.PLANNED_S["full"],
+             "vllm_tier": VT.PLANNED_S["full"]},
 }
 
 
@@ -565,3 +572,11 @@ def cache_churn(ctx):
                             ctx["progress"], tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+# --- 15. the vLLM secondary tier --------------------------------------------------------------
+
+def vllm_tier(ctx):
+    """bench/vllm_tier_bench.py: the vLLM secondary tier's scheduler-path calls timed one by one,
+    idle, while a load runs and while the gateway is stalled."""
+    return VT.run_bench(ctx["config"]["vllm_tier"], ctx["build_dir"])

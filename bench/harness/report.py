@@ -389,6 +389,16 @@ def cache_churn_section(e, out_dir):
     return text, finding, [os.path.basename(png)]
 
 
+def vllm_tier_section(e, out_dir):
+    import experiments
+    if not e.get("target"):
+        return "No rows were measured.", ("The experiment did not measure anything"
+                                          + (f": {e['error']}." if e.get("error") else ".")), []
+    text, finding = experiments.VT.markdown(e)
+    png = experiments.VT.plot(e, os.path.join(out_dir, "15-vllm-tier.png"))
+    return text, finding, [os.path.basename(png)]
+
+
 SECTIONS = [
     ("1-storage", "1. Storage baseline", storage_section),
     ("2-transport", "2. S3 transport baseline", transport_section),
@@ -406,6 +416,7 @@ SECTIONS = [
     ("13-scale-out", "13. Scale-out: one and two peers over a 3-OSD pool", scale_out_section),
     ("14-cache-churn", "14. Cache churn: a bounded bucket against an unbounded one",
      cache_churn_section),
+    ("15-vllm-tier", "15. vLLM secondary tier: scheduler-path call latency", vllm_tier_section),
 ]
 
 

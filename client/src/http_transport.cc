@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/empty_body.hpp>
@@ -14,7 +15,9 @@
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <cerrno>
+#include <cstring>
 #include <limits>
+#include <optional>
 
 #include "fmt/format.h"
 #include "oc/common/text.h"
@@ -194,13 +197,21 @@ class BeastConnection final : public HttpConnection {
     }
     head.keep_alive = msg.keep_alive();
     keep_alive_ = head.keep_alive;
+    direct_left_.reset();
     if (parser_->is_done()) {
       reusable_ = keep_alive_;
+    } else if (parser_->content_length() && !parser_->chunked()) {
+      // A body of known length: read it straight into the caller's memory (ReadBody), not
+      // through buffer_ and the parser's copy out of it.
+      direct_left_ = *parser_->content_length_remaining();
     }
     return head;
   }
 
   Result<uint64_t> ReadBody(MutableByteSpan out) override {
+    if (direct_left_) {
+      return ReadDirect(out);
+    }
     if (!parser_ || parser_->is_done()) {
       reusable_ = parser_ && keep_alive_;
       return uint64_t{0};
@@ -227,12 +238,37 @@ class BeastConnection final : public HttpConnection {
   bool reusable() const override { return reusable_; }
 
  private:
+  // ReadBody for a body of known length: first the bytes read_header left in buffer_, then
+  // recv() into `out` itself (each bounded by the timeout, as every read), until `out` is full or the body ends (as the parser's read).
+  Result<uint64_t> ReadDirect(MutableByteSpan out) {
+    const uint64_t want = std::min<uint64_t>(out.size(), *direct_left_);
+    uint64_t n = std::min<uint64_t>(want, buffer_.size());
+    if (n > 0) {
+      std::memcpy(out.data(), buffer_.data().data(), n);
+      buffer_.consume(n);
+    }
+    if (n < want) {
+      beast::error_code ec;
+      DeadlineStream stream(socket_, timeout_);
+      n += asio::read(stream, asio::buffer(out.data() + n, want - n), ec);
+      if (ec) {
+        return FromAsio(ec, "read response body");
+      }
+    }
+    *direct_left_ -= n;
+    if (*direct_left_ == 0) {
+      reusable_ = keep_alive_;
+    }
+    return n;
+  }
+
   tcp::socket socket_;
   std::chrono::milliseconds timeout_{0};  // of silence, per read or write (DeadlineStream)
   beast::flat_buffer buffer_;
   std::optional<http::response_parser<http::buffer_body>> parser_;
   bool keep_alive_ = false;
   bool reusable_ = false;
+  std::optional<uint64_t> direct_left_;  // body bytes still to come, when read directly
 };
 
 // Each connection owns its io_context: synchronous use needs no running loop.

@@ -66,8 +66,8 @@ class HttpLayerSink final : public storage::LayerSink {
 
   // The response body: Read() and Lend() block until bytes are queued, return 0 (an empty
   // span) after a successful Finish() once everything was read, or the request's error. A
-  // lent buffer goes back to the pool at the reader's next call. Call once; the reader may
-  // outlive the sink.
+  // lent buffer goes back to the pool at the reader's next call (BodyPieceReady says whether
+  // the next call would wait). Call once; the reader may outlive the sink.
   std::unique_ptr<storage::ObjectReader> Body(uint64_t length);
 
   // Installs the session's `close` (closes the client's connection; may run on any thread,
@@ -79,5 +79,11 @@ class HttpLayerSink final : public storage::LayerSink {
  private:
   std::shared_ptr<Pipe> pipe_;
 };
+
+// True when `reader` is an HttpLayerSink body whose next Read or Lend returns without waiting
+// (a piece is queued, or the body ended). The session then takes the piece on its I/O thread
+// instead of a Store pool trip; a virtual on storage::ObjectReader would say the same for
+// every reader, but no other reader can tell, and store.h is under most of the tree.
+bool BodyPieceReady(const storage::ObjectReader& reader);
 
 }  // namespace oc::gateway

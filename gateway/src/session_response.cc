@@ -14,6 +14,7 @@
 #include <boost/beast/http.hpp>
 
 #include "deferred_response.h"
+#include "http_layer_sink.h"
 #include "oc/common/log.h"
 #include "oc/storage/cached_reads.h"
 #include "s3/s3_headers.h"
@@ -208,7 +209,14 @@ asio::awaitable<bool> Session<Stream>::Finish(Response res, bool force_close, By
       }
       Result<ByteSpan> n = Status::Internal("unset");
       auto job = [&] { n = NextPiece(*res.reader, total - sent); };
-      co_await OnPool(*shared_.pool, job);
+      if (BodyPieceReady(*res.reader)) {
+        // The bytes are there (a descriptor body's staging buffer): taking them cannot block,
+        // and a pool trip per 256 KiB piece is two thread hand-offs (issue 32: 64 per 16 MiB
+        // descriptor GET; with the client's direct reads, 22 -> 14 ms of server CPU per GET).
+        job();
+      } else {
+        co_await OnPool(*shared_.pool, job);
+      }
       if (!n.has_value() || n->empty()) {
         // Headers are out: the only honest signal left is closing short of Content-Length.
         kLog.Error("req={} object read failed mid-response: {}", req.request_id,

@@ -81,9 +81,9 @@ class PyL2Connector {
     std::vector<lmcache::Completion> done = engine_->Drain();
     py::list out;
     for (lmcache::Completion& c : done) {
-      py::list per_key;
-      for (bool b : c.per_key) {
-        per_key.append(py::bool_(b));
+      py::list per_key(c.per_key.size());  // sized once: no append (and regrowth) per key
+      for (size_t j = 0; j < c.per_key.size(); ++j) {
+        per_key[j] = py::bool_(c.per_key[j]);
       }
       out.append(py::make_tuple(c.id, c.ok, c.error, per_key));
     }
@@ -167,7 +167,7 @@ class PyL2Connector {
 PyL2Connector* MakeConnector(const std::string& endpoint, const std::string& access_key,
                              const std::string& secret_key, const std::string& bucket,
                              const std::string& prefix, const std::string& region, double timeout,
-                             uint32_t workers, bool sign_payload) {
+                             uint32_t workers, bool sign_payload, uint64_t merge_exists_keys) {
   if (prefix.size() > kMaxPrefixBytes || prefix.find('\0') != std::string::npos) {
     Raise(Status::InvalidArgument(
         "prefix", fmt::format("prefix must be at most {} bytes without NUL", kMaxPrefixBytes)));
@@ -182,6 +182,7 @@ PyL2Connector* MakeConnector(const std::string& endpoint, const std::string& acc
   o.bucket = bucket;
   o.prefix = prefix;
   o.workers = workers;
+  o.merge_exists_keys = merge_exists_keys;
   Result<std::unique_ptr<Engine>> e = Engine::Open(std::move(o));
   if (!e.has_value()) {
     Raise(e.error());
@@ -198,7 +199,8 @@ void BindLMCache(py::module_& m) {
       .def(py::init(&MakeConnector), py::kw_only(), py::arg("endpoint"), py::arg("access_key"),
            py::arg("secret_key"), py::arg("bucket"), py::arg("prefix") = "",
            py::arg("region") = "us-east-1", py::arg("timeout") = 60.0, py::arg("workers") = 8,
-           py::arg("sign_payload") = false)
+           py::arg("sign_payload") = false,
+           py::arg("merge_exists_keys") = lmcache::kMaxMergedProbeKeys)
       .def("event_fd", &PyL2Connector::EventFd,
            "The eventfd LMCache polls for POLLIN; -1 after close().")
       .def(

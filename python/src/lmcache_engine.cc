@@ -187,16 +187,24 @@ Stats Engine::stats() const {
 
 void Engine::Worker() {
   for (;;) {
-    Queued q;
+    std::vector<Queued> batch;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [&] { return closed_ || !queue_.empty(); });
       if (queue_.empty()) {
         return;  // closed: Close() fails what is still queued
       }
-      q = std::move(queue_.front());
+      batch.push_back(std::move(queue_.front()));
       queue_.pop_front();
+      if (batch[0].job.op == Op::kExists) {
+        TakeQueuedExists(batch);
+      }
     }
+    if (batch.size() > 1) {
+      RunExistsTogether(batch);
+      continue;
+    }
+    Queued& q = batch[0];
     Completion c;
     c.id = q.id;
     c.ok = true;
@@ -210,6 +218,46 @@ void Engine::Worker() {
     }
     c.pins = std::move(q.job.pins);
     Finish(q.job.op, std::move(c), q.submitted, bytes);
+  }
+}
+
+void Engine::TakeQueuedExists(std::vector<Queued>& batch) {
+  const uint64_t max_keys = std::min(options_.merge_exists_keys, kMaxKeysPerRequest - 1);
+  uint64_t keys = batch[0].job.names.size();
+  for (auto it = queue_.begin(); it != queue_.end() && keys < max_keys;) {
+    if (it->job.op != Op::kExists || keys + it->job.names.size() > max_keys) {
+      ++it;
+      continue;
+    }
+    keys += it->job.names.size();
+    batch.push_back(std::move(*it));
+    it = queue_.erase(it);
+  }
+}
+
+void Engine::RunExistsTogether(std::vector<Queued>& batch) {
+  std::vector<std::string> names;
+  for (const Queued& q : batch) {
+    names.insert(names.end(), q.job.names.begin(), q.job.names.end());
+  }
+  Result<std::vector<std::optional<uint64_t>>> sizes = SizesOf(names.begin(), names.end());
+  size_t at = 0;
+  for (Queued& q : batch) {
+    Completion c;
+    c.id = q.id;
+    c.ok = true;
+    c.per_key.assign(q.job.names.size(), false);
+    if (!sizes.has_value()) {
+      Fail(c, sizes.error());
+    } else {
+      for (size_t j = 0; j < c.per_key.size(); ++j) {
+        const std::optional<uint64_t>& size = (*sizes)[at + j];
+        c.per_key[j] = size.has_value() && *size > 0;  // as RunExists
+      }
+    }
+    at += q.job.names.size();
+    c.pins = std::move(q.job.pins);
+    Finish(Op::kExists, std::move(c), q.submitted, 0);
   }
 }
 

@@ -4,7 +4,8 @@
 // plain C++. Batches are submitted as jobs, run by a few worker threads over one
 // liboc_client Client, and finished as completions that a single eventfd announces:
 //
-//   exists  one batched probe per run of keys (GET /{bucket}?objectcache&probe)
+//   exists  one batched probe per run of keys (GET /{bucket}?objectcache&probe); exists
+//           batches waiting together go out as one probe (kMaxMergedProbeKeys)
 //   get     one descriptor GET per run of equally sized buffers, chunk j read straight into
 //           buffer j (Client::GetChunksInto). A GET stops at the first absent key (the
 //           matched prefix): then one probe of the keys after it and one GET of those present
@@ -53,6 +54,12 @@ inline constexpr uint64_t kMaxPutBodyBytes = 256ull << 20;
 // The largest buffer: one key is one layer, and a layer is at most
 // descriptor::Limits::max_layer_bytes.
 inline constexpr uint64_t kMaxObjectBytes = 256ull << 20;
+// Default keys of one probe made of several exists batches that were waiting together (each
+// still completes on its own; Engine::Options::merge_exists_keys): enough to spread a probe's fixed
+// cost (the HTTP exchange, SigV4, the gateway's thread hand-offs) over 16 callers' 256-key batches
+// in four probes, few enough that those four run side by side on the gateway's cores rather than as
+// one long probe.
+inline constexpr uint64_t kMaxMergedProbeKeys = 1024;
 // The first key of every exists probe: a name no LMCache key can be (LMCache keys always hold
 // '@'), so it is absent, and the probe then reports every other key's size without checking
 // its shape (docs/decisions/lmcache-l2-connector.md).
@@ -99,6 +106,9 @@ class Engine {
     std::string prefix;
     // Worker threads, so lookups are not queued behind loads. Default: 8
     uint32_t workers = 8;
+    // Exists batches waiting together are probed as one request of at most this many keys;
+    // 0 probes each batch on its own. Default: kMaxMergedProbeKeys
+    uint64_t merge_exists_keys = kMaxMergedProbeKeys;
   };
   // kInvalidArgument for bad options (the client's, an empty bucket, 0 or > 256 workers); a
   // failed eventfd() as kInternal. Connects lazily.
@@ -130,6 +140,12 @@ class Engine {
   };
   explicit Engine(Options options, std::unique_ptr<client::Client> client, int event_fd);
   void Worker();
+  // Moves exists jobs waiting in queue_ into `batch` (whose first job is one), up to
+  // Options::merge_exists_keys keys in all. REQUIRES: mu_ held.
+  void TakeQueuedExists(std::vector<Queued>& batch);
+  // One probe for the exists jobs of `batch` (merge_exists_keys keys at most), each finished
+  // as its own completion; a failed probe fails them all.
+  void RunExistsTogether(std::vector<Queued>& batch);
   void Run(Queued& q, Completion& c);
   void RunGet(Job& job, Completion& c);
   // One descriptor GET of job's keys `run` (equal sizes) into their buffers: M, as

@@ -18,7 +18,8 @@ import pytest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 STEMS = ["1-storage", "2-transport", "3-overhead", "4-aggregation", "5-ttft-e2e",
          "6-ttft-bandwidth", "7-ttft-scheduling", "8-ttft-model", "9-rados-vs-rgw",
-         "10-write-bench", "11-scaling", "12-lmcache", "13-scale-out", "14-cache-churn"]
+         "10-write-bench", "11-scaling", "12-lmcache", "13-scale-out", "14-cache-churn",
+         "15-vllm-tier"]
 BENCHES = ["storage_bench", "data_plane_bench", "objectcache_bench", "ttft_emulator",
            "prefix_clients_bench", "cache_churn_bench", "cache_churn_online_bench"]
 
@@ -76,6 +77,7 @@ def test_run_all_smallest(tmp_path):
     check_lmcache(docs["12-lmcache"])
     check_scale_out(docs["13-scale-out"])
     check_cache_churn(docs["14-cache-churn"])
+    check_vllm_tier(docs["15-vllm-tier"])
 
     report = (out / "report.md").read_text()
     for title in ("1. Storage baseline", "2. S3 transport baseline", "3. Per-request overhead",
@@ -86,7 +88,8 @@ def test_run_all_smallest(tmp_path):
                   "11. Scaling with the server's cores",
                   "12. LMCache L2 connector: batch get and exists",
                   "13. Scale-out: one and two peers over a 3-OSD pool",
-                  "14. Cache churn: a bounded bucket against an unbounded one"):
+                  "14. Cache churn: a bounded bucket against an unbounded one",
+                  "15. vLLM secondary tier: scheduler-path call latency"):
         assert f"## {title}" in report
     assert report.count("**Finding.**") == len(STEMS)
     assert "load average at start" in report and "RocksDB" in report and "UCX" in report
@@ -102,6 +105,19 @@ def check_lmcache(e):
     assert all(r["plugin_ms"] > 0 and r["ratio"] > 0 and r["chunks"] == 256 for r in e["get"])
     x = e["exists"]
     assert x["callers"] == 16 and x["batches"] > 0 and x["p99_ms"] >= x["p50_ms"] > 0
+
+
+def check_vllm_tier(e):
+    """Experiment 14 timed the scheduler-path calls in all three situations; every load of the
+    loading part finished, and the stalled gateway's lookups ended MISS and its load failed."""
+    for sit in ("idle", "loading", "stalled"):
+        calls = {k: c for k, c in e[sit].items() if isinstance(c, dict) and "p99_us" in c}
+        assert "lookup" in calls and "on_schedule_end" in calls, (sit, sorted(calls))
+        assert all(c["count"] > 0 and c["max_us"] >= c["p99_us"] >= c["p50_us"] >= 0
+                   for c in calls.values()), (sit, calls)
+    assert e["loading"]["loads"]["count"] == e["config"]["rounds"]
+    assert e["stalled"]["verdicts"] == ["MISS"] and e["stalled"]["load_failed"] is True
+    assert e["target"]["worst_p99_us"] > 0 and e["target"]["p99_met"] in (True, False)
 
 
 def check_scaling(e):

@@ -12,7 +12,8 @@ LMCache imports this module and builds the connector from the adapter's `adapter
 
 adapter_params: endpoint, access_key, secret_key, bucket (required); prefix (prepended to
 every LMCache key, default ""), region ("us-east-1"), timeout (seconds per request, 60),
-workers (batches running at once, 8), sign_payload (False).
+workers (batches running at once, 8), sign_payload (False), merge_exists_keys (exists batches
+waiting together are probed as one request of at most this many keys, 1024; 0: never).
 
 The connector is C++ (objectcache._native, over liboc_client): each submit_batch_* call pins
 the buffers, queues the batch and returns a future id at once; worker threads run it without

@@ -230,6 +230,39 @@ def test_concurrent_submits_from_many_threads(standin):
     assert not standin.unknown_ids
 
 
+def test_exists_batches_waiting_together_go_out_as_one_probe(gateway, kv_bucket):
+    """Exists batches queued behind a running load (one worker) are probed as one request and
+    each still gets its own answer; merge_exists_keys=0 probes each batch on its own."""
+    big_bytes = 4 << 20
+    for merge in (1024, 0):
+        s = NativeConnectorStandIn(load_connector(
+            adapter_params(gateway, kv_bucket, workers=1, merge_exists_keys=merge)))
+        try:
+            big_keys = lm_keys(8, "mbig")
+            assert s.store(big_keys, views(payloads([big_bytes] * 8, 7))) is True
+            keys = lm_keys(12 * 40, "mex")
+            present = [j % 5 in (0, 3) for j in range(len(keys))]
+            stored = [k for k, p in zip(keys, present) if p]
+            assert s.store(stored, views(payloads([512] * len(stored), 8))) is True
+            counter = OpCounter(gateway)
+            load = s.submit_load(big_keys, views(targets([big_bytes] * 8)))  # holds the worker
+            # The last batch repeats the first: a merged probe may name a key twice.
+            batches = [range(40 * b, 40 * (b + 1)) for b in range(11)] + [range(0, 40)]
+            pending = [s.submit_lookup([keys[j] for j in b]) for b in batches]
+            assert load.wait(60) == [True] * 8
+            for b, p in zip(batches, pending):
+                assert p.wait(60) == [present[j] for j in b], b
+            requests = counter.wait_for({"GetObjectCache": 13 if merge == 0 else 2})
+            probes = requests["GetObjectCache"] - 1  # the load's GET is one too
+            if merge:
+                assert 1 <= probes <= 2, probes  # 12 batches, 480 keys: one probe (two at worst)
+            else:
+                assert probes == 12, probes
+            assert s.connector.stats()["exists"]["batches"] == 12
+        finally:
+            assert s.close()
+
+
 def test_empty_batches_complete_at_once(standin):
     assert standin.lookup([]) == []
     assert standin.load([], []) == []
