@@ -46,6 +46,12 @@ Status FromAsio(const beast::error_code& ec, std::string_view what) {
   return Status::IOError(fmt::format("{}: {}", what, ec.message()));
 }
 
+// True when a write failed because the peer stopped reading and closed (EPIPE, or the reset
+// its close sent because body bytes were left unread), as opposed to a timeout.
+bool PeerStoppedReading(const beast::error_code& ec) {
+  return ec == asio::error::broken_pipe || ec == asio::error::connection_reset;
+}
+
 class BeastConnection final : public HttpConnection {
  public:
   explicit BeastConnection(asio::io_context& io) : socket_(io) {
@@ -91,37 +97,24 @@ class BeastConnection final : public HttpConnection {
     req.body().more = false;
     http::write(socket_, req, ec);
     if (ec) {
-      return FromAsio(ec, "send request");
+      if (!PeerStoppedReading(ec)) {
+        return FromAsio(ec, "send request");
+      }
+      // The gateway may answer before it has read the whole body (NoSuchBucket,
+      // AccessDenied, a refused descriptor) and close once it has drained what it allows
+      // (docs/design.md, "Gateway request path"): our write fails, but the answer sits in our
+      // receive queue ahead of the close. That answer is the request's outcome; only when
+      // there is none (a stale keep-alive connection) is the write's error.
+      Result<HttpResponseHead> early = ReadHead(request.method);
+      if (!early.has_value()) {
+        return FromAsio(ec, "send request");
+      }
+      early->keep_alive = false;  // the body was not all sent: this connection is done
+      keep_alive_ = false;
+      reusable_ = false;
+      return early;
     }
-    parser_.emplace();
-    parser_->header_limit(kMaxResponseHeaderBytes);
-    parser_->body_limit(
-        std::numeric_limits<std::uint64_t>::max());  // bodies are read into caller memory in pieces
-    if (request.method == "HEAD") {
-      parser_->skip(true);
-    }
-    http::read_header(socket_, buffer_, *parser_, ec);
-    if (ec) {
-      return FromAsio(ec, "read response header");
-    }
-    HttpResponseHead head;
-    const auto& msg = parser_->get();
-    head.status = msg.result_int();
-    for (const auto& field : msg) {
-      const auto name = field.name_string();
-      const auto value = field.value();
-      head.headers.emplace_back(AsciiLower(std::string_view(name.data(), name.size())),
-                                std::string(value.data(), value.size()));
-    }
-    if (parser_->content_length()) {
-      head.content_length = *parser_->content_length();
-    }
-    head.keep_alive = msg.keep_alive();
-    keep_alive_ = head.keep_alive;
-    if (parser_->is_done()) {
-      reusable_ = keep_alive_;
-    }
-    return head;
+    return ReadHead(request.method);
   }
 
   Result<uint64_t> ReadBody(MutableByteSpan out) override {
@@ -150,6 +143,40 @@ class BeastConnection final : public HttpConnection {
   bool reusable() const override { return reusable_; }
 
  private:
+  // Reads the response header of a `method` request into a fresh parser.
+  Result<HttpResponseHead> ReadHead(std::string_view method) {
+    beast::error_code ec;
+    parser_.emplace();
+    parser_->header_limit(kMaxResponseHeaderBytes);
+    parser_->body_limit(
+        std::numeric_limits<std::uint64_t>::max());  // bodies are read into caller memory in pieces
+    if (method == "HEAD") {
+      parser_->skip(true);
+    }
+    http::read_header(socket_, buffer_, *parser_, ec);
+    if (ec) {
+      return FromAsio(ec, "read response header");
+    }
+    HttpResponseHead head;
+    const auto& msg = parser_->get();
+    head.status = msg.result_int();
+    for (const auto& field : msg) {
+      const auto name = field.name_string();
+      const auto value = field.value();
+      head.headers.emplace_back(AsciiLower(std::string_view(name.data(), name.size())),
+                                std::string(value.data(), value.size()));
+    }
+    if (parser_->content_length()) {
+      head.content_length = *parser_->content_length();
+    }
+    head.keep_alive = msg.keep_alive();
+    keep_alive_ = head.keep_alive;
+    if (parser_->is_done()) {
+      reusable_ = keep_alive_;
+    }
+    return head;
+  }
+
   tcp::socket socket_;
   beast::flat_buffer buffer_;
   std::optional<http::response_parser<http::buffer_body>> parser_;
