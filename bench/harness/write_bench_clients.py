@@ -63,9 +63,10 @@ print(json.dumps({"seconds": secs, "client_cpu_s": cpu, "bytes": r.bytes}))
 
 def prepare(bench, g, n):
     """The tokens file and the N chunks' bytes, written and synced once per run (so no
-    writeback of them runs during a measurement); the data stays in the page cache."""
-    tokens = os.path.join(bench.tmp, f"clients-tokens-{g}-{n}.txt")
-    data = os.path.join(bench.tmp, f"clients-data-{g}-{n}.bin")
+    writeback of them runs during a measurement); the data stays in the page cache. Both go
+    in the run's data dir, which the run removes (the log dir is kept)."""
+    tokens = os.path.join(bench.data, f"clients-tokens-{g}-{n}.txt")
+    data = os.path.join(bench.data, f"clients-data-{g}-{n}.bin")
     if not os.path.exists(data):
         with open(tokens, "w") as f:
             f.write(" ".join(str(i) for i in range(g * n)))
