@@ -15,6 +15,10 @@ per layer, S = 4 KiB·G per layer slice, one chunk object = L·S.
   desc       descriptor PUTs (objectcache_bench --put-mode descriptor: up to 128 chunks per
              request, one request at a time) for each (G, N) of the profile; RGW: one S3 PUT
              per chunk object, 8 concurrent (--put-mode object), the same chunks
+  clients    (only when named in --parts) one prefix (224 chunks at G = 16: 448 MiB) stored
+             by one descriptor PUT from each client: the Python package and `oc put-chunks`,
+             each over the HTTP body and pulled over UCX (bench/harness/write_bench_clients.py),
+             beside dd and RGW
   s3put      single S3 PUTs of 4 MiB / 1 MiB / 64 KiB, every request a distinct key (wrk with
              presigned SigV4 URLs, a Lua script cycling through them), concurrency 1 and 8
   multipart  64 MiB objects of 8 MiB parts (boto3, parts uploaded by 4 threads)
@@ -59,6 +63,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(HERE, "harness"))
 import common  # noqa: E402
+import write_bench_clients  # noqa: E402
 from presign import Presigner  # noqa: E402
 from write_bench_report import NOTES, markdown, plot, summarize  # noqa: E402
 from write_bench_systems import (  # noqa: E402
@@ -75,22 +80,26 @@ PROFILES = {
                  "put_conc": [8], "put_seconds": 1, "multipart_bytes": 16 * MiB,
                  "part_bytes": 8 * MiB, "fill_g": 16, "fill_chunks": 16, "read_objects": 16,
                  "readers": 2, "read_seconds": 1, "settle_timeout_s": 30, "settle_quiet_s": 2,
-                 "dd_bytes": 16 * MiB},
+                 "dd_bytes": 16 * MiB, "client_shape": [16, 4]},
     "reduced": {"configs": ["data_files", "sst"], "reps": 3, "rgw": True, "bluestore": True,
                 "desc_shapes": [[16, 224], [64, 56], [256, 14]],
                 "put_sizes": [4 * MiB, MiB, 64 * KiB], "put_conc": [1, 8], "put_seconds": 3,
                 "multipart_bytes": 64 * MiB, "part_bytes": 8 * MiB, "fill_g": 16,
                 "fill_chunks": 512, "read_objects": 64, "readers": 4, "read_seconds": 3,
-                "settle_timeout_s": 180, "settle_quiet_s": 3, "dd_bytes": GiB},
+                "settle_timeout_s": 180, "settle_quiet_s": 3, "dd_bytes": GiB,
+                "client_shape": [16, 224]},
     "full": {"configs": ["data_files", "sst"], "reps": 3, "rgw": True, "bluestore": True,
              "desc_shapes": [[16, 224], [64, 112], [256, 28]],
              "put_sizes": [4 * MiB, MiB, 64 * KiB], "put_conc": [1, 8], "put_seconds": 5,
              "multipart_bytes": 64 * MiB, "part_bytes": 8 * MiB, "fill_g": 16,
              "fill_chunks": 3584, "fill_chunks_min": 2048, "read_objects": 256, "readers": 4,
              "read_seconds": 5, "settle_timeout_s": 900, "settle_quiet_s": 5,
-             "dd_bytes": 4 * GiB},
+             "dd_bytes": 4 * GiB, "client_shape": [16, 224]},
 }
-PARTS = ["ceiling", "desc", "s3put", "multipart", "fill"]
+PARTS = ["ceiling", "desc", "clients", "s3put", "multipart", "fill"]
+# Without --parts: all but "clients" (issue 33's per-client PUTs run when named, so run-all's
+# experiment 10 keeps its length and its rows).
+DEFAULT_PARTS = [p for p in PARTS if p != "clients"]
 PLANNED_S = {"smallest": 75, "reduced": 480, "full": 2400}
 
 # wrk script: each thread cycles through its share of the presigned paths in OC_WB_PATHS
@@ -378,7 +387,7 @@ class Bench(Systems):
             self.stop_server(system)
 
     def measure(self):
-        parts = self.p.get("parts", PARTS)
+        parts = self.p.get("parts", DEFAULT_PARTS)
         st = os.statvfs(self.data)
         self.doc["disk"]["free_bytes_at_start"] = st.f_bavail * st.f_frsize
         if "ceiling" in parts:
@@ -391,6 +400,8 @@ class Bench(Systems):
                 self.load("rgw", 16, 1, "prime-rgw")
             self.desc()
             self.cluster_down()
+        if "clients" in parts:
+            write_bench_clients.measure(self)
         if "s3put" in parts:
             self.s3put()
         if "multipart" in parts:
@@ -458,8 +469,8 @@ def main():
     ap.add_argument("--no-rgw", action="store_true", help="skip the Ceph RGW peer")
     ap.add_argument("--configs", help="comma-separated configurations of ours (default: the "
                     f"profile's; known: {', '.join(CONFIGS)})")
-    ap.add_argument("--parts", help=f"comma-separated parts to run (default: all of "
-                    f"{', '.join(PARTS)})")
+    ap.add_argument("--parts", help=f"comma-separated parts to run, of {', '.join(PARTS)} "
+                    f"(default: {', '.join(DEFAULT_PARTS)})")
     ap.add_argument("--report-only", metavar="PREFIX",
                     help="rewrite PREFIX.md and PREFIX.png from PREFIX.json")
     a = ap.parse_args()

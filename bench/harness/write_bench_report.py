@@ -1,9 +1,12 @@
 """Experiment 10's analysis (bench/write_bench.py): the raw rows of alternating repetitions
 summarised per row (medians, server CPU seconds per GB, bytes written per byte stored), the
-ratios to the disk's ceiling and to RGW within the run, issue 16's targets judged on them, the
+ratios to the disk's ceiling and to RGW within the run, issue 16's targets judged on them (and
+issue 33's for the clients part: write_bench_clients.py), the
 plot and the report's markdown. Everything is computed from the JSON document, so
 `bench/run-all --report-only` redoes it."""
 import statistics
+
+import write_bench_clients
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -139,9 +142,10 @@ def summarize(doc):
                           "written_per_byte": _per(rs, size, written)})
     fill = [dict(r, server_cpu_s_per_gb=server_cpu(r) / (r["stored_bytes"] / 1e9))
             for r in doc["fill"]]
-    summary = {"ceiling": ceiling, "desc": desc, "s3put": s3put, "multipart": multipart,
-               "fill": fill, "reads": doc["reads"]}
-    return summary, targets(summary)
+    clients, client_targets = write_bench_clients.summarize(doc, fds, desc)
+    summary = {"ceiling": ceiling, "desc": desc, "clients": clients, "s3put": s3put,
+               "multipart": multipart, "fill": fill, "reads": doc["reads"]}
+    return summary, targets(summary) + client_targets
 
 
 def _verdict(values, ok):
@@ -233,9 +237,10 @@ def markdown(doc):
     systems = sorted({t["system"] for t in tg}, key=rank)
     names = sorted({t["target"] for t in tg}, key=[t["target"] for t in tg].index)
     verdict = {True: "met", False: "**NOT MET**", None: "not measured"}
-    md += ["### Targets (issue 16)", "", table(["target"] + systems, [
-        [n] + [next((f"{verdict[t['met']]}: {t['figures']}" if t["figures"] else
-                     verdict[t["met"]]) for t in tg if t["target"] == n and t["system"] == x)
+    md += ["### Targets (issue 16; clients: issue 33)", "", table(["target"] + systems, [
+        [n] + [next(((f"{verdict[t['met']]}: {t['figures']}" if t["figures"] else
+                      verdict[t["met"]]) for t in tg if t["target"] == n and t["system"] == x),
+                    "")
                for x in systems] for n in names]), ""]
     c = s["ceiling"]
     md += ["### Ceiling: the disk, sequential 1 MiB writes (dd)", "",
@@ -250,6 +255,7 @@ def markdown(doc):
                    num(d["gbps"]), ", ".join(f"{x:.3f}" for x in d["gbps_reps"]),
                    num(d["vs_fdatasync"]), num(d["vs_rgw"]), num(d["server_cpu_s_per_gb"]),
                    num(d["written_per_byte"])] for d in s["desc"]]), ""]
+    md += write_bench_clients.markdown(s.get("clients", []), num, size_label, table)
     md += ["### Single S3 PUTs (distinct keys)", "",
            table(["size", "conc", "system", "ops/s", "GB/s", "server CPU µs/PUT",
                   "server CPU s/GB", "p50 ms", "p99 ms", "written / stored", "errors"],

@@ -133,8 +133,8 @@ class Systems:
         self.rgw = None  # (url, access, secret, {name: [pid]})
         self.cluster_dir = os.path.join(self.data, "ceph")
         self.commands, self.notes = [], []
-        self.doc = {"ceiling": [], "desc": [], "s3put": [], "multipart": [], "fill": [],
-                    "reads": [], "disk": {}}
+        self.doc = {"ceiling": [], "desc": [], "clients": [], "s3put": [], "multipart": [],
+                    "fill": [], "reads": [], "disk": {}}
         self.body_files = {}
 
     def say(self, text):

@@ -47,6 +47,7 @@
 #include "oc/descriptor/chunk_key.h"
 #include "oc/descriptor/descriptor.h"
 #include "oc_flags.h"
+#include "oc_mapped_file.h"
 
 namespace {
 
@@ -341,24 +342,31 @@ int RunPutChunks(const Flags& f, client::Client& c, descriptor::Descriptor d,
   if (path == nullptr) {
     return Fail(oc::Status::InvalidArgument("--data", "is required"), 2);
   }
-  oc::Result<std::string> data = ReadFile(*path);
-  if (!data.has_value()) {
-    return Fail(data.error(), 2);
+  // Mapped, not read: the HTTP body goes from the page cache to the socket
+  // (docs/decisions/cli-put-chunks-maps-the-file.md).
+  oc::Result<oc::cli::MappedFile> file = oc::cli::MappedFile::Open(*path);
+  if (!file.has_value()) {
+    return Fail(file.error(), 2);
   }
+  const oc::ByteSpan data = file->bytes();
   const std::string via = f.Value("via");
   oc::Result<client::PutChunksResult> r = oc::Status::Internal("unset");
   if (via == "http") {
-    r = c.PutChunks(bucket, d, oc::AsBytes(*data));
+    r = c.PutChunks(bucket, d, data);
   } else if (via == "ucx") {
     oc::Result<client::DataPlane*> plane = c.data_plane();
     if (!plane.has_value()) {
       return Fail(plane.error(), 1);
     }
-    auto buffer = (*plane)->Allocate(std::max<uint64_t>(data->size(), 1));
+    // The server reads a buffer our UCX allocated in place (shared memory on one host): one
+    // copy into it, as a serving node's KV pages already sit in registered memory.
+    auto buffer = (*plane)->Allocate(std::max<uint64_t>(data.size(), 1));
     if (!buffer.has_value()) {
       return Fail(buffer.error(), 1);
     }
-    std::memcpy((*buffer)->bytes().data(), data->data(), data->size());
+    if (!data.empty()) {
+      std::memcpy((*buffer)->bytes().data(), data.data(), data.size());
+    }
     r = c.PutChunks(bucket, d, **buffer);
   } else {
     return Fail(oc::Status::InvalidArgument("--via", "http or ucx"), 2);

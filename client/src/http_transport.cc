@@ -123,6 +123,12 @@ class DeadlineStream {
   int timeout_ms_;
 };
 
+// True when a write failed because the peer stopped reading and closed (EPIPE, or the reset
+// its close sent because body bytes were left unread), as opposed to a timeout.
+bool PeerStoppedReading(const beast::error_code& ec) {
+  return ec == asio::error::broken_pipe || ec == asio::error::connection_reset;
+}
+
 class BeastConnection final : public HttpConnection {
  public:
   explicit BeastConnection(asio::io_context& io) : socket_(io) {
@@ -155,6 +161,7 @@ class BeastConnection final : public HttpConnection {
 
   Result<HttpResponseHead> Send(const HttpRequest& request) override {
     reusable_ = false;
+    direct_left_.reset();
     beast::error_code ec;
     http::request<http::buffer_body> req;
     req.method_string(boost::beast::string_view(request.method.data(), request.method.size()));
@@ -170,42 +177,24 @@ class BeastConnection final : public HttpConnection {
     DeadlineStream stream(socket_, timeout_);
     http::write(stream, req, ec);
     if (ec) {
-      return FromAsio(ec, "send request");
+      if (!PeerStoppedReading(ec)) {
+        return FromAsio(ec, "send request");
+      }
+      // The gateway may answer before it has read the whole body (NoSuchBucket,
+      // AccessDenied, a refused descriptor) and close once it has drained what it allows
+      // (docs/design.md, "Gateway request path"): our write fails, but the answer sits in our
+      // receive queue ahead of the close. That answer is the request's outcome; only when
+      // there is none (a stale keep-alive connection) is the write's error.
+      Result<HttpResponseHead> early = ReadHead(request.method);
+      if (!early.has_value()) {
+        return FromAsio(ec, "send request");
+      }
+      early->keep_alive = false;  // the body was not all sent: this connection is done
+      keep_alive_ = false;
+      reusable_ = false;
+      return early;
     }
-    parser_.emplace();
-    parser_->header_limit(kMaxResponseHeaderBytes);
-    parser_->body_limit(
-        std::numeric_limits<std::uint64_t>::max());  // bodies are read into caller memory in pieces
-    if (request.method == "HEAD") {
-      parser_->skip(true);
-    }
-    http::read_header(stream, buffer_, *parser_, ec);
-    if (ec) {
-      return FromAsio(ec, "read response header");
-    }
-    HttpResponseHead head;
-    const auto& msg = parser_->get();
-    head.status = msg.result_int();
-    for (const auto& field : msg) {
-      const auto name = field.name_string();
-      const auto value = field.value();
-      head.headers.emplace_back(AsciiLower(std::string_view(name.data(), name.size())),
-                                std::string(value.data(), value.size()));
-    }
-    if (parser_->content_length()) {
-      head.content_length = *parser_->content_length();
-    }
-    head.keep_alive = msg.keep_alive();
-    keep_alive_ = head.keep_alive;
-    direct_left_.reset();
-    if (parser_->is_done()) {
-      reusable_ = keep_alive_;
-    } else if (parser_->content_length() && !parser_->chunked()) {
-      // A body of known length: read it straight into the caller's memory (ReadBody), not
-      // through buffer_ and the parser's copy out of it.
-      direct_left_ = *parser_->content_length_remaining();
-    }
-    return head;
+    return ReadHead(request.method);
   }
 
   Result<uint64_t> ReadBody(MutableByteSpan out) override {
@@ -238,8 +227,49 @@ class BeastConnection final : public HttpConnection {
   bool reusable() const override { return reusable_; }
 
  private:
+  // Reads the response header of a `method` request into a fresh parser.
+  Result<HttpResponseHead> ReadHead(std::string_view method) {
+    beast::error_code ec;
+    parser_.emplace();
+    parser_->header_limit(kMaxResponseHeaderBytes);
+    parser_->body_limit(
+        std::numeric_limits<std::uint64_t>::max());  // bodies are read into caller memory in pieces
+    if (method == "HEAD") {
+      parser_->skip(true);
+    }
+    DeadlineStream stream(socket_, timeout_);
+    http::read_header(stream, buffer_, *parser_, ec);
+    if (ec) {
+      return FromAsio(ec, "read response header");
+    }
+    HttpResponseHead head;
+    const auto& msg = parser_->get();
+    head.status = msg.result_int();
+    for (const auto& field : msg) {
+      const auto name = field.name_string();
+      const auto value = field.value();
+      head.headers.emplace_back(AsciiLower(std::string_view(name.data(), name.size())),
+                                std::string(value.data(), value.size()));
+    }
+    if (parser_->content_length()) {
+      head.content_length = *parser_->content_length();
+    }
+    head.keep_alive = msg.keep_alive();
+    keep_alive_ = head.keep_alive;
+    direct_left_.reset();
+    if (parser_->is_done()) {
+      reusable_ = keep_alive_;
+    } else if (parser_->content_length() && !parser_->chunked()) {
+      // A body of known length: read it straight into the caller's memory (ReadBody), not
+      // through buffer_ and the parser's copy out of it.
+      direct_left_ = *parser_->content_length_remaining();
+    }
+    return head;
+  }
+
   // ReadBody for a body of known length: first the bytes read_header left in buffer_, then
-  // recv() into `out` itself (each bounded by the timeout, as every read), until `out` is full or the body ends (as the parser's read).
+  // recv() into `out` itself (each bounded by the timeout, as every read), until `out` is full
+  // or the body ends (as the parser's read).
   Result<uint64_t> ReadDirect(MutableByteSpan out) {
     const uint64_t want = std::min<uint64_t>(out.size(), *direct_left_);
     uint64_t n = std::min<uint64_t>(want, buffer_.size());

@@ -5,7 +5,9 @@
 //
 // A request is sent whole (headers, then the body from one span); the response header is
 // read first, then the body in pieces into caller memory, so a large payload never needs a
-// second copy. Every socket read and write is bounded by the connection's timeout
+// second copy. A server that answers before it has read the whole body and then closes (an
+// early error: NoSuchBucket, AccessDenied) gets its answer read and returned, not the write's
+// broken pipe. Every socket read and write is bounded by the connection's timeout
 // (SO_RCVTIMEO/SO_SNDTIMEO: Beast's own timeouts apply to async operations only).
 // Thread safety: a connection is used by one thread at a time.
 
@@ -56,9 +58,11 @@ class HttpConnection {
                                                          std::chrono::milliseconds timeout);
   virtual ~HttpConnection() = default;
 
-  // Writes the request and reads the response header. kUnavailable when the peer closed or
-  // reset the connection (a stale keep-alive connection: the caller may retry on a new one),
-  // kIOError for other socket errors or a timeout.
+  // Writes the request and reads the response header: also the header of an answer the peer
+  // sent before it stopped reading the body (the connection is then not reused).
+  // kUnavailable when the peer closed or reset the connection without an answer (a stale
+  // keep-alive connection: the caller may retry on a new one), kIOError for other socket
+  // errors or a timeout.
   virtual Result<HttpResponseHead> Send(const HttpRequest& request) = 0;
   // Reads the next body bytes into `out`; returns how many, 0 at the end of the body.
   // REQUIRES: Send() succeeded; out non-empty.

@@ -1,6 +1,8 @@
 #include "data_plane/ucx_data_plane.h"
 
+#include <sys/mman.h>
 #include <sys/shm.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cinttypes>
@@ -425,6 +427,29 @@ CopyEngine& UcxDataPlane::copier() {
   std::call_once(copier_once_,
                  [this] { copier_ = std::make_unique<CopyEngine>(options_.copy_threads); });
   return *copier_;
+}
+
+Result<std::optional<UcxDataPlane::InPlaceSource>> UcxDataPlane::SourceInPlace(
+    const descriptor::DataPlaneTarget& source) {
+  OC_ASSIGN_OR_RETURN(Remote remote, Connect(source, /*in_place=*/true));
+  if (remote.attached == nullptr) {
+    if (remote.rkey != nullptr) {
+      const ucp_rkey_h key = remote.rkey;
+      worker_->Submit([key] { ucp_rkey_destroy(key); });
+    }
+    return std::optional<InPlaceSource>();
+  }
+  // Map every page of the range now, in one call, instead of taking a read fault per page on
+  // first touch (each one an exit to the hypervisor on a virtual machine). Advice only: the
+  // reads fault the pages in anyway if it is refused. The range starts inside the segment,
+  // which is page-aligned, so rounding down to a page stays inside it.
+  const auto start = reinterpret_cast<uintptr_t>(remote.direct.data());
+  const auto page_bytes = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t page = start & ~(page_bytes - 1);
+  (void)::madvise(reinterpret_cast<void*>(page), start - page + remote.direct.size(),
+                  MADV_POPULATE_READ);
+  return std::optional<InPlaceSource>(
+      InPlaceSource{std::move(remote.attached), ByteSpan(remote.direct)});
 }
 
 Result<StagingBuffer> UcxDataPlane::AcquireStaging() { return pool_->Acquire(options_.op_timeout); }

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "data_plane/copy_engine.h"
@@ -109,6 +110,18 @@ class UcxDataPlane {
   // connection; kUnavailable if the connection has failed.
   Result<std::unique_ptr<LayerSink>> OpenSink(const descriptor::DataPlaneTarget& target);
 
+  // The bytes of a descriptor PUT's source when UCX attached them here (a client on this host
+  // whose UCX allocated the buffer in System V shared memory: the sources ReadRemote() reads
+  // with a memcpy), to be read in place with no staging copy; `mapping` keeps them attached.
+  struct InPlaceSource {
+    std::shared_ptr<const void> mapping;
+    ByteSpan bytes;  // the whole target: [address, address + length) of the client
+  };
+  // The source read in place, its page tables populated in one call (a read fault per 4 KiB
+  // page cost a quarter of the server's CPU on a 448 MiB PUT: docs/decisions/
+  // kv-put-pull-in-place.md); nullopt when UCX did not attach it (pull it with ReadRemote()).
+  // Errors as ReadRemote()'s target checks.
+  Result<std::optional<InPlaceSource>> SourceInPlace(const descriptor::DataPlaneTarget& source);
   // A registered staging buffer for ReadRemote(); kUnavailable if none is free in time.
   Result<StagingBuffer> AcquireStaging();
   // Reads `length` bytes at `src_offset` of the client's buffer `source` into the first

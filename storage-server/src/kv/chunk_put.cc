@@ -44,6 +44,17 @@ Result<KvPutReport> PutChunks(SliceSource& source, std::string_view bucket,
   // Create-if-absent (docs/protocol.md): decided by the group's commit, per chunk.
   put.if_none_match = d.if_none_match;
   OC_ASSIGN_OR_RETURN(std::unique_ptr<ObjectGroupWriter> group, source.PutGroup(bucket));
+  // A source UCX attached here (the client's UCX allocated it on this host) is read in place:
+  // its bytes go from the client's memory straight into the group, as a lent body's do, with
+  // no staging copy (docs/decisions/kv-put-pull-in-place.md). Others are pulled with gets.
+  std::optional<UcxDataPlane::InPlaceSource> in_place;
+  if (d.target.has_value()) {
+    OC_ASSIGN_OR_RETURN(in_place, plane->SourceInPlace(*d.target));
+    if (in_place.has_value() && in_place->bytes.size() < g.total_bytes()) {
+      return Status::OutOfRange(fmt::format("source of {} bytes for a {}-byte PUT",
+                                            in_place->bytes.size(), g.total_bytes()));
+    }
+  }
 
   auto receive = [&](uint64_t chunk) -> Status {
     // Chunk j's bytes sit at [j·L·S, (j+1)·L·S) of the source: its chunk-major offset.
@@ -51,6 +62,12 @@ Result<KvPutReport> PutChunks(SliceSource& source, std::string_view bucket,
     uint64_t done = 0;
     while (done < chunk_bytes) {
       const Clock::time_point t0 = Clock::now();
+      if (in_place.has_value()) {
+        const uint64_t n = std::min<uint64_t>(chunk_bytes - done, options.put_read_bytes);
+        OC_RETURN_IF_ERROR(group->Append(in_place->bytes.subspan(base + done, n)));
+        done += n;
+        continue;
+      }
       if (d.target.has_value()) {
         OC_ASSIGN_OR_RETURN(StagingBuffer staging, plane->AcquireStaging());
         const uint64_t n = std::min<uint64_t>(chunk_bytes - done, staging.bytes().size());

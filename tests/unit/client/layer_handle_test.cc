@@ -11,10 +11,9 @@
 
 #include <gtest/gtest.h>
 
+#include "gateway_fixture.h"
 #include "oc/client/client.h"
 #include "oc/descriptor/descriptor.h"
-#include "oc/gateway/server.h"
-#include "oc/storage/open_store.h"
 #include "oc/testutil/testutil.h"
 
 namespace oc::client {
@@ -22,67 +21,6 @@ namespace {
 
 using descriptor::Descriptor;
 using descriptor::StoredLayout;
-
-constexpr char kBucket[] = "kv-layers";
-constexpr uint32_t kLayers = 4;
-constexpr uint64_t kLayerBytes = 4096;
-
-// A gateway serving a local store on a free port, run on its own thread until destroyed.
-class GatewayFixture : public ::testing::Test {
- protected:
-  void SetUp() override {
-    storage::StoreOptions so;
-    so.data_dir = (dir_.path() / "data").string();
-    so.sync_writes = false;
-    so.kv.data_plane_transports = "tcp";
-    auto store = storage::OpenStore(so);
-    ASSERT_TRUE(store.has_value()) << store.error();
-    store_ = std::move(*store);
-    gateway::GatewayOptions go;
-    go.listen = "127.0.0.1:0";
-    go.credentials_file = (dir_.path() / "credentials.toml").string();
-    go.access_log = false;
-    auto setup = gateway::EnsureCredentialsFile(go.credentials_file);
-    ASSERT_TRUE(setup.has_value()) << setup.error();
-    auto server = gateway::Server::Create(go, store_.get());
-    ASSERT_TRUE(server.has_value()) << server.error();
-    server_ = std::move(*server);
-    run_ = std::thread([this] { (void)server_->Run(); });
-    ClientOptions co;
-    co.endpoint = "http://127.0.0.1:" + std::to_string(server_->port());
-    co.access_key = setup->access_key;
-    co.secret_key = setup->secret_key;
-    co.data_plane.transports = "tcp";
-    auto client = Client::Open(co);
-    ASSERT_TRUE(client.has_value()) << client.error();
-    client_ = std::move(*client);
-    const Status made = client_->CreateBucket(kBucket);
-    ASSERT_TRUE(made.ok()) << made.ToString();
-  }
-  void TearDown() override {
-    client_.reset();
-    if (server_ != nullptr) {
-      server_->Stop();
-      run_.join();
-    }
-  }
-
-  static Descriptor Toy(StoredLayout layout) {
-    Descriptor d;
-    d.keys = descriptor::ExplicitKeys{{"llama@1@0@h0@bfloat16", "llama@1@0@h1@bfloat16"}};
-    d.num_layers = kLayers;
-    d.chunk_tokens = 16;
-    d.layer_bytes = kLayerBytes;
-    d.layout = layout;
-    return d;
-  }
-
-  testutil::TempDir dir_;
-  std::unique_ptr<storage::Store> store_;
-  std::unique_ptr<gateway::Server> server_;
-  std::thread run_;
-  std::unique_ptr<Client> client_;
-};
 
 TEST_F(GatewayFixture, AnHttpErrorAnswerEndsTheDataPlaneWait) {
   const Descriptor stored = Toy(StoredLayout::kL2TD);

@@ -123,6 +123,33 @@ TEST_P(KvPutTest, ChunksArePulledFromTheClientsBufferOverUcx) {
   }
 }
 
+// A buffer the client's UCX allocated (System V shared memory, as Client::data_plane()->
+// Allocate and the Python package's allocate_buffer give) is attached by the server's UCX and
+// read in place, straight into the group (UcxDataPlane::SourceInPlace; docs/decisions/
+// kv-put-pull-in-place.md): the same bytes must be stored as through the staging pulls above.
+TEST_P(KvPutTest, ChunksAreReadInPlaceFromAnAttachedClientBuffer) {
+  const Shape shape{3, 4, 10'001, StoredLayout::kL2TD};
+  Descriptor d = MakeDescriptor(shape, true, 700);
+  std::vector<std::vector<std::byte>> chunks;
+  for (uint64_t j = 0; j < shape.n; ++j) {
+    chunks.push_back(ChunkBytes(700, j, shape));
+  }
+  auto rx = Receiver::Open(kTransports[0], 1, WhereIs(*store_, kBucket));
+  ASSERT_TRUE(rx.has_value()) << rx.error();
+  const std::vector<std::byte> source = Body(chunks);
+  auto allocated = rx->plane->Allocate(source.size());
+  ASSERT_TRUE(allocated.has_value()) << allocated.error();
+  std::copy(source.begin(), source.end(), (*allocated)->bytes().begin());
+  d.target = (*allocated)->Target(rx->connection);
+  auto report = store_->PutChunks(kBucket, d, nullptr);
+  ASSERT_TRUE(report.has_value()) << report.error();
+  EXPECT_EQ(report->chunks, shape.n);
+  ExpectStored(*store_, d, chunks);
+  // A target longer than the attached buffer is refused before any byte is read.
+  d.target->length += 4096;
+  EXPECT_FALSE(store_->PutChunks(kBucket, d, nullptr).has_value());
+}
+
 TEST_P(KvPutTest, ABodyOfTheWrongLengthIsRefusedAndNoChunkIsStored) {
   const Shape s{3, 2, 1'000, StoredLayout::kL2TD};
   Descriptor d = MakeDescriptor(s, false, 700);
