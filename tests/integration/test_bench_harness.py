@@ -237,10 +237,9 @@ def check_cache_churn(e):
     """Experiment 14 replayed the trace bounded and unbounded on both backends without a failed
     request or a wrong byte, turned the cache over, kept its bytes under the capacity (sampled
     and by the server's admitted peak), and simulated every policy offline at the online
-    capacity. On RADOS a descriptor GET whose matched chunk is evicted before it is read fails
-    mid-response (docs/decisions/cache-buckets.md, "Under churn, online"): 3 of 6 smallest runs
-    on 2026-12-02 had one such GET, and this check fails on it until eviction spares chunks a
-    GET in flight has matched."""
+    capacity. A descriptor GET is never cut by eviction: the cache layer pins the chunks a GET
+    in flight names (docs/decisions/cache-buckets.md, "A GET in flight keeps its chunks"); before
+    that, 3 of 6 smallest runs on 2026-12-02 failed here on one RADOS GET cut mid-response."""
     cfg = e["profile_config"]
     assert {(r["backend"], r["mode"]) for r in e["rows"]} == {
         (b, m) for b in cfg["backends"] for m in ("bounded", "unbounded")}

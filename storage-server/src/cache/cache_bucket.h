@@ -13,6 +13,7 @@
 
 #include "cache/cache_store.h"
 #include "cache/eviction_index.h"
+#include "cache/read_pins.h"
 #include "oc/descriptor/descriptor.h"
 
 namespace oc::storage::cache {
@@ -45,6 +46,9 @@ struct CacheStore::Bucket {
   // upper bound on what the bucket held at any moment, since every stored byte was reserved
   // before it was stored (the churn benchmark's check of the high watermark, bench/churn_bench.py).
   std::atomic<uint64_t> admitted_peak{0};
+  // Chunks of descriptor GETs in flight, spared by eviction; victims spared so.
+  ReadPins pins;
+  std::atomic<uint64_t> victims_spared{0};
 
   // --- A shared pool (cache_sync.cc) ---
   // While this server does not lead, what it saw goes to its hit log as well as its index:

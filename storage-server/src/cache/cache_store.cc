@@ -483,10 +483,20 @@ Result<KvGetReport> CacheStore::GetLayers(std::string_view bucket, const descrip
   if (bucket == kCacheStateBucket) {
     return NoSuchBucket();
   }
-  Result<KvGetReport> report = inner_->GetLayers(bucket, d, body_sink, on_plan);
-  if (Bucket* b = Find(bucket); b != nullptr && report.has_value()) {
-    b->Hit(d, report->plan.matched);
+  Bucket* b = Find(bucket);
+  if (b == nullptr) {
+    return inner_->GetLayers(bucket, d, body_sink, on_plan);
   }
+  // Every named chunk stays until the GET ends (read_pins.h): what the plan finds present is
+  // there for the whole read, however long the transfer.
+  std::vector<std::string> names;
+  const std::vector<std::string_view> named = PrefixNames(d, d.num_chunks(), &names);
+  b->pins.Pin(named);
+  Result<KvGetReport> report = inner_->GetLayers(bucket, d, body_sink, on_plan);
+  if (report.has_value()) {
+    b->Hit(d, report->plan.matched);  // raised before eviction may pick the chunks again
+  }
+  b->pins.Unpin(named);
   return report;
 }
 

@@ -72,7 +72,8 @@ struct CacheBucketStats {
   uint64_t hit_logs_written = 0;
   uint64_t hit_logs_folded = 0;
   uint64_t hit_log_rows_dropped = 0;
-  uint64_t admitted_peak = 0;      // largest stored + in-flight bytes an admission saw
+  uint64_t admitted_peak = 0;   // largest stored + in-flight bytes an admission saw
+  uint64_t victims_spared = 0;  // picked victims left because a GET in flight named them
 };
 
 // What the cache layer asks of the backend below, which OpenStore (open_store.cc) wires.
@@ -173,8 +174,13 @@ class CacheStore final : public Store {
   Bucket* Find(std::string_view bucket) const;
   Status Restore(Bucket& b);
   Status PersistSnapshot(Bucket& b);
-  // Deletes one batch of b's victims; returns how many went.
-  uint64_t EvictBatch(Bucket& b, std::vector<Victim> victims);
+  // Deletes one batch of b's victims: how many went, and the bytes of those spared because a
+  // GET in flight named them (given back to the index).
+  struct EvictBatchResult {
+    uint64_t deleted = 0;
+    uint64_t spared_bytes = 0;
+  };
+  EvictBatchResult EvictBatch(Bucket& b, std::vector<Victim> victims);
   void EvictLocked() OC_REQUIRES(pass_mu_);
   // Asks the backend whether this server leads; on taking the lead, rebuilds every bucket
   // from a listing and the snapshot and folds the hit logs before the first pass.

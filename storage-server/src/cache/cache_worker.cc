@@ -234,14 +234,22 @@ Status CacheStore::PersistSnapshots() {
   return first;
 }
 
-uint64_t CacheStore::EvictBatch(Bucket& b, std::vector<Victim> victims) {
+CacheStore::EvictBatchResult CacheStore::EvictBatch(Bucket& b, std::vector<Victim> victims) {
   const int64_t picked_ms = NowMs();
-  uint64_t deleted = 0;
+  EvictBatchResult r;
+  // Victims a GET in flight named (read_pins.h), given back after the batch in reverse pick
+  // order: predecessors first, so every link finds its parent present.
+  std::vector<size_t> spared;
   for (size_t i = 0; i < victims.size(); ++i) {
     const Victim& v = victims[i];
     const ObjectKey key{b.name, v.key};
     // Handled below one way or the other (deleted, gone, reinstated): no longer in flight.
     const auto settled = [&] { b.deleting.fetch_sub(v.size, std::memory_order_relaxed); };
+    if (!b.pins.TryDoom(v.key)) {
+      spared.push_back(i);  // still counted as deleting until reinstated
+      r.spared_bytes += v.size;
+      continue;
+    }
     Result<ObjectMeta> meta = inner_->Head(key);
     Status s = meta.has_value() ? Status::Ok() : meta.error();
     if (meta.has_value()) {
@@ -249,6 +257,7 @@ uint64_t CacheStore::EvictBatch(Bucket& b, std::vector<Victim> victims) {
       // counts: objects stored in the pick's own millisecond are the ones picked, and a
       // same-millisecond rewrite of the same size that goes is found absent when picked again.
       if (meta->mtime_unix_ms > picked_ms || meta->size != v.size) {
+        b.pins.Undoom(v.key);
         b.index.Reinstate(v);
         settled();
         continue;
@@ -256,8 +265,9 @@ uint64_t CacheStore::EvictBatch(Bucket& b, std::vector<Victim> victims) {
       // Only the version seen: a PUT that replaces it meanwhile keeps its object.
       s = inner_->DeleteIf(key, ObjectVersionMatch{meta->etag, meta->mtime_unix_ms});
     }
+    b.pins.Undoom(v.key);
     if (s.ok()) {
-      ++deleted;
+      ++r.deleted;
       settled();
       continue;
     }
@@ -266,7 +276,7 @@ uint64_t CacheStore::EvictBatch(Bucket& b, std::vector<Victim> victims) {
       // free, but the eviction is not this server's to count.
       b.index.GoneElsewhere(v);
       b.victims_gone.fetch_add(1, std::memory_order_relaxed);
-      ++deleted;
+      ++r.deleted;
       settled();
       continue;
     }
@@ -285,8 +295,13 @@ uint64_t CacheStore::EvictBatch(Bucket& b, std::vector<Victim> victims) {
     }
     break;
   }
+  for (auto it = spared.rbegin(); it != spared.rend(); ++it) {
+    b.index.Reinstate(victims[*it]);
+    b.deleting.fetch_sub(victims[*it].size, std::memory_order_relaxed);
+  }
+  b.victims_spared.fetch_add(spared.size(), std::memory_order_relaxed);
   b.dirty.store(true, std::memory_order_relaxed);
-  return deleted;
+  return r;
 }
 
 void CacheStore::EvictNow() {
@@ -298,6 +313,7 @@ void CacheStore::EvictNow() {
 
 void CacheStore::EvictLocked() {
   for (const auto& b : buckets_) {
+    uint64_t spared = 0;  // bytes the last batch spared
     for (;;) {
       if (role_.shared && role_.is_leader != nullptr && !role_.is_leader()) {
         return;  // lost the lead mid-pass: the next leader carries on
@@ -311,22 +327,26 @@ void CacheStore::EvictLocked() {
       // Counted as deleting before the pick takes them out of the index's used bytes, so an
       // admission in between never sees the picked bytes in neither (it sees them twice, which
       // only errs on the safe side for a moment); then corrected to what was picked.
-      b->deleting.fetch_add(want, std::memory_order_relaxed);
-      std::vector<Victim> victims = b->index.PickVictims(want);
+      // Victims spared for GETs in flight go back as the least recent; asking for their bytes
+      // on top reaches past them, and a pick of nothing but spared ones ends the pass.
+      const uint64_t ask = want + spared;
+      b->deleting.fetch_add(ask, std::memory_order_relaxed);
+      std::vector<Victim> victims = b->index.PickVictims(ask);
       uint64_t picked = 0;
       for (const Victim& v : victims) {
         picked += v.size;
       }
-      b->deleting.fetch_add(picked - want, std::memory_order_relaxed);  // mod 2^64: may shrink
+      b->deleting.fetch_add(picked - ask, std::memory_order_relaxed);  // mod 2^64: may shrink
       if (victims.empty()) {
         break;
       }
-      const uint64_t deleted = EvictBatch(*b, std::move(victims));
+      const EvictBatchResult r = EvictBatch(*b, std::move(victims));
       { std::lock_guard lock(mu_); }  // as NotifyRoom, whoever waits
       room_cv_.notify_all();
-      if (deleted == 0) {
-        break;  // nothing could go: the next wake tries again
+      if (r.deleted == 0 && r.spared_bytes <= spared) {
+        break;  // nothing could go, nor anything new be picked: the next wake tries again
       }
+      spared = r.spared_bytes;
     }
   }
 }
@@ -413,6 +433,7 @@ std::optional<CacheBucketStats> CacheStore::BucketStats(std::string_view bucket)
   s.hit_logs_folded = b->hit_logs_folded.load(std::memory_order_relaxed);
   s.hit_log_rows_dropped = b->log_rows_dropped.load(std::memory_order_relaxed);
   s.admitted_peak = b->admitted_peak.load(std::memory_order_relaxed);
+  s.victims_spared = b->victims_spared.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -437,6 +458,7 @@ Result<StoreStats> CacheStore::Stats() {
     f.emplace_back(p + "evicted_bytes_total", s.index.evicted_bytes);
     f.emplace_back(p + "evicting_bytes", s.evicting_bytes);
     f.emplace_back(p + "admitted_bytes_peak", s.admitted_peak);
+    f.emplace_back(p + "victims_spared_total", s.victims_spared);
     f.emplace_back(p + "eviction_failures_total", s.eviction_failures);
     f.emplace_back(p + "chunks_requested_total", s.chunks_requested);
     f.emplace_back(p + "chunks_served_total", s.chunks_served);

@@ -132,6 +132,49 @@ TEST_P(CacheStoreTest, RecentlyHitChainsStayWhileOlderOnesGo) {
   EXPECT_EQ(Present(MakeDescriptor(kShape, true, 101)), std::vector<bool>(kShape.n, false));
 }
 
+// A descriptor GET in flight keeps every chunk it named: an eviction pass meanwhile (here run
+// from the GET's plan callback, once the engine has found the chain present and before it reads
+// a byte) spares them, takes other chains instead, and the GET returns every byte. Without the
+// pins the oldest chain's tail goes in that pass and the GET fails "changed during the request".
+TEST_P(CacheStoreTest, EvictionSparesTheChunksOfADescriptorGetInFlight) {
+  const Descriptor old = MakeDescriptor(kShape, true, 200);
+  ASSERT_TRUE(PutDescriptor(old, 200).ok());
+  // 7 of the 8 descriptors the capacity holds: below the high watermark, so nothing goes until
+  // the eighth, stored while the GET runs.
+  for (uint64_t seed = 201; seed <= 206; ++seed) {
+    ASSERT_TRUE(PutDescriptor(MakeDescriptor(kShape, true, seed), seed).ok());
+  }
+  std::vector<std::vector<std::byte>> chunks;
+  for (uint64_t j = 0; j < kShape.n; ++j) {
+    chunks.push_back(ChunkBytes(200, j, kShape));
+  }
+  std::vector<std::byte> want(kShape.n * kShape.layers * kShape.s);
+  OraclePayload(chunks, kShape, old.delivery, kShape.n, kShape.n, want);
+  VectorSink sink(2, 4096);
+  auto report = store_->GetLayers(kBucket, old, &sink, [&](const KvPlan& p) {
+    EXPECT_EQ(p.matched, kShape.n);
+    EXPECT_TRUE(PutDescriptor(MakeDescriptor(kShape, true, 207), 207).ok());
+    EvictAndSettle();  // the worker's pass, or this one: either finds `old` the least recent
+    return Status::Ok();
+  });
+  ASSERT_TRUE(report.has_value()) << report.error();
+  EXPECT_TRUE(sink.body() == want);
+  const cache::CacheBucketStats s = BucketStats();
+  EXPECT_GT(s.victims_spared, 0u);
+  EXPECT_GT(s.index.evicted_bytes, 0u);  // other chains went instead
+  EXPECT_EQ(Present(old), std::vector<bool>(kShape.n, true));
+  EXPECT_EQ(Present(MakeDescriptor(kShape, true, 201)).back(), false);
+  // The GET's hit made its chain the most recent: later passes leave it too.
+  for (uint64_t seed = 208; seed <= 210; ++seed) {
+    ASSERT_TRUE(PutDescriptor(MakeDescriptor(kShape, true, seed), seed).ok());
+  }
+  EvictAndSettle();
+  EXPECT_EQ(Present(old), std::vector<bool>(kShape.n, true));
+  const auto [objects, bytes] = Listed(kBucket);
+  EXPECT_EQ(BucketStats().index.used_bytes, bytes);  // spared victims are counted again
+  EXPECT_EQ(BucketStats().index.objects, objects);
+}
+
 TEST_P(CacheStoreTest, PutThatCannotGetRoomIsRefusedSlowDownStoringNothing) {
   // A plain PUT that announced 70% of the capacity holds it while its body streams.
   PutOptions big;
@@ -272,6 +315,7 @@ TEST_P(CacheStoreTest, StatsNameEveryCacheFigure) {
   EXPECT_EQ(f[p + "used_bytes"], kShape.n * kChunkBytes);
   EXPECT_EQ(f.count(p + "evicted_bytes_total"), 1u);
   EXPECT_EQ(f[p + "admitted_bytes_peak"], kShape.n * kChunkBytes);
+  EXPECT_EQ(f.count(p + "victims_spared_total"), 1u);
   EXPECT_EQ(f.count(p + "prefix_hit_ratio_ppm"), 1u);
   EXPECT_EQ(f["cache.high_watermark_ppm"], 900'000u);
 }

@@ -94,7 +94,7 @@ struct SchedulerOptions {
   // part is dispatched and notifies a layer after its last part
   // (docs/decisions/pacer-sub-layer-parts.md). 0: whole layers. Parts are the default since a
   // quiet-machine run (2026-12-02) had calibrated stall-opt closer to Eq. 3 in parts than in
-  // whole layers in all three workloads (A +13.8% against +16.8%, B +3.2% / +7.3%, C +0.9% / +1.8%).
+  // whole layers in all three workloads (A +13.8% / +16.8%, B +3.2% / +7.4%, C +0.9% / +1.8%).
   // Default: 1 MiB
   uint64_t pace_part_bytes = uint64_t{1} << 20;
   // Model assumed for compute estimates when a request names none.
