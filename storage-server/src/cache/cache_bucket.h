@@ -13,6 +13,7 @@
 
 #include "cache/cache_store.h"
 #include "cache/eviction_index.h"
+#include "cache/miss_links.h"
 #include "cache/read_pins.h"
 #include "oc/descriptor/descriptor.h"
 
@@ -49,6 +50,10 @@ struct CacheStore::Bucket {
   // Chunks of descriptor GETs in flight, spared by eviction; victims spared so.
   ReadPins pins;
   std::atomic<uint64_t> victims_spared{0};
+  // The first chunk recent requests missed, with the chunk before it: a PUT starting there
+  // links its first chunk under that one.
+  MissLinks miss_links;
+  std::atomic<uint64_t> puts_linked{0};  // descriptor PUTs whose first chunk was linked so
 
   // --- A shared pool (cache_sync.cc) ---
   // While this server does not lead, what it saw goes to its hit log as well as its index:

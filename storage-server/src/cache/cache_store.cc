@@ -528,9 +528,14 @@ Result<KvPutReport> CacheStore::PutChunks(std::string_view bucket, const descrip
     for (std::string_view k : keys) {
       chain.push_back(ChunkRef{k, chunk_bytes});
     }
-    b->index.OnPut(chain);
+    // The rest of a prefix a request hit in part: its first chunk follows the last one hit.
+    const std::string predecessor = n > 0 ? b->miss_links.PredecessorOf(keys[0]) : std::string();
+    if (!predecessor.empty()) {
+      b->puts_linked.fetch_add(1, std::memory_order_relaxed);
+    }
+    b->index.OnPut(chain, predecessor);
     for (uint64_t j = 0; j < n; ++j) {
-      b->Log(keys[j], j == 0 ? std::string_view() : keys[j - 1], chunk_bytes, kLogPut);
+      b->Log(keys[j], j == 0 ? std::string_view(predecessor) : keys[j - 1], chunk_bytes, kLogPut);
     }
     b->dirty.store(true, std::memory_order_relaxed);
     MaybeKick(*b);
@@ -557,6 +562,9 @@ void CacheStore::Bucket::Hit(const descriptor::Descriptor& d, uint64_t matched) 
   std::vector<std::string> names;
   const std::vector<std::string_view> prefix = PrefixNames(d, matched, &names);
   index.OnHit(prefix);
+  if (matched < d.num_chunks()) {
+    miss_links.Record(d.ObjectName(matched), prefix[matched - 1]);
+  }
   // The deepest chunk names the chain: the leader raises its recorded predecessors with it.
   Log(prefix[matched - 1], matched > 1 ? prefix[matched - 2] : std::string_view(), 0, kLogHit);
   dirty.store(true, std::memory_order_relaxed);

@@ -74,6 +74,7 @@ struct CacheBucketStats {
   uint64_t hit_log_rows_dropped = 0;
   uint64_t admitted_peak = 0;   // largest stored + in-flight bytes an admission saw
   uint64_t victims_spared = 0;  // picked victims left because a GET in flight named them
+  uint64_t puts_linked = 0;     // descriptor PUTs linked under the chunk a request last hit
 };
 
 // What the cache layer asks of the backend below, which OpenStore (open_store.cc) wires.

@@ -434,6 +434,7 @@ std::optional<CacheBucketStats> CacheStore::BucketStats(std::string_view bucket)
   s.hit_log_rows_dropped = b->log_rows_dropped.load(std::memory_order_relaxed);
   s.admitted_peak = b->admitted_peak.load(std::memory_order_relaxed);
   s.victims_spared = b->victims_spared.load(std::memory_order_relaxed);
+  s.puts_linked = b->puts_linked.load(std::memory_order_relaxed);
   return s;
 }
 
@@ -459,6 +460,7 @@ Result<StoreStats> CacheStore::Stats() {
     f.emplace_back(p + "evicting_bytes", s.evicting_bytes);
     f.emplace_back(p + "admitted_bytes_peak", s.admitted_peak);
     f.emplace_back(p + "victims_spared_total", s.victims_spared);
+    f.emplace_back(p + "puts_linked_total", s.puts_linked);
     f.emplace_back(p + "eviction_failures_total", s.eviction_failures);
     f.emplace_back(p + "chunks_requested_total", s.chunks_requested);
     f.emplace_back(p + "chunks_served_total", s.chunks_served);

@@ -175,6 +175,41 @@ TEST_P(CacheStoreTest, EvictionSparesTheChunksOfADescriptorGetInFlight) {
   EXPECT_EQ(BucketStats().index.objects, objects);
 }
 
+// A client that hit chunks 0..M-1 stores M..N-1 with a descriptor naming only those: the layer
+// links chunk M under M-1, where the request stopped, so the index knows the whole chain and,
+// when M-1 went in between, that the new chunks are dead (they then go first).
+TEST_P(CacheStoreTest, PutOfTheRestOfAPartlyHitPrefixIsLinkedUnderItsLastHitChunk) {
+  const Shape six{6, kShape.layers, kShape.s, kShape.layout};
+  const auto part = [](const Descriptor& whole, size_t from, size_t to) {
+    Descriptor d = whole;
+    auto& h = std::get<descriptor::CompactKeys>(d.keys).hashes;
+    h = std::vector<descriptor::ChunkHash>(h.begin() + from, h.begin() + to);
+    return d;
+  };
+  const Descriptor whole = MakeDescriptor(six, true, 300);
+  ASSERT_TRUE(PutDescriptor(part(whole, 0, 4), 300).ok());
+  EXPECT_EQ(BucketStats().index.linked, 3u);
+  ASSERT_EQ(store_->ProbeChunks(kBucket, whole)->matched, 4u);
+  ASSERT_TRUE(PutDescriptor(part(whole, 4, 6), 301).ok());
+  cache::CacheBucketStats s = BucketStats();
+  EXPECT_EQ(s.puts_linked, 1u);
+  EXPECT_EQ(s.index.linked, 5u);  // chunk 4 under 3 (and 5 under 4, from the PUT itself)
+  EXPECT_EQ(s.index.dead_bytes, 0u);
+
+  // Chunk 3 of another prefix goes between the GET that hit 0..3 and the PUT of 4..5.
+  const Descriptor other = MakeDescriptor(six, true, 310);
+  ASSERT_TRUE(PutDescriptor(part(other, 0, 4), 310).ok());
+  VectorSink sink(2, 4096);
+  Result<KvGetReport> got = store_->GetLayers(kBucket, other, &sink, {});
+  ASSERT_TRUE(got.has_value()) << got.error();
+  ASSERT_EQ(got->plan.matched, 4u);
+  ASSERT_TRUE(store_->Delete({kBucket, other.ObjectName(3)}).ok());
+  ASSERT_TRUE(PutDescriptor(part(other, 4, 6), 311).ok());
+  s = BucketStats();
+  EXPECT_EQ(s.puts_linked, 2u);
+  EXPECT_EQ(s.index.dead_bytes, 2 * kChunkBytes);
+}
+
 TEST_P(CacheStoreTest, PutThatCannotGetRoomIsRefusedSlowDownStoringNothing) {
   // A plain PUT that announced 70% of the capacity holds it while its body streams.
   PutOptions big;
@@ -316,6 +351,7 @@ TEST_P(CacheStoreTest, StatsNameEveryCacheFigure) {
   EXPECT_EQ(f.count(p + "evicted_bytes_total"), 1u);
   EXPECT_EQ(f[p + "admitted_bytes_peak"], kShape.n * kChunkBytes);
   EXPECT_EQ(f.count(p + "victims_spared_total"), 1u);
+  EXPECT_EQ(f.count(p + "puts_linked_total"), 1u);
   EXPECT_EQ(f.count(p + "prefix_hit_ratio_ppm"), 1u);
   EXPECT_EQ(f["cache.high_watermark_ppm"], 900'000u);
 }
