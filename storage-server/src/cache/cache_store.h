@@ -10,10 +10,11 @@
 // the matched prefix (one in-memory update per request, no write on the read path), plain PUT,
 // multipart completion and copy -> OnPlainPut, GET/HEAD -> OnPlainGet, DELETE and the lifecycle
 // worker's DeleteIf -> OnRemove. Bytes are the stored objects' sizes.
-// A background thread evicts (PickVictims, deleted in the order returned with DeleteIf on the
-// version it saw, Reinstate when the object was rewritten meanwhile) from the high watermark
-// down to the low one, and persists each changed bucket's snapshot every snapshot_interval
-// into kCacheStateBucket, which clients never see. A PUT whose bytes would pass a bucket's
+// A background thread evicts (PickVictims; a batch's deletes start in the order returned,
+// kDeletesInFlight at once, each a DeleteIf on the version a HeadMany saw; Reinstate when the
+// object was rewritten meanwhile: cache_evict.cc) from the high watermark down to the low
+// one, and persists each changed bucket's snapshot every snapshot_interval into
+// kCacheStateBucket, which clients never see. A PUT whose bytes would pass a bucket's
 // capacity waits up to put_wait for room, else is refused (kResourceExhausted naming
 // kCacheFullField: 503 SlowDown) before anything is stored.
 // Calls on other buckets go straight to the store below: one comparison with the (few) cache
@@ -44,6 +45,7 @@
 #include <vector>
 
 #include "cache/eviction_index.h"
+#include "oc/common/executor.h"
 #include "oc/common/thread_annotations.h"
 #include "oc/storage/cache_options.h"
 #include "oc/storage/store.h"
@@ -175,13 +177,19 @@ class CacheStore final : public Store {
   Bucket* Find(std::string_view bucket) const;
   Status Restore(Bucket& b);
   Status PersistSnapshot(Bucket& b);
-  // Deletes one batch of b's victims: how many went, and the bytes of those spared because a
-  // GET in flight named them (given back to the index).
+  // Deletes one batch of b's victims, up to kDeletesInFlight at once (cache_evict.cc): how many
+  // went, and the bytes of those spared because a GET in flight named them (given back to the
+  // index with every other victim not deleted, predecessors first).
   struct EvictBatchResult {
     uint64_t deleted = 0;
     uint64_t spared_bytes = 0;
   };
   EvictBatchResult EvictBatch(Bucket& b, std::vector<Victim> victims);
+  // Victims of one batch whose DeleteIf runs at once: enough for RocksDB's group commit to
+  // cover many deletes with one WAL sync and for RADOS to overlap its round trips; the
+  // threads mostly wait (docs/decisions/cache-eviction-concurrent-deletes.md).
+  static constexpr size_t kDeletesInFlight = 16;
+  static BoundedExecutor::Options EvictorOptions();
   void EvictLocked() OC_REQUIRES(pass_mu_);
   // Asks the backend whether this server leads; on taking the lead, rebuilds every bucket
   // from a listing and the snapshot and folds the hit logs before the first pass.
@@ -200,6 +208,9 @@ class CacheStore final : public Store {
   const std::string server_id_;
   std::unique_ptr<Store> inner_;
   std::vector<std::unique_ptr<Bucket>> buckets_;  // fixed after Open
+  // The lanes of a batch beyond the thread running it; idle between batches. Declared after
+  // inner_, so it stops before the store below closes.
+  BoundedExecutor evictors_{EvictorOptions()};
 
   std::mutex mu_;
   std::condition_variable work_cv_;  // the worker: kicked, stopping, or a timer

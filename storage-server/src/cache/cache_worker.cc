@@ -1,5 +1,6 @@
 // CacheStore (cache_store.h): opening (each bucket's index rebuilt from a listing and its
-// snapshot), the background worker (eviction batches, snapshots), and the figures.
+// snapshot), the background worker (eviction passes, snapshots), and the figures. One batch's
+// deletes are cache_evict.cc's.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -21,12 +22,6 @@ const Logger kLog{"cache"};
 constexpr std::chrono::milliseconds kRecheck{1'000};
 // A follower with PUTs waiting for room re-lists at most this often (cache_sync.cc).
 constexpr std::chrono::milliseconds kWaitingRelist{200};
-
-int64_t NowMs() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 std::string PartName(std::string_view bucket, uint64_t part) {
   return fmt::format("{}/{:08}", bucket, part);
@@ -232,76 +227,6 @@ Status CacheStore::PersistSnapshots() {
     }
   }
   return first;
-}
-
-CacheStore::EvictBatchResult CacheStore::EvictBatch(Bucket& b, std::vector<Victim> victims) {
-  const int64_t picked_ms = NowMs();
-  EvictBatchResult r;
-  // Victims a GET in flight named (read_pins.h), given back after the batch in reverse pick
-  // order: predecessors first, so every link finds its parent present.
-  std::vector<size_t> spared;
-  for (size_t i = 0; i < victims.size(); ++i) {
-    const Victim& v = victims[i];
-    const ObjectKey key{b.name, v.key};
-    // Handled below one way or the other (deleted, gone, reinstated): no longer in flight.
-    const auto settled = [&] { b.deleting.fetch_sub(v.size, std::memory_order_relaxed); };
-    if (!b.pins.TryDoom(v.key)) {
-      spared.push_back(i);  // still counted as deleting until reinstated
-      r.spared_bytes += v.size;
-      continue;
-    }
-    Result<ObjectMeta> meta = inner_->Head(key);
-    Status s = meta.has_value() ? Status::Ok() : meta.error();
-    if (meta.has_value()) {
-      // Rewritten since it was picked (its PUT recorded it again). Only a later millisecond
-      // counts: objects stored in the pick's own millisecond are the ones picked, and a
-      // same-millisecond rewrite of the same size that goes is found absent when picked again.
-      if (meta->mtime_unix_ms > picked_ms || meta->size != v.size) {
-        b.pins.Undoom(v.key);
-        b.index.Reinstate(v);
-        settled();
-        continue;
-      }
-      // Only the version seen: a PUT that replaces it meanwhile keeps its object.
-      s = inner_->DeleteIf(key, ObjectVersionMatch{meta->etag, meta->mtime_unix_ms});
-    }
-    b.pins.Undoom(v.key);
-    if (s.ok()) {
-      ++r.deleted;
-      settled();
-      continue;
-    }
-    if (s.code() == Code::kNotFound && s.subject() == Subject::kKey) {
-      // Deleted by a client or by another server (a former leader) meanwhile: its bytes are
-      // free, but the eviction is not this server's to count.
-      b.index.GoneElsewhere(v);
-      b.victims_gone.fetch_add(1, std::memory_order_relaxed);
-      ++r.deleted;
-      settled();
-      continue;
-    }
-    if (s.code() == Code::kFailedPrecondition) {
-      b.index.Reinstate(v);
-      settled();
-      continue;
-    }
-    // The store failed (full, unreachable): give this victim and the rest back, predecessors
-    // first so every link finds its parent present, and try again at the next wake.
-    b.eviction_failures.fetch_add(1, std::memory_order_relaxed);
-    kLog.Warn("bucket={} eviction of {} failed: {}", b.name, v.key, s.ToString());
-    for (size_t j = victims.size(); j > i; --j) {
-      b.index.Reinstate(victims[j - 1]);
-      b.deleting.fetch_sub(victims[j - 1].size, std::memory_order_relaxed);
-    }
-    break;
-  }
-  for (auto it = spared.rbegin(); it != spared.rend(); ++it) {
-    b.index.Reinstate(victims[*it]);
-    b.deleting.fetch_sub(victims[*it].size, std::memory_order_relaxed);
-  }
-  b.victims_spared.fetch_add(spared.size(), std::memory_order_relaxed);
-  b.dirty.store(true, std::memory_order_relaxed);
-  return r;
 }
 
 void CacheStore::EvictNow() {

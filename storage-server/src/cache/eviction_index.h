@@ -153,8 +153,10 @@ class EvictionIndex {
   void OnRemove(std::string_view key) OC_EXCLUDES(mu_);
 
   // Takes objects out of the index, in eviction order, until their bytes reach bytes_to_free
-  // or nothing is left; their bytes leave used_bytes at once. The caller deletes them in the
-  // order returned (successors before predecessors, so no delete makes a dead chunk).
+  // or nothing is left; their bytes leave used_bytes at once. The caller starts their deletes
+  // in the order returned (successors before predecessors, so no delete makes a dead chunk
+  // once the batch is done; with several in flight, a predecessor may go a moment before its
+  // successor: cache_evict.cc).
   std::vector<Victim> PickVictims(uint64_t bytes_to_free) OC_EXCLUDES(mu_);
 
   // Puts a victim the caller did not delete back, as it was (predecessor and tick).
