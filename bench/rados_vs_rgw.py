@@ -34,7 +34,8 @@ concurrency 8 and 32; --smallest one tiny shape on memstore (the test suite's; i
 mean nothing). --s3-only runs only the 64 KiB S3 part (the profile's repetitions, concurrency
 8 and 32, 5 s per point; ~8 min with --reduced). --baseline-build DIR adds `oc-rados-base`:
 DIR's `objectcache serve` over the same pool (its own namespace), alternated with the others in
-the S3 part, so a change is measured before and after in one sitting. Progress
+the S3 part, and `oc-rados-base-read`: DIR's server reading oc-rados' data in the read part, so a
+change is measured before and after in one sitting. Progress
 goes to stderr; each tool's output to a log directory (printed). bench/run-all runs this as
 experiment 9.
 """
@@ -83,11 +84,16 @@ PLANNED_S = {"smallest": 60, "reduced": 200, "full": 2700}
 # methods, how it is loaded). oc-rados-slices is a second `objectcache serve` over the same
 # pool and namespace with [rados] read_ahead_window_bytes = 0: it reads what oc-rados stored
 # one RADOS read per slice (M·L per request), as before the read-ahead, instead of windows
-# of 1, 2, 4, ... slices per chunk (no load, no S3 ops of its own).
+# of 1, 2, 4, ... slices per chunk (no load, no S3 ops of its own). oc-rados-1h likewise
+# reads oc-rados' data with [rados] cluster_handles = 1: every byte through one librados
+# messenger connection, as before the read handles (oc-rados takes the default, one per core).
+# With --baseline-build, oc-rados-base-read is that build's server reading oc-rados' data too.
 SYSTEMS = [
     ("rgw", "Ceph RGW", ["http-object", "http-range"], "object"),
     ("oc-rados", "ObjectCache on RADOS", ["ucx", "http-body"], "descriptor"),
     ("oc-rados-slices", "ObjectCache on RADOS, no read-ahead", ["ucx"], None),
+    ("oc-rados-1h", "ObjectCache on RADOS, one cluster handle", ["ucx"], None),
+    ("oc-rados-base-read", "ObjectCache on RADOS, baseline build", ["ucx"], None),
     ("oc-rocksdb", "ObjectCache on RocksDB (ceiling)", ["ucx", "http-body"], "descriptor"),
 ]
 
@@ -383,9 +389,13 @@ class Bench:
             if self.start_objectcache("oc-rados", rados) and not s3_only:
                 self.start_objectcache(
                     "oc-rados-slices", rados + 'gc = false\nread_ahead_window_bytes = "0"\n')
+                self.start_objectcache("oc-rados-1h", rados + 'gc = false\ncluster_handles = 1\n')
             if self.baseline_build:
                 self.start_objectcache("oc-rados-base", rados.replace('"rvr"', '"rvr-base"'),
                                        build=self.baseline_build)
+                if not s3_only:
+                    self.start_objectcache("oc-rados-base-read", rados + "gc = false\n",
+                                           build=self.baseline_build)
             self.start_objectcache("oc-rocksdb", '[storage]\nblock_cache_bytes = "4GiB"\n')
             # One untimed chunk PUT per system first: RGW creates its data and index pools on
             # the first write, and every server its bucket.

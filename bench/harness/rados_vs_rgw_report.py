@@ -116,7 +116,8 @@ def ratios(doc, summary):
     for g, c, h in shapes:
         e = {"G": g, "context": c, "hit": h}
         for num in (("oc-rados", "ucx"), ("oc-rados", "http-body"),
-                    ("oc-rados-slices", "ucx"), ("oc-rocksdb", "ucx"),
+                    ("oc-rados-slices", "ucx"), ("oc-rados-1h", "ucx"),
+                    ("oc-rados-base-read", "ucx"), ("oc-rocksdb", "ucx"),
                     ("oc-rocksdb", "http-body")):
             for den in (("rgw", "http-object"), ("rgw", "http-range")):
                 a, b = by.get((*num, g, c, h)), by.get((*den, g, c, h))
@@ -187,6 +188,8 @@ SERIES = [("rgw", "http-object", "RGW per-object GETs (8)"),
           ("oc-rados", "ucx", "ours on RADOS: descriptor GET, UCX"),
           ("oc-rados", "http-body", "ours on RADOS: descriptor GET, HTTP body"),
           ("oc-rados-slices", "ucx", "ours on RADOS, a read per slice: UCX"),
+          ("oc-rados-1h", "ucx", "ours on RADOS, one cluster handle: UCX"),
+          ("oc-rados-base-read", "ucx", "ours on RADOS, baseline build: UCX"),
           ("oc-rocksdb", "ucx", "ours on RocksDB (ceiling): UCX"),
           ("oc-rocksdb", "http-body", "ours on RocksDB (ceiling): HTTP body")]
 
@@ -279,7 +282,9 @@ def plot(doc, png):
 LABEL = {("rgw", "http-object"): "RGW per-object GETs", ("rgw", "http-range"): "RGW range GETs",
          ("oc-rados", "ucx"): "ours on RADOS, UCX", ("oc-rados", "http-body"):
          "ours on RADOS, HTTP body", ("oc-rados-slices", "ucx"):
-         "ours on RADOS, a read per slice, UCX", ("oc-rocksdb", "ucx"): "ours on RocksDB, UCX",
+         "ours on RADOS, a read per slice, UCX", ("oc-rados-1h", "ucx"):
+         "ours on RADOS, one cluster handle, UCX", ("oc-rados-base-read", "ucx"):
+         "ours on RADOS, baseline build, UCX", ("oc-rocksdb", "ucx"): "ours on RocksDB, UCX",
          ("oc-rocksdb", "http-body"): "ours on RocksDB, HTTP body"}
 
 
@@ -333,7 +338,8 @@ def markdown(e):
                            _cpu(x["cpu_s_per_gb"])] for x in s["reads"]]), ""]
         keys = ["oc-rados:ucx vs rgw:http-object", "oc-rados:ucx vs rgw:http-range",
                 "oc-rados:http-body vs rgw:http-object", "oc-rados:http-body vs rgw:http-range",
-                "oc-rados-slices:ucx vs rgw:http-object",
+                "oc-rados-slices:ucx vs rgw:http-object", "oc-rados-1h:ucx vs rgw:http-object",
+                "oc-rados-base-read:ucx vs rgw:http-object",
                 "oc-rocksdb:ucx vs rgw:http-object", "oc-rocksdb:ucx vs rgw:http-range"]
         parts += ["Speed ratios to RGW (median; per repetition in brackets):", "",
                   _table(["G", "context · hit"] + [k.replace(" vs ", " / ") for k in keys],

@@ -152,6 +152,12 @@ const ConfigTable<RadosOptions>& RadosConfigTable() {
              2, 65536)
         .Size("max_bytes_in_flight", &RadosOptions::max_bytes_in_flight,
               "Bytes those ops may read at once (64MiB..16GiB).", kMaxRadosObjectBytes, 16ull << 30)
+        .Int("cluster_handles", &RadosOptions::cluster_handles,
+             "librados cluster handles of this process, each with its own connection to every "
+             "OSD; descriptor GETs' data reads go round-robin over them, everything else uses "
+             "the first. 0 takes one per core this process may use (affinity and cgroup CPU "
+             "quota), at most 4. At most 16.",
+             0, kMaxRadosClusterHandles, &Wide<RadosClusterHandlesFor>)
         .Size("read_ahead_window_bytes", &RadosOptions::read_ahead_window_bytes,
               "A layerwise descriptor GET reads each chunk's layers ahead in windows of up to "
               "this many bytes (1, 2, 4, ... slices) instead of one op per slice; \"0\" reads "

@@ -105,6 +105,11 @@ BoundedExecutor::Options DescriptorExecutorOptions(uint32_t descriptor_threads,
   return o;
 }
 
+uint32_t RadosClusterHandlesFor(uint32_t configured) {
+  // More handles than cores only add threads: each handle's receive thread needs a core.
+  return configured != 0 ? configured : ThreadsPerCore(1, 1, 4);
+}
+
 uint64_t ReadAheadMemoryFor(uint64_t configured) {
   if (configured != 0) {
     return configured;

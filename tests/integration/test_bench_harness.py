@@ -138,12 +138,13 @@ def check_scaling(e):
 
 
 def check_rados_vs_rgw(e):
-    """Experiment 9 measured every system (RGW, ours on RADOS with and without read-ahead, ours on
-    RocksDB) in every part, with per-process CPU, the repetitions' quantiles, the ratios and a
-    verdict per target."""
+    """Experiment 9 measured every system (RGW, ours on RADOS with and without read-ahead and
+    with one cluster handle, ours on RocksDB) in every part, with per-process CPU, the
+    repetitions' quantiles, the ratios and a verdict per target."""
     systems = {"rgw": {"http-object", "http-range"}, "oc-rados": {"ucx", "http-body"},
-               "oc-rados-slices": {"ucx"}, "oc-rocksdb": {"ucx", "http-body"}}
-    loaded = ["rgw", "oc-rados", "oc-rocksdb"]  # oc-rados-slices reads oc-rados' data
+               "oc-rados-slices": {"ucx"}, "oc-rados-1h": {"ucx"},
+               "oc-rocksdb": {"ucx", "http-body"}}
+    loaded = ["rgw", "oc-rados", "oc-rocksdb"]  # oc-rados-slices and -1h read oc-rados' data
     s = e["summary"]
     reps = e["config"]["reps"]
     assert {(r["system"], r["method"]) for r in s["reads"]} == {

@@ -13,6 +13,35 @@ constexpr uint64_t kMinWindowSlices = 2;
 
 }  // namespace
 
+std::unique_ptr<std::byte[]> ReadAheadBudget::TakeBuffer(uint64_t bytes, uint64_t* got) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = kept_.lower_bound(bytes);
+    if (it != kept_.end() && it->first / 2 <= bytes) {
+      *got = it->first;
+      std::unique_ptr<std::byte[]> buf = std::move(it->second);
+      kept_bytes_ -= it->first;
+      kept_.erase(it);
+      return buf;
+    }
+  }
+  *got = bytes;
+  return std::unique_ptr<std::byte[]>(new std::byte[bytes]);
+}
+
+void ReadAheadBudget::KeepBuffer(std::unique_ptr<std::byte[]> buf, uint64_t bytes) {
+  std::lock_guard lock(mu_);
+  if (buf != nullptr && kept_bytes_ + bytes <= capacity_) {
+    kept_bytes_ += bytes;
+    kept_.emplace(bytes, std::move(buf));
+  }
+}
+
+uint64_t ReadAheadBudget::kept_bytes() const {
+  std::lock_guard lock(mu_);
+  return kept_bytes_;
+}
+
 ReadAhead::ReadAhead(SliceSource& source, std::string_view bucket, const ReadAheadPolicy& policy,
                      uint64_t chunks, uint32_t slots, uint64_t object_bytes, uint64_t unit)
     : source_(source),
@@ -43,6 +72,9 @@ ReadAhead::ReadAhead(SliceSource& source, std::string_view bucket, const ReadAhe
 }
 
 ReadAhead::~ReadAhead() {
+  for (Window& w : windows_) {
+    budget_->KeepBuffer(std::move(w.bytes), w.capacity);
+  }
   if (reserved_ > 0) {
     budget_->Give(reserved_);
   }
@@ -98,8 +130,10 @@ Result<std::vector<SliceStatus>> ReadAhead::Read(std::span<const SliceRead> read
       continue;
     }
     if (w.capacity < size) {
-      w.bytes.reset(new std::byte[size]);
-      w.capacity = size;
+      // The largest window this request uses at once (size <= window_bytes_): one buffer
+      // per window for the request's life, kept warm across requests by the budget.
+      budget_->KeepBuffer(std::move(w.bytes), w.capacity);
+      w.bytes = budget_->TakeBuffer(window_bytes_, &w.capacity);
     }
     w.start = r.offset;
     w.length = size;

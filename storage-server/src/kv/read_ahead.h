@@ -11,7 +11,9 @@
 // Memory: every window of the request is at most window_bytes, and the request holds the
 // windows' total from the backend's ReadAheadBudget for its whole life (a smaller share when
 // the budget is short, none at all below two slices per window: then it reads slice by slice
-// as before). Not thread-safe: one request's Assembler uses it.
+// as before). A window's buffer is window_bytes from its first load (it grows no more), taken
+// from and given back to the budget's kept buffers, so requests reuse memory already mapped.
+// Not thread-safe: one request's Assembler uses it.
 
 #include <cstdint>
 #include <memory>

@@ -17,7 +17,9 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -27,6 +29,7 @@
 #include "oc/common/bytes.h"
 #include "oc/common/result.h"
 #include "oc/common/status.h"
+#include "oc/common/thread_annotations.h"
 #include "oc/storage/store.h"
 #include "oc/storage/types.h"
 
@@ -59,10 +62,14 @@ struct PinnedPiece {
 };
 
 // Memory for the read-ahead windows (kv/read_ahead.h) of all of a backend's requests
-// together. Thread-safe.
+// together, and the window buffers kept between requests: a request's windows go back here
+// when it ends and the next request takes them with their pages already mapped, instead of
+// touching fresh memory (a page fault per 4 KiB, costly in a virtual machine) for every byte
+// it reads (docs/decisions/rados-read-handles.md). Kept buffers stay within the budget's size.
+// Thread-safe.
 class ReadAheadBudget {
  public:
-  explicit ReadAheadBudget(uint64_t bytes) : left_(bytes) {}
+  explicit ReadAheadBudget(uint64_t bytes) : capacity_(bytes), left_(bytes) {}
   // Takes min(want, what is left) and returns it; never waits.
   uint64_t TakeUpTo(uint64_t want) {
     uint64_t left = left_.load(std::memory_order_relaxed);
@@ -75,8 +82,20 @@ class ReadAheadBudget {
   void Give(uint64_t bytes) { left_.fetch_add(bytes, std::memory_order_relaxed); }
   uint64_t left() const { return left_.load(std::memory_order_relaxed); }
 
+  // A window buffer of at least `bytes` (at most twice that): a kept one if there is one, else
+  // a new one. *got is its size.
+  std::unique_ptr<std::byte[]> TakeBuffer(uint64_t bytes, uint64_t* got);
+  // Keeps `buf` (`bytes` long) for a later request while the kept buffers fit the budget's
+  // size; frees it otherwise.
+  void KeepBuffer(std::unique_ptr<std::byte[]> buf, uint64_t bytes);
+  uint64_t kept_bytes() const;
+
  private:
+  const uint64_t capacity_;
   std::atomic<uint64_t> left_;
+  mutable std::mutex mu_;
+  std::multimap<uint64_t, std::unique_ptr<std::byte[]>> kept_ OC_GUARDED_BY(mu_);  // by size
+  uint64_t kept_bytes_ OC_GUARDED_BY(mu_) = 0;
 };
 
 // How a backend wants a layerwise request's slices read (kv/read_ahead.h): windows of up to

@@ -8,12 +8,15 @@
 // max_bytes_in_flight for the whole store (RadosStore::InFlight), and at most half the op
 // cap per call, so one request cannot starve the others. A data object gone (-ENOENT: the
 // version was replaced and collected since the index read) re-resolves its slices from the
-// index once; still gone is kMissing.
+// index once; still gone is kMissing. The data ops go round-robin over the store's read
+// handles ([rados] cluster_handles, rados_handles.cc); an op whose handle's session died
+// (DeadSession) goes again on a live handle, so a dead handle loses no read.
 
 #include <algorithm>
 #include <deque>
 #include <map>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "names.h"
@@ -39,10 +42,10 @@ struct ObjectRead {
   std::string oid;
   std::vector<Piece*> pieces;
   uint64_t bytes = 0;
-  rados::ReadOp op;
+  std::unique_ptr<rados::ReadOp> op;  // a fresh one per attempt
   rados::Completion c;
+  size_t handle = 0;  // the read handle it went out on
   int rc = 0;
-  bool started = false;
 };
 
 }  // namespace
@@ -56,6 +59,53 @@ Result<std::vector<SliceStatus>> RadosStore::ReadSlices(std::string_view bucket,
     todo[i] = i;
   }
   const size_t window = std::max<size_t>(1, options_.rados.max_ops_in_flight / 2);
+  // Sends one read op per object of `batch` (a read per piece, straight into its
+  // destination), at most `window` in flight, and waits for all of them; each object's rc is
+  // its op's result. Only an op not sent for another reason than a dead session is an error.
+  auto issue = [&](std::span<ObjectRead* const> batch) -> Status {
+    std::deque<ObjectRead*> running;
+    auto finish_oldest = [&] {
+      ObjectRead* o = running.front();
+      running.pop_front();
+      o->rc = o->c.Wait();
+      in_flight_.Release(o->bytes);
+    };
+    Status first;
+    for (ObjectRead* obj : batch) {
+      // Waits for the store's budget only with none of it held: a call holding ops that
+      // waited for more would wait for itself (its reads past max_bytes_in_flight), or for
+      // another call that waits for it.
+      while (running.size() >= window || (!running.empty() && !in_flight_.TryAcquire(obj->bytes))) {
+        finish_oldest();
+      }
+      if (running.empty()) {
+        in_flight_.Acquire(obj->bytes);
+      }
+      obj->op = std::make_unique<rados::ReadOp>();
+      obj->c = rados::Completion();
+      for (Piece* p : obj->pieces) {
+        p->got = 0;
+        p->prval = 0;
+        obj->op->Read(p->within, p->len, p->dest, &p->got, &p->prval);
+      }
+      obj->handle = PickReadHandle();
+      obj->rc = obj->op->OperateAsync(read_io(obj->handle), obj->oid, obj->c);
+      if (obj->rc < 0) {
+        in_flight_.Release(obj->bytes);
+        if (DeadSession(obj->rc)) {
+          continue;  // the caller sends it again on another handle
+        }
+        first = rados::FromRados(obj->rc, "reading a data object");
+        break;
+      }
+      slice_read_ops_.fetch_add(1, std::memory_order_relaxed);
+      running.push_back(obj);
+    }
+    while (!running.empty()) {
+      finish_oldest();
+    }
+    return first;
+  };
   for (int round = 0; round < 2 && !todo.empty(); ++round) {
     std::vector<std::string> names;
     names.reserve(todo.size());
@@ -107,43 +157,30 @@ Result<std::vector<SliceStatus>> RadosStore::ReadSlices(std::string_view bucket,
         seg_start += seg.size;
       }
     }
-    // One op per data object, at most `window` of this call's in flight.
-    std::deque<ObjectRead*> running;
-    Status first;
-    auto finish_oldest = [&] {
-      ObjectRead* o = running.front();
-      running.pop_front();
-      o->rc = o->c.Wait();
-      in_flight_.Release(o->bytes);
-    };
+    // One op per data object, at most `window` of this call's in flight, each on the next
+    // read handle (round-robin: every handle's messenger thread takes a share of the bytes).
+    // An op whose handle's session died goes again on a live handle, once per handle at most.
+    std::vector<ObjectRead*> batch;
+    batch.reserve(objects.size());
     for (auto& [oid, obj] : objects) {
-      // Waits for the store's budget only with none of it held: a call holding ops that
-      // waited for more would wait for itself (its reads past max_bytes_in_flight), or for
-      // another call that waits for it.
-      while (running.size() >= window || (!running.empty() && !in_flight_.TryAcquire(obj->bytes))) {
-        finish_oldest();
-      }
-      if (running.empty()) {
-        in_flight_.Acquire(obj->bytes);
-      }
       obj->oid = oid;
-      for (Piece* p : obj->pieces) {
-        obj->op.Read(p->within, p->len, p->dest, &p->got, &p->prval);
+      batch.push_back(obj.get());
+    }
+    OC_RETURN_IF_ERROR(issue(batch));
+    for (size_t attempt = 1; attempt < read_handles(); ++attempt) {
+      std::vector<ObjectRead*> retry;
+      for (ObjectRead* o : batch) {
+        if (DeadSession(o->rc) && ReadHandleFailed(o->handle)) {
+          retry.push_back(o);
+        }
       }
-      obj->rc = obj->op.OperateAsync(io(), obj->oid, obj->c);
-      if (obj->rc < 0) {
-        in_flight_.Release(obj->bytes);
-        first = rados::FromRados(obj->rc, "reading a data object");
+      if (retry.empty()) {
         break;
       }
-      obj->started = true;
-      slice_read_ops_.fetch_add(1, std::memory_order_relaxed);
-      running.push_back(obj.get());
+      read_retries_.fetch_add(retry.size(), std::memory_order_relaxed);
+      OC_RETURN_IF_ERROR(issue(retry));
+      batch = std::move(retry);
     }
-    while (!running.empty()) {
-      finish_oldest();
-    }
-    OC_RETURN_IF_ERROR(first);
     std::vector<size_t> again;
     for (auto& [oid, obj] : objects) {
       for (Piece* p : obj->pieces) {

@@ -66,6 +66,7 @@ Result<std::unique_ptr<RadosStore>> RadosStore::Open(const StoreOptions& options
   OC_RETURN_IF_ERROR(o.Validate());
   std::unique_ptr<RadosStore> store(new RadosStore(o));
   OC_ASSIGN_OR_RETURN(store->cluster_, rados::Cluster::Connect(o.rados));
+  OC_RETURN_IF_ERROR(store->ConnectReadHandles());
   // The OSDs refuse objects above osd_max_object_size: a chunk object must fit.
   Result<std::string> max_object = store->cluster_->MonCommand(
       R"({"prefix": "config get", "who": "osd", "key": "osd_max_object_size"})");
@@ -553,6 +554,13 @@ Result<StoreStats> RadosStore::Stats() {
   stats.figures.emplace_back("rados_puts_grouped", puts_grouped_.load(std::memory_order_relaxed));
   stats.figures.emplace_back("rados_slice_read_ops",
                              slice_read_ops_.load(std::memory_order_relaxed));
+  stats.figures.emplace_back("rados_slice_read_retries",
+                             read_retries_.load(std::memory_order_relaxed));
+  uint64_t live = 0;
+  for (size_t k = 0; k < read_ios_.size(); ++k) {
+    live += read_dead_[k].load(std::memory_order_relaxed) ? 0 : 1;
+  }
+  stats.figures.emplace_back("rados_read_handles_live", live);
   {
     std::lock_guard lock(buckets_mu_);
     stats.figures.emplace_back("rados_cached_buckets", buckets_.size());

@@ -4,7 +4,8 @@
 // composed_store.h). Like RocksStore it is the KV engine's SliceSource (src/kv/slice_source.h).
 // Any number of processes may open the same pool and namespace:
 // they share nothing but the cluster (docs/design.md, "RADOS mapping"; names in rados_keys.h).
-// Its parts: rados_store.cc (open, buckets, records, stats), rados_commit.cc (the commit op,
+// Its parts: rados_store.cc (open, buckets, records, stats), rados_handles.cc (the read
+// handles: [rados] cluster_handles), rados_commit.cc (the commit op,
 // with rados_commit_memo.h: one process's writers of a key take turns), rados_write.cc
 // (writer, Put, Delete, Copy), rados_read.cc (reader, Get, Head, HeadMany), rados_list.cc
 // (both listings: the cursor over rados_shard_merge.h, the k-way merge of the index shards,
@@ -32,6 +33,7 @@
 // Thread safety: every method may be called concurrently (store.h).
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -156,6 +158,22 @@ class RadosStore final : public Backend {
   // kNotFound/kBucket after a shard of `ref` vanished (ENOENT): forgets the cache entry.
   Status ShardGone(std::string_view bucket);
   rados_ioctx_t io() const { return cluster_->io(); }
+  // The read handles ([rados] cluster_handles; 0 is the handle io() belongs to): ReadSlices
+  // spreads its data reads over them round-robin, so no single messenger thread carries every
+  // byte a descriptor GET reads (docs/decisions/rados-read-handles.md).
+  size_t read_handles() const { return read_ios_.size(); }
+  // The next live read handle, round-robin (0 when none is live).
+  size_t PickReadHandle();
+  rados_ioctx_t read_io(size_t handle) const { return read_ios_[handle]; }
+  // An op on `handle` failed as a dead session (DeadSession): the handle takes no more data
+  // reads. True when another handle is still live (the op can go again there).
+  bool ReadHandleFailed(size_t handle);
+  // A session that will not answer again: blocklisted (-EBLOCKLISTED is -ESHUTDOWN) or shut
+  // down. Not a timeout: an OSD that is slow or down would time out on every handle.
+  static bool DeadSession(int rc) { return rc == -ESHUTDOWN || rc == -ENOTCONN; }
+  // Test hook: blocklists read handle `handle`'s session at the cluster (through handle 0),
+  // so the OSDs refuse its ops from the next map on.
+  Status BlocklistReadHandleForTest(size_t handle);
   const RadosOptions& rados_options() const { return options_.rados; }
   // A fresh version id: this process's writer id and the next sequence number.
   Segment NewVersion(uint64_t extent_bytes);
@@ -254,6 +272,8 @@ class RadosStore final : public Backend {
 
  private:
   explicit RadosStore(const StoreOptions& options);
+  // Opens the handles after the first (RadosClusterHandlesFor) and fills read_ios_.
+  Status ConnectReadHandles();
   Result<rados::RadosBucketRecord> ReadRegistry(std::string_view bucket);
   // Delete and DeleteIf (nullptr: unconditional).
   Status DeleteObject(const ObjectKey& key, const ObjectVersionMatch* expected);
@@ -288,6 +308,12 @@ class RadosStore final : public Backend {
 
   const StoreOptions options_;
   std::unique_ptr<rados::Cluster> cluster_;
+  // The other cluster handles (cluster_handles - 1), and every read handle's io context
+  // (cluster_'s first); fixed after Open. read_dead_[k]: handle k's session died.
+  std::vector<std::unique_ptr<rados::Cluster>> extra_clusters_;
+  std::vector<rados_ioctx_t> read_ios_;
+  std::unique_ptr<std::atomic<bool>[]> read_dead_;
+  std::atomic<uint64_t> next_read_{0};
   const uint64_t writer_id_;
   std::atomic<uint64_t> next_seq_{1};
   InFlight in_flight_;
@@ -305,6 +331,7 @@ class RadosStore final : public Backend {
   std::atomic<uint64_t> commit_remembered_{0};  // first attempts expecting a remembered record
   std::atomic<uint64_t> puts_grouped_{0};       // PUTs committed in another PUT's op
   std::atomic<uint64_t> slice_read_ops_{0};     // data-object read ops of ReadSlices
+  std::atomic<uint64_t> read_retries_{0};       // of those, sent again after a dead session
 
   // One GC or scrub pass at a time in this process; the lock's cookie is writer_id_.
   std::mutex gc_mu_;

@@ -172,6 +172,22 @@ Result<std::string> Cluster::MonCommand(const std::string& json) {
   return out;
 }
 
+Result<std::string> Cluster::Addrs() const {
+  char* addrs = nullptr;
+  const int rc = rados_getaddrs(cluster_, &addrs);
+  if (rc < 0) {
+    return FromRados(rc, "reading the session's addresses");
+  }
+  std::string out(addrs != nullptr ? addrs : "");
+  rados_buffer_free(addrs);
+  return out;
+}
+
+Status Cluster::Blocklist(const std::string& addrs, uint32_t seconds) {
+  std::string copy = addrs;  // the C API takes a non-const char*
+  return FromRados(rados_blocklist_add(cluster_, copy.data(), seconds), "blocklisting " + addrs);
+}
+
 Completion::Completion() {
   const int rc = rados_aio_create_completion2(nullptr, nullptr, &c_);
   OC_CHECK(rc == 0);

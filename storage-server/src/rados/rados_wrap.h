@@ -4,8 +4,8 @@
 // this. The C API is librados.so.2's stable ABI; it copies read data straight into buffers we
 // own and never throws (docs/decisions/rados-backend.md).
 //
-//   Cluster     one rados_t per process (connected, op timeouts overridden) plus the one
-//               io context of the store's pool and namespace
+//   Cluster     one rados_t (connected, op timeouts overridden) plus its io context of the
+//               store's pool and namespace; a store opens [rados] cluster_handles of them
 //   WriteOp     rados_write_op_t: compound writes, atomic on one object
 //   ReadOp      rados_read_op_t: compound reads of one object
 //   Completion  an aio completion; Wait() returns the op's result
@@ -60,6 +60,11 @@ class Cluster {
   std::string ConfGet(const char* name) const;
   // Runs a monitor command (JSON); its output, or the error with the monitor's message.
   Result<std::string> MonCommand(const std::string& json);
+  // This handle's session addresses, as `Blocklist` takes them (rados_getaddrs).
+  Result<std::string> Addrs() const;
+  // Blocklists a session (another handle's Addrs()) for `seconds`: the OSDs then refuse its
+  // ops (-EBLOCKLISTED, which is -ESHUTDOWN). For tests of a handle that dies.
+  Status Blocklist(const std::string& addrs, uint32_t seconds);
 
  private:
   Cluster() = default;

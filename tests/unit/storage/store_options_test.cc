@@ -152,6 +152,7 @@ conf_file = "/etc/ceph/ceph.conf"
 pool = "kv"
 namespace = "team-a"
 index_shards = 7
+cluster_handles = 3
 op_timeout = "5s"
 gc_min_wait = "0s"
 )");
@@ -162,6 +163,7 @@ gc_min_wait = "0s"
   EXPECT_EQ(o.rados.pool, "kv");
   EXPECT_EQ(o.rados.rados_namespace, "team-a");
   EXPECT_EQ(o.rados.index_shards, 7u);
+  EXPECT_EQ(o.rados.cluster_handles, 3u);
   EXPECT_EQ(o.rados.op_timeout, std::chrono::seconds(5));
   EXPECT_EQ(o.rados.gc_min_wait.count(), 0);
   EXPECT_TRUE(o.Validate().ok());
@@ -170,6 +172,12 @@ gc_min_wait = "0s"
   o.rados = {};
   o.rados.index_shards = 0;
   EXPECT_EQ(o.Validate().field(), "rados.index_shards");
+  o.rados = {};
+  o.rados.cluster_handles = kMaxRadosClusterHandles + 1;
+  EXPECT_EQ(o.Validate().field(), "rados.cluster_handles");
+  // 0: one handle per usable core, never none.
+  EXPECT_GE(RadosClusterHandlesFor(0), 1u);
+  EXPECT_EQ(RadosClusterHandlesFor(5), 5u);
   Result<Config> bad = Config::Parse("[storage]\nbackend = \"ceph\"\n");
   ASSERT_TRUE(bad.has_value());
   StoreOptions b;

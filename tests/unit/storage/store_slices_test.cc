@@ -15,6 +15,7 @@
 #include "composed_store.h"
 #include "kv/read_ahead.h"
 #include "kv/slice_source.h"
+#include "rados/rados_store.h"
 #include "store_test_util.h"
 
 namespace oc::storage::test {
@@ -170,6 +171,91 @@ TEST(RadosSlicesTest, OneCallReadsPastTheInFlightByteBudget) {
   }
 }
 
+// [rados] cluster_handles = 4: one call's data reads go round-robin over four librados
+// handles and come back byte-exact. Then handle 2's session is blocklisted at the cluster (the
+// OSDs refuse its ops with -EBLOCKLISTED): every later call still answers every slice
+// byte-exact, the ops the dead handle failed go again on a live one (retries counted), and the
+// handle is left out (3 live). Fails if reads stay on one handle (the blocklist never bites:
+// the deadline) or a dead handle's read is lost (a call fails).
+TEST(RadosSlicesTest, ReadsSpreadOverHandlesAndADeadHandleLosesNoRead) {
+  constexpr uint64_t kS = 256 << 10;
+  constexpr int kChunks = 16;
+  testutil::TempDir dir;
+  StoreOptions o = SmallOptions(dir.path(), ExtentLayout::kSstBlocks);
+  o.rados.cluster_handles = 4;
+  o.rados.op_timeout = std::chrono::seconds(10);
+  Result<std::unique_ptr<Store>> opened = OpenTestStore(Backend::kRados, o, RandomRadosNamespace());
+  ASSERT_TRUE(opened.has_value()) << opened.error();
+  Store& store = **opened;
+  ASSERT_TRUE(store.CreateBucket("kvc", "me").ok());
+  auto& rados = dynamic_cast<RadosStore&>(*BackendOf(store));
+  ASSERT_EQ(rados.read_handles(), 4u);
+  std::vector<std::string> data;
+  for (int j = 0; j < kChunks; ++j) {
+    PutOptions po;
+    po.chunk = ChunkShape{descriptor::StoredLayout::kL2TD, 1, kS};
+    data.push_back(Bytes(j + 100, kS));
+    ASSERT_TRUE(PutString(store, {"kvc", "c" + std::to_string(j)}, data.back(), po).has_value());
+  }
+  auto figure = [&](std::string_view name) -> uint64_t {
+    Result<StoreStats> st = store.Stats();
+    EXPECT_TRUE(st.has_value()) << st.error();
+    for (const auto& [n, v] : st.has_value() ? st->figures : decltype(st->figures){}) {
+      if (n == name) {
+        return v;
+      }
+    }
+    ADD_FAILURE() << "no " << name << " figure";
+    return 0;
+  };
+  // One call reading every chunk whole (one op per chunk); every slice byte-exact.
+  auto read_all = [&]() -> bool {
+    std::string dest(kChunks * kS, '\0');
+    std::vector<SliceRead> slices;
+    for (int j = 0; j < kChunks; ++j) {
+      slices.push_back(
+          SliceRead{"c" + std::to_string(j), 0,
+                    MutableByteSpan(reinterpret_cast<std::byte*>(dest.data()) + j * kS, kS)});
+    }
+    Result<std::vector<SliceStatus>> r = rados.ReadSlices("kvc", slices);
+    EXPECT_TRUE(r.has_value()) << r.error();
+    if (!r.has_value()) {
+      return false;
+    }
+    bool exact = true;
+    for (int j = 0; j < kChunks; ++j) {
+      EXPECT_EQ((*r)[j], SliceStatus::kOk) << j;
+      exact = exact && (*r)[j] == SliceStatus::kOk &&
+              std::string_view(dest).substr(j * kS, kS) == data[j];
+    }
+    EXPECT_TRUE(exact);
+    return exact;
+  };
+  const uint64_t ops0 = figure("rados_slice_read_ops");
+  ASSERT_TRUE(read_all());
+  EXPECT_EQ(figure("rados_slice_read_ops") - ops0, uint64_t{kChunks});
+  EXPECT_EQ(figure("rados_read_handles_live"), 4u);
+  EXPECT_EQ(figure("rados_slice_read_retries"), 0u);
+
+  ASSERT_TRUE(rados.BlocklistReadHandleForTest(2).ok());
+  // The OSD refuses handle 2's ops once it has the map with the blocklist entry: read until
+  // the store has noticed, every call byte-exact meanwhile.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (figure("rados_read_handles_live") == 4) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline)
+        << "handle 2 never failed a read: are reads spread over the handles?";
+    ASSERT_TRUE(read_all());
+  }
+  EXPECT_EQ(figure("rados_read_handles_live"), 3u);
+  EXPECT_GE(figure("rados_slice_read_retries"), 1u);
+  // The three live handles carry on, none of the dead one's reads lost.
+  const uint64_t retries = figure("rados_slice_read_retries");
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(read_all());
+  }
+  EXPECT_EQ(figure("rados_slice_read_retries"), retries);
+}
+
 // The KV engine's read-ahead (src/kv/read_ahead.h) over this backend: layer-by-layer reads
 // of 32-layer chunks come out byte-exact from windows of 1, 2, 4, 8, 16 slices and a last
 // direct read, 6 source reads per chunk instead of 32; kv_2ltd's K and V ranges get a window
@@ -221,6 +307,8 @@ TEST_P(SlicesTest, ReadAheadReadsLayersInGrowingWindows) {
     EXPECT_EQ(ra.source_reads(), kChunks * 6u);
   }
   EXPECT_EQ(budget.left(), 8u << 20);
+  // Its three window buffers are kept for the next request (their pages stay mapped).
+  EXPECT_EQ(budget.kept_bytes(), kChunks * (64u << 10));
 
   // Two ranges per chunk, as kv_2ltd reads them: K of layer l at l·S/2, V at (L + l)·S/2.
   {
@@ -238,6 +326,8 @@ TEST_P(SlicesTest, ReadAheadReadsLayersInGrowingWindows) {
     }
     EXPECT_LE(ra.source_reads(), kChunks * 2 * 8u);
   }
+  // Six windows of 64 KiB: the three kept ones were taken again, three new ones added.
+  EXPECT_EQ(budget.kept_bytes(), 2 * kChunks * (64u << 10));
 
   // Too little budget for two slices a window: slice by slice, still right.
   kv::ReadAheadBudget small(kChunks * kS);
@@ -270,6 +360,28 @@ TEST_P(SlicesTest, ReadAheadReadsLayersInGrowingWindows) {
     }
   }
   EXPECT_EQ(budget.left(), 8u << 20);
+}
+
+// Window buffers given back are kept while they fit the budget's size, and handed out again
+// (the same memory) to a request asking for as much or up to half less; anything else is new.
+TEST(ReadAheadBudgetTest, KeepsWindowBuffersWithinItsSizeAndHandsThemBack) {
+  kv::ReadAheadBudget budget(100 << 10);
+  uint64_t got = 0;
+  std::unique_ptr<std::byte[]> a = budget.TakeBuffer(64 << 10, &got);
+  EXPECT_EQ(got, 64u << 10);
+  std::unique_ptr<std::byte[]> b = budget.TakeBuffer(64 << 10, &got);
+  const std::byte* first = a.get();
+  budget.KeepBuffer(std::move(a), 64 << 10);
+  EXPECT_EQ(budget.kept_bytes(), 64u << 10);
+  budget.KeepBuffer(std::move(b), 64 << 10);  // 128 KiB would pass the 100 KiB budget: freed
+  EXPECT_EQ(budget.kept_bytes(), 64u << 10);
+  std::unique_ptr<std::byte[]> small = budget.TakeBuffer(16 << 10, &got);  // 64 KiB is > 2x
+  EXPECT_EQ(got, 16u << 10);
+  EXPECT_EQ(budget.kept_bytes(), 64u << 10);
+  std::unique_ptr<std::byte[]> again = budget.TakeBuffer(40 << 10, &got);
+  EXPECT_EQ(got, 64u << 10);
+  EXPECT_EQ(again.get(), first);
+  EXPECT_EQ(budget.kept_bytes(), 0u);
 }
 
 TEST_P(SlicesTest, ReportsMissingAndShortPerSlice) {

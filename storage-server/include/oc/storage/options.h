@@ -96,6 +96,14 @@ struct RadosOptions {
   // Bytes those operations may read at once.
   // Default: 64 MiB
   uint64_t max_bytes_in_flight = 64ull << 20;
+  // librados cluster handles (rados_t) of this process. Descriptor GETs' data reads go
+  // round-robin over all of them; everything else uses the first. Each handle has its own
+  // messenger and so its own connection (and receive thread) per OSD: with one, every byte
+  // read from an OSD passes one thread (docs/decisions/rados-read-handles.md). A handle whose
+  // session dies (blocklisted, shut down) is left out and its reads go to another.
+  // 0 sizes it from the cores this process may use: RadosClusterHandlesFor(0).
+  // Default: 0 (one per core, at most 4)
+  uint32_t cluster_handles = 0;
   // A layerwise descriptor GET reads each chunk's layers ahead in windows of up to this many
   // bytes (1, 2, 4, ... slices; src/kv/read_ahead.h), not one RADOS read per slice: the OSD's
   // cost is mostly per read below ~1 MiB (docs/decisions/rados-read-ahead.md).
@@ -128,6 +136,12 @@ struct RadosOptions {
   std::chrono::milliseconds orphan_min_age{24 * 3600 * 1000};
   Status Validate() const;
 };
+
+// Most cluster handles ([rados] cluster_handles) a process opens.
+inline constexpr uint32_t kMaxRadosClusterHandles = 16;
+// The handles for `configured` (RadosOptions::cluster_handles): itself when non-zero, else one
+// per core this process may use (oc::UsableCores), at most 4.
+uint32_t RadosClusterHandlesFor(uint32_t configured);
 
 // The read-ahead memory for `configured` (RadosOptions::read_ahead_memory_bytes): itself when
 // non-zero, else 1/16 of physical memory clamped to 64 MiB..4 GiB.
