@@ -101,7 +101,7 @@ void Pacer::PaceFirstPayload(Flow& f, Time now) const {
 }
 
 uint64_t Pacer::PartBytes(const Payload& p) const {
-  if (options_.part_bytes == 0 || p.bytes <= options_.part_bytes) {
+  if (p.whole || options_.part_bytes == 0 || p.bytes <= options_.part_bytes) {
     return p.bytes - p.sent;
   }
   const uint64_t parts = p.bytes / options_.part_bytes + (p.bytes % options_.part_bytes != 0);
@@ -122,8 +122,9 @@ Status Pacer::Enqueue(uint64_t request, uint32_t layer, uint64_t bytes, Time now
         "layer", fmt::format("layer {} enqueued after layer {}: layers go in increasing order",
                              layer, f.last_layer));
   }
+  const bool whole = !options_.pace_first_payload && f.last_layer < 0;
   f.last_layer = layer;
-  f.queue.push_back({layer, bytes, 0, 0, now});
+  f.queue.push_back({layer, bytes, 0, 0, now, whole});
   PaceFirstPayload(f, now);
   if (f.queue.size() == 1) {
     if (ring_.empty()) {
@@ -179,7 +180,9 @@ NextStep Pacer::Send(size_t ring_index, Time now, Time start) {
   Payload& p = f.queue.front();
   const uint64_t part = PartBytes(p);
   const Dispatch d{f.id, p.layer, part, p.sent, p.sent + part == p.bytes};
-  f.deficit -= static_cast<double>(part);
+  if (!p.whole) {
+    f.deficit -= static_cast<double>(part);  // a whole first payload went outside the round
+  }
   f.delivered += part;
   const Time spacing = Spacing(part, f.rate);
   const Time layer_spacing = Spacing(p.bytes, f.rate);
@@ -250,6 +253,13 @@ NextStep Pacer::Next(Time now) {
     wait.wait_until = start;
     promised_ = start;
     return wait;
+  }
+
+  // A request's first layer under the default start leaves whole, before the round's parts.
+  for (size_t i = 0; i < ring_.size(); ++i) {
+    if (ring_[i]->queue.front().whole && Eligible(*ring_[i], now)) {
+      return Send(i, now, start);
+    }
   }
 
   // The flow in its visit keeps sending while its deficit covers its head payload.

@@ -533,7 +533,9 @@ TEST(Pacer, RandomOperationsNeverBreakTheCap) {
               EXPECT_GT(static_cast<int64_t>(d.layer), layer);
               EXPECT_EQ(d.offset, 0u);
             }
-            EXPECT_TRUE(options.part_bytes == 0 || d.bytes <= options.part_bytes);
+            // Parts of at most part_bytes, but for a first layer under the default start.
+            EXPECT_TRUE(options.part_bytes == 0 || d.bytes <= options.part_bytes ||
+                        (!options.pace_first_payload && d.layer == 0));
             last_sent[d.request] = {d.layer, d.offset + d.bytes};
             sent.push_back({now, d});
           } else if (step.kind == NextStep::Kind::kWait) {
@@ -554,6 +556,7 @@ TEST(Pacer, RandomOperationsNeverBreakTheCap) {
 // each with its offset; only the part that ends the layer is `last`; the next layer follows.
 TEST(Pacer, LayersLeaveInPartsInOrder) {
   PacerOptions o{1e9, 1 << 20};
+  o.pace_first_payload = true;  // the default start sends layer 0 whole (next test)
   o.part_bytes = 300;
   Pacer pacer(o);
   ASSERT_TRUE(pacer.AddRequest(1, 1e6).ok());
@@ -620,6 +623,62 @@ TEST(Pacer, PartsKeepALoneFlowsSchedule) {
       // From then on the rate holds: the last layer no earlier than its fluid time less the two
       // layers the bucket holds.
       EXPECT_GE(layer_end[3], Time{kStart + 2'000'000 - 300'000});
+    }
+  }
+}
+
+// Under the default start a flow's first layer is its request's critical path: it leaves whole,
+// at the first call that finds its bucket and the cap's free, ahead of another flow's parts that
+// are due (with a quantum of one part, split it would wait about its size at its own rate behind
+// them); its later layers leave in parts. Under the paced start it is split like any layer.
+TEST(Pacer, TheDefaultStartSendsAFirstLayerWholeAheadOfTheRound) {
+  constexpr int64_t kStart = 1'000'000'000;
+  for (bool paced : {false, true}) {
+    SCOPED_TRACE(paced ? "paced first layer" : "default start");
+    PacerOptions o{1e9, 300};
+    o.pace_first_payload = paced;
+    o.part_bytes = 300;
+    Pacer pacer(o);
+    ASSERT_TRUE(pacer.AddRequest(1, 0.9e9).ok());
+    for (uint32_t l = 0; l < 20; ++l) {
+      ASSERT_TRUE(pacer.Enqueue(1, l, 3000, Time{kStart}).ok());
+    }
+    // Flow 1 under way: a few of its parts leave before flow 2 arrives.
+    Time now{kStart};
+    int before = 0;
+    while (before < 5) {
+      const NextStep step = pacer.Next(now);
+      if (step.kind == NextStep::Kind::kDispatch) {
+        ++before;
+      } else {
+        ASSERT_EQ(step.kind, NextStep::Kind::kWait);
+        now = step.wait_until;
+      }
+    }
+    ASSERT_TRUE(pacer.AddRequest(2, 0.1e9).ok());
+    ASSERT_TRUE(pacer.Enqueue(2, 0, 3000, now).ok());
+    ASSERT_TRUE(pacer.Enqueue(2, 1, 3000, now).ok());
+    const std::vector<Sent> sent = Drain(pacer, now);
+    std::vector<Sent> mine;
+    size_t first_at = sent.size();
+    for (size_t i = 0; i < sent.size(); ++i) {
+      if (sent[i].d.request == 2) {
+        first_at = std::min(first_at, i);
+        mine.push_back(sent[i]);
+      }
+    }
+    ASSERT_FALSE(mine.empty());
+    if (!paced) {
+      EXPECT_EQ(first_at, 0u);  // before any more of flow 1's parts
+      EXPECT_EQ(mine[0].d.layer, 0u);
+      EXPECT_EQ(mine[0].d.bytes, 3000u);
+      EXPECT_TRUE(mine[0].d.last);
+      ASSERT_EQ(mine.size(), 1u + 10u);  // layer 1 in ten parts of 300
+      EXPECT_EQ(mine[1].d.bytes, 300u);
+    } else {
+      EXPECT_GT(first_at, 0u);
+      EXPECT_EQ(mine.size(), 20u);  // both layers in parts of 300
+      EXPECT_EQ(mine[0].d.bytes, 300u);
     }
   }
 }

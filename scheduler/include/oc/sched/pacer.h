@@ -19,7 +19,9 @@
 // charged part by part, a flow whose part is due never waits behind another flow's whole layer:
 // with a DRR quantum of one part it waits at most about part / rate (DRR credits it quantum *
 // rate / B per visit) plus a part at B (pacer_test PartsBoundTheWaitBehindAnotherFlowsLayer).
-// Among flows whose buckets
+// Under the default start (pace_first_payload false) a flow's first layer is one part that leaves
+// as soon as the cap's bucket allows, ahead of the round (its request's model waits for it), so
+// the bounds above then hold with that layer as the part. Among flows whose buckets
 // allow a part, weighted deficit round robin (quantum proportional to the flow's rate) picks the
 // next one, in closed form so one call costs O(flows) however small a quantum is. A flow's parts
 // leave in order (offset within the layer, then layer), layers must be enqueued in increasing
@@ -89,8 +91,10 @@ struct PacerOptions {
   bool pace_first_payload = false;
   // Largest part of a layer paced as one unit: a layer of s bytes leaves as ceil(s / part_bytes)
   // parts of equal size (within a byte), each charged to both buckets on its own, so another flow's
-  // wait for the cap is bounded by part_bytes / B instead of a whole layer's s / B. 0 paces whole
-  // layers. Default: 0
+  // wait for the cap is bounded by part_bytes / B instead of a whole layer's s / B. Under the
+  // default start (pace_first_payload false) a flow's first payload still leaves whole, and ahead
+  // of the round: it is on the request's critical path, and split it would wait out every other
+  // due flow's parts. 0 paces whole layers. Default: 0
   uint64_t part_bytes = 0;
 
   // kInvalidArgument if the cap is negative or not finite, or the quantum is 0.
@@ -167,6 +171,7 @@ class Pacer {
     uint64_t sent;        // bytes of it dispatched so far (its next part starts here)
     uint64_t parts_sent;  // parts of it dispatched so far
     Time enqueued;        // a payload is not due before it is queued
+    bool whole;           // a first payload under the default start: one part, ahead of the round
   };
   struct Flow {
     uint64_t id = 0;
