@@ -101,7 +101,13 @@ Status LayerPipeline::HandOverOne() {
   }
   queue_.pop_front();
   queued_bytes_ -= unit->bytes;
-  return Write(*unit);
+  Status s = Write(*unit);
+  // What Write did not hand to the sink (a failed read's buffer, its pins) goes back here, on
+  // the request thread: the worker's task may hold the last reference to the unit and drop it
+  // after this request returned and its sink, with the pool that lent the buffer, is gone.
+  unit->buffer.Reset();
+  unit->pieces.clear();
+  return s;
 }
 
 Status LayerPipeline::Write(PipelineUnit& unit) {

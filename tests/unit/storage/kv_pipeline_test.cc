@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "kv/kv_engine.h"
+#include "kv/layer_pipeline.h"
 #include "kv/slice_source.h"
 #include "kv_test_util.h"
 #include "oc/common/executor.h"
@@ -387,6 +388,81 @@ TEST(KvPipeline, AFailedReadEndsTheRequestWithNothingWrittenAfterIt) {
     EXPECT_EQ(source.holds(), 0);
     EXPECT_EQ(source.in_flight(), 0);
   }
+}
+
+// A staging buffer lent by a pool that ends with its request (an HTTP body sink's): a read that
+// fails on a worker leaves the buffer in its unit, and the worker's task may hold the last
+// reference to the unit until after the request returned. The buffer must be back before the
+// request returns, on its thread (a server crashed in StagingBuffer::Reset on a freed pool).
+// Deterministic: the worker's copy of the read function blocks as the task is dropped (GCC
+// drops a closure's captures last to first, so the read function before the unit) until the
+// test has closed the pool.
+TEST(KvPipeline, AFailedUnitsBufferIsBackBeforeTheRequestReturns) {
+  struct Gate {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool open = false;
+    const std::thread::id request_thread = std::this_thread::get_id();
+  };
+  struct FailingRead {
+    std::shared_ptr<Gate> gate;
+    Status operator()(kv::PipelineUnit&) const { return Status::Unavailable("the read failed"); }
+    ~FailingRead() {
+      if (gate != nullptr && std::this_thread::get_id() != gate->request_thread) {
+        std::unique_lock lock(gate->mu);
+        gate->cv.wait_for(lock, std::chrono::seconds(10), [&] { return gate->open; });
+      }
+    }
+  };
+  struct ClosingPool final : StagingBuffer::Owner {
+    void Release(uint32_t) noexcept override {
+      ++released;
+      late = late || closed;
+    }
+    std::atomic<int> released{0};
+    std::atomic<bool> closed{false};
+    std::atomic<bool> late{false};
+  };
+  struct NoSink final : LayerSink {
+    uint64_t buffer_bytes() const override { return 4096; }
+    Result<StagingBuffer> AcquireBuffer() override { return Status::Unavailable("none here"); }
+    Status Write(uint64_t, StagingBuffer, uint64_t) override {
+      ADD_FAILURE() << "a failed unit was written";
+      return Status::Ok();
+    }
+    Status LayerReady(uint32_t) override { return Status::Ok(); }
+    Status Finish(const Status& final) override { return final; }
+  };
+
+  auto gate = std::make_shared<Gate>();
+  ClosingPool pool;
+  NoSink sink;
+  std::vector<std::byte> memory(4096);
+  {
+    BoundedExecutor workers(Workers(1));
+    KvGetReport report;
+    kv::LayerPipeline::Options options;
+    options.workers = &workers;
+    options.layer_bytes = memory.size();
+    {
+      kv::LayerPipeline pipeline(sink, report, options, FailingRead{gate});
+      auto unit = std::make_unique<kv::PipelineUnit>();
+      unit->bytes = memory.size();
+      unit->fill = memory.size();
+      unit->buffer = StagingBuffer(&pool, 0, MutableByteSpan(memory.data(), memory.size()));
+      ASSERT_TRUE(pipeline.Push(std::move(unit)).ok());
+      EXPECT_EQ(pipeline.Drain().code(), Code::kUnavailable);
+    }
+    EXPECT_EQ(pool.released.load(), 1) << "the buffer was not back when the request returned";
+    pool.closed = true;  // the sink and its pool end with the request
+    {
+      std::lock_guard lock(gate->mu);
+      gate->open = true;
+    }
+    gate->cv.notify_all();
+  }  // the worker has dropped its task
+  EXPECT_EQ(pool.released.load(), 1);
+  EXPECT_FALSE(pool.late.load()) << "the buffer went back to a pool that was gone";
 }
 
 // Six GETs at once through two shared workers, each with its own body sink but all drawing
