@@ -33,6 +33,8 @@
 #include <thread>
 #include <vector>
 
+#include <sys/resource.h>
+
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
@@ -119,6 +121,14 @@ double Quantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   const size_t rank = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())));
   return v[std::clamp<size_t>(rank, 1, v.size()) - 1];
+}
+
+// User + system CPU seconds of this process, every thread.
+double ProcessCpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  const auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return sec(u.ru_utime) + sec(u.ru_stime);
 }
 
 // The options of client `i` (its endpoint: i mod the number given).
@@ -247,10 +257,15 @@ int Run(const Flags& f) {
     }
     start.arrive_and_wait();  // every client opened its data plane and buffer
     const Clock::time_point t0 = Clock::now();
+    const double cpu0 = ProcessCpuSeconds();
     for (std::thread& t : threads) {
       t.join();
     }
     const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+    // This process's CPU over the same window as `wall` (the GETs and each client's teardown),
+    // not its set-up: a per-GB figure from the whole process's CPU counts every client's data
+    // plane and buffer opening too.
+    const double phase_cpu = ProcessCpuSeconds() - cpu0;
     uint64_t failed = 0;
     Json errors = Json::object();
     for (const auto& [what, count] : out.errors) {
@@ -269,6 +284,7 @@ int Run(const Flags& f) {
                 {"slowdown_retries", out.retried},
                 {"payload_bytes", want.size()},
                 {"wall_s", wall},
+                {"cpu_s", phase_cpu},
                 {"gbps", gbps},
                 {"p50_s", Quantile(out.latencies_s, 0.5)},
                 {"p99_s", Quantile(out.latencies_s, 0.99)},

@@ -9,8 +9,9 @@ and "2 peers" (client i on peer i mod 2) --reps times, prefix_clients_bench runs
 clients at once, each its own liboc_client loading the whole prefix by descriptor GETs over
 UCX, every load byte-checked. Reported per setup and client count: aggregate GB/s (median over
 the repetitions), p50/p99 latency, errors, and CPU seconds per GB delivered of every process
-(each peer, every OSD, the monitor and mgr together, the client process), read from
-/proc/<pid>/stat around each run; and where aggregate throughput stops growing: the first
+(each peer, every OSD, the monitor and mgr together, read from /proc/<pid>/stat around each
+run; the clients over the GET phase, as prefix_clients_bench counts it, and their whole process
+as `clients_process`, which adds opening every client's data plane and buffer); and where aggregate throughput stops growing: the first
 count whose gain over half as many clients is below STOP_GAIN. On a 2-core machine the OSDs,
 the peers and the clients share the cores, so the figures say which process the CPU went to.
 
@@ -142,9 +143,13 @@ def measure(cfg, build, log_dir, progress, tmp, bluestore=False):
                     cpu["osds"] = sum(v for k, v in cpu.items() if k.startswith("osd."))
                     cpu["mon+mgr"] = sum(v for k, v in cpu.items()
                                          if k.startswith(("mon.", "mgr.")))
-                    cpu["clients"] = client_cpu
+                    # The clients over the GET phase (the bench's own count: its wall time's
+                    # window); their whole process also opened 1-16 data planes and buffers.
+                    cpu["clients"] = get.get("cpu_s", client_cpu)
+                    cpu["clients_process"] = client_cpu
                     moved = get["payload_bytes"] * get["ok"]
                     rows.append({"setup": setup, "clients": n, "rep": rep, "gbps": get["gbps"],
+                                 "wall_s": get["wall_s"],
                                  "p50_ms": get["p50_s"] * 1e3, "p99_ms": get["p99_s"] * 1e3,
                                  "errors": get["failed"], "bytes": moved,
                                  "cpu_s": {k: round(v, 3) for k, v in cpu.items()}})
@@ -170,7 +175,8 @@ def summarize(rows, counts):
             cpu = {}
             for r in rs:
                 for k, v in r["cpu_s"].items():
-                    if k in ("peer-a", "peer-b", "osds", "mon+mgr", "clients"):
+                    if k in ("peer-a", "peer-b", "osds", "mon+mgr", "clients",
+                             "clients_process"):
                         cpu[k] = cpu.get(k, 0.0) + v
             points.append({"clients": n, "gbps": gbps,
                            "p99_ms": median([r["p99_ms"] for r in rs if r["p99_ms"] is not None]
