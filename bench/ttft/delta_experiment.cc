@@ -98,7 +98,8 @@ Status Emulator::Delta(Json* out) {
                             : std::chrono::microseconds(
                                   std::max<int64_t>(1000, std::llround(10'000 / (phi * ks))));
       so->pace_part_bytes = size_.sched_part_bytes;
-      so->drr_quantum_bytes = size_.sched_part_bytes;
+      so->drr_quantum_bytes =
+          size_.sched_quantum_bytes > 0 ? size_.sched_quantum_bytes : size_.sched_part_bytes;
       OC_ASSIGN_OR_RETURN(auto engine, w_.MakeEngine(1, so));
       const Measured run =
           competing ? median_of(*engine, {r, competitor}) : median_of(*engine, {r});

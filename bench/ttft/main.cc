@@ -50,6 +50,8 @@ int Usage() {
                "  default half the calibrated data-plane rate)\n"
                "  [--sched-part-bytes N] (exp. 7 and delta: layers are paced in parts of N\n"
                "  bytes, 1 KiB to 64 MiB; default 32768)\n"
+               "  [--sched-quantum-bytes N] (the same: the DRR quantum, 1 KiB to 64 MiB;\n"
+               "  default one part)\n"
                "  (exp. 7 subsets, e.g. C / equal,cal-stall-opt / admission; default all)\n"
                "  LIST: comma list of e2e, bandwidth, sched, delta, model (default all)\n"
                "  CSV: the paper's Table A8 (default " OC_TTFT_TABLE_A8 ")\n");
@@ -66,6 +68,7 @@ int main(int argc, char** argv) {
   int reps = 0;
   double sched_link = 0;
   uint64_t sched_part = 0;
+  uint64_t sched_quantum = 0;
   std::vector<std::string> sched_policies, sched_variants, sched_workloads;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -92,6 +95,10 @@ int main(int argc, char** argv) {
       const long long v = std::atoll(argv[++i]);
       if (v < 1024 || v > (64ll << 20)) return Usage();
       sched_part = static_cast<uint64_t>(v);
+    } else if (a == "--sched-quantum-bytes" && i + 1 < argc) {
+      const long long v = std::atoll(argv[++i]);
+      if (v < 1024 || v > (64ll << 20)) return Usage();
+      sched_quantum = static_cast<uint64_t>(v);
     } else if (a == "--table-a8" && i + 1 < argc) {
       table_path = argv[++i];
     } else if (a == "--reps" && i + 1 < argc) {
@@ -116,6 +123,7 @@ int main(int argc, char** argv) {
   size.sched_variants = sched_variants;
   size.sched_link_gbytes = sched_link;
   if (sched_part > 0) size.sched_part_bytes = sched_part;
+  size.sched_quantum_bytes = sched_quantum;
   if (reps > 0) {
     size.reps = reps;
     size.sched_reps = reps;

@@ -181,7 +181,9 @@ Status Emulator::Sched(Json* out) {
         so->epoch = std::chrono::microseconds(admission ? kAdmissionWindowUs : epoch_us);
         const bool whole = sharing == Sharing::kAdmissionWholeLayer;
         so->pace_part_bytes = whole ? 0 : size_.sched_part_bytes;
-        so->drr_quantum_bytes = whole ? kWholeLayerQuantum : size_.sched_part_bytes;
+        so->drr_quantum_bytes = whole                           ? kWholeLayerQuantum
+                                : size_.sched_quantum_bytes > 0 ? size_.sched_quantum_bytes
+                                                                : size_.sched_part_bytes;
         OC_ASSIGN_OR_RETURN(auto engine, w_.MakeEngine(1, so));
         const std::vector<Measured> res = median_run(*engine);
         // The policy's rates for the whole workload together (Table A9's analogue).

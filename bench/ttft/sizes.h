@@ -39,6 +39,8 @@ struct Size {
   // scaled link (0.3 GB/s for the paper's 100 Gbps) is ~110 µs, against 2.9-25 ms of compute per
   // layer. A smaller part means more dispatches than two loaded cores wake up for on time.
   uint64_t sched_part_bytes = uint64_t{32} << 10;
+  // The DRR quantum in parts mode (--sched-quantum-bytes); 0: one part, as above.
+  uint64_t sched_quantum_bytes = 0;
 };
 
 Size SmallestSize();
