@@ -90,4 +90,14 @@ Status RadosStore::BlocklistReadHandleForTest(size_t handle) {
   return Status::Ok();
 }
 
+void RadosStore::AddReadHandleFigures(StoreStats& stats) const {
+  stats.figures.emplace_back("rados_slice_read_retries",
+                             read_retries_.load(std::memory_order_relaxed));
+  uint64_t live = 0;
+  for (size_t k = 0; k < read_ios_.size(); ++k) {
+    live += read_dead_[k].load(std::memory_order_relaxed) ? 0 : 1;
+  }
+  stats.figures.emplace_back("rados_read_handles_live", live);
+}
+
 }  // namespace oc::storage

@@ -206,4 +206,30 @@ Result<std::vector<SliceStatus>> RadosStore::ReadSlices(std::string_view bucket,
   return out;
 }
 
+void RadosStore::InFlight::Acquire(uint64_t bytes) {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [&]() OC_REQUIRES(mu_) { return Fits(bytes); });
+  ++ops_;
+  bytes_ += bytes;
+}
+
+bool RadosStore::InFlight::TryAcquire(uint64_t bytes) {
+  std::lock_guard lock(mu_);
+  if (!Fits(bytes)) {
+    return false;
+  }
+  ++ops_;
+  bytes_ += bytes;
+  return true;
+}
+
+void RadosStore::InFlight::Release(uint64_t bytes) {
+  {
+    std::lock_guard lock(mu_);
+    --ops_;
+    bytes_ -= bytes;
+  }
+  cv_.notify_all();
+}
+
 }  // namespace oc::storage

@@ -1,5 +1,3 @@
-// Over 600 lines: the bucket calls share the registry and shard helpers defined here; lifecycle
-// (its omap key on shard 0) joined them. Split by bucket vs registry when it grows again.
 // RadosStore, the core: open, the bucket registry and bucket calls, the record reads every
 // part shares (rados_store.h) and Stats. The guarded shard commit is in rados_commit.cc.
 #include "rados/rados_store.h"
@@ -554,13 +552,7 @@ Result<StoreStats> RadosStore::Stats() {
   stats.figures.emplace_back("rados_puts_grouped", puts_grouped_.load(std::memory_order_relaxed));
   stats.figures.emplace_back("rados_slice_read_ops",
                              slice_read_ops_.load(std::memory_order_relaxed));
-  stats.figures.emplace_back("rados_slice_read_retries",
-                             read_retries_.load(std::memory_order_relaxed));
-  uint64_t live = 0;
-  for (size_t k = 0; k < read_ios_.size(); ++k) {
-    live += read_dead_[k].load(std::memory_order_relaxed) ? 0 : 1;
-  }
-  stats.figures.emplace_back("rados_read_handles_live", live);
+  AddReadHandleFigures(stats);
   {
     std::lock_guard lock(buckets_mu_);
     stats.figures.emplace_back("rados_cached_buckets", buckets_.size());
@@ -595,32 +587,6 @@ Result<uint64_t> RadosStore::CountDataObjects() {
   }
   rados_nobjects_list_close(ctx);
   return n;
-}
-
-void RadosStore::InFlight::Acquire(uint64_t bytes) {
-  std::unique_lock lock(mu_);
-  cv_.wait(lock, [&]() OC_REQUIRES(mu_) { return Fits(bytes); });
-  ++ops_;
-  bytes_ += bytes;
-}
-
-bool RadosStore::InFlight::TryAcquire(uint64_t bytes) {
-  std::lock_guard lock(mu_);
-  if (!Fits(bytes)) {
-    return false;
-  }
-  ++ops_;
-  bytes_ += bytes;
-  return true;
-}
-
-void RadosStore::InFlight::Release(uint64_t bytes) {
-  {
-    std::lock_guard lock(mu_);
-    --ops_;
-    bytes_ -= bytes;
-  }
-  cv_.notify_all();
 }
 
 }  // namespace oc::storage

@@ -9,7 +9,8 @@
 // with rados_commit_memo.h: one process's writers of a key take turns), rados_write.cc
 // (writer, Put, Delete, Copy), rados_read.cc (reader, Get, Head, HeadMany), rados_list.cc
 // (both listings: the cursor over rados_shard_merge.h, the k-way merge of the index shards,
-// that object/list_walker.h walks), rados_slices.cc (ReadSlices), rados_group.cc (PutGroup),
+// that object/list_walker.h walks), rados_slices.cc (ReadSlices and its
+// in-flight budget), rados_group.cc (PutGroup),
 // rados_multipart.cc (multipart), rados_gc.cc (the GC leader), rados_scrub.cc (orphans).
 //
 // The commit point of every mutation is ONE write op on ONE index shard object, atomic in
@@ -274,6 +275,8 @@ class RadosStore final : public Backend {
   explicit RadosStore(const StoreOptions& options);
   // Opens the handles after the first (RadosClusterHandlesFor) and fills read_ios_.
   Status ConnectReadHandles();
+  // Stats' figures of the read handles (rados_handles.cc).
+  void AddReadHandleFigures(StoreStats& stats) const;
   Result<rados::RadosBucketRecord> ReadRegistry(std::string_view bucket);
   // Delete and DeleteIf (nullptr: unconditional).
   Status DeleteObject(const ObjectKey& key, const ObjectVersionMatch* expected);

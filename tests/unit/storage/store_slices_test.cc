@@ -77,6 +77,17 @@ INSTANTIATE_TEST_SUITE_P(
     ModeName);
 
 // Pinned slices and multipart objects: RocksDB only.
+// One slice per chunk "c<j>", j < chunks, each whole (s bytes) into dest at j * s.
+std::vector<SliceRead> WholeChunks(std::string& dest, int chunks, uint64_t s) {
+  std::vector<SliceRead> slices;
+  for (int j = 0; j < chunks; ++j) {
+    slices.push_back(
+        SliceRead{"c" + std::to_string(j), 0,
+                  MutableByteSpan(reinterpret_cast<std::byte*>(dest.data()) + j * s, s)});
+  }
+  return slices;
+}
+
 class RocksSlicesTest : public SlicesTest {};
 INSTANTIATE_TEST_SUITE_P(
     Modes, RocksSlicesTest,
@@ -147,12 +158,7 @@ TEST(RadosSlicesTest, OneCallReadsPastTheInFlightByteBudget) {
     ASSERT_TRUE(PutString(store, {"kvc", "c" + std::to_string(j)}, data.back(), po).has_value());
   }
   std::string dest(kChunks * kS, '\0');
-  std::vector<SliceRead> slices;
-  for (int j = 0; j < kChunks; ++j) {
-    slices.push_back(
-        SliceRead{"c" + std::to_string(j), 0,
-                  MutableByteSpan(reinterpret_cast<std::byte*>(dest.data()) + j * kS, kS)});
-  }
+  const std::vector<SliceRead> slices = WholeChunks(dest, kChunks, kS);
   auto source = &dynamic_cast<kv::SliceSource&>(*BackendOf(store));
   auto done = std::make_shared<std::promise<Result<std::vector<SliceStatus>>>>();
   std::future<Result<std::vector<SliceStatus>>> result = done->get_future();
@@ -211,12 +217,7 @@ TEST(RadosSlicesTest, ReadsSpreadOverHandlesAndADeadHandleLosesNoRead) {
   // One call reading every chunk whole (one op per chunk); every slice byte-exact.
   auto read_all = [&]() -> bool {
     std::string dest(kChunks * kS, '\0');
-    std::vector<SliceRead> slices;
-    for (int j = 0; j < kChunks; ++j) {
-      slices.push_back(
-          SliceRead{"c" + std::to_string(j), 0,
-                    MutableByteSpan(reinterpret_cast<std::byte*>(dest.data()) + j * kS, kS)});
-    }
+    const std::vector<SliceRead> slices = WholeChunks(dest, kChunks, kS);
     Result<std::vector<SliceStatus>> r = rados.ReadSlices("kvc", slices);
     EXPECT_TRUE(r.has_value()) << r.error();
     if (!r.has_value()) {
