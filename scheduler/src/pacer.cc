@@ -215,6 +215,12 @@ NextStep Pacer::Send(size_t ring_index, Time now, Time start) {
   }
   promised_.reset();
   global_ready_ = std::max(global_ready_, counted_at) + cap_spacing;
+  // A late call often finds several parts due and sends them back to back. Each of them was due
+  // when the cap's bucket let it go, so the credit holds for the rest of the catch-up: the next
+  // part counts from where this one ended (still no more than one layer at B before `now`).
+  if (counted_at < now && global_ready_ < now) {
+    promised_ = global_ready_;
+  }
   p.sent += part;
   ++p.parts_sent;
   if (p.sent == p.bytes) {

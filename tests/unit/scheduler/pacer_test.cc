@@ -239,6 +239,55 @@ TEST(Pacer, LateDriverStillGetsEachFlowItsRate) {
   }
 }
 
+// The same with layers in parts, and calls late by several parts' spacing at the cap: a late wake
+// finds several parts due and sends them back to back. The cap's bucket made up the lateness
+// only for the first of them (the one the late call was promised), so every further part of the
+// catch-up started the cap's bucket again from the late call, and three flows whose rates sum to
+// the cap got 57% of their rates.
+TEST(Pacer, LateDriverStillGetsEachFlowItsRateInParts) {
+  const std::vector<uint64_t> payload = {1'835'008, 3'670'016, 524'288};
+  const std::vector<double> rate = {30e6, 55e6, 15e6};
+  constexpr uint64_t kPart = 64 << 10;
+  PacerOptions o{100e6, kPart};
+  o.part_bytes = kPart;
+  Pacer pacer(o);
+  std::vector<uint32_t> next_layer(payload.size(), 0);
+  for (uint64_t i = 0; i < payload.size(); ++i) {
+    ASSERT_TRUE(pacer.AddRequest(i, rate[i]).ok());
+    for (int ahead = 0; ahead < 2; ++ahead) {  // the storage server's one-layer lookahead
+      ASSERT_TRUE(pacer.Enqueue(i, next_layer[i]++, payload[i], Time{0}).ok());
+    }
+  }
+  // Late by 2.5 parts' spacing at the cap (1.6 ms), well within a layer.
+  const Time late = nanoseconds(kPart * 1'000'000'000ull / 100'000'000 * 5 / 2);
+  const Time end = std::chrono::seconds(10);
+  Time now{0};
+  std::vector<Sent> sent;
+  while (now < end) {
+    NextStep s = pacer.Next(now);
+    if (s.kind == NextStep::Kind::kWait) {
+      now = s.wait_until + late;
+      continue;
+    }
+    ASSERT_EQ(s.kind, NextStep::Kind::kDispatch);
+    const uint64_t r = s.dispatch.request;
+    sent.push_back({now, s.dispatch});
+    if (s.dispatch.last) {
+      ASSERT_TRUE(pacer.Enqueue(r, next_layer[r]++, payload[r], now).ok());
+    }
+  }
+  const double seconds = std::chrono::duration<double>(now).count();
+  for (uint64_t i = 0; i < payload.size(); ++i) {
+    EXPECT_GE(static_cast<double>(pacer.DeliveredBytes(i)) + 2.0 * static_cast<double>(payload[i]),
+              rate[i] * seconds)
+        << "flow " << i << " got " << static_cast<double>(pacer.DeliveredBytes(i)) / seconds / rate[i]
+        << " of its rate";
+  }
+  // The catch-up is at most one layer: never more than B * window + one part + one layer.
+  ExpectWindowBound(sent, 100'000'000, *std::max_element(payload.begin(), payload.end()), "total",
+                    2);
+}
+
 TEST(Pacer, CapBindsEvenWhenRatesOvercommit) {
   // Rates sum to 4x the cap: only the cap's bucket holds the total down.
   constexpr uint64_t kCap = 1'000'000'000;
