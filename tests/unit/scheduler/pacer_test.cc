@@ -280,8 +280,8 @@ TEST(Pacer, LateDriverStillGetsEachFlowItsRateInParts) {
   for (uint64_t i = 0; i < payload.size(); ++i) {
     EXPECT_GE(static_cast<double>(pacer.DeliveredBytes(i)) + 2.0 * static_cast<double>(payload[i]),
               rate[i] * seconds)
-        << "flow " << i << " got " << static_cast<double>(pacer.DeliveredBytes(i)) / seconds / rate[i]
-        << " of its rate";
+        << "flow " << i << " got "
+        << static_cast<double>(pacer.DeliveredBytes(i)) / seconds / rate[i] << " of its rate";
   }
   // The catch-up is at most one layer: never more than B * window + one part + one layer.
   ExpectWindowBound(sent, 100'000'000, *std::max_element(payload.begin(), payload.end()), "total",
