@@ -22,12 +22,14 @@ and the CPU seconds per GB of each process (radosgw, ceph-osd, ceph-mon, objectc
 bench client; utime + stime from /proc/<pid>/stat around each measurement). Ratios to RGW are
 taken within the run. Writes PREFIX.json, PREFIX.png and PREFIX.md (the tables).
 
-  bench/rados_vs_rgw.py [--smallest | --reduced | --full] [--build DIR] [--out PREFIX]
+  bench/rados_vs_rgw.py [--smallest | --reduced | --targets | --full] [--build DIR] [--out PREFIX]
                         [--cluster-dir DIR] [--keep-cluster] [--s3-only]
                         [--baseline-build DIR]
   bench/rados_vs_rgw.py --report-only PREFIX      # PREFIX.md and .png again from PREFIX.json
 
 --reduced (default, ~3.5 min) takes G = 16 (the targets' G) at a 4K context with 87.5% hits;
+--targets (~20 min) issue 33's rows: G = 16 and 64 at 4K and 16K contexts, 87.5% hits, one
+cluster per G, the 64 KiB S3 PUTs in 5 repetitions;
 --full (~45 min) G = 16, 64, 256 at 4K and 16K contexts, 50% and 87.5% hits, one cluster per G
 (RGW and our store keep overwritten data for hours; the disk stays bounded) and the S3 ops at
 concurrency 8 and 32; --smallest one tiny shape on memstore (the test suite's; its figures
@@ -77,8 +79,14 @@ PROFILES = {
              "hits": [0.5, 0.875], "reps": 3, "warmup": 1, "s3_sizes": [64 * KiB],
              "s3_conc": [CONCURRENCY, 32], "s3_seconds": 5, "floor_seconds": 5,
              "floor_bytes": 1024 * MiB, "cluster_per_g": True},
+    # Issue 33's targets in one run: G = 16 and 64 at 4K and 16K contexts (87.5% hits), and
+    # the 64 KiB S3 PUTs in 5 alternating repetitions (the reads and loads in 3).
+    "targets": {"bluestore": True, "groups": [16, 64], "contexts": [4096, 16384],
+                "hits": [0.875], "reps": 3, "s3_reps": 5, "warmup": 1,
+                "s3_sizes": [64 * KiB], "s3_conc": [CONCURRENCY], "s3_seconds": 2,
+                "floor_seconds": 2, "floor_bytes": 256 * MiB, "cluster_per_g": True},
 }
-PLANNED_S = {"smallest": 60, "reduced": 200, "full": 2700}
+PLANNED_S = {"smallest": 60, "reduced": 200, "full": 2700, "targets": 1200}
 
 # The systems, in the order of every alternation: (name, what, objectcache_bench's read
 # methods, how it is loaded). oc-rados-slices is a second `objectcache serve` over the same
@@ -339,10 +347,11 @@ class Bench:
         asok = self.osd_asok()
         if asok is None:
             self.notes.append("The OSD's admin socket was not found: no OSD ops per request.")
-        for rep in range(self.p["reps"]):
+        reps = self.p.get("s3_reps", self.p["reps"])
+        for rep in range(reps):
             for system in self.s3_systems():
                 url, access, secret, pids = self.target(system)
-                self.say(f"S3 ops {rep + 1}/{self.p['reps']}: {system} (wrk, "
+                self.say(f"S3 ops {rep + 1}/{reps}: {system} (wrk, "
                          f"{self.p['s3_seconds']} s per point)")
                 out = os.path.join(self.tmp, f"s3ops-{system}-{rep}.json")
                 cmd = ["/usr/bin/python3", os.path.join(HERE, "gateway_bench.py"),
