@@ -38,13 +38,12 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness"))
-from common import (BENCH, ROOT, cpu_seconds, load_average, median, portable,  # noqa: E402
-                    run, serve, stop)
+from common import (BENCH, CLUSTER, ROOT, Say, cpu_seconds, load_average, median,  # noqa: E402
+                    portable, run, serve, stop)
 
 ACCESS_KEY = "OCBENCHACCESSKEY0001"
 SECRET_KEY = "ocBenchSecretKey000000000000000000000001"
 BUCKET = "churn"
-CLUSTER = os.path.join(ROOT, "tools", "ceph-test-cluster")
 POLICIES = ["chain-aware", "chain-aware-nolink", "lru", "fifo", "belady"]
 TARGET_RATIO = 0.10  # issue 31: bounded within 10% of unbounded
 
@@ -419,11 +418,6 @@ def markdown(e):
     return "\n".join(lines), "; ".join(finds) + "." if finds else "Nothing was measured."
 
 
-class _Say:
-    def say(self, text):
-        print(text, file=sys.stderr, flush=True)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(ROOT, "build", "release"))
@@ -436,7 +430,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="oc-churn-")
     log_dir = os.path.join(tmp, "logs")
     os.makedirs(log_dir)
-    e = run_churn(PROFILES[a.profile], os.path.abspath(a.build), log_dir, _Say(), tmp)
+    e = run_churn(PROFILES[a.profile], os.path.abspath(a.build), log_dir, Say(), tmp)
     e["profile"] = a.profile
     with open(out + ".json", "w") as f:
         json.dump(portable(e, tmp), f, indent=1)

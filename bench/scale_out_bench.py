@@ -30,13 +30,13 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "harness"))
-from common import BENCH, ROOT, free_port, median, portable, run, wait_healthy  # noqa: E402
+from common import (BENCH, CLUSTER, Say, cluster_pids, cpu_seconds, free_port, median,  # noqa: E402
+                    portable, run, wait_healthy)
 
 ACCESS_KEY = "OCBENCHACCESSKEY0001"
 SECRET_KEY = "ocBenchSecretKey000000000000000000000001"
 BUCKET = "scale-out"
 STOP_GAIN = 1.3  # a doubling of clients that gains less than this has stopped paying
-CLUSTER = os.path.join(ROOT, "tools", "ceph-test-cluster")
 
 PROFILES = {
     # prefix: [chunks, layers, layer bytes]
@@ -47,25 +47,6 @@ PROFILES = {
     "full": {"prefix": [32, 32, 128 << 10], "clients": [1, 2, 4, 8, 16], "requests": 8,
              "reps": 3, "ucx_tls": "shm"},
 }
-
-
-def cpu_seconds(pid):
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except FileNotFoundError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def cluster_pids(d):
-    """{name: pid} of the cluster's daemons (DIR/pids)."""
-    out = {}
-    with open(os.path.join(d, "pids")) as f:
-        for line in f:
-            name, pid = line.split()
-            out[name] = int(pid)
-    return out
 
 
 def start_peer(build, root, name, conf, namespace, gc):
@@ -273,11 +254,6 @@ def markdown(e):
     return "\n".join(lines), "; ".join(finds) + "."
 
 
-class _Say:
-    def say(self, text):
-        print(text, file=sys.stderr, flush=True)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--build", default=os.path.join(os.path.dirname(BENCH), "build", "release"))
@@ -292,7 +268,7 @@ def main():
     log_dir = os.path.join(tmp, "logs")
     os.makedirs(log_dir)
     try:
-        e = run_scale_out(PROFILES[a.profile], os.path.abspath(a.build), log_dir, _Say(),
+        e = run_scale_out(PROFILES[a.profile], os.path.abspath(a.build), log_dir, Say(),
                           tmp, a.bluestore)
     finally:
         shutil.rmtree(os.path.join(tmp, "ceph"), ignore_errors=True)

@@ -16,6 +16,7 @@ import urllib.request
 HERE = os.path.dirname(os.path.abspath(__file__))
 BENCH = os.path.dirname(HERE)
 ROOT = os.path.dirname(BENCH)
+CLUSTER = os.path.join(ROOT, "tools", "ceph-test-cluster")  # throw-away Ceph clusters
 
 
 class StepFailed(Exception):
@@ -64,6 +65,19 @@ class Progress:
         elapsed = time.monotonic() - self.start
         print(f"[run-all {self.fmt(elapsed)} elapsed, ~{self.fmt(self.remaining())} left] {text}",
               file=sys.stderr, flush=True)
+
+
+class Say:
+    """The progress of a bench run alone (not under run-all): one line per step on stderr,
+    after the seconds since the Say was made (and `name`, if given)."""
+
+    def __init__(self, name=""):
+        self.name, self.start = name, time.monotonic()
+
+    def say(self, text):
+        head = f"{self.name} " if self.name else ""
+        print(f"[{head}{time.monotonic() - self.start:5.0f} s] {text}", file=sys.stderr,
+              flush=True)
 
 
 def run(cmd, log_dir, name, progress, timeout, env=None, cwd=None, quiet=False):
@@ -185,6 +199,16 @@ def cpu_seconds(pid):
     except FileNotFoundError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cluster_pids(d):
+    """{name: pid} of the daemons of a tools/ceph-test-cluster directory (DIR/pids)."""
+    out = {}
+    with open(os.path.join(d, "pids")) as f:
+        for line in f:
+            name, pid = line.split()
+            out[name] = int(pid)
+    return out
 
 
 def median(values):
