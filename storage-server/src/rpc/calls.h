@@ -29,10 +29,32 @@
 
 namespace oc::storage::rpc {
 
-// Whether a client retries a call once on a fresh connection after it failed on a pooled
-// one (docs/decisions/remote-store-placement-retry.md): only for calls that change nothing on the
-// server.
-enum class Retry { kNo, kIfPooled };
+// Whether a client may run a call again after its request frame went out and the connection
+// broke before the reply: once more on a fresh connection when it failed on a pooled one
+// (docs/decisions/remote-store-placement-retry.md) and, in shared placement, once more on another
+// server (docs/decisions/remote-store-shared-placement.md). Each call's row below says it, from
+// what the call does; RepeatableAfterSend is the only reader. A call whose frame never went out
+// (kNotSentField, remote_call.h) runs elsewhere whatever its row says: nothing reached a server.
+enum class Retry {
+  // A mutation whose second run could answer otherwise than the first, or undo or add to what
+  // the first did. CreateBucket, DeleteBucket and AbortMultipartUpload would answer
+  // BucketAlreadyExists, NoSuchBucket or NoSuchUpload for their own success.
+  // CreateMultipartUpload would make a second upload and orphan the first. Copy decides its
+  // conditions against a destination the first run may have written (If-None-Match then fails
+  // a copy that was done). CompleteMultipartUpload finds its upload gone and recognises its own
+  // object only while that is still the key's current one. They answer kUnavailable (503).
+  kNo,
+  // A mutation whose second run leaves what the first left and answers what its caller takes
+  // for the same outcome: replacing an object's tags or a bucket's lifecycle configuration;
+  // Delete (an absent key is success to S3 callers); DeleteIf (a second run finds the version
+  // gone or replaced and removes nothing); a descriptor PUT pulled from the client (KvPutRetry).
+  kIdempotent,
+  // A call that changes nothing on the server: a read, opening a stream.
+  kIfPooled,
+};
+
+// True if a call under rule `r` may be sent again after its request frame went out.
+constexpr bool RepeatableAfterSend(Retry r) { return r != Retry::kNo; }
 
 namespace internal {
 
@@ -87,11 +109,11 @@ using ListBucketsCall = Call<Op::kListBuckets, &Store::ListBuckets, Retry::kIfPo
 using HeadCall = Call<Op::kHead, &Store::Head, Retry::kIfPooled, ObjectKey>;
 using HeadManyCall =
     Call<Op::kHeadMany, &Store::HeadMany, Retry::kIfPooled, std::string, std::vector<std::string>>;
-using DeleteCall = Call<Op::kDelete, &Store::Delete, Retry::kNo, ObjectKey>;
+using DeleteCall = Call<Op::kDelete, &Store::Delete, Retry::kIdempotent, ObjectKey>;
 using DeleteIfCall =
-    Call<Op::kDeleteIf, &Store::DeleteIf, Retry::kNo, ObjectKey, ObjectVersionMatch>;
-using SetLifecycleCall =
-    Call<Op::kSetLifecycle, &Store::SetBucketLifecycle, Retry::kNo, std::string, std::string>;
+    Call<Op::kDeleteIf, &Store::DeleteIf, Retry::kIdempotent, ObjectKey, ObjectVersionMatch>;
+using SetLifecycleCall = Call<Op::kSetLifecycle, &Store::SetBucketLifecycle, Retry::kIdempotent,
+                              std::string, std::string>;
 using GetLifecycleCall =
     Call<Op::kGetLifecycle, &Store::GetBucketLifecycle, Retry::kIfPooled, std::string>;
 using CopyCall = Call<Op::kCopy, &Store::Copy, Retry::kNo, ObjectKey, ObjectKey,
@@ -108,7 +130,7 @@ using ListPartsCall = Call<Op::kListParts, &Store::ListParts, Retry::kIfPooled, 
                            std::string, uint32_t, uint32_t>;
 using ListUploadsCall = Call<Op::kListUploads, &Store::ListMultipartUploads, Retry::kIfPooled,
                              std::string, ListUploadsOptions>;
-using PutTagsCall = Call<Op::kPutTags, &Store::PutObjectTags, Retry::kNo, ObjectKey, Tags>;
+using PutTagsCall = Call<Op::kPutTags, &Store::PutObjectTags, Retry::kIdempotent, ObjectKey, Tags>;
 using KvDataPlaneCall = Call<Op::kKvDataPlane, &Store::DataPlane, Retry::kIfPooled, std::string>;
 // Unary on the wire; the server adds its own figures to the store's (ServeStats).
 using StatsCall = Call<Op::kStats, &Store::Stats, Retry::kIfPooled>;
@@ -133,11 +155,26 @@ using UnaryCalls =
              ServerInfoCall, DeleteIfCall, SetLifecycleCall, GetLifecycleCall>;
 
 // --- Calls that open a stream: the request is one frame, the rest is hand-written ---
-// Opening a writer creates nothing on the server, so it may be retried like a read.
+// Opening a writer creates nothing on the server, so it may be retried like a read. Its
+// commit never is: the body went out piece by piece from a caller that keeps none of it (the
+// gateway streams a PUT's body, a copy across servers streams from a reader).
 using PutBeginCall = Call<Op::kPutBegin, &Store::Put, Retry::kIfPooled, ObjectKey, PutOptions>;
 using UploadPartBeginCall = Call<Op::kUploadPartBegin, &Store::UploadPart, Retry::kIfPooled,
                                  ObjectKey, std::string, uint32_t, PutOptions>;
 using GetCall = Call<Op::kGet, &Store::Get, Retry::kIfPooled, ObjectKey, ByteRange>;
+
+// --- The descriptor calls (hand-written, remote_kv.cc), whose rules sit here with the rest ---
+// A descriptor PUT with a data-plane target moves no byte over the RPC: the server pulls the
+// chunks from the client's registered memory, which holds them until the client has its
+// answer, so another server can pull them again; chunks are named by hash and committed all or
+// nothing, so a second run stores the same objects (with create-if-absent it reports those
+// the first run wrote as existing). Without a target the chunks stream from the HTTP body,
+// consumed as they are sent: never repeated. (A probe changes nothing; a descriptor GET's
+// request is sent again only if it never went out whole, SendKvRequest: after that its plan
+// and first bytes may have reached the caller.)
+constexpr Retry KvPutRetry(bool from_target) {
+  return from_target ? Retry::kIdempotent : Retry::kNo;
+}
 
 // Decodes a request body into `request`; kInvalidArgument naming the first bad field, or
 // for trailing bytes.

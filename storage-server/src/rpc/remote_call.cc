@@ -65,7 +65,7 @@ Result<CallResult> Exchange(Endpoint& ep, Op op, Retry retry, uint64_t rid,
       lease.MarkClean();  // the server answered with an error: the call is over
       return std::move(body).error();
     }
-    if (retry == Retry::kIfPooled && reused && attempt == 0) {
+    if (RepeatableAfterSend(retry) && reused && attempt == 0) {
       kLog.Info("retrying on a fresh connection req={:016x} op={} error={}", rid, OpName(op),
                 body.error().ToString());
       continue;

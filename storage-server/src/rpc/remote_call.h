@@ -4,8 +4,9 @@
 // connection, read its reply frame, decode the reply the call's Store method returns.
 // Private to oc_storage_rpc_client.
 //
-// Retries (docs/decisions/remote-store-placement-retry.md): a call whose Retry is kIfPooled is sent
-// once more on a fresh connection when it failed on a pooled one; others never are.
+// Retries (docs/decisions/remote-store-placement-retry.md): a call that may be repeated after its
+// frame went out (RepeatableAfterSend, calls.h: reads and idempotent mutations) is sent once
+// more on a fresh connection when it failed on a pooled one; others never are.
 //
 // Thread safety: free functions; an Endpoint may be shared, a Lease may not.
 
@@ -29,7 +30,8 @@ Status MalformedReply(Op op, const Status& decode);
 
 // The field of a kUnavailable Status whose call never reached the server (no connection could
 // be opened or greeted), so no byte of it was sent: any call, a mutation too, may be run on
-// another server (RemoteStore::Routed).
+// another server (RemoteStore::Routed). A kUnavailable without it may have reached the server:
+// only a call whose Retry allows it (RepeatableAfterSend, calls.h) is run again.
 inline constexpr char kNotSentField[] = "rpc_not_sent";
 
 // Reads the reply frame of call `rid`: the body of a frame (op, reply) or the error an

@@ -54,13 +54,13 @@ Result<DataPlaneInfo> RemoteStore::DataPlane(std::string_view bucket) {
 
 // A call with a data-plane target goes to the bucket's home, whose data plane the client
 // connected to (DataPlane); one without moves its payload over this connection and may go
-// anywhere. Neither is run again elsewhere once sent. Sending fails only before the request
-// frame went out whole (no connection, or the write failed), so the server it was meant for
-// has run nothing: in shared placement the send is tried once more on another server, GET
-// and PUT alike (a stopped server is otherwise picked again each time its skip expires).
-// With a target that is the next server from the bucket's home on, which a client that
-// discovered the data plane while the home was skipped connected to; any other refuses the
-// connection id (400, "connect again").
+// anywhere. Once sent, only a PUT with a target is run again elsewhere (PutChunks). Sending
+// fails only before the request frame went out whole (no connection, or the write failed), so
+// the server it was meant for has run nothing: in shared placement the send is tried once more
+// on another server, GET and PUT alike (a stopped server is otherwise picked again each time
+// its skip expires). With a target that is the next server from the bucket's home on, which a
+// client that discovered the data plane while the home was skipped connected to; any other
+// refuses the connection id (400, "connect again"), and the client connects again.
 Result<Lease> RemoteStore::SendKvRequest(std::string_view bucket, Op op, uint64_t rid,
                                          const descriptor::Descriptor& d) {
   return Routed(bucket, d.target.has_value() ? Route::kBucketHome : Route::kAny, Retry::kIfPooled,
@@ -226,35 +226,11 @@ Result<KvGetReport> RemoteStore::GetLayers(std::string_view bucket, const descri
   }
 }
 
-// A descriptor PUT (wire.h, kKvPutChunks): the request, then without a target the body in
-// data frames, then kCommit (or kAbort if the body failed), then one reply.
-Result<KvPutReport> RemoteStore::PutChunks(std::string_view bucket, const descriptor::Descriptor& d,
-                                           ChunkSource* body) {
-  const bool from_target = d.target.has_value();
-  if (!from_target && body == nullptr) {
-    return Status::InvalidArgument("body", "a descriptor without a target needs a body");
-  }
-  const uint64_t rid = NextRid();
-  OC_ASSIGN_OR_RETURN(Lease lease, SendKvRequest(bucket, Op::kKvPutChunks, rid, d));
-  Status source_error;
-  if (!from_target) {
-    std::vector<std::byte> piece(kStreamChunkBytes);
-    for (;;) {
-      Result<uint64_t> n = body->Read(MutableByteSpan(piece));
-      if (!n.has_value()) {
-        source_error = n.error();
-        break;
-      }
-      if (*n == 0) {
-        break;
-      }
-      if (*n > piece.size()) {
-        source_error = Status::Internal("chunk source returned a bad length");
-        break;
-      }
-      OC_RETURN_IF_ERROR(lease->WriteFrame(Op::kData, rid, ByteSpan(piece).first(*n)));
-    }
-  }
+namespace {
+
+// The end of a descriptor PUT whose request (and body, if any) went out on `lease`: kCommit,
+// or kAbort if the body's source failed (`source_error`, then the answer), then the reply.
+Result<KvPutReport> FinishPut(Lease& lease, uint64_t rid, const Status& source_error) {
   OC_RETURN_IF_ERROR(lease->WriteFrame(source_error.ok() ? Op::kCommit : Op::kAbort, rid, {}));
   Result<std::vector<std::byte>> reply = ReadReply(lease.conn(), Op::kKvPutChunks, rid);
   if (lease->healthy()) {
@@ -272,6 +248,49 @@ Result<KvPutReport> RemoteStore::PutChunks(std::string_view bucket, const descri
     return MalformedReply(Op::kKvPutChunks, dec);
   }
   return report;
+}
+
+}  // namespace
+
+// A descriptor PUT (wire.h, kKvPutChunks): the request, then without a target the body in
+// data frames, then kCommit (or kAbort if the body failed), then one reply. With a target the
+// server pulls the chunks from the client's memory, which still holds them whatever happened
+// to this connection: the whole call, request to reply, runs once more on another server
+// when its connection breaks (KvPutRetry, calls.h), like a call that was never sent. Without
+// one the body is read from `body` as it goes out, so only an unsent request is tried again.
+Result<KvPutReport> RemoteStore::PutChunks(std::string_view bucket, const descriptor::Descriptor& d,
+                                           ChunkSource* body) {
+  const bool from_target = d.target.has_value();
+  if (!from_target && body == nullptr) {
+    return Status::InvalidArgument("body", "a descriptor without a target needs a body");
+  }
+  const uint64_t rid = NextRid();
+  if (from_target) {
+    return Routed(
+        bucket, Route::kBucketHome, KvPutRetry(true), [&](Endpoint& ep) -> Result<KvPutReport> {
+          OC_ASSIGN_OR_RETURN(Lease lease, SendKvRequestTo(ep, bucket, Op::kKvPutChunks, rid, d));
+          return FinishPut(lease, rid, Status::Ok());
+        });
+  }
+  OC_ASSIGN_OR_RETURN(Lease lease, SendKvRequest(bucket, Op::kKvPutChunks, rid, d));
+  Status source_error;
+  std::vector<std::byte> piece(kStreamChunkBytes);
+  for (;;) {
+    Result<uint64_t> n = body->Read(MutableByteSpan(piece));
+    if (!n.has_value()) {
+      source_error = n.error();
+      break;
+    }
+    if (*n == 0) {
+      break;
+    }
+    if (*n > piece.size()) {
+      source_error = Status::Internal("chunk source returned a bad length");
+      break;
+    }
+    OC_RETURN_IF_ERROR(lease->WriteFrame(Op::kData, rid, ByteSpan(piece).first(*n)));
+  }
+  return FinishPut(lease, rid, source_error);
 }
 
 }  // namespace oc::storage::rpc

@@ -9,12 +9,13 @@
 //   away from their data. ListBuckets and Stats ask every server and merge.
 // - Shared (servers over one RADOS pool and namespace, which all serve every bucket): calls
 //   go round-robin over the servers that are available; a call that fails with kUnavailable
-//   skips its server for kEndpointRetryDelay, and a call that changes nothing (Retry::kIfPooled
-//   in calls.h), or that never reached its server (kNotSentField), is run once more on
-//   another server; a mutation that was sent never is. A stream stays on the
-//   server that opened it. A bucket's DataPlane and its descriptor calls with a data-plane
-//   target go to the bucket's "home" (the first available server from its hash on), so the
-//   client's UCX connection and the calls naming it meet the same data plane.
+//   skips its server for kEndpointRetryDelay, and a call that never reached its server
+//   (kNotSentField), or whose Retry in calls.h allows a second run after it was sent (reads,
+//   idempotent mutations), is run once more on another server; any other mutation that was
+//   sent never is. A stream stays on the server that opened it. A bucket's DataPlane and
+//   its descriptor calls with a data-plane target go to the bucket's "home" (the first
+//   available server from its hash on), so the client's UCX connection and the calls naming
+//   it meet the same data plane.
 //
 // Connections: each call takes a connection from its endpoint's idle pool (checked alive
 // first) or opens one (connect + Hello), uses it alone, and gives it back if the call ended
@@ -26,10 +27,10 @@
 // (wire.h kKv*; remote_kv.cc says how their payload moves).
 //
 // Failures: a broken connection is dropped and the call fails with kUnavailable. A call
-// that only reads (and opening a writer, which creates nothing) is retried once on a fresh
-// connection when it failed on a pooled one, since a server may have closed that idle
-// connection meanwhile; mutations are never retried, because the server may have applied
-// them before the connection broke.
+// that only reads (and opening a writer, which creates nothing) or an idempotent mutation
+// (calls.h, Retry) is retried once on a fresh connection when it failed on a pooled one, since
+// a server may have closed that idle connection meanwhile; other mutations are never retried,
+// because the server may have applied them before the connection broke.
 //
 // The members are spread by concern (remote_store_impl.h); this file holds placement, the
 // calls that ask every server and ConnectRemoteStore.

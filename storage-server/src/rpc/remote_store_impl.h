@@ -124,9 +124,10 @@ class RemoteStore final : public Store {
 
   // Runs `call` (Endpoint& -> Status or Result<T>) on the server `route` picks. Shared
   // placement: a kUnavailable failure skips that server for a while and runs the call once
-  // more on another server if `retry` says it changes nothing (Retry::kIfPooled) or if it
-  // never reached the server (kNotSentField: a stopped peer refuses the connection), so a
-  // mutation is retried only when the first server cannot have applied it.
+  // more on another server if it never reached the server (kNotSentField: a stopped peer
+  // refuses the connection) or if `retry` says a second run is safe after it was sent
+  // (RepeatableAfterSend, calls.h: reads and idempotent mutations). Any other mutation is run
+  // again only when the first server cannot have applied it.
   template <typename F>
   auto Routed(std::string_view bucket, Route route, Retry retry, F&& call)
       -> decltype(call(std::declval<Endpoint&>()));
@@ -183,8 +184,8 @@ auto RemoteStore::Routed(std::string_view bucket, Route route, Retry retry, F&& 
     return r;
   }
   ep->MarkDown(std::chrono::steady_clock::now());
-  if (retry != Retry::kIfPooled && StatusOf(r).field() != kNotSentField) {
-    return r;  // a mutation may have been applied before the connection broke
+  if (!RepeatableAfterSend(retry) && StatusOf(r).field() != kNotSentField) {
+    return r;  // the server may have applied it before the connection broke
   }
   Endpoint* other = Pick(bucket, route, ep);
   if (other == nullptr) {

@@ -96,16 +96,25 @@ TEST(RpcCalls, EveryCallEncodesTheFieldsOfItsOpInWireOrder) {
   ExpectRequest<GetCall>(key, range);
 }
 
-// The retry rule docs/decisions/remote-store-placement-retry.md states: reads and opening a writer
-// are retried once on a fresh connection, mutations never.
-TEST(RpcCalls, OnlyCallsThatChangeNothingAreRetried) {
+// The retry rule docs/decisions/remote-store-placement-retry.md and
+// remote-store-shared-placement.md state: reads, opening a writer and idempotent mutations may
+// run again after their frame was sent; other mutations never.
+TEST(RpcCalls, OnlyCallsThatChangeNothingOrAreIdempotentAreRetried) {
   EXPECT_EQ(CreateBucketCall::retry, Retry::kNo);
   EXPECT_EQ(DeleteBucketCall::retry, Retry::kNo);
-  EXPECT_EQ(DeleteCall::retry, Retry::kNo);
   EXPECT_EQ(CopyCall::retry, Retry::kNo);
   EXPECT_EQ(CreateUploadCall::retry, Retry::kNo);
   EXPECT_EQ(CompleteUploadCall::retry, Retry::kNo);
   EXPECT_EQ(AbortUploadCall::retry, Retry::kNo);
+  EXPECT_EQ(KvPutRetry(/*from_target=*/false), Retry::kNo);
+  EXPECT_FALSE(RepeatableAfterSend(Retry::kNo));
+  EXPECT_EQ(DeleteCall::retry, Retry::kIdempotent);
+  EXPECT_EQ(DeleteIfCall::retry, Retry::kIdempotent);
+  EXPECT_EQ(PutTagsCall::retry, Retry::kIdempotent);
+  EXPECT_EQ(SetLifecycleCall::retry, Retry::kIdempotent);
+  EXPECT_EQ(KvPutRetry(/*from_target=*/true), Retry::kIdempotent);
+  EXPECT_TRUE(RepeatableAfterSend(Retry::kIdempotent));
+  EXPECT_TRUE(RepeatableAfterSend(Retry::kIfPooled));
   EXPECT_EQ(HeadBucketCall::retry, Retry::kIfPooled);
   EXPECT_EQ(ListBucketsCall::retry, Retry::kIfPooled);
   EXPECT_EQ(HeadCall::retry, Retry::kIfPooled);

@@ -32,11 +32,13 @@ struct RemoteStoreOptions {
 // which store it serves (the RPC's ServerInfo; docs/protocol.md "Storage RPC") and places
 // calls accordingly (docs/decisions/remote-store-shared-placement.md):
 // - Shared: every server that answered serves the same RADOS cluster, pool and namespace, so
-//   any of them serves any bucket. Calls go round-robin over the servers available; a read
-//   (a call that changes nothing) that fails with kUnavailable is run once more on another
-//   server, a mutation never is; a writer, a reader or a descriptor call stays on the server
-//   that opened it (a descriptor call whose request could not be sent at all opens on another
-//   one). A server that did not answer at connect joins once it reports the same target.
+//   any of them serves any bucket. Calls go round-robin over the servers available; a call
+//   that fails with kUnavailable is run once more on another server if it never reached the
+//   first, or if it is a read or an idempotent mutation (tags, a lifecycle configuration, a
+//   delete, a descriptor PUT pulled from the client's memory); other mutations are not, since
+//   the first server may have applied them. A writer, a reader or a descriptor GET stays on
+//   the server that opened it. A server that did not answer at connect joins once it reports
+//   the same target.
 // - Partitioned: the servers are RocksDB servers (a server older than ServerInfo counts as
 //   one), or none answered. Each bucket lives on one server, XXH3-64(bucket name) mod N, and
 //   that is all: no replication (a lost server loses its buckets) and no rebalancing (changing
