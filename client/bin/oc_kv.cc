@@ -21,7 +21,10 @@
 // "matched=<M> mode=<m> request_id=<id> bytes=<M·L·S> total_us=<t> gbps=<GB/s> gateway_us=..
 // storage_us=.. transfer_us=.."; `put-chunks` "chunks=<N> bytes=<n> request_id=<id>", with
 // --if-none-match (create-if-absent: chunks already stored are left as they are) followed by
-// " existing=<K>" and one line per chunk, "existing" or "written";
+// " existing=<K>", then " put_us=<t>" (the PUT call alone: from sending the request, connection
+// included, to the acknowledged answer; not the process's start-up, the file's mapping or the
+// copy into a UCX buffer), then with --if-none-match one line per chunk, "existing" or
+// "written";
 // `probe` "matched=<M>" then one line per chunk: its size, or "-" when absent. Progress goes to
 // stderr. Exit 0 on success, 1 on a request error (the S3 error printed), 2 on bad flags.
 
@@ -120,14 +123,16 @@ const std::vector<oc::cli::CommandSpec>& Commands() {
         "--prefix llama/"},
        ""},
       {"put-chunks",
-       "Stores N chunks in one descriptor PUT; prints \"chunks=<N> bytes=<n> request_id=<id>\".",
+       "Stores N chunks in one descriptor PUT; prints \"chunks=<N> bytes=<n> request_id=<id> "
+       "put_us=<t>\", t the PUT call alone (request sent to answer read).",
        "",
        Concat({&kKeyFlags, &kNamespaceFlags, &kShapeFlags, &kConnectionFlags},
               {{"data", "FILE", "", "the N chunk objects back to back, chunk-major (required)"},
                {"via", "http|ucx", "http", "body in the PUT, or pulled by the server over UCX"},
                {"if-none-match", "", "",
                 "create if absent: chunks already stored stay as they are (first writer wins); "
-                "adds \" existing=<K>\" and one line per chunk, existing or written"}}),
+                "adds \" existing=<K>\" before put_us and one line per chunk, existing or "
+                "written"}}),
        {"oc put-chunks --bucket kv --tokens prompt.txt --chunk-tokens 16 --layers 32 "
         "--layer-bytes 65536 --data chunks.bin",
         "oc put-chunks --bucket kv --tokens prompt.txt --chunk-tokens 16 --layers 32 "
@@ -351,7 +356,11 @@ int RunPutChunks(const Flags& f, client::Client& c, descriptor::Descriptor d,
   const oc::ByteSpan data = file->bytes();
   const std::string via = f.Value("via");
   oc::Result<client::PutChunksResult> r = oc::Status::Internal("unset");
+  // put_us: the PutChunks call alone, so a benchmark can tell the PUT from the process around
+  // it (bench/harness/write_bench_clients.py).
+  Clock::time_point put_start;
   if (via == "http") {
+    put_start = Clock::now();
     r = c.PutChunks(bucket, d, data);
   } else if (via == "ucx") {
     oc::Result<client::DataPlane*> plane = c.data_plane();
@@ -367,19 +376,24 @@ int RunPutChunks(const Flags& f, client::Client& c, descriptor::Descriptor d,
     if (!data.empty()) {
       std::memcpy((*buffer)->bytes().data(), data.data(), data.size());
     }
+    put_start = Clock::now();
     r = c.PutChunks(bucket, d, **buffer);
   } else {
     return Fail(oc::Status::InvalidArgument("--via", "http or ucx"), 2);
   }
+  const int64_t put_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - put_start).count();
   if (!r.has_value()) {
     return Fail(r.error(), 1);
   }
   std::cout << fmt::format("chunks={} bytes={} request_id={}", r->chunks, r->bytes, r->request_id);
+  if (d.if_none_match) {
+    std::cout << " existing=" << std::count(r->existed.begin(), r->existed.end(), true);
+  }
+  std::cout << " put_us=" << put_us << "\n";
   if (!d.if_none_match) {
-    std::cout << "\n";
     return 0;
   }
-  std::cout << " existing=" << std::count(r->existed.begin(), r->existed.end(), true) << "\n";
   for (const bool existed : r->existed) {
     std::cout << (existed ? "existing" : "written") << "\n";
   }

@@ -138,6 +138,11 @@ def put_chunks(server, bucket, tmp, keys, n, n_layers, s, layout, seed, via="htt
              "--layer-bytes", str(s), "--layout", layout, "--data", path, "--via", via],
             env=client_env(server, env_extra))
     assert f"chunks={n} bytes={len(data)}" in p.stdout.decode()
+    # The summary line's fields, the PUT call's own time last (bench/harness/
+    # write_bench_clients.py reads it).
+    fields = dict(kv.split("=", 1) for kv in p.stdout.decode().split())
+    assert list(fields) == ["chunks", "bytes", "request_id", "put_us"], fields
+    assert int(fields["put_us"]) > 0
 
 
 def get_layers(server, bucket, tmp, keys, n_layers, s, layout, delivery, via, env_extra=None,

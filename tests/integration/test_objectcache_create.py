@@ -49,6 +49,7 @@ def outcome(stdout):
     """(existing count, per-chunk lines) of `oc put-chunks --if-none-match`'s output."""
     lines = stdout.decode().splitlines()
     summary = dict(kv.split("=", 1) for kv in lines[0].split())
+    assert list(summary)[-2:] == ["existing", "put_us"], lines[0]
     return int(summary["existing"]), lines[1:]
 
 
