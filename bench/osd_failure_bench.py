@@ -5,42 +5,33 @@ the failure is detected"; docs/design.md, "When an OSD or the monitor fails"). T
 timing (tests/integration/pyclient/test_cluster_faults.py checks that nothing fails and nothing
 is lost); this measures it.
 
-Per repetition, on a fresh throw-away cluster (tools/ceph-test-cluster up --osds 3: memstore,
-pool size 3, min_size 2, heartbeat grace 4 s, a down OSD is not marked out for 10 minutes, so no
-data moves): one `objectcache serve` over the pool on 127.0.0.1 (free port, defaults but the
-pool), `preload` descriptor chunk sets stored, then a closed loop of `get_threads` threads each
-sending descriptor GETs of a random preloaded set (byte-checked) and `put_threads` threads each
-sending descriptor PUTs of new keys, all through the objectcache Python package (one Client per
-thread, payload in the HTTP body unless --via). Every request's start, end, bytes and outcome is
-kept. After `steady_s` one OSD (`--victim`, osd.1) gets SIGKILL; the monitor's OSD map is polled
-(`osd dump` through librados, every 0.1 s) until it is marked down, and the load runs `after_s`
-more.
+Per repetition, on a fresh cluster (tools/ceph-test-cluster up --osds 3: memstore, pool size 3,
+min_size 2, heartbeat grace 4 s; a down OSD is not marked out for 10 minutes, so no data moves):
+one `objectcache serve` over the pool on 127.0.0.1, `preload` descriptor chunk sets, then a
+closed loop of `get_threads` descriptor GETs of preloaded sets (byte-checked) and `put_threads`
+descriptor PUTs of new keys through the objectcache Python package (a Client per thread, HTTP
+body unless --via), each request's start, end, bytes and outcome kept. After `steady_s` the
+victim (osd.1) gets SIGKILL; `osd dump` is polled through librados every 0.1 s until it is
+marked down, and the load runs `after_s` more.
 
 Phases, by request completion time (t = 0 at the kill):
   before     [load start + warmup_s, 0)
   detection  [0, mark-down): the dead OSD's PGs stall until the new map
   after      [mark-down + settle_s, end): settle_s excludes the burst of stalled requests
              completing and the PGs' peering
-Reported per phase and repetition: requests/s and GB/s (GET, PUT, total), p50/p99/longest
-latency, failures; the ratio after ÷ before; the longest request of the run; a per-second
-timeline (requests, bytes, longest request, PG states); CPU seconds per second of the server,
-each OSD, the monitor and mgr, and this process; the PG states the manager reports (`pg stat`; its
-view lags by its report interval, seconds) at the load's start, at the kill and at the end
-(active+undersized+degraded: 2 of 3 copies, no recovery as nothing is marked out). On a
-2-core machine the OSDs, the server and the load share the cores, so the CPU figures say where
-a change in throughput went.
+Reported per phase and repetition: requests/s, GB/s, latency percentiles and failures; after
+÷ before; the longest request; a per-second timeline with PG states (`pg stat`, lagging by the
+manager's report interval); CPU seconds per second of the server, each OSD, mon, mgr and this
+process, which on 2 shared cores say where a change in throughput went.
 
   bench/osd_failure_bench.py [--build build/release] [--out PREFIX] [--profile reduced]
                              [--reps N] [--control] [--victim osd.1] [--via http|auto]
 
---control follows each repetition with a control on a fresh cluster: the same phases, nothing
-killed, so what the load does over time anyway (data growing, the machine's other work) is not
-read as the failure's effect; `kill_ratio_over_control_ratio` divides it out.
---report-only FILE.json recomputes the summary, plot and table of a results file.
-
-Writes PREFIX.json and PREFIX.png (default bench/results/<date>/osd-failure); exit 1 if any
-request failed or a repetition did not complete. Progress on stderr. The server and the cluster
-are stopped by their PIDs whatever happens.
+--control follows each repetition with one on a fresh cluster, nothing killed, so what the load
+does over time anyway is not read as the failure's (`kill_ratio_over_control_ratio`).
+--report-only FILE.json recomputes a results file's summary, plot and table. Writes PREFIX.json
+and .png (default bench/results/<date>/osd-failure); exit 1 if a request failed or a repetition
+did not complete. Progress on stderr; server and cluster stopped by PID whatever happens.
 """
 import argparse
 import datetime

@@ -20,11 +20,8 @@
 // "layer <l> <microseconds since the request started>", then one summary line
 // "matched=<M> mode=<m> request_id=<id> bytes=<M·L·S> total_us=<t> gbps=<GB/s> gateway_us=..
 // storage_us=.. transfer_us=.."; `put-chunks` "chunks=<N> bytes=<n> request_id=<id>", with
-// --if-none-match (create-if-absent: chunks already stored are left as they are) followed by
-// " existing=<K>", then " put_us=<t>" (the PUT call alone: from sending the request, connection
-// included, to the acknowledged answer; not the process's start-up, the file's mapping or the
-// copy into a UCX buffer), then with --if-none-match one line per chunk, "existing" or
-// "written";
+// --if-none-match (create-if-absent) " existing=<K>", then " put_us=<t>" (the PUT call alone,
+// connection included), then with --if-none-match one line per chunk, existing or written;
 // `probe` "matched=<M>" then one line per chunk: its size, or "-" when absent. Progress goes to
 // stderr. Exit 0 on success, 1 on a request error (the S3 error printed), 2 on bad flags.
 
@@ -356,9 +353,7 @@ int RunPutChunks(const Flags& f, client::Client& c, descriptor::Descriptor d,
   const oc::ByteSpan data = file->bytes();
   const std::string via = f.Value("via");
   oc::Result<client::PutChunksResult> r = oc::Status::Internal("unset");
-  // put_us: the PutChunks call alone, so a benchmark can tell the PUT from the process around
-  // it (bench/harness/write_bench_clients.py).
-  Clock::time_point put_start;
+  Clock::time_point put_start;  // put_us (header comment)
   if (via == "http") {
     put_start = Clock::now();
     r = c.PutChunks(bucket, d, data);
