@@ -29,7 +29,8 @@
 // every one (total_s, ttfl_s), and *_p50_s / *_p99_s summarise them.
 // --cpu-pids name=pid,... adds "cpu_s" to every row and load: the CPU seconds (utime + stime
 // from /proc/<pid>/stat) each named process spent over the timed repetitions (summed), with
-// the bench's own process as "client"; a name given twice sums its processes.
+// the bench's own process as "client"; a name given twice sums its processes. "minor_faults"
+// beside it counts their minor page faults (stat field 10) over the same repetitions.
 // This file is the driver (flags, the loop over shapes, the JSON); the store loop, the timed
 // methods and the CPU meter are objectcache_bench_methods.{h,cc}.
 
@@ -120,9 +121,10 @@ int Run(const Flags& f) {
     const uint64_t max_chunks =
         static_cast<uint64_t>(max_hit * static_cast<double>(max_context)) / g;
     if (f.put) {
+      PutBuffers buffers(f, g, max_chunks);
       const std::vector<double> cpu0 = cpu.Sample();
       const Clock::time_point t0 = Clock::now();
-      if (oc::Status st = Store(c, f, g, max_chunks); !st.ok()) {
+      if (oc::Status st = Store(c, f, g, max_chunks, buffers); !st.ok()) {
         std::cerr << "put " << f.put_mode << ": " << st << "\n";
         return 1;
       }
@@ -138,8 +140,10 @@ int Run(const Flags& f) {
           {"total_s", secs},
           {"gbps", static_cast<double>(max_chunks * object) / secs / 1e9}};
       Json cpu_s = Json::object();
-      cpu.Add(cpu0, &cpu_s);
+      Json faults = Json::object();
+      cpu.Add(cpu0, &cpu_s, &faults);
       row["cpu_s"] = cpu_s;
+      row["minor_faults"] = faults;
       std::cerr << fmt::format("stored {} chunks of {} bytes at G = {} by {} PUT: {:.3f} GB/s\n",
                                max_chunks, object, g, f.put_mode, row["gbps"].get<double>());
       puts.push_back(row);
@@ -186,6 +190,7 @@ int Run(const Flags& f) {
           best.total_s = 1e30;
           std::vector<Measure> reps;
           Json cpu_s = Json::object();
+          Json faults = Json::object();
           for (uint32_t rep = 0; rep < f.warmup + f.repeat; ++rep) {  // warm-ups first
             const bool timed = rep >= f.warmup;
             const std::vector<double> cpu0 = timed ? cpu.Sample() : std::vector<double>{};
@@ -205,7 +210,7 @@ int Run(const Flags& f) {
               return 1;
             }
             if (timed) {
-              cpu.Add(cpu0, &cpu_s);
+              cpu.Add(cpu0, &cpu_s, &faults);
               reps.push_back(*r);
               if (r->total_s < best.total_s) {
                 best = *r;
@@ -242,6 +247,7 @@ int Run(const Flags& f) {
           row["ttfl_p50_s"] = Quantile(ttfls, 0.5);
           row["ttfl_p99_s"] = Quantile(ttfls, 0.99);
           row["cpu_s"] = cpu_s;
+          row["minor_faults"] = faults;
           std::cerr << fmt::format(
               "G={:3} ctx={:5} hit={:.3f} {:11} {:9} {:8.3f} GB/s total "
               "{:8.4f} s first layer {:8.4f} s\n",

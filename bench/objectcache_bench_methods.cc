@@ -10,6 +10,7 @@
 #include <iterator>
 #include <mutex>
 #include <thread>
+#include <tuple>
 
 #include <unistd.h>
 
@@ -81,12 +82,15 @@ oc::Status ParallelFor(uint64_t n, uint32_t concurrency,
 
 double Seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-double CpuSeconds(int pid) {
+namespace {
+
+// CPU seconds (utime + stime) and minor page faults of a process (0: this one), or -1 each.
+std::pair<double, double> ProcessCounters(int pid) {
   std::ifstream in(pid == 0 ? std::string("/proc/self/stat") : fmt::format("/proc/{}/stat", pid));
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const size_t paren = text.rfind(')');  // the command name may hold spaces
   if (paren == std::string::npos) {
-    return -1;
+    return {-1, -1};
   }
   std::vector<std::string> fields;
   size_t pos = paren + 1;
@@ -99,33 +103,38 @@ double CpuSeconds(int pid) {
     fields.push_back(text.substr(start, end == std::string::npos ? end : end - start));
     pos = end == std::string::npos ? text.size() : end;
   }
-  if (fields.size() < 13) {  // fields[11], [12] are utime and stime (stat fields 14 and 15)
-    return -1;
+  if (fields.size() < 13) {  // [7] minflt, [11] utime, [12] stime (stat fields 10, 14, 15)
+    return {-1, -1};
   }
-  const double tick = static_cast<double>(sysconf(_SC_CLK_TCK));
-  return static_cast<double>(std::strtoull(fields[11].c_str(), nullptr, 10) +
-                             std::strtoull(fields[12].c_str(), nullptr, 10)) /
-         tick;
+  const auto field = [&](size_t i) {
+    return static_cast<double>(std::strtoull(fields[i].c_str(), nullptr, 10));
+  };
+  return {(field(11) + field(12)) / static_cast<double>(sysconf(_SC_CLK_TCK)), field(7)};
 }
+
+}  // namespace
 
 CpuMeter::CpuMeter(const std::vector<std::pair<std::string, int>>& pids) : pids_(pids) {
   pids_.emplace_back("client", 0);
 }
 
 std::vector<double> CpuMeter::Sample() const {
-  std::vector<double> v;
-  for (const auto& [name, pid] : pids_) {
-    v.push_back(CpuSeconds(pid));
+  std::vector<double> v(2 * pids_.size());
+  for (size_t i = 0; i < pids_.size(); ++i) {
+    std::tie(v[i], v[pids_.size() + i]) = ProcessCounters(pids_[i].second);
   }
   return v;
 }
 
-void CpuMeter::Add(const std::vector<double>& before, Json* total) const {
+void CpuMeter::Add(const std::vector<double>& before, Json* cpu_total, Json* faults_total) const {
   const std::vector<double> after = Sample();
-  for (size_t i = 0; i < pids_.size(); ++i) {
-    const std::string& name = pids_[i].first;
+  const auto add = [&](size_t i, const std::string& name, Json* total) {
     const double d = before[i] < 0 || after[i] < 0 ? 0 : after[i] - before[i];
     (*total)[name] = (total->contains(name) ? (*total)[name].get<double>() : 0.0) + d;
+  };
+  for (size_t i = 0; i < pids_.size(); ++i) {
+    add(i, pids_[i].first, cpu_total);
+    add(pids_.size() + i, pids_[i].first, faults_total);
   }
 }
 
@@ -218,33 +227,42 @@ oc::Result<Measure> RunRanges(client::Client& c, const std::string& bucket,
   return m;
 }
 
-oc::Status Store(client::Client& c, const Flags& f, uint64_t g, uint64_t count) {
+PutBuffers::PutBuffers(const Flags& f, uint64_t g, uint64_t count) {
   const uint64_t object = kLayers * kBytesPerTokenLayer * g;
-  if (f.put_mode == "object") {
-    return ParallelFor(count, f.put_concurrency, [&](uint64_t j) {
-      std::vector<std::byte> data(object, static_cast<std::byte>((j + g) & 0xff));
-      return c.PutObject(f.bucket, MakeDescriptor(g, j, 1).ObjectName(0),
-                         oc::ByteSpan(data.data(), data.size()));
-    });
+  uint64_t bytes = object;
+  uint64_t senders = f.put_concurrency;
+  if (f.put_mode != "object") {
+    batch_chunks = std::max<uint64_t>(1, std::min(kPutBatchChunks, kPutBatchBytes / object));
+    bytes = batch_chunks * object;
+    senders = std::min<uint64_t>(f.desc_put_concurrency, (count + batch_chunks - 1) / batch_chunks);
   }
-  const uint64_t batch = std::max<uint64_t>(1, std::min(kPutBatchChunks, kPutBatchBytes / object));
+  for (uint64_t t = 0; t < std::max<uint64_t>(1, senders); ++t) {
+    per_sender.emplace_back(bytes, std::byte{0});  // zeroed: every page touched now
+  }
+}
+
+oc::Status Store(client::Client& c, const Flags& f, uint64_t g, uint64_t count,
+                 PutBuffers& buffers) {
+  const uint64_t object = kLayers * kBytesPerTokenLayer * g;
+  const bool by_object = f.put_mode == "object";
+  const uint64_t batch = by_object ? 1 : buffers.batch_chunks;
   const uint64_t batches = (count + batch - 1) / batch;
-  // --desc-put-concurrency requests in flight: each sender thread fills its own buffer and
-  // takes the next batch.
+  // Each sender thread fills its own buffer and takes the next batch (one chunk per S3 PUT).
   std::atomic<uint64_t> next{0};
   std::mutex error_mu;
   oc::Status error;
-  auto sender = [&] {
-    std::vector<std::byte> data(batch * object);
+  auto sender = [&](std::vector<std::byte>& data) {
     for (uint64_t b = next.fetch_add(1); b < batches; b = next.fetch_add(1)) {
       const uint64_t first = b * batch;
       const uint64_t n = std::min(batch, count - first);
       for (uint64_t j = 0; j < n; ++j) {
         std::memset(data.data() + j * object, static_cast<int>((first + j + g) & 0xff), object);
       }
-      oc::Status s =
-          c.PutChunks(f.bucket, MakeDescriptor(g, first, n), oc::ByteSpan(data.data(), n * object))
-              .status();
+      oc::Status s = by_object ? c.PutObject(f.bucket, MakeDescriptor(g, first, 1).ObjectName(0),
+                                             oc::ByteSpan(data.data(), object))
+                               : c.PutChunks(f.bucket, MakeDescriptor(g, first, n),
+                                             oc::ByteSpan(data.data(), n * object))
+                                     .status();
       if (!s.ok()) {
         std::lock_guard<std::mutex> lock(error_mu);
         if (error.ok()) {
@@ -256,11 +274,10 @@ oc::Status Store(client::Client& c, const Flags& f, uint64_t g, uint64_t count) 
     }
   };
   std::vector<std::thread> threads;
-  const uint64_t senders = std::min<uint64_t>(f.desc_put_concurrency, batches);
-  for (uint64_t t = 1; t < senders; ++t) {
-    threads.emplace_back(sender);
+  for (size_t t = 1; t < buffers.per_sender.size(); ++t) {
+    threads.emplace_back(sender, std::ref(buffers.per_sender[t]));
   }
-  sender();
+  sender(buffers.per_sender[0]);
   for (std::thread& t : threads) {
     t.join();
   }

@@ -62,7 +62,8 @@ class CpuMeter {
  public:
   explicit CpuMeter(const std::vector<std::pair<std::string, int>>& pids);
   std::vector<double> Sample() const;
-  void Add(const std::vector<double>& before, Json* total) const;
+  // Adds each process's CPU seconds and minor page faults since `before` (a Sample).
+  void Add(const std::vector<double>& before, Json* cpu_total, Json* faults_total) const;
 
  private:
   std::vector<std::pair<std::string, int>> pids_;
@@ -100,8 +101,17 @@ Result<Measure> RunRanges(client::Client& c, const std::string& bucket,
                           const descriptor::Descriptor& d, MutableByteSpan out,
                           uint32_t concurrency);
 
+// A load's send buffers, one per sender thread (--desc-put-concurrency descriptor PUTs of up to
+// kPutBatchChunks chunks, or --put-concurrency S3 PUTs of one chunk), allocated and first
+// touched before the load is timed: a warm client, as the GETs' registered buffers are.
+struct PutBuffers {
+  PutBuffers(const Flags& f, uint64_t g, uint64_t count);
+  uint64_t batch_chunks = 1;
+  std::vector<std::vector<std::byte>> per_sender;
+};
+
 // Stores chunks 0..count-1 of G = g: chunk j's bytes are a pattern of (g, j), chunk-major in
 // kv_l2td, by descriptor PUTs of up to kPutBatchChunks chunks or by one S3 PUT per chunk.
-Status Store(client::Client& c, const Flags& f, uint64_t g, uint64_t count);
+Status Store(client::Client& c, const Flags& f, uint64_t g, uint64_t count, PutBuffers& buffers);
 
 }  // namespace oc::bench::objectcache

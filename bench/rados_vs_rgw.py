@@ -10,7 +10,8 @@ layer, S = 4 KiB·G per layer slice, one chunk object = L·S):
   reads   RGW: per-object GETs and per-chunk-per-layer range GETs, 8 concurrent
           ours on RADOS: one descriptor GET over UCX and over the HTTP body
           ceiling: the same against `objectcache serve` on RocksDB
-          floor: `rados bench` seq and rand reads, -t 8, at the object and the slice size
+          floor: `rados bench` writes, seq and rand reads, -t 8, at the object and the slice
+          size; the Ceph daemons run with tcmalloc (tools/ceph-test-cluster --tcmalloc)
   s3ops   64 KiB S3 GET and PUT ops/s (wrk, presigned URLs; bench/gateway_bench.py
           --endpoint) through RGW, ours on RADOS and ours on RocksDB: GET of one hot object,
           PUT overwriting ONE key from every connection, PUT-DISTINCT a new key per PUT; with
@@ -140,7 +141,10 @@ class Bench:
         script = os.path.join(ROOT, "tools", "ceph-test-cluster")
         if not os.path.exists(script):
             raise common.StepFailed(f"{script} is missing (the RADOS test cluster script)")
-        cmd = [script, "up", "--rgw"] + (["--bluestore"] if self.p["bluestore"] else [])
+        # Ceph's daemons with tcmalloc, as upstream builds link them (Debian 12's use glibc's
+        # malloc: docs/decisions/server-allocator-tcmalloc.md).
+        cmd = [script, "up", "--rgw", "--tcmalloc"] + (["--bluestore"] if self.p["bluestore"]
+                                                        else [])
         env = dict(os.environ)
         if self.p["bluestore"]:
             # Sparse: RGW's and our data sets (1.9 GB per G at 16K, 87.5%, overwritten per load).
@@ -306,15 +310,15 @@ class Bench:
             base = ["rados", "-c", self.conf, "-p", OC_POOL]
             secs = str(self.p["floor_seconds"])
             self.say(f"G={g} floor: rados bench at the {what} size ({common_size(size)})")
-            self.run(base + ["bench", secs, "write", "-b", str(size), "-t", str(CONCURRENCY),
-                             "--no-cleanup", "--run-name", run_name, "--max-objects",
-                             str(count)], f"floor-write-{size}", timeout=600)
-            for mode in ("seq", "rand"):
+            for mode in ("write", "seq", "rand"):
+                # write: new objects (at most `count`, which the reads then read back)
+                args = (["write", "-b", str(size), "-t", str(CONCURRENCY), "--no-cleanup",
+                         "--max-objects", str(count)] if mode == "write"
+                        else [mode, "-t", str(CONCURRENCY)])
                 osd0 = self.cpu(self.cluster_pids.get("ceph-osd", []))
                 self_0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-                out = self.run(base + ["bench", secs, mode, "-t", str(CONCURRENCY),
-                                       "--run-name", run_name], f"floor-{mode}-{size}",
-                               timeout=600)
+                out = self.run(base + ["bench", secs, *args, "--run-name", run_name],
+                               f"floor-{mode}-{size}", timeout=600)
                 self_1 = resource.getrusage(resource.RUSAGE_CHILDREN)
                 row = parse_rados_bench(out)
                 cpu = {"ceph-osd": self.cpu(self.cluster_pids.get("ceph-osd", [])) - osd0,
@@ -429,13 +433,14 @@ def common_size(n):
 
 
 def parse_rados_bench(text):
-    """The summary of `rados bench ... seq|rand` (its MB are MiB)."""
+    """The summary of `rados bench ... write|seq|rand` (its MB are MiB)."""
     def field(label):
         m = re.search(rf"^{re.escape(label)}:\s+([\d.e+-]+)", text, re.M)
         return float(m.group(1)) if m else None
     mib_s = field("Bandwidth (MB/sec)") or 0.0
     return {"gbps": mib_s * MiB / 1e9, "iops": field("Average IOPS") or 0.0,
-            "total_s": field("Total time run"), "ops": field("Total reads made"),
+            "total_s": field("Total time run"),
+            "ops": field("Total reads made") or field("Total writes made"),
             "avg_latency_ms": (field("Average Latency(s)") or 0) * 1e3,
             "max_latency_ms": (field("Max latency(s)") or 0) * 1e3}
 
@@ -483,10 +488,16 @@ NOTES = [
     "repetitions (with 3, p99 is the slowest).",
     "CPU seconds per GB: utime + stime of each process (/proc/<pid>/stat) summed over the timed "
     "repetitions, divided by the bytes they moved; 'client' is objectcache_bench itself. The "
-    "kernel's tick is 10 ms, so small rows are coarse.",
-    "Floor: `rados bench -t 8` write (--max-objects, then seq and rand reads of whole objects) "
-    "at the chunk object size L·S and at the slice size S in pool `objectcache`: what one "
-    "OSD serves a client that does nothing else. rados bench reports mean and max latency, "
+    "kernel's tick is 10 ms, so small rows are coarse. Minor page faults likewise (stat field "
+    "10), per MB moved.",
+    "Every Ceph daemon runs with tcmalloc preloaded (tools/ceph-test-cluster --tcmalloc), as "
+    "upstream Ceph builds link it; Debian 12's daemons use glibc's malloc, with which the OSD "
+    "faulted in every page of every large write (6-7 CPU-s/GB instead of ~1) and both gateways "
+    "wrote at half speed (docs/decisions/server-allocator-tcmalloc.md). Load buffers are "
+    "allocated and touched before the clock starts, for every system.",
+    "Floor: `rados bench -t 8` writes (--max-objects), then seq and rand reads of those whole "
+    "objects, at the chunk object size L·S and at the slice size S in pool `objectcache`: what "
+    "one OSD serves a client that does nothing else. rados bench reports mean and max latency, "
     "not percentiles.",
     "Range GETs are issued in layer order (all chunks of layer 0 first), so RGW's time to "
     "first layer is when layer 0's M GETs are done; per-object GETs deliver no layer before "

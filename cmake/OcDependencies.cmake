@@ -49,6 +49,20 @@ if(OC_WITH_RADOS)
   target_include_directories(oc_rados SYSTEM INTERFACE ${RADOS_INCLUDE_DIR})
 endif()
 
+# The server executables' allocator (oc_malloc): tcmalloc, the minimal variant of Debian's
+# libgoogle-perftools-dev. glibc's malloc hands a multi-MiB buffer (librados' copy of each
+# write piece, read replies) fresh pages again and again, and on this machine every first
+# touch of a page costs more than copying it (docs/decisions/server-allocator-tcmalloc.md).
+# Linked whole (--no-as-needed): nothing calls it by name, it replaces malloc. Sanitizers
+# bring their own allocator, so they build without it.
+add_library(oc_malloc INTERFACE)
+if(OC_TCMALLOC AND NOT OC_SANITIZE AND NOT OC_FUZZ)
+  pkg_check_modules(TCMALLOC REQUIRED libtcmalloc_minimal)
+  find_library(TCMALLOC_LIBRARY ${TCMALLOC_LIBRARIES} HINTS ${TCMALLOC_LIBRARY_DIRS} REQUIRED)
+  target_link_libraries(oc_malloc INTERFACE
+    "-Wl,--push-state,--no-as-needed" ${TCMALLOC_LIBRARY} "-Wl,--pop-state")
+endif()
+
 if(OC_BUILD_TESTS AND NOT OC_FUZZ)
   find_package(GTest REQUIRED)
 endif()

@@ -20,10 +20,10 @@ def quantile(values, q):
     return v[rank - 1]
 
 
-def cpu_per_gb(rows, nbytes):
+def cpu_per_gb(rows, nbytes, key="cpu_s"):
     total = {}
     for r in rows:
-        for name, s in (r.get("cpu_s") or {}).items():
+        for name, s in (r.get(key) or {}).items():
             total[name] = total.get(name, 0.0) + s
     gb = nbytes * len(rows) / 1e9
     return {name: s / gb for name, s in sorted(total.items())} if gb else {}
@@ -54,7 +54,8 @@ def summarize(doc):
             "gbps_reps": [payload / t / 1e9 for t in totals],
             "total_p50_s": quantile(totals, 0.5), "total_p99_s": quantile(totals, 0.99),
             "ttfl_p50_s": quantile(ttfls, 0.5), "ttfl_p99_s": quantile(ttfls, 0.99),
-            "cpu_s_per_gb": cpu_per_gb(rs, payload)})
+            "cpu_s_per_gb": cpu_per_gb(rs, payload),
+            "faults_per_gb": cpu_per_gb(rs, payload, "minor_faults")})
     loads = {}
     for r in doc["loads"]:
         loads.setdefault((r["system"], r["method"], r["G"]), []).append(r)
@@ -66,7 +67,8 @@ def summarize(doc):
             "payload_bytes": rs[0]["payload_bytes"], "concurrency": rs[0]["concurrency"],
             "reps": len(rs), "gbps": rs[0]["payload_bytes"] / quantile(totals, 0.5) / 1e9,
             "total_p50_s": quantile(totals, 0.5), "total_p99_s": quantile(totals, 0.99),
-            "cpu_s_per_gb": cpu_per_gb(rs, rs[0]["payload_bytes"])})
+            "cpu_s_per_gb": cpu_per_gb(rs, rs[0]["payload_bytes"]),
+            "faults_per_gb": cpu_per_gb(rs, rs[0]["payload_bytes"], "minor_faults")})
     ops = {}
     for r in doc["s3ops"]:
         ops.setdefault((r["system"], r["op"], r["size"], r["concurrency"]), []).append(r)
@@ -348,11 +350,15 @@ def markdown(e):
                            if k in x else "n/a" for k in keys] for x in r["reads"]]), ""]
         parts += ["Loads (the largest shape's chunks; RGW: one S3 PUT per chunk, 8 concurrent; "
                   "ours: descriptor PUTs of up to 128 chunks, one at a time):", "",
-                  _table(["G", "chunks", "system", "method", "GB/s", "p50 / p99 s", "CPU s/GB"],
+                  _table(["G", "chunks", "system", "method", "GB/s", "p50 / p99 s", "CPU s/GB",
+                          "page faults per MB"],
                          [[x["G"], x["chunks"], x["system"], x["method"], _f(x["gbps"]),
                            f"{_f(x['total_p50_s'])} / {_f(x['total_p99_s'])}",
-                           _cpu(x["cpu_s_per_gb"])] for x in s["loads"]]), ""]
-        parts += ["Floor: `rados bench -t 8` reads of whole objects in the same pool:", "",
+                           _cpu(x["cpu_s_per_gb"]),
+                           _cpu({n: v / 1e3 for n, v in x.get("faults_per_gb", {}).items()})]
+                          for x in s["loads"]]), ""]
+        parts += ["Floor: `rados bench -t 8` writes, then reads, of whole objects in the same "
+                  "pool:", "",
                   _table(["G", "object size", "mode", "GB/s", "ops/s", "mean / max latency ms",
                           "CPU s/GB"],
                          [[x["G"], f"{_size(x['op_bytes'])} ({x['what']})", x["mode"],
