@@ -77,7 +77,11 @@ Response Response::FromStatus(const Status& status, const Request* request) {
     default:
       break;
   }
-  return Error(error, std::move(field), std::move(value), std::move(message));
+  Response r = Error(error, std::move(field), std::move(value), std::move(message));
+  if (ErrorRow(error).http_status >= 500) {
+    r.error_cause = status.ToString();
+  }
+  return r;
 }
 
 bool IsValidObjectKey(std::string_view key) {

@@ -70,6 +70,8 @@ struct Response {
   std::string error_field;
   std::string error_value;
   std::string error_message;
+  // A server fault's own status (never sent to the client): the log line names it.
+  std::string error_cause;
   // Set instead of everything above when a descriptor task answers later (a descriptor GET
   // into a data-plane target): the session waits for it without holding a thread, then sends
   // the response it completes with (deferred_response.h).

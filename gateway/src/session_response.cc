@@ -140,8 +140,9 @@ asio::awaitable<bool> Session<Stream>::Finish(Response res, bool force_close, By
       res.body = RenderErrorXml(*res.error, details);
     }
     if (ErrorRow(*res.error).http_status >= 500) {
-      kLog.Warn("req={} op={} error={}", req.request_id, OpName(req.route.op),
-                ErrorRow(*res.error).code);
+      kLog.Warn("req={} op={} error={}{}{}", req.request_id, OpName(req.route.op),
+                ErrorRow(*res.error).code,
+                res.error_cause.empty() ? "" : " cause=", res.error_cause);
     }
   } else {
     res.headers.emplace_back("x-amz-request-id", req.request_id);

@@ -36,6 +36,12 @@ Status FromRocks(const rocksdb::Status& s) {
   if (s.IsNoSpace()) {
     return NoSpace(s.ToString());  // also a write refused while the DB is stopped by one
   }
+  // A write held back by the background error of a compaction that ran out of space comes
+  // back as Incomplete carrying that error's text (RocksDB 7.8), not as NoSpace.
+  if (s.IsIncomplete() && (s.subcode() == rocksdb::Status::kNoSpace ||
+                           s.ToString().find("No space left on device") != std::string::npos)) {
+    return NoSpace(s.ToString());
+  }
   if (s.IsIncomplete() && CachedReadsOnly::Active()) {
     CachedReadsOnly::NoteMiss();  // a kBlockCacheTier read that needed the disk
     return Status::Unavailable("not in memory");
