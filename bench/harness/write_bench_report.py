@@ -37,7 +37,8 @@ NOTES = [
     "(oc-data_files: extent_layout = \"data_files\", the default; oc-sst: \"sst\"; oc-blob: "
     "\"blob\"), each a fresh data dir in the same filesystem as the dd ceiling; Ceph RGW 16 "
     "(beast, one OSD: BlueStore on a sparse file, memstore in --smallest) via "
-    "tools/ceph-test-cluster. Every part alternates the systems repetition by repetition.",
+    "tools/ceph-test-cluster, its daemons with tcmalloc preloaded (since 2026-12-03; before, "
+    "Debian's glibc malloc slowed RGW's writes 2-3x). Every part alternates the systems repetition by repetition.",
     "Descriptor PUTs: objectcache_bench --put-mode descriptor sends up to 128 chunks (at most "
     "256 MiB) per request, one request at a time; RGW's row is objectcache_bench --put-mode "
     "object: one S3 PUT per chunk object from 8 threads (the issue's per-chunk comparison). "

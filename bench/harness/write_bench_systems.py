@@ -265,7 +265,9 @@ class Systems:
 
     def cluster_up(self):
         script = os.path.join(ROOT, "tools", "ceph-test-cluster")
-        cmd = [script, "up", "--rgw"] + (["--bluestore"] if self.p["bluestore"] else [])
+        # Ceph with tcmalloc, as upstream builds link it (server-allocator-tcmalloc.md).
+        cmd = [script, "up", "--rgw", "--tcmalloc"] + (["--bluestore"] if self.p["bluestore"]
+                                                        else [])
         self.say("starting the RGW peer: " + " ".join(cmd[1:]))
         try:
             self.run(cmd + [self.cluster_dir], "ceph-test-cluster-up", timeout=300,
