@@ -16,6 +16,7 @@
 #include "rados/rados_wrap.h"
 #include "rocks/data_files.h"
 #include "rocks/group_sync.h"
+#include "rocks/rocks_store.h"
 
 namespace oc::storage {
 namespace {
@@ -95,6 +96,17 @@ TEST(NoSpaceMapping, FullCephClusterAndPoolQuotaAreNoSpace) {
   EXPECT_TRUE(IsNoSpace(rados::FromRados(-EDQUOT, "write")));
   EXPECT_FALSE(IsNoSpace(rados::FromRados(-EIO, "write")));
   EXPECT_FALSE(IsNoSpace(Status::ResourceExhausted("kv.descriptor_threads", "busy")));
+}
+
+// RocksDB's own no-space errors, and the Incomplete it returns to a write held back by a
+// compaction's no-space background error (its text), are "no space"; other Incompletes not.
+TEST(NoSpaceMapping, RocksDbStoppedByAFullDiskIsNoSpace) {
+  EXPECT_TRUE(IsNoSpace(FromRocks(rocksdb::Status::NoSpace("While appending to file"))));
+  const rocksdb::Status held = rocksdb::Status::Incomplete(
+      rocksdb::Status::NoSpace("While appending to file: 000480.sst").ToString());
+  EXPECT_TRUE(IsNoSpace(FromRocks(held)));
+  EXPECT_FALSE(IsNoSpace(FromRocks(rocksdb::Status::Incomplete("Write stall"))));
+  EXPECT_FALSE(IsNoSpace(FromRocks(rocksdb::Status::IOError("Bad file descriptor"))));
 }
 
 }  // namespace
