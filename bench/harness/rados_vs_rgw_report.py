@@ -20,7 +20,8 @@ def quantile(values, q):
     return v[rank - 1]
 
 
-def cpu_per_gb(rows, nbytes, key="cpu_s"):
+def per_gb(rows, nbytes, key):
+    """Per process: the rows' `key` counters (cpu_s, minor_faults) summed, per GB they moved."""
     total = {}
     for r in rows:
         for name, s in (r.get(key) or {}).items():
@@ -54,8 +55,8 @@ def summarize(doc):
             "gbps_reps": [payload / t / 1e9 for t in totals],
             "total_p50_s": quantile(totals, 0.5), "total_p99_s": quantile(totals, 0.99),
             "ttfl_p50_s": quantile(ttfls, 0.5), "ttfl_p99_s": quantile(ttfls, 0.99),
-            "cpu_s_per_gb": cpu_per_gb(rs, payload),
-            "faults_per_gb": cpu_per_gb(rs, payload, "minor_faults")})
+            "cpu_s_per_gb": per_gb(rs, payload, "cpu_s"),
+            "faults_per_gb": per_gb(rs, payload, "minor_faults")})
     loads = {}
     for r in doc["loads"]:
         loads.setdefault((r["system"], r["method"], r["G"]), []).append(r)
@@ -67,8 +68,8 @@ def summarize(doc):
             "payload_bytes": rs[0]["payload_bytes"], "concurrency": rs[0]["concurrency"],
             "reps": len(rs), "gbps": rs[0]["payload_bytes"] / quantile(totals, 0.5) / 1e9,
             "total_p50_s": quantile(totals, 0.5), "total_p99_s": quantile(totals, 0.99),
-            "cpu_s_per_gb": cpu_per_gb(rs, rs[0]["payload_bytes"]),
-            "faults_per_gb": cpu_per_gb(rs, rs[0]["payload_bytes"], "minor_faults")})
+            "cpu_s_per_gb": per_gb(rs, rs[0]["payload_bytes"], "cpu_s"),
+            "faults_per_gb": per_gb(rs, rs[0]["payload_bytes"], "minor_faults")})
     ops = {}
     for r in doc["s3ops"]:
         ops.setdefault((r["system"], r["op"], r["size"], r["concurrency"]), []).append(r)
