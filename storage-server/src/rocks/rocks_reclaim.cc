@@ -219,7 +219,13 @@ Status RocksStore::RecoverSpace() {
   // WAL sync is sticky (group_sync.h): its records are made durable by a flush into synced
   // tables before later syncs may acknowledge anything again.
   const bool wal_failed = wal_sync_ != nullptr && wal_sync_->failed();
-  OC_RETURN_IF_ERROR(ResumeDb(/*flush=*/wal_failed));
+  if (Status resumed = ResumeDb(/*flush=*/wal_failed); !resumed.ok()) {
+    // Still stopped (too full for the memtables' flush, or Busy: RocksDB's own recovery
+    // retries that flush every 5 s): the tables the deletes emptied go anyway (no running
+    // database needed), which makes the room either retry resumes with (full-disk.md).
+    (void)CompactDeletedRange(/*running=*/false);
+    return resumed;
+  }
   if (wal_failed) {
     (void)wal_sync_->Rearm();  // after the flush: the failed WAL is no longer replayed
   }
@@ -263,7 +269,7 @@ Status RocksStore::RecoverSpace() {
       ++retired;
     }
   }
-  Status compacted = CompactDeletedRange();
+  Status compacted = CompactDeletedRange(/*running=*/true);
   if (!compacted.ok()) {
     kLog.Warn("space recovery: compacting the deleted range: {}", compacted.ToString());
     (void)ResumeDb(/*flush=*/false);  // a compaction that met a full disk stops RocksDB
@@ -282,7 +288,7 @@ Status RocksStore::RecoverSpace() {
   return Status::Ok();
 }
 
-Status RocksStore::CompactDeletedRange() {
+Status RocksStore::CompactDeletedRange(bool running) {
   uint64_t lo = 0;
   uint64_t hi = 0;
   {
@@ -300,13 +306,14 @@ Status RocksStore::CompactDeletedRange() {
     deleted_lo_ = std::min(deleted_lo_, lo);
     deleted_hi_ = std::max(deleted_hi_, hi);
   };
-  // The deletes' tombstones into tables (room for one memtable: within the reserve).
-  rocksdb::FlushOptions fo;
-  fo.wait = true;
-  fo.allow_write_stall = true;
-  if (Status s = FromRocks(db_->Flush(fo, extents_cf_)); !s.ok()) {
-    again();
-    return s;
+  // The deletes' tombstones into tables (room for one memtable: within the reserve). A
+  // stopped database flushes nothing, but reads, and a dead table still goes (a version edit).
+  Status flushed = Status::Unavailable("RocksDB stopped by a background error");
+  if (running) {
+    rocksdb::FlushOptions fo;
+    fo.wait = true;
+    fo.allow_write_stall = true;
+    flushed = FromRocks(db_->Flush(fo, extents_cf_));
   }
   const uint64_t deletes_sequence = db_->GetLatestSequenceNumber();
   const ExtentKey begin_key = ExtentRangeBegin(lo);
@@ -360,6 +367,10 @@ Status RocksStore::CompactDeletedRange() {
   }
   if (dropped > 0) {
     kLog.Info("space recovery: dropped {} dead extent tables, {} bytes", dropped, dropped_bytes);
+  }
+  if (!flushed.ok()) {
+    again();
+    return flushed;
   }
   // Tables with live extents left: compacted only with room to spare (its output is at most
   // the range's live bytes; deletes spread over every id leave about half of them live).

@@ -295,8 +295,9 @@ class RocksStore final : public Backend {
   // The space recovery's part for extents inside RocksDB (the sst and blob layouts, and small
   // objects under data files), over the key range of the data ids deleted since it last ran:
   // flushes the extents' memtable, drops last-level tables with no visible key left (no room
-  // needed), and compacts the range when four times the reserve is free.
-  Status CompactDeletedRange();
+  // needed), and compacts the range when four times the reserve is free. With `running`
+  // false (RocksDB stopped by a full disk) only the drop: the range stays due.
+  Status CompactDeletedRange(bool running);
   // Calls `visit` with the extent key and locator of every extent of every data-file segment
   // that an object or part record names now (rocks_data_reclaim.cc).
   Status ForEachDataExtent(
