@@ -187,14 +187,17 @@ def _median(values):
     return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
 
 
-def summarize(doc, fdatasync, desc):
-    """(rows per method, targets) from doc["clients"]; `fdatasync` is the run's dd median,
-    `desc` the summarized descriptor-PUT rows (RGW's per-chunk PUTs among them).
+def summarize(doc, ceiling, desc):
+    """(rows per method, targets) from doc["clients"]; `ceiling` the run's medians per
+    ceiling mode (dd's "fdatasync", the target's base; "fdatasync-kept" and "tcp" when the
+    run measured them), `desc` the summarized descriptor-PUT rows (RGW's per-chunk PUTs among
+    them).
 
     `gbps` keeps its meaning: the library's put_chunks call, the CLI's whole process.
     `gbps_put_call` is the PUT call alone for both (the library's timing is already the call;
     None for CLI rows recorded before `oc put-chunks` printed put_us), `overhead_s` the CLI's
     median whole process minus its PUT call."""
+    fdatasync = ceiling.get("fdatasync")
     rows = []
     raw = doc.get("clients") or []
     for method in METHODS:
@@ -239,6 +242,9 @@ def summarize(doc, fdatasync, desc):
             sum(nbytes * (2 if "seconds_again" in r else 1) / 1e9 for r in rs),
             "vs_fdatasync": gbps / fdatasync if fdatasync else None,
             "vs_fdatasync_put_call": call / fdatasync if fdatasync and call else None,
+            "vs_fdatasync_kept": gbps / ceiling["fdatasync-kept"]
+            if ceiling.get("fdatasync-kept") else None,
+            "vs_tcp": gbps / ceiling["tcp"] if ceiling.get("tcp") else None,
             "rgw_gbps": rgw, "vs_rgw": gbps / rgw if rgw else None,
             "vs_rgw_put_call": call / rgw if rgw and call else None})
     by = {r["method"]: r for r in rows}
@@ -297,8 +303,8 @@ def markdown(rows, num, size_label, table):
             table(["client", "G", "chunks", "payload", "GB/s", "reps (GB/s)",
                    "GB/s, PUT call", "process overhead s", "1-chunk process s (overhead s)",
                    "GB/s, same memory again",
-                   "client CPU s", "server CPU s/GB", "vs fdatasync", "vs RGW",
-                   "vs RGW, PUT call"],
+                   "client CPU s", "server CPU s/GB", "vs fdatasync",
+                   "vs fdatasync-kept", "vs tcp floor", "vs RGW", "vs RGW, PUT call"],
                   [[r["method"], r["G"], r["chunks"], size_label(r["payload_bytes"]),
                     num(r["gbps"]), ", ".join(f"{x:.3f}" for x in r["gbps_reps"]),
                     num(r.get("gbps_put_call")), num(r.get("overhead_s")),
@@ -306,7 +312,8 @@ def markdown(rows, num, size_label, table):
                     if r.get("one_chunk_seconds") is not None else "—",
                     num(r.get("gbps_again")),
                     num(r["client_cpu_s"]), num(r["server_cpu_s_per_gb"]),
-                    num(r["vs_fdatasync"]), num(r["vs_rgw"]), num(r.get("vs_rgw_put_call"))]
+                    num(r["vs_fdatasync"]), num(r.get("vs_fdatasync_kept")),
+                    num(r.get("vs_tcp")), num(r["vs_rgw"]), num(r.get("vs_rgw_put_call"))]
                    for r in rows]), ""]
 
 

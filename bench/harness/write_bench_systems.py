@@ -3,6 +3,7 @@ the [storage] configurations, the disk (free space, dd's ceiling), `objectcache 
 configuration, the throw-away Ceph cluster with RGW, and per-process CPU and bytes written from
 /proc. bench/write_bench.py's Bench adds the measurements (its parts) on top of Systems."""
 import contextlib
+import json
 import os
 import shutil
 import subprocess
@@ -198,29 +199,62 @@ class Systems:
         return self.p["fill_chunks"] * self.p["fill_g"] * LAYERS * BYTES_PER_TOKEN_LAYER
 
     def ceiling(self, when):
-        """dd's sequential 1 MiB writes with fdatasync and with O_DIRECT, alternating."""
+        """dd's sequential 1 MiB writes with fdatasync and with O_DIRECT; dd with fdatasync into
+        a file that stays until the part ends (a store's data stays in the page cache, so its
+        writes take pages the kernel has not just freed; on this VM such pages cost a fault
+        each: MACHINE-FACTS); and tcp_file_floor, the same bytes over loopback TCP from another
+        process into a file, synced behind every 64 MiB as the data files are (what a client
+        over HTTP can reach with no HTTP and no store).
+        Alternating, repetition by repetition."""
         path = os.path.join(self.data, "dd.bin")
         count = max(1, self.p["dd_bytes"] // MiB)
-        for rep in range(self.p["reps"]):
-            for mode, flag in (("fdatasync", "conv=fdatasync"), ("direct", "oflag=direct")):
-                cmd = ["dd", "if=/dev/zero", f"of={path}", "bs=1M", f"count={count}", flag]
-                self.record(" ".join(cmd).replace(path, "<data dir>/dd.bin"))
-                t0 = time.monotonic()
+        kept = []
+        floor = os.path.join(self.build, "bench", "tcp_file_floor")
+        try:
+            for rep in range(self.p["reps"]):
+                kept.append(os.path.join(self.data, f"dd-kept-{when}-{rep}.bin"))
+                modes = [("fdatasync", path, "conv=fdatasync"), ("direct", path, "oflag=direct"),
+                         ("fdatasync-kept", kept[-1], "conv=fdatasync")]
+                for mode, target, flag in modes:
+                    row = self.dd(target, count, flag, keep=target != path)
+                    self.ceiling_row(row, mode, when, rep)
+                cmd = [floor, "--file", path, "--bytes", str(count * MiB),
+                       "--sync-every", str(64 * MiB)]
+                self.record(" ".join(cmd).replace(path, "<data dir>/dd.bin").replace(
+                    self.build, "<build>"))
                 r = subprocess.run(cmd, capture_output=True, text=True)
-                secs = time.monotonic() - t0
-                os.unlink(path)
                 if r.returncode != 0:
-                    raise common.StepFailed(f"dd {flag}: {r.stderr.strip()[-300:]}")
-                # dd's own "N bytes ... copied, S s" excludes process start; prefer it.
-                try:
-                    line = [x for x in r.stderr.splitlines() if "copied" in x][-1]
-                    secs = float(line.split(",")[-2].split()[0])
-                except (IndexError, ValueError):
-                    pass
-                row = {"mode": mode, "when": when, "rep": rep, "bytes": count * MiB,
-                       "seconds": secs, "gbps": count * MiB / secs / 1e9}
-                self.doc["ceiling"].append(row)
-                self.say(f"ceiling ({when}) dd {flag}: {row['gbps']:.2f} GB/s")
+                    raise common.StepFailed(f"tcp_file_floor: {r.stderr.strip()[-300:]}")
+                row = json.loads(r.stdout)
+                row.pop("mode")
+                self.ceiling_row(row, "tcp", when, rep)
+        finally:
+            for f in kept:
+                if os.path.exists(f):
+                    os.unlink(f)
+
+    def dd(self, path, count, flag, keep):
+        cmd = ["dd", "if=/dev/zero", f"of={path}", "bs=1M", f"count={count}", flag]
+        self.record(" ".join(cmd).replace(path, "<data dir>/" + os.path.basename(path)))
+        t0 = time.monotonic()
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        secs = time.monotonic() - t0
+        if not keep:
+            os.unlink(path)
+        if r.returncode != 0:
+            raise common.StepFailed(f"dd {flag}: {r.stderr.strip()[-300:]}")
+        # dd's own "N bytes ... copied, S s" excludes process start; prefer it.
+        try:
+            line = [x for x in r.stderr.splitlines() if "copied" in x][-1]
+            secs = float(line.split(",")[-2].split()[0])
+        except (IndexError, ValueError):
+            pass
+        return {"bytes": count * MiB, "seconds": secs, "gbps": count * MiB / secs / 1e9}
+
+    def ceiling_row(self, row, mode, when, rep):
+        row = {"mode": mode, "when": when, "rep": rep, **row}
+        self.doc["ceiling"].append(row)
+        self.say(f"ceiling ({when}) {mode}: {row['gbps']:.2f} GB/s")
 
     # --- processes ---------------------------------------------------------------------------
 

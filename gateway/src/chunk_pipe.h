@@ -39,9 +39,10 @@ class ChunkPipe final : public storage::ChunkSource {
  public:
   // Body bytes held between the socket and PutChunks, at most: the buffers' total.
   static constexpr uint64_t kMaxQueuedBytes = 4ull << 20;
-  // One buffer: the session's default body piece (GatewayOptions::stream_piece_bytes), so a
-  // lend takes a whole piece.
-  static constexpr uint64_t kBufferBytes = 256ull << 10;
+  // One buffer: the session's largest lend (session_body.cc kMaxLendBytes, filled in body
+  // pieces), so one pool hop queues 1 MiB: 448 MiB went 0.95 against 0.78 GB/s (median of 3)
+  // with 256 KiB buffers, one per piece (docs/decisions/data-files-sync-behind.md).
+  static constexpr uint64_t kBufferBytes = 1ull << 20;
 
   // `timeout`: the longest either side waits for the other (a lend for a free buffer, a peek
   // for queued bytes). REQUIRES: 0 < buffer_bytes <= max_bytes (checked).

@@ -29,6 +29,10 @@ namespace http = beast::http;
 // A lent tail shorter than this is not worth a piece (a read and a pool hop) of its own: the
 // writer lends its scratch instead (ObjectWriter::AppendSpace) and copies.
 constexpr uint64_t kMinLendBytes = 64 << 10;
+// The most one lend asks for. A lend larger than a piece fills in piece-sized reads (each
+// within read_timeout, as any piece) before its one pool hop: the hop, two thread wake-ups,
+// cost more than the bytes' copy here (docs/decisions/data-files-sync-behind.md).
+constexpr uint64_t kMaxLendBytes = 1 << 20;
 
 // At the end of an upload's body: the checksum it declared (UploadStart::checksum) against the
 // bytes received. A header's value must equal what was computed (400 BadDigest naming it, and
@@ -208,7 +212,8 @@ asio::awaitable<bool> Session<Stream>::ServeUpload() {
     if (!may_lend || received >= body_bytes) {
       return;
     }
-    const uint64_t max = std::min<uint64_t>(piece_.size(), body_bytes - received);
+    const uint64_t max =
+        std::min<uint64_t>(std::max<uint64_t>(piece_.size(), kMaxLendBytes), body_bytes - received);
     Result<MutableByteSpan> space = start.writer->AppendSpace(std::min(max, kMinLendBytes), max);
     if (!space.has_value()) {
       body_status = space.error();
@@ -249,7 +254,18 @@ asio::awaitable<bool> Session<Stream>::ServeUpload() {
   uint64_t lent_bytes = 0;
   bool done = false;
   while (!done) {
-    auto [n, ec] = co_await ReadPiece(lend);
+    size_t n = 0;
+    beast::error_code ec;
+    do {  // a lend in pieces; anything else one piece
+      const MutableByteSpan into =
+          lend.empty() ? lend : lend.subspan(n, std::min<uint64_t>(lend.size() - n, piece_.size()));
+      const auto [k, e] = co_await ReadPiece(into);
+      n += k;
+      ec = e;
+      if (k == 0) {
+        break;
+      }
+    } while (!ec && n < lend.size() && !parser_->is_done());
     received += n;
     if (ec) {
       start.writer.reset();  // discards everything appended: nothing half-written is visible

@@ -209,7 +209,11 @@ DataFiles::DataFiles(std::string dir, uint64_t roll_bytes, bool sync, uint64_t w
   }
 }
 
-DataFiles::~DataFiles() = default;
+DataFiles::~DataFiles() {
+  if (sync_ != nullptr) {
+    sync_->StopBackground();  // its sync action reads the members destroyed before sync_
+  }
+}
 
 Result<std::unique_ptr<DataFiles>> DataFiles::Open(std::string dir, uint64_t roll_bytes, bool sync,
                                                    uint64_t writeback_bytes) {
@@ -342,6 +346,11 @@ Result<DataFiles::Appended> DataFiles::Append(uint64_t data_id, uint64_t index, 
     }
     dirty_[file->number()] = file;
     out.ticket = sync_->Written();  // after the file is in dirty_: the next sync covers it
+  }
+  if (writeback_bytes_ != 0 && sync_bytes_.fetch_add(frame) + frame >= kSyncBehindBytes &&
+      sync_bytes_.exchange(0) >= kSyncBehindBytes) {
+    syncs_behind_.fetch_add(1, std::memory_order_relaxed);
+    sync_->SyncInBackground(out.ticket);
   }
   return out;
 }

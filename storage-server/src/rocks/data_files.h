@@ -165,6 +165,8 @@ class DataFiles {
   uint64_t writeback_kicked_bytes() const {
     return writeback_kicked_bytes_.load(std::memory_order_relaxed);
   }
+  // Syncs started in the background every kSyncBehindBytes appended.
+  uint64_t syncs_behind() const { return syncs_behind_.load(std::memory_order_relaxed); }
 
  private:
   class File;
@@ -191,7 +193,15 @@ class DataFiles {
 
   const std::string dir_;
   const uint64_t roll_bytes_;
+  // With write-back on, every this many bytes appended (over all files) Append also starts a
+  // sync in the background (GroupSync::SyncInBackground). A write-back kick only moves bytes
+  // to the disk's cache; this disk's flush, which fdatasync waits for, took 0.21-0.22 s for
+  // 448 MiB at the end against 0.04 s when the bytes before were flushed every 64 MiB
+  // (bench/tcp_file_floor --sync-every; docs/decisions/data-files-sync-behind.md).
+  static constexpr uint64_t kSyncBehindBytes = 64ull << 20;
   const uint64_t writeback_bytes_;
+  std::atomic<uint64_t> sync_bytes_{0};  // appended since the last background sync
+  std::atomic<uint64_t> syncs_behind_{0};
   std::atomic<uint64_t> writeback_kicks_{0};
   std::atomic<uint64_t> writeback_kicked_bytes_{0};
   std::unique_ptr<GroupSync> sync_;  // null when not syncing

@@ -57,6 +57,43 @@ Status GroupSync::AwaitSynced(uint64_t ticket) {
   }
 }
 
+void GroupSync::SyncInBackground(uint64_t ticket) {
+  std::lock_guard lock(background_mu_);
+  if (background_stopped_ || ticket <= background_ticket_) {
+    return;
+  }
+  background_ticket_ = ticket;
+  if (!background_.joinable()) {
+    background_ = std::thread([this] {
+      uint64_t done = 0;
+      std::unique_lock lock(background_mu_);
+      for (;;) {
+        background_cv_.wait(lock, [&] { return background_stopped_ || background_ticket_ > done; });
+        if (background_stopped_) {
+          return;
+        }
+        const uint64_t ticket = background_ticket_;
+        lock.unlock();
+        (void)AwaitSynced(ticket);  // a failure stays for the waiters it concerns
+        lock.lock();
+        done = ticket;
+      }
+    });
+  }
+  background_cv_.notify_one();
+}
+
+void GroupSync::StopBackground() {
+  {
+    std::lock_guard lock(background_mu_);
+    background_stopped_ = true;
+  }
+  background_cv_.notify_one();
+  if (background_.joinable()) {
+    background_.join();
+  }
+}
+
 bool GroupSync::failed() {
   std::lock_guard lock(mu_);
   return !failure_.ok() && failed_upto_ == kSticky;

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <thread>
 
 #include "oc/common/status.h"
 #include "oc/common/thread_annotations.h"
@@ -25,6 +26,7 @@ namespace oc::storage {
 class GroupSync {
  public:
   explicit GroupSync(std::function<Status()> sync) : sync_(std::move(sync)) {}
+  ~GroupSync() { StopBackground(); }
   // Notes a write that has completed (returned from DB::Write or pwrite); returns its ticket.
   uint64_t Written();
   // Returns once every write up to `ticket` is on stable storage; the sync's error if the
@@ -38,6 +40,14 @@ class GroupSync {
   bool Rearm();
   // Whether a failed sync is sticky now (Rearm would end it).
   bool failed();
+  // Starts a sync that covers every write up to `ticket` on a thread of its own and returns
+  // at once: a large write's first bytes become durable while the rest still arrives, so
+  // its commit's sync has only the tail left. Its outcome is any sync's (a failure is sticky,
+  // reported to every waiter whose ticket it covered). The thread starts with the first call.
+  void SyncInBackground(uint64_t ticket);
+  // Ends the background thread (waiting for a sync it runs). The owner calls it before what
+  // the sync action touches is destroyed; later SyncInBackground calls do nothing.
+  void StopBackground();
 
  private:
   // Gathering never waits longer than this, whatever the disk's sync time.
@@ -59,6 +69,12 @@ class GroupSync {
   uint64_t last_group_ OC_GUARDED_BY(mu_) = 1;  // writes the last sync covered
   uint64_t written_at_sync_end_ OC_GUARDED_BY(mu_) = 0;
   std::chrono::microseconds last_sync_time_ OC_GUARDED_BY(mu_){0};
+
+  std::mutex background_mu_;
+  std::condition_variable background_cv_;
+  uint64_t background_ticket_ OC_GUARDED_BY(background_mu_) = 0;  // wanted durable
+  bool background_stopped_ OC_GUARDED_BY(background_mu_) = false;
+  std::thread background_;  // started by the first SyncInBackground
 };
 
 }  // namespace oc::storage

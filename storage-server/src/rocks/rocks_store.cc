@@ -281,6 +281,7 @@ Result<StoreStats> RocksStore::Stats() {
   stats.figures.emplace_back("space_available_bytes", space_->Available());
   stats.figures.emplace_back("space_reserve_bytes", space_->reserve());
   stats.figures.emplace_back("data_file_writeback_kicks", data_files_->writeback_kicks());
+  stats.figures.emplace_back("data_file_syncs_behind", data_files_->syncs_behind());
   stats.figures.emplace_back("data_file_writeback_kicked_bytes",
                              data_files_->writeback_kicked_bytes());
   return stats;

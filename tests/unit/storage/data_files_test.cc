@@ -443,6 +443,36 @@ TEST_F(DataFilesTest, EarlyWritebackKicksEveryThresholdOfAppendedBytes) {
   }
 }
 
+// With write-back on, every 64 MiB appended also starts a sync in the background, so a large
+// PUT's commit syncs only its tail; without write-back (a store that does not sync) none. The
+// object reads back the same, and a store closed right after the PUT stops the background
+// thread first (ASan would catch a sync touching a destroyed store).
+TEST_F(DataFilesTest, LargeWritesAreSyncedBehindEvery64MiB) {
+  for (const uint64_t threshold : {uint64_t{0}, uint64_t{8} << 20}) {
+    SCOPED_TRACE(threshold);
+    store_.reset();
+    StoreOptions o = Options();
+    o.data_file_bytes = 256ull << 20;  // one file
+    o.data_file_writeback_bytes = threshold;
+    Result<std::unique_ptr<RocksStore>> s = RocksStore::Open(o);
+    ASSERT_TRUE(s.has_value()) << s.error();
+    store_ = std::move(*s);
+    if (!store_->HeadBucket("bkt").has_value()) {
+      ASSERT_TRUE(store_->CreateBucket("bkt", "o").ok());
+    }
+    const std::string big = Bytes(9, 70 << 20);
+    Put("behind", big);
+    const uint64_t syncs = Figure("data_file_syncs_behind");
+    if (threshold == 0) {
+      EXPECT_EQ(syncs, 0u);
+    } else {
+      EXPECT_EQ(syncs, 1u) << "one per 64 MiB of the 70 MiB appended";
+    }
+    ExpectContent("behind", big);
+  }
+  store_.reset();
+}
+
 TEST(DataFilesDefault, AStoreWithDefaultOptionsKeepsLargeObjectsInDataFiles) {
   testutil::TempDir dir;
   StoreOptions o;  // the defaults, but for the directory

@@ -6,9 +6,12 @@
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <filesystem>
+#include <thread>
 #include <vector>
 
 #include "oc/storage/no_space.h"
@@ -49,6 +52,30 @@ TEST(GroupSyncRearm, AFailureAfterARearmIsStickyAgain) {
   EXPECT_FALSE(sync.AwaitSynced(sync.Written()).ok());
   EXPECT_TRUE(sync.Rearm());
   EXPECT_TRUE(sync.AwaitSynced(sync.Written()).ok());
+}
+
+// A sync started behind a large write (GroupSync::SyncInBackground) that fails is the sync of
+// the writes it covered: their waiters get its error without another sync, and once stopped the
+// background thread starts nothing.
+TEST(GroupSyncBackground, AFailedSyncBehindFailsTheWritesItCovered) {
+  std::atomic<int> calls{0};
+  GroupSync sync([&] {
+    ++calls;
+    return NoSpace("full");
+  });
+  const uint64_t ticket = sync.Written();
+  sync.SyncInBackground(ticket);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!sync.failed() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  ASSERT_TRUE(sync.failed());
+  EXPECT_TRUE(IsNoSpace(sync.AwaitSynced(ticket)));
+  EXPECT_EQ(calls.load(), 1);
+  sync.StopBackground();
+  ASSERT_TRUE(sync.Rearm());
+  sync.SyncInBackground(sync.Written());
+  EXPECT_EQ(calls.load(), 1) << "a stopped background thread ran a sync";
 }
 
 // Appends that cross RLIMIT_FSIZE fail (EFBIG; SIGXFSZ ignored) as a full disk would, after
