@@ -102,15 +102,17 @@ int main(int argc, char** argv) {
     } else if (a == "--direct") {
       direct = true;
     } else {
-      std::fprintf(stderr, "usage: tcp_file_floor --file PATH --bytes N [--direct] "
-                           "[--buffer BYTES]\n");
+      std::fprintf(stderr,
+                   "usage: tcp_file_floor --file PATH --bytes N [--direct] "
+                   "[--buffer BYTES]\n");
       return 2;
     }
   }
   if (path.empty() || total == 0 || buffer < 4096 || buffer % 4096 != 0 ||
       (direct && total % 4096 != 0)) {
-    std::fprintf(stderr, "tcp_file_floor: need --file, --bytes > 0 (a multiple of 4096 with "
-                         "--direct) and a --buffer that is a multiple of 4096\n");
+    std::fprintf(stderr,
+                 "tcp_file_floor: need --file, --bytes > 0 (a multiple of 4096 with "
+                 "--direct) and a --buffer that is a multiple of 4096\n");
     return 2;
   }
 
@@ -191,8 +193,8 @@ int main(int argc, char** argv) {
     fill = 0;
     written_now.store(written);
     while (!direct && written - synced >= kWriteBehind) {
-      if (::sync_file_range(fd, static_cast<off_t>(synced), kWriteBehind,
-                            SYNC_FILE_RANGE_WRITE) != 0) {
+      if (::sync_file_range(fd, static_cast<off_t>(synced), kWriteBehind, SYNC_FILE_RANGE_WRITE) !=
+          0) {
         Die("sync_file_range");
       }
       synced += kWriteBehind;
