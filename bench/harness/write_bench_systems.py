@@ -201,11 +201,11 @@ class Systems:
     def ceiling(self, when):
         """dd's sequential 1 MiB writes with fdatasync and with O_DIRECT; dd with fdatasync into
         a file that stays until the part ends (a store's data stays in the page cache, so its
-        writes take pages the kernel has not just freed; on this VM such pages cost a fault
-        each: MACHINE-FACTS); and tcp_file_floor, the same bytes over loopback TCP from another
-        process into a file, synced behind every 64 MiB as the data files are (what a client
-        over HTTP can reach with no HTTP and no store).
-        Alternating, repetition by repetition."""
+        writes take pages the kernel has not just freed, which cost this VM a fault each:
+        docs/decisions/data-files-sync-behind.md); and tcp_file_floor, the same bytes over
+        loopback TCP from another process into a file, synced behind every 64 MiB as the data
+        files are (what a client over HTTP can reach with no HTTP and no store). Alternating,
+        repetition by repetition."""
         path = os.path.join(self.data, "dd.bin")
         count = max(1, self.p["dd_bytes"] // MiB)
         kept = []
@@ -213,11 +213,10 @@ class Systems:
         try:
             for rep in range(self.p["reps"]):
                 kept.append(os.path.join(self.data, f"dd-kept-{when}-{rep}.bin"))
-                modes = [("fdatasync", path, "conv=fdatasync"), ("direct", path, "oflag=direct"),
-                         ("fdatasync-kept", kept[-1], "conv=fdatasync")]
-                for mode, target, flag in modes:
-                    row = self.dd(target, count, flag, keep=target != path)
-                    self.ceiling_row(row, mode, when, rep)
+                # The tcp floor right after dd's fdatasync, into the pages that dd's unlink just
+                # freed (as each fresh server's writes are); the kept file last, as it keeps them.
+                self.ceiling_row(self.dd(path, count, "conv=fdatasync", keep=False),
+                                 "fdatasync", when, rep)
                 cmd = [floor, "--file", path, "--bytes", str(count * MiB),
                        "--sync-every", str(64 * MiB)]
                 self.record(" ".join(cmd).replace(path, "<data dir>/dd.bin").replace(
@@ -228,6 +227,10 @@ class Systems:
                 row = json.loads(r.stdout)
                 row.pop("mode")
                 self.ceiling_row(row, "tcp", when, rep)
+                self.ceiling_row(self.dd(path, count, "oflag=direct", keep=False),
+                                 "direct", when, rep)
+                self.ceiling_row(self.dd(kept[-1], count, "conv=fdatasync", keep=True),
+                                 "fdatasync-kept", when, rep)
         finally:
             for f in kept:
                 if os.path.exists(f):
