@@ -37,9 +37,10 @@ class DataFilesTest : public ::testing::Test {
     o.data_file_min_bytes = min_bytes_;
     return o;
   }
-  void Open(ExtentLayout layout = ExtentLayout::kDataFiles) {
+  void Open(ExtentLayout layout = ExtentLayout::kDataFiles) { Open(Options(layout)); }
+  void Open(const StoreOptions& o) {
     store_.reset();
-    Result<std::unique_ptr<RocksStore>> s = RocksStore::Open(Options(layout));
+    Result<std::unique_ptr<RocksStore>> s = RocksStore::Open(o);
     ASSERT_TRUE(s.has_value()) << s.error();
     store_ = std::move(*s);
     if (!store_->HeadBucket("bkt").has_value()) {
@@ -409,16 +410,10 @@ TEST_F(DataFilesTest, StoreSwitchedBetweenLayoutsReadsBoth) {
 TEST_F(DataFilesTest, EarlyWritebackKicksEveryThresholdOfAppendedBytes) {
   for (const uint64_t threshold : {uint64_t{0}, uint64_t{16} << 10}) {
     SCOPED_TRACE(threshold);
-    store_.reset();
     StoreOptions o = Options();
     o.data_file_bytes = 64ull << 20;  // one file: its kicks are contiguous
     o.data_file_writeback_bytes = threshold;
-    Result<std::unique_ptr<RocksStore>> s = RocksStore::Open(o);
-    ASSERT_TRUE(s.has_value()) << s.error();
-    store_ = std::move(*s);
-    if (!store_->HeadBucket("bkt").has_value()) {
-      ASSERT_TRUE(store_->CreateBucket("bkt", "o").ok());
-    }
+    Open(o);
     const uint64_t kicks_before = Figure("data_file_writeback_kicks");
     const uint64_t kicked_before = Figure("data_file_writeback_kicked_bytes");
     const uint64_t appended_before = Figure("data_file_bytes");
@@ -450,16 +445,10 @@ TEST_F(DataFilesTest, EarlyWritebackKicksEveryThresholdOfAppendedBytes) {
 TEST_F(DataFilesTest, LargeWritesAreSyncedBehindEvery64MiB) {
   for (const uint64_t threshold : {uint64_t{0}, uint64_t{8} << 20}) {
     SCOPED_TRACE(threshold);
-    store_.reset();
     StoreOptions o = Options();
     o.data_file_bytes = 256ull << 20;  // one file
     o.data_file_writeback_bytes = threshold;
-    Result<std::unique_ptr<RocksStore>> s = RocksStore::Open(o);
-    ASSERT_TRUE(s.has_value()) << s.error();
-    store_ = std::move(*s);
-    if (!store_->HeadBucket("bkt").has_value()) {
-      ASSERT_TRUE(store_->CreateBucket("bkt", "o").ok());
-    }
+    Open(o);
     const std::string big = Bytes(9, 70 << 20);
     Put("behind", big);
     const uint64_t syncs = Figure("data_file_syncs_behind");
