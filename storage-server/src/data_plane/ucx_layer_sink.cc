@@ -302,7 +302,13 @@ struct UcxLayerSink::State {
         op->writes_before = writes_posted;
         pending.push_back(op);
       }
-      plane.worker().Submit([this] { Drain(); });
+      // Another drain may send this entry before the task runs, and Finish may then return
+      // and drop the sink's reference: the task holds its own.
+      Ref();
+      plane.worker().Submit([this] {
+        Drain();
+        Unref();
+      });
       return CurrentError();
     }
     {
