@@ -256,7 +256,7 @@ Result<KvGetReport> Assemble(SliceSource& source, std::string_view bucket,
     if (policy.window_bytes > 0) {
       read_ahead.emplace(source, bucket, policy, plan.plan.matched,
                          d.layout == descriptor::StoredLayout::k2LTD ? 2 : 1,
-                         uint64_t{d.num_layers} * d.layer_bytes, range_bytes);
+                         uint64_t{d.num_layers} * d.layer_bytes, range_bytes, options.workers);
     }
   }
   const bool windows = read_ahead.has_value() && read_ahead->active();
@@ -267,7 +267,8 @@ Result<KvGetReport> Assemble(SliceSource& source, std::string_view bucket,
   const bool chunk_outer =
       d.delivery == descriptor::Delivery::kChunkMajor && (options.dense || !layerwise);
   LayerPipeline::Options po;
-  // Read-ahead windows belong to the request: their reads stay on its thread, one at a time.
+  // Read-ahead windows belong to the request: the units' reads stay on its thread, one at a
+  // time, and the windows' loads ahead run on the workers.
   po.workers = windows ? nullptr : options.workers;
   po.layers_in_flight = std::max<uint32_t>(options.layers_in_flight, 1);
   po.layer_bytes = plan.plan.matched * d.layer_bytes;
@@ -298,12 +299,14 @@ Result<KvGetReport> Assemble(SliceSource& source, std::string_view bucket,
   }
   kLog.Debug(
       "descriptor GET req={} mode={} matched={} bytes={} writes={} read_us={} "
-      "transfer_us={} total_us={} read_ahead={} source_reads={} worker_reads={} "
-      "peak_layers_ahead={}",
+      "transfer_us={} total_us={} read_ahead={} source_reads={} loads_ahead={} "
+      "by_workers={} worker_reads={} peak_layers_ahead={}",
       plan.plan.request_id, descriptor::ServeModeName(plan.plan.mode), plan.plan.matched,
       plan.plan.payload_bytes, report.writes, report.timings.read_us, report.timings.transfer_us,
       report.timings.total_us, read_ahead.has_value() ? read_ahead->window_bytes() : 0,
-      read_ahead.has_value() ? read_ahead->source_reads() : 0, report.worker_reads,
+      read_ahead.has_value() ? read_ahead->source_reads() : 0,
+      read_ahead.has_value() ? read_ahead->loads_ahead() : 0,
+      read_ahead.has_value() ? read_ahead->loads_ahead_by_workers() : 0, report.worker_reads,
       report.peak_layers_ahead);
   return report;
 }

@@ -3,7 +3,9 @@
 #include "kv/read_ahead.h"
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 
 namespace oc::storage::kv {
 namespace {
@@ -12,6 +14,53 @@ namespace {
 constexpr uint64_t kMinWindowSlices = 2;
 
 }  // namespace
+
+// One ReadSlices of loads ahead, run once by a worker or by the request's thread, whichever
+// claims it first.
+struct ReadAhead::Batch {
+  std::vector<SliceRead> reads;
+  std::atomic<bool> claimed{false};
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;                  // guarded by mu
+  Status status;                      // guarded by mu: the call's own error
+  std::vector<SliceStatus> statuses;  // guarded by mu: one per read, when status is OK
+
+  void Run(SliceSource& source, std::string_view bucket) {
+    Result<std::vector<SliceStatus>> r = source.ReadSlices(bucket, reads);
+    std::lock_guard lock(mu);
+    if (r.has_value()) {
+      statuses = std::move(*r);
+    } else {
+      status = r.status();
+    }
+    done = true;
+    cv.notify_all();
+  }
+  // Runs it here unless a worker has claimed it; then waits for that worker to finish.
+  void Settle(SliceSource& source, std::string_view bucket) {
+    if (!claimed.exchange(true)) {
+      Run(source, bucket);
+      return;
+    }
+    Wait();
+  }
+  // At the request's end: drops it unrun unless a worker has claimed it; then waits for that
+  // worker to finish.
+  void Drop() {
+    if (!claimed.exchange(true)) {
+      std::lock_guard lock(mu);
+      status = Status::Cancelled("load ahead dropped");
+      done = true;
+      return;
+    }
+    Wait();
+  }
+  void Wait() {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return done; });
+  }
+};
 
 std::unique_ptr<std::byte[]> ReadAheadBudget::TakeBuffer(uint64_t bytes, uint64_t* got) {
   {
@@ -43,13 +92,15 @@ uint64_t ReadAheadBudget::kept_bytes() const {
 }
 
 ReadAhead::ReadAhead(SliceSource& source, std::string_view bucket, const ReadAheadPolicy& policy,
-                     uint64_t chunks, uint32_t slots, uint64_t object_bytes, uint64_t unit)
+                     uint64_t chunks, uint32_t slots, uint64_t object_bytes, uint64_t unit,
+                     BoundedExecutor* workers)
     : source_(source),
       bucket_(bucket),
       budget_(policy.budget),
       slots_(std::max<uint32_t>(1, slots)),
       object_bytes_(object_bytes),
-      unit_(unit) {
+      unit_(unit),
+      workers_(workers) {
   const uint64_t count = chunks * slots_;  // chunks <= N and slots <= 2: no overflow
   if (policy.window_bytes == 0 || policy.budget == nullptr || count == 0 || unit == 0) {
     return;
@@ -57,11 +108,12 @@ ReadAhead::ReadAhead(SliceSource& source, std::string_view bucket, const ReadAhe
   // No window larger than a chunk's range, nor than the policy allows.
   const uint64_t range = object_bytes / slots_;
   uint64_t window = std::min(policy.window_bytes, range);
-  if (window < kMinWindowSlices * unit || window > UINT64_MAX / count) {
+  const uint64_t buffers = count * (workers_ != nullptr ? 2 : 1);  // <= 2N·2: no overflow
+  if (window < kMinWindowSlices * unit || window > UINT64_MAX / buffers) {
     return;
   }
-  reserved_ = budget_->TakeUpTo(window * count);
-  window = reserved_ / count;
+  reserved_ = budget_->TakeUpTo(window * buffers);
+  window = reserved_ / buffers;
   if (window < kMinWindowSlices * unit) {
     budget_->Give(reserved_);
     reserved_ = 0;
@@ -73,11 +125,85 @@ ReadAhead::ReadAhead(SliceSource& source, std::string_view bucket, const ReadAhe
 
 ReadAhead::~ReadAhead() {
   for (Window& w : windows_) {
+    if (w.ahead != nullptr) {
+      w.ahead->Drop();  // a worker may be writing into w.ahead_bytes: waits for it
+    }
     budget_->KeepBuffer(std::move(w.bytes), w.capacity);
+    budget_->KeepBuffer(std::move(w.ahead_bytes), w.ahead_capacity);
   }
   if (reserved_ > 0) {
     budget_->Give(reserved_);
   }
+}
+
+void ReadAhead::EnsureBuffer(std::unique_ptr<std::byte[]>& bytes, uint64_t& capacity,
+                             uint64_t size) {
+  if (capacity < size) {
+    // The largest window this request uses at once (size <= window_bytes_): one buffer per
+    // window (and one per load ahead) for the request's life, kept warm across requests.
+    budget_->KeepBuffer(std::move(bytes), capacity);
+    bytes = budget_->TakeBuffer(window_bytes_, &capacity);
+  }
+}
+
+Status ReadAhead::TakeAhead(Window& w) {
+  const std::shared_ptr<Batch> b = std::move(w.ahead);
+  b->Settle(source_, bucket_);
+  std::swap(w.bytes, w.ahead_bytes);
+  std::swap(w.capacity, w.ahead_capacity);
+  w.start = w.ahead_start;
+  w.length = 0;
+  std::lock_guard lock(b->mu);  // done: Run's writes are visible
+  OC_RETURN_IF_ERROR(b->status);
+  w.status = b->statuses.at(w.ahead_entry);
+  if (w.status == SliceStatus::kOk) {
+    w.length = w.ahead_length;
+  }
+  return Status::Ok();
+}
+
+void ReadAhead::DropAhead(Window& w) {
+  if (w.ahead != nullptr) {
+    // Other windows' loads share the batch: it runs, only this entry goes unused.
+    std::shared_ptr<Batch> b = std::move(w.ahead);
+    b->Settle(source_, bucket_);
+  }
+}
+
+void ReadAhead::LoadAhead(const std::vector<Window*>& due) {
+  auto batch = std::make_shared<Batch>();
+  const uint64_t range = object_bytes_ / slots_;
+  for (Window* w : due) {
+    w->due = false;
+    const uint64_t index = static_cast<uint64_t>(w - windows_.data());
+    const uint64_t range_end = range * (index % slots_ + 1);
+    const uint64_t left = w->frontier < range_end ? range_end - w->frontier : 0;
+    const uint64_t size = std::min({w->next, window_bytes_, left});
+    if (w->ahead != nullptr || size == 0 || w->status != SliceStatus::kOk) {
+      continue;
+    }
+    EnsureBuffer(w->ahead_bytes, w->ahead_capacity, size);
+    w->ahead = batch;
+    w->ahead_entry = batch->reads.size();
+    w->ahead_start = w->frontier;
+    w->ahead_length = size;
+    w->frontier += size;
+    w->next = size > window_bytes_ / 2 ? window_bytes_ : 2 * size;
+    batch->reads.push_back(
+        SliceRead{w->name, w->ahead_start, MutableByteSpan(w->ahead_bytes.get(), size)});
+  }
+  if (batch->reads.empty()) {
+    return;
+  }
+  loads_ahead_ += batch->reads.size();
+  source_reads_ += batch->reads.size();
+  // Refused (the pool's queue is full): the request's thread runs it when it needs it.
+  (void)workers_->Submit([batch, source = &source_, bucket = bucket_, count = by_workers_] {
+    if (!batch->claimed.exchange(true)) {
+      count->fetch_add(batch->reads.size());
+      batch->Run(*source, bucket);
+    }
+  });
 }
 
 Result<std::vector<SliceStatus>> ReadAhead::Read(std::span<const SliceRead> reads,
@@ -94,6 +220,13 @@ Result<std::vector<SliceStatus>> ReadAhead::Read(std::span<const SliceRead> read
   std::vector<Window*> batch_window;                 // the window each batch entry loads, or null
   std::vector<size_t> batch_read;                    // the read a direct entry serves
   std::vector<std::pair<size_t, Window*>> deferred;  // reads served by a window being loaded
+  std::vector<Window*> due;                          // whose next load starts ahead (workers)
+  auto load_next = [&](Window& w) {
+    if (workers_ != nullptr && !w.due) {
+      w.due = true;
+      due.push_back(&w);
+    }
+  };
   for (size_t i = 0; i < reads.size(); ++i) {
     const SliceRead& r = reads[i];
     if (keys[i].slot >= slots_ || keys[i].chunk >= windows_.size() / slots_) {
@@ -110,6 +243,21 @@ Result<std::vector<SliceStatus>> ReadAhead::Read(std::span<const SliceRead> read
         std::memcpy(r.dest.data(), w.bytes.get() + (r.offset - w.start), n);
       }
       continue;
+    }
+    if (w.ahead != nullptr && r.offset >= w.ahead_start && n <= w.ahead_length &&
+        r.offset - w.ahead_start <= w.ahead_length - n) {
+      OC_RETURN_IF_ERROR(TakeAhead(w));
+      if (w.status != SliceStatus::kOk) {
+        out[i] = w.status;
+        continue;
+      }
+      std::memcpy(r.dest.data(), w.bytes.get() + (r.offset - w.start), n);
+      load_next(w);
+      continue;
+    }
+    DropAhead(w);  // not read in order: what was loaded ahead goes unused
+    if (w.name.empty()) {
+      w.name = r.name;
     }
     // A miss. A range's first read is its slice alone, straight into dest (layer 0 waits
     // for no more than it did); each later miss loads a window from here twice the last one.
@@ -129,15 +277,12 @@ Result<std::vector<SliceStatus>> ReadAhead::Read(std::span<const SliceRead> read
       batch_read.push_back(i);
       continue;
     }
-    if (w.capacity < size) {
-      // The largest window this request uses at once (size <= window_bytes_): one buffer
-      // per window for the request's life, kept warm across requests by the budget.
-      budget_->KeepBuffer(std::move(w.bytes), w.capacity);
-      w.bytes = budget_->TakeBuffer(window_bytes_, &w.capacity);
-    }
+    EnsureBuffer(w.bytes, w.capacity, size);
     w.start = r.offset;
     w.length = size;
+    w.frontier = r.offset + size;
     w.loading = true;
+    load_next(w);  // once it is in
     w.next = size > window_bytes_ / 2 ? window_bytes_ : 2 * size;
     batch.push_back(SliceRead{r.name, r.offset, MutableByteSpan(w.bytes.get(), size)});
     batch_window.push_back(&w);
@@ -145,6 +290,9 @@ Result<std::vector<SliceStatus>> ReadAhead::Read(std::span<const SliceRead> read
     deferred.emplace_back(i, &w);
   }
   if (batch.empty()) {
+    if (!due.empty()) {
+      LoadAhead(due);
+    }
     return out;
   }
   source_reads_ += batch.size();
@@ -162,7 +310,15 @@ Result<std::vector<SliceStatus>> ReadAhead::Read(std::span<const SliceRead> read
       w->length = 0;  // nothing valid: the reads it was to serve get s
     }
   }
-  OC_RETURN_IF_ERROR(loaded.status());
+  if (!loaded.has_value()) {
+    for (Window* w : due) {
+      w->due = false;
+    }
+    return loaded.status();
+  }
+  if (!due.empty()) {
+    LoadAhead(due);
+  }
   for (const auto& [i, w] : deferred) {
     const SliceRead& r = reads[i];
     if (w->status != SliceStatus::kOk) {
