@@ -105,19 +105,34 @@ ReadAhead::ReadAhead(SliceSource& source, std::string_view bucket, const ReadAhe
   if (policy.window_bytes == 0 || policy.budget == nullptr || count == 0 || unit == 0) {
     return;
   }
-  // No window larger than a chunk's range, nor than the policy allows.
+  // No window larger than a chunk's range, nor than the policy allows; whole slices, so that
+  // no window ends inside a slice (which would cost a read more per range).
   const uint64_t range = object_bytes / slots_;
-  uint64_t window = std::min(policy.window_bytes, range);
-  const uint64_t buffers = count * (workers_ != nullptr ? 2 : 1);  // <= 2N·2: no overflow
-  if (window < kMinWindowSlices * unit || window > UINT64_MAX / buffers) {
+  uint64_t window = std::min(policy.window_bytes, range) / unit * unit;
+  if (window < kMinWindowSlices * unit || window > UINT64_MAX / (2 * count)) {
     return;
   }
-  reserved_ = budget_->TakeUpTo(window * buffers);
-  window = reserved_ / buffers;
-  if (window < kMinWindowSlices * unit) {
-    budget_->Give(reserved_);
-    reserved_ = 0;
-    return;
+  // Loads ahead need a second buffer per window. Full windows without them read in as few
+  // ops as full windows with them, and smaller windows cost ops: so loads ahead only while
+  // the budget has room for both at full size.
+  if (workers_ != nullptr) {
+    reserved_ = budget_->TakeUpTo(2 * window * count);
+    if (reserved_ < 2 * window * count) {
+      budget_->Give(reserved_);
+      reserved_ = 0;
+      workers_ = nullptr;
+    }
+  }
+  if (workers_ == nullptr) {
+    reserved_ = budget_->TakeUpTo(window * count);
+    window = std::min(window, reserved_ / count / unit * unit);
+    if (window < kMinWindowSlices * unit) {
+      budget_->Give(reserved_);
+      reserved_ = 0;
+      return;
+    }
+    budget_->Give(reserved_ - window * count);
+    reserved_ = window * count;
   }
   window_bytes_ = window;
   windows_.resize(count);

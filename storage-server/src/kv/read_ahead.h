@@ -16,10 +16,11 @@
 // load no worker has started when the request needs it runs on the request's thread (claimed
 // once, by whoever comes first), so a busy pool costs nothing but the overlap.
 //
-// Memory: every window of the request is at most window_bytes, and the request holds the
-// windows' total from the backend's ReadAheadBudget for its whole life (twice that with
-// workers: a window's bytes and the load ahead; a smaller share when the budget is short,
-// none at all below two slices per window: then it reads slice by slice as before). A
+// Memory: every window of the request is at most window_bytes (whole slices), and the request
+// holds the windows' total from the backend's ReadAheadBudget for its whole life: twice that
+// with loads ahead (a window's bytes and the load ahead), which it makes only when the budget
+// has room for both at full size; else full windows without loads ahead; else smaller ones,
+// none at all below two slices per window (then it reads slice by slice as before). A
 // window's buffers are window_bytes from their first load (they grow no more), taken from and
 // given back to the budget's kept buffers, so requests reuse memory already mapped.
 // Not thread-safe: one request's Assembler uses it (its loads ahead touch only their own
@@ -117,7 +118,7 @@ class ReadAhead {
   uint64_t window_bytes_ = 0;
   uint64_t reserved_ = 0;
   uint64_t source_reads_ = 0;
-  BoundedExecutor* const workers_;
+  BoundedExecutor* workers_;  // null: no loads ahead (none given, or no room for them)
   uint64_t loads_ahead_ = 0;
   // Loads ahead a worker ran (shared with the tasks, which may outlive the request queued).
   std::shared_ptr<std::atomic<uint64_t>> by_workers_ = std::make_shared<std::atomic<uint64_t>>(0);

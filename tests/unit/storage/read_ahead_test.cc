@@ -162,6 +162,41 @@ TEST_P(LoadsAheadTest, APoolThatCannotTakeTheLoadsLeavesThemToTheRequest) {
   EXPECT_EQ(budget.left(), kBudget);
 }
 
+// A budget with room for full windows but not for their loads ahead: full windows, no loads
+// ahead (smaller windows would cost reads); with less, smaller windows of whole slices (a
+// window ending inside a slice costs a read more), the rest of the share given back.
+TEST_P(LoadsAheadTest, WithoutRoomForLoadsAheadFullWindowsGoFirst) {
+  BoundedExecutor workers({.threads = 2, .max_queued = 16, .field = "test"});
+  kv::ReadAheadBudget budget(kChunks * kWindow + kWindow / 2);
+  {
+    kv::ReadAhead ra(source(), "kvc", {kWindow, &budget}, kChunks, 1, kLayers * kS, kS, &workers);
+    EXPECT_EQ(ra.window_bytes(), kWindow);
+    EXPECT_EQ(budget.left(), kWindow / 2);
+    for (uint32_t l = 0; l < kLayers; ++l) {
+      SCOPED_TRACE(l);
+      auto [st, dest] = ReadLayer(ra, l);
+      ASSERT_EQ(st, std::vector<SliceStatus>(kChunks, SliceStatus::kOk));
+      for (int j = 0; j < kChunks; ++j) {
+        ASSERT_TRUE(LayerIs(dest, j, l)) << j;
+      }
+    }
+    EXPECT_EQ(ra.source_reads(), kChunks * 6u);
+    EXPECT_EQ(ra.loads_ahead(), 0u);
+  }
+  kv::ReadAheadBudget small(kChunks * (kWindow / 2 + 100));
+  {
+    kv::ReadAhead ra(source(), "kvc", {kWindow, &small}, kChunks, 1, kLayers * kS, kS, &workers);
+    EXPECT_EQ(ra.window_bytes(), kWindow / 2);
+    EXPECT_EQ(small.left(), kChunks * 100u);
+    for (uint32_t l = 0; l < kLayers; ++l) {
+      ASSERT_EQ(ReadLayer(ra, l).first, std::vector<SliceStatus>(kChunks, SliceStatus::kOk));
+    }
+    // 1, 2, 4 and 8 slices, then windows of 8 (the cap): layers 15-22, 23-30, and 31.
+    EXPECT_EQ(ra.source_reads(), kChunks * 7u);
+  }
+  EXPECT_EQ(small.left(), kChunks * (kWindow / 2 + 100));
+}
+
 // Chunk 1 deleted after layer 2: what was loaded before the delete may still be read (layers
 // 3..6 were loaded ahead from layer 1 on); the load of layers 7..14 starts at layer 3, after
 // it, and finds the chunk gone. The other chunks read on, byte-exact.
