@@ -34,6 +34,17 @@ constexpr int kChunks = 3;
 constexpr uint64_t kWindow = 64 << 10;  // 16 slices
 constexpr uint64_t kBudget = 8 << 20;
 
+// Waits until a worker has taken every load started ahead (each is claimed once; the request
+// thread takes any still unclaimed when it needs it, so this is what proves workers ran them).
+void WaitForWorkers(const kv::ReadAhead& ra) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (ra.loads_ahead_by_workers() < ra.loads_ahead()) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline)
+        << ra.loads_ahead_by_workers() << " of " << ra.loads_ahead() << " loads on workers";
+    std::this_thread::yield();
+  }
+}
+
 class LoadsAheadTest : public ::testing::TestWithParam<Backend> {
  protected:
   void SetUp() override {
@@ -69,6 +80,22 @@ class LoadsAheadTest : public ::testing::TestWithParam<Backend> {
     return {r.has_value() ? *r : std::vector<SliceStatus>{}, dest};
   }
 
+  // Reads every layer through ra, each byte-exact; with `wait_for_workers`, waits after each
+  // layer until workers have claimed every load started ahead.
+  void ReadEveryLayer(kv::ReadAhead& ra, bool wait_for_workers = false) {
+    for (uint32_t l = 0; l < kLayers; ++l) {
+      SCOPED_TRACE(l);
+      auto [st, dest] = ReadLayer(ra, l);
+      ASSERT_EQ(st, std::vector<SliceStatus>(kChunks, SliceStatus::kOk));
+      for (int j = 0; j < kChunks; ++j) {
+        ASSERT_TRUE(LayerIs(dest, j, l)) << j;
+      }
+      if (wait_for_workers) {
+        ASSERT_NO_FATAL_FAILURE(WaitForWorkers(ra));
+      }
+    }
+  }
+
   bool LayerIs(const std::string& dest, int j, uint32_t l) const {
     return std::string_view(dest).substr(j * kS, kS) ==
            std::string_view(data_[j]).substr(l * kS, kS);
@@ -82,17 +109,6 @@ class LoadsAheadTest : public ::testing::TestWithParam<Backend> {
 INSTANTIATE_TEST_SUITE_P(Backends, LoadsAheadTest,
                          ::testing::Values(Backend::kRocksData, Backend::kRados), BackendName);
 
-// Waits until a worker has taken every load started ahead (each is claimed once; the request
-// thread takes any still unclaimed when it needs it, so this is what proves workers ran them).
-void WaitForWorkers(const kv::ReadAhead& ra) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (ra.loads_ahead_by_workers() < ra.loads_ahead()) {
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline)
-        << ra.loads_ahead_by_workers() << " of " << ra.loads_ahead() << " loads on workers";
-    std::this_thread::yield();
-  }
-}
-
 TEST_P(LoadsAheadTest, WorkersLoadTheNextWindowsAndTheReadsStayTheSame) {
   BoundedExecutor workers({.threads = 2, .max_queued = 16, .field = "test"});
   kv::ReadAheadBudget budget(kBudget);
@@ -101,15 +117,7 @@ TEST_P(LoadsAheadTest, WorkersLoadTheNextWindowsAndTheReadsStayTheSame) {
     ASSERT_TRUE(ra.active());
     EXPECT_EQ(ra.window_bytes(), kWindow);
     EXPECT_EQ(budget.left(), kBudget - 2 * kChunks * kWindow);  // a window and a load ahead
-    for (uint32_t l = 0; l < kLayers; ++l) {
-      SCOPED_TRACE(l);
-      auto [st, dest] = ReadLayer(ra, l);
-      ASSERT_EQ(st, std::vector<SliceStatus>(kChunks, SliceStatus::kOk));
-      for (int j = 0; j < kChunks; ++j) {
-        ASSERT_TRUE(LayerIs(dest, j, l)) << j;
-      }
-      WaitForWorkers(ra);
-    }
+    ASSERT_NO_FATAL_FAILURE(ReadEveryLayer(ra, /*wait_for_workers=*/true));
     // Layer 0 read alone, layers 1-2 loaded when read, then 4, 8, 16 slices and the last one
     // loaded ahead.
     EXPECT_EQ(ra.source_reads(), kChunks * 6u);
@@ -142,14 +150,7 @@ TEST_P(LoadsAheadTest, APoolThatCannotTakeTheLoadsLeavesThemToTheRequest) {
   kv::ReadAheadBudget budget(kBudget);
   {
     kv::ReadAhead ra(source(), "kvc", {kWindow, &budget}, kChunks, 1, kLayers * kS, kS, &workers);
-    for (uint32_t l = 0; l < kLayers; ++l) {
-      SCOPED_TRACE(l);
-      auto [st, dest] = ReadLayer(ra, l);
-      ASSERT_EQ(st, std::vector<SliceStatus>(kChunks, SliceStatus::kOk));
-      for (int j = 0; j < kChunks; ++j) {
-        ASSERT_TRUE(LayerIs(dest, j, l)) << j;
-      }
-    }
+    ASSERT_NO_FATAL_FAILURE(ReadEveryLayer(ra));
     EXPECT_EQ(ra.source_reads(), kChunks * 6u);
     EXPECT_EQ(ra.loads_ahead(), kChunks * 4u);
     EXPECT_EQ(ra.loads_ahead_by_workers(), 0u);
@@ -172,14 +173,7 @@ TEST_P(LoadsAheadTest, WithoutRoomForLoadsAheadFullWindowsGoFirst) {
     kv::ReadAhead ra(source(), "kvc", {kWindow, &budget}, kChunks, 1, kLayers * kS, kS, &workers);
     EXPECT_EQ(ra.window_bytes(), kWindow);
     EXPECT_EQ(budget.left(), kWindow / 2);
-    for (uint32_t l = 0; l < kLayers; ++l) {
-      SCOPED_TRACE(l);
-      auto [st, dest] = ReadLayer(ra, l);
-      ASSERT_EQ(st, std::vector<SliceStatus>(kChunks, SliceStatus::kOk));
-      for (int j = 0; j < kChunks; ++j) {
-        ASSERT_TRUE(LayerIs(dest, j, l)) << j;
-      }
-    }
+    ASSERT_NO_FATAL_FAILURE(ReadEveryLayer(ra));
     EXPECT_EQ(ra.source_reads(), kChunks * 6u);
     EXPECT_EQ(ra.loads_ahead(), 0u);
   }
