@@ -203,7 +203,7 @@ void ReadAhead::LoadAhead(const std::vector<Window*>& due) {
     w->ahead_start = w->frontier;
     w->ahead_length = size;
     w->frontier += size;
-    w->next = size > window_bytes_ / 2 ? window_bytes_ : 2 * size;
+    w->next = NextLoad(size);
     batch->reads.push_back(
         SliceRead{w->name, w->ahead_start, MutableByteSpan(w->ahead_bytes.get(), size)});
   }
@@ -298,7 +298,7 @@ Result<std::vector<SliceStatus>> ReadAhead::Read(std::span<const SliceRead> read
     w.frontier = r.offset + size;
     w.loading = true;
     load_next(w);  // once it is in
-    w.next = size > window_bytes_ / 2 ? window_bytes_ : 2 * size;
+    w.next = NextLoad(size);
     batch.push_back(SliceRead{r.name, r.offset, MutableByteSpan(w.bytes.get(), size)});
     batch_window.push_back(&w);
     batch_read.push_back(i);

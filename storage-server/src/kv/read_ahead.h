@@ -99,6 +99,10 @@ class ReadAhead {
     uint64_t ahead_capacity = 0;
   };
 
+  // The size of the load after one of `size` bytes: twice it, up to the window size.
+  uint64_t NextLoad(uint64_t size) const {
+    return size > window_bytes_ / 2 ? window_bytes_ : 2 * size;
+  }
   // Makes `bytes` (of `capacity`) a window buffer of at least `size` bytes.
   void EnsureBuffer(std::unique_ptr<std::byte[]>& bytes, uint64_t& capacity, uint64_t size);
   // Waits for w's load ahead (running it here if no worker has started it) and takes its bytes
