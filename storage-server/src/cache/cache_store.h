@@ -31,7 +31,10 @@
 //
 // Thread safety: as Store. mu_ guards the worker's wake-up and the PUT admission (capacity
 // check and reservation together); each index has its own lock and is never held while
-// taking mu_. pass_mu_ serializes eviction passes and syncs (the worker's and the hooks').
+// taking mu_. A commit enters its bytes in the index and releases its reservation in one step
+// under mu_, and an eviction pass reads both under mu_: neither ever counts a commit twice
+// (a pass that did freed one batch more than the watermarks ask) nor misses it. pass_mu_
+// serializes eviction passes and syncs (the worker's and the hooks').
 
 #include <atomic>
 #include <condition_variable>
@@ -167,8 +170,10 @@ class CacheStore final : public Store {
   class Reservation;
   // Waits up to put_wait until `incoming` more bytes fit `b`'s capacity, then reserves them.
   Result<Reservation> Admit(Bucket& b, uint64_t incoming) OC_EXCLUDES(mu_);
-  // A plain object was committed: records it and wakes the worker when over the watermark.
-  void PlainCommitted(Bucket& b, std::string_view key, uint64_t size) OC_EXCLUDES(mu_);
+  // A plain object was committed: records it, releases `reservation` (if held) with it, and
+  // wakes the worker when over the watermark.
+  void PlainCommitted(Bucket& b, std::string_view key, uint64_t size, Reservation& reservation)
+      OC_EXCLUDES(mu_);
   // Wakes PUTs waiting for room in `b` (after a reservation is released or a batch deleted).
   void NotifyRoom(Bucket& b) OC_EXCLUDES(mu_);
 

@@ -243,9 +243,13 @@ void CacheStore::EvictLocked() {
       if (role_.shared && role_.is_leader != nullptr && !role_.is_leader()) {
         return;  // lost the lead mid-pass: the next leader carries on
       }
-      const uint64_t incoming =
-          b->reserved.load(std::memory_order_relaxed) + b->waiting.load(std::memory_order_relaxed);
-      const uint64_t want = std::min(b->index.BytesToFree(incoming), options_.eviction_batch_bytes);
+      uint64_t want = 0;
+      {
+        std::lock_guard lock(mu_);  // a commit moves its bytes from reserved to the index
+        const uint64_t incoming = b->reserved.load(std::memory_order_relaxed) +
+                                  b->waiting.load(std::memory_order_relaxed);
+        want = std::min(b->index.BytesToFree(incoming), options_.eviction_batch_bytes);
+      }
       if (want == 0) {
         break;
       }

@@ -30,8 +30,10 @@ class CacheStoreTest : public ::testing::TestWithParam<test::Backend> {
     ASSERT_TRUE(store_->CreateBucket(kBucket, "tester").ok());
     ASSERT_TRUE(store_->CreateBucket(kPlainBucket, "tester").ok());
   }
-  void Open() {
-    auto s = test::OpenTestStore(GetParam(), CacheStoreOptions(dir_.path()), namespace_);
+  void Open(std::chrono::milliseconds put_wait = kWait) {
+    StoreOptions o = CacheStoreOptions(dir_.path());
+    o.cache.put_wait = put_wait;
+    auto s = test::OpenTestStore(GetParam(), o, namespace_);
     ASSERT_TRUE(s.has_value()) << s.error();
     store_ = std::move(*s);
     cache_ = cache::CacheStoreOf(*store_);
@@ -211,6 +213,8 @@ TEST_P(CacheStoreTest, PutOfTheRestOfAPartlyHitPrefixIsLinkedUnderItsLastHitChun
 }
 
 TEST_P(CacheStoreTest, PutThatCannotGetRoomIsRefusedSlowDownStoringNothing) {
+  store_.reset();
+  Open(kRefusalWait);
   // A plain PUT that announced 70% of the capacity holds it while its body streams.
   PutOptions big;
   big.expected_size = kCapacity * 7 / 10;
@@ -224,7 +228,7 @@ TEST_P(CacheStoreTest, PutThatCannotGetRoomIsRefusedSlowDownStoringNothing) {
   const auto start = std::chrono::steady_clock::now();
   Result<KvPutReport> refused = store_->PutChunks(kBucket, d, &source);
   ASSERT_FALSE(refused.has_value());
-  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(300));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, kRefusalWait);
   EXPECT_EQ(refused.error().code(), Code::kResourceExhausted);
   EXPECT_EQ(refused.error().field(), kCacheFullField);
   EXPECT_EQ(Present(d), std::vector<bool>(16, false));
@@ -271,6 +275,8 @@ TEST_P(CacheStoreTest, PutWaitsForEvictionWhenTheBucketIsFull) {
 }
 
 TEST_P(CacheStoreTest, MultipartCompletionThatDoesNotFitWaitsThenIsRefusedStoringNothing) {
+  store_.reset();
+  Open(kRefusalWait);
   // Parts are not counted; the object is admitted whole at completion. A held PUT of 70% of
   // the capacity leaves no room for a 50% object, and nothing is evictable.
   PutOptions big;
@@ -290,7 +296,7 @@ TEST_P(CacheStoreTest, MultipartCompletionThatDoesNotFitWaitsThenIsRefusedStorin
   const auto start = std::chrono::steady_clock::now();
   Result<ObjectMeta> refused = store_->CompleteMultipartUpload(key, *id, parts, {});
   ASSERT_FALSE(refused.has_value());
-  EXPECT_GE(std::chrono::steady_clock::now() - start, std::chrono::milliseconds(300));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, kRefusalWait);
   EXPECT_EQ(refused.error().code(), Code::kResourceExhausted);
   EXPECT_EQ(refused.error().field(), kCacheFullField);
   EXPECT_FALSE(store_->Head(key).has_value());  // nothing stored...

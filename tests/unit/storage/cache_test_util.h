@@ -18,12 +18,16 @@ inline constexpr Shape kShape{4, 2, 4096, StoredLayout::kL2TD};
 inline constexpr uint64_t kChunkBytes = 2 * 4096;
 inline constexpr uint64_t kCapacity = 256 << 10;
 inline constexpr uint64_t kEvictionBatch = 4 * kChunkBytes;
+// put_wait where a test expects the PUT refused after it (nothing can be evicted).
+inline constexpr std::chrono::milliseconds kRefusalWait{300};
 
 inline StoreOptions CacheStoreOptions(const std::filesystem::path& dir) {
   StoreOptions o = TestStoreOptions(dir);
   o.cache.buckets = {{kBucket, kCapacity}};
   o.cache.eviction_batch_bytes = kEvictionBatch;
-  o.cache.put_wait = std::chrono::milliseconds(300);
+  // A PUT that will fit waits for the worker's evictions (RADOS deletes on a loaded machine):
+  // a deadline, not a timing. Tests of refusals set kRefusalWait.
+  o.cache.put_wait = kWait;
   o.cache.snapshot_interval = std::chrono::hours(1);  // tests persist explicitly
   o.cache.sync_interval = std::chrono::hours(1);      // ...and sync explicitly
   return o;
