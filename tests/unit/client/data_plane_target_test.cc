@@ -4,6 +4,9 @@
 // write mode, and bad or malformed targets and rkeys get clean errors naming the field before
 // UCX sees them. Real UCX over shared memory and TCP loopback in one process; waits bounded.
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cinttypes>
@@ -228,6 +231,45 @@ TEST(DataPlane, InPlaceTargetsAreBoundedByTheClientsSegmentAndReusedAcrossReques
   ASSERT_TRUE(sink.has_value()) << sink.error();
   EXPECT_FALSE((*sink)->writes_in_place());
   EXPECT_TRUE((*sink)->Finish(Status::Cancelled("not needed")).code() == Code::kCancelled);
+}
+
+// A target written in place has its pages mapped into the server's page tables when the sink
+// opens (one madvise), not one fault per page as the writes first touch them: on a virtual
+// machine each fault is an exit to the hypervisor (docs/decisions/data-plane-populate-targets.md).
+// The client's buffer is fresh, so every page of the server's mapping is new.
+TEST(DataPlane, InPlaceTargetsAreMappedWhenTheSinkOpensNotPageByPage) {
+  Ends e = MakeEnds(kTransports[0], LayerOrdering::kFlush, storage::WriteMode::kRendezvous,
+                    /*in_place=*/true);
+  ASSERT_TRUE(e.server && e.client);
+  const auto minor_faults = [] {
+    rusage u{};
+    ::getrusage(RUSAGE_SELF, &u);
+    return static_cast<uint64_t>(u.ru_minflt);
+  };
+  constexpr uint64_t kBytes = 8 << 20;
+  const uint64_t pages = kBytes / static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  for (int round = 0; round < 2; ++round) {  // the first also maps the staging buffers
+    SCOPED_TRACE(round);
+    auto buffer = e.client->Allocate(kBytes);
+    ASSERT_TRUE(buffer.has_value()) << buffer.error();
+    const DataPlaneTarget target = (*buffer)->Target(e.connection);
+    auto delivery = e.client->Expect(target.address, 1);
+    ASSERT_TRUE(delivery.has_value());
+    auto sink = e.server->OpenSink(target);
+    ASSERT_TRUE(sink.has_value()) << sink.error();
+    ASSERT_TRUE((*sink)->writes_in_place());
+    const std::vector<std::byte> bytes = PatternBytes(round, target.length);
+    const uint64_t before = minor_faults();
+    ASSERT_TRUE(WriteBytes(**sink, 0, bytes).ok());
+    const uint64_t faults = minor_faults() - before;
+    ASSERT_TRUE((*sink)->LayerReady(0).ok());
+    ASSERT_TRUE((*sink)->Finish(Status::Ok()).ok());
+    ASSERT_TRUE((*delivery)->Wait(kWait).ok());
+    EXPECT_EQ(std::memcmp((*buffer)->bytes().data(), bytes.data(), bytes.size()), 0);
+    if (round == 1) {
+      EXPECT_LT(faults, pages / 8) << "writing " << pages << " fresh pages in place";
+    }
+  }
 }
 
 // A client that sends another client's rkey (System V shared memory on this host) with its
