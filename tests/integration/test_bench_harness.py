@@ -159,6 +159,16 @@ def check_rados_vs_rgw(e):
     # The repetitions alternate: every system's repetition k ran before any repetition k + 1.
     order = [r["rep"] for r in e["reads"]]
     assert order == sorted(order) and len({r["system"] for r in e["reads"]}) == len(systems)
+
+    def systems_in(rep):
+        seen = []
+        for r in e["reads"]:
+            if r["rep"] == rep and r["system"] not in seen:
+                seen.append(r["system"])
+        return seen
+    # ...and odd repetitions read in reverse order, so no system always reads after the same.
+    assert reps >= 2, "one repetition cannot show the alternation"
+    assert systems_in(1) == systems_in(0)[::-1], (systems_in(0), systems_in(1))
     assert {(r["system"], r["method"]) for r in s["loads"]} == {
         ("rgw", "put-object"), ("oc-rados", "put-descriptor"), ("oc-rocksdb", "put-descriptor")}
     assert all(r["gbps"] > 0 and r["reps"] == reps for r in s["loads"])
