@@ -106,6 +106,10 @@ SYSTEMS = [
     ("oc-rocksdb", "ObjectCache on RocksDB (ceiling)", ["ucx", "http-body"], "descriptor"),
 ]
 
+# The reads whose cost at the OSD is measured on its own (Bench.osd_costs).
+COST_ROWS = [("rgw", "http-object"), ("oc-rados", "ucx"), ("oc-rados-slices", "ucx"),
+             ("oc-rados-base-read", "ucx")]
+
 
 class Bench:
     """One run: the cluster, the two ObjectCache servers, the measurements (self.doc)."""
@@ -125,7 +129,7 @@ class Bench:
         self.env = {}
         self.commands = []
         self.notes = []
-        self.doc = {"loads": [], "reads": [], "floor": [], "s3ops": []}
+        self.doc = {"loads": [], "reads": [], "osd_costs": [], "floor": [], "s3ops": []}
 
     # --- processes -------------------------------------------------------------------------
 
@@ -304,6 +308,57 @@ class Bench:
                              f"hit={row['hit']}: {row['gbps']:.3f} GB/s, first layer "
                              f"{row['ttfl_s'] * 1e3:.1f} ms")
 
+    def osd_counters(self):
+        """The OSD's read counters (`perf dump` on its admin socket): client read ops, their
+        bytes out, and BlueStore's reads (one per extent an op reads; None on memstore)."""
+        asok = self.osd_asok()
+        if asok is None:
+            return None
+        out = subprocess.run(["ceph", "--admin-daemon", asok, "perf", "dump"],
+                             capture_output=True, text=True, timeout=60, check=True).stdout
+        dump = json.loads(out)
+        reads = dump.get("bluestore", {}).get("read_lat", {}).get("avgcount")
+        return {"ops": dump["osd"]["op_r"], "bytes": dump["osd"]["op_r_out_bytes"],
+                "extent_reads": reads}
+
+    def osd_costs(self, g):
+        """What the OSD does per GB each way of reading: one more untimed-alternation pass of
+        RGW's per-object GETs and our descriptor GET over UCX (and the read-per-slice server),
+        one process each, with the OSD's read counters and CPU around it. The reads' own rows
+        cannot carry these: one process there runs two methods."""
+        if self.osd_asok() is None:
+            self.notes.append("The OSD's admin socket was not found: no OSD costs per GB.")
+            return
+        osd_pids = self.cluster_pids.get("ceph-osd", [])
+        for system, method in COST_ROWS:
+            if self.target(system) is None:
+                continue
+            for context in self.p["contexts"]:
+                self.say(f"G={g} OSD cost: {system} {method} ctx={context}")
+                args = ["--groups", str(g), "--contexts", str(context), "--hits",
+                        ",".join(str(h) for h in self.p["hits"]), "--no-put", "--methods",
+                        method, "--object-concurrency", str(CONCURRENCY),
+                        "--range-concurrency", str(CONCURRENCY), "--repeat", "1",
+                        "--warmup", "0"]
+                c0, cpu0 = self.osd_counters(), self.cpu(osd_pids)
+                doc = self.objectcache_bench(system, f"cost-g{g}-{system}-{context}", args)
+                c1, cpu1 = self.osd_counters(), self.cpu(osd_pids)
+                payload = sum(r["payload_bytes"] for r in doc["results"])
+                chunks = sum(r["chunks"] for r in doc["results"])
+                row = {"G": g, "context": context, "hit": self.p["hits"][0], "system": system,
+                       "method": method, "payload_bytes": payload, "chunks": chunks,
+                       "osd_read_ops": c1["ops"] - c0["ops"],
+                       "osd_bytes_out": c1["bytes"] - c0["bytes"],
+                       "osd_extent_reads": (c1["extent_reads"] - c0["extent_reads"]
+                                            if c0["extent_reads"] is not None else None),
+                       "osd_cpu_s": cpu1 - cpu0}
+                self.doc["osd_costs"].append(row)
+                self.say(f"  {system} {method}: {row['osd_read_ops'] / max(chunks, 1):.2f} OSD "
+                         f"read ops and "
+                         f"{(row['osd_extent_reads'] or 0) / max(chunks, 1):.2f} extent reads "
+                         f"per chunk, OSD {row['osd_cpu_s'] / max(payload, 1) * 1e9:.2f} "
+                         f"CPU-s/GB")
+
     def floor(self, g):
         """`rados bench` (8 in flight) at the chunk object size L·S and the slice size S, in
         the pool ObjectCache uses: what the OSD itself gives a client doing nothing else."""
@@ -424,6 +479,7 @@ class Bench:
             for g in [] if s3_only else session:
                 self.loads(g)
                 self.reads(g)
+                self.osd_costs(g)
                 self.floor(g)
             if last:
                 self.s3ops()
@@ -470,7 +526,7 @@ def run(config, build, log_dir, progress, tmp, cluster_dir=None, keep_cluster=Fa
     doc = dict(b.doc)
     doc["summary"] = summarize(doc)
     doc["ratios"] = ratios(doc, doc["summary"])
-    doc["targets"] = targets(doc["summary"], doc["ratios"])
+    doc["targets"] = targets(doc["summary"], doc["ratios"], doc.get("floor", []))
     doc["commands"] = b.commands
     doc["notes"] = b.notes + NOTES
     doc["systems_measured"] = sorted({r["system"] for r in doc["reads"] + doc["s3ops"]})
@@ -536,7 +592,7 @@ def main():
         doc = json.load(open(a.report_only + ".json"))
         doc["summary"] = summarize(doc)
         doc["ratios"] = ratios(doc, doc["summary"])
-        doc["targets"] = targets(doc["summary"], doc["ratios"])
+        doc["targets"] = targets(doc["summary"], doc["ratios"], doc.get("floor", []))
         write_report(doc, a.report_only)
         return 0
     profile = a.profile or "reduced"
@@ -566,6 +622,7 @@ def main():
     if a.baseline_build:  # named, not located: committed results hold no machine path
         doc = json.loads(json.dumps(doc).replace(os.path.abspath(a.baseline_build),
                                                  "<baseline-build>"))
+    os.makedirs(os.path.dirname(out), exist_ok=True)  # again: a 20-minute run may outlive it
     with open(out + ".json", "w") as f:
         json.dump(doc, f, indent=1)
     write_report(doc, out)

@@ -1,13 +1,19 @@
 """Experiment 9's analysis (bench/rados_vs_rgw.py): the raw rows of alternating repetitions
 summarised per row (median, p50/p99, CPU seconds per GB per process), the ratios to RGW within
-the run, issue 15's targets judged on them, the plot, and the report section's markdown.
+the run, issue 33's targets judged on them, the plot, and the report section's markdown.
 Everything is computed from the JSON document, so `bench/run-all --report-only` redoes it."""
 KiB = 1024
 MiB = 1024 * KiB
 
-# Targets of issue 15 on this machine (same cluster, same run).
-TARGET_UCX_VS_OBJECT = 2.0
-TARGET_UCX_VS_RANGE = 10.0
+# Issue 33's targets (same cluster, same run): descriptor GET over UCX >= 1.3x RGW's per-object
+# GETs and >= 85% of `rados bench -t 8` random reads of whole chunk objects; the server's CPU per
+# GB <= 1.5x the `rados bench` client's; first layer <= 1/3 of RGW's range GETs'; descriptor PUT
+# >= 1.5x RGW's per-chunk PUTs; 64 KiB S3 PUTs (one key, new keys) >= RGW's ops/s.
+TARGET_UCX_VS_OBJECT = 1.3
+TARGET_UCX_VS_FLOOR = 0.85
+TARGET_CPU_VS_FLOOR_CLIENT = 1.5
+TARGET_TTFL_VS_RANGE = 1 / 3
+TARGET_PUT_VS_RGW = 1.5
 TARGET_G = 16
 
 
@@ -159,28 +165,81 @@ OP_LABEL = {"GET": "GET", "PUT": "PUT (one key, every connection overwriting it)
             "PUT-DISTINCT": "PUT (a new key each)"}
 
 
-def targets(summary, ratio):
-    """Issue 15's targets, each with the figures it was judged on and met / not met."""
-    out = []
-    g16 = [e for e in ratio["reads"] if e["G"] == TARGET_G]
-    for den, want in (("rgw:http-object", TARGET_UCX_VS_OBJECT),
-                      ("rgw:http-range", TARGET_UCX_VS_RANGE)):
-        key = f"oc-rados:ucx vs {den}"
-        got = [(e["context"], e["hit"], e[key]) for e in g16 if key in e]
-        out.append({"target": f"descriptor GET over UCX (RADOS) >= {want:g}x RGW "
-                              f"{'per-object GETs' if 'object' in den else 'range GETs'} "
-                              f"at G = {TARGET_G}",
-                    "figures": [{"context": c, "hit": h, "ratio": r} for c, h, r in got],
-                    "met": all(r >= want for _, _, r in got) if got else None})
-    for op in ("GET", "PUT", "PUT-DISTINCT"):
+def targets(summary, ratio, floor=()):
+    """Issue 33's targets, each with the figures (ratios) it was judged on and met / not met
+    (None: not measured in this run)."""
+    reads = {(r["system"], r["method"], r["G"], r["context"], r["hit"]): r
+             for r in summary["reads"]}
+    rand = {f["G"]: f for f in floor if f["what"] == "object" and f["mode"] == "rand"}
+    shapes = sorted({k[2:] for k in reads if k[:2] == ("oc-rados", "ucx")})
+
+    def judged(text, figures, ok):
+        return {"target": text, "figures": figures,
+                "met": all(ok(f["ratio"]) for f in figures) if figures else None}
+
+    def per_shape(value):
+        out = []
+        for g, c, h in shapes:
+            v = value(reads[("oc-rados", "ucx", g, c, h)], g, c, h)
+            if v is not None:
+                out.append({"G": g, "context": c, "hit": h, "ratio": v})
+        return out
+
+    def vs_object(ours, g, c, h):
+        rgw = reads.get(("rgw", "http-object", g, c, h))
+        return ours["gbps"] / rgw["gbps"] if rgw else None
+
+    def vs_floor(ours, g, c, h):
+        return ours["gbps"] / rand[g]["gbps"] if g in rand and rand[g]["gbps"] else None
+
+    def cpu_vs_client(ours, g, c, h):
+        mine = ours["cpu_s_per_gb"].get("objectcache")
+        theirs = (rand.get(g) or {}).get("cpu_s_per_gb", {}).get("client")
+        return mine / theirs if mine is not None and theirs else None
+
+    def ttfl_vs_range(ours, g, c, h):
+        rgw = reads.get(("rgw", "http-range", g, c, h))
+        return ours["ttfl_p50_s"] / rgw["ttfl_p50_s"] if rgw and rgw["ttfl_p50_s"] else None
+
+    out = [
+        judged(f"descriptor GET over UCX (RADOS) >= {TARGET_UCX_VS_OBJECT:g}x RGW per-object "
+               "GETs", per_shape(vs_object), lambda v: v >= TARGET_UCX_VS_OBJECT),
+        judged(f"descriptor GET over UCX (RADOS) >= {TARGET_UCX_VS_FLOOR:.0%} of `rados bench "
+               "-t 8` random reads of whole chunk objects", per_shape(vs_floor),
+               lambda v: v >= TARGET_UCX_VS_FLOOR),
+        judged(f"server CPU per GB of that GET <= {TARGET_CPU_VS_FLOOR_CLIENT:g}x the `rados "
+               "bench` client's", per_shape(cpu_vs_client),
+               lambda v: v <= TARGET_CPU_VS_FLOOR_CLIENT),
+        judged("time to first layer over UCX <= 1/3 of RGW's per-layer range GETs'",
+               per_shape(ttfl_vs_range), lambda v: v <= TARGET_TTFL_VS_RANGE),
+        judged(f"descriptor PUT (RADOS) >= {TARGET_PUT_VS_RGW:g}x RGW's per-chunk PUTs",
+               [{"G": x["G"], "ratio": x["oc-rados vs rgw"]} for x in ratio["loads"]
+                if "oc-rados vs rgw" in x], lambda v: v >= TARGET_PUT_VS_RGW),
+    ]
+    for op in ("PUT", "PUT-DISTINCT"):
         got = [(e["concurrency"], e["oc-rados vs rgw"]) for e in ratio["s3ops"]
                if e["op"] == op and e["size"] == 64 * KiB and "oc-rados vs rgw" in e]
         if op == "PUT-DISTINCT" and not got:
             continue  # runs before the distinct-key PUTs existed
-        out.append({"target": f"64 KiB S3 {OP_LABEL[op]} through ObjectCache on RADOS >= "
-                              f"RGW's ops/s",
-                    "figures": [{"concurrency": c, "ratio": r} for c, r in got],
-                    "met": all(r >= 1.0 for _, r in got) if got else None})
+        out.append(judged(f"64 KiB S3 {OP_LABEL[op]} through ObjectCache on RADOS >= RGW's "
+                          "ops/s", [{"concurrency": c, "ratio": r} for c, r in got],
+                          lambda v: v >= 1.0))
+    return out
+
+
+def osd_costs(doc):
+    """Per OSD cost row (bench/rados_vs_rgw.py, Bench.osd_costs): the OSD's read ops, extent
+    reads and CPU per chunk object and per GB delivered."""
+    out = []
+    for r in doc.get("osd_costs", []):
+        chunks, gb = max(r["chunks"], 1), max(r["payload_bytes"], 1) / 1e9
+        ext = r["osd_extent_reads"]
+        out.append({**{k: r[k] for k in ("G", "context", "hit", "system", "method")},
+                    "read_ops_per_chunk": r["osd_read_ops"] / chunks,
+                    "extent_reads_per_chunk": ext / chunks if ext is not None else None,
+                    "bytes_out_per_payload": r["osd_bytes_out"] / max(r["payload_bytes"], 1),
+                    "osd_cpu_s_per_gb": r["osd_cpu_s"] / gb,
+                    "osd_cpu_us_per_extent_read": r["osd_cpu_s"] / ext * 1e6 if ext else None})
     return out
 
 
@@ -311,6 +370,14 @@ def _table(headers, rows):
     return "\n".join(out)
 
 
+def _where(f):
+    """A target figure's shape: G, context and hit of a read; G of a load; concurrency of an
+    S3 op."""
+    if "context" in f:
+        return f"G={f['G']} {f['context'] // 1024}K·{f['hit']:g}"
+    return f"G={f['G']}" if "G" in f else f"c={f['concurrency']}"
+
+
 def _verdict(t):
     return {True: "**met**", False: "**not met**", None: "not measured"}[t["met"]]
 
@@ -319,14 +386,27 @@ def markdown(e):
     """(text, finding) of the report's section for experiment 9's JSON document `e`."""
     s = e.get("summary") or summarize(e)
     r = e.get("ratios") or ratios(e, s)
-    t = e.get("targets") or targets(s, r)
-    parts = ["Targets of issue 15 (same cluster, same run; ratio = ours / RGW, medians of the "
-             "alternating repetitions):", "",
+    t = e.get("targets") or targets(s, r, e.get("floor", []))
+    parts = ["Targets of issue 33 (same cluster, same run; each figure a ratio of medians "
+             "over the alternating repetitions: ours / RGW, ours / the `rados bench` floor, "
+             "ours / the `rados bench` client's CPU per GB, our first layer / RGW's):", "",
              _table(["target", "figures", "verdict"],
-                    [[x["target"], ", ".join(
-                        (f"{f['context'] // 1024}K·{f['hit']:g}: " if "context" in f else
-                         f"c={f['concurrency']}: ") + f"{f['ratio']:.2f}x"
-                        for f in x["figures"]) or "-", _verdict(x)] for x in t]), ""]
+                    [[x["target"], ", ".join(f"{_where(f)}: {f['ratio']:.2f}x"
+                                             for f in x["figures"]) or "-", _verdict(x)]
+                     for x in t]), ""]
+    costs = osd_costs(e)
+    if costs:
+        parts += ["What the OSD does per way of reading (one more pass each, one process, the "
+                  "OSD's `perf dump` read counters and CPU around it; extent reads are "
+                  "BlueStore's reads, one per extent an op reads):", "",
+                  _table(["G", "context · hit", "what", "OSD read ops per chunk",
+                          "extent reads per chunk", "OSD bytes out / payload",
+                          "OSD CPU s/GB", "OSD CPU µs per extent read"],
+                         [[x["G"], f"{x['context']} · {x['hit']:g}",
+                           LABEL.get((x["system"], x["method"]), x["system"]),
+                           _f(x["read_ops_per_chunk"]), _f(x["extent_reads_per_chunk"]),
+                           _f(x["bytes_out_per_payload"]), _f(x["osd_cpu_s_per_gb"]),
+                           _f(x["osd_cpu_us_per_extent_read"])] for x in costs]), ""]
     if s["reads"] or s["loads"] or e.get("floor"):  # else the S3 part alone (--s3-only)
         parts += ["Reads (GB/s = payload / median time; p50/p99 over the repetitions; CPU seconds "
                   "per GB moved, per process):", "",
@@ -419,6 +499,19 @@ def finding(e, s, r, t):
         figs = ", ".join(f"{f['ratio']:.2f}x" for f in x["figures"]) or "no figure"
         out.append(f"{x['target']}: {figs} ({_verdict(x).strip('*')})")
     text = "; ".join(out) + "."
+    costs = {(x["system"], x["G"], x["context"]): x for x in osd_costs(e)}
+    named = []
+    for (system, g, c), x in sorted(costs.items()):
+        rgw = costs.get(("rgw", g, c))
+        if system != "oc-rados" or rgw is None or x["extent_reads_per_chunk"] is None:
+            continue
+        named.append(f"G = {g}, {c // 1024}K: {_f(x['extent_reads_per_chunk'])} extent reads "
+                     f"per chunk against RGW's {_f(rgw['extent_reads_per_chunk'])}, OSD "
+                     f"{_f(x['osd_cpu_s_per_gb'])} CPU-s/GB against "
+                     f"{_f(rgw['osd_cpu_s_per_gb'])}")
+    if named:
+        text += " The OSD's side of the reads (ours over UCX, RGW's per-object GETs): " + \
+            "; ".join(named) + "."
     key = "oc-rados-slices:ucx vs rgw:http-object"
     chunk = [x for x in r["reads"] if x["G"] == TARGET_G and key in x]
     if chunk:

@@ -185,7 +185,15 @@ def check_rados_vs_rgw(e):
     x = e["ratios"]["reads"][0]
     assert x["oc-rados:ucx vs rgw:http-object"] > 0 and x["oc-rados:ucx vs rgw:http-range"] > 0
     assert len(x["oc-rados:ucx vs rgw:http-range per rep"]) == reps
-    assert len(e["targets"]) == 5 and all(t["met"] in (True, False) for t in e["targets"])
+    # Issue 33's targets, every one judged: four for the reads, the descriptor PUT, two S3 PUTs.
+    assert len(e["targets"]) == 7 and all(t["met"] in (True, False) for t in e["targets"])
+    # The OSD's side of each way of reading, from its read counters around one more pass.
+    costs = {(r["system"], r["method"]): r for r in e["osd_costs"]}
+    assert set(costs) == {("rgw", "http-object"), ("oc-rados", "ucx"),
+                          ("oc-rados-slices", "ucx")}, costs
+    for r in costs.values():
+        assert r["chunks"] > 0 and r["osd_read_ops"] >= r["chunks"], r
+        assert r["osd_bytes_out"] >= r["payload_bytes"] > 0, r
 
 
 def check_write_bench(e):
