@@ -38,12 +38,13 @@ Status ChangedStatus(std::string_view name) {
 // hands them to the sink in order.
 class Assembler {
  public:
-  // `read_ahead`: where reads go instead of straight to `source` (may be null; its windows are
-  // per request, so its reads are never run in parallel).
-  Assembler(SliceSource& source, std::string_view bucket, const PlanResult& plan, LayerSink& sink,
-            bool pinned, ReadAhead* read_ahead)
+  // `reads`: the request's ReadSession; `read_ahead`: where reads go instead of straight to
+  // `reads` (may be null; its windows are per request, so its reads are never run in parallel).
+  Assembler(SliceSource& source, std::string_view bucket, ReadSession& reads,
+            const PlanResult& plan, LayerSink& sink, bool pinned, ReadAhead* read_ahead)
       : source_(source),
         bucket_(bucket),
+        reads_(reads),
         plan_(plan),
         sink_(sink),
         pinned_(pinned),
@@ -65,9 +66,8 @@ class Assembler {
       }
       return Status::Ok();
     }
-    Result<std::vector<SliceStatus>> statuses = read_ahead_ != nullptr
-                                                    ? read_ahead_->Read(u.reads, u.keys)
-                                                    : source_.ReadSlices(bucket_, u.reads);
+    Result<std::vector<SliceStatus>> statuses =
+        read_ahead_ != nullptr ? read_ahead_->Read(u.reads, u.keys) : reads_.ReadSlices(u.reads);
     OC_RETURN_IF_ERROR(statuses.status());
     for (size_t i = 0; i < u.reads.size(); ++i) {
       if ((*statuses)[i] != SliceStatus::kOk) {
@@ -164,6 +164,7 @@ class Assembler {
 
   SliceSource& source_;
   const std::string_view bucket_;
+  ReadSession& reads_;
   const PlanResult& plan_;
   LayerSink& sink_;
   const bool pinned_;
@@ -249,18 +250,21 @@ Result<KvGetReport> Assemble(SliceSource& source, std::string_view bucket,
   const bool pinned = !options.dense && options.zero_copy &&
                       (range_bytes >= options.zero_copy_min_bytes || sink.writes_in_place()) &&
                       sink.accepts_pinned() && source.SupportsPinnedSlices();
+  // One ReadSession for all of the request's reads (RADOS: each chunk's index record read
+  // once); it outlives the read-ahead and the pipeline, whose reads use it.
+  const std::unique_ptr<ReadSession> reads = source.OpenReads(bucket);
   // Read ahead when the backend asks for it (RADOS: per-op costs); zero-copy lends instead.
   std::optional<ReadAhead> read_ahead;
   if (!pinned && plan.plan.matched > 0) {
     const ReadAheadPolicy policy = source.read_ahead();
     if (policy.window_bytes > 0) {
-      read_ahead.emplace(source, bucket, policy, plan.plan.matched,
+      read_ahead.emplace(*reads, policy, plan.plan.matched,
                          d.layout == descriptor::StoredLayout::k2LTD ? 2 : 1,
                          uint64_t{d.num_layers} * d.layer_bytes, range_bytes, options.workers);
     }
   }
   const bool windows = read_ahead.has_value() && read_ahead->active();
-  Assembler a(source, bucket, plan, sink, pinned, windows ? &*read_ahead : nullptr);
+  Assembler a(source, bucket, *reads, plan, sink, pinned, windows ? &*read_ahead : nullptr);
   const bool layerwise = plan.plan.mode == descriptor::ServeMode::kLayerwise;
   // Chunk-major into a body must be written in increasing offsets: chunk by chunk. Chunkwise
   // chunk-major is also read chunk by chunk: its runs are then whole chunks.

@@ -26,8 +26,8 @@ struct ReadAhead::Batch {
   Status status;                      // guarded by mu: the call's own error
   std::vector<SliceStatus> statuses;  // guarded by mu: one per read, when status is OK
 
-  void Run(SliceSource& source, std::string_view bucket) {
-    Result<std::vector<SliceStatus>> r = source.ReadSlices(bucket, reads);
+  void Run(ReadSession& session) {
+    Result<std::vector<SliceStatus>> r = session.ReadSlices(reads);
     std::lock_guard lock(mu);
     if (r.has_value()) {
       statuses = std::move(*r);
@@ -38,9 +38,9 @@ struct ReadAhead::Batch {
     cv.notify_all();
   }
   // Runs it here unless a worker has claimed it; then waits for that worker to finish.
-  void Settle(SliceSource& source, std::string_view bucket) {
+  void Settle(ReadSession& session) {
     if (!claimed.exchange(true)) {
-      Run(source, bucket);
+      Run(session);
       return;
     }
     Wait();
@@ -91,11 +91,9 @@ uint64_t ReadAheadBudget::kept_bytes() const {
   return kept_bytes_;
 }
 
-ReadAhead::ReadAhead(SliceSource& source, std::string_view bucket, const ReadAheadPolicy& policy,
-                     uint64_t chunks, uint32_t slots, uint64_t object_bytes, uint64_t unit,
-                     BoundedExecutor* workers)
-    : source_(source),
-      bucket_(bucket),
+ReadAhead::ReadAhead(ReadSession& session, const ReadAheadPolicy& policy, uint64_t chunks,
+                     uint32_t slots, uint64_t object_bytes, uint64_t unit, BoundedExecutor* workers)
+    : session_(session),
       budget_(policy.budget),
       slots_(std::max<uint32_t>(1, slots)),
       object_bytes_(object_bytes),
@@ -163,7 +161,7 @@ void ReadAhead::EnsureBuffer(std::unique_ptr<std::byte[]>& bytes, uint64_t& capa
 
 Status ReadAhead::TakeAhead(Window& w) {
   const std::shared_ptr<Batch> b = std::move(w.ahead);
-  b->Settle(source_, bucket_);
+  b->Settle(session_);
   std::swap(w.bytes, w.ahead_bytes);
   std::swap(w.capacity, w.ahead_capacity);
   w.start = w.ahead_start;
@@ -181,7 +179,7 @@ void ReadAhead::DropAhead(Window& w) {
   if (w.ahead != nullptr) {
     // Other windows' loads share the batch: it runs, only this entry goes unused.
     std::shared_ptr<Batch> b = std::move(w.ahead);
-    b->Settle(source_, bucket_);
+    b->Settle(session_);
   }
 }
 
@@ -213,10 +211,10 @@ void ReadAhead::LoadAhead(const std::vector<Window*>& due) {
   loads_ahead_ += batch->reads.size();
   source_reads_ += batch->reads.size();
   // Refused (the pool's queue is full): the request's thread runs it when it needs it.
-  (void)workers_->Submit([batch, source = &source_, bucket = bucket_, count = by_workers_] {
+  (void)workers_->Submit([batch, session = &session_, count = by_workers_] {
     if (!batch->claimed.exchange(true)) {
       count->fetch_add(batch->reads.size());
-      batch->Run(*source, bucket);
+      batch->Run(*session);
     }
   });
 }
@@ -225,7 +223,7 @@ Result<std::vector<SliceStatus>> ReadAhead::Read(std::span<const SliceRead> read
                                                  std::span<const WindowKey> keys) {
   if (!active()) {
     source_reads_ += reads.size();
-    return source_.ReadSlices(bucket_, reads);
+    return session_.ReadSlices(reads);
   }
   if (keys.size() != reads.size()) {
     return Status::Internal("read-ahead: one key per read expected");
@@ -311,7 +309,7 @@ Result<std::vector<SliceStatus>> ReadAhead::Read(std::span<const SliceRead> read
     return out;
   }
   source_reads_ += batch.size();
-  Result<std::vector<SliceStatus>> loaded = source_.ReadSlices(bucket_, batch);
+  Result<std::vector<SliceStatus>> loaded = session_.ReadSlices(batch);
   for (size_t b = 0; b < batch.size(); ++b) {
     Window* w = batch_window[b];
     const SliceStatus s = loaded.has_value() ? (*loaded)[b] : SliceStatus::kMissing;

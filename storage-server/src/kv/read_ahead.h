@@ -31,7 +31,6 @@
 #include <memory>
 #include <span>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "kv/slice_source.h"
@@ -49,13 +48,12 @@ struct WindowKey {
 
 class ReadAhead {
  public:
-  // `chunks` chunk objects of `object_bytes` each, read as `slots` equal ranges (1, or 2:
-  // kv_2ltd's K and V halves), `unit` bytes per slice of a range. Takes its memory share from
-  // policy.budget now; gives it back when destroyed. `workers` (may be null: no loads ahead)
-  // run the loads ahead.
-  ReadAhead(SliceSource& source, std::string_view bucket, const ReadAheadPolicy& policy,
-            uint64_t chunks, uint32_t slots, uint64_t object_bytes, uint64_t unit,
-            BoundedExecutor* workers = nullptr);
+  // `chunks` chunk objects of `object_bytes` each, read through `session` (the request's, which
+  // outlives this) as `slots` equal ranges (1, or 2: kv_2ltd's K and V halves), `unit` bytes
+  // per slice of a range. Takes its memory share from policy.budget now; gives it back when
+  // destroyed. `workers` (may be null: no loads ahead) run the loads ahead.
+  ReadAhead(ReadSession& session, const ReadAheadPolicy& policy, uint64_t chunks, uint32_t slots,
+            uint64_t object_bytes, uint64_t unit, BoundedExecutor* workers = nullptr);
   ~ReadAhead();
   ReadAhead(const ReadAhead&) = delete;
   ReadAhead& operator=(const ReadAhead&) = delete;
@@ -113,8 +111,7 @@ class ReadAhead {
   // Ends w's load ahead without taking its bytes.
   void DropAhead(Window& w);
 
-  SliceSource& source_;
-  const std::string_view bucket_;
+  ReadSession& session_;
   ReadAheadBudget* const budget_;
   const uint32_t slots_;
   const uint64_t object_bytes_;

@@ -111,6 +111,20 @@ enum class SliceStatus : uint8_t {
   kShort,    // the object ends before offset + dest.size(); dest is not filled
 };
 
+class SliceSource;
+
+// The slice reads of one descriptor request (SliceSource::OpenReads), for as long as the
+// request runs: ReadSlices' contract, in the request's bucket. A backend that looks every name
+// up in an index before reading its bytes (RADOS) keeps what the request's first read of a
+// chunk found, so the later reads of that chunk (its other layers) go straight to its data and
+// all read the version the first one resolved. Thread-safe, like the source: a request's loads
+// ahead read on workers while its own thread reads. Destroyed after the request's last read.
+class ReadSession {
+ public:
+  virtual ~ReadSession() = default;
+  virtual Result<std::vector<SliceStatus>> ReadSlices(std::span<const SliceRead> slices) = 0;
+};
+
 class SliceSource {
  public:
   virtual ~SliceSource() = default;
@@ -124,6 +138,9 @@ class SliceSource {
   // is not an error. kNotFound/kBucket if the bucket is absent.
   virtual Result<std::vector<SliceStatus>> ReadSlices(std::string_view bucket,
                                                       std::span<const SliceRead> slices) = 0;
+
+  // A request's reads (ReadSession). The default keeps nothing: each read is ReadSlices.
+  virtual std::unique_ptr<ReadSession> OpenReads(std::string_view bucket);
 
   // Whether the engine should read ahead of the layer it delivers (ReadAheadPolicy); a
   // backend whose reads cost little beyond their bytes answers the default, none.
@@ -146,5 +163,23 @@ class SliceSource {
   // Store::PutGroup's contract.
   virtual Result<std::unique_ptr<ObjectGroupWriter>> PutGroup(std::string_view bucket) = 0;
 };
+
+// The default ReadSession: every read is the source's ReadSlices.
+class PlainReadSession final : public ReadSession {
+ public:
+  PlainReadSession(SliceSource& source, std::string_view bucket)
+      : source_(source), bucket_(bucket) {}
+  Result<std::vector<SliceStatus>> ReadSlices(std::span<const SliceRead> slices) override {
+    return source_.ReadSlices(bucket_, slices);
+  }
+
+ private:
+  SliceSource& source_;
+  const std::string bucket_;
+};
+
+inline std::unique_ptr<ReadSession> SliceSource::OpenReads(std::string_view bucket) {
+  return std::make_unique<PlainReadSession>(*this, bucket);
+}
 
 }  // namespace oc::storage::kv

@@ -16,7 +16,9 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "names.h"
@@ -50,8 +52,36 @@ struct ObjectRead {
 
 }  // namespace
 
+// A descriptor request's reads: each chunk's record, read from the index by the request's
+// first read of it, serves its later reads (the other layers) too, so the request reads the
+// index about once per chunk instead of once per window load; and every layer of a chunk comes
+// from the version that first read resolved, which the GC keeps readable (gc_min_wait) as it
+// does for any reader.
+class RadosStore::Reads final : public kv::ReadSession {
+ public:
+  Reads(RadosStore& store, std::string_view bucket) : store_(store), bucket_(bucket) {}
+  Result<std::vector<SliceStatus>> ReadSlices(std::span<const SliceRead> slices) override {
+    return store_.ReadSlicesWith(bucket_, slices, &memo_);
+  }
+
+ private:
+  RadosStore& store_;
+  const std::string bucket_;
+  RecordMemo memo_;
+};
+
+std::unique_ptr<kv::ReadSession> RadosStore::OpenReads(std::string_view bucket) {
+  return std::make_unique<Reads>(*this, bucket);
+}
+
 Result<std::vector<SliceStatus>> RadosStore::ReadSlices(std::string_view bucket,
                                                         std::span<const SliceRead> slices) {
+  return ReadSlicesWith(bucket, slices, nullptr);
+}
+
+Result<std::vector<SliceStatus>> RadosStore::ReadSlicesWith(std::string_view bucket,
+                                                            std::span<const SliceRead> slices,
+                                                            RecordMemo* memo) {
   OC_ASSIGN_OR_RETURN(const BucketRef ref, Bucket(bucket));
   std::vector<SliceStatus> out(slices.size(), SliceStatus::kMissing);
   std::vector<size_t> todo(slices.size());
@@ -107,20 +137,58 @@ Result<std::vector<SliceStatus>> RadosStore::ReadSlices(std::string_view bucket,
     return first;
   };
   for (int round = 0; round < 2 && !todo.empty(); ++round) {
-    std::vector<std::string> names;
-    names.reserve(todo.size());
-    for (const size_t i : todo) {
-      names.push_back(slices[i].name);
+    // Each slice's record: the memo's (a session's earlier read found it), else the index's,
+    // each name read once. The retry round reads the index again (a data object was gone).
+    std::vector<std::shared_ptr<const ObjectRecord>> records(todo.size());
+    std::map<std::string_view, std::vector<size_t>> need;  // name -> positions in todo
+    for (size_t t = 0; t < todo.size(); ++t) {
+      const std::string& name = slices[todo[t]].name;
+      if (round == 0 && memo != nullptr) {
+        std::lock_guard lock(memo->mu);
+        auto it = memo->records.find(name);
+        if (it != memo->records.end()) {
+          records[t] = it->second;
+          continue;
+        }
+      }
+      need[name].push_back(t);
     }
-    OC_ASSIGN_OR_RETURN(std::vector<std::optional<ObjectRecord>> records,
-                        ReadManyRecords(bucket, ref, names));
+    if (!need.empty()) {
+      std::vector<std::string> names;
+      names.reserve(need.size());
+      for (const auto& [name, ts] : need) {
+        names.emplace_back(name);
+      }
+      slice_index_lookups_.fetch_add(names.size(), std::memory_order_relaxed);
+      OC_ASSIGN_OR_RETURN(std::vector<std::optional<ObjectRecord>> found,
+                          ReadManyRecords(bucket, ref, names));
+      size_t k = 0;
+      for (const auto& [name, ts] : need) {
+        std::shared_ptr<const ObjectRecord> r;
+        if (found[k].has_value()) {
+          r = std::make_shared<const ObjectRecord>(std::move(*found[k]));
+        }
+        if (memo != nullptr) {
+          std::lock_guard lock(memo->mu);
+          if (r != nullptr) {
+            memo->records.insert_or_assign(names[k], r);
+          } else {
+            memo->records.erase(names[k]);
+          }
+        }
+        for (const size_t t : ts) {
+          records[t] = r;
+        }
+        ++k;
+      }
+    }
     // Resolve every slice to pieces, grouped by data object (ordered by oid: deterministic).
     std::deque<Piece> pieces;
     std::map<std::string, std::unique_ptr<ObjectRead>> objects;
     for (size_t t = 0; t < todo.size(); ++t) {
       const size_t i = todo[t];
       const SliceRead& s = slices[i];
-      if (!records[t].has_value()) {
+      if (records[t] == nullptr) {
         out[i] = SliceStatus::kMissing;
         continue;
       }

@@ -552,6 +552,8 @@ Result<StoreStats> RadosStore::Stats() {
   stats.figures.emplace_back("rados_puts_grouped", puts_grouped_.load(std::memory_order_relaxed));
   stats.figures.emplace_back("rados_slice_read_ops",
                              slice_read_ops_.load(std::memory_order_relaxed));
+  stats.figures.emplace_back("rados_slice_index_lookups",
+                             slice_index_lookups_.load(std::memory_order_relaxed));
   AddReadHandleFigures(stats);
   {
     std::lock_guard lock(buckets_mu_);

@@ -44,6 +44,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "backend.h"
@@ -119,6 +120,8 @@ class RadosStore final : public Backend {
   // rados_slices.cc: pieces grouped per data object, one read op per object.
   Result<std::vector<kv::SliceStatus>> ReadSlices(std::string_view bucket,
                                                   std::span<const kv::SliceRead> slices) override;
+  // A request's reads look each chunk's record up once (rados_slices.cc, Reads).
+  std::unique_ptr<kv::ReadSession> OpenReads(std::string_view bucket) override;
   // Layer reads ahead in windows of [rados] read_ahead_window_bytes: the OSD pays per read.
   kv::ReadAheadPolicy read_ahead() override {
     return {options_.rados.read_ahead_window_bytes, &read_ahead_budget_};
@@ -272,6 +275,17 @@ class RadosStore final : public Backend {
   InFlight& in_flight() { return in_flight_; }
 
  private:
+  class Reads;  // a request's ReadSession (rados_slices.cc)
+  // The records a Reads session found, by name (shared: a record stays while a read uses it).
+  struct RecordMemo {
+    std::mutex mu;
+    std::unordered_map<std::string, std::shared_ptr<const ObjectRecord>> records OC_GUARDED_BY(mu);
+  };
+  // ReadSlices, taking records from and adding them to `memo` (null: none kept).
+  Result<std::vector<kv::SliceStatus>> ReadSlicesWith(std::string_view bucket,
+                                                      std::span<const kv::SliceRead> slices,
+                                                      RecordMemo* memo);
+
   explicit RadosStore(const StoreOptions& options);
   // Opens the handles after the first (RadosClusterHandlesFor) and fills read_ios_.
   Status ConnectReadHandles();
@@ -327,14 +341,15 @@ class RadosStore final : public Backend {
 
   // Commits of one key in this process take turns (rados_commit_memo.h).
   rados::CommitMemo memo_;
-  std::atomic<uint64_t> commits_{0};            // commit ops applied
-  std::atomic<uint64_t> commit_conflicts_{0};   // commit ops refused (-ECANCELED)
-  std::atomic<uint64_t> commit_ops_{0};         // commit ops sent
-  std::atomic<uint64_t> commit_rereads_{0};     // state + records read after a conflict
-  std::atomic<uint64_t> commit_remembered_{0};  // first attempts expecting a remembered record
-  std::atomic<uint64_t> puts_grouped_{0};       // PUTs committed in another PUT's op
-  std::atomic<uint64_t> slice_read_ops_{0};     // data-object read ops of ReadSlices
-  std::atomic<uint64_t> read_retries_{0};       // of those, sent again after a dead session
+  std::atomic<uint64_t> commits_{0};              // commit ops applied
+  std::atomic<uint64_t> commit_conflicts_{0};     // commit ops refused (-ECANCELED)
+  std::atomic<uint64_t> commit_ops_{0};           // commit ops sent
+  std::atomic<uint64_t> commit_rereads_{0};       // state + records read after a conflict
+  std::atomic<uint64_t> commit_remembered_{0};    // first attempts expecting a remembered record
+  std::atomic<uint64_t> puts_grouped_{0};         // PUTs committed in another PUT's op
+  std::atomic<uint64_t> slice_read_ops_{0};       // data-object read ops of ReadSlices
+  std::atomic<uint64_t> slice_index_lookups_{0};  // names ReadSlices looked up in the index
+  std::atomic<uint64_t> read_retries_{0};         // of those, sent again after a dead session
 
   // One GC or scrub pass at a time in this process; the lock's cookie is writer_id_.
   std::mutex gc_mu_;

@@ -276,18 +276,19 @@ TEST(RadosReadAhead, LayerwiseGetReadsEachChunkInGrowingWindows) {
         chunks.push_back(kvtest::ChunkBytes(3, j, s));
         ASSERT_TRUE(kvtest::StoreChunk(**store, d, j, chunks.back()).ok());
       }
-      auto read_ops = [&]() -> uint64_t {
+      auto figure = [&](std::string_view figure) -> uint64_t {
         Result<StoreStats> st = (*store)->Stats();
         EXPECT_TRUE(st.has_value());
         for (const auto& [name, value] : st.has_value() ? st->figures : decltype(st->figures){}) {
-          if (name == "rados_slice_read_ops") {
+          if (name == figure) {
             return value;
           }
         }
-        ADD_FAILURE() << "no rados_slice_read_ops figure";
+        ADD_FAILURE() << "no " << figure << " figure";
         return 0;
       };
-      const uint64_t before = read_ops();
+      const uint64_t before = figure("rados_slice_read_ops");
+      const uint64_t lookups_before = figure("rados_slice_index_lookups");
       kvtest::VectorSink sink(2, 64 << 10);
       Result<KvGetReport> report = (*store)->GetLayers(kvtest::kBucket, d, &sink, {});
       ASSERT_TRUE(report.has_value()) << report.error();
@@ -297,7 +298,10 @@ TEST(RadosReadAhead, LayerwiseGetReadsEachChunkInGrowingWindows) {
       EXPECT_TRUE(sink.body() == want);
       // Per chunk: one op per slice, or 6 windows (kv_2ltd's K and V windows load at the
       // same layers and share each op: one op per data object and call).
-      EXPECT_EQ(read_ops() - before, s.n * (window == 0 ? s.layers : 6));
+      EXPECT_EQ(figure("rados_slice_read_ops") - before, s.n * (window == 0 ? s.layers : 6));
+      // The request's reads share one ReadSession: each chunk's record is read once, not at
+      // every layer or window.
+      EXPECT_EQ(figure("rados_slice_index_lookups") - lookups_before, s.n);
     }
   }
 }

@@ -113,7 +113,8 @@ TEST_P(LoadsAheadTest, WorkersLoadTheNextWindowsAndTheReadsStayTheSame) {
   BoundedExecutor workers({.threads = 2, .max_queued = 16, .field = "test"});
   kv::ReadAheadBudget budget(kBudget);
   {
-    kv::ReadAhead ra(source(), "kvc", {kWindow, &budget}, kChunks, 1, kLayers * kS, kS, &workers);
+    const std::unique_ptr<kv::ReadSession> reads = source().OpenReads("kvc");
+    kv::ReadAhead ra(*reads, {kWindow, &budget}, kChunks, 1, kLayers * kS, kS, &workers);
     ASSERT_TRUE(ra.active());
     EXPECT_EQ(ra.window_bytes(), kWindow);
     EXPECT_EQ(budget.left(), kBudget - 2 * kChunks * kWindow);  // a window and a load ahead
@@ -149,7 +150,8 @@ TEST_P(LoadsAheadTest, APoolThatCannotTakeTheLoadsLeavesThemToTheRequest) {
   }
   kv::ReadAheadBudget budget(kBudget);
   {
-    kv::ReadAhead ra(source(), "kvc", {kWindow, &budget}, kChunks, 1, kLayers * kS, kS, &workers);
+    const std::unique_ptr<kv::ReadSession> reads = source().OpenReads("kvc");
+    kv::ReadAhead ra(*reads, {kWindow, &budget}, kChunks, 1, kLayers * kS, kS, &workers);
     ASSERT_NO_FATAL_FAILURE(ReadEveryLayer(ra));
     EXPECT_EQ(ra.source_reads(), kChunks * 6u);
     EXPECT_EQ(ra.loads_ahead(), kChunks * 4u);
@@ -170,7 +172,8 @@ TEST_P(LoadsAheadTest, WithoutRoomForLoadsAheadFullWindowsGoFirst) {
   BoundedExecutor workers({.threads = 2, .max_queued = 16, .field = "test"});
   kv::ReadAheadBudget budget(kChunks * kWindow + kWindow / 2);
   {
-    kv::ReadAhead ra(source(), "kvc", {kWindow, &budget}, kChunks, 1, kLayers * kS, kS, &workers);
+    const std::unique_ptr<kv::ReadSession> reads = source().OpenReads("kvc");
+    kv::ReadAhead ra(*reads, {kWindow, &budget}, kChunks, 1, kLayers * kS, kS, &workers);
     EXPECT_EQ(ra.window_bytes(), kWindow);
     EXPECT_EQ(budget.left(), kWindow / 2);
     ASSERT_NO_FATAL_FAILURE(ReadEveryLayer(ra));
@@ -179,7 +182,8 @@ TEST_P(LoadsAheadTest, WithoutRoomForLoadsAheadFullWindowsGoFirst) {
   }
   kv::ReadAheadBudget small(kChunks * (kWindow / 2 + 100));
   {
-    kv::ReadAhead ra(source(), "kvc", {kWindow, &small}, kChunks, 1, kLayers * kS, kS, &workers);
+    const std::unique_ptr<kv::ReadSession> reads = source().OpenReads("kvc");
+    kv::ReadAhead ra(*reads, {kWindow, &small}, kChunks, 1, kLayers * kS, kS, &workers);
     EXPECT_EQ(ra.window_bytes(), kWindow / 2);
     EXPECT_EQ(small.left(), kChunks * 100u);
     for (uint32_t l = 0; l < kLayers; ++l) {
@@ -193,11 +197,13 @@ TEST_P(LoadsAheadTest, WithoutRoomForLoadsAheadFullWindowsGoFirst) {
 
 // Chunk 1 deleted after layer 2: what was loaded before the delete may still be read (layers
 // 3..6 were loaded ahead from layer 1 on); the load of layers 7..14 starts at layer 3, after
-// it, and finds the chunk gone. The other chunks read on, byte-exact.
+// it, and finds the chunk gone. The other chunks read on, byte-exact. (Each read asks the
+// source afresh: a RADOS session would keep reading the version it resolved.)
 TEST_P(LoadsAheadTest, AChunkDeletedUnderTheRequestReadsMissingOnceItsLoadsAreSpent) {
   BoundedExecutor workers({.threads = 2, .max_queued = 16, .field = "test"});
   kv::ReadAheadBudget budget(kBudget);
-  kv::ReadAhead ra(source(), "kvc", {kWindow, &budget}, kChunks, 1, kLayers * kS, kS, &workers);
+  kv::PlainReadSession reads(source(), "kvc");
+  kv::ReadAhead ra(reads, {kWindow, &budget}, kChunks, 1, kLayers * kS, kS, &workers);
   for (uint32_t l = 0; l < 3; ++l) {
     ASSERT_EQ(ReadLayer(ra, l).first, std::vector<SliceStatus>(kChunks, SliceStatus::kOk));
   }
@@ -224,7 +230,8 @@ TEST_P(LoadsAheadTest, ARequestEndingWithLoadsInFlightWaitsForThem) {
   BoundedExecutor workers({.threads = 2, .max_queued = 64, .field = "test"});
   kv::ReadAheadBudget budget(kBudget);
   for (int round = 0; round < 20; ++round) {
-    kv::ReadAhead ra(source(), "kvc", {kWindow, &budget}, kChunks, 1, kLayers * kS, kS, &workers);
+    const std::unique_ptr<kv::ReadSession> reads = source().OpenReads("kvc");
+    kv::ReadAhead ra(*reads, {kWindow, &budget}, kChunks, 1, kLayers * kS, kS, &workers);
     for (uint32_t l = 0; l < 2; ++l) {
       ASSERT_EQ(ReadLayer(ra, l).first, std::vector<SliceStatus>(kChunks, SliceStatus::kOk));
     }

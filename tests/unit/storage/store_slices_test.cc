@@ -262,6 +262,99 @@ TEST(RadosSlicesTest, ReadsSpreadOverHandlesAndADeadHandleLosesNoRead) {
 // direct read, 6 source reads per chunk instead of 32; kv_2ltd's K and V ranges get a window
 // each; a chunk deleted under the request reads kMissing once its window is spent; and the
 // budget is shared and given back.
+// A request's ReadSession on RADOS looks each chunk's record up once: reading 32 layers of 3
+// chunks, one call per layer, costs 3 index lookups in the session and 96 without it. Every
+// later layer of a chunk comes from the version the first read resolved, even if the chunk is
+// replaced or deleted meanwhile (its data stays until the GC's wait); a new session sees the
+// change.
+TEST(RadosSlicesTest, ASessionLooksEachChunkUpOnceAndKeepsItsVersion) {
+  constexpr uint32_t kLayers = 32;
+  constexpr uint64_t kS = 4096;
+  constexpr int kChunks = 3;
+  testutil::TempDir dir;
+  Result<std::unique_ptr<Store>> opened = OpenTestStore(
+      Backend::kRados, SmallOptions(dir.path(), ExtentLayout::kSstBlocks), RandomRadosNamespace());
+  ASSERT_TRUE(opened.has_value()) << opened.error();
+  Store& store = **opened;
+  ASSERT_TRUE(store.CreateBucket("kvc", "me").ok());
+  auto& rados = dynamic_cast<RadosStore&>(*BackendOf(store));
+  PutOptions po;
+  po.chunk = ChunkShape{descriptor::StoredLayout::kL2TD, kLayers, kS};
+  std::vector<std::string> data;
+  for (int j = 0; j < kChunks; ++j) {
+    data.push_back(Bytes(j + 40, kLayers * kS));
+    ASSERT_TRUE(PutString(store, {"kvc", "c" + std::to_string(j)}, data.back(), po).has_value());
+  }
+  auto lookups = [&]() -> uint64_t {
+    Result<StoreStats> st = store.Stats();
+    EXPECT_TRUE(st.has_value()) << st.error();
+    for (const auto& [n, v] : st.has_value() ? st->figures : decltype(st->figures){}) {
+      if (n == "rados_slice_index_lookups") {
+        return v;
+      }
+    }
+    ADD_FAILURE() << "no rados_slice_index_lookups figure";
+    return 0;
+  };
+  // Layer l of every chunk in one call; the statuses and the bytes.
+  auto read_layer = [&](kv::ReadSession& reads, uint32_t l) {
+    std::string dest(kChunks * kS, '\0');
+    std::vector<SliceRead> slices;
+    for (int j = 0; j < kChunks; ++j) {
+      slices.push_back(
+          SliceRead{"c" + std::to_string(j), l * kS,
+                    MutableByteSpan(reinterpret_cast<std::byte*>(dest.data()) + j * kS, kS)});
+    }
+    Result<std::vector<SliceStatus>> r = reads.ReadSlices(slices);
+    EXPECT_TRUE(r.has_value()) << r.error();
+    return std::make_pair(r.has_value() ? *r : std::vector<SliceStatus>{}, dest);
+  };
+  auto layer_of = [](const std::string& bytes, uint32_t l) {
+    return std::string_view(bytes).substr(l * kS, kS);
+  };
+  const std::vector<SliceStatus> all_ok(kChunks, SliceStatus::kOk);
+
+  uint64_t before = lookups();
+  {
+    const std::unique_ptr<kv::ReadSession> reads = rados.OpenReads("kvc");
+    for (uint32_t l = 0; l < kLayers; ++l) {
+      auto [st, dest] = read_layer(*reads, l);
+      ASSERT_EQ(st, all_ok) << l;
+      for (int j = 0; j < kChunks; ++j) {
+        ASSERT_EQ(std::string_view(dest).substr(j * kS, kS), layer_of(data[j], l)) << l;
+      }
+    }
+  }
+  EXPECT_EQ(lookups() - before, uint64_t{kChunks});
+  before = lookups();
+  {
+    kv::PlainReadSession reads(rados, "kvc");
+    for (uint32_t l = 0; l < kLayers; ++l) {
+      ASSERT_EQ(read_layer(reads, l).first, all_ok) << l;
+    }
+  }
+  EXPECT_EQ(lookups() - before, uint64_t{kChunks} * kLayers);
+
+  // c1 replaced and c2 deleted after layer 0: the session reads their first versions on.
+  const std::unique_ptr<kv::ReadSession> reads = rados.OpenReads("kvc");
+  ASSERT_EQ(read_layer(*reads, 0).first, all_ok);
+  const std::string replaced = Bytes(99, kLayers * kS);
+  ASSERT_TRUE(PutString(store, {"kvc", "c1"}, replaced, po).has_value());
+  ASSERT_TRUE(store.Delete({"kvc", "c2"}).ok());
+  for (uint32_t l = 1; l < kLayers; ++l) {
+    auto [st, dest] = read_layer(*reads, l);
+    ASSERT_EQ(st, all_ok) << l;
+    for (int j = 0; j < kChunks; ++j) {
+      ASSERT_EQ(std::string_view(dest).substr(j * kS, kS), layer_of(data[j], l)) << l;
+    }
+  }
+  const std::unique_ptr<kv::ReadSession> fresh = rados.OpenReads("kvc");
+  auto [st, dest] = read_layer(*fresh, 5);
+  EXPECT_EQ(st,
+            (std::vector<SliceStatus>{SliceStatus::kOk, SliceStatus::kOk, SliceStatus::kMissing}));
+  EXPECT_EQ(std::string_view(dest).substr(kS, kS), layer_of(replaced, 5));
+}
+
 TEST_P(SlicesTest, ReadAheadReadsLayersInGrowingWindows) {
   constexpr uint32_t kLayers = 32;
   constexpr uint64_t kS = 4096;
@@ -291,7 +384,8 @@ TEST_P(SlicesTest, ReadAheadReadsLayersInGrowingWindows) {
   };
   kv::ReadAheadBudget budget(8 << 20);
   {
-    kv::ReadAhead ra(source(), "kvc", {64 << 10, &budget}, kChunks, 1, kLayers * kS, kS);
+    const std::unique_ptr<kv::ReadSession> reads = source().OpenReads("kvc");
+    kv::ReadAhead ra(*reads, {64 << 10, &budget}, kChunks, 1, kLayers * kS, kS);
     ASSERT_TRUE(ra.active());
     EXPECT_EQ(ra.window_bytes(), 64u << 10);
     EXPECT_EQ(budget.left(), (8u << 20) - kChunks * (64u << 10));
@@ -313,7 +407,8 @@ TEST_P(SlicesTest, ReadAheadReadsLayersInGrowingWindows) {
 
   // Two ranges per chunk, as kv_2ltd reads them: K of layer l at l·S/2, V at (L + l)·S/2.
   {
-    kv::ReadAhead ra(source(), "kvc", {64 << 10, &budget}, kChunks, 2, kLayers * kS, kS / 2);
+    const std::unique_ptr<kv::ReadSession> reads = source().OpenReads("kvc");
+    kv::ReadAhead ra(*reads, {64 << 10, &budget}, kChunks, 2, kLayers * kS, kS / 2);
     for (uint32_t l = 0; l < kLayers; ++l) {
       for (uint32_t slot : {0u, 1u}) {
         SCOPED_TRACE(l * 2 + slot);
@@ -333,7 +428,8 @@ TEST_P(SlicesTest, ReadAheadReadsLayersInGrowingWindows) {
   // Too little budget for two slices a window: slice by slice, still right.
   kv::ReadAheadBudget small(kChunks * kS);
   {
-    kv::ReadAhead ra(source(), "kvc", {64 << 10, &small}, kChunks, 1, kLayers * kS, kS);
+    const std::unique_ptr<kv::ReadSession> reads = source().OpenReads("kvc");
+    kv::ReadAhead ra(*reads, {64 << 10, &small}, kChunks, 1, kLayers * kS, kS);
     EXPECT_FALSE(ra.active());
     EXPECT_EQ(small.left(), kChunks * kS);
     auto [st, dest] = read_layer(ra, 5, 0, kS, 0);
@@ -343,9 +439,11 @@ TEST_P(SlicesTest, ReadAheadReadsLayersInGrowingWindows) {
     EXPECT_EQ(ra.source_reads(), kChunks * 1u);
   }
 
-  // Chunk 1 deleted after layer 2: layers 3..6 load a new window, which finds it gone.
+  // Chunk 1 deleted after layer 2: layers 3..6 load a new window, which finds it gone. (Each
+  // read asks the source afresh: a RADOS session would keep reading the version it resolved.)
   {
-    kv::ReadAhead ra(source(), "kvc", {64 << 10, &budget}, kChunks, 1, kLayers * kS, kS);
+    kv::PlainReadSession reads(source(), "kvc");
+    kv::ReadAhead ra(reads, {64 << 10, &budget}, kChunks, 1, kLayers * kS, kS);
     for (uint32_t l = 0; l < 3; ++l) {
       ASSERT_EQ(read_layer(ra, l, 0, kS, 0).first,
                 std::vector<SliceStatus>(kChunks, SliceStatus::kOk));
