@@ -57,7 +57,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(HERE, "harness"))
 import common  # noqa: E402
-from rados_vs_rgw_report import markdown, plot, ratios, summarize, targets  # noqa: E402
+from rados_vs_rgw_report import analyse, markdown, plot  # noqa: E402
 
 KiB = 1024
 MiB = 1024 * KiB
@@ -524,9 +524,7 @@ def run(config, build, log_dir, progress, tmp, cluster_dir=None, keep_cluster=Fa
         if failure or not keep_cluster:
             b.cluster_down()
     doc = dict(b.doc)
-    doc["summary"] = summarize(doc)
-    doc["ratios"] = ratios(doc, doc["summary"])
-    doc["targets"] = targets(doc["summary"], doc["ratios"], doc.get("floor", []))
+    analyse(doc)
     doc["commands"] = b.commands
     doc["notes"] = b.notes + NOTES
     doc["systems_measured"] = sorted({r["system"] for r in doc["reads"] + doc["s3ops"]})
@@ -590,9 +588,7 @@ def main():
     a = ap.parse_args()
     if a.report_only:
         doc = json.load(open(a.report_only + ".json"))
-        doc["summary"] = summarize(doc)
-        doc["ratios"] = ratios(doc, doc["summary"])
-        doc["targets"] = targets(doc["summary"], doc["ratios"], doc.get("floor", []))
+        analyse(doc)
         write_report(doc, a.report_only)
         return 0
     profile = a.profile or "reduced"

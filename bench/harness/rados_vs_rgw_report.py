@@ -243,6 +243,44 @@ def osd_costs(doc):
     return out
 
 
+def cpu_budget(doc, summary):
+    """What CPU alone allows each way of reading on the machine's cores: every process's CPU
+    seconds per GB summed (OSD, monitor, gateway or server, client), and cores / that sum, the
+    speed at which the cores would be busy all the time. Ours and RGW's per-object GETs per read
+    shape; the `rados bench -t 8` random whole-object reads of the shape's G."""
+    cores = (doc.get("machine") or {}).get("cores")
+    if not cores:
+        return []
+    rand = {f["G"]: f for f in doc.get("floor", []) if f["what"] == "object" and
+            f["mode"] == "rand"}
+    out = []
+    for x in summary["reads"]:
+        if (x["system"], x["method"]) not in (("oc-rados", "ucx"), ("rgw", "http-object")):
+            continue
+        rows = [(x["system"], x["method"], x["gbps"], x["cpu_s_per_gb"])]
+        f = rand.get(x["G"])
+        if x["system"] == "rgw" and f and f.get("cpu_s_per_gb"):
+            rows.append(("rados-bench", "rand", f["gbps"], f["cpu_s_per_gb"]))
+        for system, method, gbps, per in rows:
+            total = sum(per.values())
+            if total <= 0:
+                continue
+            out.append({"G": x["G"], "context": x["context"], "hit": x["hit"],
+                        "system": system, "method": method, "cpu_s_per_gb": per,
+                        "total_cpu_s_per_gb": total, "cores": cores,
+                        "cpu_bound_gbps": cores / total, "gbps": gbps,
+                        "of_cpu_bound": gbps * total / cores})
+    return out
+
+
+def analyse(doc):
+    """Every derived part of the document, from its raw rows (a run's end, --report-only)."""
+    doc["summary"] = summarize(doc)
+    doc["ratios"] = ratios(doc, doc["summary"])
+    doc["targets"] = targets(doc["summary"], doc["ratios"], doc.get("floor", []))
+    doc["cpu_budget"] = cpu_budget(doc, doc["summary"])
+
+
 # --- plot ---------------------------------------------------------------------------------
 
 SERIES = [("rgw", "http-object", "RGW per-object GETs (8)"),
@@ -347,7 +385,8 @@ LABEL = {("rgw", "http-object"): "RGW per-object GETs", ("rgw", "http-range"): "
          "ours on RADOS, a read per slice, UCX", ("oc-rados-1h", "ucx"):
          "ours on RADOS, one cluster handle, UCX", ("oc-rados-base-read", "ucx"):
          "ours on RADOS, baseline build, UCX", ("oc-rocksdb", "ucx"): "ours on RocksDB, UCX",
-         ("oc-rocksdb", "http-body"): "ours on RocksDB, HTTP body"}
+         ("oc-rocksdb", "http-body"): "ours on RocksDB, HTTP body",
+         ("rados-bench", "rand"): "`rados bench -t 8` random whole-object reads"}
 
 
 def _size(n):
@@ -407,6 +446,19 @@ def markdown(e):
                            _f(x["read_ops_per_chunk"]), _f(x["extent_reads_per_chunk"]),
                            _f(x["bytes_out_per_payload"]), _f(x["osd_cpu_s_per_gb"]),
                            _f(x["osd_cpu_us_per_extent_read"])] for x in costs]), ""]
+    budget = cpu_budget(e, s)
+    if budget:
+        parts += [f"What CPU alone allows on this machine's {budget[0]['cores']} cores, which "
+                  "every process shares (CPU seconds per GB summed over the OSD, monitor, "
+                  "gateway or server and client; cores / that sum is the speed at which the "
+                  "cores would always be busy):", "",
+                  _table(["G", "context · hit", "what", "CPU s/GB, all processes",
+                          "of which", "CPU-bound GB/s", "GB/s", "share of the bound"],
+                         [[x["G"], f"{x['context']} · {x['hit']:g}",
+                           LABEL.get((x["system"], x["method"]), x["system"]),
+                           _f(x["total_cpu_s_per_gb"]), _cpu(x["cpu_s_per_gb"]),
+                           _f(x["cpu_bound_gbps"]), _f(x["gbps"]),
+                           f"{x['of_cpu_bound']:.0%}"] for x in budget]), ""]
     if s["reads"] or s["loads"] or e.get("floor"):  # else the S3 part alone (--s3-only)
         parts += ["Reads (GB/s = payload / median time; p50/p99 over the repetitions; CPU seconds "
                   "per GB moved, per process):", "",
@@ -512,6 +564,19 @@ def finding(e, s, r, t):
     if named:
         text += " The OSD's side of the reads (ours over UCX, RGW's per-object GETs): " + \
             "; ".join(named) + "."
+    budget = {(x["system"], x["G"], x["context"]): x for x in cpu_budget(e, s)}
+    bound = []
+    for (system, g, c), x in sorted(budget.items()):
+        rgw, floor = budget.get(("rgw", g, c)), budget.get(("rados-bench", g, c))
+        if system != "oc-rados" or rgw is None:
+            continue
+        bound.append(f"G = {g}, {c // 1024}K: ours {_f(x['cpu_bound_gbps'])} GB/s "
+                     f"({_f(x['total_cpu_s_per_gb'])} CPU-s/GB: {_cpu(x['cpu_s_per_gb'])}; ran "
+                     f"at {x['of_cpu_bound']:.0%} of it), RGW {_f(rgw['cpu_bound_gbps'])}" +
+                     (f", the floor {_f(floor['cpu_bound_gbps'])}" if floor else ""))
+    if bound:
+        text += (f" CPU alone, on {next(iter(budget.values()))['cores']} cores shared by every "
+                 "process, allows: " + "; ".join(bound) + ".")
     key = "oc-rados-slices:ucx vs rgw:http-object"
     chunk = [x for x in r["reads"] if x["G"] == TARGET_G and key in x]
     if chunk:

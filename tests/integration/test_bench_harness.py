@@ -194,6 +194,15 @@ def check_rados_vs_rgw(e):
     for r in costs.values():
         assert r["chunks"] > 0 and r["osd_read_ops"] >= r["chunks"], r
         assert r["osd_bytes_out"] >= r["payload_bytes"] > 0, r
+    # What CPU alone allows each way of reading on the machine's cores: ours and RGW's per
+    # shape, the floor's beside RGW's, each the cores over every process's CPU per GB.
+    budget = {(r["system"], r["G"], r["context"]): r for r in e["cpu_budget"]}
+    shapes = {(r["G"], r["context"]) for r in s["reads"] if r["system"] == "oc-rados"}
+    assert {k for k in budget if k[0] != "rados-bench"} == {
+        (name, *shape) for name in ("oc-rados", "rgw") for shape in shapes}, budget
+    for r in budget.values():
+        assert r["cores"] == e["machine"]["cores"] and r["total_cpu_s_per_gb"] > 0, r
+        assert r["cpu_bound_gbps"] == r["cores"] / r["total_cpu_s_per_gb"], r
 
 
 def check_write_bench(e):
