@@ -253,6 +253,9 @@ Result<KvGetReport> Assemble(SliceSource& source, std::string_view bucket,
   // One ReadSession for all of the request's reads (RADOS: each chunk's index record read
   // once); it outlives the read-ahead and the pipeline, whose reads use it.
   const std::unique_ptr<ReadSession> reads = source.OpenReads(bucket);
+  if (!pinned && plan.plan.matched > 0) {
+    reads->Prepare(std::span(plan.names).first(plan.plan.matched));
+  }
   // Read ahead when the backend asks for it (RADOS: per-op costs); zero-copy lends instead.
   std::optional<ReadAhead> read_ahead;
   if (!pinned && plan.plan.matched > 0) {

@@ -123,6 +123,11 @@ class ReadSession {
  public:
   virtual ~ReadSession() = default;
   virtual Result<std::vector<SliceStatus>> ReadSlices(std::span<const SliceRead> slices) = 0;
+  // The chunks the request will read (its matched ones): a session that looks names up may
+  // look them all up now, in one batch, so that the first read of each (layer 0's, a unit of
+  // a few chunks at a time) waits for no index. Advice: a failure here is not the request's,
+  // whose reads look up whatever is not known yet and report their own errors.
+  virtual void Prepare(std::span<const std::string> names) { (void)names; }
 };
 
 class SliceSource {

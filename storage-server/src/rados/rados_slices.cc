@@ -19,6 +19,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "names.h"
@@ -62,6 +63,24 @@ class RadosStore::Reads final : public kv::ReadSession {
   Reads(RadosStore& store, std::string_view bucket) : store_(store), bucket_(bucket) {}
   Result<std::vector<SliceStatus>> ReadSlices(std::span<const SliceRead> slices) override {
     return store_.ReadSlicesWith(bucket_, slices, &memo_);
+  }
+  // The records of every name not known yet, in one batch: a layerwise GET's first layer
+  // then reads only data objects, unit after unit, instead of an index op before each unit.
+  void Prepare(std::span<const std::string> names) override {
+    std::vector<std::string> todo;
+    {
+      std::lock_guard lock(memo_.mu);
+      std::unordered_set<std::string_view> seen;
+      for (const std::string& name : names) {
+        if (!memo_.records.contains(name) && seen.insert(name).second) {
+          todo.push_back(name);
+        }
+      }
+    }
+    Result<BucketRef> ref = store_.Bucket(bucket_);
+    if (!todo.empty() && ref.has_value()) {
+      (void)store_.LookUpRecords(bucket_, *ref, todo, &memo_);
+    }
   }
 
  private:
@@ -159,25 +178,12 @@ Result<std::vector<SliceStatus>> RadosStore::ReadSlicesWith(std::string_view buc
       for (const auto& [name, ts] : need) {
         names.emplace_back(name);
       }
-      slice_index_lookups_.fetch_add(names.size(), std::memory_order_relaxed);
-      OC_ASSIGN_OR_RETURN(std::vector<std::optional<ObjectRecord>> found,
-                          ReadManyRecords(bucket, ref, names));
+      OC_ASSIGN_OR_RETURN(std::vector<std::shared_ptr<const ObjectRecord>> found,
+                          LookUpRecords(bucket, ref, names, memo));
       size_t k = 0;
       for (const auto& [name, ts] : need) {
-        std::shared_ptr<const ObjectRecord> r;
-        if (found[k].has_value()) {
-          r = std::make_shared<const ObjectRecord>(std::move(*found[k]));
-        }
-        if (memo != nullptr) {
-          std::lock_guard lock(memo->mu);
-          if (r != nullptr) {
-            memo->records.insert_or_assign(names[k], r);
-          } else {
-            memo->records.erase(names[k]);
-          }
-        }
         for (const size_t t : ts) {
-          records[t] = r;
+          records[t] = found[k];
         }
         ++k;
       }
@@ -270,6 +276,30 @@ Result<std::vector<SliceStatus>> RadosStore::ReadSlicesWith(std::string_view buc
     std::sort(again.begin(), again.end());
     again.erase(std::unique(again.begin(), again.end()), again.end());
     todo = std::move(again);
+  }
+  return out;
+}
+
+Result<std::vector<std::shared_ptr<const ObjectRecord>>> RadosStore::LookUpRecords(
+    std::string_view bucket, const BucketRef& ref, std::span<const std::string> names,
+    RecordMemo* memo) {
+  slice_index_lookups_.fetch_add(names.size(), std::memory_order_relaxed);
+  slice_index_batches_.fetch_add(1, std::memory_order_relaxed);
+  OC_ASSIGN_OR_RETURN(std::vector<std::optional<ObjectRecord>> found,
+                      ReadManyRecords(bucket, ref, names));
+  std::vector<std::shared_ptr<const ObjectRecord>> out(names.size());
+  for (size_t k = 0; k < names.size(); ++k) {
+    if (found[k].has_value()) {
+      out[k] = std::make_shared<const ObjectRecord>(std::move(*found[k]));
+    }
+    if (memo != nullptr) {
+      std::lock_guard lock(memo->mu);
+      if (out[k] != nullptr) {
+        memo->records.insert_or_assign(names[k], out[k]);
+      } else {
+        memo->records.erase(names[k]);
+      }
+    }
   }
   return out;
 }

@@ -554,6 +554,8 @@ Result<StoreStats> RadosStore::Stats() {
                              slice_read_ops_.load(std::memory_order_relaxed));
   stats.figures.emplace_back("rados_slice_index_lookups",
                              slice_index_lookups_.load(std::memory_order_relaxed));
+  stats.figures.emplace_back("rados_slice_index_batches",
+                             slice_index_batches_.load(std::memory_order_relaxed));
   AddReadHandleFigures(stats);
   {
     std::lock_guard lock(buckets_mu_);

@@ -281,6 +281,12 @@ class RadosStore final : public Backend {
     std::mutex mu;
     std::unordered_map<std::string, std::shared_ptr<const ObjectRecord>> records OC_GUARDED_BY(mu);
   };
+  // The records of `names` (each named once) from the index in one batch
+  // (ReadManyRecords), shared; each found one goes into `memo` (null: none kept), replacing
+  // what it held, and each absent one is dropped from it.
+  Result<std::vector<std::shared_ptr<const ObjectRecord>>> LookUpRecords(
+      std::string_view bucket, const BucketRef& ref, std::span<const std::string> names,
+      RecordMemo* memo);
   // ReadSlices, taking records from and adding them to `memo` (null: none kept).
   Result<std::vector<kv::SliceStatus>> ReadSlicesWith(std::string_view bucket,
                                                       std::span<const kv::SliceRead> slices,
@@ -349,6 +355,7 @@ class RadosStore final : public Backend {
   std::atomic<uint64_t> puts_grouped_{0};         // PUTs committed in another PUT's op
   std::atomic<uint64_t> slice_read_ops_{0};       // data-object read ops of ReadSlices
   std::atomic<uint64_t> slice_index_lookups_{0};  // names ReadSlices looked up in the index
+  std::atomic<uint64_t> slice_index_batches_{0};  // ...in this many batches (LookUpRecords)
   std::atomic<uint64_t> read_retries_{0};         // of those, sent again after a dead session
 
   // One GC or scrub pass at a time in this process; the lock's cookie is writer_id_.

@@ -306,5 +306,46 @@ TEST(RadosReadAhead, LayerwiseGetReadsEachChunkInGrowingWindows) {
   }
 }
 
+// A descriptor GET looks all of its chunks up before its first read, in one batch
+// (ReadSession::Prepare): 20 chunks whose first layer spans three staging buffers cost one
+// index batch, not one per buffer, and no lookup after it.
+TEST(RadosReadAhead, ADescriptorGetLooksItsChunksUpInOneBatchBeforeItsFirstRead) {
+  StoreOptions base;
+  base.kv.layerwise_threshold_bytes = 1;  // layerwise
+  Result<StoreOptions> o = RadosTestOptions(base, RandomRadosNamespace());
+  ASSERT_TRUE(o.has_value()) << o.error();
+  Result<std::unique_ptr<Store>> store = OpenStore(*o);
+  ASSERT_TRUE(store.has_value()) << store.error();
+  ASSERT_TRUE((*store)->CreateBucket(kvtest::kBucket, "me").ok());
+  const kvtest::Shape s{20, 8, 8192, descriptor::StoredLayout::kL2TD};
+  const descriptor::Descriptor d = kvtest::MakeDescriptor(s, true, 5);
+  std::vector<std::vector<std::byte>> chunks;
+  for (uint64_t j = 0; j < s.n; ++j) {
+    chunks.push_back(kvtest::ChunkBytes(5, j, s));
+    ASSERT_TRUE(kvtest::StoreChunk(**store, d, j, chunks.back()).ok());
+  }
+  auto figure = [&](std::string_view figure) -> uint64_t {
+    Result<StoreStats> st = (*store)->Stats();
+    EXPECT_TRUE(st.has_value());
+    for (const auto& [name, value] : st.has_value() ? st->figures : decltype(st->figures){}) {
+      if (name == figure) {
+        return value;
+      }
+    }
+    ADD_FAILURE() << "no " << figure << " figure";
+    return 0;
+  };
+  const uint64_t lookups = figure("rados_slice_index_lookups");
+  const uint64_t batches = figure("rados_slice_index_batches");
+  kvtest::VectorSink sink(2, 64 << 10);  // 8 slices a buffer: layer 0 takes three
+  Result<KvGetReport> report = (*store)->GetLayers(kvtest::kBucket, d, &sink, {});
+  ASSERT_TRUE(report.has_value()) << report.error();
+  std::vector<std::byte> want(s.n * s.layers * s.s);
+  kvtest::OraclePayload(chunks, s, d.delivery, s.n, s.n, want);
+  EXPECT_TRUE(sink.body() == want);
+  EXPECT_EQ(figure("rados_slice_index_lookups") - lookups, s.n);
+  EXPECT_EQ(figure("rados_slice_index_batches") - batches, 1u);
+}
+
 }  // namespace
 }  // namespace oc::storage::test

@@ -266,7 +266,7 @@ TEST(RadosSlicesTest, ReadsSpreadOverHandlesAndADeadHandleLosesNoRead) {
 // chunks, one call per layer, costs 3 index lookups in the session and 96 without it. Every
 // later layer of a chunk comes from the version the first read resolved, even if the chunk is
 // replaced or deleted meanwhile (its data stays until the GC's wait); a new session sees the
-// change.
+// change. Prepare looks a request's chunks up before its first read, in one batch.
 TEST(RadosSlicesTest, ASessionLooksEachChunkUpOnceAndKeepsItsVersion) {
   constexpr uint32_t kLayers = 32;
   constexpr uint64_t kS = 4096;
@@ -353,6 +353,26 @@ TEST(RadosSlicesTest, ASessionLooksEachChunkUpOnceAndKeepsItsVersion) {
   EXPECT_EQ(st,
             (std::vector<SliceStatus>{SliceStatus::kOk, SliceStatus::kOk, SliceStatus::kMissing}));
   EXPECT_EQ(std::string_view(dest).substr(kS, kS), layer_of(replaced, 5));
+
+  // Prepare looks the chunks it is given up in one batch, each name once; a name the session
+  // knows costs nothing. The reads after it look up no chunk it found, and read the version
+  // it found (c0 replaced after it); a chunk it found absent (c2) each read looks up again.
+  before = lookups();
+  const std::unique_ptr<kv::ReadSession> prepared = rados.OpenReads("kvc");
+  prepared->Prepare(std::vector<std::string>{"c0", "c1", "c0", "c2"});
+  EXPECT_EQ(lookups() - before, 3u);
+  ASSERT_TRUE(PutString(store, {"kvc", "c0"}, Bytes(77, kLayers * kS), po).has_value());
+  prepared->Prepare(std::vector<std::string>{"c1", "c0"});
+  EXPECT_EQ(lookups() - before, 3u);
+  for (uint32_t l = 0; l < kLayers; ++l) {
+    auto [got, bytes] = read_layer(*prepared, l);
+    ASSERT_EQ(got,
+              (std::vector<SliceStatus>{SliceStatus::kOk, SliceStatus::kOk, SliceStatus::kMissing}))
+        << l;
+    ASSERT_EQ(std::string_view(bytes).substr(0, kS), layer_of(data[0], l)) << l;
+    ASSERT_EQ(std::string_view(bytes).substr(kS, kS), layer_of(replaced, l)) << l;
+  }
+  EXPECT_EQ(lookups() - before, 3u + kLayers);
 }
 
 TEST_P(SlicesTest, ReadAheadReadsLayersInGrowingWindows) {
