@@ -524,6 +524,7 @@ def run(config, build, log_dir, progress, tmp, cluster_dir=None, keep_cluster=Fa
         if failure or not keep_cluster:
             b.cluster_down()
     doc = dict(b.doc)
+    doc["machine"] = common.machine()  # before analyse: the CPU budget counts its cores
     analyse(doc)
     doc["commands"] = b.commands
     doc["notes"] = b.notes + NOTES
@@ -612,7 +613,6 @@ def main():
                        os.path.abspath(a.baseline_build) if a.baseline_build else None))
     finally:
         doc["load_end"] = common.load_average()
-    doc["machine"] = common.machine()
     doc["versions"] = common.versions(os.path.abspath(a.build))
     doc = common.portable(doc, tmp)
     if a.baseline_build:  # named, not located: committed results hold no machine path

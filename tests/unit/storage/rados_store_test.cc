@@ -251,6 +251,38 @@ TEST_F(RadosStoreTest, IdentityNamesTheClusterPoolAndNamespace) {
   EXPECT_EQ(id.rados_namespace.size(), 17u);  // RandomRadosNamespace()
 }
 
+// A store over a fresh namespace in which every descriptor GET is layerwise, its read-ahead
+// windows `window` bytes, holding chunks 0..s.n-1 of `d` in kvtest::kBucket (their bytes in
+// *chunks, from `seed`).
+Result<std::unique_ptr<Store>> LayerwiseStoreWithChunks(
+    uint64_t window, const kvtest::Shape& s, const descriptor::Descriptor& d, uint64_t seed,
+    std::vector<std::vector<std::byte>>* chunks) {
+  StoreOptions base;
+  base.kv.layerwise_threshold_bytes = 1;
+  OC_ASSIGN_OR_RETURN(StoreOptions o, RadosTestOptions(base, RandomRadosNamespace()));
+  o.rados.read_ahead_window_bytes = window;
+  OC_ASSIGN_OR_RETURN(std::unique_ptr<Store> store, OpenStore(o));
+  OC_RETURN_IF_ERROR(store->CreateBucket(kvtest::kBucket, "me"));
+  for (uint64_t j = 0; j < s.n; ++j) {
+    chunks->push_back(kvtest::ChunkBytes(seed, j, s));
+    OC_RETURN_IF_ERROR(kvtest::StoreChunk(*store, d, j, chunks->back()));
+  }
+  return store;
+}
+
+// The store's /stats figure `name` (0, and a failure, if it has none).
+uint64_t Figure(Store& store, std::string_view name) {
+  Result<StoreStats> st = store.Stats();
+  EXPECT_TRUE(st.has_value());
+  for (const auto& [n, value] : st.has_value() ? st->figures : decltype(st->figures){}) {
+    if (n == name) {
+      return value;
+    }
+  }
+  ADD_FAILURE() << "no " << name << " figure";
+  return 0;
+}
+
 // A layerwise descriptor GET from RADOS reads each chunk in growing windows
 // ([rados] read_ahead_window_bytes, src/kv/read_ahead.h): with 32 layers, 6 RADOS reads per
 // chunk (1, 2, 4, 8 and 16 slices, then the last one) rather than 32, byte-exact, for both
@@ -261,32 +293,12 @@ TEST(RadosReadAhead, LayerwiseGetReadsEachChunkInGrowingWindows) {
          {descriptor::StoredLayout::kL2TD, descriptor::StoredLayout::k2LTD}) {
       SCOPED_TRACE(std::to_string(window) + " " +
                    std::string(descriptor::StoredLayoutName(layout)));
-      StoreOptions base;
-      base.kv.layerwise_threshold_bytes = 1;  // every request layerwise
-      Result<StoreOptions> o = RadosTestOptions(base, RandomRadosNamespace());
-      ASSERT_TRUE(o.has_value()) << o.error();
-      o->rados.read_ahead_window_bytes = window;
-      Result<std::unique_ptr<Store>> store = OpenStore(*o);
-      ASSERT_TRUE(store.has_value()) << store.error();
-      ASSERT_TRUE((*store)->CreateBucket(kvtest::kBucket, "me").ok());
       const kvtest::Shape s{5, 32, 8192, layout};
       const descriptor::Descriptor d = kvtest::MakeDescriptor(s, true, 3);
       std::vector<std::vector<std::byte>> chunks;
-      for (uint64_t j = 0; j < s.n; ++j) {
-        chunks.push_back(kvtest::ChunkBytes(3, j, s));
-        ASSERT_TRUE(kvtest::StoreChunk(**store, d, j, chunks.back()).ok());
-      }
-      auto figure = [&](std::string_view figure) -> uint64_t {
-        Result<StoreStats> st = (*store)->Stats();
-        EXPECT_TRUE(st.has_value());
-        for (const auto& [name, value] : st.has_value() ? st->figures : decltype(st->figures){}) {
-          if (name == figure) {
-            return value;
-          }
-        }
-        ADD_FAILURE() << "no " << figure << " figure";
-        return 0;
-      };
+      Result<std::unique_ptr<Store>> store = LayerwiseStoreWithChunks(window, s, d, 3, &chunks);
+      ASSERT_TRUE(store.has_value()) << store.error();
+      auto figure = [&](std::string_view name) { return Figure(**store, name); };
       const uint64_t before = figure("rados_slice_read_ops");
       const uint64_t lookups_before = figure("rados_slice_index_lookups");
       kvtest::VectorSink sink(2, 64 << 10);
@@ -310,31 +322,12 @@ TEST(RadosReadAhead, LayerwiseGetReadsEachChunkInGrowingWindows) {
 // (ReadSession::Prepare): 20 chunks whose first layer spans three staging buffers cost one
 // index batch, not one per buffer, and no lookup after it.
 TEST(RadosReadAhead, ADescriptorGetLooksItsChunksUpInOneBatchBeforeItsFirstRead) {
-  StoreOptions base;
-  base.kv.layerwise_threshold_bytes = 1;  // layerwise
-  Result<StoreOptions> o = RadosTestOptions(base, RandomRadosNamespace());
-  ASSERT_TRUE(o.has_value()) << o.error();
-  Result<std::unique_ptr<Store>> store = OpenStore(*o);
-  ASSERT_TRUE(store.has_value()) << store.error();
-  ASSERT_TRUE((*store)->CreateBucket(kvtest::kBucket, "me").ok());
   const kvtest::Shape s{20, 8, 8192, descriptor::StoredLayout::kL2TD};
   const descriptor::Descriptor d = kvtest::MakeDescriptor(s, true, 5);
   std::vector<std::vector<std::byte>> chunks;
-  for (uint64_t j = 0; j < s.n; ++j) {
-    chunks.push_back(kvtest::ChunkBytes(5, j, s));
-    ASSERT_TRUE(kvtest::StoreChunk(**store, d, j, chunks.back()).ok());
-  }
-  auto figure = [&](std::string_view figure) -> uint64_t {
-    Result<StoreStats> st = (*store)->Stats();
-    EXPECT_TRUE(st.has_value());
-    for (const auto& [name, value] : st.has_value() ? st->figures : decltype(st->figures){}) {
-      if (name == figure) {
-        return value;
-      }
-    }
-    ADD_FAILURE() << "no " << figure << " figure";
-    return 0;
-  };
+  Result<std::unique_ptr<Store>> store = LayerwiseStoreWithChunks(1 << 20, s, d, 5, &chunks);
+  ASSERT_TRUE(store.has_value()) << store.error();
+  auto figure = [&](std::string_view name) { return Figure(**store, name); };
   const uint64_t lookups = figure("rados_slice_index_lookups");
   const uint64_t batches = figure("rados_slice_index_batches");
   kvtest::VectorSink sink(2, 64 << 10);  // 8 slices a buffer: layer 0 takes three
