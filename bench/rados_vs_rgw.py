@@ -1,4 +1,6 @@
 #!/usr/bin/python3
+# Over 600 lines: one measurement sequence (loads, reads, the OSD's side, the floor, S3 ops) over
+# one cluster and its servers, the Bench; the analysis is harness/rados_vs_rgw_report.py.
 """rados_vs_rgw: ObjectCache on Ceph RADOS against Ceph RGW on the same cluster (issue 15).
 
 One throw-away cluster (tools/ceph-test-cluster up --rgw [--bluestore]): the same OSD under
