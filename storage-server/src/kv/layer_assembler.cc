@@ -250,15 +250,14 @@ Result<KvGetReport> Assemble(SliceSource& source, std::string_view bucket,
   const bool pinned = !options.dense && options.zero_copy &&
                       (range_bytes >= options.zero_copy_min_bytes || sink.writes_in_place()) &&
                       sink.accepts_pinned() && source.SupportsPinnedSlices();
-  // One ReadSession for all of the request's reads (RADOS: each chunk's index record read
-  // once); it outlives the read-ahead and the pipeline, whose reads use it.
+  // One ReadSession for all of the request's reads (RADOS: the chunks' index records read
+  // once, in one batch before the first read: Prepare); it outlives the read-ahead and the
+  // pipeline, whose reads use it.
   const std::unique_ptr<ReadSession> reads = source.OpenReads(bucket);
-  if (!pinned && plan.plan.matched > 0) {
-    reads->Prepare(std::span(plan.names).first(plan.plan.matched));
-  }
   // Read ahead when the backend asks for it (RADOS: per-op costs); zero-copy lends instead.
   std::optional<ReadAhead> read_ahead;
   if (!pinned && plan.plan.matched > 0) {
+    reads->Prepare(std::span(plan.names).first(plan.plan.matched));
     const ReadAheadPolicy policy = source.read_ahead();
     if (policy.window_bytes > 0) {
       read_ahead.emplace(*reads, policy, plan.plan.matched,

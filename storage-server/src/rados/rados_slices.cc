@@ -292,8 +292,10 @@ Result<std::vector<std::shared_ptr<const ObjectRecord>>> RadosStore::LookUpRecor
     if (found[k].has_value()) {
       out[k] = std::make_shared<const ObjectRecord>(std::move(*found[k]));
     }
-    if (memo != nullptr) {
-      std::lock_guard lock(memo->mu);
+  }
+  if (memo != nullptr) {
+    std::lock_guard lock(memo->mu);
+    for (size_t k = 0; k < names.size(); ++k) {
       if (out[k] != nullptr) {
         memo->records.insert_or_assign(names[k], out[k]);
       } else {
