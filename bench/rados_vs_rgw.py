@@ -1,6 +1,4 @@
 #!/usr/bin/python3
-# Over 600 lines: one measurement sequence (loads, reads, the OSD's side, the floor, S3 ops) over
-# one cluster and its servers, the Bench; the analysis is harness/rados_vs_rgw_report.py.
 """rados_vs_rgw: ObjectCache on Ceph RADOS against Ceph RGW on the same cluster (issue 15).
 
 One throw-away cluster (tools/ceph-test-cluster up --rgw [--bluestore]): the same OSD under
@@ -48,7 +46,6 @@ import argparse
 import json
 import os
 import re
-import resource
 import shutil
 import subprocess
 import sys
@@ -59,6 +56,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(HERE, "harness"))
 import common  # noqa: E402
+import rados_bench_floor  # noqa: E402
+from rados_bench_floor import size_name  # noqa: E402
 from rados_vs_rgw_report import analyse, markdown, plot  # noqa: E402
 
 KiB = 1024
@@ -342,9 +341,9 @@ class Bench:
                         method, "--object-concurrency", str(CONCURRENCY),
                         "--range-concurrency", str(CONCURRENCY), "--repeat", "1",
                         "--warmup", "0"]
-                c0, cpu0 = self.osd_counters(), self.cpu(osd_pids)
+                c0, cpu0 = self.osd_counters(), sum(common.cpu_seconds(p) for p in osd_pids)
                 doc = self.objectcache_bench(system, f"cost-g{g}-{system}-{context}", args)
-                c1, cpu1 = self.osd_counters(), self.cpu(osd_pids)
+                c1, cpu1 = self.osd_counters(), sum(common.cpu_seconds(p) for p in osd_pids)
                 payload = sum(r["payload_bytes"] for r in doc["results"])
                 chunks = sum(r["chunks"] for r in doc["results"])
                 row = {"G": g, "context": context, "hit": self.p["hits"][0], "system": system,
@@ -366,47 +365,12 @@ class Bench:
         the pool ObjectCache uses: what the OSD itself gives a client doing nothing else."""
         s = BYTES_PER_TOKEN_LAYER * g
         for what, size in (("object", LAYERS * s), ("slice", s)):
-            run_name = f"rvr-floor-{size}"
-            count = max(2 * CONCURRENCY, self.p["floor_bytes"] // size)
-            base = ["rados", "-c", self.conf, "-p", OC_POOL]
-            secs = str(self.p["floor_seconds"])
-            self.say(f"G={g} floor: rados bench at the {what} size ({common_size(size)})")
-            for mode in ("write", "seq", "rand"):
-                # write: new objects (at most `count`, which the reads then read back)
-                args = (["write", "-b", str(size), "-t", str(CONCURRENCY), "--no-cleanup",
-                         "--max-objects", str(count)] if mode == "write"
-                        else [mode, "-t", str(CONCURRENCY)])
-                osd0 = self.cpu(self.cluster_pids.get("ceph-osd", []))
-                self_0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-                out = self.run(base + ["bench", secs, *args, "--run-name", run_name],
-                               f"floor-{mode}-{size}", timeout=600)
-                self_1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-                row = parse_rados_bench(out)
-                cpu = {"ceph-osd": self.cpu(self.cluster_pids.get("ceph-osd", [])) - osd0,
-                       "client": (self_1.ru_utime + self_1.ru_stime) -
-                                 (self_0.ru_utime + self_0.ru_stime)}
-                moved = (row["ops"] or 0) * size / 1e9
-                row.update({"G": g, "what": what, "op_bytes": size, "mode": mode,
-                            "concurrency": CONCURRENCY, "cpu_s": cpu,
-                            "cpu_s_per_gb": {n: v / moved for n, v in cpu.items()}
-                            if moved else {}})
-                self.doc["floor"].append(row)
-                self.say(f"  rados bench {mode} {common_size(size)}: {row['gbps']:.3f} GB/s, "
-                         f"{row['iops']:.0f} ops/s")
-            self.run(base + ["cleanup", "--run-name", run_name], f"floor-cleanup-{size}",
-                     timeout=600, record=False)
-
-    @staticmethod
-    def cpu(pids):
-        total = 0.0
-        tick = os.sysconf("SC_CLK_TCK")
-        for pid in pids:
-            try:
-                fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-                total += (int(fields[11]) + int(fields[12])) / tick
-            except OSError:
-                pass
-        return total
+            self.say(f"G={g} floor: rados bench at the {what} size ({size_name(size)})")
+            for row in rados_bench_floor.measure(
+                    self.run, self.say, self.conf, OC_POOL, self.cluster_pids.get("ceph-osd", []),
+                    size, count=max(2 * CONCURRENCY, self.p["floor_bytes"] // size),
+                    seconds=self.p["floor_seconds"], concurrency=CONCURRENCY):
+                self.doc["floor"].append({**row, "G": g, "what": what})
 
     def s3ops(self):
         asok = self.osd_asok()
@@ -437,7 +401,7 @@ class Bench:
                 for row in json.load(open(out))["results"]:
                     self.doc["s3ops"].append({**row, "system": system, "rep": rep})
                     osd = row.get("osd_ops_per_req", {}).get("op")
-                    self.say(f"  {system} {row['op']} {common_size(row['size'])} "
+                    self.say(f"  {system} {row['op']} {size_name(row['size'])} "
                              f"c={row['concurrency']}: {row['ops_per_s']:.0f} ops/s" +
                              (f", {osd:.2f} OSD ops per request" if osd is not None else ""))
 
@@ -488,23 +452,6 @@ class Bench:
             self.stop_servers()
             if not (last and keep_cluster):
                 self.cluster_down()
-
-
-def common_size(n):
-    return f"{n // MiB} MiB" if n >= MiB else f"{n // KiB} KiB"
-
-
-def parse_rados_bench(text):
-    """The summary of `rados bench ... write|seq|rand` (its MB are MiB)."""
-    def field(label):
-        m = re.search(rf"^{re.escape(label)}:\s+([\d.e+-]+)", text, re.M)
-        return float(m.group(1)) if m else None
-    mib_s = field("Bandwidth (MB/sec)") or 0.0
-    return {"gbps": mib_s * MiB / 1e9, "iops": field("Average IOPS") or 0.0,
-            "total_s": field("Total time run"),
-            "ops": field("Total reads made") or field("Total writes made"),
-            "avg_latency_ms": (field("Average Latency(s)") or 0) * 1e3,
-            "max_latency_ms": (field("Max latency(s)") or 0) * 1e3}
 
 
 # --- entry points -----------------------------------------------------------------------------
